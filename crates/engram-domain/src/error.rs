@@ -1,0 +1,84 @@
+//! The semantic error every engram layer speaks.
+//!
+//! Stores map their driver errors onto these variants in one place (`error.rs` of each store
+//! crate); the MCP layer maps them onto tool results or protocol errors in one place too.
+
+/// What went wrong, in terms a caller can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A named thing (`kind` is "workspace", "node", "observation", "relation") does not exist.
+    #[error("{kind} not found: {name}")]
+    NotFound {
+        /// What was looked for.
+        kind: &'static str,
+        /// Its name (or `node#ordinal` for an observation).
+        name: String,
+    },
+    /// Creating a named thing that must be unique, where one already exists.
+    #[error("{kind} already exists: {name}")]
+    AlreadyExists {
+        /// What was created.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+    /// An argument broke a limit or a rule; nothing was changed.
+    #[error("invalid argument `{field}`: {reason}")]
+    InvalidArgument {
+        /// The argument's path, as a caller wrote it: `entities[3].name`.
+        field: String,
+        /// What is wrong and what the limit is.
+        reason: String,
+    },
+    /// The request contradicts the current state (for example a rename onto an existing
+    /// relation, or deleting a non-empty workspace without force); nothing was changed.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The backing service (database, embedder) cannot be reached; retrying later may work.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// A bug or an unexpected state of the backing service.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// An [`Error::InvalidArgument`] for `field`.
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::InvalidArgument {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// An [`Error::NotFound`] for the node `name`.
+    pub fn node_not_found(name: impl Into<String>) -> Self {
+        Self::NotFound {
+            kind: "node",
+            name: name.into(),
+        }
+    }
+
+    /// An [`Error::NotFound`] for the workspace `name`.
+    pub fn workspace_not_found(name: impl Into<String>) -> Self {
+        Self::NotFound {
+            kind: "workspace",
+            name: name.into(),
+        }
+    }
+
+    /// Whether a model (or a user) can fix the call and try again: not found, invalid
+    /// argument, already exists and conflict. The others are outages or bugs.
+    pub fn is_caller_error(&self) -> bool {
+        matches!(
+            self,
+            Self::NotFound { .. }
+                | Self::AlreadyExists { .. }
+                | Self::InvalidArgument { .. }
+                | Self::Conflict(_)
+        )
+    }
+}
+
+/// `Result` with engram's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,19 @@
+//! engram's domain: the knowledge-graph model, its validation, and the storage trait.
+//!
+//! A workspace holds nodes (unique names, a type, a summary, tags and ordered
+//! observations) and typed directed relations between them. [`Memory`] is the catalog's tools
+//! over any [`MemoryStore`]; it validates every argument against [`limits`] before the store
+//! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
+
+mod error;
+pub mod limits;
+mod memory;
+mod model;
+mod store;
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+pub use error::{Error, Result};
+pub use memory::Memory;
+pub use model::*;
+pub use store::MemoryStore;

@@ -1,0 +1,216 @@
+//! Input limits and the validation that enforces them.
+//!
+//! Every check names the argument as the caller wrote it (`entities[2].tags[0]`) and states the
+//! limit, so a model reading the error can fix its call. Validation runs before any write, so a
+//! rejected call changes nothing.
+
+use crate::error::{Error, Result};
+
+/// Node names, entity types and relation types: bytes (UTF-8), inclusive.
+pub const NAME_BYTES: std::ops::RangeInclusive<usize> = 1..=256;
+/// Observation contents and summaries: bytes (UTF-8), inclusive.
+pub const CONTENT_BYTES: std::ops::RangeInclusive<usize> = 1..=65_536;
+/// Tags: bytes each, inclusive.
+pub const TAG_BYTES: std::ops::RangeInclusive<usize> = 1..=128;
+/// Tags on one node.
+pub const MAX_TAGS: usize = 64;
+/// Entities, relations, names, observation contents or deletions in one call.
+pub const MAX_BATCH: usize = 1_000;
+/// `get_neighborhood`'s `depth`, in hops, inclusive.
+pub const DEPTH: std::ops::RangeInclusive<u32> = 0..=6;
+/// `limit` of listing tools, inclusive.
+pub const LIMIT: std::ops::RangeInclusive<u32> = 1..=1_000;
+/// `get_recently_modified`'s `days`, inclusive.
+pub const DAYS: std::ops::RangeInclusive<u32> = 1..=36_500;
+/// The longest path `get_path` looks for, in hops.
+pub const MAX_PATH_HOPS: u32 = 12;
+/// Workspace names: 1–64 characters of `A–Z a–z 0–9 . _ -`, so they travel safely in an HTTP
+/// header and on a command line.
+pub const WORKSPACE_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=64;
+
+/// Checks a node name, entity type or relation type: 1–256 bytes, no control characters.
+pub fn name(field: &str, value: &str) -> Result<()> {
+    text(field, value, NAME_BYTES)?;
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(Error::invalid(
+            field,
+            format!("must not contain control characters (found U+{:04X})", c as u32),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an observation or a summary: 1–65,536 bytes.
+pub fn content(field: &str, value: &str) -> Result<()> {
+    text(field, value, CONTENT_BYTES)
+}
+
+/// Checks a tag list (at most 64 tags of 1–128 bytes, no control characters) and returns it
+/// without duplicates, first occurrence kept.
+pub fn tags(field: &str, tags: &[String]) -> Result<Vec<String>> {
+    if tags.len() > MAX_TAGS {
+        return Err(Error::invalid(
+            field,
+            format!("at most {MAX_TAGS} tags, got {}", tags.len()),
+        ));
+    }
+    let mut unique: Vec<String> = Vec::with_capacity(tags.len());
+    for (i, tag) in tags.iter().enumerate() {
+        let tag_field = format!("{field}[{i}]");
+        text(&tag_field, tag, TAG_BYTES)?;
+        if tag.chars().any(char::is_control) {
+            return Err(Error::invalid(tag_field, "must not contain control characters"));
+        }
+        if !unique.contains(tag) {
+            unique.push(tag.clone());
+        }
+    }
+    Ok(unique)
+}
+
+/// Checks the length of a batch argument: 1–1,000 items.
+pub fn batch<T>(field: &str, items: &[T]) -> Result<()> {
+    if items.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if items.len() > MAX_BATCH {
+        return Err(Error::invalid(
+            field,
+            format!("at most {MAX_BATCH} items per call, got {}", items.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an observation ordinal: 1 or more.
+pub fn ordinal(field: &str, ordinal: i64) -> Result<()> {
+    if ordinal < 1 {
+        return Err(Error::invalid(field, format!("ordinals start at 1, got {ordinal}")));
+    }
+    Ok(())
+}
+
+/// Checks a bounded integer argument such as `depth`, `limit` or `days`.
+pub fn within(field: &str, value: u32, range: std::ops::RangeInclusive<u32>) -> Result<()> {
+    if !range.contains(&value) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be between {} and {}, got {value}",
+                range.start(),
+                range.end()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a workspace name: 1–64 characters of `A–Z a–z 0–9 . _ -`.
+pub fn workspace_name(field: &str, value: &str) -> Result<()> {
+    let len = value.chars().count();
+    if !WORKSPACE_NAME_CHARS.contains(&len) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be {}–{} characters, got {len}",
+                WORKSPACE_NAME_CHARS.start(),
+                WORKSPACE_NAME_CHARS.end()
+            ),
+        ));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(Error::invalid(
+            field,
+            format!("may hold only letters, digits, '.', '_' and '-' (found {c:?})"),
+        ));
+    }
+    Ok(())
+}
+
+fn text(field: &str, value: &str, bytes: std::ops::RangeInclusive<usize>) -> Result<()> {
+    let len = value.len();
+    if len < *bytes.start() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if len > *bytes.end() {
+        return Err(Error::invalid(
+            field,
+            format!("at most {} bytes, got {len}", bytes.end()),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(result: Result<()>) -> String {
+        result.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn names_are_bounded_and_printable() {
+        assert!(name("name", "Alice").is_ok());
+        assert!(name("name", &"é".repeat(128)).is_ok());
+        assert_eq!(message(name("name", "")), "invalid argument `name`: must not be empty");
+        assert_eq!(
+            message(name("entities[1].name", &"x".repeat(257))),
+            "invalid argument `entities[1].name`: at most 256 bytes, got 257"
+        );
+        assert_eq!(
+            message(name("name", "a\nb")),
+            "invalid argument `name`: must not contain control characters (found U+000A)"
+        );
+    }
+
+    #[test]
+    fn tags_are_bounded_and_deduplicated() {
+        let tags_in: Vec<String> = ["a", "b", "a"].map(String::from).to_vec();
+        assert_eq!(tags("tags", &tags_in).unwrap(), ["a", "b"]);
+        let too_many: Vec<String> = (0..65).map(|i| i.to_string()).collect();
+        assert_eq!(
+            tags("tags", &too_many).unwrap_err().to_string(),
+            "invalid argument `tags`: at most 64 tags, got 65"
+        );
+        let too_long = vec!["t".repeat(129)];
+        assert_eq!(
+            tags("tags", &too_long).unwrap_err().to_string(),
+            "invalid argument `tags[0]`: at most 128 bytes, got 129"
+        );
+    }
+
+    #[test]
+    fn bounded_integers_name_their_range() {
+        assert!(within("depth", 6, DEPTH).is_ok());
+        assert_eq!(
+            message(within("depth", 7, DEPTH)),
+            "invalid argument `depth`: must be between 0 and 6, got 7"
+        );
+        assert_eq!(
+            message(within("limit", 0, LIMIT)),
+            "invalid argument `limit`: must be between 1 and 1000, got 0"
+        );
+    }
+
+    #[test]
+    fn workspace_names_are_header_safe() {
+        assert!(workspace_name("workspace", "team-a.v2_x").is_ok());
+        assert!(workspace_name("workspace", "has space").is_err());
+        assert!(workspace_name("workspace", &"w".repeat(65)).is_err());
+        assert!(workspace_name("workspace", "").is_err());
+    }
+
+    #[test]
+    fn batches_hold_one_to_a_thousand() {
+        assert!(batch("names", &[1]).is_ok());
+        assert!(batch::<u8>("names", &[]).is_err());
+        assert_eq!(
+            message(batch("names", &vec![0; 1001])),
+            "invalid argument `names`: at most 1000 items per call, got 1001"
+        );
+    }
+}

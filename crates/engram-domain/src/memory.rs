@@ -1,0 +1,344 @@
+//! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::model::*;
+use crate::store::MemoryStore;
+
+/// The graph tools of the catalog, validated, over any store.
+///
+/// Every method checks its arguments against [`crate::limits`] before anything is written,
+/// so a rejected call ([`Error::InvalidArgument`], naming the field and the limit) changes
+/// nothing. Cheap to clone.
+#[derive(Clone)]
+pub struct Memory {
+    store: Arc<dyn MemoryStore>,
+}
+
+impl Memory {
+    /// Wraps a store.
+    pub fn new(store: Arc<dyn MemoryStore>) -> Self {
+        Self { store }
+    }
+
+    /// The store underneath, for operations outside the tools.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    /// Creates a workspace named 1–64 characters of `A–Z a–z 0–9 . _ -`.
+    pub async fn create_workspace(&self, name: &str) -> Result<Workspace> {
+        limits::workspace_name("workspace", name)?;
+        self.store.create_workspace(name).await
+    }
+
+    /// Looks up the workspace a connection binds to.
+    pub async fn workspace(&self, name: &str) -> Result<Workspace> {
+        limits::workspace_name("workspace", name)?;
+        self.store.workspace(name).await
+    }
+
+    /// Every workspace with its node count.
+    pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
+        self.store.list_workspaces().await
+    }
+
+    /// Renames a workspace.
+    pub async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
+        limits::workspace_name("workspace", name)?;
+        limits::workspace_name("new_name", new_name)?;
+        self.store.rename_workspace(name, new_name).await
+    }
+
+    /// Deletes a workspace; one that holds nodes needs `force`.
+    pub async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
+        limits::workspace_name("workspace", name)?;
+        self.store.delete_workspace(name, force).await
+    }
+
+    /// `create_entities`. Names must be unique within the batch; at most 1,000 entities and
+    /// 1,000 observations per call.
+    pub async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        mut entities: Vec<NewEntity>,
+    ) -> Result<Vec<CreatedEntity>> {
+        limits::batch("entities", &entities)?;
+        let mut observation_total = 0;
+        for (i, entity) in entities.iter_mut().enumerate() {
+            let field = format!("entities[{i}]");
+            limits::name(&format!("{field}.name"), &entity.name)?;
+            limits::name(&format!("{field}.entity_type"), &entity.entity_type)?;
+            if let Some(summary) = &entity.summary {
+                limits::content(&format!("{field}.summary"), summary)?;
+            }
+            entity.tags = limits::tags(&format!("{field}.tags"), &entity.tags)?;
+            for (j, observation) in entity.observations.iter().enumerate() {
+                limits::content(&format!("{field}.observations[{j}]"), observation)?;
+            }
+            observation_total += entity.observations.len();
+        }
+        batch_total("entities[].observations", observation_total)?;
+        if let Some((first, second)) = first_duplicate(entities.iter().map(|e| &e.name)) {
+            return Err(Error::invalid(
+                format!("entities[{second}].name"),
+                format!("repeats entities[{first}].name within one call"),
+            ));
+        }
+        self.store.create_entities(workspace, &entities).await
+    }
+
+    /// `delete_entities`.
+    pub async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<DeletedEntities> {
+        names_batch("entity_names", names)?;
+        self.store.delete_entities(workspace, names).await
+    }
+
+    /// `open_nodes`.
+    pub async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+        names_batch("names", names)?;
+        self.store.open_nodes(workspace, names).await
+    }
+
+    /// `get_nodes_by_type`.
+    pub async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        entity_type: &str,
+    ) -> Result<Vec<TypedNode>> {
+        limits::name("entity_type", entity_type)?;
+        self.store.get_nodes_by_type(workspace, entity_type).await
+    }
+
+    /// `get_recently_modified`: `days` 1–36,500, `limit` 1–1,000.
+    pub async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        days: u32,
+        limit: u32,
+    ) -> Result<Vec<NodeBrief>> {
+        limits::within("days", days, limits::DAYS)?;
+        limits::within("limit", limit, limits::LIMIT)?;
+        self.store.get_recently_modified(workspace, days, limit).await
+    }
+
+    /// `set_summary`: 1–65,536 bytes.
+    pub async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        summary: &str,
+    ) -> Result<SummaryUpdate> {
+        limits::name("name", name)?;
+        limits::content("summary", summary)?;
+        self.store.set_summary(workspace, name, summary).await
+    }
+
+    /// `set_tags`: at most 64 tags of 1–128 bytes; an empty list clears them.
+    pub async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        tags: &[String],
+    ) -> Result<TagsUpdate> {
+        limits::name("name", name)?;
+        let tags = limits::tags("tags", tags)?;
+        self.store.set_tags(workspace, name, &tags).await
+    }
+
+    /// `add_observations`: at most 1,000 contents per call, each 1–65,536 bytes.
+    pub async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        additions: &[ObservationAdditions],
+    ) -> Result<Vec<AddedObservations>> {
+        limits::batch("observations", additions)?;
+        let mut total = 0;
+        for (i, addition) in additions.iter().enumerate() {
+            limits::name(&format!("observations[{i}].entity_name"), &addition.entity_name)?;
+            limits::batch(&format!("observations[{i}].contents"), &addition.contents)?;
+            for (j, content) in addition.contents.iter().enumerate() {
+                limits::content(&format!("observations[{i}].contents[{j}]"), content)?;
+            }
+            total += addition.contents.len();
+        }
+        batch_total("observations[].contents", total)?;
+        self.store.add_observations(workspace, additions).await
+    }
+
+    /// `replace_observation`.
+    pub async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        ordinal: i64,
+        new_content: &str,
+    ) -> Result<ReplacedObservation> {
+        limits::name("entity_name", entity_name)?;
+        limits::ordinal("ordinal", ordinal)?;
+        limits::content("new_content", new_content)?;
+        self.store
+            .replace_observation(workspace, entity_name, ordinal, new_content)
+            .await
+    }
+
+    /// `delete_observations`: at most 1,000 ordinals per call.
+    pub async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        deletions: &[ObservationDeletions],
+    ) -> Result<Vec<DeletedObservations>> {
+        limits::batch("deletions", deletions)?;
+        let mut total = 0;
+        for (i, deletion) in deletions.iter().enumerate() {
+            limits::name(&format!("deletions[{i}].entity_name"), &deletion.entity_name)?;
+            limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
+            for (j, ordinal) in deletion.ordinals.iter().enumerate() {
+                limits::ordinal(&format!("deletions[{i}].ordinals[{j}]"), *ordinal)?;
+            }
+            total += deletion.ordinals.len();
+        }
+        batch_total("deletions[].ordinals", total)?;
+        self.store.delete_observations(workspace, deletions).await
+    }
+
+    /// `create_relations`.
+    pub async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<CreatedRelations> {
+        relations_batch(relations)?;
+        self.store.create_relations(workspace, relations).await
+    }
+
+    /// `delete_relations`.
+    pub async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<DeletedRelations> {
+        relations_batch(relations)?;
+        self.store.delete_relations(workspace, relations).await
+    }
+
+    /// `rename_relation_type`.
+    pub async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        relation: &RelationSpec,
+        new_type: &str,
+    ) -> Result<RelationSpec> {
+        limits::name("from_entity", &relation.from_entity)?;
+        limits::name("to_entity", &relation.to_entity)?;
+        limits::name("old_type", &relation.relation_type)?;
+        limits::name("new_type", new_type)?;
+        self.store
+            .rename_relation_type(workspace, relation, new_type)
+            .await
+    }
+
+    /// `get_relations_between`.
+    pub async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        entity_a: &str,
+        entity_b: &str,
+    ) -> Result<Vec<Relation>> {
+        limits::name("entity_a", entity_a)?;
+        limits::name("entity_b", entity_b)?;
+        self.store
+            .get_relations_between(workspace, entity_a, entity_b)
+            .await
+    }
+
+    /// `get_neighborhood`: `depth` 0–6.
+    pub async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        depth: u32,
+    ) -> Result<Neighborhood> {
+        limits::name("name", name)?;
+        limits::within("depth", depth, limits::DEPTH)?;
+        self.store.get_neighborhood(workspace, name, depth).await
+    }
+
+    /// `get_path`.
+    pub async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+        limits::name("from_entity", from)?;
+        limits::name("to_entity", to)?;
+        self.store.get_path(workspace, from, to).await
+    }
+
+    /// `get_orphaned_nodes`.
+    pub async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
+        self.store.get_orphaned_nodes(workspace).await
+    }
+
+    /// `find_unlinked_references`.
+    pub async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>> {
+        self.store.find_unlinked_references(workspace).await
+    }
+
+    /// `get_pending_consolidation`.
+    pub async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>> {
+        self.store.get_pending_consolidation(workspace).await
+    }
+
+    /// `get_stats`.
+    pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
+        self.store.get_stats(workspace).await
+    }
+}
+
+fn names_batch(field: &str, names: &[String]) -> Result<()> {
+    limits::batch(field, names)?;
+    for (i, name) in names.iter().enumerate() {
+        limits::name(&format!("{field}[{i}]"), name)?;
+    }
+    Ok(())
+}
+
+fn relations_batch(relations: &[RelationSpec]) -> Result<()> {
+    limits::batch("relations", relations)?;
+    for (i, relation) in relations.iter().enumerate() {
+        limits::name(&format!("relations[{i}].from_entity"), &relation.from_entity)?;
+        limits::name(&format!("relations[{i}].to_entity"), &relation.to_entity)?;
+        limits::name(&format!("relations[{i}].relation_type"), &relation.relation_type)?;
+    }
+    Ok(())
+}
+
+fn batch_total(field: &str, total: usize) -> Result<()> {
+    if total > limits::MAX_BATCH {
+        return Err(Error::invalid(
+            field,
+            format!("at most {} items per call, got {total}", limits::MAX_BATCH),
+        ));
+    }
+    Ok(())
+}
+
+/// The indices of the first value that occurs twice: `(first, repeat)`.
+fn first_duplicate<'a>(values: impl Iterator<Item = &'a String>) -> Option<(usize, usize)> {
+    let mut seen = std::collections::HashMap::new();
+    for (i, value) in values.enumerate() {
+        if let Some(first) = seen.insert(value, i) {
+            return Some((first, i));
+        }
+    }
+    None
+}

@@ -1,0 +1,344 @@
+//! The graph model: what goes into the store and what comes out.
+//!
+//! Output structs serialise with exactly the field names of the tool catalog
+//! (`shared/reference/tool-catalog.md`), so every layer above can hand them on unchanged.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// A point in time, always UTC.
+pub type Timestamp = DateTime<Utc>;
+
+/// The database id of a workspace. Every store method takes one explicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct WorkspaceId(pub i64);
+
+/// A named namespace for nodes, relations and events. There is no implicit default workspace
+/// (specification, "Workspace").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Workspace {
+    /// The database id.
+    pub id: WorkspaceId,
+    /// The unique name clients bind to with `X-Memory-Workspace`.
+    pub name: String,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
+/// A workspace with its size, for listings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkspaceInfo {
+    /// The workspace.
+    #[serde(flatten)]
+    pub workspace: Workspace,
+    /// How many nodes it holds.
+    pub node_count: i64,
+}
+
+/// A node to create (`create_entities`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewEntity {
+    /// Unique within the workspace; 1–256 bytes, no control characters.
+    pub name: String,
+    /// Free-form type such as `person` or `project`; 1–256 bytes.
+    pub entity_type: String,
+    /// Initial observations, given ordinals 1, 2, … in order.
+    pub observations: Vec<String>,
+    /// Optional summary; sets `summary_updated_at` when present.
+    pub summary: Option<String>,
+    /// Optional tags; duplicates are dropped, first occurrence kept.
+    pub tags: Vec<String>,
+}
+
+/// One row of `create_entities`' result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreatedEntity {
+    /// The node's name.
+    pub name: String,
+    /// Its type: the one given, or for an existing node the one it already had.
+    pub entity_type: String,
+    /// When the node was created (for an existing node, originally).
+    pub created_at: Timestamp,
+    /// `true` when a node of this name existed already and was left exactly as it was.
+    pub already_existed: bool,
+}
+
+/// Result of `delete_entities`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeletedEntities {
+    /// Names that were deleted, in request order.
+    pub deleted: Vec<String>,
+    /// Names that did not exist, in request order.
+    pub not_found: Vec<String>,
+}
+
+/// An observation as read back: its stable per-node ordinal and its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observation {
+    /// Position within the node, from 1; never renumbered or reused.
+    pub ordinal: i64,
+    /// The fact, 1–65,536 bytes.
+    pub content: String,
+}
+
+/// A directed typed edge as returned by reads: `{from, to, relation_type}`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Relation {
+    /// Source node name.
+    pub from: String,
+    /// Target node name.
+    pub to: String,
+    /// The relation's type, such as `works_on`.
+    pub relation_type: String,
+}
+
+/// A relation as given by a caller and echoed back: `{from_entity, to_entity, relation_type}`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct RelationSpec {
+    /// Source node name.
+    pub from_entity: String,
+    /// Target node name.
+    pub to_entity: String,
+    /// The relation's type; 1–256 bytes, no control characters.
+    pub relation_type: String,
+}
+
+/// A node with everything it holds (`open_nodes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeDetail {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary, if one was set.
+    pub summary: Option<String>,
+    /// Its tags, in the order they were set.
+    pub tags: Vec<String>,
+    /// Its observations in ordinal order.
+    pub observations: Vec<Observation>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it or any of its children was last written.
+    pub updated_at: Timestamp,
+}
+
+/// Result of `open_nodes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct OpenedNodes {
+    /// The nodes found, in request order.
+    pub entities: Vec<NodeDetail>,
+    /// Every relation with at least one endpoint among the requested nodes.
+    pub relations: Vec<Relation>,
+    /// Requested names that do not exist.
+    pub not_found: Vec<String>,
+}
+
+/// A node with its tags and modification time (`get_nodes_by_type`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TypedNode {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary, if any.
+    pub summary: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// When it or any child was last written.
+    pub updated_at: Timestamp,
+}
+
+/// A node in brief (`get_recently_modified`, `get_orphaned_nodes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeBrief {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary, if any.
+    pub summary: Option<String>,
+    /// When it or any child was last written.
+    pub updated_at: Timestamp,
+}
+
+/// Result of `set_summary`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SummaryUpdate {
+    /// The node's name.
+    pub name: String,
+    /// The summary now set.
+    pub summary: String,
+    /// The node's new modification time.
+    pub updated_at: Timestamp,
+}
+
+/// Result of `set_tags`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TagsUpdate {
+    /// The node's name.
+    pub name: String,
+    /// The tag set now stored.
+    pub tags: Vec<String>,
+}
+
+/// Observations to append to one node (`add_observations`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationAdditions {
+    /// The node to append to.
+    pub entity_name: String,
+    /// Texts appended in order, each getting the node's next ordinal.
+    pub contents: Vec<String>,
+}
+
+/// One row of `add_observations`' result, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AddedObservations {
+    /// The node appended to.
+    pub entity_name: String,
+    /// What was added with the ordinals it got (empty when the node does not exist).
+    pub added: Vec<Observation>,
+    /// `true` when no node has this name; nothing was added for it.
+    pub not_found: bool,
+}
+
+/// Result of `replace_observation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplacedObservation {
+    /// The node.
+    pub entity_name: String,
+    /// The ordinal, unchanged.
+    pub ordinal: i64,
+    /// The text before.
+    pub old_content: String,
+    /// The text now.
+    pub new_content: String,
+}
+
+/// Ordinals to delete from one node (`delete_observations`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationDeletions {
+    /// The node.
+    pub entity_name: String,
+    /// Ordinals to delete; the rest keep theirs.
+    pub ordinals: Vec<i64>,
+}
+
+/// One row of `delete_observations`' result, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeletedObservations {
+    /// The node.
+    pub entity_name: String,
+    /// Ordinals that existed and are gone, ascending.
+    pub deleted_ordinals: Vec<i64>,
+    /// Ordinals that did not exist (all of them when the node does not exist), ascending.
+    pub not_found_ordinals: Vec<i64>,
+}
+
+/// Result of `create_relations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CreatedRelations {
+    /// Relations created now.
+    pub created: Vec<RelationSpec>,
+    /// Relations that existed already (unchanged).
+    pub already_existed: Vec<RelationSpec>,
+    /// Endpoint names that do not exist, each once; relations naming them were skipped.
+    pub not_found: Vec<String>,
+}
+
+/// Result of `delete_relations`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DeletedRelations {
+    /// How many of the given relations existed and were deleted.
+    pub deleted: u64,
+    /// How many did not exist.
+    pub not_found: u64,
+}
+
+/// A node as part of a subgraph (`get_neighborhood`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GraphNode {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary, if any.
+    pub summary: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+}
+
+/// Result of `get_neighborhood`: the node, every node within `depth` hops (relations followed
+/// in either direction), and every relation among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Neighborhood {
+    /// The nodes, nearest first, then by name.
+    pub nodes: Vec<GraphNode>,
+    /// The relations whose both endpoints are among `nodes`, sorted.
+    pub relations: Vec<Relation>,
+}
+
+/// Result of `get_path`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GraphPath {
+    /// Whether a path exists within [`crate::limits::MAX_PATH_HOPS`] hops.
+    pub found: bool,
+    /// Node names from source to target (just the source when both are the same).
+    pub path: Vec<String>,
+    /// The relation taken at each hop, in path order; `relations[i]` links `path[i]` and
+    /// `path[i + 1]` in one direction or the other.
+    pub relations: Vec<Relation>,
+}
+
+/// One row of `find_unlinked_references`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct UnlinkedReference {
+    /// The node whose observations mention another node.
+    pub node: String,
+    /// The name mentioned.
+    pub referenced_name: String,
+    /// In how many of `node`'s observations the name occurs.
+    pub reference_count: i64,
+}
+
+/// One row of `get_pending_consolidation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingConsolidation {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// How many observations it holds.
+    pub observation_count: i64,
+    /// When its newest observation was written (added or replaced).
+    pub last_observation_at: Timestamp,
+    /// When its summary was last set; `None` when never.
+    pub summary_updated_at: Option<Timestamp>,
+}
+
+/// Result of `get_stats`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// Nodes in the workspace.
+    pub node_count: i64,
+    /// Observations in the workspace.
+    pub observation_count: i64,
+    /// Relations in the workspace.
+    pub relation_count: i64,
+    /// Fraction (0.0–1.0) of observation × perspective pairs whose embedding is current.
+    pub embedding_coverage: f64,
+    /// The workspace's name.
+    pub workspace: String,
+}
+
+/// Counts of events in a workspace since a point in time (the report's `event_summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EventCounts {
+    /// The start of the window.
+    pub since: Timestamp,
+    /// Nodes, observations and relations created.
+    pub creates: i64,
+    /// Nodes and observations changed, relations renamed.
+    pub updates: i64,
+    /// Nodes, observations and relations deleted.
+    pub deletes: i64,
+}

@@ -1,0 +1,151 @@
+//! The storage trait every backend implements.
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::model::*;
+
+/// Durable storage of workspaces and their graphs.
+///
+/// One method per tool of the catalog that needs no embeddings, plus workspace management.
+/// Each call is atomic: it commits whole or changes nothing. Inputs are validated by
+/// [`crate::Memory`] before they reach a store (limits in [`crate::limits`]); stores may rely on
+/// that, and back it with database constraints.
+///
+/// Errors: unknown workspaces and nodes are [`crate::Error::NotFound`] unless the tool reports
+/// them in its result (`not_found` lists); an unreachable database is
+/// [`crate::Error::Unavailable`].
+///
+/// Object safe: used as `Arc<dyn MemoryStore>`.
+#[async_trait]
+pub trait MemoryStore: Send + Sync + 'static {
+    /// Creates a workspace. [`crate::Error::AlreadyExists`] when the name is taken.
+    async fn create_workspace(&self, name: &str) -> Result<Workspace>;
+    /// Looks a workspace up by name. [`crate::Error::NotFound`] when there is none.
+    async fn workspace(&self, name: &str) -> Result<Workspace>;
+    /// Every workspace with its node count, by name.
+    async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>>;
+    /// Renames a workspace; [`crate::Error::AlreadyExists`] when `new_name` is taken.
+    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace>;
+    /// Deletes a workspace and everything in it. Without `force`, a workspace that holds
+    /// nodes is refused with [`crate::Error::Conflict`].
+    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()>;
+
+    /// `create_entities`: inserts the nodes that do not exist yet with their observations;
+    /// existing names are left exactly as they were and reported with `already_existed`.
+    /// Rows come back in input order.
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        entities: &[NewEntity],
+    ) -> Result<Vec<CreatedEntity>>;
+    /// `delete_entities`: deletes nodes with their observations, relations (both
+    /// directions), embeddings and events.
+    async fn delete_entities(&self, workspace: WorkspaceId, names: &[String])
+    -> Result<DeletedEntities>;
+    /// `open_nodes`: nodes with observations in ordinal order, and every relation touching one.
+    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes>;
+    /// `get_nodes_by_type`: nodes of one type, by name.
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        entity_type: &str,
+    ) -> Result<Vec<TypedNode>>;
+    /// `get_recently_modified`: nodes written in the last `days` days, newest first.
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        days: u32,
+        limit: u32,
+    ) -> Result<Vec<NodeBrief>>;
+    /// `set_summary`: sets the summary and moves `summary_updated_at` and `updated_at`.
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        summary: &str,
+    ) -> Result<SummaryUpdate>;
+    /// `set_tags`: replaces the tag set (already de-duplicated).
+    async fn set_tags(&self, workspace: WorkspaceId, name: &str, tags: &[String])
+    -> Result<TagsUpdate>;
+    /// `add_observations`: appends in order; ordinals come from a per-node counter, so
+    /// concurrent writers never collide and deleted ordinals are never reused.
+    async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        additions: &[ObservationAdditions],
+    ) -> Result<Vec<AddedObservations>>;
+    /// `replace_observation`: replaces the text in place, keeping the ordinal.
+    /// [`crate::Error::NotFound`] for an unknown node or ordinal.
+    async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        ordinal: i64,
+        new_content: &str,
+    ) -> Result<ReplacedObservation>;
+    /// `delete_observations`: deletes by ordinal; the others keep theirs.
+    async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        deletions: &[ObservationDeletions],
+    ) -> Result<Vec<DeletedObservations>>;
+    /// `create_relations`: creates the relations whose endpoints exist and that do not exist.
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<CreatedRelations>;
+    /// `delete_relations`: deletes the given relations where they exist.
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<DeletedRelations>;
+    /// `rename_relation_type`: changes one relation's type. [`crate::Error::NotFound`] when
+    /// the relation does not exist, [`crate::Error::Conflict`] when the renamed relation
+    /// already exists (nothing is changed then).
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        relation: &RelationSpec,
+        new_type: &str,
+    ) -> Result<RelationSpec>;
+    /// `get_relations_between`: relations linking the two nodes, in both directions.
+    async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        entity_a: &str,
+        entity_b: &str,
+    ) -> Result<Vec<Relation>>;
+    /// `get_neighborhood`: the node and everything within `depth` hops, relations followed in
+    /// either direction. [`crate::Error::NotFound`] for an unknown node.
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        depth: u32,
+    ) -> Result<Neighborhood>;
+    /// `get_path`: a shortest path (in hops, relations in either direction) of at most
+    /// [`crate::limits::MAX_PATH_HOPS`]. [`crate::Error::NotFound`] for an unknown endpoint.
+    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath>;
+    /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
+    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
+    /// `find_unlinked_references`: pairs where a node's observations mention another node's
+    /// whole name (case-insensitive, at word boundaries) but no relation links the two.
+    async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>>;
+    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
+    /// was set before their newest observation was written; oldest summary first.
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>>;
+    /// `get_stats`: counts, and the fraction of current embeddings.
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
+    /// Counts of create, update and delete events since `since` (the consolidation report's
+    /// `event_summary`).
+    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
+}
