@@ -1,1 +1,140 @@
-//! placeholder
+//! engram's [`MemoryStore`](engram_domain::MemoryStore) on PostgreSQL with pgvector.
+//!
+//! [`PgStore::connect`] opens a connection pool from a `postgres://` URL and
+//! [`PgStore::migrate`] brings the schema (in `migrations/postgres/`) up to date. Every tool call
+//! is one transaction; batches travel as one JSON or array parameter, not one statement per
+//! item; graph walks are recursive CTEs.
+//!
+//! ```no_run
+//! # async fn demo() -> engram_domain::Result<()> {
+//! use std::sync::Arc;
+//! let store = engram_pg::PgStore::connect("postgres://postgres@127.0.0.1/engram").await?;
+//! store.migrate().await?;
+//! let memory = engram_domain::Memory::new(Arc::new(store));
+//! let workspace = memory.create_workspace("demo").await?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod graph;
+mod nodes;
+mod observations;
+mod relations;
+mod store;
+mod workspaces;
+
+use std::str::FromStr;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use engram_domain::{Error, Result};
+use tokio_postgres::NoTls;
+
+mod embedded {
+    refinery::embed_migrations!("../../migrations/postgres");
+}
+
+/// Connections per store unless the URL's options say otherwise.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// Key of the advisory lock that serialises migrations between server processes.
+const MIGRATION_LOCK: i64 = 0x656e_6772_616d; // "engram"
+
+/// The PostgreSQL store: a pool of connections. Cheap to clone.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The pool's config holds the password: show only its size.
+        f.debug_struct("PgStore")
+            .field("pool_size", &self.pool.status().max_size)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Opens a pool of [`DEFAULT_POOL_SIZE`] connections to `url`
+    /// (`postgres://user:password@host:port/database`) and checks that one connection works.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a malformed URL, [`Error::Unavailable`] when
+    /// the server cannot be reached.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, DEFAULT_POOL_SIZE).await
+    }
+
+    /// As [`PgStore::connect`], with `pool_size` connections at most.
+    pub async fn connect_with(url: &str, pool_size: usize) -> Result<Self> {
+        let config = tokio_postgres::Config::from_str(url)
+            .map_err(|e| Error::invalid("database_url", e.to_string()))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| Error::Internal(format!("building the connection pool: {e}")))?;
+        let store = Self { pool };
+        store.ping().await?;
+        Ok(store)
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        let client = self.pool.get().await.map_err(error::pool)?;
+        client.simple_query("SELECT 1").await.map_err(error::db)?;
+        Ok(())
+    }
+
+    /// Applies the migrations this build embeds that the database lacks, and returns their
+    /// names. Safe to run from several processes at once: they take turns on an advisory lock.
+    pub async fn migrate(&self) -> Result<Vec<String>> {
+        let mut client = self.pool.get().await.map_err(error::pool)?;
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(error::db)?;
+        let outcome = embedded::migrations::runner()
+            .run_async(&mut **client)
+            .await
+            .map_err(|e| error::migration(&e));
+        client
+            .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(error::db)?;
+        let applied = outcome?.applied_migrations().iter().map(ToString::to_string).collect();
+        Ok(applied)
+    }
+
+    /// Whether every migration this build embeds has been applied.
+    pub async fn is_migrated(&self) -> Result<bool> {
+        let client = self.pool.get().await.map_err(error::pool)?;
+        let latest = embedded::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| i64::from(m.version()))
+            .max()
+            .unwrap_or(0);
+        let applied: Option<i64> = client
+            .query_opt(
+                "SELECT max(version)::bigint FROM refinery_schema_history",
+                &[],
+            )
+            .await
+            .ok()
+            .flatten()
+            .and_then(|row| row.get(0));
+        Ok(applied.unwrap_or(0) >= latest)
+    }
+
+    /// The pool underneath, for callers that run their own queries (tests, tooling).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}

@@ -1,0 +1,65 @@
+//! The one place where PostgreSQL and pool errors become [`engram_domain::Error`]s.
+
+use engram_domain::Error;
+use tokio_postgres::error::SqlState;
+
+/// Maps a driver error by its SQLSTATE: connection and resource trouble is
+/// [`Error::Unavailable`], everything else [`Error::Internal`] with PostgreSQL's own message.
+/// Constraint violations that a caller can cause are caught by validation or mapped by the
+/// query that can cause them, so reaching here means a bug.
+pub(crate) fn db(error: tokio_postgres::Error) -> Error {
+    let Some(db_error) = error.as_db_error() else {
+        // No SQLSTATE: the connection broke or could not be made.
+        return Error::Unavailable(format!("postgresql: {error}"));
+    };
+    let code = db_error.code();
+    let class = &code.code()[..2];
+    let message = format!("postgresql: {} ({})", db_error.message(), code.code());
+    let unavailable = matches!(class, "08" | "53" | "57" | "40")
+        || *code == SqlState::T_R_SERIALIZATION_FAILURE;
+    if unavailable {
+        Error::Unavailable(message)
+    } else if *code == SqlState::FOREIGN_KEY_VIOLATION {
+        // A workspace or node was deleted by another writer while this call ran.
+        Error::Conflict(format!(
+            "a workspace or node this call refers to was deleted concurrently: {message}"
+        ))
+    } else {
+        Error::Internal(message)
+    }
+}
+
+/// Maps a failure to get a pooled connection.
+pub(crate) fn pool(error: deadpool_postgres::PoolError) -> Error {
+    match error {
+        deadpool_postgres::PoolError::Backend(error) => db(error),
+        other => Error::Unavailable(format!("postgresql connection pool: {other}")),
+    }
+}
+
+/// Maps a failed migration, walking the error chain down to PostgreSQL's own message, which
+/// refinery's text hides.
+pub(crate) fn migration(error: &refinery::Error) -> Error {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(db_error) = cause
+            .downcast_ref::<tokio_postgres::Error>()
+            .and_then(tokio_postgres::Error::as_db_error)
+        {
+            return Error::Internal(format!(
+                "migration failed: {error}: {} ({})",
+                db_error.message(),
+                db_error.code().code()
+            ));
+        }
+        source = cause.source();
+    }
+    Error::Internal(format!("migration failed: {error}"))
+}
+
+/// Whether the error is a violation of the unique constraint `constraint`.
+pub(crate) fn is_unique_violation(error: &tokio_postgres::Error, constraint: &str) -> bool {
+    error.as_db_error().is_some_and(|db_error| {
+        *db_error.code() == SqlState::UNIQUE_VIOLATION && db_error.constraint() == Some(constraint)
+    })
+}

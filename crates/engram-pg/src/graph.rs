@@ -1,0 +1,115 @@
+//! Graph walks and graph-wide checks: neighbourhood, shortest path, unlinked references.
+
+use deadpool_postgres::GenericClient;
+use engram_domain::*;
+
+use crate::error::db;
+use crate::nodes::relation;
+use crate::observations::node_ids;
+
+async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str) -> Result<i64> {
+    let row = client
+        .query_opt(
+            "SELECT id FROM nodes WHERE workspace_id = $1 AND name = $2",
+            &[&workspace.0, &name],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::node_not_found(name))?;
+    Ok(row.get(0))
+}
+
+pub(crate) async fn get_neighborhood(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    name: &str,
+    depth: u32,
+) -> Result<Neighborhood> {
+    let start = node_id(client, workspace, name).await?;
+    let statement = client
+        .prepare_cached(include_str!("sql/neighborhood.sql"))
+        .await
+        .map_err(db)?;
+    let depth = i32::try_from(depth).map_err(|_| Error::invalid("depth", "too large"))?;
+    let rows = client.query(&statement, &[&start, &depth]).await.map_err(db)?;
+    let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
+    let relation_rows = client
+        .query(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+             FROM relations r
+             JOIN nodes f ON f.id = r.from_node_id
+             JOIN nodes t ON t.id = r.to_node_id
+             WHERE r.from_node_id = ANY($1) AND r.to_node_id = ANY($1)
+             ORDER BY 1, 2, 3",
+            &[&ids],
+        )
+        .await
+        .map_err(db)?;
+    Ok(Neighborhood {
+        nodes: rows
+            .iter()
+            .map(|row| GraphNode {
+                name: row.get("name"),
+                entity_type: row.get("entity_type"),
+                summary: row.get("summary"),
+                tags: row.get("tags"),
+            })
+            .collect(),
+        relations: relation_rows.iter().map(relation).collect(),
+    })
+}
+
+pub(crate) async fn get_path(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    from: &str,
+    to: &str,
+) -> Result<GraphPath> {
+    let names = [from.to_owned(), to.to_owned()];
+    let ids = node_ids(client, workspace, names.iter()).await?;
+    let (Some(source), Some(target)) = (ids.get(from), ids.get(to)) else {
+        let missing = names.into_iter().find(|n| !ids.contains_key(n)).unwrap_or_default();
+        return Err(Error::node_not_found(missing));
+    };
+    let statement = client
+        .prepare_cached(include_str!("sql/path.sql"))
+        .await
+        .map_err(db)?;
+    let max_hops = i32::try_from(limits::MAX_PATH_HOPS).unwrap_or(i32::MAX);
+    let rows = client
+        .query(&statement, &[source, target, &max_hops])
+        .await
+        .map_err(db)?;
+    if rows.is_empty() {
+        return Ok(GraphPath::default());
+    }
+    // Row i is path[i]; its relation links it to path[i + 1] (the last row has none).
+    Ok(GraphPath {
+        found: true,
+        path: rows.iter().map(|row| row.get("name")).collect(),
+        relations: rows
+            .iter()
+            .filter(|row| row.get::<_, Option<String>>("relation_type").is_some())
+            .map(relation)
+            .collect(),
+    })
+}
+
+pub(crate) async fn find_unlinked_references(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+) -> Result<Vec<UnlinkedReference>> {
+    let statement = client
+        .prepare_cached(include_str!("sql/unlinked_references.sql"))
+        .await
+        .map_err(db)?;
+    let rows = client.query(&statement, &[&workspace.0]).await.map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| UnlinkedReference {
+            node: row.get("node"),
+            referenced_name: row.get("referenced_name"),
+            reference_count: row.get("reference_count"),
+        })
+        .collect())
+}

@@ -1,0 +1,399 @@
+//! Node-level tools: create, delete, open, list, summary, tags, orphans, pending
+//! consolidation, stats and event counts.
+
+use std::collections::{HashMap, HashSet};
+
+use deadpool_postgres::GenericClient;
+use engram_domain::*;
+use serde::Serialize;
+use tokio_postgres::Row;
+use tokio_postgres::types::Json;
+
+use crate::error::db;
+
+#[derive(Debug, Serialize)]
+struct EntityInput<'a> {
+    name: &'a str,
+    entity_type: &'a str,
+    summary: Option<&'a str>,
+    tags: &'a [String],
+    observations: &'a [String],
+}
+
+pub(crate) async fn create_entities(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    entities: &[NewEntity],
+) -> Result<Vec<CreatedEntity>> {
+    let input: Vec<EntityInput<'_>> = entities
+        .iter()
+        .map(|e| EntityInput {
+            name: &e.name,
+            entity_type: &e.entity_type,
+            summary: e.summary.as_deref(),
+            tags: &e.tags,
+            observations: &e.observations,
+        })
+        .collect();
+    let statement = client
+        .prepare_cached(include_str!("sql/create_entities.sql"))
+        .await
+        .map_err(db)?;
+    let rows = client
+        .query(&statement, &[&workspace.0, &Json(&input)])
+        .await
+        .map_err(db)?;
+    let existing: Vec<&str> = rows
+        .iter()
+        .filter(|row| row.get::<_, Option<Timestamp>>("created_at").is_none())
+        .map(|row| row.get("name"))
+        .collect();
+    let mut existing_rows: HashMap<String, (String, Timestamp)> = HashMap::new();
+    if !existing.is_empty() {
+        for row in client
+            .query(
+                "SELECT name, entity_type, created_at FROM nodes
+                 WHERE workspace_id = $1 AND name = ANY($2)",
+                &[&workspace.0, &existing],
+            )
+            .await
+            .map_err(db)?
+        {
+            existing_rows.insert(row.get("name"), (row.get("entity_type"), row.get("created_at")));
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let name: String = row.get("name");
+            if let Some(created_at) = row.get::<_, Option<Timestamp>>("created_at") {
+                return Ok(CreatedEntity {
+                    entity_type: row.get("entity_type"),
+                    name,
+                    created_at,
+                    already_existed: false,
+                });
+            }
+            // Skipped as taken, then deleted by another writer before the lookup.
+            let (entity_type, created_at) = existing_rows.remove(&name).ok_or_else(|| {
+                Error::Conflict(format!("node {name} was deleted concurrently"))
+            })?;
+            Ok(CreatedEntity {
+                name,
+                entity_type,
+                created_at,
+                already_existed: true,
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn delete_entities(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<DeletedEntities> {
+    let rows = client
+        .query(
+            "DELETE FROM nodes WHERE workspace_id = $1 AND name = ANY($2) RETURNING name",
+            &[&workspace.0, &names],
+        )
+        .await
+        .map_err(db)?;
+    let deleted: HashSet<String> = rows.iter().map(|row| row.get(0)).collect();
+    let mut result = DeletedEntities::default();
+    for name in unique(names) {
+        if deleted.contains(name) {
+            result.deleted.push(name.clone());
+        } else {
+            result.not_found.push(name.clone());
+        }
+    }
+    Ok(result)
+}
+
+pub(crate) async fn open_nodes(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<OpenedNodes> {
+    let node_rows = client
+        .query(
+            "SELECT id, name, entity_type, summary, tags, created_at, updated_at
+             FROM nodes WHERE workspace_id = $1 AND name = ANY($2)",
+            &[&workspace.0, &names],
+        )
+        .await
+        .map_err(db)?;
+    let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
+    let observation_rows = client
+        .query(
+            "SELECT node_id, ordinal, content FROM observations
+             WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
+            &[&ids],
+        )
+        .await
+        .map_err(db)?;
+    let mut observations: HashMap<i64, Vec<Observation>> = HashMap::new();
+    for row in &observation_rows {
+        observations
+            .entry(row.get("node_id"))
+            .or_default()
+            .push(Observation {
+                ordinal: row.get("ordinal"),
+                content: row.get("content"),
+            });
+    }
+    let mut by_name: HashMap<String, NodeDetail> = node_rows
+        .iter()
+        .map(|row| {
+            let detail = NodeDetail {
+                name: row.get("name"),
+                entity_type: row.get("entity_type"),
+                summary: row.get("summary"),
+                tags: row.get("tags"),
+                observations: observations.remove(&row.get("id")).unwrap_or_default(),
+                created_at: row.get("created_at"),
+                updated_at: row.get("updated_at"),
+            };
+            (detail.name.clone(), detail)
+        })
+        .collect();
+    let mut result = OpenedNodes {
+        relations: relations_touching(client, &ids).await?,
+        ..OpenedNodes::default()
+    };
+    for name in unique(names) {
+        match by_name.remove(name) {
+            Some(detail) => result.entities.push(detail),
+            None => result.not_found.push(name.clone()),
+        }
+    }
+    Ok(result)
+}
+
+/// Every relation with at least one endpoint in `ids`, sorted.
+async fn relations_touching(client: &impl GenericClient, ids: &[i64]) -> Result<Vec<Relation>> {
+    let rows = client
+        .query(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+             FROM relations r
+             JOIN nodes f ON f.id = r.from_node_id
+             JOIN nodes t ON t.id = r.to_node_id
+             WHERE r.from_node_id = ANY($1) OR r.to_node_id = ANY($1)
+             ORDER BY 1, 2, 3",
+            &[&ids],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(relation).collect())
+}
+
+/// A `{from, to, relation_type}` from a row with `from_name`, `to_name`, `relation_type`.
+pub(crate) fn relation(row: &Row) -> Relation {
+    Relation {
+        from: row.get("from_name"),
+        to: row.get("to_name"),
+        relation_type: row.get("relation_type"),
+    }
+}
+
+pub(crate) async fn get_nodes_by_type(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    entity_type: &str,
+) -> Result<Vec<TypedNode>> {
+    let rows = client
+        .query(
+            "SELECT name, entity_type, summary, tags, updated_at FROM nodes
+             WHERE workspace_id = $1 AND entity_type = $2 ORDER BY name",
+            &[&workspace.0, &entity_type],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| TypedNode {
+            name: row.get("name"),
+            entity_type: row.get("entity_type"),
+            summary: row.get("summary"),
+            tags: row.get("tags"),
+            updated_at: row.get("updated_at"),
+        })
+        .collect())
+}
+
+fn brief(row: &Row) -> NodeBrief {
+    NodeBrief {
+        name: row.get("name"),
+        entity_type: row.get("entity_type"),
+        summary: row.get("summary"),
+        updated_at: row.get("updated_at"),
+    }
+}
+
+pub(crate) async fn get_recently_modified(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    days: u32,
+    limit: u32,
+) -> Result<Vec<NodeBrief>> {
+    let days = i32::try_from(days).map_err(|_| Error::invalid("days", "too large"))?;
+    let rows = client
+        .query(
+            "SELECT name, entity_type, summary, updated_at FROM nodes
+             WHERE workspace_id = $1 AND updated_at >= now() - make_interval(days => $2)
+             ORDER BY updated_at DESC, name LIMIT $3",
+            &[&workspace.0, &days, &i64::from(limit)],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(brief).collect())
+}
+
+pub(crate) async fn set_summary(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    name: &str,
+    summary: &str,
+) -> Result<SummaryUpdate> {
+    let row = client
+        .query_opt(
+            "UPDATE nodes SET summary = $3, summary_updated_at = now()
+             WHERE workspace_id = $1 AND name = $2
+             RETURNING name, summary, updated_at",
+            &[&workspace.0, &name, &summary],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::node_not_found(name))?;
+    Ok(SummaryUpdate {
+        name: row.get("name"),
+        summary: row.get("summary"),
+        updated_at: row.get("updated_at"),
+    })
+}
+
+pub(crate) async fn set_tags(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    name: &str,
+    tags: &[String],
+) -> Result<TagsUpdate> {
+    let row = client
+        .query_opt(
+            "UPDATE nodes SET tags = $3 WHERE workspace_id = $1 AND name = $2
+             RETURNING name, tags",
+            &[&workspace.0, &name, &tags],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::node_not_found(name))?;
+    Ok(TagsUpdate {
+        name: row.get("name"),
+        tags: row.get("tags"),
+    })
+}
+
+pub(crate) async fn get_orphaned_nodes(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+) -> Result<Vec<NodeBrief>> {
+    let rows = client
+        .query(
+            "SELECT n.name, n.entity_type, n.summary, n.updated_at FROM nodes n
+             WHERE n.workspace_id = $1
+               AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.from_node_id = n.id)
+               AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.to_node_id = n.id)
+             ORDER BY n.name",
+            &[&workspace.0],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(brief).collect())
+}
+
+pub(crate) async fn get_pending_consolidation(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+) -> Result<Vec<PendingConsolidation>> {
+    let rows = client
+        .query(
+            "SELECT n.name, n.entity_type, o.observation_count, o.last_observation_at,
+                    n.summary_updated_at
+             FROM nodes n
+             CROSS JOIN LATERAL (
+                 SELECT count(*) AS observation_count, max(updated_at) AS last_observation_at
+                 FROM observations WHERE node_id = n.id
+             ) o
+             WHERE n.workspace_id = $1 AND o.observation_count > 0
+               AND (n.summary_updated_at IS NULL
+                    OR n.summary_updated_at < o.last_observation_at)
+             ORDER BY n.summary_updated_at NULLS FIRST, o.last_observation_at, n.name",
+            &[&workspace.0],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| PendingConsolidation {
+            name: row.get("name"),
+            entity_type: row.get("entity_type"),
+            observation_count: row.get("observation_count"),
+            last_observation_at: row.get("last_observation_at"),
+            summary_updated_at: row.get("summary_updated_at"),
+        })
+        .collect())
+}
+
+pub(crate) async fn get_stats(client: &impl GenericClient, workspace: WorkspaceId) -> Result<Stats> {
+    let row = client
+        .query_opt(
+            "SELECT w.name,
+                    (SELECT count(*) FROM nodes WHERE workspace_id = w.id) AS node_count,
+                    (SELECT count(*) FROM observations WHERE workspace_id = w.id)
+                        AS observation_count,
+                    (SELECT count(*) FROM relations WHERE workspace_id = w.id) AS relation_count
+             FROM workspaces w WHERE w.id = $1",
+            &[&workspace.0],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::workspace_not_found(format!("#{}", workspace.0)))?;
+    Ok(Stats {
+        node_count: row.get("node_count"),
+        observation_count: row.get("observation_count"),
+        relation_count: row.get("relation_count"),
+        // No embedding pipeline writes vectors yet, so none is current.
+        embedding_coverage: 0.0,
+        workspace: row.get("name"),
+    })
+}
+
+pub(crate) async fn event_counts(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    since: Timestamp,
+) -> Result<EventCounts> {
+    let row = client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE operation = 'create') AS creates,
+                    count(*) FILTER (WHERE operation = 'update') AS updates,
+                    count(*) FILTER (WHERE operation = 'delete') AS deletes
+             FROM events WHERE workspace_id = $1 AND at >= $2",
+            &[&workspace.0, &since],
+        )
+        .await
+        .map_err(db)?;
+    Ok(EventCounts {
+        since,
+        creates: row.get("creates"),
+        updates: row.get("updates"),
+        deletes: row.get("deletes"),
+    })
+}
+
+/// The names in first-occurrence order without repeats.
+pub(crate) fn unique(names: &[String]) -> impl Iterator<Item = &String> {
+    let mut seen = HashSet::new();
+    names.iter().filter(move |name| seen.insert(name.as_str()))
+}

@@ -1,0 +1,156 @@
+//! Relation tools: create, delete, rename, list between two nodes.
+
+use std::collections::HashSet;
+
+use deadpool_postgres::GenericClient;
+use engram_domain::*;
+
+use crate::error::{db, is_unique_violation};
+use crate::nodes::relation;
+use crate::observations::node_ids;
+
+/// Parallel arrays of from names, to names and types, without repeated relations.
+fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
+    let mut seen = HashSet::new();
+    let distinct: Vec<&RelationSpec> = relations.iter().filter(|r| seen.insert(*r)).collect();
+    let columns = [
+        distinct.iter().map(|r| r.from_entity.as_str()).collect(),
+        distinct.iter().map(|r| r.to_entity.as_str()).collect(),
+        distinct.iter().map(|r| r.relation_type.as_str()).collect(),
+    ];
+    (distinct, columns)
+}
+
+pub(crate) async fn create_relations(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    relations: &[RelationSpec],
+) -> Result<CreatedRelations> {
+    let (distinct, [from, to, types]) = columns(relations);
+    let statement = client
+        .prepare_cached(include_str!("sql/create_relations.sql"))
+        .await
+        .map_err(db)?;
+    let rows = client
+        .query(&statement, &[&workspace.0, &from, &to, &types])
+        .await
+        .map_err(db)?;
+    let mut result = CreatedRelations::default();
+    for (spec, row) in distinct.into_iter().zip(&rows) {
+        let from_missing: bool = row.get("from_missing");
+        let to_missing: bool = row.get("to_missing");
+        for (missing, name) in [(from_missing, &spec.from_entity), (to_missing, &spec.to_entity)] {
+            if missing && !result.not_found.contains(name) {
+                result.not_found.push(name.clone());
+            }
+        }
+        if from_missing || to_missing {
+            continue;
+        }
+        if row.get("created") {
+            result.created.push(spec.clone());
+        } else {
+            result.already_existed.push(spec.clone());
+        }
+    }
+    Ok(result)
+}
+
+pub(crate) async fn delete_relations(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    relations: &[RelationSpec],
+) -> Result<DeletedRelations> {
+    let (distinct, [from, to, types]) = columns(relations);
+    let deleted = client
+        .execute(
+            "DELETE FROM relations r
+             USING nodes f, nodes t,
+                   unnest($2::text[], $3::text[], $4::text[]) AS d (from_name, to_name, relation_type)
+             WHERE f.workspace_id = $1 AND f.name = d.from_name
+               AND t.workspace_id = $1 AND t.name = d.to_name
+               AND r.from_node_id = f.id AND r.to_node_id = t.id
+               AND r.relation_type = d.relation_type",
+            &[&workspace.0, &from, &to, &types],
+        )
+        .await
+        .map_err(db)?;
+    Ok(DeletedRelations {
+        deleted,
+        not_found: distinct.len() as u64 - deleted,
+    })
+}
+
+pub(crate) async fn rename_relation_type(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    relation: &RelationSpec,
+    new_type: &str,
+) -> Result<RelationSpec> {
+    let described = format!(
+        "{} -[{}]-> {}",
+        relation.from_entity, relation.relation_type, relation.to_entity
+    );
+    let updated = client
+        .execute(
+            "UPDATE relations r SET relation_type = $5
+             FROM nodes f, nodes t
+             WHERE f.workspace_id = $1 AND f.name = $2 AND t.workspace_id = $1 AND t.name = $3
+               AND r.from_node_id = f.id AND r.to_node_id = t.id AND r.relation_type = $4",
+            &[
+                &workspace.0,
+                &relation.from_entity,
+                &relation.to_entity,
+                &relation.relation_type,
+                &new_type,
+            ],
+        )
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e, "relations_workspace_id_from_node_id_to_node_id_relation_type_key") {
+                Error::Conflict(format!(
+                    "cannot rename {described} to {new_type}: that relation already exists (delete one of the two instead)"
+                ))
+            } else {
+                db(e)
+            }
+        })?;
+    if updated == 0 {
+        return Err(Error::NotFound {
+            kind: "relation",
+            name: described,
+        });
+    }
+    Ok(RelationSpec {
+        relation_type: new_type.to_owned(),
+        ..relation.clone()
+    })
+}
+
+pub(crate) async fn get_relations_between(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    entity_a: &str,
+    entity_b: &str,
+) -> Result<Vec<Relation>> {
+    let names = [entity_a.to_owned(), entity_b.to_owned()];
+    let ids = node_ids(client, workspace, names.iter()).await?;
+    let (Some(a), Some(b)) = (ids.get(entity_a), ids.get(entity_b)) else {
+        let missing = names.into_iter().find(|n| !ids.contains_key(n)).unwrap_or_default();
+        return Err(Error::node_not_found(missing));
+    };
+    let rows = client
+        .query(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+             FROM relations r
+             JOIN nodes f ON f.id = r.from_node_id
+             JOIN nodes t ON t.id = r.to_node_id
+             WHERE (r.from_node_id = $1 AND r.to_node_id = $2)
+                OR (r.from_node_id = $2 AND r.to_node_id = $1)
+             ORDER BY 1, 2, 3",
+            &[a, b],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(relation).collect())
+}

@@ -1,0 +1,252 @@
+//! [`MemoryStore`] for [`PgStore`]: each call is one transaction around the module's query.
+
+use async_trait::async_trait;
+use engram_domain::*;
+use tokio_postgres::IsolationLevel;
+use tracing::instrument;
+
+use crate::error::{db, pool};
+use crate::{PgStore, graph, nodes, observations, relations, workspaces};
+
+/// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
+/// commits it; on error the transaction rolls back when dropped.
+macro_rules! write {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let mut client = $store.pool.get().await.map_err(pool)?;
+        let $tx = client.transaction().await.map_err(db)?;
+        let value = $body.await?;
+        $tx.commit().await.map_err(db)?;
+        Ok(value)
+    }};
+}
+
+/// Runs `$body` in a read-only transaction on one snapshot, so multi-statement reads agree.
+macro_rules! read {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let mut client = $store.pool.get().await.map_err(pool)?;
+        let $tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(db)?;
+        let value = $body.await?;
+        $tx.commit().await.map_err(db)?;
+        Ok(value)
+    }};
+}
+
+#[async_trait]
+impl MemoryStore for PgStore {
+    #[instrument(skip_all)]
+    async fn create_workspace(&self, name: &str) -> Result<Workspace> {
+        write!(self, |tx| workspaces::create(&tx, name))
+    }
+
+    #[instrument(skip_all)]
+    async fn workspace(&self, name: &str) -> Result<Workspace> {
+        let client = self.pool.get().await.map_err(pool)?;
+        workspaces::get(&client, name).await
+    }
+
+    #[instrument(skip_all)]
+    async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
+        read!(self, |tx| workspaces::list(&tx))
+    }
+
+    #[instrument(skip_all)]
+    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
+        write!(self, |tx| workspaces::rename(&tx, name, new_name))
+    }
+
+    #[instrument(skip_all)]
+    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
+        write!(self, |tx| workspaces::delete(&tx, name, force))
+    }
+
+    #[instrument(skip_all, fields(count = entities.len()))]
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        entities: &[NewEntity],
+    ) -> Result<Vec<CreatedEntity>> {
+        write!(self, |tx| nodes::create_entities(&tx, workspace, entities))
+    }
+
+    #[instrument(skip_all, fields(count = names.len()))]
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<DeletedEntities> {
+        write!(self, |tx| nodes::delete_entities(&tx, workspace, names))
+    }
+
+    #[instrument(skip_all, fields(count = names.len()))]
+    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+        read!(self, |tx| nodes::open_nodes(&tx, workspace, names))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        entity_type: &str,
+    ) -> Result<Vec<TypedNode>> {
+        read!(self, |tx| nodes::get_nodes_by_type(&tx, workspace, entity_type))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        days: u32,
+        limit: u32,
+    ) -> Result<Vec<NodeBrief>> {
+        read!(self, |tx| nodes::get_recently_modified(&tx, workspace, days, limit))
+    }
+
+    #[instrument(skip_all)]
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        summary: &str,
+    ) -> Result<SummaryUpdate> {
+        write!(self, |tx| nodes::set_summary(&tx, workspace, name, summary))
+    }
+
+    #[instrument(skip_all)]
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        tags: &[String],
+    ) -> Result<TagsUpdate> {
+        write!(self, |tx| nodes::set_tags(&tx, workspace, name, tags))
+    }
+
+    #[instrument(skip_all, fields(count = additions.len()))]
+    async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        additions: &[ObservationAdditions],
+    ) -> Result<Vec<AddedObservations>> {
+        write!(self, |tx| observations::add_observations(&tx, workspace, additions))
+    }
+
+    #[instrument(skip_all)]
+    async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        ordinal: i64,
+        new_content: &str,
+    ) -> Result<ReplacedObservation> {
+        write!(self, |tx| observations::replace_observation(
+            &tx,
+            workspace,
+            entity_name,
+            ordinal,
+            new_content
+        ))
+    }
+
+    #[instrument(skip_all, fields(count = deletions.len()))]
+    async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        deletions: &[ObservationDeletions],
+    ) -> Result<Vec<DeletedObservations>> {
+        write!(self, |tx| observations::delete_observations(&tx, workspace, deletions))
+    }
+
+    #[instrument(skip_all, fields(count = relations.len()))]
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<CreatedRelations> {
+        write!(self, |tx| relations::create_relations(&tx, workspace, relations))
+    }
+
+    #[instrument(skip_all, fields(count = relations.len()))]
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<DeletedRelations> {
+        write!(self, |tx| relations::delete_relations(&tx, workspace, relations))
+    }
+
+    #[instrument(skip_all)]
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        relation: &RelationSpec,
+        new_type: &str,
+    ) -> Result<RelationSpec> {
+        write!(self, |tx| relations::rename_relation_type(
+            &tx, workspace, relation, new_type
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        entity_a: &str,
+        entity_b: &str,
+    ) -> Result<Vec<Relation>> {
+        read!(self, |tx| relations::get_relations_between(
+            &tx, workspace, entity_a, entity_b
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        depth: u32,
+    ) -> Result<Neighborhood> {
+        read!(self, |tx| graph::get_neighborhood(&tx, workspace, name, depth))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+        read!(self, |tx| graph::get_path(&tx, workspace, from, to))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
+        read!(self, |tx| nodes::get_orphaned_nodes(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>> {
+        read!(self, |tx| graph::find_unlinked_references(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>> {
+        read!(self, |tx| nodes::get_pending_consolidation(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
+        read!(self, |tx| nodes::get_stats(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
+        read!(self, |tx| nodes::event_counts(&tx, workspace, since))
+    }
+}

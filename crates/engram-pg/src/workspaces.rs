@@ -1,0 +1,106 @@
+//! Workspace management: create, look up, list, rename, delete.
+
+use deadpool_postgres::GenericClient;
+use engram_domain::{Error, Result, Workspace, WorkspaceId, WorkspaceInfo};
+use tokio_postgres::Row;
+
+use crate::error::{db, is_unique_violation};
+
+const NAME_TAKEN: &str = "workspaces_name_key";
+
+fn workspace(row: &Row) -> Workspace {
+    Workspace {
+        id: WorkspaceId(row.get("id")),
+        name: row.get("name"),
+        created_at: row.get("created_at"),
+    }
+}
+
+fn taken(name: &str) -> Error {
+    Error::AlreadyExists {
+        kind: "workspace",
+        name: name.to_owned(),
+    }
+}
+
+pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Workspace> {
+    let row = client
+        .query_one(
+            "INSERT INTO workspaces (name) VALUES ($1) RETURNING id, name, created_at",
+            &[&name],
+        )
+        .await
+        .map_err(|e| if is_unique_violation(&e, NAME_TAKEN) { taken(name) } else { db(e) })?;
+    Ok(workspace(&row))
+}
+
+pub(crate) async fn get(client: &impl GenericClient, name: &str) -> Result<Workspace> {
+    let row = client
+        .query_opt(
+            "SELECT id, name, created_at FROM workspaces WHERE name = $1",
+            &[&name],
+        )
+        .await
+        .map_err(db)?;
+    row.map(|row| workspace(&row))
+        .ok_or_else(|| Error::workspace_not_found(name))
+}
+
+pub(crate) async fn list(client: &impl GenericClient) -> Result<Vec<WorkspaceInfo>> {
+    let rows = client
+        .query(
+            "SELECT w.id, w.name, w.created_at,
+                    (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
+             FROM workspaces w ORDER BY w.name",
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| WorkspaceInfo {
+            workspace: workspace(row),
+            node_count: row.get("node_count"),
+        })
+        .collect())
+}
+
+pub(crate) async fn rename(
+    client: &impl GenericClient,
+    name: &str,
+    new_name: &str,
+) -> Result<Workspace> {
+    let row = client
+        .query_opt(
+            "UPDATE workspaces SET name = $2 WHERE name = $1 RETURNING id, name, created_at",
+            &[&name, &new_name],
+        )
+        .await
+        .map_err(|e| if is_unique_violation(&e, NAME_TAKEN) { taken(new_name) } else { db(e) })?;
+    row.map(|row| workspace(&row))
+        .ok_or_else(|| Error::workspace_not_found(name))
+}
+
+pub(crate) async fn delete(client: &impl GenericClient, name: &str, force: bool) -> Result<()> {
+    let row = client
+        .query_opt(
+            "SELECT w.id, (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
+             FROM workspaces w WHERE w.name = $1 FOR UPDATE",
+            &[&name],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::workspace_not_found(name))?;
+    let node_count: i64 = row.get("node_count");
+    if node_count > 0 && !force {
+        return Err(Error::Conflict(format!(
+            "workspace {name} holds {node_count} nodes; deleting it deletes them all, so it needs force (engram workspace delete {name} --force)"
+        )));
+    }
+    let id: i64 = row.get("id");
+    client
+        .execute("DELETE FROM workspaces WHERE id = $1", &[&id])
+        .await
+        .map_err(db)?;
+    Ok(())
+}
