@@ -133,6 +133,17 @@ impl PgStore {
         Ok(applied.unwrap_or(0) >= latest)
     }
 
+    /// Identifies the schema this build migrates to: every embedded migration's version and
+    /// checksum. Equal fingerprints mean equal schemas (tests key their template database on it).
+    pub fn schema_fingerprint() -> String {
+        embedded::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| format!("V{}:{:x}", m.version(), m.checksum()))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// The pool underneath, for callers that run their own queries (tests, tooling).
     pub fn pool(&self) -> &Pool {
         &self.pool

@@ -1,0 +1,129 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::{Error, Memory, MemoryStore};
+
+pub async fn workspaces_are_created_listed_renamed_and_deleted(store: Arc<dyn MemoryStore>) {
+    let memory = Memory::new(store);
+    let alpha = memory.create_workspace("alpha").await.unwrap();
+    assert_eq!(alpha.name, "alpha");
+    memory.create_workspace("beta").await.unwrap();
+    assert_eq!(
+        memory.create_workspace("alpha").await.unwrap_err(),
+        Error::AlreadyExists {
+            kind: "workspace",
+            name: "alpha".into()
+        }
+    );
+    create_nodes(&memory, alpha.id, &["a1", "a2"]).await;
+
+    let listed: Vec<(String, i64)> = memory
+        .list_workspaces()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.workspace.name, w.node_count))
+        .collect();
+    assert_eq!(listed, [("alpha".to_owned(), 2), ("beta".to_owned(), 0)]);
+
+    assert!(matches!(
+        memory.rename_workspace("alpha", "beta").await,
+        Err(Error::AlreadyExists { .. })
+    ));
+    let renamed = memory.rename_workspace("alpha", "gamma").await.unwrap();
+    assert_eq!((renamed.id, renamed.name.as_str()), (alpha.id, "gamma"));
+    assert_eq!(memory.workspace("gamma").await.unwrap().id, alpha.id);
+    assert_eq!(
+        memory.workspace("alpha").await.unwrap_err(),
+        Error::workspace_not_found("alpha")
+    );
+
+    // A workspace with nodes needs force; an empty one does not.
+    assert!(matches!(
+        memory.delete_workspace("gamma", false).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(memory.get_stats(alpha.id).await.unwrap().node_count, 2);
+    memory.delete_workspace("gamma", true).await.unwrap();
+    memory.delete_workspace("beta", false).await.unwrap();
+    assert!(memory.list_workspaces().await.unwrap().is_empty());
+    assert_eq!(
+        memory.delete_workspace("beta", false).await.unwrap_err(),
+        Error::workspace_not_found("beta")
+    );
+}
+
+pub async fn workspace_names_are_validated(store: Arc<dyn MemoryStore>) {
+    let memory = Memory::new(store);
+    for bad in ["", "has space", "slash/name", "ünïcode", &"w".repeat(65)] {
+        let error = memory.create_workspace(bad).await.unwrap_err();
+        assert!(
+            matches!(&error, Error::InvalidArgument { field, .. } if field == "workspace"),
+            "{bad:?}: {error}"
+        );
+    }
+    assert!(memory.list_workspaces().await.unwrap().is_empty());
+}
+
+pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
+    let memory = Memory::new(store);
+    let one = memory.create_workspace("one").await.unwrap().id;
+    let two = memory.create_workspace("two").await.unwrap().id;
+    memory
+        .create_entities(one, vec![entity("Alice", "person", &["lives in Lisbon, knows Bob"])])
+        .await
+        .unwrap();
+    create_nodes(&memory, one, &["Bob"]).await;
+    create_relations(&memory, one, &[("Alice", "knows", "Bob")]).await;
+
+    // The same name in another workspace is another node.
+    let created = memory
+        .create_entities(two, vec![entity("Alice", "robot", &[])])
+        .await
+        .unwrap();
+    assert!(!created[0].already_existed);
+
+    let opened = memory.open_nodes(two, &strings(&["Alice", "Bob"])).await.unwrap();
+    assert_eq!(opened.entities.len(), 1);
+    assert_eq!(opened.entities[0].entity_type, "robot");
+    assert!(opened.entities[0].observations.is_empty());
+    assert!(opened.relations.is_empty());
+    assert_eq!(opened.not_found, ["Bob"]);
+    assert!(memory.get_nodes_by_type(two, "person").await.unwrap().is_empty());
+    let recent: Vec<String> = memory
+        .get_recently_modified(two, 7, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(recent, ["Alice"]);
+    assert!(memory.find_unlinked_references(two).await.unwrap().is_empty());
+    assert_eq!(
+        memory.get_relations_between(two, "Alice", "Bob").await.unwrap_err(),
+        Error::node_not_found("Bob")
+    );
+    // A relation cannot reach into another workspace.
+    let cross = memory
+        .create_relations(two, &[relation("Alice", "knows", "Bob")])
+        .await
+        .unwrap();
+    assert_eq!(cross.not_found, ["Bob"]);
+    let deleted = memory.delete_entities(two, &strings(&["Bob"])).await.unwrap();
+    assert_eq!(deleted.not_found, ["Bob"]);
+
+    let stats_one = memory.get_stats(one).await.unwrap();
+    let stats_two = memory.get_stats(two).await.unwrap();
+    assert_eq!(
+        (stats_one.node_count, stats_one.observation_count, stats_one.relation_count),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        (stats_two.node_count, stats_two.observation_count, stats_two.relation_count),
+        (1, 0, 0)
+    );
+    assert_eq!((stats_one.workspace.as_str(), stats_two.workspace.as_str()), ("one", "two"));
+    // Deleting a workspace leaves the other whole.
+    memory.delete_workspace("two", true).await.unwrap();
+    assert_eq!(memory.get_stats(one).await.unwrap().node_count, 2);
+}
