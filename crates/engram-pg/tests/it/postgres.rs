@@ -4,6 +4,17 @@ use engram_pg::PgStore;
 
 use crate::fixture::fresh_database;
 
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../examples/quickstart.rs"]
+mod quickstart;
+
+#[tokio::test]
+async fn the_library_example_runs() {
+    let opened = quickstart::run(&fresh_database().await, "quickstart").await.unwrap();
+    assert!(opened.contains(r#""content": "moved to Lisbon in March""#), "{opened}");
+    assert!(opened.contains(r#""relation_type": "works_on""#), "{opened}");
+}
+
 #[tokio::test]
 async fn migrations_are_current_and_idempotent() {
     let store = PgStore::connect(&fresh_database().await).await.unwrap();
