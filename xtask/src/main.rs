@@ -1,1 +1,84 @@
-fn main() {}
+//! engram's developer task runner, invoked as `cargo xtask <command>`.
+//!
+//! - `cargo xtask test`: install PostgreSQL + pgvector if missing, start a throwaway
+//!   cluster, run fmt, clippy and the test suite against it, report and stop it.
+//! - `cargo xtask migrate`: apply the database migrations (`engram migrate`).
+
+mod cmd;
+mod postgres;
+mod test;
+
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::{Command, ExitCode},
+};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+/// engram's developer tasks (run as `cargo xtask <command>`).
+#[derive(Parser)]
+#[command(name = "xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run fmt, clippy and all tests against a private PostgreSQL cluster (what CI runs).
+    ///
+    /// Installs PostgreSQL and pgvector >= 0.7 if missing (apt, as root or via `sudo -n`),
+    /// unless ENGRAM_TEST_DATABASE_URL names a server to use instead.
+    Test(test::TestArgs),
+    /// Apply the database migrations (runs `engram migrate`).
+    Migrate {
+        /// Database to migrate (passed on as `--database-url`).
+        #[arg(long, env = "ENGRAM_DATABASE_URL")]
+        database_url: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Task::Test(args) => test::run(&args),
+        Task::Migrate { database_url } => migrate(database_url.as_deref()),
+    };
+    result.unwrap_or_else(|err| {
+        eprintln!("engram: error: {err:#}");
+        ExitCode::FAILURE
+    })
+}
+
+fn migrate(database_url: Option<&str>) -> Result<ExitCode> {
+    let mut command = cargo();
+    command.current_dir(workspace_root());
+    command.args(["run", "--quiet", "-p", "engram", "--", "migrate"]);
+    if let Some(url) = database_url {
+        command.args(["--database-url", url]);
+    }
+    let status = command.status().context("cannot run cargo")?;
+    Ok(cmd::exit_code(status))
+}
+
+/// The workspace root (the parent of this crate's directory).
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` or `<root>/target`.
+fn target_dir() -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// A `Command` for the cargo that runs us (`$CARGO`), or `cargo` from PATH.
+fn cargo() -> Command {
+    Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}

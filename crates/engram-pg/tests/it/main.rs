@@ -5,4 +5,4 @@
 mod fixture;
 mod postgres;
 
-engram_domain::memory_store_test_suite!(crate::fixture::fresh_store);
+engram_domain::memory_store_test_suite!(fixture::fresh_store);

@@ -1,0 +1,120 @@
+//! `cargo xtask test`: lint and test the workspace against a private PostgreSQL.
+
+use std::{
+    env,
+    process::{Command, ExitCode},
+};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use crate::{
+    cargo, cmd,
+    postgres::{self, Cluster, ClusterConfig},
+    target_dir, workspace_root,
+};
+
+/// The variable through which tests find their PostgreSQL server.
+const DATABASE_URL_VAR: &str = "ENGRAM_TEST_DATABASE_URL";
+
+/// Options of `cargo xtask test`.
+#[derive(Args)]
+pub struct TestArgs {
+    /// Skip `cargo fmt --check` and `cargo clippy`; only run the tests.
+    #[arg(long)]
+    no_lint: bool,
+    /// Passed on to the test runner (cargo nextest run, or cargo test), e.g. a test filter.
+    #[arg(last = true, value_name = "RUNNER_ARGS")]
+    runner_args: Vec<String>,
+}
+
+/// Runs `cargo xtask test`.
+pub fn run(args: &TestArgs) -> Result<ExitCode> {
+    let external = env::var(DATABASE_URL_VAR)
+        .ok()
+        .filter(|url| !url.is_empty());
+    let (url, cluster, psql) = match external {
+        Some(url) => {
+            println!("engram: testing against {DATABASE_URL_VAR}={url}");
+            (url, None, postgres::find_psql(None))
+        }
+        None => {
+            let pg = postgres::ensure_installed(&target_dir())?;
+            let cluster = Cluster::start(&pg, &ClusterConfig::test(&target_dir()))?;
+            let url = cluster.url();
+            println!(
+                "engram: started PostgreSQL {} at {url} (in {})",
+                pg.version,
+                cluster.dir().display()
+            );
+            (url, Some(cluster), postgres::find_psql(Some(&pg)))
+        }
+    };
+
+    let outcome = run_steps(args, &url);
+
+    match psql {
+        Some(psql) => match postgres::report(&psql, &url) {
+            Ok(line) => println!("{line}"),
+            Err(err) => eprintln!("engram: warning: {err:#}"),
+        },
+        None => eprintln!("engram: warning: no psql found, cannot report on the test server"),
+    }
+    drop(cluster);
+
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            eprintln!("engram: {err:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// fmt, clippy and the tests, stopping at the first failure.
+fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
+    let root = workspace_root();
+    let mut steps = Vec::new();
+    if !args.no_lint {
+        let mut fmt = cargo();
+        fmt.args(["fmt", "--all", "--", "--check"]);
+        steps.push(fmt);
+        let mut clippy = cargo();
+        clippy.args(["clippy", "--workspace", "--all-targets"]);
+        if root.join("Cargo.lock").is_file() {
+            clippy.arg("--locked");
+        }
+        clippy.args(["--", "-D", "warnings"]);
+        steps.push(clippy);
+    }
+    let mut tests = cargo();
+    if cmd::succeeds(cargo().args(["nextest", "--version"])) {
+        tests.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
+    } else {
+        println!("engram: cargo nextest is not installed; using cargo test");
+        tests.args(["test", "--workspace"]);
+    }
+    tests.args(&args.runner_args);
+    steps.push(tests);
+
+    for mut step in steps {
+        step.current_dir(root).env(DATABASE_URL_VAR, url);
+        println!("engram: $ {}", show_cargo(&step));
+        let status = step
+            .status()
+            .with_context(|| format!("cannot run `{}`", show_cargo(&step)))?;
+        if !status.success() {
+            bail!("`{}` failed ({status})", show_cargo(&step));
+        }
+    }
+    Ok(())
+}
+
+/// A cargo command line as the user would type it (`cargo …`, not `$CARGO …`).
+fn show_cargo(command: &Command) -> String {
+    let shown = cmd::show(command);
+    match shown.split_once(' ') {
+        Some((_, args)) => format!("cargo {args}"),
+        None => shown,
+    }
+}
