@@ -11,11 +11,13 @@ pub type Timestamp = DateTime<Utc>;
 
 /// The database id of a workspace. Every store method takes one explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WorkspaceId(pub i64);
 
 /// A named namespace for nodes, relations and events. There is no implicit default workspace
 /// (specification, "Workspace").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Workspace {
     /// The database id.
     pub id: WorkspaceId,
@@ -27,6 +29,7 @@ pub struct Workspace {
 
 /// A workspace with its size, for listings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WorkspaceInfo {
     /// The workspace.
     #[serde(flatten)]
@@ -52,6 +55,7 @@ pub struct NewEntity {
 
 /// One row of `create_entities`' result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CreatedEntity {
     /// The node's name.
     pub name: String,
@@ -65,6 +69,7 @@ pub struct CreatedEntity {
 
 /// Result of `delete_entities`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeletedEntities {
     /// Names that were deleted, in request order.
     pub deleted: Vec<String>,
@@ -74,6 +79,7 @@ pub struct DeletedEntities {
 
 /// An observation as read back: its stable per-node ordinal and its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Observation {
     /// Position within the node, from 1; never renumbered or reused.
     pub ordinal: i64,
@@ -83,6 +89,7 @@ pub struct Observation {
 
 /// A directed typed edge as returned by reads: `{from, to, relation_type}`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Relation {
     /// Source node name.
     pub from: String,
@@ -94,6 +101,7 @@ pub struct Relation {
 
 /// A relation as given by a caller and echoed back: `{from_entity, to_entity, relation_type}`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RelationSpec {
     /// Source node name.
     pub from_entity: String,
@@ -105,6 +113,7 @@ pub struct RelationSpec {
 
 /// A node with everything it holds (`open_nodes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NodeDetail {
     /// The node's name.
     pub name: String,
@@ -124,6 +133,7 @@ pub struct NodeDetail {
 
 /// Result of `open_nodes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OpenedNodes {
     /// The nodes found, in request order.
     pub entities: Vec<NodeDetail>,
@@ -135,6 +145,7 @@ pub struct OpenedNodes {
 
 /// A node with its tags and modification time (`get_nodes_by_type`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TypedNode {
     /// The node's name.
     pub name: String,
@@ -150,6 +161,7 @@ pub struct TypedNode {
 
 /// A node in brief (`get_recently_modified`, `get_orphaned_nodes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NodeBrief {
     /// The node's name.
     pub name: String,
@@ -163,6 +175,7 @@ pub struct NodeBrief {
 
 /// Result of `set_summary`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SummaryUpdate {
     /// The node's name.
     pub name: String,
@@ -174,6 +187,7 @@ pub struct SummaryUpdate {
 
 /// Result of `set_tags`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TagsUpdate {
     /// The node's name.
     pub name: String,
@@ -192,6 +206,7 @@ pub struct ObservationAdditions {
 
 /// One row of `add_observations`' result, in request order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AddedObservations {
     /// The node appended to.
     pub entity_name: String,
@@ -203,6 +218,7 @@ pub struct AddedObservations {
 
 /// Result of `replace_observation`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplacedObservation {
     /// The node.
     pub entity_name: String,
@@ -225,6 +241,7 @@ pub struct ObservationDeletions {
 
 /// One row of `delete_observations`' result, in request order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeletedObservations {
     /// The node.
     pub entity_name: String,
@@ -236,6 +253,7 @@ pub struct DeletedObservations {
 
 /// Result of `create_relations`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CreatedRelations {
     /// Relations created now.
     pub created: Vec<RelationSpec>,
@@ -247,6 +265,7 @@ pub struct CreatedRelations {
 
 /// Result of `delete_relations`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeletedRelations {
     /// How many of the given relations existed and were deleted.
     pub deleted: u64,
@@ -256,6 +275,7 @@ pub struct DeletedRelations {
 
 /// A node as part of a subgraph (`get_neighborhood`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphNode {
     /// The node's name.
     pub name: String,
@@ -270,6 +290,7 @@ pub struct GraphNode {
 /// Result of `get_neighborhood`: the node, every node within `depth` hops (relations followed
 /// in either direction), and every relation among them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Neighborhood {
     /// The nodes, nearest first, then by name.
     pub nodes: Vec<GraphNode>,
@@ -279,6 +300,7 @@ pub struct Neighborhood {
 
 /// Result of `get_path`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphPath {
     /// Whether a path exists within [`crate::limits::MAX_PATH_HOPS`] hops.
     pub found: bool,
@@ -291,6 +313,7 @@ pub struct GraphPath {
 
 /// One row of `find_unlinked_references`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UnlinkedReference {
     /// The node whose observations mention another node.
     pub node: String,
@@ -302,6 +325,7 @@ pub struct UnlinkedReference {
 
 /// One row of `get_pending_consolidation`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PendingConsolidation {
     /// The node's name.
     pub name: String,
@@ -317,6 +341,7 @@ pub struct PendingConsolidation {
 
 /// Result of `get_stats`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stats {
     /// Nodes in the workspace.
     pub node_count: i64,
@@ -332,6 +357,7 @@ pub struct Stats {
 
 /// Counts of events in a workspace since a point in time (the report's `event_summary`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventCounts {
     /// The start of the window.
     pub since: Timestamp,

@@ -1,0 +1,27 @@
+//! The one mapping from domain errors to MCP: what a model can fix becomes a tool result
+//! with `isError: true`; outages and bugs become JSON-RPC errors, logged here once.
+
+use rmcp::ErrorData;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+
+/// A failed tool call.
+#[derive(Debug)]
+pub struct ToolError(pub engram_domain::Error);
+
+impl From<engram_domain::Error> for ToolError {
+    fn from(error: engram_domain::Error) -> Self {
+        Self(error)
+    }
+}
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        let message = self.0.to_string();
+        if self.0.is_caller_error() {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+        }
+        tracing::error!(error = %message, "tool call failed");
+        Err(ErrorData::internal_error(message, None))
+    }
+}

@@ -1,0 +1,102 @@
+//! engram's MCP surface: [`EngramServer`], an rmcp server with one tool per tool of the
+//! catalog (`shared/reference/tool-catalog.md`), over [`engram_domain::Memory`].
+//!
+//! Transports live in the binary; this crate knows no HTTP beyond reading the bound
+//! workspace that the HTTP layer leaves in the request's extensions ([`BoundWorkspace`]).
+//! Tool errors a model can fix come back as results with `isError: true`; outages as
+//! JSON-RPC errors (see [`error`]).
+
+pub mod error;
+pub mod params;
+pub mod results;
+mod tools;
+
+use engram_domain::{Memory, Workspace, WorkspaceId};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{Extensions, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool_handler};
+
+use crate::error::ToolError;
+
+/// How a server instance finds the workspace its tools act on.
+#[derive(Debug, Clone)]
+pub enum Binding {
+    /// One workspace for the whole connection (stdio, legacy SSE).
+    Fixed(Workspace),
+    /// Read from every request: the HTTP layer validates `X-Memory-Workspace` and stores a
+    /// [`BoundWorkspace`] in the request's extensions (Streamable HTTP).
+    PerRequest,
+}
+
+/// The workspace the HTTP layer resolved from `X-Memory-Workspace`, stored in the HTTP
+/// request's extensions.
+#[derive(Debug, Clone)]
+pub struct BoundWorkspace(pub Workspace);
+
+/// What the server tells a model about using it, sent in `initialize`.
+pub const INSTRUCTIONS: &str = "\
+engram is a persistent knowledge graph for this workspace. Nodes have a unique name, a type, \
+an optional summary and tags, and ordered observations (atomic facts, one per observation). \
+Relations are directed and typed (active voice: Alice -works_on-> engram).
+- Before answering from memory, look things up: open_nodes for known names, get_neighborhood to \
+walk from a node, get_nodes_by_type and get_recently_modified to browse.
+- Store durable facts as observations on the node they are about; create the node first with \
+create_entities (existing names are left untouched). Prefer adding a fact over rewriting one; \
+use replace_observation to correct a fact, keeping its ordinal.
+- Link related nodes with create_relations; find_unlinked_references and get_orphaned_nodes \
+show links that are missing.
+- Keep summaries current: get_pending_consolidation lists nodes whose summary is missing or \
+older than their newest observation; write one with set_summary.
+Errors name the argument and the limit; fix the call and retry.";
+
+/// The MCP server: the catalog's tools over a [`Memory`], bound to a workspace by
+/// [`Binding`]. Cheap to clone; one instance per MCP session.
+#[derive(Clone)]
+pub struct EngramServer {
+    memory: Memory,
+    binding: Binding,
+    tool_router: ToolRouter<Self>,
+}
+
+impl EngramServer {
+    /// A server over `memory`, finding its workspace by `binding`.
+    pub fn new(memory: Memory, binding: Binding) -> Self {
+        Self {
+            memory,
+            binding,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Every tool this server offers, as `tools/list` returns them.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+
+    fn workspace(&self, extensions: &Extensions) -> Result<WorkspaceId, ToolError> {
+        match &self.binding {
+            Binding::Fixed(workspace) => Ok(workspace.id),
+            Binding::PerRequest => extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<BoundWorkspace>())
+                .map(|bound| bound.0.id)
+                .ok_or_else(|| {
+                    ToolError(engram_domain::Error::Internal(
+                        "no workspace is bound to this request (X-Memory-Workspace)".into(),
+                    ))
+                }),
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for EngramServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("engram", env!("CARGO_PKG_VERSION"))
+                    .with_title("engram knowledge-graph memory"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+}

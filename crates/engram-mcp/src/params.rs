@@ -1,0 +1,222 @@
+//! One parameter struct per tool. Field docs become the JSON Schema descriptions a model reads;
+//! unknown fields are rejected. Limits are checked by `engram_domain::Memory`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// A node to create.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntityInput {
+    /// Unique name within the workspace, 1–256 bytes, e.g. "Alice" or "engram/storage".
+    pub name: String,
+    /// The node's type, 1–256 bytes, e.g. "person", "project", "decision".
+    pub entity_type: String,
+    /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes.
+    #[serde(default)]
+    pub observations: Vec<String>,
+    /// Optional summary of the node, 1–65,536 bytes.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// Optional tags, at most 64 of 1–128 bytes each; repeats are dropped.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// Parameters of `create_entities`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEntitiesParams {
+    /// Nodes to create, 1–1,000 per call (and at most 1,000 observations in all). A name that
+    /// already exists is left exactly as it is and reported with `already_existed: true`.
+    pub entities: Vec<EntityInput>,
+}
+
+/// Parameters of `delete_entities`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteEntitiesParams {
+    /// Names of the nodes to delete with their observations and relations, 1–1,000.
+    pub entity_names: Vec<String>,
+}
+
+/// Parameters of `open_nodes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenNodesParams {
+    /// Names of the nodes to read in full, 1–1,000.
+    pub names: Vec<String>,
+}
+
+/// Parameters of `get_nodes_by_type`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodesByTypeParams {
+    /// The exact type, e.g. "person".
+    pub entity_type: String,
+}
+
+fn default_days() -> u32 {
+    7
+}
+
+fn default_recent_limit() -> u32 {
+    20
+}
+
+/// Parameters of `get_recently_modified`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecentlyModifiedParams {
+    /// How far back to look, in days, 1–36,500. Default 7.
+    #[serde(default = "default_days")]
+    #[schemars(range(min = 1, max = 36_500))]
+    pub days: u32,
+    /// At most this many nodes, 1–1,000. Default 20.
+    #[serde(default = "default_recent_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+}
+
+/// Parameters of `set_summary`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetSummaryParams {
+    /// The node.
+    pub name: String,
+    /// The new summary, 1–65,536 bytes; replaces the old one.
+    pub summary: String,
+}
+
+/// Parameters of `set_tags`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetTagsParams {
+    /// The node.
+    pub name: String,
+    /// The complete new tag set, at most 64 tags of 1–128 bytes; `[]` clears it.
+    pub tags: Vec<String>,
+}
+
+/// Observations to append to one node.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationInput {
+    /// The node to append to.
+    pub entity_name: String,
+    /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes.
+    pub contents: Vec<String>,
+}
+
+/// Parameters of `add_observations`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddObservationsParams {
+    /// Per node, the observations to append; at most 1,000 contents per call in all.
+    pub observations: Vec<ObservationInput>,
+}
+
+/// Parameters of `replace_observation`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceObservationParams {
+    /// The node.
+    pub entity_name: String,
+    /// The observation's ordinal (from `open_nodes`); it stays the same.
+    pub ordinal: i64,
+    /// The replacement text, 1–65,536 bytes.
+    pub new_content: String,
+}
+
+/// Ordinals to delete from one node.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeletionInput {
+    /// The node.
+    pub entity_name: String,
+    /// Ordinals to delete; the remaining observations keep theirs.
+    pub ordinals: Vec<i64>,
+}
+
+/// Parameters of `delete_observations`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteObservationsParams {
+    /// Per node, the ordinals to delete; at most 1,000 ordinals per call in all.
+    pub deletions: Vec<DeletionInput>,
+}
+
+/// A directed typed relation.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelationInput {
+    /// Source node name.
+    pub from_entity: String,
+    /// Target node name.
+    pub to_entity: String,
+    /// The relation's type in active voice, e.g. "works_on", 1–256 bytes.
+    pub relation_type: String,
+}
+
+/// Parameters of `create_relations` and `delete_relations`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelationsParams {
+    /// The relations, 1–1,000 per call.
+    pub relations: Vec<RelationInput>,
+}
+
+/// Parameters of `rename_relation_type`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameRelationTypeParams {
+    /// Source node name.
+    pub from_entity: String,
+    /// Target node name.
+    pub to_entity: String,
+    /// The relation's current type.
+    pub old_type: String,
+    /// The new type; refused if that relation already exists.
+    pub new_type: String,
+}
+
+/// Parameters of `get_relations_between`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelationsBetweenParams {
+    /// One node.
+    pub entity_a: String,
+    /// The other node.
+    pub entity_b: String,
+}
+
+fn default_depth() -> u32 {
+    1
+}
+
+/// Parameters of `get_neighborhood`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NeighborhoodParams {
+    /// The node at the centre.
+    pub name: String,
+    /// Hops to follow, relations in either direction, 0–6. Default 1.
+    #[serde(default = "default_depth")]
+    #[schemars(range(min = 0, max = 6))]
+    pub depth: u32,
+}
+
+/// Parameters of `get_path`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathParams {
+    /// Where the path starts.
+    pub from_entity: String,
+    /// Where it ends.
+    pub to_entity: String,
+}
+
+/// Parameters of tools that take none.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
