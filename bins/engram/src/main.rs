@@ -1,62 +1,15 @@
-//! The `engram` command: migrate the database and manage workspaces.
+//! The `engram` command: serve MCP, migrate the database, manage workspaces.
+
+mod cli;
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::Parser;
+use cli::{Cli, Command, ServeArgs, WorkspaceCommand};
+use engram::http::Guard;
 use engram_domain::Memory;
 use engram_pg::PgStore;
-
-/// engram: a knowledge-graph memory server for AI agents.
-#[derive(Debug, Parser)]
-#[command(name = "engram", version, about)]
-struct Cli {
-    /// PostgreSQL URL, `postgres://user:password@host:port/database`.
-    #[arg(long, env = "ENGRAM_DATABASE_URL", global = true, hide_env_values = true)]
-    database_url: Option<String>,
-
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Apply the database migrations this build carries that the database lacks.
-    Migrate,
-    /// Create, list, rename and delete workspaces.
-    #[command(subcommand)]
-    Workspace(WorkspaceCommand),
-}
-
-#[derive(Debug, Subcommand)]
-enum WorkspaceCommand {
-    /// Create a workspace (1–64 characters of A–Z a–z 0–9 . _ -).
-    Create {
-        /// The new workspace's name.
-        name: String,
-    },
-    /// List workspaces with their node counts.
-    List {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Rename a workspace; clients bound to the old name must switch to the new one.
-    Rename {
-        /// The current name.
-        name: String,
-        /// The new name.
-        new_name: String,
-    },
-    /// Delete a workspace and everything in it.
-    Delete {
-        /// The workspace to delete.
-        name: String,
-        /// Delete even if it holds nodes.
-        #[arg(long)]
-        force: bool,
-    },
-}
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -70,9 +23,10 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// Logs go to stderr (stdout is the protocol under `--stdio`); `ENGRAM_LOG` filters them.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -87,22 +41,22 @@ async fn run(cli: Cli) -> Result<()> {
         .await
         .context("connecting to PostgreSQL")?;
     match cli.command {
+        Command::Serve(args) => serve(store, args).await,
         Command::Migrate => {
             let applied = store.migrate().await?;
             if applied.is_empty() {
                 println!("database schema is up to date");
-            } else {
-                for migration in applied {
-                    println!("applied {migration}");
-                }
             }
+            for migration in applied {
+                println!("applied {migration}");
+            }
+            Ok(())
         }
         Command::Workspace(command) => {
             ensure_migrated(&store).await?;
-            workspace(&Memory::new(Arc::new(store)), command).await?;
+            workspace(&Memory::new(Arc::new(store)), command).await
         }
     }
-    Ok(())
 }
 
 async fn ensure_migrated(store: &PgStore) -> Result<()> {
@@ -111,6 +65,52 @@ async fn ensure_migrated(store: &PgStore) -> Result<()> {
         "the database schema is not current: run `engram migrate` first"
     );
     Ok(())
+}
+
+async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
+    if args.no_migrate {
+        ensure_migrated(&store).await?;
+    } else {
+        for migration in store.migrate().await? {
+            tracing::info!(%migration, "applied migration");
+        }
+    }
+    let memory = Memory::new(Arc::new(store));
+    if args.stdio {
+        let name = args.workspace.context("--stdio needs --workspace NAME")?;
+        let workspace = memory.workspace(&name).await.with_context(|| {
+            format!("workspace {name:?}: create it with `engram workspace create {name}`")
+        })?;
+        tracing::info!(workspace = %workspace.name, "serving MCP over stdio");
+        return engram::serve_stdio(memory, workspace).await;
+    }
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .with_context(|| format!("binding {}", args.bind))?;
+    let address = listener.local_addr()?;
+    tracing::info!(
+        store = "postgresql",
+        "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
+    );
+    let guard = Guard {
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+    };
+    engram::http::serve(memory, guard, listener, shutdown_signal()).await?;
+    tracing::info!("engram stopped");
+    Ok(())
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
 }
 
 async fn workspace(memory: &Memory, command: WorkspaceCommand) -> Result<()> {

@@ -28,6 +28,11 @@ impl Memory {
         &self.store
     }
 
+    /// Whether the store is reachable and its schema current.
+    pub async fn health(&self) -> Result<()> {
+        self.store.health().await
+    }
+
     /// Creates a workspace named 1–64 characters of `A–Z a–z 0–9 . _ -`.
     pub async fn create_workspace(&self, name: &str) -> Result<Workspace> {
         limits::workspace_name("workspace", name)?;

@@ -19,6 +19,10 @@ use crate::model::*;
 /// Object safe: used as `Arc<dyn MemoryStore>`.
 #[async_trait]
 pub trait MemoryStore: Send + Sync + 'static {
+    /// Whether the store can serve: reachable ([`crate::Error::Unavailable`] otherwise) and
+    /// its schema current ([`crate::Error::Internal`] otherwise).
+    async fn health(&self) -> Result<()>;
+
     /// Creates a workspace. [`crate::Error::AlreadyExists`] when the name is taken.
     async fn create_workspace(&self, name: &str) -> Result<Workspace>;
     /// Looks a workspace up by name. [`crate::Error::NotFound`] when there is none.

@@ -121,15 +121,15 @@ impl PgStore {
             .map(|m| i64::from(m.version()))
             .max()
             .unwrap_or(0);
-        let applied: Option<i64> = client
-            .query_opt(
-                "SELECT max(version)::bigint FROM refinery_schema_history",
-                &[],
-            )
+        let applied: Option<i64> = match client
+            .query_one("SELECT max(version)::bigint FROM refinery_schema_history", &[])
             .await
-            .ok()
-            .flatten()
-            .and_then(|row| row.get(0));
+        {
+            Ok(row) => row.get(0),
+            // No history table: never migrated.
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => None,
+            Err(e) => return Err(error::db(e)),
+        };
         Ok(applied.unwrap_or(0) >= latest)
     }
 

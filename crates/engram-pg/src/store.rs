@@ -39,6 +39,16 @@ macro_rules! read {
 
 #[async_trait]
 impl MemoryStore for PgStore {
+    async fn health(&self) -> Result<()> {
+        if self.is_migrated().await? {
+            Ok(())
+        } else {
+            Err(Error::Internal(
+                "the database schema is not current: run `engram migrate`".into(),
+            ))
+        }
+    }
+
     #[instrument(skip_all)]
     async fn create_workspace(&self, name: &str) -> Result<Workspace> {
         write!(self, |tx| workspaces::create(&tx, name))

@@ -1,0 +1,82 @@
+//! Command-line interface: flags with environment fallbacks.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+/// engram: a knowledge-graph memory server for AI agents, over MCP.
+#[derive(Debug, Parser)]
+#[command(name = "engram", version, about)]
+pub struct Cli {
+    /// PostgreSQL URL, `postgres://user:password@host:port/database`.
+    #[arg(long, env = "ENGRAM_DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the MCP tools: Streamable HTTP at /mcp and legacy SSE at /sse, or stdio.
+    Serve(ServeArgs),
+    /// Apply the database migrations this build carries that the database lacks.
+    Migrate,
+    /// Create, list, rename and delete workspaces.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Non-loopback clients also need --allowed-host.
+    #[arg(long, env = "ENGRAM_BIND", default_value = "127.0.0.1:8765")]
+    pub bind: SocketAddr,
+    /// Do not apply pending migrations at start (the schema must then be current).
+    #[arg(long)]
+    pub no_migrate: bool,
+    /// Extra Host names to serve (`name` for any port, or `name:port`), for a server reached
+    /// by name or behind a reverse proxy. Loopback names are always served. Repeatable.
+    #[arg(long = "allowed-host", env = "ENGRAM_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+    /// Extra browser origins to serve (`https://app.example`, `http://tool.example:*` for any
+    /// port). Loopback origins are always served; others are refused. Repeatable.
+    #[arg(long = "allowed-origin", env = "ENGRAM_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+    /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
+    #[arg(long, requires = "workspace")]
+    pub stdio: bool,
+    /// The workspace a stdio session works in (HTTP clients send X-Memory-Workspace).
+    #[arg(long, env = "ENGRAM_WORKSPACE")]
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Create a workspace (1–64 characters of A–Z a–z 0–9 . _ -).
+    Create {
+        /// The new workspace's name.
+        name: String,
+    },
+    /// List workspaces with their node counts.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rename a workspace; clients bound to the old name must switch to the new one.
+    Rename {
+        /// The current name.
+        name: String,
+        /// The new name.
+        new_name: String,
+    },
+    /// Delete a workspace and everything in it.
+    Delete {
+        /// The workspace to delete.
+        name: String,
+        /// Delete even if it holds nodes.
+        #[arg(long)]
+        force: bool,
+    },
+}

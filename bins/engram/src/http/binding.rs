@@ -1,0 +1,145 @@
+//! Workspace binding: every MCP request names its workspace in `X-Memory-Workspace`
+//! (specification, "Workspace Binding"). The header is read on every request, because some
+//! clients speak the stateless protocol and never send `initialize`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use engram_domain::{Error, Memory, WorkspaceId};
+use engram_mcp::BoundWorkspace;
+
+/// The header that binds a request to a workspace.
+pub const WORKSPACE_HEADER: &str = "x-memory-workspace";
+const SESSION_HEADER: &str = "mcp-session-id";
+/// Streamable HTTP sessions unseen for this long are forgotten.
+const SESSION_IDLE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// State of the binding middleware: the store to resolve names, and which workspace each
+/// Streamable HTTP session started with.
+#[derive(Clone)]
+pub struct Binder {
+    memory: Memory,
+    sessions: Arc<Mutex<HashMap<String, (WorkspaceId, Instant)>>>,
+}
+
+impl Binder {
+    pub fn new(memory: Memory) -> Self {
+        Self {
+            memory,
+            sessions: Arc::default(),
+        }
+    }
+
+    /// The memory the bound servers work on.
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// Resolves the header to an existing workspace, or the refusal to send.
+    pub async fn resolve(&self, headers: &HeaderMap) -> Result<BoundWorkspace, Response> {
+        let Some(value) = headers.get(WORKSPACE_HEADER) else {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "missing X-Memory-Workspace header: every MCP request must name an existing \
+                 workspace (create one with `engram workspace create NAME`, then send \
+                 `X-Memory-Workspace: NAME`)"
+                    .into(),
+            ));
+        };
+        let name = value.to_str().unwrap_or_default();
+        match self.memory.workspace(name).await {
+            Ok(workspace) => Ok(BoundWorkspace(workspace)),
+            Err(Error::InvalidArgument { reason, .. }) => Err(refuse(
+                StatusCode::BAD_REQUEST,
+                format!("malformed X-Memory-Workspace header {name:?}: workspace names {reason}"),
+            )),
+            Err(Error::NotFound { .. }) => Err(refuse(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "unknown workspace {name:?} in X-Memory-Workspace: create it with \
+                     `engram workspace create {name}`"
+                ),
+            )),
+            Err(error) => {
+                tracing::error!(%error, "resolving the workspace failed");
+                Err(refuse(StatusCode::SERVICE_UNAVAILABLE, error.to_string()))
+            }
+        }
+    }
+
+    fn remember(&self, session: &str, workspace: WorkspaceId) {
+        let now = Instant::now();
+        let mut sessions = self.sessions.lock().expect("session map lock");
+        sessions.retain(|_, (_, seen)| now.duration_since(*seen) < SESSION_IDLE);
+        sessions.insert(session.to_owned(), (workspace, now));
+    }
+
+    /// The workspace `session` started with, refreshing its last use.
+    fn session_workspace(&self, session: &str) -> Option<WorkspaceId> {
+        let mut sessions = self.sessions.lock().expect("session map lock");
+        sessions.get_mut(session).map(|(workspace, seen)| {
+            *seen = Instant::now();
+            *workspace
+        })
+    }
+
+    fn forget(&self, session: &str) {
+        self.sessions.lock().expect("session map lock").remove(session);
+    }
+}
+
+/// A JSON-RPC error body with an HTTP status, so MCP clients show the message.
+pub fn refuse(status: StatusCode, message: String) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32600, "message": message},
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+/// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the
+/// request's extensions) and refuses a session's request that names another workspace.
+pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next) -> Response {
+    let bound = match binder.resolve(request.headers()).await {
+        Ok(bound) => bound,
+        Err(refusal) => return refusal,
+    };
+    let workspace = bound.0.id;
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session
+        && let Some(started_with) = binder.session_workspace(session)
+        && started_with != workspace
+    {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "this session is bound to another workspace than {:?}; a session keeps the \
+                 workspace it started with (open a new session to switch)",
+                bound.0.name
+            ),
+        );
+    }
+    let closing = request.method() == Method::DELETE;
+    request.extensions_mut().insert(bound);
+    let response = next.run(request).await;
+    match (&session, response.headers().get(SESSION_HEADER)) {
+        (Some(session), _) if closing => binder.forget(session),
+        (None, Some(created)) => {
+            if let Ok(created) = created.to_str() {
+                binder.remember(created, workspace);
+            }
+        }
+        _ => {}
+    }
+    response
+}

@@ -1,0 +1,129 @@
+//! Host and Origin checks for every MCP route, against DNS rebinding and cross-site requests.
+//!
+//! A request is served when its `Host` names an allowed host (with any port, or the exact
+//! `host:port` given) and, if it carries an `Origin`, that origin is allowed. Loopback hosts
+//! and origins are always allowed; `--allowed-host` and `--allowed-origin` add more.
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// Hosts served without configuration.
+const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
+
+/// The allowed `Host` and `Origin` values.
+#[derive(Debug, Clone, Default)]
+pub struct Guard {
+    /// Extra hosts, `name` (any port) or `name:port`.
+    pub allowed_hosts: Vec<String>,
+    /// Extra origins, `scheme://host[:port]`; `*` as the port allows any.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Guard {
+    fn host_allowed(&self, host: &str) -> bool {
+        let name = strip_port(host);
+        LOOPBACK_HOSTS.contains(&name)
+            || self
+                .allowed_hosts
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(host) || allowed.eq_ignore_ascii_case(name))
+    }
+
+    fn origin_allowed(&self, origin: &str) -> bool {
+        let Some((scheme, authority)) = origin.split_once("://") else {
+            return false;
+        };
+        if matches!(scheme, "http" | "https") && LOOPBACK_HOSTS.contains(&strip_port(authority)) {
+            return true;
+        }
+        self.allowed_origins.iter().any(|allowed| {
+            allowed.eq_ignore_ascii_case(origin)
+                || allowed.strip_suffix(":*").is_some_and(|prefix| {
+                    origin
+                        .get(..prefix.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+                        && origin[prefix.len()..].strip_prefix(':').is_some_and(|port| {
+                            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+                        })
+                        || origin.eq_ignore_ascii_case(prefix)
+                })
+        })
+    }
+}
+
+/// `host` without its `:port` (IPv6 literals keep their brackets).
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            name
+        }
+        _ => host,
+    }
+}
+
+/// Middleware: refuses requests whose `Host` or `Origin` is not allowed (403).
+pub async fn check(State(guard): State<std::sync::Arc<Guard>>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()))
+        .unwrap_or_default();
+    if !guard.host_allowed(host) {
+        let message = format!(
+            "host {host:?} is not allowed; start engram with --allowed-host {} to serve it",
+            strip_port(host)
+        );
+        return (StatusCode::FORBIDDEN, message).into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !guard.origin_allowed(origin) {
+            let message = format!(
+                "origin {origin:?} is not allowed; start engram with --allowed-origin {origin} to serve it"
+            );
+            return (StatusCode::FORBIDDEN, message).into_response();
+        }
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_always_allowed() {
+        let guard = Guard::default();
+        for host in ["localhost", "localhost:8765", "127.0.0.1:8765", "[::1]:8765"] {
+            assert!(guard.host_allowed(host), "{host}");
+        }
+        assert!(!guard.host_allowed("evil.example:8765"));
+        assert!(!guard.host_allowed(""));
+        assert!(guard.origin_allowed("http://localhost:6274"));
+        assert!(guard.origin_allowed("http://127.0.0.1"));
+        assert!(!guard.origin_allowed("https://evil.example"));
+        assert!(!guard.origin_allowed("null"));
+    }
+
+    #[test]
+    fn configured_hosts_and_origins_are_allowed() {
+        let guard = Guard {
+            allowed_hosts: vec!["memory.example".into(), "10.0.0.5:9000".into()],
+            allowed_origins: vec!["https://app.example".into(), "http://tool.example:*".into()],
+        };
+        assert!(guard.host_allowed("memory.example:443"));
+        assert!(guard.host_allowed("10.0.0.5:9000"));
+        assert!(!guard.host_allowed("10.0.0.5:9001"));
+        assert!(guard.origin_allowed("https://app.example"));
+        assert!(guard.origin_allowed("http://tool.example:3000"));
+        assert!(guard.origin_allowed("http://tool.example"));
+        assert!(!guard.origin_allowed("http://tool.example.evil:3000"));
+        assert!(!guard.origin_allowed("https://app.example.evil"));
+    }
+}

@@ -1,0 +1,17 @@
+//! The `engram` server as a library: the binary parses configuration and calls these, and
+//! the end-to-end tests start the same server on `127.0.0.1:0`.
+
+pub mod http;
+
+use engram_domain::{Memory, Workspace};
+use engram_mcp::{Binding, EngramServer};
+use rmcp::ServiceExt;
+
+/// Serves the tools over stdin/stdout, bound to `workspace`, until the client closes stdin.
+/// Logs must go to stderr: stdout carries the protocol.
+pub async fn serve_stdio(memory: Memory, workspace: Workspace) -> anyhow::Result<()> {
+    let server = EngramServer::new(memory, Binding::Fixed(workspace));
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
