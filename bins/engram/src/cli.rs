@@ -9,7 +9,12 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "engram", version, about)]
 pub struct Cli {
     /// PostgreSQL URL, `postgres://user:password@host:port/database`.
-    #[arg(long, env = "ENGRAM_DATABASE_URL", global = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "ENGRAM_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
     pub database_url: Option<String>,
 
     #[command(subcommand)]
@@ -37,11 +42,19 @@ pub struct ServeArgs {
     pub no_migrate: bool,
     /// Extra Host names to serve (`name` for any port, or `name:port`), for a server reached
     /// by name or behind a reverse proxy. Loopback names are always served. Repeatable.
-    #[arg(long = "allowed-host", env = "ENGRAM_ALLOWED_HOSTS", value_delimiter = ',')]
+    #[arg(
+        long = "allowed-host",
+        env = "ENGRAM_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
     pub allowed_hosts: Vec<String>,
     /// Extra browser origins to serve (`https://app.example`, `http://tool.example:*` for any
     /// port). Loopback origins are always served; others are refused. Repeatable.
-    #[arg(long = "allowed-origin", env = "ENGRAM_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "allowed-origin",
+        env = "ENGRAM_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub allowed_origins: Vec<String>,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]

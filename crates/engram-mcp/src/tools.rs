@@ -11,8 +11,6 @@ use crate::error::ToolError;
 use crate::params::*;
 use crate::results::*;
 
-type ToolResult<T> = Result<Json<T>, ToolError>;
-
 fn relation_specs(relations: Vec<RelationInput>) -> Vec<RelationSpec> {
     relations
         .into_iter()
@@ -32,7 +30,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<CreateEntitiesParams>,
         extensions: Extensions,
-    ) -> ToolResult<CreateEntitiesResult> {
+    ) -> Result<Json<CreateEntitiesResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let entities = params
             .entities
@@ -55,7 +53,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<DeleteEntitiesParams>,
         extensions: Extensions,
-    ) -> ToolResult<DeletedEntities> {
+    ) -> Result<Json<DeletedEntities>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let deleted = self
             .memory
@@ -71,9 +69,11 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<OpenNodesParams>,
         extensions: Extensions,
-    ) -> ToolResult<OpenedNodes> {
+    ) -> Result<Json<OpenedNodes>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        Ok(Json(self.memory.open_nodes(workspace, &params.names).await?))
+        Ok(Json(
+            self.memory.open_nodes(workspace, &params.names).await?,
+        ))
     }
 
     /// List every node of one type.
@@ -82,7 +82,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<NodesByTypeParams>,
         extensions: Extensions,
-    ) -> ToolResult<TypedNodesResult> {
+    ) -> Result<Json<TypedNodesResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let nodes = self
             .memory
@@ -98,7 +98,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<RecentlyModifiedParams>,
         extensions: Extensions,
-    ) -> ToolResult<NodeBriefsResult> {
+    ) -> Result<Json<NodeBriefsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let nodes = self
             .memory
@@ -113,7 +113,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<SetSummaryParams>,
         extensions: Extensions,
-    ) -> ToolResult<SummaryUpdate> {
+    ) -> Result<Json<SummaryUpdate>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let update = self
             .memory
@@ -128,7 +128,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<SetTagsParams>,
         extensions: Extensions,
-    ) -> ToolResult<TagsUpdate> {
+    ) -> Result<Json<TagsUpdate>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let update = self
             .memory
@@ -143,7 +143,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<AddObservationsParams>,
         extensions: Extensions,
-    ) -> ToolResult<AddObservationsResult> {
+    ) -> Result<Json<AddObservationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let additions: Vec<ObservationAdditions> = params
             .observations
@@ -163,7 +163,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<ReplaceObservationParams>,
         extensions: Extensions,
-    ) -> ToolResult<ReplacedObservation> {
+    ) -> Result<Json<ReplacedObservation>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let replaced = self
             .memory
@@ -183,7 +183,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<DeleteObservationsParams>,
         extensions: Extensions,
-    ) -> ToolResult<DeleteObservationsResult> {
+    ) -> Result<Json<DeleteObservationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let deletions: Vec<ObservationDeletions> = params
             .deletions
@@ -193,7 +193,10 @@ impl EngramServer {
                 ordinals: d.ordinals,
             })
             .collect();
-        let results = self.memory.delete_observations(workspace, &deletions).await?;
+        let results = self
+            .memory
+            .delete_observations(workspace, &deletions)
+            .await?;
         Ok(Json(DeleteObservationsResult { results }))
     }
 
@@ -203,10 +206,12 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<RelationsParams>,
         extensions: Extensions,
-    ) -> ToolResult<CreatedRelations> {
+    ) -> Result<Json<CreatedRelations>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let relations = relation_specs(params.relations);
-        Ok(Json(self.memory.create_relations(workspace, &relations).await?))
+        Ok(Json(
+            self.memory.create_relations(workspace, &relations).await?,
+        ))
     }
 
     /// Delete specific relations.
@@ -215,10 +220,12 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<RelationsParams>,
         extensions: Extensions,
-    ) -> ToolResult<DeletedRelations> {
+    ) -> Result<Json<DeletedRelations>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let relations = relation_specs(params.relations);
-        Ok(Json(self.memory.delete_relations(workspace, &relations).await?))
+        Ok(Json(
+            self.memory.delete_relations(workspace, &relations).await?,
+        ))
     }
 
     /// Change the type of one existing relation.
@@ -227,7 +234,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<RenameRelationTypeParams>,
         extensions: Extensions,
-    ) -> ToolResult<RenamedRelation> {
+    ) -> Result<Json<RenamedRelation>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let relation = RelationSpec {
             from_entity: params.from_entity,
@@ -251,7 +258,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<RelationsBetweenParams>,
         extensions: Extensions,
-    ) -> ToolResult<RelationsResult> {
+    ) -> Result<Json<RelationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let relations = self
             .memory
@@ -267,7 +274,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<NeighborhoodParams>,
         extensions: Extensions,
-    ) -> ToolResult<Neighborhood> {
+    ) -> Result<Json<Neighborhood>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let neighborhood = self
             .memory
@@ -282,7 +289,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<PathParams>,
         extensions: Extensions,
-    ) -> ToolResult<GraphPath> {
+    ) -> Result<Json<GraphPath>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let path = self
             .memory
@@ -293,7 +300,10 @@ impl EngramServer {
 
     /// Nodes with no relation at all: candidates to link or to remove.
     #[tool(annotations(read_only_hint = true))]
-    async fn get_orphaned_nodes(&self, extensions: Extensions) -> ToolResult<NodeBriefsResult> {
+    async fn get_orphaned_nodes(
+        &self,
+        extensions: Extensions,
+    ) -> Result<Json<NodeBriefsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let nodes = self.memory.get_orphaned_nodes(workspace).await?;
         Ok(Json(NodeBriefsResult { nodes }))
@@ -305,7 +315,7 @@ impl EngramServer {
     async fn find_unlinked_references(
         &self,
         extensions: Extensions,
-    ) -> ToolResult<UnlinkedReferencesResult> {
+    ) -> Result<Json<UnlinkedReferencesResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let references = self.memory.find_unlinked_references(workspace).await?;
         Ok(Json(UnlinkedReferencesResult { references }))
@@ -316,7 +326,7 @@ impl EngramServer {
     async fn get_pending_consolidation(
         &self,
         extensions: Extensions,
-    ) -> ToolResult<PendingConsolidationResult> {
+    ) -> Result<Json<PendingConsolidationResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let nodes = self.memory.get_pending_consolidation(workspace).await?;
         Ok(Json(PendingConsolidationResult { nodes }))
@@ -324,7 +334,7 @@ impl EngramServer {
 
     /// Counts of nodes, observations and relations in the workspace, and embedding coverage.
     #[tool(annotations(read_only_hint = true))]
-    async fn get_stats(&self, extensions: Extensions) -> ToolResult<Stats> {
+    async fn get_stats(&self, extensions: Extensions) -> Result<Json<Stats>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         Ok(Json(self.memory.get_stats(workspace).await?))
     }

@@ -21,6 +21,8 @@ mod nodes;
 mod observations;
 mod relations;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod workspaces;
 
 use std::str::FromStr;
@@ -108,7 +110,11 @@ impl PgStore {
             .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
             .await
             .map_err(error::db)?;
-        let applied = outcome?.applied_migrations().iter().map(ToString::to_string).collect();
+        let applied = outcome?
+            .applied_migrations()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         Ok(applied)
     }
 
@@ -122,7 +128,10 @@ impl PgStore {
             .max()
             .unwrap_or(0);
         let applied: Option<i64> = match client
-            .query_one("SELECT max(version)::bigint FROM refinery_schema_history", &[])
+            .query_one(
+                "SELECT max(version)::bigint FROM refinery_schema_history",
+                &[],
+            )
             .await
         {
             Ok(row) => row.get(0),

@@ -89,7 +89,10 @@ impl Binder {
     }
 
     fn forget(&self, session: &str) {
-        self.sessions.lock().expect("session map lock").remove(session);
+        self.sessions
+            .lock()
+            .expect("session map lock")
+            .remove(session);
     }
 }
 

@@ -25,10 +25,9 @@ impl Guard {
     fn host_allowed(&self, host: &str) -> bool {
         let name = strip_port(host);
         LOOPBACK_HOSTS.contains(&name)
-            || self
-                .allowed_hosts
-                .iter()
-                .any(|allowed| allowed.eq_ignore_ascii_case(host) || allowed.eq_ignore_ascii_case(name))
+            || self.allowed_hosts.iter().any(|allowed| {
+                allowed.eq_ignore_ascii_case(host) || allowed.eq_ignore_ascii_case(name)
+            })
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -44,9 +43,11 @@ impl Guard {
                     origin
                         .get(..prefix.len())
                         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-                        && origin[prefix.len()..].strip_prefix(':').is_some_and(|port| {
-                            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
-                        })
+                        && origin[prefix.len()..]
+                            .strip_prefix(':')
+                            .is_some_and(|port| {
+                                !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+                            })
                         || origin.eq_ignore_ascii_case(prefix)
                 })
         })
@@ -67,7 +68,11 @@ fn strip_port(host: &str) -> &str {
 }
 
 /// Middleware: refuses requests whose `Host` or `Origin` is not allowed (403).
-pub async fn check(State(guard): State<std::sync::Arc<Guard>>, request: Request, next: Next) -> Response {
+pub async fn check(
+    State(guard): State<std::sync::Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let host = request
         .headers()
         .get(header::HOST)
@@ -100,7 +105,12 @@ mod tests {
     #[test]
     fn loopback_is_always_allowed() {
         let guard = Guard::default();
-        for host in ["localhost", "localhost:8765", "127.0.0.1:8765", "[::1]:8765"] {
+        for host in [
+            "localhost",
+            "localhost:8765",
+            "127.0.0.1:8765",
+            "[::1]:8765",
+        ] {
             assert!(guard.host_allowed(host), "{host}");
         }
         assert!(!guard.host_allowed("evil.example:8765"));

@@ -37,13 +37,22 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         // Host and Origin are checked once for every route by `guard::check`.
         .disable_allowed_hosts();
     let streamable = StreamableHttpService::new(
-        move || Ok(EngramServer::new(factory_memory.clone(), Binding::PerRequest)),
+        move || {
+            Ok(EngramServer::new(
+                factory_memory.clone(),
+                Binding::PerRequest,
+            ))
+        },
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mcp = Router::new()
-        .route_service("/mcp", streamable)
-        .layer(middleware::from_fn_with_state(binder.clone(), binding::bind));
+    let mcp =
+        Router::new()
+            .route_service("/mcp", streamable)
+            .layer(middleware::from_fn_with_state(
+                binder.clone(),
+                binding::bind,
+            ));
     let sse = Router::new()
         .route("/sse", get(sse::connect))
         .route("/sse/messages/", post(sse::post_message))
@@ -53,9 +62,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             sessions: sse::SseSessions::default(),
             shutdown,
         });
-    let guarded = mcp
-        .merge(sse)
-        .layer(middleware::from_fn_with_state(Arc::new(guard), guard::check));
+    let guarded = mcp.merge(sse).layer(middleware::from_fn_with_state(
+        Arc::new(guard),
+        guard::check,
+    ));
     Router::new()
         .route("/healthz", get(healthz))
         .with_state(memory)
@@ -65,7 +75,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
 /// `GET /healthz`: 200 when the database answers and its schema is current, else 503.
 async fn healthz(State(memory): State<Memory>) -> impl IntoResponse {
     match memory.health().await {
-        Ok(()) => (StatusCode::OK, axum::Json(serde_json::json!({"status": "ok"}))),
+        Ok(()) => (
+            StatusCode::OK,
+            axum::Json(serde_json::json!({"status": "ok"})),
+        ),
         Err(error) => (
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(serde_json::json!({"status": "unavailable", "error": error.to_string()})),

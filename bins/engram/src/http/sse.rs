@@ -52,7 +52,11 @@ struct SessionGuard {
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.stop.cancel();
-        self.sessions.inner.lock().expect("sse session lock").remove(&self.id);
+        self.sessions
+            .inner
+            .lock()
+            .expect("sse session lock")
+            .remove(&self.id);
         tracing::debug!(session = %self.id, "sse session closed");
     }
 }
@@ -66,13 +70,18 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::unbounded::<ServerJsonRpcMessage>();
-    state.sessions.inner.lock().expect("sse session lock").insert(
-        id.clone(),
-        SseSession {
-            workspace: bound.0.id,
-            to_server,
-        },
-    );
+    state
+        .sessions
+        .inner
+        .lock()
+        .expect("sse session lock")
+        .insert(
+            id.clone(),
+            SseSession {
+                workspace: bound.0.id,
+                to_server,
+            },
+        );
     let stop = state.shutdown.child_token();
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0));
     let server_stop = stop.clone();

@@ -1,0 +1,139 @@
+//! Workspace binding, refusals before any tool runs, isolation, Host/Origin guard, health.
+
+use engram::http::WORKSPACE_HEADER;
+use serde_json::json;
+
+use crate::scenario::ok;
+use crate::server::TestServer;
+
+fn initialize() -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"}}})
+}
+
+async fn post_mcp(server: &TestServer, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/mcp", server.base))
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn missing_malformed_and_unknown_workspaces_are_refused_with_the_fix() {
+    let server = TestServer::start(&["alpha"]).await;
+    let missing = post_mcp(&server, &[]).await;
+    assert_eq!(missing.status(), 400);
+    let body = missing.text().await.unwrap();
+    assert!(
+        body.contains("missing X-Memory-Workspace") && body.contains("engram workspace create"),
+        "{body}"
+    );
+
+    let unknown = post_mcp(&server, &[(WORKSPACE_HEADER, "ghost")]).await;
+    assert_eq!(unknown.status(), 400);
+    let body = unknown.text().await.unwrap();
+    assert!(body.contains("engram workspace create ghost"), "{body}");
+
+    let malformed = post_mcp(&server, &[(WORKSPACE_HEADER, "two words")]).await;
+    assert_eq!(malformed.status(), 400);
+    assert!(malformed.text().await.unwrap().contains("malformed"));
+
+    let sse = reqwest::Client::new()
+        .get(format!("{}/sse", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), 400);
+    assert!(
+        sse.text()
+            .await
+            .unwrap()
+            .contains("engram workspace create")
+    );
+}
+
+#[tokio::test]
+async fn a_streamable_session_keeps_its_workspace() {
+    let server = TestServer::start(&["alpha", "beta"]).await;
+    let started = post_mcp(&server, &[(WORKSPACE_HEADER, "alpha")]).await;
+    assert_eq!(started.status(), 200);
+    let session = started.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let switched = post_mcp(
+        &server,
+        &[(WORKSPACE_HEADER, "beta"), ("mcp-session-id", &session)],
+    )
+    .await;
+    assert_eq!(switched.status(), 400);
+    assert!(
+        switched
+            .text()
+            .await
+            .unwrap()
+            .contains("bound to another workspace")
+    );
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused() {
+    let server = TestServer::start(&["alpha"]).await;
+    let rebinding = post_mcp(
+        &server,
+        &[(WORKSPACE_HEADER, "alpha"), ("host", "evil.example:8765")],
+    )
+    .await;
+    assert_eq!(rebinding.status(), 403);
+    let cross_site = post_mcp(
+        &server,
+        &[
+            (WORKSPACE_HEADER, "alpha"),
+            ("origin", "https://evil.example"),
+        ],
+    )
+    .await;
+    assert_eq!(cross_site.status(), 403);
+    let local_page = post_mcp(
+        &server,
+        &[
+            (WORKSPACE_HEADER, "alpha"),
+            ("origin", "http://localhost:6274"),
+        ],
+    )
+    .await;
+    assert_eq!(local_page.status(), 200);
+}
+
+#[tokio::test]
+async fn healthz_reports_a_ready_database() {
+    let server = TestServer::start(&[]).await;
+    let response = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<serde_json::Value>().await.unwrap(),
+        json!({"status": "ok"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_stay_isolated_across_clients() {
+    let server = TestServer::start(&["one", "two"]).await;
+    let one = server.streamable_client("one").await;
+    let two = crate::sse_client::connect(&server.base, "two").await;
+    ok(&one, "create_entities", json!({"entities": [{"name": "Secret", "entity_type": "note", "observations": ["only in one"]}]})).await;
+    let opened = ok(&two, "open_nodes", json!({"names": ["Secret"]})).await;
+    assert_eq!(opened["not_found"], json!(["Secret"]));
+    assert_eq!(ok(&two, "get_stats", json!({})).await["node_count"], 0);
+    assert_eq!(ok(&one, "get_stats", json!({})).await["workspace"], "one");
+    assert_eq!(ok(&two, "get_stats", json!({})).await["workspace"], "two");
+    one.cancel().await.unwrap();
+    two.cancel().await.unwrap();
+}

@@ -1,0 +1,63 @@
+//! The tool contract, snapshotted: names, descriptions, input and output schemas and
+//! annotations of `tools/list`. A change to any of them fails here until it is accepted with
+//! `UPDATE_EXPECT=1 cargo xtask test`, so every contract change is deliberate.
+
+use crate::server::TestServer;
+
+/// The catalog's tools that need no embeddings or reports (the rest arrive with their
+/// issues); `shared/reference/tool-catalog.md`.
+const CATALOG_TOOLS: [&str; 20] = [
+    "add_observations",
+    "create_entities",
+    "create_relations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "find_unlinked_references",
+    "get_neighborhood",
+    "get_nodes_by_type",
+    "get_orphaned_nodes",
+    "get_path",
+    "get_pending_consolidation",
+    "get_recently_modified",
+    "get_relations_between",
+    "get_stats",
+    "open_nodes",
+    "rename_relation_type",
+    "replace_observation",
+    "set_summary",
+    "set_tags",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_matches_the_golden_contract() {
+    let server = TestServer::start(&["demo"]).await;
+    let client = server.streamable_client("demo").await;
+    let mut tools = client.list_all_tools().await.unwrap();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, CATALOG_TOOLS);
+    for tool in &tools {
+        assert!(
+            tool.description.as_deref().is_some_and(|d| d.len() > 20),
+            "{} needs a description",
+            tool.name
+        );
+        let input = serde_json::to_value(&tool.input_schema).unwrap();
+        assert_eq!(input["type"], "object", "{}", tool.name);
+        let output = serde_json::to_value(
+            tool.output_schema
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} has no output schema", tool.name)),
+        )
+        .unwrap();
+        assert_eq!(
+            output["type"], "object",
+            "{}: older clients need object results",
+            tool.name
+        );
+    }
+    let snapshot = serde_json::to_string_pretty(&tools).unwrap();
+    expect_test::expect_file!["tools.golden.json"].assert_eq(&snapshot);
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,271 @@
+//! One walk through every tool, checking each effect through another tool; run over every
+//! transport.
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+use crate::server::{Client, TestServer};
+use crate::sse_client;
+
+/// Calls `tool` and returns the raw result.
+pub async fn call(
+    client: &Client,
+    tool: &'static str,
+    arguments: Value,
+) -> rmcp::model::CallToolResult {
+    let arguments = arguments
+        .as_object()
+        .cloned()
+        .expect("arguments are an object");
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+/// Calls `tool`, expects success, and returns its structured result.
+pub async fn ok(client: &Client, tool: &'static str, arguments: Value) -> Value {
+    let result = call(client, tool, arguments).await;
+    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+    result
+        .structured_content
+        .unwrap_or_else(|| panic!("{tool}: no structured content"))
+}
+
+/// Calls `tool`, expects a tool error (`isError: true`), and returns its text.
+pub async fn tool_error(client: &Client, tool: &'static str, arguments: Value) -> String {
+    let result = call(client, tool, arguments).await;
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "{tool} should fail: {result:?}"
+    );
+    let text = serde_json::to_value(&result.content).unwrap();
+    text[0]["text"].as_str().unwrap().to_owned()
+}
+
+fn names(values: &Value) -> Vec<&str> {
+    values
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect()
+}
+
+/// Every tool once, its effect checked through another tool.
+pub async fn exercise_every_tool(client: &Client) {
+    let created = ok(
+        client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Alice", "entity_type": "person",
+             "observations": ["moved to Lisbon in March", "works on engram"], "tags": ["team"]},
+            {"name": "Bob", "entity_type": "person"},
+            {"name": "engram", "entity_type": "project", "summary": "a memory server"},
+        ]}),
+    )
+    .await;
+    assert_eq!(names(&created["entities"]), ["Alice", "Bob", "engram"]);
+    let again = ok(
+        client,
+        "create_entities",
+        json!({"entities": [{"name": "Alice", "entity_type": "robot"}]}),
+    )
+    .await;
+    assert_eq!(again["entities"][0]["already_existed"], true);
+    assert_eq!(again["entities"][0]["entity_type"], "person");
+
+    let added = ok(
+        client,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Alice", "contents": ["likes tea"]}]}),
+    )
+    .await;
+    assert_eq!(
+        added["results"][0]["added"],
+        json!([{"ordinal": 3, "content": "likes tea"}])
+    );
+    let replaced = ok(
+        client,
+        "replace_observation",
+        json!({"entity_name": "Alice", "ordinal": 1, "new_content": "lives in Lisbon"}),
+    )
+    .await;
+    assert_eq!(replaced["old_content"], "moved to Lisbon in March");
+    let deleted = ok(
+        client,
+        "delete_observations",
+        json!({"deletions": [{"entity_name": "Alice", "ordinals": [2, 9]}]}),
+    )
+    .await;
+    assert_eq!(deleted["results"][0]["deleted_ordinals"], json!([2]));
+    assert_eq!(deleted["results"][0]["not_found_ordinals"], json!([9]));
+    ok(
+        client,
+        "set_tags",
+        json!({"name": "Alice", "tags": ["team", "lisbon"]}),
+    )
+    .await;
+    ok(
+        client,
+        "set_summary",
+        json!({"name": "Alice", "summary": "engineer in Lisbon"}),
+    )
+    .await;
+
+    let opened = ok(client, "open_nodes", json!({"names": ["Alice", "Nobody"]})).await;
+    let alice = &opened["entities"][0];
+    assert_eq!(
+        alice["observations"],
+        json!([
+            {"ordinal": 1, "content": "lives in Lisbon"},
+            {"ordinal": 3, "content": "likes tea"},
+        ])
+    );
+    assert_eq!(alice["tags"], json!(["team", "lisbon"]));
+    assert_eq!(alice["summary"], "engineer in Lisbon");
+    assert_eq!(opened["not_found"], json!(["Nobody"]));
+
+    let people = ok(
+        client,
+        "get_nodes_by_type",
+        json!({"entity_type": "person"}),
+    )
+    .await;
+    assert_eq!(names(&people["nodes"]), ["Alice", "Bob"]);
+
+    let relations = ok(
+        client,
+        "create_relations",
+        json!({"relations": [
+            {"from_entity": "Alice", "to_entity": "engram", "relation_type": "works_on"},
+            {"from_entity": "Bob", "to_entity": "Alice", "relation_type": "knows"},
+            {"from_entity": "Bob", "to_entity": "Ghost", "relation_type": "knows"},
+        ]}),
+    )
+    .await;
+    assert_eq!(relations["created"].as_array().unwrap().len(), 2);
+    assert_eq!(relations["not_found"], json!(["Ghost"]));
+    ok(client, "rename_relation_type", json!({"from_entity": "Bob", "to_entity": "Alice", "old_type": "knows", "new_type": "mentors"})).await;
+    let between = ok(
+        client,
+        "get_relations_between",
+        json!({"entity_a": "Alice", "entity_b": "Bob"}),
+    )
+    .await;
+    assert_eq!(
+        between["relations"],
+        json!([{"from": "Bob", "to": "Alice", "relation_type": "mentors"}])
+    );
+
+    let neighborhood = ok(
+        client,
+        "get_neighborhood",
+        json!({"name": "engram", "depth": 2}),
+    )
+    .await;
+    assert_eq!(names(&neighborhood["nodes"]), ["engram", "Alice", "Bob"]);
+    assert_eq!(neighborhood["relations"].as_array().unwrap().len(), 2);
+    let path = ok(
+        client,
+        "get_path",
+        json!({"from_entity": "engram", "to_entity": "Bob"}),
+    )
+    .await;
+    assert_eq!(path["found"], true);
+    assert_eq!(path["path"], json!(["engram", "Alice", "Bob"]));
+
+    ok(
+        client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Carol", "entity_type": "person", "observations": ["reviews engram code"]},
+        ]}),
+    )
+    .await;
+    let orphans = ok(client, "get_orphaned_nodes", json!({})).await;
+    assert_eq!(names(&orphans["nodes"]), ["Carol"]);
+    let unlinked = ok(client, "find_unlinked_references", json!({})).await;
+    assert_eq!(
+        unlinked["references"],
+        json!([{"node": "Carol", "referenced_name": "engram", "reference_count": 1}])
+    );
+    let pending = ok(client, "get_pending_consolidation", json!({})).await;
+    assert_eq!(names(&pending["nodes"]), ["Carol"]);
+    let recent = ok(
+        client,
+        "get_recently_modified",
+        json!({"days": 1, "limit": 2}),
+    )
+    .await;
+    assert_eq!(recent["nodes"].as_array().unwrap().len(), 2);
+
+    let stats = ok(client, "get_stats", json!({})).await;
+    assert_eq!(
+        (
+            stats["node_count"].as_i64(),
+            stats["observation_count"].as_i64(),
+            stats["relation_count"].as_i64()
+        ),
+        (Some(4), Some(3), Some(2))
+    );
+
+    let removed = ok(client, "delete_relations", json!({"relations": [{"from_entity": "Alice", "to_entity": "engram", "relation_type": "works_on"}]})).await;
+    assert_eq!(removed, json!({"deleted": 1, "not_found": 0}));
+    let gone = ok(
+        client,
+        "delete_entities",
+        json!({"entity_names": ["Carol", "Nobody"]}),
+    )
+    .await;
+    assert_eq!(gone, json!({"deleted": ["Carol"], "not_found": ["Nobody"]}));
+    assert_eq!(ok(client, "get_stats", json!({})).await["node_count"], 3);
+
+    // What a model can fix comes back as a tool error naming the problem.
+    let missing = tool_error(
+        client,
+        "set_summary",
+        json!({"name": "Nobody", "summary": "x"}),
+    )
+    .await;
+    assert_eq!(missing, "node not found: Nobody");
+    let too_deep = tool_error(
+        client,
+        "get_neighborhood",
+        json!({"name": "Alice", "depth": 7}),
+    )
+    .await;
+    assert!(
+        too_deep.contains("`depth`") && too_deep.contains("between 0 and 6"),
+        "{too_deep}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_over_streamable_http() {
+    let server = TestServer::start(&["demo"]).await;
+    let client = server.streamable_client("demo").await;
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "engram");
+    exercise_every_tool(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_over_legacy_sse() {
+    let server = TestServer::start(&["demo"]).await;
+    let client = sse_client::connect(&server.base, "demo").await;
+    assert_eq!(
+        client
+            .peer_info()
+            .unwrap()
+            .server_info
+            .as_ref()
+            .unwrap()
+            .name,
+        "engram"
+    );
+    exercise_every_tool(&client).await;
+    client.cancel().await.unwrap();
+}

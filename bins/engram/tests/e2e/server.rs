@@ -1,0 +1,74 @@
+//! A real engram HTTP server on a free loopback port, over a fresh database.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use engram::http::{Guard, WORKSPACE_HEADER};
+use engram_domain::Memory;
+use engram_pg::PgStore;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use tokio::sync::oneshot;
+
+/// A connected MCP client.
+pub type Client = RunningService<RoleClient, ()>;
+
+/// The running server; stops when dropped.
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The database URL, for processes of their own (stdio).
+    pub database_url: String,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl TestServer {
+    /// Starts a server with workspaces `names` already created.
+    pub async fn start(workspaces: &[&str]) -> Self {
+        let database_url = engram_pg::testing::fresh_database().await;
+        let store = PgStore::connect(&database_url).await.unwrap();
+        let memory = Memory::new(Arc::new(store));
+        for name in workspaces {
+            memory.create_workspace(name).await.unwrap();
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server_memory = memory.clone();
+        tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            engram::http::serve(server_memory, Guard::default(), listener, shutdown)
+                .await
+                .unwrap();
+        });
+        Self {
+            base,
+            database_url,
+            stop: Some(stop),
+        }
+    }
+
+    /// An rmcp client over Streamable HTTP, bound to `workspace`.
+    pub async fn streamable_client(&self, workspace: &str) -> Client {
+        let headers = HashMap::from([(
+            WORKSPACE_HEADER.parse().unwrap(),
+            workspace.parse().unwrap(),
+        )]);
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.base))
+            .custom_headers(headers);
+        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+        ().serve(transport).await.unwrap()
+    }
+}

@@ -1,0 +1,101 @@
+//! The client side of the legacy HTTP+SSE transport, as an rmcp (Sink, Stream) transport:
+//! `GET /sse` for the event stream, whose `endpoint` event names where to POST messages.
+
+use engram::http::WORKSPACE_HEADER;
+use futures::StreamExt;
+use futures::channel::mpsc;
+use rmcp::ServiceExt;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use sse_stream::SseStream;
+
+use crate::server::Client;
+
+/// Connects an rmcp client to `{base}/sse`, bound to `workspace`.
+pub async fn connect(base: &str, workspace: &str) -> Client {
+    let http = reqwest::Client::new();
+    let response = http
+        .get(format!("{base}/sse"))
+        .header(WORKSPACE_HEADER, workspace)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "GET /sse");
+    let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+    let endpoint = events.next().await.unwrap().unwrap();
+    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
+    let endpoint = endpoint.data.unwrap();
+    assert!(
+        endpoint.starts_with("/sse/messages/?session_id="),
+        "{endpoint}"
+    );
+    let post_url = format!("{base}{endpoint}");
+
+    let (to_client, from_server) = mpsc::unbounded::<ServerJsonRpcMessage>();
+    tokio::spawn(async move {
+        while let Some(Ok(event)) = events.next().await {
+            if event.event.as_deref() == Some("message")
+                && let Some(data) = event.data
+            {
+                let message = serde_json::from_str(&data).expect("server sends JSON-RPC");
+                if to_client.unbounded_send(message).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let workspace = workspace.to_owned();
+    let to_server = futures::sink::unfold(
+        (http, post_url, workspace),
+        |(http, url, workspace), message: ClientJsonRpcMessage| async move {
+            let response = http
+                .post(&url)
+                .header(WORKSPACE_HEADER, &workspace)
+                .json(&message)
+                .send()
+                .await?;
+            assert_eq!(response.status(), 202, "POST {url}");
+            Ok::<_, reqwest::Error>((http, url, workspace))
+        },
+    );
+    ().serve((Box::pin(to_server), from_server)).await.unwrap()
+}
+
+/// A session that was never opened is unknown: 404.
+#[tokio::test]
+async fn unknown_session_is_not_found() {
+    let server = crate::server::TestServer::start(&["alpha"]).await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/sse/messages/?session_id=nope", server.base))
+        .header(WORKSPACE_HEADER, "alpha")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}
+
+/// A message naming another workspace than its session's is refused.
+#[tokio::test]
+async fn a_session_keeps_its_workspace() {
+    let server = crate::server::TestServer::start(&["alpha", "beta"]).await;
+    let http = reqwest::Client::new();
+    let response = http
+        .get(format!("{}/sse", server.base))
+        .header(WORKSPACE_HEADER, "alpha")
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+    let endpoint = events.next().await.unwrap().unwrap().data.unwrap();
+    let response = http
+        .post(format!("{}{endpoint}", server.base))
+        .header(WORKSPACE_HEADER, "beta")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body = response.text().await.unwrap();
+    assert!(body.contains("bound to another workspace"), "{body}");
+}

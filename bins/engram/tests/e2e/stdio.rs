@@ -1,0 +1,30 @@
+//! The real `engram` binary over stdio, as Claude Desktop runs it.
+
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+
+use crate::scenario::exercise_every_tool;
+use crate::server::TestServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_over_stdio() {
+    let server = TestServer::start(&["demo"]).await;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+    command
+        .args(["serve", "--stdio", "--workspace", "demo", "--database-url"])
+        .arg(&server.database_url)
+        .env("ENGRAM_LOG", "warn");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    assert_eq!(
+        client
+            .peer_info()
+            .unwrap()
+            .server_info
+            .as_ref()
+            .unwrap()
+            .name,
+        "engram"
+    );
+    exercise_every_tool(&client).await;
+    client.cancel().await.unwrap();
+}
