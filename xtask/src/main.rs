@@ -2,10 +2,12 @@
 //!
 //! - `cargo xtask test`: install PostgreSQL + pgvector if missing, start a throwaway
 //!   cluster, run fmt, clippy and the test suite against it, report and stop it.
+//! - `cargo xtask serve`: run the server against a persistent private PostgreSQL.
 //! - `cargo xtask migrate`: apply the database migrations (`engram migrate`).
 
 mod cmd;
 mod postgres;
+mod serve;
 mod test;
 
 use std::{
@@ -32,6 +34,9 @@ enum Task {
     /// Installs PostgreSQL and pgvector >= 0.7 if missing (apt, as root or via `sudo -n`),
     /// unless ENGRAM_TEST_DATABASE_URL names a server to use instead.
     Test(test::TestArgs),
+    /// Run `engram serve` against a persistent private PostgreSQL under target/ (installed
+    /// and started when needed): a working server from one command.
+    Serve(serve::ServeArgs),
     /// Apply the database migrations (runs `engram migrate`).
     Migrate {
         /// Database to migrate (passed on as `--database-url`).
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Task::Test(args) => test::run(&args),
+        Task::Serve(args) => serve::run(&args),
         Task::Migrate { database_url } => migrate(database_url.as_deref()),
     };
     result.unwrap_or_else(|err| {

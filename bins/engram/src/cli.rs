@@ -56,6 +56,9 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allowed_origins: Vec<String>,
+    /// Create this workspace at start if it does not exist yet (for one-line setups).
+    #[arg(long, value_name = "NAME")]
+    pub create_workspace: Option<String>,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,

@@ -76,6 +76,13 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
         }
     }
     let memory = Memory::new(Arc::new(store));
+    if let Some(name) = &args.create_workspace {
+        match memory.create_workspace(name).await {
+            Ok(_) => tracing::info!(workspace = %name, "created workspace"),
+            Err(engram_domain::Error::AlreadyExists { .. }) => {}
+            Err(error) => return Err(error).context("--create-workspace"),
+        }
+    }
     if args.stdio {
         let name = args.workspace.context("--stdio needs --workspace NAME")?;
         let workspace = memory.workspace(&name).await.with_context(|| {

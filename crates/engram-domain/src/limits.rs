@@ -34,7 +34,10 @@ pub fn name(field: &str, value: &str) -> Result<()> {
     if let Some(c) = value.chars().find(|c| c.is_control()) {
         return Err(Error::invalid(
             field,
-            format!("must not contain control characters (found U+{:04X})", c as u32),
+            format!(
+                "must not contain control characters (found U+{:04X})",
+                c as u32
+            ),
         ));
     }
     Ok(())
@@ -59,7 +62,10 @@ pub fn tags(field: &str, tags: &[String]) -> Result<Vec<String>> {
         let tag_field = format!("{field}[{i}]");
         text(&tag_field, tag, TAG_BYTES)?;
         if tag.chars().any(char::is_control) {
-            return Err(Error::invalid(tag_field, "must not contain control characters"));
+            return Err(Error::invalid(
+                tag_field,
+                "must not contain control characters",
+            ));
         }
         if !unique.contains(tag) {
             unique.push(tag.clone());
@@ -85,7 +91,10 @@ pub fn batch<T>(field: &str, items: &[T]) -> Result<()> {
 /// Checks an observation ordinal: 1 or more.
 pub fn ordinal(field: &str, ordinal: i64) -> Result<()> {
     if ordinal < 1 {
-        return Err(Error::invalid(field, format!("ordinals start at 1, got {ordinal}")));
+        return Err(Error::invalid(
+            field,
+            format!("ordinals start at 1, got {ordinal}"),
+        ));
     }
     Ok(())
 }
@@ -156,7 +165,10 @@ mod tests {
     fn names_are_bounded_and_printable() {
         assert!(name("name", "Alice").is_ok());
         assert!(name("name", &"é".repeat(128)).is_ok());
-        assert_eq!(message(name("name", "")), "invalid argument `name`: must not be empty");
+        assert_eq!(
+            message(name("name", "")),
+            "invalid argument `name`: must not be empty"
+        );
         assert_eq!(
             message(name("entities[1].name", &"x".repeat(257))),
             "invalid argument `entities[1].name`: at most 256 bytes, got 257"

@@ -106,7 +106,11 @@ impl Memory {
     }
 
     /// `open_nodes`.
-    pub async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+    pub async fn open_nodes(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<OpenedNodes> {
         names_batch("names", names)?;
         self.store.open_nodes(workspace, names).await
     }
@@ -130,7 +134,9 @@ impl Memory {
     ) -> Result<Vec<NodeBrief>> {
         limits::within("days", days, limits::DAYS)?;
         limits::within("limit", limit, limits::LIMIT)?;
-        self.store.get_recently_modified(workspace, days, limit).await
+        self.store
+            .get_recently_modified(workspace, days, limit)
+            .await
     }
 
     /// `set_summary`: 1–65,536 bytes.
@@ -166,7 +172,10 @@ impl Memory {
         limits::batch("observations", additions)?;
         let mut total = 0;
         for (i, addition) in additions.iter().enumerate() {
-            limits::name(&format!("observations[{i}].entity_name"), &addition.entity_name)?;
+            limits::name(
+                &format!("observations[{i}].entity_name"),
+                &addition.entity_name,
+            )?;
             limits::batch(&format!("observations[{i}].contents"), &addition.contents)?;
             for (j, content) in addition.contents.iter().enumerate() {
                 limits::content(&format!("observations[{i}].contents[{j}]"), content)?;
@@ -202,7 +211,10 @@ impl Memory {
         limits::batch("deletions", deletions)?;
         let mut total = 0;
         for (i, deletion) in deletions.iter().enumerate() {
-            limits::name(&format!("deletions[{i}].entity_name"), &deletion.entity_name)?;
+            limits::name(
+                &format!("deletions[{i}].entity_name"),
+                &deletion.entity_name,
+            )?;
             limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
             for (j, ordinal) in deletion.ordinals.iter().enumerate() {
                 limits::ordinal(&format!("deletions[{i}].ordinals[{j}]"), *ordinal)?;
@@ -276,7 +288,12 @@ impl Memory {
     }
 
     /// `get_path`.
-    pub async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+    pub async fn get_path(
+        &self,
+        workspace: WorkspaceId,
+        from: &str,
+        to: &str,
+    ) -> Result<GraphPath> {
         limits::name("from_entity", from)?;
         limits::name("to_entity", to)?;
         self.store.get_path(workspace, from, to).await
@@ -320,9 +337,15 @@ fn names_batch(field: &str, names: &[String]) -> Result<()> {
 fn relations_batch(relations: &[RelationSpec]) -> Result<()> {
     limits::batch("relations", relations)?;
     for (i, relation) in relations.iter().enumerate() {
-        limits::name(&format!("relations[{i}].from_entity"), &relation.from_entity)?;
+        limits::name(
+            &format!("relations[{i}].from_entity"),
+            &relation.from_entity,
+        )?;
         limits::name(&format!("relations[{i}].to_entity"), &relation.to_entity)?;
-        limits::name(&format!("relations[{i}].relation_type"), &relation.relation_type)?;
+        limits::name(
+            &format!("relations[{i}].relation_type"),
+            &relation.relation_type,
+        )?;
     }
     Ok(())
 }

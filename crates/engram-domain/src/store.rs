@@ -45,8 +45,11 @@ pub trait MemoryStore: Send + Sync + 'static {
     ) -> Result<Vec<CreatedEntity>>;
     /// `delete_entities`: deletes nodes with their observations, relations (both
     /// directions), embeddings and events.
-    async fn delete_entities(&self, workspace: WorkspaceId, names: &[String])
-    -> Result<DeletedEntities>;
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<DeletedEntities>;
     /// `open_nodes`: nodes with observations in ordinal order, and every relation touching one.
     async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes>;
     /// `get_nodes_by_type`: nodes of one type, by name.
@@ -70,8 +73,12 @@ pub trait MemoryStore: Send + Sync + 'static {
         summary: &str,
     ) -> Result<SummaryUpdate>;
     /// `set_tags`: replaces the tag set (already de-duplicated).
-    async fn set_tags(&self, workspace: WorkspaceId, name: &str, tags: &[String])
-    -> Result<TagsUpdate>;
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        tags: &[String],
+    ) -> Result<TagsUpdate>;
     /// `add_observations`: appends in order; ordinals come from a per-node counter, so
     /// concurrent writers never collide and deleted ordinals are never reused.
     async fn add_observations(

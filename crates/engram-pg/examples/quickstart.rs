@@ -31,7 +31,9 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<S
         entity_type: "project".into(),
         ..NewEntity::default()
     };
-    memory.create_entities(workspace, vec![alice, engram]).await?;
+    memory
+        .create_entities(workspace, vec![alice, engram])
+        .await?;
     let works_on = RelationSpec {
         from_entity: "Alice".into(),
         to_entity: "engram".into(),

@@ -15,8 +15,8 @@ pub(crate) fn db(error: tokio_postgres::Error) -> Error {
     let code = db_error.code();
     let class = &code.code()[..2];
     let message = format!("postgresql: {} ({})", db_error.message(), code.code());
-    let unavailable = matches!(class, "08" | "53" | "57" | "40")
-        || *code == SqlState::T_R_SERIALIZATION_FAILURE;
+    let unavailable =
+        matches!(class, "08" | "53" | "57" | "40") || *code == SqlState::T_R_SERIALIZATION_FAILURE;
     if unavailable {
         Error::Unavailable(message)
     } else if *code == SqlState::FOREIGN_KEY_VIOLATION {

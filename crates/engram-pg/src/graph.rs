@@ -31,7 +31,10 @@ pub(crate) async fn get_neighborhood(
         .await
         .map_err(db)?;
     let depth = i32::try_from(depth).map_err(|_| Error::invalid("depth", "too large"))?;
-    let rows = client.query(&statement, &[&start, &depth]).await.map_err(db)?;
+    let rows = client
+        .query(&statement, &[&start, &depth])
+        .await
+        .map_err(db)?;
     let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
     let relation_rows = client
         .query(
@@ -68,7 +71,10 @@ pub(crate) async fn get_path(
     let names = [from.to_owned(), to.to_owned()];
     let ids = node_ids(client, workspace, names.iter()).await?;
     let (Some(source), Some(target)) = (ids.get(from), ids.get(to)) else {
-        let missing = names.into_iter().find(|n| !ids.contains_key(n)).unwrap_or_default();
+        let missing = names
+            .into_iter()
+            .find(|n| !ids.contains_key(n))
+            .unwrap_or_default();
         return Err(Error::node_not_found(missing));
     };
     let statement = client
@@ -103,7 +109,10 @@ pub(crate) async fn find_unlinked_references(
         .prepare_cached(include_str!("sql/unlinked_references.sql"))
         .await
         .map_err(db)?;
-    let rows = client.query(&statement, &[&workspace.0]).await.map_err(db)?;
+    let rows = client
+        .query(&statement, &[&workspace.0])
+        .await
+        .map_err(db)?;
     Ok(rows
         .iter()
         .map(|row| UnlinkedReference {

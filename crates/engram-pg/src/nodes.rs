@@ -59,7 +59,10 @@ pub(crate) async fn create_entities(
             .await
             .map_err(db)?
         {
-            existing_rows.insert(row.get("name"), (row.get("entity_type"), row.get("created_at")));
+            existing_rows.insert(
+                row.get("name"),
+                (row.get("entity_type"), row.get("created_at")),
+            );
         }
     }
     rows.iter()
@@ -74,9 +77,9 @@ pub(crate) async fn create_entities(
                 });
             }
             // Skipped as taken, then deleted by another writer before the lookup.
-            let (entity_type, created_at) = existing_rows.remove(&name).ok_or_else(|| {
-                Error::Conflict(format!("node {name} was deleted concurrently"))
-            })?;
+            let (entity_type, created_at) = existing_rows
+                .remove(&name)
+                .ok_or_else(|| Error::Conflict(format!("node {name} was deleted concurrently")))?;
             Ok(CreatedEntity {
                 name,
                 entity_type,
@@ -345,7 +348,10 @@ pub(crate) async fn get_pending_consolidation(
         .collect())
 }
 
-pub(crate) async fn get_stats(client: &impl GenericClient, workspace: WorkspaceId) -> Result<Stats> {
+pub(crate) async fn get_stats(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+) -> Result<Stats> {
     let row = client
         .query_opt(
             "SELECT w.name,

@@ -14,7 +14,11 @@ pub(crate) async fn add_observations(
 ) -> Result<Vec<AddedObservations>> {
     let (names, contents): (Vec<&str>, Vec<&str>) = additions
         .iter()
-        .flat_map(|a| a.contents.iter().map(|c| (a.entity_name.as_str(), c.as_str())))
+        .flat_map(|a| {
+            a.contents
+                .iter()
+                .map(|c| (a.entity_name.as_str(), c.as_str()))
+        })
         .unzip();
     let statement = client
         .prepare_cached(include_str!("sql/add_observations.sql"))
@@ -77,7 +81,10 @@ pub(crate) async fn node_ids<'a>(
         )
         .await
         .map_err(db)?;
-    Ok(rows.iter().map(|row| (row.get("name"), row.get("id"))).collect())
+    Ok(rows
+        .iter()
+        .map(|row| (row.get("name"), row.get("id")))
+        .collect())
 }
 
 pub(crate) async fn replace_observation(
@@ -114,7 +121,7 @@ pub(crate) async fn replace_observation(
         return Err(if exists {
             Error::NotFound {
                 kind: "observation",
-                name: format!("{entity_name} #{ordinal}"),
+                name: format!("{entity_name}#{ordinal}"),
             }
         } else {
             Error::node_not_found(entity_name)

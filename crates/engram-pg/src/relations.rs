@@ -9,6 +9,10 @@ use crate::error::{db, is_unique_violation};
 use crate::nodes::relation;
 use crate::observations::node_ids;
 
+/// The unique constraint on `(workspace_id, from_node_id, to_node_id, relation_type)`, named by
+/// PostgreSQL, which cuts generated names to 63 bytes (hence `relation_typ`).
+const RELATIONS_UNIQUE: &str = "relations_workspace_id_from_node_id_to_node_id_relation_typ_key";
+
 /// Parallel arrays of from names, to names and types, without repeated relations.
 fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
     let mut seen = HashSet::new();
@@ -39,7 +43,10 @@ pub(crate) async fn create_relations(
     for (spec, row) in distinct.into_iter().zip(&rows) {
         let from_missing: bool = row.get("from_missing");
         let to_missing: bool = row.get("to_missing");
-        for (missing, name) in [(from_missing, &spec.from_entity), (to_missing, &spec.to_entity)] {
+        for (missing, name) in [
+            (from_missing, &spec.from_entity),
+            (to_missing, &spec.to_entity),
+        ] {
             if missing && !result.not_found.contains(name) {
                 result.not_found.push(name.clone());
             }
@@ -107,7 +114,7 @@ pub(crate) async fn rename_relation_type(
         )
         .await
         .map_err(|e| {
-            if is_unique_violation(&e, "relations_workspace_id_from_node_id_to_node_id_relation_type_key") {
+            if is_unique_violation(&e, RELATIONS_UNIQUE) {
                 Error::Conflict(format!(
                     "cannot rename {described} to {new_type}: that relation already exists (delete one of the two instead)"
                 ))
@@ -136,7 +143,10 @@ pub(crate) async fn get_relations_between(
     let names = [entity_a.to_owned(), entity_b.to_owned()];
     let ids = node_ids(client, workspace, names.iter()).await?;
     let (Some(a), Some(b)) = (ids.get(entity_a), ids.get(entity_b)) else {
-        let missing = names.into_iter().find(|n| !ids.contains_key(n)).unwrap_or_default();
+        let missing = names
+            .into_iter()
+            .find(|n| !ids.contains_key(n))
+            .unwrap_or_default();
         return Err(Error::node_not_found(missing));
     };
     let rows = client

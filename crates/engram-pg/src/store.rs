@@ -104,7 +104,11 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         entity_type: &str,
     ) -> Result<Vec<TypedNode>> {
-        read!(self, |tx| nodes::get_nodes_by_type(&tx, workspace, entity_type))
+        read!(self, |tx| nodes::get_nodes_by_type(
+            &tx,
+            workspace,
+            entity_type
+        ))
     }
 
     #[instrument(skip_all)]
@@ -114,7 +118,9 @@ impl MemoryStore for PgStore {
         days: u32,
         limit: u32,
     ) -> Result<Vec<NodeBrief>> {
-        read!(self, |tx| nodes::get_recently_modified(&tx, workspace, days, limit))
+        read!(self, |tx| nodes::get_recently_modified(
+            &tx, workspace, days, limit
+        ))
     }
 
     #[instrument(skip_all)]
@@ -143,7 +149,9 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         additions: &[ObservationAdditions],
     ) -> Result<Vec<AddedObservations>> {
-        write!(self, |tx| observations::add_observations(&tx, workspace, additions))
+        write!(self, |tx| observations::add_observations(
+            &tx, workspace, additions
+        ))
     }
 
     #[instrument(skip_all)]
@@ -169,7 +177,9 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         deletions: &[ObservationDeletions],
     ) -> Result<Vec<DeletedObservations>> {
-        write!(self, |tx| observations::delete_observations(&tx, workspace, deletions))
+        write!(self, |tx| observations::delete_observations(
+            &tx, workspace, deletions
+        ))
     }
 
     #[instrument(skip_all, fields(count = relations.len()))]
@@ -178,7 +188,9 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         relations: &[RelationSpec],
     ) -> Result<CreatedRelations> {
-        write!(self, |tx| relations::create_relations(&tx, workspace, relations))
+        write!(self, |tx| relations::create_relations(
+            &tx, workspace, relations
+        ))
     }
 
     #[instrument(skip_all, fields(count = relations.len()))]
@@ -187,7 +199,9 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         relations: &[RelationSpec],
     ) -> Result<DeletedRelations> {
-        write!(self, |tx| relations::delete_relations(&tx, workspace, relations))
+        write!(self, |tx| relations::delete_relations(
+            &tx, workspace, relations
+        ))
     }
 
     #[instrument(skip_all)]
@@ -221,7 +235,9 @@ impl MemoryStore for PgStore {
         name: &str,
         depth: u32,
     ) -> Result<Neighborhood> {
-        read!(self, |tx| graph::get_neighborhood(&tx, workspace, name, depth))
+        read!(self, |tx| graph::get_neighborhood(
+            &tx, workspace, name, depth
+        ))
     }
 
     #[instrument(skip_all)]

@@ -30,7 +30,13 @@ pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Wo
             &[&name],
         )
         .await
-        .map_err(|e| if is_unique_violation(&e, NAME_TAKEN) { taken(name) } else { db(e) })?;
+        .map_err(|e| {
+            if is_unique_violation(&e, NAME_TAKEN) {
+                taken(name)
+            } else {
+                db(e)
+            }
+        })?;
     Ok(workspace(&row))
 }
 
@@ -76,7 +82,13 @@ pub(crate) async fn rename(
             &[&name, &new_name],
         )
         .await
-        .map_err(|e| if is_unique_violation(&e, NAME_TAKEN) { taken(new_name) } else { db(e) })?;
+        .map_err(|e| {
+            if is_unique_violation(&e, NAME_TAKEN) {
+                taken(new_name)
+            } else {
+                db(e)
+            }
+        })?;
     row.map(|row| workspace(&row))
         .ok_or_else(|| Error::workspace_not_found(name))
 }

@@ -51,7 +51,6 @@ impl ClusterConfig {
 
     /// A persistent development cluster under `<target>/engram-dev-pg` on port 5433
     /// (if free); an already running one is reused.
-    #[allow(dead_code, reason = "for the coming `cargo xtask serve`")]
     pub fn dev(target: &Path) -> Self {
         Self {
             dir: target.join("engram-dev-pg"),

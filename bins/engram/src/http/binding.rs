@@ -134,7 +134,11 @@ pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next
     }
     let closing = request.method() == Method::DELETE;
     request.extensions_mut().insert(bound);
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    if closing && response.status() == StatusCode::ACCEPTED {
+        // The official Python SDK expects 200 or 204 from a session DELETE.
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     match (&session, response.headers().get(SESSION_HEADER)) {
         (Some(session), _) if closing => binder.forget(session),
         (None, Some(created)) => {

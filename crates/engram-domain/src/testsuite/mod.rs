@@ -12,13 +12,28 @@
 
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
+mod graph;
+mod history;
+mod limits;
+mod nodes;
+mod observations;
+mod relations;
 mod workspaces;
 
+pub use graph::*;
+pub use history::*;
+pub use limits::*;
+pub use nodes::*;
+pub use observations::*;
+pub use relations::*;
 pub use workspaces::*;
 
 use std::sync::Arc;
 
-use crate::{Memory, MemoryStore, NewEntity, ObservationAdditions, RelationSpec, WorkspaceId};
+use crate::{
+    Memory, MemoryStore, NewEntity, NodeDetail, Observation, ObservationAdditions,
+    ObservationDeletions, Relation, RelationSpec, Timestamp, WorkspaceId,
+};
 
 /// Instantiates every conformance test as a `#[tokio::test]` calling `$fixture().await` for a
 /// store on a fresh database.
@@ -30,6 +45,43 @@ macro_rules! memory_store_test_suite {
             workspaces_are_created_listed_renamed_and_deleted,
             workspace_names_are_validated,
             workspaces_are_isolated,
+            // nodes
+            create_entities_returns_rows_in_order_and_leaves_existing_names_alone,
+            create_entities_rejects_a_batch_with_any_invalid_entity,
+            delete_entities_cascades_to_observations_relations_and_events,
+            open_nodes_returns_observations_in_order_and_touching_relations,
+            get_nodes_by_type_lists_one_type_by_name,
+            get_recently_modified_is_newest_first_and_limited,
+            set_summary_and_set_tags_write_the_node,
+            // history
+            updated_at_moves_on_every_write_to_a_node_or_its_children,
+            summary_updated_at_moves_only_when_the_summary_is_set,
+            get_stats_counts_nodes_observations_and_relations,
+            event_counts_record_creates_updates_and_deletes,
+            // observations
+            ordinals_are_stable_and_never_reused,
+            concurrent_additions_get_unique_gap_free_ordinals,
+            add_observations_reports_unknown_nodes_and_repeated_nodes,
+            replace_observation_keeps_the_ordinal,
+            delete_observations_reports_deleted_and_missing_ordinals,
+            // relations
+            create_relations_reports_created_existing_and_missing,
+            relations_repeated_in_one_call_count_once,
+            rename_relation_type_renames_one_relation,
+            rename_onto_an_existing_relation_conflicts_and_changes_nothing,
+            get_relations_between_lists_both_directions_sorted,
+            // graph
+            neighborhood_walks_relations_both_ways_through_a_cycle,
+            get_path_finds_a_shortest_path_in_either_direction,
+            get_path_looks_at_most_twelve_hops_away,
+            orphaned_nodes_are_those_without_relations,
+            unlinked_references_match_whole_names_of_unrelated_nodes,
+            // limits
+            names_and_types_are_bounded_and_printable,
+            contents_and_summaries_are_bounded,
+            batches_hold_one_to_a_thousand_items,
+            tags_are_bounded,
+            integer_arguments_are_bounded,
         );
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
@@ -80,6 +132,34 @@ pub fn relation(from: &str, relation_type: &str, to: &str) -> RelationSpec {
     }
 }
 
+/// Ordinals to delete from one node.
+pub fn deletions(entity_name: &str, ordinals: &[i64]) -> ObservationDeletions {
+    ObservationDeletions {
+        entity_name: entity_name.into(),
+        ordinals: ordinals.to_vec(),
+    }
+}
+
+/// The relation `from -[relation_type]-> to` as reads return it.
+pub fn edge(from: &str, relation_type: &str, to: &str) -> Relation {
+    Relation {
+        from: from.into(),
+        to: to.into(),
+        relation_type: relation_type.into(),
+    }
+}
+
+/// Observations given as `(ordinal, content)`.
+pub fn observations(items: &[(i64, &str)]) -> Vec<Observation> {
+    items
+        .iter()
+        .map(|(ordinal, content)| Observation {
+            ordinal: *ordinal,
+            content: (*content).into(),
+        })
+        .collect()
+}
+
 /// Owned strings.
 pub fn strings(values: &[&str]) -> Vec<String> {
     values.iter().map(|v| (*v).to_owned()).collect()
@@ -103,6 +183,42 @@ pub async fn create_relations(
         .collect();
     let created = memory.create_relations(workspace, &specs).await.unwrap();
     assert_eq!(created.created.len(), specs.len(), "{created:?}");
+}
+
+/// One node as `open_nodes` returns it; panics when it does not exist.
+pub async fn open_node(memory: &Memory, workspace: WorkspaceId, name: &str) -> NodeDetail {
+    let mut opened = memory
+        .open_nodes(workspace, &strings(&[name]))
+        .await
+        .unwrap();
+    assert_eq!(opened.entities.len(), 1, "{name} not found: {opened:?}");
+    opened.entities.remove(0)
+}
+
+/// The workspace's `(node_count, observation_count, relation_count)`.
+pub async fn counts(memory: &Memory, workspace: WorkspaceId) -> (i64, i64, i64) {
+    let stats = memory.get_stats(workspace).await.unwrap();
+    (
+        stats.node_count,
+        stats.observation_count,
+        stats.relation_count,
+    )
+}
+
+/// The workspace's `(creates, updates, deletes)` events since `since`.
+pub async fn events_since(
+    memory: &Memory,
+    workspace: WorkspaceId,
+    since: Timestamp,
+) -> (i64, i64, i64) {
+    let events = memory.store().event_counts(workspace, since).await.unwrap();
+    assert_eq!(events.since, since);
+    (events.creates, events.updates, events.deletes)
+}
+
+/// The workspace's `(creates, updates, deletes)` events of all time.
+pub async fn events(memory: &Memory, workspace: WorkspaceId) -> (i64, i64, i64) {
+    events_since(memory, workspace, Timestamp::UNIX_EPOCH).await
 }
 
 /// Waits long enough that the next transaction's `now()` is strictly later.

@@ -70,7 +70,10 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     let one = memory.create_workspace("one").await.unwrap().id;
     let two = memory.create_workspace("two").await.unwrap().id;
     memory
-        .create_entities(one, vec![entity("Alice", "person", &["lives in Lisbon, knows Bob"])])
+        .create_entities(
+            one,
+            vec![entity("Alice", "person", &["lives in Lisbon, knows Bob"])],
+        )
         .await
         .unwrap();
     create_nodes(&memory, one, &["Bob"]).await;
@@ -83,13 +86,22 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         .unwrap();
     assert!(!created[0].already_existed);
 
-    let opened = memory.open_nodes(two, &strings(&["Alice", "Bob"])).await.unwrap();
+    let opened = memory
+        .open_nodes(two, &strings(&["Alice", "Bob"]))
+        .await
+        .unwrap();
     assert_eq!(opened.entities.len(), 1);
     assert_eq!(opened.entities[0].entity_type, "robot");
     assert!(opened.entities[0].observations.is_empty());
     assert!(opened.relations.is_empty());
     assert_eq!(opened.not_found, ["Bob"]);
-    assert!(memory.get_nodes_by_type(two, "person").await.unwrap().is_empty());
+    assert!(
+        memory
+            .get_nodes_by_type(two, "person")
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let recent: Vec<String> = memory
         .get_recently_modified(two, 7, 100)
         .await
@@ -98,9 +110,18 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         .map(|n| n.name)
         .collect();
     assert_eq!(recent, ["Alice"]);
-    assert!(memory.find_unlinked_references(two).await.unwrap().is_empty());
+    assert!(
+        memory
+            .find_unlinked_references(two)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        memory.get_relations_between(two, "Alice", "Bob").await.unwrap_err(),
+        memory
+            .get_relations_between(two, "Alice", "Bob")
+            .await
+            .unwrap_err(),
         Error::node_not_found("Bob")
     );
     // A relation cannot reach into another workspace.
@@ -109,20 +130,34 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     assert_eq!(cross.not_found, ["Bob"]);
-    let deleted = memory.delete_entities(two, &strings(&["Bob"])).await.unwrap();
+    let deleted = memory
+        .delete_entities(two, &strings(&["Bob"]))
+        .await
+        .unwrap();
     assert_eq!(deleted.not_found, ["Bob"]);
 
     let stats_one = memory.get_stats(one).await.unwrap();
     let stats_two = memory.get_stats(two).await.unwrap();
     assert_eq!(
-        (stats_one.node_count, stats_one.observation_count, stats_one.relation_count),
+        (
+            stats_one.node_count,
+            stats_one.observation_count,
+            stats_one.relation_count
+        ),
         (2, 1, 1)
     );
     assert_eq!(
-        (stats_two.node_count, stats_two.observation_count, stats_two.relation_count),
+        (
+            stats_two.node_count,
+            stats_two.observation_count,
+            stats_two.relation_count
+        ),
         (1, 0, 0)
     );
-    assert_eq!((stats_one.workspace.as_str(), stats_two.workspace.as_str()), ("one", "two"));
+    assert_eq!(
+        (stats_one.workspace.as_str(), stats_two.workspace.as_str()),
+        ("one", "two")
+    );
     // Deleting a workspace leaves the other whole.
     memory.delete_workspace("two", true).await.unwrap();
     assert_eq!(memory.get_stats(one).await.unwrap().node_count, 2);

@@ -2,7 +2,6 @@
 //! pgvector, plus PostgreSQL-specific checks. `cargo xtask test` starts the server and sets
 //! `ENGRAM_TEST_DATABASE_URL`; every test gets a fresh database cloned from a migrated template.
 
-mod fixture;
 mod postgres;
 
-engram_domain::memory_store_test_suite!(fixture::fresh_store);
+engram_domain::memory_store_test_suite!(engram_pg::testing::fresh_store);

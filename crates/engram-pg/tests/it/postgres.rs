@@ -2,7 +2,7 @@
 
 use engram_pg::PgStore;
 
-use crate::fixture::fresh_database;
+use engram_pg::testing::fresh_database;
 
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../examples/quickstart.rs"]
@@ -10,9 +10,17 @@ mod quickstart;
 
 #[tokio::test]
 async fn the_library_example_runs() {
-    let opened = quickstart::run(&fresh_database().await, "quickstart").await.unwrap();
-    assert!(opened.contains(r#""content": "moved to Lisbon in March""#), "{opened}");
-    assert!(opened.contains(r#""relation_type": "works_on""#), "{opened}");
+    let opened = quickstart::run(&fresh_database().await, "quickstart")
+        .await
+        .unwrap();
+    assert!(
+        opened.contains(r#""content": "moved to Lisbon in March""#),
+        "{opened}"
+    );
+    assert!(
+        opened.contains(r#""relation_type": "works_on""#),
+        "{opened}"
+    );
 }
 
 #[tokio::test]
@@ -28,7 +36,10 @@ async fn pgvector_is_installed_in_a_supported_version() {
     let store = PgStore::connect(&fresh_database().await).await.unwrap();
     let client = store.pool().get().await.unwrap();
     let version: String = client
-        .query_one("SELECT extversion FROM pg_extension WHERE extname = 'vector'", &[])
+        .query_one(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);

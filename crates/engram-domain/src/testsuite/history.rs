@@ -1,0 +1,299 @@
+//! What the store records about writes: `updated_at`, `summary_updated_at` (and so pending
+//! consolidation), the counts of `get_stats` and the event log.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::*;
+use crate::{Error, Memory, MemoryStore, NewEntity, PendingConsolidation};
+use crate::{Stats, Timestamp, WorkspaceId};
+
+/// The `updated_at` of a set of nodes, checked after each write.
+struct Clocks {
+    last: BTreeMap<String, Timestamp>,
+}
+
+impl Clocks {
+    async fn read(memory: &Memory, workspace: WorkspaceId, names: &[&str]) -> Self {
+        let opened = memory.open_nodes(workspace, &strings(names)).await.unwrap();
+        assert!(opened.not_found.is_empty(), "{opened:?}");
+        let last = opened
+            .entities
+            .into_iter()
+            .map(|node| (node.name, node.updated_at))
+            .collect();
+        Self { last }
+    }
+
+    /// Asserts that exactly the nodes in `moved` have a later `updated_at` than at the last
+    /// check, then waits for the clock to move.
+    async fn check(&mut self, memory: &Memory, workspace: WorkspaceId, step: &str, moved: &[&str]) {
+        let names: Vec<&str> = self.last.keys().map(String::as_str).collect();
+        let now = Self::read(memory, workspace, &names).await.last;
+        for (name, before) in &self.last {
+            let after = now[name];
+            if moved.contains(&name.as_str()) {
+                assert!(after > *before, "{step}: {name}.updated_at did not move");
+            } else {
+                assert_eq!(after, *before, "{step}: {name}.updated_at moved");
+            }
+        }
+        self.last = now;
+        tick().await;
+    }
+}
+
+pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    create_nodes(&memory, ws, &["A", "B", "C"]).await;
+    let mut clocks = Clocks::read(&memory, ws, &["A", "B", "C"]).await;
+    tick().await;
+    let m = &memory;
+
+    m.add_observations(ws, &[additions("A", &["one", "two"])])
+        .await
+        .unwrap();
+    clocks.check(m, ws, "add_observations", &["A"]).await;
+    m.replace_observation(ws, "A", 1, "uno").await.unwrap();
+    clocks.check(m, ws, "replace_observation", &["A"]).await;
+    m.delete_observations(ws, &[deletions("A", &[2])])
+        .await
+        .unwrap();
+    clocks.check(m, ws, "delete_observations", &["A"]).await;
+    m.create_relations(ws, &[relation("A", "knows", "B")])
+        .await
+        .unwrap();
+    clocks.check(m, ws, "create_relations", &["A", "B"]).await;
+    m.rename_relation_type(ws, &relation("A", "knows", "B"), "trusts")
+        .await
+        .unwrap();
+    clocks
+        .check(m, ws, "rename_relation_type", &["A", "B"])
+        .await;
+    m.delete_relations(ws, &[relation("A", "trusts", "B")])
+        .await
+        .unwrap();
+    clocks.check(m, ws, "delete_relations", &["A", "B"]).await;
+    m.set_tags(ws, "B", &strings(&["t"])).await.unwrap();
+    clocks.check(m, ws, "set_tags", &["B"]).await;
+    m.set_summary(ws, "C", "see").await.unwrap();
+    clocks.check(m, ws, "set_summary", &["C"]).await;
+
+    // Reads and rejected writes move nothing.
+    m.get_neighborhood(ws, "A", 2).await.unwrap();
+    m.get_pending_consolidation(ws).await.unwrap();
+    assert!(m.replace_observation(ws, "A", 2, "gone").await.is_err());
+    assert!(
+        m.create_entities(ws, vec![entity("A", "", &[])])
+            .await
+            .is_err()
+    );
+    clocks.check(m, ws, "reads and rejected writes", &[]).await;
+}
+
+pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            vec![
+                entity("N", "thing", &["n1"]),
+                entity("M", "place", &["m1"]),
+                entity("Empty", "thing", &[]),
+                NewEntity {
+                    summary: Some("summarised at creation".into()),
+                    ..entity("Done", "thing", &["d1"])
+                },
+            ],
+        )
+        .await
+        .unwrap();
+    let created = open_node(&memory, ws, "N").await.created_at;
+    let pending = |name: &str, entity_type: &str, count, last, summary| PendingConsolidation {
+        name: name.into(),
+        entity_type: entity_type.into(),
+        observation_count: count,
+        last_observation_at: last,
+        summary_updated_at: summary,
+    };
+    // Never summarised, oldest observation first, then by name; not Empty (no observations),
+    // not Done (summarised with its observations).
+    assert_eq!(
+        memory.get_pending_consolidation(ws).await.unwrap(),
+        [
+            pending("M", "place", 1, created, None),
+            pending("N", "thing", 1, created, None)
+        ]
+    );
+    tick().await;
+
+    let summarised = memory
+        .set_summary(ws, "N", "about n")
+        .await
+        .unwrap()
+        .updated_at;
+    let only_m = [pending("M", "place", 1, created, None)];
+    assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
+    tick().await;
+    memory.set_tags(ws, "N", &strings(&["t"])).await.unwrap();
+    assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
+    tick().await;
+
+    // A new observation makes N pending again; its summary time is still set_summary's.
+    memory
+        .add_observations(ws, &[additions("N", &["n2"])])
+        .await
+        .unwrap();
+    let added = open_node(&memory, ws, "N").await.updated_at;
+    assert!(added > summarised);
+    assert_eq!(
+        memory.get_pending_consolidation(ws).await.unwrap(),
+        [
+            pending("M", "place", 1, created, None),
+            pending("N", "thing", 2, added, Some(summarised))
+        ]
+    );
+    tick().await;
+    // Replacing an observation counts as writing it.
+    memory
+        .replace_observation(ws, "N", 1, "n1, revised")
+        .await
+        .unwrap();
+    let replaced = open_node(&memory, ws, "N").await.updated_at;
+    assert!(replaced > added);
+    assert_eq!(
+        memory.get_pending_consolidation(ws).await.unwrap()[1],
+        pending("N", "thing", 2, replaced, Some(summarised))
+    );
+    tick().await;
+
+    let again = memory
+        .set_summary(ws, "N", "about n, again")
+        .await
+        .unwrap()
+        .updated_at;
+    assert!(again > replaced);
+    assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
+    memory
+        .delete_observations(ws, &[deletions("M", &[1])])
+        .await
+        .unwrap();
+    assert!(
+        memory
+            .get_pending_consolidation(ws)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let stats = |node_count, observation_count, relation_count| Stats {
+        node_count,
+        observation_count,
+        relation_count,
+        embedding_coverage: 0.0,
+        workspace: "w".into(),
+    };
+    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(0, 0, 0));
+    memory
+        .create_entities(
+            ws,
+            vec![
+                entity("A", "thing", &["a1", "a2", "a3"]),
+                entity("B", "thing", &["b1"]),
+            ],
+        )
+        .await
+        .unwrap();
+    create_nodes(&memory, ws, &["C"]).await;
+    create_relations(
+        &memory,
+        ws,
+        &[("A", "r", "B"), ("B", "r", "A"), ("C", "r", "C")],
+    )
+    .await;
+    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 4, 3));
+
+    memory
+        .delete_observations(ws, &[deletions("A", &[2])])
+        .await
+        .unwrap();
+    memory
+        .delete_relations(ws, &[relation("B", "r", "A")])
+        .await
+        .unwrap();
+    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 3, 2));
+    memory.delete_entities(ws, &strings(&["A"])).await.unwrap();
+    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(2, 1, 1));
+    assert!(matches!(
+        memory.store().get_stats(WorkspaceId(ws.0 + 1000)).await,
+        Err(Error::NotFound {
+            kind: "workspace",
+            ..
+        })
+    ));
+}
+
+pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let m = &memory;
+    assert_eq!(events(m, ws).await, (0, 0, 0));
+    // Creates: 2 nodes, 2 observations.
+    m.create_entities(
+        ws,
+        vec![
+            entity("A", "thing", &["a1", "a2"]),
+            entity("B", "thing", &[]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(events(m, ws).await, (4, 0, 0));
+    m.add_observations(ws, &[additions("A", &["a3"])])
+        .await
+        .unwrap();
+    m.replace_observation(ws, "A", 1, "a1, revised")
+        .await
+        .unwrap();
+    m.delete_observations(ws, &[deletions("A", &[2, 9])])
+        .await
+        .unwrap();
+    assert_eq!(events(m, ws).await, (5, 1, 1));
+
+    m.create_relations(ws, &[relation("A", "r", "B"), relation("B", "r", "A")])
+        .await
+        .unwrap();
+    m.create_relations(ws, &[relation("A", "r", "B")])
+        .await
+        .unwrap();
+    m.rename_relation_type(ws, &relation("A", "r", "B"), "s")
+        .await
+        .unwrap();
+    m.delete_relations(ws, &[relation("B", "r", "A")])
+        .await
+        .unwrap();
+    assert_eq!(events(m, ws).await, (7, 2, 2));
+    tick().await;
+
+    // A node update is recorded only when its name, type, summary or tags change.
+    let mid = m.set_summary(ws, "A", "x").await.unwrap().updated_at;
+    m.set_summary(ws, "A", "x").await.unwrap();
+    m.set_tags(ws, "A", &strings(&["t"])).await.unwrap();
+    m.set_tags(ws, "A", &strings(&["t"])).await.unwrap();
+    m.create_entities(ws, vec![entity("A", "other", &["ignored"])])
+        .await
+        .unwrap();
+    assert_eq!(events(m, ws).await, (7, 4, 2));
+    assert_eq!(events_since(m, ws, mid).await, (0, 2, 0));
+
+    // B's own events go with it (its creation, and the creation and deletion of B -r-> A,
+    // filed under the relation's source); its deletion and the cascaded deletion of
+    // A -s-> B (filed under A) are recorded.
+    m.delete_entities(ws, &strings(&["B"])).await.unwrap();
+    assert_eq!(events(m, ws).await, (5, 4, 3));
+    assert_eq!(events_since(m, ws, mid).await, (0, 2, 2));
+}

@@ -1,0 +1,328 @@
+//! Every limit of [`crate::limits`] is enforced before anything is written.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use super::*;
+use crate::{Error, Memory, MemoryStore, NewEntity, ObservationDeletions, OpenedNodes, Result};
+
+/// Nodes N (one observation) and M, and N -r-> M: what a rejected call must leave alone.
+async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            vec![entity("N", "thing", &["n1"]), entity("M", "thing", &[])],
+        )
+        .await
+        .unwrap();
+    create_relations(&memory, ws, &[("N", "r", "M")]).await;
+    (memory, ws)
+}
+
+type Footprint = ((i64, i64, i64), (i64, i64, i64), OpenedNodes);
+
+/// Counts, events, and N and M in full (times included).
+async fn footprint(memory: &Memory, ws: WorkspaceId) -> Footprint {
+    let opened = memory.open_nodes(ws, &strings(&["N", "M"])).await.unwrap();
+    (counts(memory, ws).await, events(memory, ws).await, opened)
+}
+
+#[track_caller]
+fn assert_invalid<T: Debug>(result: Result<T>, field: &str) {
+    match result {
+        Err(Error::InvalidArgument { field: actual, .. }) => assert_eq!(actual, field),
+        other => panic!("expected invalid argument `{field}`, got {other:?}"),
+    }
+}
+
+pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = small_graph(store).await;
+    let before = footprint(&memory, ws).await;
+    let m = &memory;
+    let too_long = "x".repeat(257);
+    for bad in ["", too_long.as_str(), "a\nb", "tab\there", "del\u{7f}"] {
+        let ok = entity("Ok", "thing", &[]);
+        assert_invalid(
+            m.create_entities(ws, vec![ok.clone(), entity(bad, "thing", &[])])
+                .await,
+            "entities[1].name",
+        );
+        assert_invalid(
+            m.create_entities(ws, vec![entity("Ok", bad, &[])]).await,
+            "entities[0].entity_type",
+        );
+        let good = relation("N", "r2", "M");
+        let bad_type = relation("N", bad, "M");
+        assert_invalid(
+            m.create_relations(ws, &[good.clone(), bad_type]).await,
+            "relations[1].relation_type",
+        );
+        assert_invalid(
+            m.create_relations(ws, &[relation(bad, "r", "M")]).await,
+            "relations[0].from_entity",
+        );
+        assert_invalid(
+            m.delete_relations(ws, &[relation("N", "r", bad)]).await,
+            "relations[0].to_entity",
+        );
+        let existing = relation("N", "r", "M");
+        assert_invalid(m.rename_relation_type(ws, &existing, bad).await, "new_type");
+        assert_invalid(
+            m.rename_relation_type(ws, &relation("N", bad, "M"), "s")
+                .await,
+            "old_type",
+        );
+        assert_invalid(
+            m.rename_relation_type(ws, &relation(bad, "r", "M"), "s")
+                .await,
+            "from_entity",
+        );
+        assert_invalid(
+            m.rename_relation_type(ws, &relation("N", "r", bad), "s")
+                .await,
+            "to_entity",
+        );
+        assert_invalid(
+            m.delete_entities(ws, &strings(&["N", bad])).await,
+            "entity_names[1]",
+        );
+        assert_invalid(m.open_nodes(ws, &strings(&[bad])).await, "names[0]");
+        assert_invalid(m.get_nodes_by_type(ws, bad).await, "entity_type");
+        assert_invalid(m.set_summary(ws, bad, "s").await, "name");
+        assert_invalid(m.set_tags(ws, bad, &[]).await, "name");
+        assert_invalid(
+            m.add_observations(ws, &[additions(bad, &["x"])]).await,
+            "observations[0].entity_name",
+        );
+        assert_invalid(m.replace_observation(ws, bad, 1, "x").await, "entity_name");
+        assert_invalid(
+            m.delete_observations(ws, &[deletions(bad, &[1])]).await,
+            "deletions[0].entity_name",
+        );
+        assert_invalid(m.get_relations_between(ws, "N", bad).await, "entity_b");
+        assert_invalid(m.get_relations_between(ws, bad, "N").await, "entity_a");
+        assert_invalid(m.get_neighborhood(ws, bad, 1).await, "name");
+        assert_invalid(m.get_path(ws, bad, "N").await, "from_entity");
+        assert_invalid(m.get_path(ws, "N", bad).await, "to_entity");
+    }
+    assert_eq!(footprint(m, ws).await, before);
+
+    // 256 bytes is the limit, counted in bytes: 128 two-byte characters fit.
+    let longest = ["x".repeat(256), "é".repeat(128)];
+    let entities = longest.iter().map(|n| entity(n, n, &[])).collect();
+    let created = m.create_entities(ws, entities).await.unwrap();
+    assert!(created.iter().all(|row| !row.already_existed));
+    let opened = m.open_nodes(ws, &longest).await.unwrap();
+    assert_eq!(opened.entities.len(), 2);
+    assert_eq!(counts(m, ws).await, (4, 1, 1));
+}
+
+pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = small_graph(store).await;
+    let before = footprint(&memory, ws).await;
+    let m = &memory;
+    let too_long = "x".repeat(65_537);
+    for bad in ["", too_long.as_str()] {
+        let new = entity("New", "thing", &["ok", bad]);
+        assert_invalid(
+            m.create_entities(ws, vec![new]).await,
+            "entities[0].observations[1]",
+        );
+        let new = NewEntity {
+            summary: Some(bad.into()),
+            ..entity("New", "thing", &[])
+        };
+        assert_invalid(
+            m.create_entities(ws, vec![entity("Ok", "thing", &[]), new])
+                .await,
+            "entities[1].summary",
+        );
+        let additions_ = [additions("N", &["ok"]), additions("M", &["a", "b", bad])];
+        assert_invalid(
+            m.add_observations(ws, &additions_).await,
+            "observations[1].contents[2]",
+        );
+        assert_invalid(m.replace_observation(ws, "N", 1, bad).await, "new_content");
+        assert_invalid(m.set_summary(ws, "N", bad).await, "summary");
+    }
+    assert_eq!(footprint(m, ws).await, before);
+
+    let longest = "y".repeat(65_536);
+    let added = m
+        .add_observations(ws, &[additions("M", &[&longest])])
+        .await
+        .unwrap();
+    assert_eq!(added[0].added, observations(&[(1, &longest)]));
+    m.set_summary(ws, "M", &longest).await.unwrap();
+    assert_eq!(
+        open_node(m, ws, "M").await.summary.as_deref(),
+        Some(longest.as_str())
+    );
+}
+
+pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = small_graph(store).await;
+    let before = footprint(&memory, ws).await;
+    let m = &memory;
+    // N among them, so a call that got through would show.
+    let names = |n: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                if i == 0 {
+                    "N".to_owned()
+                } else {
+                    format!("n{i}")
+                }
+            })
+            .collect()
+    };
+    let contents = |n: usize| -> Vec<String> { (0..n).map(|i| format!("fact {i}")).collect() };
+    let entities = |n: usize| -> Vec<NewEntity> {
+        names(n)
+            .iter()
+            .map(|name| entity(&format!("new {name}"), "thing", &[]))
+            .collect()
+    };
+    let relations = |n: usize| -> Vec<RelationSpec> {
+        (0..n)
+            .map(|i| relation("N", &format!("r{i}"), "M"))
+            .collect()
+    };
+    let add = |name: &str, n: usize| ObservationAdditions {
+        entity_name: name.into(),
+        contents: contents(n),
+    };
+    let ordinals = |n: i64| -> Vec<i64> { (1..=n).collect() };
+
+    for count in [0, 1_001] {
+        assert_invalid(m.create_entities(ws, entities(count)).await, "entities");
+        assert_invalid(m.create_relations(ws, &relations(count)).await, "relations");
+        assert_invalid(m.delete_relations(ws, &relations(count)).await, "relations");
+        assert_invalid(m.delete_entities(ws, &names(count)).await, "entity_names");
+        assert_invalid(m.open_nodes(ws, &names(count)).await, "names");
+        let adds: Vec<ObservationAdditions> = (0..count).map(|_| add("N", 1)).collect();
+        assert_invalid(m.add_observations(ws, &adds).await, "observations");
+        assert_invalid(
+            m.add_observations(ws, &[add("M", count)]).await,
+            "observations[0].contents",
+        );
+        let dels: Vec<ObservationDeletions> = (0..count).map(|_| deletions("N", &[1])).collect();
+        assert_invalid(m.delete_observations(ws, &dels).await, "deletions");
+        let dels = [
+            deletions("N", &[1]),
+            deletions("M", &ordinals(count as i64)),
+        ];
+        assert_invalid(
+            m.delete_observations(ws, &dels).await,
+            "deletions[1].ordinals",
+        );
+    }
+    // 1,001 observation contents or ordinals in one call, spread over entries.
+    let spread = [add("N", 400), add("M", 400), add("N", 201)];
+    assert_invalid(
+        m.add_observations(ws, &spread).await,
+        "observations[].contents",
+    );
+    let spread = vec![
+        NewEntity {
+            observations: contents(500),
+            ..entity("New1", "thing", &[])
+        },
+        NewEntity {
+            observations: contents(501),
+            ..entity("New2", "thing", &[])
+        },
+    ];
+    assert_invalid(
+        m.create_entities(ws, spread).await,
+        "entities[].observations",
+    );
+    let spread = [
+        deletions("N", &ordinals(500)),
+        deletions("M", &ordinals(501)),
+    ];
+    assert_invalid(
+        m.delete_observations(ws, &spread).await,
+        "deletions[].ordinals",
+    );
+    assert_eq!(footprint(m, ws).await, before);
+
+    // A thousand of everything is fine.
+    let thousand: Vec<NewEntity> = (0..1_000)
+        .map(|i| entity(&format!("e{i}"), "thing", &["one fact"]))
+        .collect();
+    assert_eq!(m.create_entities(ws, thousand).await.unwrap().len(), 1_000);
+    let added = m.add_observations(ws, &[add("M", 1_000)]).await.unwrap();
+    assert_eq!(added[0].added.last().unwrap().ordinal, 1_000);
+    m.create_relations(ws, &relations(1_000)).await.unwrap();
+    assert_eq!(counts(m, ws).await, (1_002, 2_001, 1_001));
+}
+
+pub async fn tags_are_bounded(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = small_graph(store).await;
+    let before = footprint(&memory, ws).await;
+    let m = &memory;
+    let many: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
+    assert_invalid(m.set_tags(ws, "N", &many).await, "tags");
+    let tagged = |tags: &[String]| NewEntity {
+        tags: tags.to_vec(),
+        ..entity("New", "thing", &[])
+    };
+    assert_invalid(
+        m.create_entities(ws, vec![tagged(&many)]).await,
+        "entities[0].tags",
+    );
+    let long = "t".repeat(129);
+    for (bad, index) in [(long.as_str(), 2), ("", 1), ("a\u{0}b", 0)] {
+        let mut tags = strings(&["a", "b", "c"]);
+        tags[index] = bad.into();
+        assert_invalid(m.set_tags(ws, "N", &tags).await, &format!("tags[{index}]"));
+        let entities = vec![entity("Ok", "thing", &[]), tagged(&tags)];
+        assert_invalid(
+            m.create_entities(ws, entities).await,
+            &format!("entities[1].tags[{index}]"),
+        );
+    }
+    assert_eq!(footprint(m, ws).await, before);
+
+    let most: Vec<String> = (0..64).map(|i| format!("{i:0>128}")).collect();
+    assert_eq!(m.set_tags(ws, "N", &most).await.unwrap().tags, most);
+    assert_eq!(open_node(m, ws, "N").await.tags, most);
+}
+
+pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = small_graph(store).await;
+    let before = footprint(&memory, ws).await;
+    let m = &memory;
+    assert_invalid(m.get_neighborhood(ws, "N", 7).await, "depth");
+    for limit in [0, 1_001] {
+        assert_invalid(m.get_recently_modified(ws, 7, limit).await, "limit");
+    }
+    for days in [0, 36_501] {
+        assert_invalid(m.get_recently_modified(ws, days, 20).await, "days");
+    }
+    for ordinal in [0, -1] {
+        assert_invalid(
+            m.replace_observation(ws, "N", ordinal, "x").await,
+            "ordinal",
+        );
+        let dels = [deletions("M", &[1]), deletions("N", &[1, ordinal])];
+        assert_invalid(
+            m.delete_observations(ws, &dels).await,
+            "deletions[1].ordinals[1]",
+        );
+    }
+    assert_eq!(footprint(m, ws).await, before);
+
+    // The bounds themselves are accepted.
+    assert_eq!(m.get_neighborhood(ws, "N", 6).await.unwrap().nodes.len(), 2);
+    assert_eq!(
+        m.get_recently_modified(ws, 36_500, 1_000)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(m.get_recently_modified(ws, 1, 1).await.unwrap().len(), 1);
+}

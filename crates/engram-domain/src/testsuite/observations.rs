@@ -1,0 +1,274 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::{
+    AddedObservations, DeletedObservations, Error, MemoryStore, Observation, ReplacedObservation,
+};
+
+fn deleted(entity_name: &str, deleted: &[i64], not_found: &[i64]) -> DeletedObservations {
+    DeletedObservations {
+        entity_name: entity_name.into(),
+        deleted_ordinals: deleted.to_vec(),
+        not_found_ordinals: not_found.to_vec(),
+    }
+}
+
+pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(ws, vec![entity("N", "thing", &["a", "b", "c"])])
+        .await
+        .unwrap();
+    let result = memory
+        .delete_observations(ws, &[deletions("N", &[3, 2])])
+        .await
+        .unwrap();
+    assert_eq!(result, [deleted("N", &[2, 3], &[])]);
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "a")])
+    );
+
+    // The next ordinal is past every ordinal ever handed out, not past the highest left.
+    let added = memory
+        .add_observations(ws, &[additions("N", &["d"])])
+        .await
+        .unwrap();
+    assert_eq!(added[0].added, observations(&[(4, "d")]));
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "a"), (4, "d")])
+    );
+
+    memory
+        .delete_observations(ws, &[deletions("N", &[4, 1])])
+        .await
+        .unwrap();
+    assert!(open_node(&memory, ws, "N").await.observations.is_empty());
+    let added = memory
+        .add_observations(ws, &[additions("N", &["e", "f"])])
+        .await
+        .unwrap();
+    assert_eq!(added[0].added, observations(&[(5, "e"), (6, "f")]));
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(5, "e"), (6, "f")])
+    );
+}
+
+pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn MemoryStore>) {
+    const WRITERS: usize = 16;
+    const PER_WRITER: usize = 5;
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    create_nodes(&memory, ws, &["N"]).await;
+
+    let contents: Vec<Vec<String>> = (0..WRITERS)
+        // Each writer's facts are in descending lexical order: only the request's order can
+        // give them their ordinals.
+        .map(|w| {
+            (0..PER_WRITER)
+                .map(|i| format!("writer {w} fact {}", PER_WRITER - i))
+                .collect()
+        })
+        .collect();
+    let calls = contents.iter().map(|contents| {
+        let memory = memory.clone();
+        let addition = ObservationAdditions {
+            entity_name: "N".into(),
+            contents: contents.clone(),
+        };
+        async move { memory.add_observations(ws, &[addition]).await.unwrap() }
+    });
+    let results = futures::future::join_all(calls).await;
+
+    let mut all: Vec<Observation> = Vec::new();
+    for (result, contents) in results.into_iter().zip(&contents) {
+        assert_eq!(result.len(), 1);
+        let [row] = &result[..] else { unreachable!() };
+        assert_eq!((row.entity_name.as_str(), row.not_found), ("N", false));
+        let texts: Vec<&String> = row.added.iter().map(|o| &o.content).collect();
+        assert_eq!(texts, contents.iter().collect::<Vec<_>>());
+        // Each call's ordinals are consecutive, ascending in the call's own order.
+        let first = row.added[0].ordinal;
+        let ordinals: Vec<i64> = row.added.iter().map(|o| o.ordinal).collect();
+        assert_eq!(
+            ordinals,
+            (first..first + PER_WRITER as i64).collect::<Vec<_>>()
+        );
+        all.extend(row.added.iter().cloned());
+    }
+    all.sort_by_key(|o| o.ordinal);
+    let ordinals: Vec<i64> = all.iter().map(|o| o.ordinal).collect();
+    assert_eq!(
+        ordinals,
+        (1..=(WRITERS * PER_WRITER) as i64).collect::<Vec<_>>()
+    );
+    // What was reported is what is stored.
+    assert_eq!(open_node(&memory, ws, "N").await.observations, all);
+    assert_eq!(
+        events(&memory, ws).await,
+        (1 + (WRITERS * PER_WRITER) as i64, 0, 0)
+    );
+}
+
+pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(ws, vec![entity("N", "thing", &["n1"])])
+        .await
+        .unwrap();
+    create_nodes(&memory, ws, &["M"]).await;
+
+    let result = memory
+        .add_observations(
+            ws,
+            &[
+                additions("N", &["y", "x"]),
+                additions("Ghost", &["boo"]),
+                additions("M", &["m1"]),
+                additions("N", &["z"]),
+            ],
+        )
+        .await
+        .unwrap();
+    let row = |name: &str, added: &[(i64, &str)], not_found| AddedObservations {
+        entity_name: name.into(),
+        added: observations(added),
+        not_found,
+    };
+    assert_eq!(
+        result,
+        [
+            row("N", &[(2, "y"), (3, "x")], false),
+            row("Ghost", &[], true),
+            row("M", &[(1, "m1")], false),
+            row("N", &[(4, "z")], false),
+        ]
+    );
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "n1"), (2, "y"), (3, "x"), (4, "z")])
+    );
+
+    // Only unknown nodes: nothing is created or added.
+    let before = (counts(&memory, ws).await, events(&memory, ws).await);
+    let result = memory
+        .add_observations(ws, &[additions("Ghost", &["boo", "hoo"])])
+        .await
+        .unwrap();
+    assert_eq!(result, [row("Ghost", &[], true)]);
+    assert_eq!(
+        (counts(&memory, ws).await, events(&memory, ws).await),
+        before
+    );
+    assert_eq!(before.0, (2, 5, 0));
+}
+
+pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(ws, vec![entity("N", "thing", &["a", "b", "c"])])
+        .await
+        .unwrap();
+    memory
+        .delete_observations(ws, &[deletions("N", &[3])])
+        .await
+        .unwrap();
+
+    let replaced = memory.replace_observation(ws, "N", 2, "B").await.unwrap();
+    assert_eq!(
+        replaced,
+        ReplacedObservation {
+            entity_name: "N".into(),
+            ordinal: 2,
+            old_content: "b".into(),
+            new_content: "B".into(),
+        }
+    );
+    let again = memory.replace_observation(ws, "N", 2, "bee").await.unwrap();
+    assert_eq!(
+        (again.old_content.as_str(), again.new_content.as_str()),
+        ("B", "bee")
+    );
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "a"), (2, "bee")])
+    );
+
+    // A deleted ordinal and one never handed out are both unknown.
+    for ordinal in [3, 4] {
+        assert_eq!(
+            memory
+                .replace_observation(ws, "N", ordinal, "x")
+                .await
+                .unwrap_err(),
+            Error::NotFound {
+                kind: "observation",
+                name: format!("N#{ordinal}"),
+            }
+        );
+    }
+    assert_eq!(
+        memory
+            .replace_observation(ws, "Ghost", 1, "x")
+            .await
+            .unwrap_err(),
+        Error::node_not_found("Ghost")
+    );
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "a"), (2, "bee")])
+    );
+}
+
+pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            vec![
+                entity("N", "thing", &["a", "b", "c", "d"]),
+                entity("M", "thing", &["m"]),
+            ],
+        )
+        .await
+        .unwrap();
+
+    let result = memory
+        .delete_observations(
+            ws,
+            &[
+                deletions("N", &[4, 9, 1, 7, 4]),
+                deletions("Ghost", &[2, 1]),
+                deletions("M", &[2]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        [
+            deleted("N", &[1, 4], &[7, 9]),
+            deleted("Ghost", &[], &[1, 2]),
+            deleted("M", &[], &[2]),
+        ]
+    );
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(2, "b"), (3, "c")])
+    );
+    assert_eq!(
+        open_node(&memory, ws, "M").await.observations,
+        observations(&[(1, "m")])
+    );
+
+    // Deleting again finds nothing.
+    let again = memory
+        .delete_observations(ws, &[deletions("N", &[1])])
+        .await
+        .unwrap();
+    assert_eq!(again, [deleted("N", &[], &[1])]);
+    assert_eq!(counts(&memory, ws).await, (2, 3, 0));
+}
