@@ -5,6 +5,7 @@
 //! over any [`MemoryStore`]; it validates every argument against [`limits`] before the store
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
+mod embed;
 mod error;
 pub mod limits;
 mod memory;
@@ -13,6 +14,7 @@ mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
+pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use memory::Memory;
 pub use model::*;
