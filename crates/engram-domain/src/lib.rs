@@ -7,15 +7,21 @@
 
 mod embed;
 mod error;
+mod indexer;
 pub mod limits;
 mod memory;
+mod memory_search;
 mod model;
+pub mod perspectives;
+mod search;
 mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
 pub use embed::Embedder;
 pub use error::{Error, Result};
+pub use indexer::Indexer;
 pub use memory::Memory;
 pub use model::*;
+pub use search::*;
 pub use store::MemoryStore;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
@@ -14,13 +15,29 @@ use crate::store::MemoryStore;
 /// nothing. Cheap to clone.
 #[derive(Clone)]
 pub struct Memory {
-    store: Arc<dyn MemoryStore>,
+    pub(crate) store: Arc<dyn MemoryStore>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl Memory {
-    /// Wraps a store.
+    /// Wraps a store; without an embedder, embedding-mode searches answer from full text.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
-        Self { store }
+        Self {
+            store,
+            embedder: None,
+        }
+    }
+
+    /// Uses `embedder` for semantic search (the same one the indexer fills vectors with).
+    #[must_use]
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The embedder, if one is configured.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
     }
 
     /// The store underneath, for operations outside the tools.
@@ -320,13 +337,22 @@ impl Memory {
         self.store.get_pending_consolidation(workspace).await
     }
 
-    /// `get_stats`.
+    /// `get_stats`, with `embedding_coverage` for the configured embedder (0.0 without one).
     pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
-        self.store.get_stats(workspace).await
+        let mut stats = self.store.get_stats(workspace).await?;
+        stats.embedding_coverage = match &self.embedder {
+            Some(embedder) => {
+                self.store
+                    .embedding_coverage(workspace, embedder.model_id())
+                    .await?
+            }
+            None => 0.0,
+        };
+        Ok(stats)
     }
 }
 
-fn names_batch(field: &str, names: &[String]) -> Result<()> {
+pub(crate) fn names_batch(field: &str, names: &[String]) -> Result<()> {
     limits::batch(field, names)?;
     for (i, name) in names.iter().enumerate() {
         limits::name(&format!("{field}[{i}]"), name)?;

@@ -4,6 +4,8 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::*;
+use crate::perspectives::Perspective;
+use crate::search::*;
 
 /// Durable storage of workspaces and their graphs.
 ///
@@ -159,4 +161,50 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Counts of create, update and delete events since `since` (the consolidation report's
     /// `event_summary`).
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
+
+    /// The workspace's perspectives, by name. A workspace starts with
+    /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].
+    async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;
+    /// Up to `limit` (observation, enabled perspective) pairs, in any workspace, whose
+    /// `model` vector is missing or whose node changed since it was rendered.
+    async fn pending_embeddings(&self, model: &str, limit: usize) -> Result<Vec<EmbeddingTask>>;
+    /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
+    /// vectors (`node_embeddings`) up to date.
+    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()>;
+    /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
+    /// `perspective` is closest to `vector`, with cosine similarity, best first.
+    async fn vector_search(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: i64,
+        vector: &[f32],
+        k: usize,
+        within: Option<&str>,
+    ) -> Result<Vec<ObservationHit>>;
+    /// The `limit` observations of the workspace (or of the node `within`) that best match
+    /// `query` by full text, with its rank, best first.
+    async fn text_search(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        limit: usize,
+        within: Option<&str>,
+    ) -> Result<Vec<ObservationHit>>;
+    /// Pairs of nodes linked by no relation whose aggregate `model` vectors in `perspective`
+    /// have cosine similarity ≥ `min_score`, best first, at most `limit`.
+    async fn similar_nodes(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: i64,
+        min_score: f64,
+        limit: usize,
+    ) -> Result<Vec<SimilarPair>>;
+    /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
+    /// `model` vector is current; 1.0 for a workspace without observations.
+    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64>;
+    /// A number that changes whenever anything is written in any workspace (the newest
+    /// event's id), so an idle indexer can tell cheaply whether to look for work.
+    async fn change_marker(&self) -> Result<i64>;
 }

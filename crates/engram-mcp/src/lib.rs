@@ -38,13 +38,14 @@ pub const INSTRUCTIONS: &str = "\
 engram is a persistent knowledge graph for this workspace. Nodes have a unique name, a type, \
 an optional summary and tags, and ordered observations (atomic facts, one per observation). \
 Relations are directed and typed (active voice: Alice -works_on-> engram).
-- Before answering from memory, look things up: open_nodes for known names, get_neighborhood to \
-walk from a node, get_nodes_by_type and get_recently_modified to browse.
+- Before answering from memory, look things up: search_nodes finds nodes by meaning in your own \
+words (query_observations searches within one node), open_nodes reads known names in full, \
+get_neighborhood walks from a node, get_nodes_by_type and get_recently_modified browse.
 - Store durable facts as observations on the node they are about; create the node first with \
 create_entities (existing names are left untouched). Prefer adding a fact over rewriting one; \
 use replace_observation to correct a fact, keeping its ordinal.
-- Link related nodes with create_relations; find_unlinked_references and get_orphaned_nodes \
-show links that are missing.
+- Link related nodes with create_relations; find_unlinked_references, find_similar_nodes and \
+get_orphaned_nodes show links that are missing.
 - Keep summaries current: get_pending_consolidation lists nodes whose summary is missing or \
 older than their newest observation; write one with set_summary.
 Errors name the argument and the limit; fix the call and retry.";

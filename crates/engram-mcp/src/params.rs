@@ -216,6 +216,60 @@ pub struct PathParams {
     pub to_entity: String,
 }
 
+fn default_search_limit() -> u32 {
+    10
+}
+
+/// Parameters of `search_nodes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchNodesParams {
+    /// What to look for, in your own words (1–4,096 bytes), e.g. "where does Alice live now".
+    pub query: String,
+    /// At most this many nodes, 1–1,000. Default 10.
+    #[serde(default = "default_search_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+    /// "embedding" (default): by meaning, across every perspective. "text": full-text
+    /// keyword match, for exact terms.
+    #[serde(default)]
+    pub mode: engram_domain::SearchMode,
+}
+
+/// Parameters of `query_observations`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryObservationsParams {
+    /// The node whose observations to search.
+    pub entity_name: String,
+    /// What to look for, 1–4,096 bytes.
+    pub query: String,
+    /// "embedding" (default) or "text", as in `search_nodes`.
+    #[serde(default)]
+    pub mode: engram_domain::SearchMode,
+}
+
+fn default_similar_limit() -> u32 {
+    20
+}
+
+fn default_min_score() -> f64 {
+    0.75
+}
+
+/// Parameters of `find_similar_nodes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindSimilarNodesParams {
+    /// At most this many pairs, 1–1,000. Default 20.
+    #[serde(default = "default_similar_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+    /// Cosine similarity threshold, -1.0–1.0. Default 0.75.
+    #[serde(default = "default_min_score")]
+    pub min_score: f64,
+}
+
 /// Parameters of tools that take none.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

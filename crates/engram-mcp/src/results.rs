@@ -75,3 +75,10 @@ pub struct RenamedRelation {
     /// The type now.
     pub new_type: String,
 }
+
+/// `find_similar_nodes`' result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SimilarNodesResult {
+    /// Unrelated pairs of similar nodes, most similar first.
+    pub pairs: Vec<SimilarPair>,
+}

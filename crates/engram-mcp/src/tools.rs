@@ -338,4 +338,52 @@ impl EngramServer {
         let workspace = self.workspace(&extensions)?;
         Ok(Json(self.memory.get_stats(workspace).await?))
     }
+
+    /// Find nodes by meaning: the query is matched against every observation from several
+    /// perspectives (general, technical, relational, temporal, project); each node comes back
+    /// once with its best-matching observation. Use mode "text" for exact keywords.
+    #[tool(annotations(read_only_hint = true))]
+    async fn search_nodes(
+        &self,
+        Parameters(params): Parameters<SearchNodesParams>,
+        extensions: Extensions,
+    ) -> Result<Json<SearchResults>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let results = self
+            .memory
+            .search_nodes(workspace, &params.query, params.limit, params.mode)
+            .await?;
+        Ok(Json(results))
+    }
+
+    /// Search within one node's observations, best match first.
+    #[tool(annotations(read_only_hint = true))]
+    async fn query_observations(
+        &self,
+        Parameters(params): Parameters<QueryObservationsParams>,
+        extensions: Extensions,
+    ) -> Result<Json<ObservationResults>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let results = self
+            .memory
+            .query_observations(workspace, &params.entity_name, &params.query, params.mode)
+            .await?;
+        Ok(Json(results))
+    }
+
+    /// Pairs of nodes whose content is similar but that no relation links: candidates to
+    /// relate, merge or group during consolidation.
+    #[tool(annotations(read_only_hint = true))]
+    async fn find_similar_nodes(
+        &self,
+        Parameters(params): Parameters<FindSimilarNodesParams>,
+        extensions: Extensions,
+    ) -> Result<Json<SimilarNodesResult>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let pairs = self
+            .memory
+            .find_similar_nodes(workspace, params.limit, params.min_score)
+            .await?;
+        Ok(Json(SimilarNodesResult { pairs }))
+    }
 }

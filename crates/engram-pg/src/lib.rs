@@ -23,6 +23,7 @@ mod relations;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod vectors;
 mod workspaces;
 
 use std::str::FromStr;
@@ -45,6 +46,8 @@ const MIGRATION_LOCK: i64 = 0x656e_6772_616d; // "engram"
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// Dimensions whose HNSW indexes this process has made sure exist.
+    hnsw_ready: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i32>>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -82,7 +85,10 @@ impl PgStore {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| Error::Internal(format!("building the connection pool: {e}")))?;
-        let store = Self { pool };
+        let store = Self {
+            pool,
+            hnsw_ready: std::sync::Arc::default(),
+        };
         store.ping().await?;
         Ok(store)
     }

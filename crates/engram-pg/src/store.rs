@@ -6,7 +6,8 @@ use tokio_postgres::IsolationLevel;
 use tracing::instrument;
 
 use crate::error::{db, pool};
-use crate::{PgStore, graph, nodes, observations, relations, workspaces};
+use crate::{PgStore, graph, nodes, observations, relations, vectors, workspaces};
+use engram_domain::perspectives::Perspective;
 
 /// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
 /// commits it; on error the transaction rolls back when dropped.
@@ -274,5 +275,100 @@ impl MemoryStore for PgStore {
     #[instrument(skip_all)]
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         read!(self, |tx| nodes::event_counts(&tx, workspace, since))
+    }
+
+    #[instrument(skip_all)]
+    async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>> {
+        read!(self, |tx| vectors::perspectives(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn pending_embeddings(&self, model: &str, limit: usize) -> Result<Vec<EmbeddingTask>> {
+        read!(self, |tx| vectors::pending_embeddings(&tx, model, limit))
+    }
+
+    #[instrument(skip_all, fields(count = records.len()))]
+    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
+        let dims: Vec<i32> = write!(self, |tx| vectors::save_embeddings(&tx, model, records))?;
+        for d in dims {
+            let fresh = self.hnsw_ready.lock().expect("index cache lock").insert(d);
+            if fresh {
+                let client = self.pool.get().await.map_err(pool)?;
+                if let Err(error) = vectors::ensure_hnsw_indexes(&client, d).await {
+                    self.hnsw_ready.lock().expect("index cache lock").remove(&d);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn vector_search(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: i64,
+        vector: &[f32],
+        k: usize,
+        within: Option<&str>,
+    ) -> Result<Vec<ObservationHit>> {
+        read!(self, |tx| vectors::vector_search(
+            &tx,
+            workspace,
+            model,
+            perspective,
+            vector,
+            k,
+            within
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn text_search(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        limit: usize,
+        within: Option<&str>,
+    ) -> Result<Vec<ObservationHit>> {
+        read!(self, |tx| vectors::text_search(
+            &tx, workspace, query, limit, within
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn similar_nodes(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: i64,
+        min_score: f64,
+        limit: usize,
+    ) -> Result<Vec<SimilarPair>> {
+        read!(self, |tx| vectors::similar_nodes(
+            &tx,
+            workspace,
+            model,
+            perspective,
+            min_score,
+            limit
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
+        read!(self, |tx| vectors::embedding_coverage(
+            &tx, workspace, model
+        ))
+    }
+
+    async fn change_marker(&self) -> Result<i64> {
+        let client = self.pool.get().await.map_err(pool)?;
+        let row = client
+            .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
+            .await
+            .map_err(db)?;
+        Ok(row.get(0))
     }
 }

@@ -37,7 +37,9 @@ pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Wo
                 db(e)
             }
         })?;
-    Ok(workspace(&row))
+    let workspace = workspace(&row);
+    crate::vectors::seed_perspectives(client, workspace.id.0).await?;
+    Ok(workspace)
 }
 
 pub(crate) async fn get(client: &impl GenericClient, name: &str) -> Result<Workspace> {

@@ -1,0 +1,295 @@
+//! The search tools of [`Memory`]: `search_nodes`, `query_observations`,
+//! `find_similar_nodes`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::memory::Memory;
+use crate::model::WorkspaceId;
+use crate::perspectives::{Perspective, render_query};
+use crate::search::*;
+
+/// Queries: bytes, inclusive.
+const QUERY_BYTES: std::ops::RangeInclusive<usize> = 1..=4_096;
+
+/// One query vector per enabled perspective.
+struct QueryVectors {
+    model: String,
+    vectors: Vec<(Perspective, Vec<f32>)>,
+}
+
+impl Memory {
+    /// `search_nodes`: the `limit` (1–1,000) nodes best matching `query` (1–4,096 bytes).
+    ///
+    /// Embedding mode embeds the query once per enabled perspective (identical renderings
+    /// once), searches each perspective, and keeps each node's best score with its observation
+    /// and perspective. When the model is unavailable or no current vector matches, it answers
+    /// from full text and says so in `notice`.
+    pub async fn search_nodes(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        limit: u32,
+        mode: SearchMode,
+    ) -> Result<SearchResults> {
+        check_query(query)?;
+        limits::within("limit", limit, limits::LIMIT)?;
+        let limit = limit as usize;
+        let mut notice = None;
+        if mode == SearchMode::Embedding {
+            match self.query_vectors(workspace, query).await {
+                Ok(query_vectors) => {
+                    let mut best: HashMap<String, SearchHit> = HashMap::new();
+                    for (perspective, vector) in &query_vectors.vectors {
+                        let hits = self
+                            .store
+                            .vector_search(
+                                workspace,
+                                &query_vectors.model,
+                                perspective.id,
+                                vector,
+                                limit * 2,
+                                None,
+                            )
+                            .await?;
+                        for hit in hits {
+                            let better = best.get(&hit.name).is_none_or(|b| hit.score > b.score);
+                            if better {
+                                best.insert(
+                                    hit.name.clone(),
+                                    search_hit(hit, Some(&perspective.name)),
+                                );
+                            }
+                        }
+                    }
+                    if !best.is_empty() {
+                        let mut results: Vec<SearchHit> = best.into_values().collect();
+                        results.sort_by(|a, b| {
+                            b.score
+                                .total_cmp(&a.score)
+                                .then_with(|| a.name.cmp(&b.name))
+                        });
+                        results.truncate(limit);
+                        return Ok(SearchResults {
+                            results,
+                            mode,
+                            notice: None,
+                        });
+                    }
+                    notice = Some(
+                        "no current embedding matched (indexing may still be running); answered by full-text search"
+                            .to_owned(),
+                    );
+                }
+                Err(error) => notice = Some(fallback_notice(&error)?),
+            }
+        }
+        let hits = self
+            .store
+            .text_search(workspace, query, limit * 4, None)
+            .await?;
+        let mut results: Vec<SearchHit> = Vec::new();
+        for hit in hits {
+            if results.len() < limit && !results.iter().any(|r| r.name == hit.name) {
+                results.push(search_hit(hit, None));
+            }
+        }
+        Ok(SearchResults {
+            results,
+            mode: SearchMode::Text,
+            notice,
+        })
+    }
+
+    /// `query_observations`: the observations of one node best matching `query`, best first.
+    /// Falls back from embedding to text mode as [`Memory::search_nodes`] does.
+    pub async fn query_observations(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        query: &str,
+        mode: SearchMode,
+    ) -> Result<ObservationResults> {
+        limits::name("entity_name", entity_name)?;
+        check_query(query)?;
+        // Unknown nodes are an error, not an empty answer.
+        let opened = self
+            .store
+            .open_nodes(workspace, &[entity_name.to_owned()])
+            .await?;
+        let Some(node) = opened.entities.first() else {
+            return Err(Error::node_not_found(entity_name));
+        };
+        let all = node.observations.len().max(1);
+        let mut notice = None;
+        if mode == SearchMode::Embedding {
+            match self.query_vectors(workspace, query).await {
+                Ok(query_vectors) => {
+                    let mut best: HashMap<i64, ScoredObservation> = HashMap::new();
+                    for (perspective, vector) in &query_vectors.vectors {
+                        let hits = self
+                            .store
+                            .vector_search(
+                                workspace,
+                                &query_vectors.model,
+                                perspective.id,
+                                vector,
+                                all,
+                                Some(entity_name),
+                            )
+                            .await?;
+                        for hit in hits {
+                            if best.get(&hit.ordinal).is_none_or(|b| hit.score > b.score) {
+                                best.insert(hit.ordinal, scored(hit));
+                            }
+                        }
+                    }
+                    if !best.is_empty() {
+                        let mut observations: Vec<ScoredObservation> = best.into_values().collect();
+                        observations.sort_by(|a, b| {
+                            b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal))
+                        });
+                        return Ok(ObservationResults {
+                            observations,
+                            mode,
+                            notice: None,
+                        });
+                    }
+                    notice = Some(
+                        "no current embedding for this node yet; answered by full-text search"
+                            .to_owned(),
+                    );
+                }
+                Err(error) => notice = Some(fallback_notice(&error)?),
+            }
+        }
+        let hits = self
+            .store
+            .text_search(workspace, query, all, Some(entity_name))
+            .await?;
+        Ok(ObservationResults {
+            observations: hits.into_iter().map(scored).collect(),
+            mode: SearchMode::Text,
+            notice,
+        })
+    }
+
+    /// `find_similar_nodes`: unrelated pairs whose aggregate vectors (in the `general`
+    /// perspective, or the first enabled one) have cosine similarity ≥ `min_score`
+    /// (−1.0–1.0), best first, at most `limit` (1–1,000).
+    ///
+    /// Errors: [`Error::Unavailable`] without an embedder.
+    pub async fn find_similar_nodes(
+        &self,
+        workspace: WorkspaceId,
+        limit: u32,
+        min_score: f64,
+    ) -> Result<Vec<SimilarPair>> {
+        limits::within("limit", limit, limits::LIMIT)?;
+        if !(-1.0..=1.0).contains(&min_score) {
+            return Err(Error::invalid(
+                "min_score",
+                format!("must be between -1 and 1, got {min_score}"),
+            ));
+        }
+        let embedder = self.required_embedder()?;
+        let perspectives = self.store.perspectives(workspace).await?;
+        let perspective = perspectives
+            .iter()
+            .filter(|p| p.enabled)
+            .find(|p| p.name == "general")
+            .or_else(|| perspectives.iter().find(|p| p.enabled))
+            .ok_or_else(|| {
+                Error::Conflict("every perspective of this workspace is disabled".into())
+            })?;
+        self.store
+            .similar_nodes(
+                workspace,
+                embedder.model_id(),
+                perspective.id,
+                min_score,
+                limit as usize,
+            )
+            .await
+    }
+
+    fn required_embedder(&self) -> Result<&Arc<dyn Embedder>> {
+        self.embedder
+            .as_ref()
+            .ok_or_else(|| Error::Unavailable("no embedding model is configured".into()))
+    }
+
+    async fn query_vectors(&self, workspace: WorkspaceId, query: &str) -> Result<QueryVectors> {
+        let embedder = self.required_embedder()?;
+        let perspectives: Vec<Perspective> = self
+            .store
+            .perspectives(workspace)
+            .await?
+            .into_iter()
+            .filter(|p| p.enabled)
+            .collect();
+        let mut by_text: HashMap<String, Vec<f32>> = HashMap::new();
+        let mut vectors = Vec::with_capacity(perspectives.len());
+        for perspective in perspectives {
+            let text = render_query(&perspective.query_template, query);
+            let vector = match by_text.get(&text) {
+                Some(vector) => vector.clone(),
+                None => {
+                    let vector = embedder.embed_query(&text).await?;
+                    by_text.insert(text, vector.clone());
+                    vector
+                }
+            };
+            vectors.push((perspective, vector));
+        }
+        Ok(QueryVectors {
+            model: embedder.model_id().to_owned(),
+            vectors,
+        })
+    }
+}
+
+fn check_query(query: &str) -> Result<()> {
+    if query.trim().is_empty() {
+        return Err(Error::invalid("query", "must not be empty"));
+    }
+    if !QUERY_BYTES.contains(&query.len()) {
+        return Err(Error::invalid(
+            "query",
+            format!("at most {} bytes, got {}", QUERY_BYTES.end(), query.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// The notice for answering from text because embedding failed; store errors propagate.
+fn fallback_notice(error: &Error) -> Result<String> {
+    match error {
+        Error::Unavailable(reason) => Ok(format!(
+            "embedding search unavailable ({reason}); answered by full-text search"
+        )),
+        other => Err(other.clone()),
+    }
+}
+
+fn search_hit(hit: ObservationHit, perspective: Option<&str>) -> SearchHit {
+    SearchHit {
+        name: hit.name,
+        entity_type: hit.entity_type,
+        summary: hit.summary,
+        matched_observation: hit.content,
+        matched_perspective: perspective.map(str::to_owned),
+        score: hit.score,
+    }
+}
+
+fn scored(hit: ObservationHit) -> ScoredObservation {
+    ScoredObservation {
+        ordinal: hit.ordinal,
+        content: hit.content,
+        score: hit.score,
+    }
+}

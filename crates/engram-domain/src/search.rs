@@ -1,0 +1,148 @@
+//! Search results and the embedding work items that move between the indexer and a store.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Timestamp;
+use crate::perspectives::ObservationContext;
+
+/// How a search ranks: by embedding similarity (default) or by full-text rank.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Cosine similarity of embeddings, across every enabled perspective.
+    #[default]
+    Embedding,
+    /// The database's full-text search and its rank (keyword weights, not meaning).
+    Text,
+}
+
+/// One node found by `search_nodes`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SearchHit {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary, if any.
+    pub summary: Option<String>,
+    /// The observation that matched best.
+    pub matched_observation: String,
+    /// The perspective whose vector matched best (embedding mode only).
+    pub matched_perspective: Option<String>,
+    /// Embedding mode: cosine similarity, −1 to 1 (higher is closer). Text mode: the
+    /// full-text rank (`ts_rank`; a keyword weight, comparable only within one result).
+    pub score: f64,
+}
+
+/// What `search_nodes` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SearchResults {
+    /// The best nodes, best first.
+    pub results: Vec<SearchHit>,
+    /// The mode that produced them (text when embedding mode had to fall back).
+    pub mode: SearchMode,
+    /// Why the mode differs from the one asked for, when it does.
+    pub notice: Option<String>,
+}
+
+/// One observation scored by `query_observations`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ScoredObservation {
+    /// The observation's ordinal.
+    pub ordinal: i64,
+    /// Its text.
+    pub content: String,
+    /// As in [`SearchHit::score`].
+    pub score: f64,
+}
+
+/// What `query_observations` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ObservationResults {
+    /// The node's matching observations, best first.
+    pub observations: Vec<ScoredObservation>,
+    /// The mode that produced them.
+    pub mode: SearchMode,
+    /// Why the mode differs from the one asked for, when it does.
+    pub notice: Option<String>,
+}
+
+/// One pair found by `find_similar_nodes`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SimilarPair {
+    /// One node (the name that sorts first).
+    pub node_a: String,
+    /// The other node.
+    pub node_b: String,
+    /// Cosine similarity of their aggregate vectors.
+    pub similarity: f64,
+    /// `node_a`'s type.
+    pub node_a_type: String,
+    /// `node_b`'s type.
+    pub node_b_type: String,
+}
+
+/// An observation a store found, with its node and a score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservationHit {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary.
+    pub summary: Option<String>,
+    /// The observation's ordinal.
+    pub ordinal: i64,
+    /// The observation's text.
+    pub content: String,
+    /// Cosine similarity or text rank.
+    pub score: f64,
+}
+
+/// An (observation, perspective) pair whose vector is missing or may be stale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingTask {
+    /// The observation.
+    pub observation_id: i64,
+    /// The perspective.
+    pub perspective_id: i64,
+    /// The perspective's document template.
+    pub document_template: String,
+    /// What the template renders.
+    pub context: ObservationContext,
+    /// The node's `updated_at` when the context was read.
+    pub source_updated_at: Timestamp,
+    /// The hash of the text the stored vector was made from, if there is one.
+    pub stored_hash: Option<Vec<u8>>,
+}
+
+/// The indexer's answer for one task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingRecord {
+    /// The observation.
+    pub observation_id: i64,
+    /// The perspective.
+    pub perspective_id: i64,
+    /// Hash of the rendered text ([`text_hash`]).
+    pub text_hash: Vec<u8>,
+    /// The task's `source_updated_at`.
+    pub source_updated_at: Timestamp,
+    /// The new vector, or `None` when the text is unchanged and the stored vector stays.
+    pub vector: Option<Vec<f32>>,
+}
+
+/// A stable 64-bit FNV-1a hash of a rendered text, for telling changed texts from unchanged.
+pub fn text_hash(text: &str) -> Vec<u8> {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash.to_be_bytes().to_vec()
+}

@@ -1,0 +1,413 @@
+//! Perspectives, the indexer's queue, vector and full-text search, similar nodes, coverage.
+//!
+//! Vectors of any dimension share one `vector` column; HNSW indexes are partial expression
+//! indexes per dimension (`(embedding::vector(384)) … WHERE dims = 384`), created on first use
+//! ([`ensure_hnsw_indexes`]). PostgreSQL uses them only when a query repeats the expression and
+//! the predicate with the dimension as a literal, so search SQL is formatted per dimension.
+
+use deadpool_postgres::GenericClient;
+use engram_domain::perspectives::{DEFAULT_PERSPECTIVES, ObservationContext, Perspective};
+use engram_domain::*;
+use pgvector::Vector;
+
+use crate::error::db;
+
+/// Candidates the HNSW scan keeps per query; higher is more accurate and slower.
+const EF_SEARCH: i32 = 100;
+
+pub(crate) async fn seed_perspectives(client: &impl GenericClient, workspace: i64) -> Result<()> {
+    let names: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.0).collect();
+    let documents: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.1).collect();
+    let queries: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.2).collect();
+    client
+        .execute(
+            "INSERT INTO perspectives (workspace_id, name, document_template, query_template)
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[])
+             ON CONFLICT (workspace_id, name) DO NOTHING",
+            &[&workspace, &names, &documents, &queries],
+        )
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+pub(crate) async fn perspectives(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+) -> Result<Vec<Perspective>> {
+    let rows = client
+        .query(
+            "SELECT id, name, document_template, query_template, enabled
+             FROM perspectives WHERE workspace_id = $1 ORDER BY name",
+            &[&workspace.0],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| Perspective {
+            id: row.get("id"),
+            name: row.get("name"),
+            document_template: row.get("document_template"),
+            query_template: row.get("query_template"),
+            enabled: row.get("enabled"),
+        })
+        .collect())
+}
+
+pub(crate) async fn pending_embeddings(
+    client: &impl GenericClient,
+    model: &str,
+    limit: usize,
+) -> Result<Vec<EmbeddingTask>> {
+    let statement = client
+        .prepare_cached(include_str!("sql/pending_embeddings.sql"))
+        .await
+        .map_err(db)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = client
+        .query(&statement, &[&model, &limit])
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| EmbeddingTask {
+            observation_id: row.get("observation_id"),
+            perspective_id: row.get("perspective_id"),
+            document_template: row.get("document_template"),
+            context: ObservationContext {
+                content: row.get("content"),
+                ordinal: row.get("ordinal"),
+                created_at: row.get("created_at"),
+                name: row.get("name"),
+                entity_type: row.get("entity_type"),
+                tags: row.get("tags"),
+                summary: row.get("summary"),
+                relations: row.get("relations"),
+            },
+            source_updated_at: row.get("source_updated_at"),
+            stored_hash: row.get("text_hash"),
+        })
+        .collect())
+}
+
+/// Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
+/// aggregates. Returns the dimensions of the vectors written (for index creation).
+pub(crate) async fn save_embeddings(
+    client: &impl GenericClient,
+    model: &str,
+    records: &[EmbeddingRecord],
+) -> Result<Vec<i32>> {
+    let (embedded, unchanged): (Vec<&EmbeddingRecord>, Vec<&EmbeddingRecord>) =
+        records.iter().partition(|r| r.vector.is_some());
+    let mut dims: Vec<i32> = Vec::new();
+    if !embedded.is_empty() {
+        let observation_ids: Vec<i64> = embedded.iter().map(|r| r.observation_id).collect();
+        let perspective_ids: Vec<i64> = embedded.iter().map(|r| r.perspective_id).collect();
+        let hashes: Vec<&[u8]> = embedded.iter().map(|r| r.text_hash.as_slice()).collect();
+        let sources: Vec<Timestamp> = embedded.iter().map(|r| r.source_updated_at).collect();
+        let vectors: Vec<Vector> = embedded
+            .iter()
+            .filter_map(|r| r.vector.clone())
+            .map(Vector::from)
+            .collect();
+        for vector in &vectors {
+            let d = i32::try_from(vector.as_slice().len()).unwrap_or(i32::MAX);
+            if !dims.contains(&d) {
+                dims.push(d);
+            }
+        }
+        let statement = client
+            .prepare_cached(include_str!("sql/save_embeddings.sql"))
+            .await
+            .map_err(db)?;
+        client
+            .execute(
+                &statement,
+                &[
+                    &model,
+                    &observation_ids,
+                    &perspective_ids,
+                    &hashes,
+                    &sources,
+                    &vectors,
+                ],
+            )
+            .await
+            .map_err(db)?;
+    }
+    if !unchanged.is_empty() {
+        let observation_ids: Vec<i64> = unchanged.iter().map(|r| r.observation_id).collect();
+        let perspective_ids: Vec<i64> = unchanged.iter().map(|r| r.perspective_id).collect();
+        let sources: Vec<Timestamp> = unchanged.iter().map(|r| r.source_updated_at).collect();
+        client
+            .execute(
+                "UPDATE embeddings e SET source_updated_at = r.source_updated_at
+                 FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[])
+                      AS r (observation_id, perspective_id, source_updated_at)
+                 WHERE e.observation_id = r.observation_id
+                   AND e.perspective_id = r.perspective_id AND e.model = $1",
+                &[&model, &observation_ids, &perspective_ids, &sources],
+            )
+            .await
+            .map_err(db)?;
+    }
+    let all_ids: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
+    let statement = client
+        .prepare_cached(include_str!("sql/refresh_node_embeddings.sql"))
+        .await
+        .map_err(db)?;
+    client
+        .execute(&statement, &[&model, &all_ids])
+        .await
+        .map_err(db)?;
+    // Nodes that lost every observation keep no aggregate.
+    client
+        .execute(
+            "DELETE FROM node_embeddings ne WHERE ne.model = $1
+               AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = ne.node_id)",
+            &[&model],
+        )
+        .await
+        .map_err(db)?;
+    Ok(dims)
+}
+
+/// Creates the HNSW indexes for `dims` if they are missing. `CREATE INDEX CONCURRENTLY`
+/// cannot run in a transaction, so this takes a plain pooled connection.
+pub(crate) async fn ensure_hnsw_indexes(client: &impl GenericClient, dims: i32) -> Result<()> {
+    for table in ["embeddings", "node_embeddings"] {
+        client
+            .batch_execute(&format!(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {table}_hnsw_{dims} ON {table}
+                 USING hnsw ((embedding::vector({dims})) vector_cosine_ops)
+                 WHERE dims = {dims}"
+            ))
+            .await
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
+fn hit(row: &tokio_postgres::Row) -> ObservationHit {
+    ObservationHit {
+        name: row.get("name"),
+        entity_type: row.get("entity_type"),
+        summary: row.get("summary"),
+        ordinal: row.get("ordinal"),
+        content: row.get("content"),
+        score: f64::from(row.get::<_, f32>("score")),
+    }
+}
+
+/// Nearest observations by cosine distance. Runs inside a transaction (for `SET LOCAL`).
+pub(crate) async fn vector_search(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    model: &str,
+    perspective: i64,
+    vector: &[f32],
+    k: usize,
+    within: Option<&str>,
+) -> Result<Vec<ObservationHit>> {
+    let dims = vector.len();
+    // Iterative scans keep going past filtered-out rows, so a workspace filter still
+    // returns k rows (pgvector >= 0.8).
+    client
+        .batch_execute(&format!(
+            "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        ))
+        .await
+        .map_err(db)?;
+    let node_filter = if within.is_some() {
+        "AND n.name = $6"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT * FROM (
+             SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content,
+                    (1 - (e.embedding::vector({dims}) <=> $4::vector({dims})))::real AS score
+             FROM embeddings e
+             JOIN observations o ON o.id = e.observation_id
+             JOIN nodes n ON n.id = o.node_id
+             WHERE e.dims = {dims} AND e.workspace_id = $1 AND e.model = $2
+               AND e.perspective_id = $3 {node_filter}
+             ORDER BY e.embedding::vector({dims}) <=> $4::vector({dims})
+             LIMIT $5
+         ) hits ORDER BY score DESC, name, ordinal"
+    );
+    let query = Vector::from(vector.to_vec());
+    let k = i64::try_from(k).unwrap_or(i64::MAX);
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = match within {
+        Some(name) => {
+            client
+                .query(
+                    &statement,
+                    &[&workspace.0, &model, &perspective, &query, &k, &name],
+                )
+                .await
+        }
+        None => {
+            client
+                .query(
+                    &statement,
+                    &[&workspace.0, &model, &perspective, &query, &k],
+                )
+                .await
+        }
+    }
+    .map_err(db)?;
+    Ok(rows.iter().map(hit).collect())
+}
+
+/// Full-text search: any of the query's terms (stemmed, stop words dropped), ranked by
+/// `ts_rank`, so a question in plain words still finds the facts that share its terms.
+pub(crate) async fn text_search(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    query: &str,
+    limit: usize,
+    within: Option<&str>,
+) -> Result<Vec<ObservationHit>> {
+    let node_filter = if within.is_some() {
+        "AND n.name = $4"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "WITH q AS (
+             SELECT nullif(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery
+                    AS terms
+         )
+         SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content,
+                ts_rank(o.content_tsv, q.terms)::real AS score
+         FROM q, observations o
+         JOIN nodes n ON n.id = o.node_id
+         WHERE o.workspace_id = $1 AND o.content_tsv @@ q.terms {node_filter}
+         ORDER BY score DESC, n.name, o.ordinal
+         LIMIT $3"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = match within {
+        Some(name) => {
+            client
+                .query(&statement, &[&workspace.0, &query, &limit, &name])
+                .await
+        }
+        None => {
+            client
+                .query(&statement, &[&workspace.0, &query, &limit])
+                .await
+        }
+    }
+    .map_err(db)?;
+    Ok(rows.iter().map(hit).collect())
+}
+
+/// Unrelated pairs of similar nodes: for each node, its nearest neighbours by aggregate
+/// vector through the HNSW index (not all pairs), then the pairs above `min_score`.
+pub(crate) async fn similar_nodes(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    model: &str,
+    perspective: i64,
+    min_score: f64,
+    limit: usize,
+) -> Result<Vec<SimilarPair>> {
+    let Some(dims) = client
+        .query_opt(
+            "SELECT dims FROM node_embeddings
+             WHERE workspace_id = $1 AND model = $2 AND perspective_id = $3 LIMIT 1",
+            &[&workspace.0, &model, &perspective],
+        )
+        .await
+        .map_err(db)?
+        .map(|row| row.get::<_, i32>(0))
+    else {
+        return Ok(Vec::new());
+    };
+    client
+        .batch_execute(&format!(
+            "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        ))
+        .await
+        .map_err(db)?;
+    let sql = format!(
+        "SELECT least(a.name, b.name) AS node_a, greatest(a.name, b.name) AS node_b,
+                max(pair.similarity)::float8 AS similarity,
+                min(CASE WHEN a.name < b.name THEN a.entity_type ELSE b.entity_type END) AS node_a_type,
+                min(CASE WHEN a.name < b.name THEN b.entity_type ELSE a.entity_type END) AS node_b_type
+         FROM node_embeddings x
+         JOIN nodes a ON a.id = x.node_id
+         CROSS JOIN LATERAL (
+             SELECT y.node_id,
+                    1 - (y.embedding::vector({dims}) <=> x.embedding::vector({dims})) AS similarity
+             FROM node_embeddings y
+             WHERE y.dims = {dims} AND y.workspace_id = $1 AND y.model = $2
+               AND y.perspective_id = $3 AND y.node_id <> x.node_id
+             ORDER BY y.embedding::vector({dims}) <=> x.embedding::vector({dims})
+             LIMIT 10
+         ) pair
+         JOIN nodes b ON b.id = pair.node_id
+         WHERE x.dims = {dims} AND x.workspace_id = $1 AND x.model = $2 AND x.perspective_id = $3
+           AND pair.similarity >= $4
+           AND NOT EXISTS (
+               SELECT 1 FROM relations r
+               WHERE (r.from_node_id = a.id AND r.to_node_id = b.id)
+                  OR (r.from_node_id = b.id AND r.to_node_id = a.id))
+         GROUP BY 1, 2
+         ORDER BY similarity DESC, node_a, node_b
+         LIMIT $5"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = client
+        .query(
+            &sql,
+            &[&workspace.0, &model, &perspective, &min_score, &limit],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| SimilarPair {
+            node_a: row.get("node_a"),
+            node_b: row.get("node_b"),
+            similarity: row.get("similarity"),
+            node_a_type: row.get("node_a_type"),
+            node_b_type: row.get("node_b_type"),
+        })
+        .collect())
+}
+
+pub(crate) async fn embedding_coverage(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    model: &str,
+) -> Result<f64> {
+    let row = client
+        .query_one(
+            "SELECT
+                 (SELECT count(*) FROM observations o
+                  JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+                  WHERE o.workspace_id = $1) AS total,
+                 (SELECT count(*) FROM embeddings e
+                  JOIN observations o ON o.id = e.observation_id
+                  JOIN nodes n ON n.id = o.node_id
+                  JOIN perspectives p ON p.id = e.perspective_id AND p.enabled
+                  WHERE e.workspace_id = $1 AND e.model = $2
+                    AND e.source_updated_at = n.updated_at) AS current",
+            &[&workspace.0, &model],
+        )
+        .await
+        .map_err(db)?;
+    let total: i64 = row.get("total");
+    let current: i64 = row.get("current");
+    Ok(if total == 0 {
+        1.0
+    } else {
+        current as f64 / total as f64
+    })
+}
