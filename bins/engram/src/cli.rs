@@ -27,13 +27,60 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply the database migrations this build carries that the database lacks.
     Migrate,
+    /// Re-embed every observation of a workspace from scratch (after changing models or
+    /// perspectives), with a progress bar.
+    Reindex {
+        /// The workspace.
+        workspace: String,
+        #[command(flatten)]
+        embed: EmbedArgs,
+    },
     /// Create, list, rename and delete workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
 }
 
+/// The embedding model.
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Embedding model: `local` (all-MiniLM-L6-v2 in-process, fetched on first use),
+    /// `ollama` (an Ollama server), or `none` (full-text search only). Default: `ollama` when
+    /// OLLAMA_HOST is set, else `local`.
+    #[arg(long, env = "ENGRAM_EMBEDDER", value_parser = ["local", "ollama", "none"])]
+    pub embedder: Option<String>,
+    /// The Ollama server.
+    #[arg(long, env = "OLLAMA_HOST", default_value = "http://127.0.0.1:11434")]
+    pub ollama_host: String,
+    /// The Ollama embedding model.
+    #[arg(long, env = "ENGRAM_EMBED_MODEL", default_value = "nomic-embed-text")]
+    pub embed_model: String,
+}
+
+impl EmbedArgs {
+    /// The embedder these arguments select.
+    pub fn choice(&self) -> engram::indexing::EmbedderChoice {
+        use engram::indexing::EmbedderChoice;
+        let ollama_configured = std::env::var_os("OLLAMA_HOST").is_some();
+        match self.embedder.as_deref() {
+            Some("none") => EmbedderChoice::None,
+            Some("ollama") => self.ollama(),
+            None if ollama_configured => self.ollama(),
+            _ => EmbedderChoice::Local,
+        }
+    }
+
+    fn ollama(&self) -> engram::indexing::EmbedderChoice {
+        engram::indexing::EmbedderChoice::Ollama {
+            host: self.ollama_host.clone(),
+            model: self.embed_model.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub embed: EmbedArgs,
     /// Address to listen on. Non-loopback clients also need --allowed-host.
     #[arg(long, env = "ENGRAM_BIND", default_value = "127.0.0.1:8765")]
     pub bind: SocketAddr,

@@ -2,6 +2,7 @@
 //! the end-to-end tests start the same server on `127.0.0.1:0`.
 
 pub mod http;
+pub mod indexing;
 
 use engram_domain::{Memory, Workspace};
 use engram_mcp::{Binding, EngramServer};

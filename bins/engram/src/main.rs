@@ -1,6 +1,7 @@
 //! The `engram` command: serve MCP, migrate the database, manage workspaces.
 
 mod cli;
+mod reindex;
 
 use std::sync::Arc;
 
@@ -8,8 +9,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use cli::{Cli, Command, ServeArgs, WorkspaceCommand};
 use engram::http::Guard;
-use engram_domain::Memory;
+use engram_domain::{Memory, MemoryStore};
 use engram_pg::PgStore;
+use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -52,6 +54,10 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Reindex { workspace, embed } => {
+            ensure_migrated(&store).await?;
+            reindex::run(Arc::new(store), &workspace, &embed.choice()).await
+        }
         Command::Workspace(command) => {
             ensure_migrated(&store).await?;
             workspace(&Memory::new(Arc::new(store)), command).await
@@ -75,7 +81,26 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
             tracing::info!(%migration, "applied migration");
         }
     }
-    let memory = Memory::new(Arc::new(store));
+    let store: Arc<dyn MemoryStore> = Arc::new(store);
+    let shutdown = CancellationToken::new();
+    let mut memory = Memory::new(store.clone());
+    let embedder = args.embed.choice().build()?;
+    match &embedder {
+        Some(embedder) => {
+            tracing::info!(
+                store = "postgresql",
+                embedder = embedder.model_id(),
+                "engram starting"
+            );
+            memory = memory.with_embedder(embedder.clone());
+            tokio::spawn(engram::indexing::run_indexer(
+                store.clone(),
+                embedder.clone(),
+                shutdown.clone(),
+            ));
+        }
+        None => tracing::info!(store = "postgresql", embedder = "none", "engram starting"),
+    }
     if let Some(name) = &args.create_workspace {
         match memory.create_workspace(name).await {
             Ok(_) => tracing::info!(workspace = %name, "created workspace"),
@@ -89,7 +114,9 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
             format!("workspace {name:?}: create it with `engram workspace create {name}`")
         })?;
         tracing::info!(workspace = %workspace.name, "serving MCP over stdio");
-        return engram::serve_stdio(memory, workspace).await;
+        let served = engram::serve_stdio(memory, workspace).await;
+        shutdown.cancel();
+        return served;
     }
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
@@ -103,7 +130,12 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
     };
-    engram::http::serve(memory, guard, listener, shutdown_signal()).await?;
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        stop.cancel();
+    });
+    engram::http::serve(memory, guard, listener, shutdown.cancelled_owned()).await?;
     tracing::info!("engram stopped");
     Ok(())
 }

@@ -207,4 +207,9 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// A number that changes whenever anything is written in any workspace (the newest
     /// event's id), so an idle indexer can tell cheaply whether to look for work.
     async fn change_marker(&self) -> Result<i64>;
+    /// Deletes the workspace's `model` vectors (observation and node level), so the indexer
+    /// embeds everything again; returns how many observation vectors were dropped.
+    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64>;
+    /// How many (observation, enabled perspective) pairs the workspace has.
+    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
 }

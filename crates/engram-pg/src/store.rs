@@ -371,4 +371,14 @@ impl MemoryStore for PgStore {
             .map_err(db)?;
         Ok(row.get(0))
     }
+
+    #[instrument(skip_all)]
+    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
+        write!(self, |tx| vectors::clear_embeddings(&tx, workspace, model))
+    }
+
+    #[instrument(skip_all)]
+    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
+        read!(self, |tx| vectors::embedding_pairs(&tx, workspace))
+    }
 }

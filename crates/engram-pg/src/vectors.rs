@@ -411,3 +411,40 @@ pub(crate) async fn embedding_coverage(
         current as f64 / total as f64
     })
 }
+
+pub(crate) async fn clear_embeddings(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    model: &str,
+) -> Result<u64> {
+    client
+        .execute(
+            "DELETE FROM node_embeddings WHERE workspace_id = $1 AND model = $2",
+            &[&workspace.0, &model],
+        )
+        .await
+        .map_err(db)?;
+    client
+        .execute(
+            "DELETE FROM embeddings WHERE workspace_id = $1 AND model = $2",
+            &[&workspace.0, &model],
+        )
+        .await
+        .map_err(db)
+}
+
+pub(crate) async fn embedding_pairs(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+) -> Result<u64> {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM observations o
+             JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+             WHERE o.workspace_id = $1",
+            &[&workspace.0],
+        )
+        .await
+        .map_err(db)?;
+    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}

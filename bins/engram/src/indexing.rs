@@ -1,0 +1,94 @@
+//! The background indexer loop and the choice of embedder.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use engram_domain::{Embedder, Indexer, MemoryStore};
+use tokio_util::sync::CancellationToken;
+
+/// Pairs embedded per pass: one model batch, small enough to keep passes short.
+pub const BATCH_SIZE: usize = 64;
+/// How often an idle indexer checks for writes.
+const IDLE_POLL: Duration = Duration::from_millis(500);
+/// An idle indexer looks for work at least this often, even without new writes (for
+/// perspective changes, which write no events).
+const IDLE_MAX: Duration = Duration::from_secs(30);
+/// The longest wait between retries while the embedder or the database is failing.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Which embedding model serves semantic search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbedderChoice {
+    /// all-MiniLM-L6-v2 in-process.
+    Local,
+    /// An Ollama server at `host` with `model`.
+    Ollama {
+        /// `http://host:port`.
+        host: String,
+        /// e.g. `nomic-embed-text`.
+        model: String,
+    },
+    /// No semantic search; embedding-mode searches answer from full text.
+    None,
+}
+
+impl EmbedderChoice {
+    /// Builds the embedder (cheap: the local model loads on first use).
+    pub fn build(&self) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+        Ok(match self {
+            Self::Local => Some(Arc::new(engram_embed::LocalEmbedder::new())),
+            Self::Ollama { host, model } => {
+                Some(Arc::new(engram_embed::OllamaEmbedder::new(host, model)?))
+            }
+            Self::None => None,
+        })
+    }
+}
+
+/// Keeps vectors current until `shutdown`: passes back to back while work remains; when
+/// idle, waits for a write (the store's change marker) or [`IDLE_MAX`]; on failure (the
+/// embedder or the database down) retries with backoff, losing nothing.
+pub async fn run_indexer(
+    store: Arc<dyn MemoryStore>,
+    embedder: Arc<dyn Embedder>,
+    shutdown: CancellationToken,
+) {
+    let indexer = Indexer::new(store.clone(), embedder.clone(), BATCH_SIZE);
+    let mut backoff = IDLE_POLL;
+    tracing::info!(model = embedder.model_id(), "indexer started");
+    while !shutdown.is_cancelled() {
+        let marker = store.change_marker().await.ok();
+        match indexer.run_once().await {
+            Ok(0) => {
+                backoff = IDLE_POLL;
+                wait_for_change(&*store, marker, &shutdown).await;
+            }
+            Ok(done) => {
+                backoff = IDLE_POLL;
+                tracing::debug!(done, "indexed");
+            }
+            Err(error) => {
+                tracing::warn!(%error, retry_in = ?backoff, "indexing failed; will retry");
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    tracing::info!("indexer stopped");
+}
+
+async fn wait_for_change(store: &dyn MemoryStore, seen: Option<i64>, shutdown: &CancellationToken) {
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < IDLE_MAX {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(IDLE_POLL) => {}
+        }
+        if store.change_marker().await.ok() != seen {
+            return;
+        }
+    }
+}

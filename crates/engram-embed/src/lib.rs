@@ -1,0 +1,21 @@
+//! engram's embedders: implementations of [`engram_domain::Embedder`].
+//!
+//! - [`LocalEmbedder`]: all-MiniLM-L6-v2 (384 dimensions) in-process with candle, the
+//!   default; its files are fetched on first use (see [`local::ensure_model_files`]).
+//! - [`OllamaEmbedder`]: any embedding model served by Ollama (`/api/embed`).
+//!
+//! Both return L2-normalised vectors, so cosine similarity is a dot product.
+
+pub mod local;
+pub mod ollama;
+
+pub use local::LocalEmbedder;
+pub use ollama::OllamaEmbedder;
+
+/// Scales `vector` to unit length (a zero vector is left as it is).
+fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|x| *x /= norm);
+    }
+}
