@@ -222,6 +222,31 @@ pub async fn exercise_every_tool(client: &Client) {
     assert_eq!(gone, json!({"deleted": ["Carol"], "not_found": ["Nobody"]}));
     assert_eq!(ok(client, "get_stats", json!({})).await["node_count"], 3);
 
+    let found = ok(
+        client,
+        "search_nodes",
+        json!({"query": "Lisbon", "mode": "text"}),
+    )
+    .await;
+    assert_eq!(found["mode"], "text");
+    assert_eq!(found["results"][0]["name"], "Alice");
+    assert_eq!(
+        found["results"][0]["matched_observation"],
+        "lives in Lisbon"
+    );
+    let within = ok(
+        client,
+        "query_observations",
+        json!({"entity_name": "Alice", "query": "tea", "mode": "text"}),
+    )
+    .await;
+    assert_eq!(
+        within["observations"],
+        json!([{"ordinal": 3, "content": "likes tea", "score": within["observations"][0]["score"]}])
+    );
+    let similar = ok(client, "find_similar_nodes", json!({"min_score": 0.999})).await;
+    assert!(similar["pairs"].as_array().unwrap().is_empty(), "{similar}");
+
     // What a model can fix comes back as a tool error naming the problem.
     let missing = tool_error(
         client,
@@ -240,6 +265,39 @@ pub async fn exercise_every_tool(client: &Client) {
         too_deep.contains("`depth`") && too_deep.contains("between 0 and 6"),
         "{too_deep}"
     );
+}
+
+/// Semantic search through MCP: the indexer embeds in the background; once coverage is
+/// complete, a paraphrase finds its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paraphrase_finds_its_node_over_mcp() {
+    let server = TestServer::start(&["demo"]).await;
+    let client = server.streamable_client("demo").await;
+    ok(&client, "create_entities", json!({"entities": [
+        {"name": "Alice", "entity_type": "person", "observations": ["Alice moved to Lisbon in March"]},
+        {"name": "Bob", "entity_type": "person", "observations": ["Bob compiles Rust with cargo"]},
+    ]})).await;
+    let mut coverage = 0.0;
+    for _ in 0..600 {
+        coverage = ok(&client, "get_stats", json!({})).await["embedding_coverage"]
+            .as_f64()
+            .unwrap();
+        if coverage >= 1.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(coverage, 1.0, "the indexer did not finish");
+    let found = ok(
+        &client,
+        "search_nodes",
+        json!({"query": "where does Alice live now"}),
+    )
+    .await;
+    assert_eq!(found["mode"], "embedding");
+    assert_eq!(found["results"][0]["name"], "Alice");
+    assert!(found["results"][0]["matched_perspective"].is_string());
+    client.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -36,8 +36,11 @@ impl TestServer {
     /// Starts a server with workspaces `names` already created.
     pub async fn start(workspaces: &[&str]) -> Self {
         let database_url = engram_pg::testing::fresh_database().await;
-        let store = PgStore::connect(&database_url).await.unwrap();
-        let memory = Memory::new(Arc::new(store));
+        let store: Arc<dyn engram_domain::MemoryStore> =
+            Arc::new(PgStore::connect(&database_url).await.unwrap());
+        let embedder: Arc<dyn engram_domain::Embedder> =
+            Arc::new(engram_embed::LocalEmbedder::new());
+        let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
         for name in workspaces {
             memory.create_workspace(name).await.unwrap();
         }
@@ -45,9 +48,16 @@ impl TestServer {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
         let server_memory = memory.clone();
+        let indexing = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(engram::indexing::run_indexer(
+            store,
+            embedder,
+            indexing.clone(),
+        ));
         tokio::spawn(async move {
-            let shutdown = async {
+            let shutdown = async move {
                 let _ = stopped.await;
+                indexing.cancel();
             };
             engram::http::serve(server_memory, Guard::default(), listener, shutdown)
                 .await

@@ -102,8 +102,7 @@ async fn vectors_match_sentence_transformers() {
         texts: Vec<String>,
         vectors: Vec<Vec<f32>>,
     }
-    let reference: Reference =
-        serde_json::from_str(include_str!("reference.json")).unwrap();
+    let reference: Reference = serde_json::from_str(include_str!("reference.json")).unwrap();
     let vectors = EMBEDDER.embed_documents(&reference.texts).await.unwrap();
     for ((text, expected), actual) in reference.texts.iter().zip(&reference.vectors).zip(&vectors) {
         let cosine = dot(expected, actual);

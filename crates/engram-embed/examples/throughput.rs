@@ -1,0 +1,46 @@
+//! Fetches the local model's files (if missing), loads the model and measures its
+//! throughput: `cargo run -p engram-embed --example throughput [SENTENCES]`.
+
+use std::time::Instant;
+
+use engram_domain::Embedder;
+use engram_embed::LocalEmbedder;
+use engram_embed::local::ensure_model_files;
+
+#[tokio::main]
+async fn main() -> Result<(), engram_domain::Error> {
+    let count: usize = std::env::args()
+        .nth(1)
+        .and_then(|arg| arg.parse().ok())
+        .unwrap_or(512);
+
+    let started = Instant::now();
+    let dir = tokio::task::spawn_blocking(ensure_model_files)
+        .await
+        .map_err(|err| engram_domain::Error::Internal(err.to_string()))??;
+    println!("model files: {} ({:.2?})", dir.display(), started.elapsed());
+
+    let embedder = LocalEmbedder::from_dir(dir);
+    let started = Instant::now();
+    embedder.load().await?;
+    println!("model load: {:.2?}", started.elapsed());
+
+    let texts: Vec<String> = (0..count)
+        .map(|i| {
+            format!(
+                "Observation {i}: the team moved the indexer to a background task and \
+                 measured {} embeddings per batch on the build machine",
+                i % 97
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let vectors = embedder.embed_documents(&texts).await?;
+    let elapsed = started.elapsed();
+    println!(
+        "embedded {} texts in {elapsed:.2?}: {:.0} texts/s",
+        vectors.len(),
+        vectors.len() as f64 / elapsed.as_secs_f64()
+    );
+    Ok(())
+}
