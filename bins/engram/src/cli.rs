@@ -38,6 +38,9 @@ pub enum Command {
     /// Create, list, rename and delete workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// List and change a workspace's embedding perspectives.
+    #[command(subcommand)]
+    Perspectives(PerspectiveCommand),
 }
 
 /// The embedding model.
@@ -141,5 +144,35 @@ pub enum WorkspaceCommand {
         /// Delete even if it holds nodes.
         #[arg(long)]
         force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PerspectiveCommand {
+    /// List a workspace's perspectives with their templates.
+    List {
+        /// The workspace.
+        workspace: String,
+    },
+    /// Add a perspective, or change or enable/disable one. Templates use `{observation}`,
+    /// `{name}`, `{entity_type}`, `{tags}`, `{summary}`, `{relations}`, `{ordinal}`, `{date}`
+    /// (document) and `{query}` (query). Changing a document template re-embeds it.
+    Set {
+        /// The workspace.
+        workspace: String,
+        /// The perspective, e.g. `general` or a new name.
+        name: String,
+        /// The document template (default: unchanged, or `{name}: {observation}` when new).
+        #[arg(long)]
+        document: Option<String>,
+        /// The query template (default: unchanged, or `{query}` when new).
+        #[arg(long)]
+        query: Option<String>,
+        /// Stop indexing and searching this perspective.
+        #[arg(long, conflicts_with = "enable")]
+        disable: bool,
+        /// Index and search this perspective again.
+        #[arg(long)]
+        enable: bool,
     },
 }

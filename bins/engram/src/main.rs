@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, ServeArgs, WorkspaceCommand};
+use cli::{Cli, Command, PerspectiveCommand, ServeArgs, WorkspaceCommand};
 use engram::http::Guard;
 use engram_domain::{Memory, MemoryStore};
 use engram_pg::PgStore;
@@ -57,6 +57,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Reindex { workspace, embed } => {
             ensure_migrated(&store).await?;
             reindex::run(Arc::new(store), &workspace, &embed.choice()).await
+        }
+        Command::Perspectives(command) => {
+            ensure_migrated(&store).await?;
+            perspectives(&Memory::new(Arc::new(store)), command).await
         }
         Command::Workspace(command) => {
             ensure_migrated(&store).await?;
@@ -183,6 +187,61 @@ async fn workspace(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
         WorkspaceCommand::Delete { name, force } => {
             memory.delete_workspace(&name, force).await?;
             println!("deleted workspace {name}");
+        }
+    }
+    Ok(())
+}
+
+async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()> {
+    match command {
+        PerspectiveCommand::List { workspace } => {
+            let workspace = memory.workspace(&workspace).await?;
+            for p in memory.perspectives(workspace.id).await? {
+                let state = if p.enabled { "enabled" } else { "disabled" };
+                println!("{} ({state})", p.name);
+                println!("  document: {}", p.document_template);
+                println!("  query:    {}", p.query_template);
+            }
+        }
+        PerspectiveCommand::Set {
+            workspace,
+            name,
+            document,
+            query,
+            disable,
+            enable,
+        } => {
+            let workspace = memory.workspace(&workspace).await?;
+            let existing = memory
+                .perspectives(workspace.id)
+                .await?
+                .into_iter()
+                .find(|p| p.name == name);
+            let perspective = engram_domain::perspectives::Perspective {
+                id: 0,
+                document_template: document
+                    .or_else(|| existing.as_ref().map(|p| p.document_template.clone()))
+                    .unwrap_or_else(|| "{name}: {observation}".into()),
+                query_template: query
+                    .or_else(|| existing.as_ref().map(|p| p.query_template.clone()))
+                    .unwrap_or_else(|| "{query}".into()),
+                enabled: if disable {
+                    false
+                } else {
+                    enable || existing.as_ref().is_none_or(|p| p.enabled)
+                },
+                name,
+            };
+            let stored = memory.set_perspective(workspace.id, &perspective).await?;
+            let state = if stored.enabled {
+                "enabled"
+            } else {
+                "disabled"
+            };
+            println!(
+                "perspective {} of {} is set ({state})",
+                stored.name, workspace.name
+            );
         }
     }
     Ok(())

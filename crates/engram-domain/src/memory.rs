@@ -80,6 +80,26 @@ impl Memory {
         self.store.delete_workspace(name, force).await
     }
 
+    /// The workspace's perspectives.
+    pub async fn perspectives(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<crate::perspectives::Perspective>> {
+        self.store.perspectives(workspace).await
+    }
+
+    /// Creates or changes a perspective: a name of 1–64 characters of `a–z 0–9 _ -`, a
+    /// document template (1–4,096 bytes) that uses `{observation}`, and a query template
+    /// (1–4,096 bytes) that uses `{query}`.
+    pub async fn set_perspective(
+        &self,
+        workspace: WorkspaceId,
+        perspective: &crate::perspectives::Perspective,
+    ) -> Result<crate::perspectives::Perspective> {
+        crate::perspectives::validate(perspective)?;
+        self.store.set_perspective(workspace, perspective).await
+    }
+
     /// `create_entities`. Names must be unique within the batch; at most 1,000 entities and
     /// 1,000 observations per call.
     pub async fn create_entities(

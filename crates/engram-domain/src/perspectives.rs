@@ -84,6 +84,40 @@ pub struct ObservationContext {
     pub relations: Vec<String>,
 }
 
+/// Checks a perspective a user defines: a name of 1–64 characters of `a–z 0–9 _ -`, and
+/// templates of 1–4,096 bytes, the document one using `{observation}` and the query one
+/// `{query}`.
+pub fn validate(perspective: &Perspective) -> crate::Result<()> {
+    use crate::Error;
+    let name = &perspective.name;
+    let valid_name = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !valid_name {
+        return Err(Error::invalid(
+            "name",
+            "1–64 characters of a–z, 0–9, '_' and '-'",
+        ));
+    }
+    for (field, template, placeholder) in [
+        (
+            "document_template",
+            &perspective.document_template,
+            "{observation}",
+        ),
+        ("query_template", &perspective.query_template, "{query}"),
+    ] {
+        if !(1..=4_096).contains(&template.len()) {
+            return Err(Error::invalid(field, "must be 1–4,096 bytes"));
+        }
+        if !template.contains(placeholder) {
+            return Err(Error::invalid(field, format!("must use {placeholder}")));
+        }
+    }
+    Ok(())
+}
+
 /// Renders `template` for an observation.
 pub fn render_document(template: &str, context: &ObservationContext) -> String {
     let mut relations = context.relations.clone();

@@ -212,4 +212,12 @@ pub trait MemoryStore: Send + Sync + 'static {
     async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64>;
     /// How many (observation, enabled perspective) pairs the workspace has.
     async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
+    /// Creates or changes the workspace's perspective `perspective.name` (its id is ignored)
+    /// and returns it as stored. Vectors of changed perspectives become stale and are
+    /// re-embedded by the indexer.
+    async fn set_perspective(
+        &self,
+        workspace: WorkspaceId,
+        perspective: &Perspective,
+    ) -> Result<Perspective>;
 }

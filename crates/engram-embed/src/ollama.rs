@@ -16,6 +16,9 @@ use crate::normalize;
 /// Ollama's address when `OLLAMA_HOST` is not set.
 pub const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 
+/// Ollama's port when a host without a scheme names none.
+const DEFAULT_PORT: u16 = 11434;
+
 /// The embedding model when `ENGRAM_EMBED_MODEL` is not set.
 pub const DEFAULT_MODEL: &str = "nomic-embed-text";
 
@@ -50,20 +53,15 @@ struct Prefixes {
 }
 
 impl OllamaEmbedder {
-    /// An embedder for `model` on the Ollama server at `host` (e.g. [`DEFAULT_HOST`]).
-    /// Nothing is contacted yet.
+    /// An embedder for `model` on the Ollama server at `host`. Nothing is contacted yet.
+    ///
+    /// `host` is read as Ollama reads `OLLAMA_HOST`: an http(s) URL (e.g. [`DEFAULT_HOST`]),
+    /// or `host[:port]` without a scheme, meaning `http://host:port` (port 11434 by default).
     ///
     /// Errors: [`Error::InvalidArgument`] for a host that is not an http(s) URL or an
     /// empty model name.
     pub fn new(host: &str, model: &str) -> Result<Self> {
-        let mut url = reqwest::Url::parse(host)
-            .map_err(|err| Error::invalid("host", format!("`{host}` is not a URL: {err}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(Error::invalid(
-                "host",
-                format!("`{host}` is not an http(s) URL"),
-            ));
-        }
+        let mut url = parse_host(host)?;
         if model.is_empty() {
             return Err(Error::invalid("model", "the model name is empty"));
         }
@@ -97,6 +95,11 @@ impl OllamaEmbedder {
         self.attempts = attempts;
         self.first_delay = first_delay;
         self
+    }
+
+    /// The URL of the Ollama server, as `host` was read.
+    pub fn url(&self) -> &str {
+        self.client.url_str()
     }
 
     /// The model's dimension, once an answer has shown it.
@@ -199,6 +202,27 @@ impl Embedder for OllamaEmbedder {
             .pop()
             .ok_or_else(|| Error::Internal(format!("ollama {} returned no vector", self.model)))
     }
+}
+
+/// Reads `host` as Ollama reads `OLLAMA_HOST`.
+fn parse_host(host: &str) -> Result<reqwest::Url> {
+    let host = host.trim();
+    let invalid = |reason: String| Error::invalid("host", reason);
+    if host.contains("://") {
+        let url = reqwest::Url::parse(host)
+            .map_err(|err| invalid(format!("`{host}` is not a URL: {err}")))?;
+        return match url.scheme() {
+            "http" | "https" => Ok(url),
+            _ => Err(invalid(format!("`{host}` is not an http(s) URL"))),
+        };
+    }
+    let mut url = reqwest::Url::parse(&format!("http://{host}"))
+        .map_err(|err| invalid(format!("`{host}` is not a host: {err}")))?;
+    if url.port().is_none() {
+        url.set_port(Some(DEFAULT_PORT))
+            .map_err(|()| invalid(format!("`{host}` cannot have a port")))?;
+    }
+    Ok(url)
 }
 
 /// An error and its sources, `: `-separated (reqwest hides the cause in its sources).

@@ -381,4 +381,17 @@ impl MemoryStore for PgStore {
     async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
         read!(self, |tx| vectors::embedding_pairs(&tx, workspace))
     }
+
+    #[instrument(skip_all)]
+    async fn set_perspective(
+        &self,
+        workspace: WorkspaceId,
+        perspective: &Perspective,
+    ) -> Result<Perspective> {
+        write!(self, |tx| vectors::set_perspective(
+            &tx,
+            workspace,
+            perspective
+        ))
+    }
 }

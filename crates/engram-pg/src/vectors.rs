@@ -448,3 +448,50 @@ pub(crate) async fn embedding_pairs(
         .map_err(db)?;
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
+
+pub(crate) async fn set_perspective(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    perspective: &Perspective,
+) -> Result<Perspective> {
+    let row = client
+        .query_one(
+            "WITH old AS (
+                 SELECT document_template FROM perspectives WHERE workspace_id = $1 AND name = $2
+             )
+             INSERT INTO perspectives (workspace_id, name, document_template, query_template, enabled)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (workspace_id, name) DO UPDATE
+             SET document_template = EXCLUDED.document_template,
+                 query_template = EXCLUDED.query_template, enabled = EXCLUDED.enabled
+             RETURNING id, (SELECT document_template FROM old) AS old_template",
+            &[
+                &workspace.0,
+                &perspective.name,
+                &perspective.document_template,
+                &perspective.query_template,
+                &perspective.enabled,
+            ],
+        )
+        .await
+        .map_err(db)?;
+    let id: i64 = row.get("id");
+    let old_template: Option<String> = row.get("old_template");
+    // A changed document template makes every vector of the perspective stale: drop them so
+    // the indexer embeds them again (node timestamps did not move, so it would not notice).
+    if old_template.is_some_and(|old| old != perspective.document_template) {
+        for table in ["embeddings", "node_embeddings"] {
+            client
+                .execute(
+                    &format!("DELETE FROM {table} WHERE perspective_id = $1"),
+                    &[&id],
+                )
+                .await
+                .map_err(db)?;
+        }
+    }
+    Ok(Perspective {
+        id,
+        ..perspective.clone()
+    })
+}

@@ -162,3 +162,65 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     memory.delete_workspace("two", true).await.unwrap();
     assert_eq!(memory.get_stats(one).await.unwrap().node_count, 2);
 }
+
+pub async fn perspectives_start_with_the_defaults_and_can_change(store: Arc<dyn MemoryStore>) {
+    use crate::perspectives::Perspective;
+    let (memory, workspace) = memory_with_workspace(store, "views").await;
+    let listed = |perspectives: Vec<Perspective>| -> Vec<(String, bool)> {
+        perspectives
+            .into_iter()
+            .map(|p| (p.name, p.enabled))
+            .collect()
+    };
+    let defaults = memory.perspectives(workspace).await.unwrap();
+    assert_eq!(
+        listed(defaults.clone()),
+        ["general", "project", "relational", "technical", "temporal"].map(|n| (n.to_owned(), true))
+    );
+    let general = defaults.iter().find(|p| p.name == "general").unwrap();
+    assert_eq!(general.document_template, "{name}: {observation}");
+
+    let people = Perspective {
+        id: 0,
+        name: "people".into(),
+        document_template: "{entity_type} {name}: {observation}".into(),
+        query_template: "{query}".into(),
+        enabled: true,
+    };
+    let stored = memory.set_perspective(workspace, &people).await.unwrap();
+    assert!(stored.id > 0);
+    let disabled = Perspective {
+        enabled: false,
+        ..general.clone()
+    };
+    memory.set_perspective(workspace, &disabled).await.unwrap();
+
+    let no_observation = Perspective {
+        document_template: "{name}".into(),
+        ..people.clone()
+    };
+    assert!(matches!(
+        memory.set_perspective(workspace, &no_observation).await,
+        Err(Error::InvalidArgument { field, .. }) if field == "document_template"
+    ));
+    let bad_name = Perspective {
+        name: "Bad Name".into(),
+        ..people.clone()
+    };
+    assert!(matches!(
+        memory.set_perspective(workspace, &bad_name).await,
+        Err(Error::InvalidArgument { field, .. }) if field == "name"
+    ));
+    assert_eq!(
+        listed(memory.perspectives(workspace).await.unwrap()),
+        [
+            ("general", false),
+            ("people", true),
+            ("project", true),
+            ("relational", true),
+            ("technical", true),
+            ("temporal", true)
+        ]
+        .map(|(n, e)| (n.to_owned(), e))
+    );
+}

@@ -41,7 +41,10 @@ pub fn ensure_model_files() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os(MODEL_DIR_ENV).filter(|dir| !dir.is_empty()) {
         let dir = PathBuf::from(dir);
         return match missing_files(&dir).first() {
-            None => Ok(dir),
+            None => {
+                tracing::debug!(dir = %dir.display(), "model files from {MODEL_DIR_ENV}");
+                Ok(dir)
+            }
             Some(file) => Err(Error::Unavailable(format!(
                 "{MODEL_DIR_ENV}={} has no {file}; {HOW_TO_FIX}",
                 dir.display()

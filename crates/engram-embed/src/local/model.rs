@@ -26,9 +26,9 @@ impl Model {
     pub(super) fn load(dir: &Path) -> Result<Self> {
         let fail = |what: &str, err: &dyn std::fmt::Display| {
             Error::Unavailable(format!(
-                "cannot load the local embedding model's {what} from {}: {err}; delete the \
-                 directory to fetch it again, or set ENGRAM_MODEL_DIR to a directory holding \
-                 model.safetensors, tokenizer.json and config.json",
+                "cannot load the local embedding model's {what} from {}: {err}; if that is the \
+                 cache, delete it to fetch the files again, or set ENGRAM_MODEL_DIR to a \
+                 directory holding model.safetensors, tokenizer.json and config.json",
                 dir.display()
             ))
         };

@@ -240,6 +240,24 @@ async fn unavailable_when_nothing_listens() {
 }
 
 #[tokio::test]
+async fn a_host_without_scheme_is_read_as_ollama_reads_it() {
+    let (url, fake) = serve().await;
+    let address = url.trim_start_matches("http://");
+    let embedder = OllamaEmbedder::new(address, "all-minilm").unwrap();
+    embedder.embed_query("hello").await.unwrap();
+    assert_eq!(fake.calls().len(), 1);
+    let defaults = [
+        ("127.0.0.1", "http://127.0.0.1:11434/"),
+        ("0.0.0.0:1234", "http://0.0.0.0:1234/"),
+        ("http://example.com", "http://example.com/"),
+        ("https://example.com/ollama", "https://example.com/ollama/"),
+    ];
+    for (host, url) in defaults {
+        assert_eq!(OllamaEmbedder::new(host, "all-minilm").unwrap().url(), url);
+    }
+}
+
+#[tokio::test]
 async fn a_bad_host_is_an_invalid_argument() {
     for host in ["not a url", "ftp://example.com"] {
         let err = OllamaEmbedder::new(host, "nomic-embed-text").err().unwrap();
