@@ -87,6 +87,10 @@ fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
         clippy.args(["--", "-D", "warnings"]);
         steps.push(clippy);
     }
+    // The local embedding model, fetched once into its cache before tests run in parallel.
+    let mut model = cargo();
+    model.args(["run", "--quiet", "-p", "engram", "--", "fetch-model"]);
+    steps.push(model);
     let mut tests = cargo();
     if cmd::succeeds(cargo().args(["nextest", "--version"])) {
         tests.args(["nextest", "run", "--workspace", "--no-fail-fast"]);

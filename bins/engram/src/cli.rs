@@ -27,6 +27,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply the database migrations this build carries that the database lacks.
     Migrate,
+    /// Download the local embedding model (all-MiniLM-L6-v2) into its cache now, for
+    /// machines that will run offline; prints where it is.
+    FetchModel,
     /// Re-embed every observation of a workspace from scratch (after changing models or
     /// perspectives), with a progress bar.
     Reindex {

@@ -36,6 +36,11 @@ fn init_tracing() {
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    if let Command::FetchModel = cli.command {
+        let dir = tokio::task::spawn_blocking(engram_embed::local::ensure_model_files).await??;
+        println!("all-MiniLM-L6-v2 is in {}", dir.display());
+        return Ok(());
+    }
     let url = cli.database_url.context(
         "no database: set ENGRAM_DATABASE_URL or pass --database-url postgres://user@host:port/db",
     )?;
@@ -44,6 +49,7 @@ async fn run(cli: Cli) -> Result<()> {
         .context("connecting to PostgreSQL")?;
     match cli.command {
         Command::Serve(args) => serve(store, args).await,
+        Command::FetchModel => unreachable!("handled before connecting"),
         Command::Migrate => {
             let applied = store.migrate().await?;
             if applied.is_empty() {
