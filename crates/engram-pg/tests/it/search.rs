@@ -394,3 +394,36 @@ async fn text_mode_matches_any_term_of_a_question() {
         .unwrap();
     assert_eq!(deleted.deleted, ["Dave"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_indexer_loses_nothing_while_the_embedder_is_down() {
+    let f = fixture().await;
+    people(&f).await;
+    let down: Arc<dyn Embedder> = Arc::new(
+        engram_embed::OllamaEmbedder::new("http://127.0.0.1:9", "nomic-embed-text").unwrap(),
+    );
+    let failing = Indexer::new(f.store.clone(), down, 64);
+    assert!(matches!(
+        failing.run_once().await,
+        Err(Error::Unavailable(_))
+    ));
+    assert_eq!(
+        f.memory
+            .get_stats(f.workspace)
+            .await
+            .unwrap()
+            .embedding_coverage,
+        0.0
+    );
+    // A fresh indexer (as after a restart) finds all the work still pending.
+    assert_eq!(f.indexer.run_until_idle().await.unwrap(), 20);
+    assert_eq!(
+        f.memory
+            .get_stats(f.workspace)
+            .await
+            .unwrap()
+            .embedding_coverage,
+        1.0
+    );
+    assert_eq!(f.indexer.run_once().await.unwrap(), 0);
+}
