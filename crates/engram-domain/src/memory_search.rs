@@ -40,45 +40,28 @@ impl Memory {
         let limit = limit as usize;
         let mut notice = None;
         if mode == SearchMode::Embedding {
-            match self.query_vectors(workspace, query).await {
-                Ok(query_vectors) => {
-                    let mut best: HashMap<String, SearchHit> = HashMap::new();
-                    for (perspective, vector) in &query_vectors.vectors {
-                        let hits = self
-                            .store
-                            .vector_search(
-                                workspace,
-                                &query_vectors.model,
-                                perspective.id,
-                                vector,
-                                limit * 2,
-                                None,
-                            )
-                            .await?;
-                        for hit in hits {
-                            let better = best.get(&hit.name).is_none_or(|b| hit.score > b.score);
-                            if better {
-                                best.insert(
-                                    hit.name.clone(),
-                                    search_hit(hit, Some(&perspective.name)),
-                                );
-                            }
-                        }
-                    }
-                    if !best.is_empty() {
-                        let mut results: Vec<SearchHit> = best.into_values().collect();
-                        results.sort_by(|a, b| {
-                            b.score
-                                .total_cmp(&a.score)
-                                .then_with(|| a.name.cmp(&b.name))
-                        });
-                        results.truncate(limit);
-                        return Ok(SearchResults {
-                            results,
-                            mode,
-                            notice: None,
-                        });
-                    }
+            match self
+                .best_matches(workspace, query, limit * 2, None, |hit| hit.name.clone())
+                .await
+            {
+                Ok(best) if !best.is_empty() => {
+                    let mut results: Vec<SearchHit> = best
+                        .into_iter()
+                        .map(|(hit, perspective)| search_hit(hit, Some(&perspective)))
+                        .collect();
+                    results.sort_by(|a, b| {
+                        b.score
+                            .total_cmp(&a.score)
+                            .then_with(|| a.name.cmp(&b.name))
+                    });
+                    results.truncate(limit);
+                    return Ok(SearchResults {
+                        results,
+                        mode,
+                        notice: None,
+                    });
+                }
+                Ok(_) => {
                     notice = Some(
                         "no current embedding matched (indexing may still be running); answered by full-text search"
                             .to_owned(),
@@ -126,38 +109,23 @@ impl Memory {
         let all = node.observations.len().max(1);
         let mut notice = None;
         if mode == SearchMode::Embedding {
-            match self.query_vectors(workspace, query).await {
-                Ok(query_vectors) => {
-                    let mut best: HashMap<i64, ScoredObservation> = HashMap::new();
-                    for (perspective, vector) in &query_vectors.vectors {
-                        let hits = self
-                            .store
-                            .vector_search(
-                                workspace,
-                                &query_vectors.model,
-                                perspective.id,
-                                vector,
-                                all,
-                                Some(entity_name),
-                            )
-                            .await?;
-                        for hit in hits {
-                            if best.get(&hit.ordinal).is_none_or(|b| hit.score > b.score) {
-                                best.insert(hit.ordinal, scored(hit));
-                            }
-                        }
-                    }
-                    if !best.is_empty() {
-                        let mut observations: Vec<ScoredObservation> = best.into_values().collect();
-                        observations.sort_by(|a, b| {
-                            b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal))
-                        });
-                        return Ok(ObservationResults {
-                            observations,
-                            mode,
-                            notice: None,
-                        });
-                    }
+            match self
+                .best_matches(workspace, query, all, Some(entity_name), |hit| hit.ordinal)
+                .await
+            {
+                Ok(best) if !best.is_empty() => {
+                    let mut observations: Vec<ScoredObservation> =
+                        best.into_iter().map(|(hit, _)| scored(hit)).collect();
+                    observations.sort_by(|a, b| {
+                        b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal))
+                    });
+                    return Ok(ObservationResults {
+                        observations,
+                        mode,
+                        notice: None,
+                    });
+                }
+                Ok(_) => {
                     notice = Some(
                         "no current embedding for this node yet; answered by full-text search"
                             .to_owned(),
@@ -220,6 +188,40 @@ impl Memory {
         self.embedder
             .as_ref()
             .ok_or_else(|| Error::Unavailable("no embedding model is configured".into()))
+    }
+
+    /// Searches every enabled perspective for the `k` nearest observations (of the workspace,
+    /// or of the node `within`) and keeps the best hit per `key`, with its perspective.
+    async fn best_matches<K: Eq + std::hash::Hash>(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        k: usize,
+        within: Option<&str>,
+        key: impl Fn(&ObservationHit) -> K,
+    ) -> Result<Vec<(ObservationHit, String)>> {
+        let query_vectors = self.query_vectors(workspace, query).await?;
+        let mut best: HashMap<K, (ObservationHit, String)> = HashMap::new();
+        for (perspective, vector) in &query_vectors.vectors {
+            let hits = self
+                .store
+                .vector_search(
+                    workspace,
+                    &query_vectors.model,
+                    perspective.id,
+                    vector,
+                    k,
+                    within,
+                )
+                .await?;
+            for hit in hits {
+                let slot = key(&hit);
+                if best.get(&slot).is_none_or(|(b, _)| hit.score > b.score) {
+                    best.insert(slot, (hit, perspective.name.clone()));
+                }
+            }
+        }
+        Ok(best.into_values().collect())
     }
 
     async fn query_vectors(&self, workspace: WorkspaceId, query: &str) -> Result<QueryVectors> {

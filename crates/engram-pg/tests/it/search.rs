@@ -30,6 +30,11 @@ async fn fixture() -> Fixture {
     }
 }
 
+async fn coverage(f: &Fixture) -> f64 {
+    let stats = f.memory.get_stats(f.workspace).await.unwrap();
+    stats.embedding_coverage
+}
+
 async fn people(f: &Fixture) {
     let entities = vec![
         entity("Alice", "person", &["Alice moved to Lisbon in March"]),
@@ -59,24 +64,10 @@ async fn people(f: &Fixture) {
 async fn a_paraphrase_finds_its_observation() {
     let f = fixture().await;
     people(&f).await;
-    assert_eq!(
-        f.memory
-            .get_stats(f.workspace)
-            .await
-            .unwrap()
-            .embedding_coverage,
-        0.0
-    );
+    assert_eq!(coverage(&f).await, 0.0);
     // 4 observations x 5 perspectives.
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 20);
-    assert_eq!(
-        f.memory
-            .get_stats(f.workspace)
-            .await
-            .unwrap()
-            .embedding_coverage,
-        1.0
-    );
+    assert_eq!(coverage(&f).await, 1.0);
 
     let found = f
         .memory
@@ -117,13 +108,8 @@ async fn changed_observations_and_context_are_re_embedded() {
         .replace_observation(f.workspace, "Dave", 1, "Dave keeps bees on his roof")
         .await
         .unwrap();
-    let coverage = f
-        .memory
-        .get_stats(f.workspace)
-        .await
-        .unwrap()
-        .embedding_coverage;
-    assert!(coverage < 1.0 && coverage > 0.0, "{coverage}");
+    let partial = coverage(&f).await;
+    assert!(partial < 1.0 && partial > 0.0, "{partial}");
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 5);
     let bees = f
         .memory
@@ -154,14 +140,7 @@ async fn changed_observations_and_context_are_re_embedded() {
         .await
         .unwrap();
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 10);
-    assert_eq!(
-        f.memory
-            .get_stats(f.workspace)
-            .await
-            .unwrap()
-            .embedding_coverage,
-        1.0
-    );
+    assert_eq!(coverage(&f).await, 1.0);
 }
 
 /// `(perspective, embedded_at)` of a node's first observation, by perspective.
@@ -407,23 +386,9 @@ async fn the_indexer_loses_nothing_while_the_embedder_is_down() {
         failing.run_once().await,
         Err(Error::Unavailable(_))
     ));
-    assert_eq!(
-        f.memory
-            .get_stats(f.workspace)
-            .await
-            .unwrap()
-            .embedding_coverage,
-        0.0
-    );
+    assert_eq!(coverage(&f).await, 0.0);
     // A fresh indexer (as after a restart) finds all the work still pending.
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 20);
-    assert_eq!(
-        f.memory
-            .get_stats(f.workspace)
-            .await
-            .unwrap()
-            .embedding_coverage,
-        1.0
-    );
+    assert_eq!(coverage(&f).await, 1.0);
     assert_eq!(f.indexer.run_once().await.unwrap(), 0);
 }
