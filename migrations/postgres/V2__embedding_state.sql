@@ -8,3 +8,17 @@ ALTER TABLE embeddings ADD COLUMN source_updated_at timestamptz NOT NULL DEFAULT
 ALTER TABLE node_embeddings ADD COLUMN source_updated_at timestamptz NOT NULL DEFAULT '-infinity';
 CREATE INDEX embeddings_model_observation ON embeddings (model, observation_id);
 CREATE INDEX node_embeddings_model_node ON node_embeddings (model, node_id);
+
+-- Workspaces created before perspectives were seeded get the defaults
+-- (engram_domain::perspectives::DEFAULT_PERSPECTIVES as of this migration).
+INSERT INTO perspectives (workspace_id, name, document_template, query_template)
+SELECT w.id, d.name, d.document_template, d.query_template
+FROM workspaces w
+CROSS JOIN (VALUES
+    ('general', '{name}: {observation}', '{query}'),
+    ('technical', '{entity_type} {name} [{tags}]: {observation}', '{query}'),
+    ('relational', '{name} ({relations}): {observation}', '{query}'),
+    ('temporal', 'On {date}, {name} (fact {ordinal}): {observation}', '{query}'),
+    ('project', '{name}, {summary} [{tags}]: {observation}', '{query}')
+) AS d (name, document_template, query_template)
+WHERE NOT EXISTS (SELECT 1 FROM perspectives p WHERE p.workspace_id = w.id);

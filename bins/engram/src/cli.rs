@@ -41,9 +41,6 @@ pub enum Command {
     /// Create, list, rename and delete workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
-    /// List and change a workspace's embedding perspectives.
-    #[command(subcommand)]
-    Perspectives(PerspectiveCommand),
 }
 
 /// The embedding model.
@@ -140,6 +137,9 @@ pub enum WorkspaceCommand {
         /// The new name.
         new_name: String,
     },
+    /// List and change a workspace's embedding perspectives.
+    #[command(subcommand)]
+    Perspectives(PerspectiveCommand),
     /// Delete a workspace and everything in it.
     Delete {
         /// The workspace to delete.

@@ -64,10 +64,6 @@ async fn run(cli: Cli) -> Result<()> {
             ensure_migrated(&store).await?;
             reindex::run(Arc::new(store), &workspace, &embed.choice()).await
         }
-        Command::Perspectives(command) => {
-            ensure_migrated(&store).await?;
-            perspectives(&Memory::new(Arc::new(store)), command).await
-        }
         Command::Workspace(command) => {
             ensure_migrated(&store).await?;
             workspace(&Memory::new(Arc::new(store)), command).await
@@ -190,6 +186,7 @@ async fn workspace(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
             memory.rename_workspace(&name, &new_name).await?;
             println!("renamed workspace {name} to {new_name}");
         }
+        WorkspaceCommand::Perspectives(command) => perspectives(memory, command).await?,
         WorkspaceCommand::Delete { name, force } => {
             memory.delete_workspace(&name, force).await?;
             println!("deleted workspace {name}");
