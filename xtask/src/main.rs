@@ -4,8 +4,10 @@
 //!   cluster, run fmt, clippy and the test suite against it, report and stop it.
 //! - `cargo xtask serve`: run the server against a persistent private PostgreSQL.
 //! - `cargo xtask migrate`: apply the database migrations (`engram migrate`).
+//! - `cargo xtask eval locomo`: retrieval on the LoCoMo dev data through the real server.
 
 mod cmd;
+mod eval;
 mod postgres;
 mod serve;
 mod test;
@@ -37,6 +39,8 @@ enum Task {
     /// Run `engram serve` against a persistent private PostgreSQL under target/ (installed
     /// and started when needed): a working server from one command.
     Serve(serve::ServeArgs),
+    /// Evaluate retrieval end to end through the real MCP server (`eval locomo`).
+    Eval(eval::EvalArgs),
     /// Apply the database migrations (runs `engram migrate`).
     Migrate {
         /// Database to migrate (passed on as `--database-url`).
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Task::Test(args) => test::run(&args),
         Task::Serve(args) => serve::run(&args),
+        Task::Eval(args) => eval::run(&args),
         Task::Migrate { database_url } => migrate(database_url.as_deref()),
     };
     result.unwrap_or_else(|err| {

@@ -28,7 +28,7 @@ async fn main() -> std::process::ExitCode {
 /// Logs go to stderr (stdout is the protocol under `--stdio`); `ENGRAM_LOG` filters them.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -14,6 +14,7 @@ use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use engram_domain::Memory;
 use engram_mcp::{Binding, EngramServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -96,6 +97,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let token = CancellationToken::new();
     let app = router(memory, guard, token.clone());
+    // Small JSON answers must not wait for Nagle's algorithm and the client's delayed ACK
+    // (measured: 44 ms per call on a kept-alive connection without this).
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;

@@ -1,0 +1,505 @@
+//! LoCoMo retrieval evaluation through a running engram server over MCP (Streamable HTTP).
+//! `cargo xtask eval locomo` starts the server and runs this; see
+//! `../shared/data/locomo-dev/README.md` for the data and the protocol.
+//!
+//! Mapping `facts`: one entity per fact, asked with `search_nodes` (limit 10). Mapping
+//! `speakers`: one node per speaker holding the facts as observations, asked with
+//! `search_nodes` then `query_observations` on each node found. Recall@k counts a question
+//! as a hit when one of the top k results came from a dialogue turn in its evidence.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use clap::Parser;
+use engram::http::WORKSPACE_HEADER;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Every search asks for this many results; recall is reported at 1, 5 and 10.
+const LIMIT: usize = 10;
+/// Entities per `create_entities` call (the server's limit is 1,000).
+const BATCH: usize = 1_000;
+/// Embedding perspectives per observation (general, technical, relational, temporal, project).
+const PERSPECTIVES: f64 = 5.0;
+/// How long indexing may take before the run fails.
+const INDEX_TIMEOUT: Duration = Duration::from_secs(3_600);
+/// The question categories scored (5, adversarial, has no answer in the conversation).
+const CATEGORIES: [(u64, &str); 4] = [
+    (1, "multi-hop"),
+    (2, "temporal"),
+    (3, "open-domain"),
+    (4, "single-hop"),
+];
+
+type Client = RunningService<RoleClient, ()>;
+/// Key of a stored fact (`name`, or `name#ordinal` for an observation) → its turns.
+type TurnsOf = HashMap<String, Vec<String>>;
+/// The answer to one question: the turns of each result, best first.
+type Ranked = Vec<Vec<String>>;
+
+/// Evaluate engram's retrieval on LoCoMo through its MCP tools.
+#[derive(Parser)]
+struct Args {
+    /// The server, `http://127.0.0.1:PORT`.
+    #[arg(long)]
+    url: String,
+    /// The directory holding `conv-*.json`.
+    #[arg(long)]
+    data: PathBuf,
+    /// Search mode(s) to evaluate.
+    #[arg(long, default_value = "both", value_parser = ["embedding", "text", "both"])]
+    mode: String,
+    /// Mapping(s) of the data onto the graph.
+    #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "both"])]
+    mapping: String,
+    /// Use only the first N conversations.
+    #[arg(long)]
+    limit_conversations: Option<usize>,
+    /// Where to write the results as JSON.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// One stored fact: who, what (`"<session date>: <fact>"`), and its turns (`conv-26:D1:3`).
+struct Fact {
+    speaker: String,
+    text: String,
+    turns: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Question {
+    question: String,
+    category: u64,
+    #[serde(default)]
+    evidence: HashSet<String>,
+}
+
+struct Conversation {
+    id: String,
+    facts: Vec<Fact>,
+    questions: Vec<Question>,
+}
+
+#[derive(Serialize)]
+struct Recall {
+    questions: usize,
+    #[serde(rename = "r@1")]
+    r1: f64,
+    #[serde(rename = "r@5")]
+    r5: f64,
+    #[serde(rename = "r@10")]
+    r10: f64,
+}
+
+#[derive(Serialize)]
+struct Indexing {
+    seconds: f64,
+    pairs: f64,
+    pairs_per_second: f64,
+}
+
+#[derive(Serialize)]
+struct Run {
+    mapping: &'static str,
+    mode: &'static str,
+    #[serde(flatten)]
+    overall: Recall,
+    by_category: BTreeMap<String, Recall>,
+    load_seconds: f64,
+    /// Embedding mode only: the wait for full coverage after loading.
+    indexing: Option<Indexing>,
+    latency_ms_p50: f64,
+    latency_ms_p95: f64,
+    /// Questions the server answered in another mode than asked (a `notice`).
+    fallbacks: usize,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let conversations = load_data(&args.data, args.limit_conversations)?;
+    let questions: Vec<&Question> = conversations.iter().flat_map(|c| &c.questions).collect();
+    let facts = conversations.iter().map(|c| c.facts.len()).sum::<usize>();
+    let known: HashSet<&String> = conversations
+        .iter()
+        .flat_map(|c| c.facts.iter().flat_map(|f| &f.turns))
+        .collect();
+    let answerable = questions
+        .iter()
+        .filter(|q| q.evidence.iter().any(|e| known.contains(e)))
+        .count();
+    let ceiling = answerable as f64 / questions.len().max(1) as f64;
+    let ids: Vec<&str> = conversations.iter().map(|c| c.id.as_str()).collect();
+    println!(
+        "locomo: {} ({}), {facts} facts, {} questions of categories 1-4",
+        ids.len(),
+        ids.join(", "),
+        questions.len()
+    );
+    let choose = |choice: &str, all: [&'static str; 2]| -> Vec<&'static str> {
+        all.into_iter()
+            .filter(|&one| choice == "both" || choice == one)
+            .collect()
+    };
+    let modes = choose(&args.mode, ["embedding", "text"]);
+    let mut runs = Vec::new();
+    for mapping in choose(&args.mapping, ["facts", "speakers"]) {
+        let client = connect(&args.url, &format!("locomo-{mapping}")).await?;
+        let started = Instant::now();
+        let turns_of = match mapping {
+            "facts" => load_facts(&client, &conversations).await?,
+            _ => load_speakers(&client, &conversations).await?,
+        };
+        let load_seconds = started.elapsed().as_secs_f64();
+        println!("locomo: {mapping}: loaded {facts} facts in {load_seconds:.1}s");
+        // Indexing is waited for (and reported) only for embedding mode, which runs first.
+        let mut indexing = None;
+        if modes.contains(&"embedding") {
+            indexing = Some(wait_for_index(&client, mapping).await?);
+        }
+        for &mode in &modes {
+            let (mut ranked, mut latencies, mut fallbacks) = (Vec::new(), Vec::new(), 0);
+            for (index, question) in questions.iter().enumerate() {
+                let started = Instant::now();
+                let query = &question.question;
+                let (result, fell_back) = ask(&client, mapping, query, mode, &turns_of).await?;
+                latencies.push(started.elapsed().as_secs_f64() * 1_000.0);
+                fallbacks += usize::from(fell_back);
+                ranked.push(result);
+                if (index + 1) % 250 == 0 {
+                    eprintln!("locomo: {mapping}/{mode}: {} questions asked", index + 1);
+                }
+            }
+            latencies.sort_by(f64::total_cmp);
+            let by_category = CATEGORIES
+                .iter()
+                .map(|&(c, label)| (format!("{c} {label}"), recall(&questions, &ranked, Some(c))))
+                .collect();
+            runs.push(Run {
+                mapping,
+                mode,
+                overall: recall(&questions, &ranked, None),
+                by_category,
+                load_seconds,
+                indexing: indexing.take().filter(|_| mode == "embedding"),
+                latency_ms_p50: percentile(&latencies, 0.50),
+                latency_ms_p95: percentile(&latencies, 0.95),
+                fallbacks,
+            });
+        }
+        client.cancel().await?;
+    }
+    let report = json!({
+        "data": args.data, "conversations": ids, "facts": facts, "questions": questions.len(),
+        "evidence_ceiling": ceiling, "runs": runs,
+    });
+    print_tables(&runs, facts, questions.len(), ceiling);
+    if let Some(dir) = args.out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!("\nlocomo: results written to {}", args.out.display());
+    Ok(())
+}
+
+/// Reads the first `limit` of `dir`'s `conv-*.json` (by name).
+fn load_data(dir: &Path, limit: Option<usize>) -> Result<Vec<Conversation>> {
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("no LoCoMo data at {} (pass --data DIR)", dir.display()))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("conv-") && name.ends_with(".json")
+        })
+        .collect();
+    paths.sort();
+    ensure!(!paths.is_empty(), "no conv-*.json in {}", dir.display());
+    paths.truncate(limit.unwrap_or(usize::MAX));
+    paths.iter().map(|path| parse_conversation(path)).collect()
+}
+
+/// One conversation: its facts with their session dates, and its questions of categories
+/// 1-4 with normalised evidence (`D8:6; D9:17` is two turns, `D:11:26` is `D11:26`). Turn
+/// ids are prefixed with the conversation, as all conversations share one workspace.
+fn parse_conversation(path: &Path) -> Result<Conversation> {
+    let id = path.file_stem().unwrap_or_default().to_string_lossy();
+    let id = id.into_owned();
+    let text = std::fs::read_to_string(path)?;
+    let data: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let mut facts = Vec::new();
+    for session in 1.. {
+        let Some(observed) = data.get(format!("session_{session}_observation")) else {
+            break;
+        };
+        let date = data[format!("session_{session}_date_time")].as_str();
+        let date = date.with_context(|| format!("{id}: session {session} has no date"))?;
+        // {speaker: [[fact, dia_id or [dia_id, …]], …]}
+        let observed: BTreeMap<String, Vec<(String, Value)>> =
+            serde_json::from_value(observed.clone())?;
+        for (speaker, items) in observed {
+            for (fact, turns) in items {
+                let turns: Vec<String> = match turns {
+                    Value::String(turn) => vec![turn],
+                    turns => serde_json::from_value(turns)?,
+                };
+                ensure!(!turns.is_empty(), "{id}: no dia_id for {fact:?}");
+                let turns = turns.iter().map(|turn| format!("{id}:{turn}")).collect();
+                let text = format!("{date}: {fact}");
+                facts.push(Fact {
+                    speaker: speaker.clone(),
+                    text,
+                    turns,
+                });
+            }
+        }
+    }
+    let all: Vec<Question> = serde_json::from_value(data["qa"].clone())
+        .with_context(|| format!("{id}: reading the questions"))?;
+    let mut questions: Vec<Question> = all.into_iter().filter(|q| q.category <= 4).collect();
+    for question in &mut questions {
+        question.evidence = (question.evidence.iter())
+            .flat_map(|e| e.split([';', ',', ' ']).filter(|e| !e.is_empty()))
+            .map(|e| format!("{id}:{}", e.replacen("D:", "D", 1)))
+            .collect();
+    }
+    Ok(Conversation {
+        id,
+        facts,
+        questions,
+    })
+}
+
+/// An MCP client bound to `workspace`.
+async fn connect(url: &str, workspace: &str) -> Result<Client> {
+    let headers = HashMap::from([(WORKSPACE_HEADER.parse()?, workspace.parse()?)]);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"));
+    let config = config.custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    Ok(().serve(transport).await?)
+}
+
+/// Calls `tool` and returns its structured result; tool errors become errors.
+async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<Value> {
+    let Value::Object(arguments) = arguments else {
+        bail!("{tool}: arguments must be an object");
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .with_context(|| format!("calling {tool}"))?;
+    if result.is_error == Some(true) {
+        bail!("{tool} failed: {}", serde_json::to_string(&result.content)?);
+    }
+    (result.structured_content).with_context(|| format!("{tool}: no structured content"))
+}
+
+/// Mapping `facts`: one entity per fact, named `<conv>:<dia_id>:<index>`.
+async fn load_facts(client: &Client, conversations: &[Conversation]) -> Result<TurnsOf> {
+    let mut turns_of = TurnsOf::new();
+    let mut entities = Vec::new();
+    for conversation in conversations {
+        for (index, fact) in conversation.facts.iter().enumerate() {
+            let name = format!("{}:{index}", fact.turns[0]);
+            let (entity_type, observations) = (&fact.speaker, [&fact.text]);
+            entities.push(
+                json!({"name": name, "entity_type": entity_type, "observations": observations}),
+            );
+            turns_of.insert(name, fact.turns.clone());
+        }
+    }
+    for batch in entities.chunks(BATCH) {
+        call(client, "create_entities", json!({ "entities": batch })).await?;
+    }
+    Ok(turns_of)
+}
+
+/// Mapping `speakers`: one node `<conv>:<speaker>` per speaker, the facts as observations
+/// in order; keys `<node>#<ordinal>`, the ordinals as the server assigned them.
+async fn load_speakers(client: &Client, conversations: &[Conversation]) -> Result<TurnsOf> {
+    let mut turns_of = TurnsOf::new();
+    for conversation in conversations {
+        let mut speakers: BTreeMap<&str, Vec<&Fact>> = BTreeMap::new();
+        for fact in &conversation.facts {
+            speakers.entry(&fact.speaker).or_default().push(fact);
+        }
+        for (speaker, facts) in speakers {
+            let name = format!("{}:{speaker}", conversation.id);
+            let texts: Vec<&str> = facts.iter().map(|f| f.text.as_str()).collect();
+            let entity = json!({"name": name, "entity_type": "person", "observations": texts});
+            call(client, "create_entities", json!({ "entities": [entity] })).await?;
+            let opened = call(client, "open_nodes", json!({ "names": [name] })).await?;
+            let stored = opened["entities"][0]["observations"].as_array();
+            let stored = stored.context("open_nodes: no observations")?;
+            ensure!(
+                stored.len() == facts.len(),
+                "{name}: {} stored",
+                stored.len()
+            );
+            for (observation, fact) in stored.iter().zip(&facts) {
+                ensure!(observation["content"] == fact.text, "{name}: out of order");
+                let key = format!("{name}#{}", observation["ordinal"]);
+                turns_of.insert(key, fact.turns.clone());
+            }
+        }
+    }
+    Ok(turns_of)
+}
+
+/// Polls `get_stats` every 0.5 s until every observation × perspective pair is embedded.
+async fn wait_for_index(client: &Client, mapping: &str) -> Result<Indexing> {
+    let (started, mut printed) = (Instant::now(), Instant::now());
+    loop {
+        let stats = call(client, "get_stats", json!({})).await?;
+        let coverage = stats["embedding_coverage"].as_f64().context("coverage")?;
+        let seconds = started.elapsed().as_secs_f64();
+        if coverage >= 1.0 {
+            let observations = stats["observation_count"].as_f64().context("count")?;
+            let pairs = observations * PERSPECTIVES;
+            eprintln!("locomo: {mapping}: indexed {pairs} pairs in {seconds:.1}s");
+            let pairs_per_second = pairs / seconds.max(1e-9);
+            return Ok(Indexing {
+                seconds,
+                pairs,
+                pairs_per_second,
+            });
+        }
+        ensure!(
+            started.elapsed() < INDEX_TIMEOUT,
+            "indexing did not finish: coverage {coverage:.3} after {seconds:.0}s"
+        );
+        if printed.elapsed() >= Duration::from_secs(10) {
+            let percent = coverage * 100.0;
+            eprintln!("locomo: {mapping}: indexing, {percent:.1}% after {seconds:.0}s");
+            printed = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Asks `query`: `search_nodes` (limit 10); for `speakers` then `query_observations` on
+/// each node found, the observations merged by score. Returns the turns of each result,
+/// best first, and whether the server answered in another mode than asked.
+async fn ask(
+    client: &Client,
+    mapping: &str,
+    query: &str,
+    mode: &str,
+    turns_of: &TurnsOf,
+) -> Result<(Ranked, bool)> {
+    let arguments = json!({"query": query, "limit": LIMIT, "mode": mode});
+    let found = call(client, "search_nodes", arguments).await?;
+    let mut fell_back = found["mode"] != mode;
+    let results = found["results"].as_array().context("results")?;
+    let names = results.iter().filter_map(|r| r["name"].as_str());
+    let turns = |key: &str| turns_of.get(key).cloned().unwrap_or_default();
+    if mapping == "facts" {
+        return Ok((names.map(turns).collect(), fell_back));
+    }
+    let mut scored: Vec<(f64, Vec<String>)> = Vec::new();
+    for name in names {
+        let arguments = json!({"entity_name": name, "query": query, "mode": mode});
+        let within = call(client, "query_observations", arguments).await?;
+        fell_back |= within["mode"] != mode;
+        for observation in within["observations"].as_array().context("observations")? {
+            let score = observation["score"].as_f64().context("score")?;
+            scored.push((score, turns(&format!("{name}#{}", observation["ordinal"]))));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let ranked = scored.into_iter().take(LIMIT).map(|(_, turns)| turns);
+    Ok((ranked.collect(), fell_back))
+}
+
+/// Recall@1/5/10 over the questions of `category` (all if `None`).
+fn recall(questions: &[&Question], ranked: &[Ranked], category: Option<u64>) -> Recall {
+    let (mut asked, mut hits) = (0, [0; 3]);
+    for (question, result) in questions.iter().zip(ranked) {
+        if category.is_some_and(|c| c != question.category) {
+            continue;
+        }
+        asked += 1;
+        for (hit, k) in hits.iter_mut().zip([1, 5, 10]) {
+            let found = result.iter().take(k).flatten();
+            *hit += usize::from(found.into_iter().any(|t| question.evidence.contains(t)));
+        }
+    }
+    let at = |i: usize| hits[i] as f64 / f64::from(asked.max(1));
+    Recall {
+        questions: asked as usize,
+        r1: at(0),
+        r5: at(1),
+        r10: at(2),
+    }
+}
+
+impl Recall {
+    /// `| questions | R@1 | R@5 | R@10 |` as table cells.
+    fn cells(&self) -> String {
+        let Self {
+            questions,
+            r1,
+            r5,
+            r10,
+        } = self;
+        format!("| {questions} | {r1:.3} | {r5:.3} | {r10:.3} |")
+    }
+}
+
+/// The nearest-rank percentile of sorted `values`.
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let rank = (p * values.len() as f64).ceil() as usize;
+    values
+        .get(rank.clamp(1, values.len().max(1)) - 1)
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// The results as markdown tables.
+fn print_tables(runs: &[Run], facts: usize, questions: usize, ceiling: f64) {
+    let opt = |x: Option<f64>| x.map_or("—".to_owned(), |x| format!("{x:.1}"));
+    println!(
+        "\n## LoCoMo retrieval: {questions} questions, {facts} facts, evidence ceiling {ceiling:.3}\n"
+    );
+    println!(
+        "| mapping | mode | questions | R@1 | R@5 | R@10 | load s | indexing s | pairs/s | p50 ms | p95 ms | fallbacks |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for run in runs {
+        let indexing = run.indexing.as_ref();
+        println!(
+            "| {} | {} {} {:.1} | {} | {} | {:.1} | {:.1} | {} |",
+            run.mapping,
+            run.mode,
+            run.overall.cells(),
+            run.load_seconds,
+            opt(indexing.map(|i| i.seconds)),
+            opt(indexing.map(|i| i.pairs_per_second)),
+            run.latency_ms_p50,
+            run.latency_ms_p95,
+            run.fallbacks,
+        );
+    }
+    println!("\n| mapping | mode | category | questions | R@1 | R@5 | R@10 |");
+    println!("|---|---|---|---|---|---|---|");
+    for run in runs {
+        for (category, recall) in &run.by_category {
+            println!(
+                "| {} | {} | {category} {}",
+                run.mapping,
+                run.mode,
+                recall.cells()
+            );
+        }
+    }
+}
