@@ -4,7 +4,7 @@ use deadpool_postgres::GenericClient;
 use engram_domain::*;
 
 use crate::error::db;
-use crate::nodes::relation;
+use crate::nodes::{Endpoints, relation, relations_among};
 use crate::observations::node_ids;
 
 async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str) -> Result<i64> {
@@ -36,18 +36,7 @@ pub(crate) async fn get_neighborhood(
         .await
         .map_err(db)?;
     let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
-    let relation_rows = client
-        .query(
-            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-             FROM relations r
-             JOIN nodes f ON f.id = r.from_node_id
-             JOIN nodes t ON t.id = r.to_node_id
-             WHERE r.from_node_id = ANY($1) AND r.to_node_id = ANY($1)
-             ORDER BY 1, 2, 3",
-            &[&ids],
-        )
-        .await
-        .map_err(db)?;
+    let relations = relations_among(client, &ids, Endpoints::Both).await?;
     Ok(Neighborhood {
         nodes: rows
             .iter()
@@ -58,7 +47,7 @@ pub(crate) async fn get_neighborhood(
                 tags: row.get("tags"),
             })
             .collect(),
-        relations: relation_rows.iter().map(relation).collect(),
+        relations,
     })
 }
 

@@ -162,7 +162,7 @@ pub(crate) async fn open_nodes(
         })
         .collect();
     let mut result = OpenedNodes {
-        relations: relations_touching(client, &ids).await?,
+        relations: relations_among(client, &ids, Endpoints::Either).await?,
         ..OpenedNodes::default()
     };
     for name in unique(names) {
@@ -174,16 +174,35 @@ pub(crate) async fn open_nodes(
     Ok(result)
 }
 
-/// Every relation with at least one endpoint in `ids`, sorted.
-async fn relations_touching(client: &impl GenericClient, ids: &[i64]) -> Result<Vec<Relation>> {
+/// Which relations [`relations_among`] returns.
+#[derive(Clone, Copy)]
+pub(crate) enum Endpoints {
+    /// Relations with at least one endpoint in the set.
+    Either,
+    /// Relations with both endpoints in the set (the induced subgraph).
+    Both,
+}
+
+/// The relations touching the nodes `ids` as `endpoints` says, sorted.
+pub(crate) async fn relations_among(
+    client: &impl GenericClient,
+    ids: &[i64],
+    endpoints: Endpoints,
+) -> Result<Vec<Relation>> {
+    let joined = match endpoints {
+        Endpoints::Either => "OR",
+        Endpoints::Both => "AND",
+    };
     let rows = client
         .query(
-            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-             FROM relations r
-             JOIN nodes f ON f.id = r.from_node_id
-             JOIN nodes t ON t.id = r.to_node_id
-             WHERE r.from_node_id = ANY($1) OR r.to_node_id = ANY($1)
-             ORDER BY 1, 2, 3",
+            &format!(
+                "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+                 FROM relations r
+                 JOIN nodes f ON f.id = r.from_node_id
+                 JOIN nodes t ON t.id = r.to_node_id
+                 WHERE r.from_node_id = ANY($1) {joined} r.to_node_id = ANY($1)
+                 ORDER BY 1, 2, 3"
+            ),
             &[&ids],
         )
         .await

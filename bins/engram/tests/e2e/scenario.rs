@@ -53,6 +53,15 @@ fn names(values: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// Checks the server is engram, runs every tool once (each effect checked through another
+/// tool), and disconnects.
+pub async fn exercise_every_tool_and_close(client: Client) {
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "engram");
+    exercise_every_tool(&client).await;
+    client.cancel().await.unwrap();
+}
+
 /// Every tool once, its effect checked through another tool.
 pub async fn exercise_every_tool(client: &Client) {
     let created = ok(
@@ -304,26 +313,12 @@ async fn a_paraphrase_finds_its_node_over_mcp() {
 async fn every_tool_over_streamable_http() {
     let server = TestServer::start(&["demo"]).await;
     let client = server.streamable_client("demo").await;
-    let info = client.peer_info().unwrap();
-    assert_eq!(info.server_info.as_ref().unwrap().name, "engram");
-    exercise_every_tool(&client).await;
-    client.cancel().await.unwrap();
+    exercise_every_tool_and_close(client).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_over_legacy_sse() {
     let server = TestServer::start(&["demo"]).await;
     let client = sse_client::connect(&server.base, "demo").await;
-    assert_eq!(
-        client
-            .peer_info()
-            .unwrap()
-            .server_info
-            .as_ref()
-            .unwrap()
-            .name,
-        "engram"
-    );
-    exercise_every_tool(&client).await;
-    client.cancel().await.unwrap();
+    exercise_every_tool_and_close(client).await;
 }

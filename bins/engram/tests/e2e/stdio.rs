@@ -3,7 +3,7 @@
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 
-use crate::scenario::exercise_every_tool;
+use crate::scenario::exercise_every_tool_and_close;
 use crate::server::TestServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -15,16 +15,5 @@ async fn every_tool_over_stdio() {
         .arg(&server.database_url)
         .env("ENGRAM_LOG", "warn");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
-    assert_eq!(
-        client
-            .peer_info()
-            .unwrap()
-            .server_info
-            .as_ref()
-            .unwrap()
-            .name,
-        "engram"
-    );
-    exercise_every_tool(&client).await;
-    client.cancel().await.unwrap();
+    exercise_every_tool_and_close(client).await;
 }
