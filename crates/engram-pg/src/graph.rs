@@ -5,7 +5,7 @@ use engram_domain::*;
 
 use crate::error::db;
 use crate::nodes::{Endpoints, relation, relations_among};
-use crate::observations::node_ids;
+use crate::observations::node_pair;
 
 async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str) -> Result<i64> {
     let row = client
@@ -57,22 +57,14 @@ pub(crate) async fn get_path(
     from: &str,
     to: &str,
 ) -> Result<GraphPath> {
-    let names = [from.to_owned(), to.to_owned()];
-    let ids = node_ids(client, workspace, names.iter()).await?;
-    let (Some(source), Some(target)) = (ids.get(from), ids.get(to)) else {
-        let missing = names
-            .into_iter()
-            .find(|n| !ids.contains_key(n))
-            .unwrap_or_default();
-        return Err(Error::node_not_found(missing));
-    };
+    let (source, target) = node_pair(client, workspace, from, to).await?;
     let statement = client
         .prepare_cached(include_str!("sql/path.sql"))
         .await
         .map_err(db)?;
     let max_hops = i32::try_from(limits::MAX_PATH_HOPS).unwrap_or(i32::MAX);
     let rows = client
-        .query(&statement, &[source, target, &max_hops])
+        .query(&statement, &[&source, &target, &max_hops])
         .await
         .map_err(db)?;
     if rows.is_empty() {

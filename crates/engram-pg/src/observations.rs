@@ -87,6 +87,22 @@ pub(crate) async fn node_ids<'a>(
         .collect())
 }
 
+/// The ids of two named nodes; [`Error::NotFound`] naming the first that does not exist.
+pub(crate) async fn node_pair(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    a: &str,
+    b: &str,
+) -> Result<(i64, i64)> {
+    let names = [a.to_owned(), b.to_owned()];
+    let ids = node_ids(client, workspace, names.iter()).await?;
+    match (ids.get(a), ids.get(b)) {
+        (Some(a), Some(b)) => Ok((*a, *b)),
+        (None, _) => Err(Error::node_not_found(a)),
+        (_, None) => Err(Error::node_not_found(b)),
+    }
+}
+
 pub(crate) async fn replace_observation(
     client: &impl GenericClient,
     workspace: WorkspaceId,

@@ -7,7 +7,7 @@ use engram_domain::*;
 
 use crate::error::{db, is_unique_violation};
 use crate::nodes::relation;
-use crate::observations::node_ids;
+use crate::observations::node_pair;
 
 /// The unique constraint on `(workspace_id, from_node_id, to_node_id, relation_type)`, named by
 /// PostgreSQL, which cuts generated names to 63 bytes (hence `relation_typ`).
@@ -140,15 +140,7 @@ pub(crate) async fn get_relations_between(
     entity_a: &str,
     entity_b: &str,
 ) -> Result<Vec<Relation>> {
-    let names = [entity_a.to_owned(), entity_b.to_owned()];
-    let ids = node_ids(client, workspace, names.iter()).await?;
-    let (Some(a), Some(b)) = (ids.get(entity_a), ids.get(entity_b)) else {
-        let missing = names
-            .into_iter()
-            .find(|n| !ids.contains_key(n))
-            .unwrap_or_default();
-        return Err(Error::node_not_found(missing));
-    };
+    let (a, b) = node_pair(client, workspace, entity_a, entity_b).await?;
     let rows = client
         .query(
             "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
@@ -158,7 +150,7 @@ pub(crate) async fn get_relations_between(
              WHERE (r.from_node_id = $1 AND r.to_node_id = $2)
                 OR (r.from_node_id = $2 AND r.to_node_id = $1)
              ORDER BY 1, 2, 3",
-            &[a, b],
+            &[&a, &b],
         )
         .await
         .map_err(db)?;

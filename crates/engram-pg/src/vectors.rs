@@ -200,6 +200,18 @@ fn hit(row: &tokio_postgres::Row) -> ObservationHit {
     }
 }
 
+/// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,
+/// which keep going past rows a filter drops, so a workspace filter still returns k rows
+/// (pgvector >= 0.8).
+async fn tune_hnsw(client: &impl GenericClient) -> Result<()> {
+    client
+        .batch_execute(&format!(
+            "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        ))
+        .await
+        .map_err(db)
+}
+
 /// Nearest observations by cosine distance. Runs inside a transaction (for `SET LOCAL`).
 pub(crate) async fn vector_search(
     client: &impl GenericClient,
@@ -211,14 +223,7 @@ pub(crate) async fn vector_search(
     within: Option<&str>,
 ) -> Result<Vec<ObservationHit>> {
     let dims = vector.len();
-    // Iterative scans keep going past filtered-out rows, so a workspace filter still
-    // returns k rows (pgvector >= 0.8).
-    client
-        .batch_execute(&format!(
-            "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
-        ))
-        .await
-        .map_err(db)?;
+    tune_hnsw(client).await?;
     let node_filter = if within.is_some() {
         "AND n.name = $6"
     } else {
@@ -329,12 +334,7 @@ pub(crate) async fn similar_nodes(
     else {
         return Ok(Vec::new());
     };
-    client
-        .batch_execute(&format!(
-            "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
-        ))
-        .await
-        .map_err(db)?;
+    tune_hnsw(client).await?;
     let sql = format!(
         "SELECT least(a.name, b.name) AS node_a, greatest(a.name, b.name) AS node_b,
                 max(pair.similarity)::float8 AS similarity,
