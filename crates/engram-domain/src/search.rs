@@ -88,6 +88,17 @@ pub struct SimilarPair {
     pub node_b_type: String,
 }
 
+/// A node's aggregate vector in one perspective (the mean of its observation vectors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeVector {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// The vector, as stored (not necessarily unit length).
+    pub vector: Vec<f32>,
+}
+
 /// An observation a store found, with its node and a score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObservationHit {

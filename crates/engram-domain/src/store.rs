@@ -201,6 +201,15 @@ pub trait MemoryStore: Send + Sync + 'static {
         min_score: f64,
         limit: usize,
     ) -> Result<Vec<SimilarPair>>;
+    /// Every node of the workspace that has an aggregate `model` vector in `perspective`
+    /// (the mean of its observation vectors), with its type, ordered by name. The
+    /// consolidation report clusters these.
+    async fn node_vectors(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: i64,
+    ) -> Result<Vec<NodeVector>>;
     /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
     /// `model` vector is current; 1.0 for a workspace without observations.
     async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64>;

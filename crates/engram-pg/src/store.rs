@@ -357,6 +357,21 @@ impl MemoryStore for PgStore {
     }
 
     #[instrument(skip_all)]
+    async fn node_vectors(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: i64,
+    ) -> Result<Vec<NodeVector>> {
+        read!(self, |tx| vectors::node_vectors(
+            &tx,
+            workspace,
+            model,
+            perspective
+        ))
+    }
+
+    #[instrument(skip_all)]
     async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
         read!(self, |tx| vectors::embedding_coverage(
             &tx, workspace, model

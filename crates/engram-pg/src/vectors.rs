@@ -382,6 +382,32 @@ pub(crate) async fn similar_nodes(
         .collect())
 }
 
+pub(crate) async fn node_vectors(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    model: &str,
+    perspective: i64,
+) -> Result<Vec<NodeVector>> {
+    let rows = client
+        .query(
+            "SELECT n.name, n.entity_type, x.embedding
+             FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
+             WHERE x.workspace_id = $1 AND x.model = $2 AND x.perspective_id = $3
+             ORDER BY n.name",
+            &[&workspace.0, &model, &perspective],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| NodeVector {
+            name: row.get(0),
+            entity_type: row.get(1),
+            vector: row.get::<_, Vector>(2).to_vec(),
+        })
+        .collect())
+}
+
 pub(crate) async fn embedding_coverage(
     client: &impl GenericClient,
     workspace: WorkspaceId,
