@@ -12,6 +12,7 @@
 
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
+mod embedder;
 mod graph;
 mod history;
 mod limits;
@@ -20,6 +21,7 @@ mod observations;
 mod relations;
 mod workspaces;
 
+pub use embedder::*;
 pub use graph::*;
 pub use history::*;
 pub use limits::*;
