@@ -14,6 +14,7 @@ mod memory_search;
 mod model;
 pub mod perspectives;
 mod search;
+pub mod similarity;
 mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
