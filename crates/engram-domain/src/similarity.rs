@@ -23,10 +23,14 @@ pub struct Neighbour {
 /// `min_score`, best first (ties by index). Vectors are L2-normalised here, so they need not
 /// be unit length; a zero vector has no neighbours. Vectors must share one dimension; a
 /// vector of another length than the first is treated as having no neighbours.
-pub fn nearest_neighbours(vectors: &[Vec<f32>], k: usize, min_score: f32) -> Vec<Vec<Neighbour>> {
+pub fn nearest_neighbours<V: AsRef<[f32]>>(
+    vectors: &[V],
+    k: usize,
+    min_score: f32,
+) -> Vec<Vec<Neighbour>> {
     let n = vectors.len();
     let mut result = vec![Vec::new(); n];
-    let Some(dims) = vectors.first().map(Vec::len) else {
+    let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
         return result;
     };
     if k == 0 || dims == 0 {
@@ -65,7 +69,9 @@ pub fn centroid(vectors: &[&[f32]]) -> Vec<f32> {
     for vector in vectors.iter().filter(|v| v.len() == dims) {
         let norm = norm(vector);
         if norm > 0.0 {
-            sum.iter_mut().zip(*vector).for_each(|(s, x)| *s += x / norm);
+            sum.iter_mut()
+                .zip(*vector)
+                .for_each(|(s, x)| *s += x / norm);
         }
     }
     let total = norm(&sum);
@@ -90,9 +96,10 @@ fn norm(vector: &[f32]) -> f32 {
 
 /// The vectors as rows of a matrix, each scaled to unit length (zero rows and rows of another
 /// dimension stay zero, so they match nothing).
-fn normalised(vectors: &[Vec<f32>], dims: usize) -> Array2<f32> {
+fn normalised<V: AsRef<[f32]>>(vectors: &[V], dims: usize) -> Array2<f32> {
     let mut matrix = Array2::<f32>::zeros((vectors.len(), dims));
     for (mut row, vector) in matrix.axis_iter_mut(Axis(0)).zip(vectors) {
+        let vector = vector.as_ref();
         let norm = norm(vector);
         if vector.len() == dims && norm > 0.0 {
             row.iter_mut()
