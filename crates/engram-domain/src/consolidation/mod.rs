@@ -177,11 +177,18 @@ impl Memory {
         orphaned_nodes.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.name.cmp(&b.name)));
         cut("orphaned_nodes", &mut orphaned_nodes, limit, &mut notices);
 
-        let similarity = self
+        let mut similarity = self
             .similarity_inputs(workspace, &options, &mut notices)
             .await?
             .unwrap_or_default();
-        let mut clusters = clusters::find(&similarity.vectors, options.cluster_min_score as f32);
+        // About a second of matrix work at 10,000 nodes: off the async workers.
+        let vectors = std::mem::take(&mut similarity.vectors);
+        let min_score = options.cluster_min_score as f32;
+        let (mut clusters, vectors) =
+            tokio::task::spawn_blocking(move || (clusters::find(&vectors, min_score), vectors))
+                .await
+                .map_err(|err| Error::Internal(format!("clustering: {err}")))?;
+        similarity.vectors = vectors;
         if clusters.len() > limit {
             notices.push(format!(
                 "cluster_summary: showing the {limit} largest of {} clusters",
