@@ -270,15 +270,21 @@ fn extractive_rationale(a: &NodeDetail, b: &NodeDetail, score: f64) -> String {
     }
 }
 
-/// Words of 3 letters or more, lower-cased, without stop words, with their counts.
+/// Words of the summary and observations of 3 letters or more, lower-cased, without digits
+/// (dates, ids) or stop words, with their counts. Names are left out: they are often ids.
 fn terms(node: &NodeDetail) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
-    let texts = std::iter::once(node.name.as_str())
-        .chain(node.summary.as_deref())
+    let texts = node
+        .summary
+        .iter()
+        .map(String::as_str)
         .chain(node.observations.iter().map(|o| o.content.as_str()));
     for word in texts.flat_map(|t| t.split(|c: char| !c.is_alphanumeric())) {
         let word = word.to_lowercase();
-        if word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()) {
+        if word.chars().count() >= 3
+            && !word.chars().any(|c| c.is_numeric())
+            && !STOP_WORDS.contains(&word.as_str())
+        {
             *counts.entry(word).or_insert(0) += 1;
         }
     }
