@@ -1,0 +1,339 @@
+//! The searches: nearest observations by vector (sqlite-vec), by full text (FTS5 and bm25),
+//! and similar unrelated nodes (exact, over the node aggregates in memory).
+
+use std::collections::{HashMap, HashSet};
+
+use engram_domain::similarity::nearest_neighbours;
+use engram_domain::*;
+use rusqlite::{Row, Transaction, params};
+
+use crate::nodes::query;
+use crate::vectors::{from_blob, has_vec_table, node_vectors, to_blob, vec_table};
+
+/// The largest `k` sqlite-vec accepts in one KNN query.
+const MAX_K: usize = 4_096;
+
+/// Neighbours considered per node by [`similar_nodes`], as engram-pg's HNSW query does.
+const NEIGHBOURS_PER_NODE: usize = 10;
+
+/// Words that full-text queries drop, as PostgreSQL's `english` configuration does: they
+/// occur nearly everywhere and would rank every observation.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "s",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+fn hit(row: &Row<'_>) -> rusqlite::Result<ObservationHit> {
+    Ok(ObservationHit {
+        name: row.get("name")?,
+        entity_type: row.get("entity_type")?,
+        summary: row.get("summary")?,
+        ordinal: row.get("ordinal")?,
+        content: row.get("content")?,
+        score: row.get("score")?,
+    })
+}
+
+/// Cosine similarity; 0 when either vector is all zeros.
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut aa, mut bb) = (0.0_f64, 0.0_f64, 0.0_f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 {
+        0.0
+    } else {
+        dot / (aa.sqrt() * bb.sqrt())
+    }
+}
+
+/// Nearest observations by cosine similarity: a KNN query on the dimension's `vec0` table, or,
+/// within one node, its few vectors scored directly.
+pub(crate) fn vector_search(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    model: &str,
+    perspective: i64,
+    vector: &[f32],
+    k: usize,
+    within: Option<&str>,
+) -> Result<Vec<ObservationHit>> {
+    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
+    if k == 0 || !has_vec_table(tx, dims)? {
+        return Ok(Vec::new());
+    }
+    let table = vec_table(dims);
+    let Some(node) = within else {
+        let sql = include_str!("sql/knn.sql").replace("{table}", &table);
+        let k = k.min(MAX_K) as i64;
+        return query(
+            tx,
+            &sql,
+            params![workspace.0, model, perspective, to_blob(vector), k],
+            hit,
+        );
+    };
+    let mut hits = query(
+        tx,
+        &format!(
+            "SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content, v.embedding
+             FROM nodes n
+             JOIN observations o ON o.node_id = n.id
+             JOIN embeddings e ON e.observation_id = o.id
+             JOIN {table} v ON v.rowid = e.id
+             WHERE n.workspace_id = ?1 AND n.name = ?2
+               AND e.model = ?3 AND e.perspective_id = ?4 AND e.dims = ?5"
+        ),
+        params![workspace.0, node, model, perspective, dims],
+        |row| {
+            let stored = from_blob(&row.get::<_, Vec<u8>>("embedding")?);
+            Ok(ObservationHit {
+                name: row.get("name")?,
+                entity_type: row.get("entity_type")?,
+                summary: row.get("summary")?,
+                ordinal: row.get("ordinal")?,
+                content: row.get("content")?,
+                score: cosine(vector, &stored),
+            })
+        },
+    )?;
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal)));
+    hits.truncate(k);
+    Ok(hits)
+}
+
+/// An FTS5 query matching any of the words of `text` that are not stop words, or `None` when
+/// there is no such word.
+fn any_word(text: &str) -> Option<String> {
+    let mut seen = HashSet::new();
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty() && !STOP_WORDS.contains(&w.as_str()))
+        .filter(|w| seen.insert(w.clone()))
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+/// Full-text search: any of the query's words (stemmed, stop words dropped), ranked by bm25
+/// (negated, so that higher is better), so a question in plain words still finds the facts
+/// that share its terms.
+pub(crate) fn text_search(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    text: &str,
+    limit: usize,
+    within: Option<&str>,
+) -> Result<Vec<ObservationHit>> {
+    let Some(terms) = any_word(text) else {
+        return Ok(Vec::new());
+    };
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    query(
+        tx,
+        "SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content,
+                -bm25(observations_fts) AS score
+         FROM observations_fts
+         JOIN observations o ON o.id = observations_fts.rowid
+         JOIN nodes n ON n.id = o.node_id
+         WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1
+           AND (?4 IS NULL OR n.name = ?4)
+         ORDER BY score DESC, n.name, o.ordinal
+         LIMIT ?3",
+        params![workspace.0, terms, limit, within],
+        hit,
+    )
+}
+
+/// Unrelated pairs of similar nodes: each node's nearest neighbours by aggregate vector,
+/// computed exactly in memory, then the pairs above `min_score` that no relation links.
+pub(crate) fn similar_nodes(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    model: &str,
+    perspective: i64,
+    min_score: f64,
+    limit: usize,
+) -> Result<Vec<SimilarPair>> {
+    let nodes = node_vectors(tx, workspace, model, perspective)?;
+    if nodes.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let relations: Vec<(String, String)> = query(
+        tx,
+        "SELECT f.name, t.name FROM relations r
+         JOIN nodes f ON f.id = r.from_node_id
+         JOIN nodes t ON t.id = r.to_node_id
+         WHERE r.workspace_id = ?1",
+        [workspace.0],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    let linked: HashSet<(String, String)> = relations
+        .into_iter()
+        .flat_map(|(a, b)| [(a.clone(), b.clone()), (b, a)])
+        .collect();
+    let vectors: Vec<Vec<f32>> = nodes.iter().map(|n| n.vector.clone()).collect();
+    let neighbours = nearest_neighbours(&vectors, NEIGHBOURS_PER_NODE, min_score as f32);
+    let mut pairs: HashMap<(usize, usize), f64> = HashMap::new();
+    for (i, found) in neighbours.iter().enumerate() {
+        for neighbour in found {
+            // Node vectors are ordered by name, so the lower index sorts first.
+            let pair = (i.min(neighbour.index), i.max(neighbour.index));
+            let similarity = f64::from(neighbour.similarity);
+            if similarity < min_score
+                || linked.contains(&(nodes[pair.0].name.clone(), nodes[pair.1].name.clone()))
+            {
+                continue;
+            }
+            let best = pairs.entry(pair).or_insert(similarity);
+            *best = best.max(similarity);
+        }
+    }
+    let mut result: Vec<SimilarPair> = pairs
+        .into_iter()
+        .map(|((a, b), similarity)| SimilarPair {
+            node_a: nodes[a].name.clone(),
+            node_b: nodes[b].name.clone(),
+            similarity,
+            node_a_type: nodes[a].entity_type.clone(),
+            node_b_type: nodes[b].entity_type.clone(),
+        })
+        .collect();
+    result.sort_by(|x, y| {
+        y.similarity
+            .total_cmp(&x.similarity)
+            .then_with(|| x.node_a.cmp(&y.node_a))
+            .then_with(|| x.node_b.cmp(&y.node_b))
+    });
+    result.truncate(limit);
+    Ok(result)
+}
