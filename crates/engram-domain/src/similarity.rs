@@ -65,7 +65,9 @@ pub fn centroid(vectors: &[&[f32]]) -> Vec<f32> {
     for vector in vectors.iter().filter(|v| v.len() == dims) {
         let norm = norm(vector);
         if norm > 0.0 {
-            sum.iter_mut().zip(*vector).for_each(|(s, x)| *s += x / norm);
+            sum.iter_mut()
+                .zip(*vector)
+                .for_each(|(s, x)| *s += x / norm);
         }
     }
     let total = norm(&sum);

@@ -37,7 +37,7 @@ impl MemoryStore for SqliteStore {
 
     #[instrument(skip_all)]
     async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
-        self.pool.read(move |tx| workspaces::list(tx)).await
+        self.pool.read(workspaces::list).await
     }
 
     #[instrument(skip_all)]
