@@ -7,10 +7,10 @@
 --   strictly increasing from one transaction to the next (PostgreSQL's `now()`, made
 --   monotonic), so the triggers below need a connection opened by engram.
 -- * Tags are a JSON array of strings.
--- * Observation vectors live in sqlite-vec `vec0` tables, one per dimension (`vec_obs_384`),
---   created at run time on first use together with the trigger that deletes a vector with its
---   `embeddings` row (see src/vectors.rs). `embeddings.id` is the vector's rowid there.
---   Node aggregates are little-endian f32 BLOBs: they are only ever read whole.
+-- * Vectors are little-endian f32 BLOBs. Observation vectors are also indexed in sqlite-vec
+--   `vec0` tables, one per dimension (`vec_obs_384`), created at run time on first use together
+--   with the trigger that deletes a vector with its `embeddings` row (see src/vectors.rs);
+--   `embeddings.id` is the vector's rowid there.
 -- * Triggers are per row (SQLite has no statement-level triggers); they record the same
 --   events and move the same `updated_at` as PostgreSQL's.
 -- AUTOINCREMENT keeps ids from being reused, as PostgreSQL's identities are not: the newest
@@ -103,9 +103,12 @@ CREATE TABLE perspectives (
     UNIQUE (workspace_id, name)
 ) STRICT;
 
--- One row per (observation, perspective, model); the vector is row `id` of `vec_obs_{dims}`.
--- `text_hash` tells the indexer whether the rendered text changed, `source_updated_at` (the
--- node's `updated_at` when it was rendered) whether the node changed since.
+-- One row per (observation, perspective, model) with its vector (little-endian f32s). The same
+-- vector is row `id` of `vec_obs_{dims}`, sqlite-vec's index for nearest-neighbour queries
+-- (as pgvector's HNSW index holds a copy of the column); aggregates and searches within one
+-- node read this column. `text_hash` tells the indexer whether the rendered text changed,
+-- `source_updated_at` (the node's `updated_at` when it was rendered) whether the node changed
+-- since.
 CREATE TABLE embeddings (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT,
     observation_id     INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
@@ -114,6 +117,7 @@ CREATE TABLE embeddings (
     model              TEXT NOT NULL,
     dims               INTEGER NOT NULL CHECK (dims > 0),
     text_hash          BLOB NOT NULL,
+    embedding          BLOB NOT NULL CHECK (length(embedding) = 4 * dims),
     source_updated_at  INTEGER NOT NULL,
     embedded_at        INTEGER NOT NULL,
     UNIQUE (observation_id, perspective_id, model)

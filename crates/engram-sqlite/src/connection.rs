@@ -34,6 +34,8 @@ pub(crate) struct Conn {
 pub(crate) struct Pool {
     path: PathBuf,
     writer: Mutex<Conn>,
+    /// The writer's one permit: writers queue here, not on blocking threads.
+    writer_permit: Semaphore,
     readers: Mutex<Vec<Conn>>,
     /// One permit per reader connection: callers queue here, not on blocking threads.
     reader_permits: Semaphore,
@@ -51,6 +53,7 @@ impl Pool {
         Ok(Self {
             path: path.to_owned(),
             writer: Mutex::new(writer),
+            writer_permit: Semaphore::new(1),
             readers: Mutex::new(readers),
             reader_permits: Semaphore::new(reader_count),
             reader_count,
@@ -85,6 +88,7 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
     {
+        let _permit = self.writer_permit.acquire().await.map_err(closed)?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -108,11 +112,7 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
     {
-        let _permit = self
-            .reader_permits
-            .acquire()
-            .await
-            .map_err(|_| Error::Internal("sqlite reader pool closed".into()))?;
+        let _permit = self.reader_permits.acquire().await.map_err(closed)?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let taken = pool.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -140,6 +140,10 @@ impl Pool {
         .await
         .map_err(join)?
     }
+}
+
+fn closed(_: tokio::sync::AcquireError) -> Error {
+    Error::Internal("sqlite connection pool closed".into())
 }
 
 impl Conn {

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use engram_domain::*;
 use rusqlite::{Transaction, params};
 
-use crate::nodes::{Endpoints, node_id, node_pair, query, relation, relations_among, tags};
+use crate::nodes::{
+    Endpoints, id_list, node_id, node_pair, query, relation, relations_among, tags,
+};
 
 pub(crate) fn get_neighborhood(
     tx: &Transaction<'_>,
@@ -35,6 +37,16 @@ pub(crate) fn get_neighborhood(
     })
 }
 
+/// A shortest path by breadth-first search, one statement per level: `levels[d]` holds the
+/// nodes first reached after `d` hops (each node is expanded once, so the cost is that of the
+/// relations within reach, whatever cycles they form), up to the level that reaches the target
+/// or [`limits::MAX_PATH_HOPS`]. Then the walk back from the target takes, at each hop, the
+/// neighbour of the level before that sorts first by name, then by relation id, so the answer
+/// is deterministic (and engram-pg's).
+///
+/// A recursive CTE cannot do this in SQLite: it cannot drop a node already reached at an
+/// earlier level, so in a graph with cycles every level grows to the whole component and the
+/// walk costs `MAX_PATH_HOPS` times more.
 pub(crate) fn get_path(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
@@ -42,27 +54,50 @@ pub(crate) fn get_path(
     to: &str,
 ) -> Result<GraphPath> {
     let (source, target) = node_pair(tx, workspace, from, to)?;
-    let rows = query(
-        tx,
-        include_str!("sql/path.sql"),
-        params![source, target, limits::MAX_PATH_HOPS],
-        |row| {
-            let hop = match row.get::<_, Option<String>>("relation_type")? {
-                Some(_) => Some(relation(row)?),
-                None => None,
-            };
-            Ok((row.get::<_, String>("name")?, hop))
-        },
-    )?;
-    if rows.is_empty() {
+    let mut seen: HashSet<i64> = HashSet::from([source]);
+    let mut levels: Vec<Vec<i64>> = vec![vec![source]];
+    while !seen.contains(&target) && levels.len() <= limits::MAX_PATH_HOPS as usize {
+        let frontier = id_list(&levels[levels.len() - 1]);
+        let next: Vec<i64> = query(tx, include_str!("sql/path_level.sql"), [frontier], |row| {
+            row.get(0)
+        })?
+        .into_iter()
+        .filter(|id| seen.insert(*id))
+        .collect();
+        if next.is_empty() {
+            break;
+        }
+        levels.push(next);
+    }
+    if !seen.contains(&target) {
         return Ok(GraphPath::default());
     }
-    // Row i is path[i]; its relation links it to path[i + 1] (the last row has none).
-    let (path, hops): (Vec<String>, Vec<Option<Relation>>) = rows.into_iter().unzip();
+    let mut path = vec![to.to_owned()];
+    let mut relations = Vec::new();
+    let mut current = target;
+    for level in levels[..levels.len() - 1].iter().rev() {
+        let previous: HashSet<i64> = level.iter().copied().collect();
+        let steps = query(tx, include_str!("sql/path_step.sql"), [current], |row| {
+            Ok((
+                row.get::<_, i64>("neighbour_id")?,
+                row.get::<_, String>("neighbour")?,
+                relation(row)?,
+            ))
+        })?;
+        let (neighbour, name, hop) = steps
+            .into_iter()
+            .find(|(id, _, _)| previous.contains(id))
+            .ok_or_else(|| Error::Internal("shortest path: a level lost its link".into()))?;
+        path.push(name);
+        relations.push(hop);
+        current = neighbour;
+    }
+    path.reverse();
+    relations.reverse();
     Ok(GraphPath {
         found: true,
         path,
-        relations: hops.into_iter().flatten().collect(),
+        relations,
     })
 }
 

@@ -190,9 +190,8 @@ pub(crate) fn vector_search(
     if k == 0 || !has_vec_table(tx, dims)? {
         return Ok(Vec::new());
     }
-    let table = vec_table(dims);
     let Some(node) = within else {
-        let sql = include_str!("sql/knn.sql").replace("{table}", &table);
+        let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
         let k = k.min(MAX_K) as i64;
         return query(
             tx,
@@ -203,15 +202,12 @@ pub(crate) fn vector_search(
     };
     let mut hits = query(
         tx,
-        &format!(
-            "SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content, v.embedding
-             FROM nodes n
-             JOIN observations o ON o.node_id = n.id
-             JOIN embeddings e ON e.observation_id = o.id
-             JOIN {table} v ON v.rowid = e.id
-             WHERE n.workspace_id = ?1 AND n.name = ?2
-               AND e.model = ?3 AND e.perspective_id = ?4 AND e.dims = ?5"
-        ),
+        "SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content, e.embedding
+         FROM nodes n
+         CROSS JOIN observations o ON o.node_id = n.id
+         CROSS JOIN embeddings e ON e.observation_id = o.id
+         WHERE n.workspace_id = ?1 AND n.name = ?2
+           AND e.model = ?3 AND e.perspective_id = ?4 AND e.dims = ?5",
         params![workspace.0, node, model, perspective, dims],
         |row| {
             let stored = from_blob(&row.get::<_, Vec<u8>>("embedding")?);

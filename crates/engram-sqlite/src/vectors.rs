@@ -1,11 +1,13 @@
 //! Perspectives, the indexer's queue, stored vectors and node aggregates, coverage.
 //!
-//! Observation vectors live in sqlite-vec `vec0` tables, one per dimension (`vec_obs_384`),
-//! since a `vec0` column has a fixed dimension. Each is partitioned by workspace and carries
-//! the model and perspective as metadata columns, which the KNN scan filters on; its rowid is
-//! the `embeddings` row's id. A table is created the first time vectors of its dimension are
-//! stored, with a trigger that deletes a vector together with its `embeddings` row (and so with
-//! its observation, node, perspective or workspace). Searches are in `search.rs`.
+//! Vectors are stored in `embeddings.embedding` and indexed for nearest-neighbour queries in
+//! sqlite-vec `vec0` tables, one per dimension (`vec_obs_384`), since a `vec0` column has a
+//! fixed dimension. Each is partitioned by workspace and carries the model and perspective as
+//! metadata columns, which the KNN scan filters on; its rowid is the `embeddings` row's id. A
+//! table is created the first time vectors of its dimension are stored, with a trigger that
+//! deletes a vector together with its `embeddings` row (and so with its observation, node,
+//! perspective or workspace). Aggregates read the `embeddings` column (point lookups in a
+//! `vec0` table are slow). Searches are in `search.rs`.
 
 use std::collections::BTreeMap;
 
@@ -157,16 +159,16 @@ pub(crate) fn save_embeddings(
         .map_err(db)?;
     let mut update = tx
         .prepare_cached(
-            "UPDATE embeddings SET dims = ?2, text_hash = ?3, source_updated_at = ?4,
-                                   embedded_at = engram_now()
+            "UPDATE embeddings SET dims = ?2, text_hash = ?3, embedding = ?4,
+                                   source_updated_at = ?5, embedded_at = engram_now()
              WHERE id = ?1",
         )
         .map_err(db)?;
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO embeddings (observation_id, perspective_id, workspace_id, model, dims,
-                                     text_hash, source_updated_at, embedded_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, engram_now())
+                                     text_hash, embedding, source_updated_at, embedded_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, engram_now())
              RETURNING id",
         )
         .map_err(db)?;
@@ -194,6 +196,7 @@ pub(crate) fn save_embeddings(
             continue;
         };
         let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
+        let blob = to_blob(vector);
         if !ready.contains(&dims) {
             ensure_vec_table(tx, dims)?;
             ready.push(dims);
@@ -214,7 +217,7 @@ pub(crate) fn save_embeddings(
                     .map_err(db)?;
                 }
                 update
-                    .execute(params![id, dims, record.text_hash, source])
+                    .execute(params![id, dims, record.text_hash, blob, source])
                     .map_err(db)?;
                 id
             }
@@ -227,6 +230,7 @@ pub(crate) fn save_embeddings(
                         model,
                         dims,
                         record.text_hash,
+                        blob,
                         source
                     ],
                     |row| row.get(0),
@@ -239,7 +243,7 @@ pub(crate) fn save_embeddings(
             vec_table(dims)
         ))
         .map_err(db)?
-        .execute(params![id, workspace, model, perspective, to_blob(vector)])
+        .execute(params![id, workspace, model, perspective, blob])
         .map_err(db)?;
     }
     let observations: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
@@ -271,27 +275,19 @@ fn refresh_node_embeddings(tx: &Transaction<'_>, model: &str, observations: &[i6
         )
         .map_err(db)?;
     for (node, workspace, updated_at) in nodes {
-        let stored: Vec<(i64, i64, i64)> = query(
+        let stored: Vec<(i64, i64, Vec<u8>)> = query(
             tx,
-            "SELECT e.perspective_id, e.dims, e.id
-             FROM embeddings e JOIN observations o ON o.id = e.observation_id
+            // CROSS JOIN: from the node's few observations to their vectors, never the
+            // other way round through every vector of the model.
+            "SELECT e.perspective_id, e.dims, e.embedding
+             FROM observations o CROSS JOIN embeddings e ON e.observation_id = o.id
              WHERE o.node_id = ?1 AND e.model = ?2",
             params![node, model],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )?;
         // Per (perspective, dimension): the sum of the vectors and their count.
         let mut sums: BTreeMap<(i64, i64), (Vec<f64>, i64)> = BTreeMap::new();
-        for (perspective, dims, id) in stored {
-            let vector: Option<Vec<u8>> = tx
-                .prepare_cached(&format!(
-                    "SELECT embedding FROM {} WHERE rowid = ?1",
-                    vec_table(dims)
-                ))
-                .map_err(db)?
-                .query_row([id], |row| row.get(0))
-                .optional()
-                .map_err(db)?;
-            let Some(vector) = vector else { continue };
+        for (perspective, dims, vector) in stored {
             let (sum, count) = sums
                 .entry((perspective, dims))
                 .or_insert_with(|| (vec![0.0; usize::try_from(dims).unwrap_or(0)], 0));

@@ -14,6 +14,6 @@ WITH RECURSIVE walk (node_id, depth) AS (
 )
 SELECT n.id, n.name, n.entity_type, n.summary, n.tags, min(walk.depth) AS depth
 FROM walk
-JOIN nodes n ON n.id = walk.node_id
+CROSS JOIN nodes n ON n.id = walk.node_id
 GROUP BY n.id
 ORDER BY depth, n.name
