@@ -1,8 +1,11 @@
 //! Command-line interface: flags with environment fallbacks.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use engram_domain::{GenerationBudget, TextGenerator};
 
 /// engram: a knowledge-graph memory server for AI agents, over MCP.
 #[derive(Debug, Parser)]
@@ -80,10 +83,51 @@ impl EmbedArgs {
     }
 }
 
+/// The text model behind the consolidation report's drafts.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Ollama text model for the consolidation report's draft summaries, rationales and
+    /// cluster labels, e.g. `llama3.2` (served at OLLAMA_HOST). Unset: extractive texts only.
+    #[arg(long, env = "ENGRAM_GENERATE_MODEL")]
+    pub generate_model: Option<String>,
+    /// Seconds one consolidation report may spend generating; what is not done by then stays
+    /// extractive.
+    #[arg(long, env = "ENGRAM_GENERATE_BUDGET", default_value_t = 20.0)]
+    pub generate_budget: f64,
+    /// Generations in flight at once.
+    #[arg(long, env = "ENGRAM_GENERATE_CONCURRENCY", default_value_t = 4)]
+    pub generate_concurrency: usize,
+}
+
+impl GenerateArgs {
+    /// The generator and its budget, when a model is set.
+    pub fn build(
+        &self,
+        ollama_host: &str,
+    ) -> anyhow::Result<Option<(Arc<dyn TextGenerator>, GenerationBudget)>> {
+        let Some(model) = &self.generate_model else {
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            self.generate_budget.is_finite() && self.generate_budget > 0.0,
+            "--generate-budget must be a positive number of seconds, got {}",
+            self.generate_budget
+        );
+        let generator = engram_embed::OllamaGenerator::new(ollama_host, model)?;
+        let budget = GenerationBudget {
+            total: Duration::from_secs_f64(self.generate_budget),
+            concurrency: self.generate_concurrency.max(1),
+        };
+        Ok(Some((Arc::new(generator), budget)))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub embed: EmbedArgs,
+    #[command(flatten)]
+    pub generate: GenerateArgs,
     /// Address to listen on. Non-loopback clients also need --allowed-host.
     #[arg(long, env = "ENGRAM_BIND", default_value = "127.0.0.1:8765")]
     pub bind: SocketAddr,

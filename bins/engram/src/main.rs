@@ -91,22 +91,25 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
     let shutdown = CancellationToken::new();
     let mut memory = Memory::new(store.clone());
     let embedder = args.embed.choice().build()?;
-    match &embedder {
-        Some(embedder) => {
-            tracing::info!(
-                store = "postgresql",
-                embedder = embedder.model_id(),
-                "engram starting"
-            );
-            memory = memory.with_embedder(embedder.clone());
-            tokio::spawn(engram::indexing::run_indexer(
-                store.clone(),
-                embedder.clone(),
-                shutdown.clone(),
-            ));
-        }
-        None => tracing::info!(store = "postgresql", embedder = "none", "engram starting"),
+    if let Some(embedder) = &embedder {
+        memory = memory.with_embedder(embedder.clone());
+        tokio::spawn(engram::indexing::run_indexer(
+            store.clone(),
+            embedder.clone(),
+            shutdown.clone(),
+        ));
     }
+    if let Some((generator, budget)) = args.generate.build(&args.embed.ollama_host)? {
+        memory = memory.with_generator(generator, budget);
+    }
+    tracing::info!(
+        store = "postgresql",
+        embedder = memory.embedder().map_or("none", |e| e.model_id()),
+        generator = memory
+            .generator()
+            .map_or("none (extractive drafts)", |g| g.model_id()),
+        "engram starting"
+    );
     if let Some(name) = &args.create_workspace {
         match memory.create_workspace(name).await {
             Ok(_) => tracing::info!(workspace = %name, "created workspace"),

@@ -5,8 +5,10 @@
 //! over any [`MemoryStore`]; it validates every argument against [`limits`] before the store
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
+mod consolidation;
 mod embed;
 mod error;
+mod generate;
 mod indexer;
 pub mod limits;
 mod memory;
@@ -19,8 +21,10 @@ mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
+pub use consolidation::*;
 pub use embed::Embedder;
 pub use error::{Error, Result};
+pub use generate::{GenerationBudget, TextGenerator};
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use model::*;

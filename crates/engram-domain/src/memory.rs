@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::generate::{GenerationBudget, TextGenerator};
 use crate::limits;
 use crate::model::*;
 use crate::store::MemoryStore;
@@ -17,6 +18,8 @@ use crate::store::MemoryStore;
 pub struct Memory {
     pub(crate) store: Arc<dyn MemoryStore>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) generator: Option<Arc<dyn TextGenerator>>,
+    pub(crate) generation_budget: GenerationBudget,
 }
 
 impl Memory {
@@ -25,6 +28,8 @@ impl Memory {
         Self {
             store,
             embedder: None,
+            generator: None,
+            generation_budget: GenerationBudget::default(),
         }
     }
 
@@ -33,6 +38,24 @@ impl Memory {
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
         self
+    }
+
+    /// Uses `generator` for the consolidation report's drafts, rationales and labels, spending
+    /// at most `budget` on each report (without one they are extractive).
+    #[must_use]
+    pub fn with_generator(
+        mut self,
+        generator: Arc<dyn TextGenerator>,
+        budget: GenerationBudget,
+    ) -> Self {
+        self.generator = Some(generator);
+        self.generation_budget = budget;
+        self
+    }
+
+    /// The text generator, if one is configured.
+    pub fn generator(&self) -> Option<&Arc<dyn TextGenerator>> {
+        self.generator.as_ref()
     }
 
     /// The embedder, if one is configured.

@@ -164,15 +164,7 @@ impl Memory {
             ));
         }
         let embedder = self.required_embedder()?;
-        let perspectives = self.store.perspectives(workspace).await?;
-        let perspective = perspectives
-            .iter()
-            .filter(|p| p.enabled)
-            .find(|p| p.name == "general")
-            .or_else(|| perspectives.iter().find(|p| p.enabled))
-            .ok_or_else(|| {
-                Error::Conflict("every perspective of this workspace is disabled".into())
-            })?;
+        let perspective = self.node_perspective(workspace).await?;
         self.store
             .similar_nodes(
                 workspace,
@@ -182,6 +174,22 @@ impl Memory {
                 limit as usize,
             )
             .await
+    }
+
+    /// The perspective whose aggregate vectors stand for a node: `general`, or the first
+    /// enabled one.
+    ///
+    /// Errors: [`Error::Conflict`] when every perspective is disabled.
+    pub(crate) async fn node_perspective(&self, workspace: WorkspaceId) -> Result<Perspective> {
+        let perspectives = self.store.perspectives(workspace).await?;
+        let enabled = || perspectives.iter().filter(|p| p.enabled);
+        enabled()
+            .find(|p| p.name == "general")
+            .or_else(|| enabled().next())
+            .cloned()
+            .ok_or_else(|| {
+                Error::Conflict("every perspective of this workspace is disabled".into())
+            })
     }
 
     fn required_embedder(&self) -> Result<&Arc<dyn Embedder>> {

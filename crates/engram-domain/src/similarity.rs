@@ -23,10 +23,14 @@ pub struct Neighbour {
 /// `min_score`, best first (ties by index). Vectors are L2-normalised here, so they need not
 /// be unit length; a zero vector has no neighbours. Vectors must share one dimension; a
 /// vector of another length than the first is treated as having no neighbours.
-pub fn nearest_neighbours(vectors: &[Vec<f32>], k: usize, min_score: f32) -> Vec<Vec<Neighbour>> {
+pub fn nearest_neighbours<V: AsRef<[f32]>>(
+    vectors: &[V],
+    k: usize,
+    min_score: f32,
+) -> Vec<Vec<Neighbour>> {
     let n = vectors.len();
     let mut result = vec![Vec::new(); n];
-    let Some(dims) = vectors.first().map(Vec::len) else {
+    let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
         return result;
     };
     if k == 0 || dims == 0 {
@@ -54,6 +58,28 @@ pub fn nearest_neighbours(vectors: &[Vec<f32>], k: usize, min_score: f32) -> Vec
         }
     }
     result
+}
+
+/// The distinct pairs `(i, j)`, `i < j`, where one is among the other's `k` most similar
+/// vectors with cosine similarity ≥ `min_score` (see [`nearest_neighbours`]), most similar
+/// first (ties by indices). For "which nodes resemble each other" over a whole workspace.
+pub fn similar_pairs<V: AsRef<[f32]>>(
+    vectors: &[V],
+    k: usize,
+    min_score: f32,
+) -> Vec<(usize, usize, f32)> {
+    let mut pairs: Vec<(usize, usize, f32)> = nearest_neighbours(vectors, k, min_score)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, near)| {
+            near.into_iter()
+                .map(move |n| (i.min(n.index), i.max(n.index), n.similarity))
+        })
+        .collect();
+    pairs.sort_by_key(|p| (p.0, p.1));
+    pairs.dedup_by_key(|p| (p.0, p.1));
+    pairs.sort_by(|a, b| b.2.total_cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
+    pairs
 }
 
 /// The mean of the given unit vectors of `vectors`, itself normalised: a cluster's centroid.
@@ -92,9 +118,10 @@ fn norm(vector: &[f32]) -> f32 {
 
 /// The vectors as rows of a matrix, each scaled to unit length (zero rows and rows of another
 /// dimension stay zero, so they match nothing).
-fn normalised(vectors: &[Vec<f32>], dims: usize) -> Array2<f32> {
+fn normalised<V: AsRef<[f32]>>(vectors: &[V], dims: usize) -> Array2<f32> {
     let mut matrix = Array2::<f32>::zeros((vectors.len(), dims));
     for (mut row, vector) in matrix.axis_iter_mut(Axis(0)).zip(vectors) {
+        let vector = vector.as_ref();
         let norm = norm(vector);
         if vector.len() == dims && norm > 0.0 {
             row.iter_mut()
@@ -127,6 +154,20 @@ mod tests {
         assert!((found[0][0].similarity - cosine(&vectors[0], &vectors[4])).abs() < 1e-6);
         let all = nearest_neighbours(&vectors, 10, -1.0);
         assert_eq!(all[2].len(), 4, "every other vector, the zero one at 0");
+    }
+
+    #[test]
+    fn similar_pairs_are_distinct_and_best_first() {
+        let vectors = vec![
+            vec![1.0, 0.0],
+            vec![0.9, 0.1],
+            vec![0.0, 1.0],
+            vec![0.95, 0.05],
+        ];
+        let pairs = similar_pairs(&vectors, 2, 0.5);
+        let indices: Vec<(usize, usize)> = pairs.iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(indices, vec![(0, 3), (1, 3), (0, 1)]);
+        assert!(pairs.windows(2).all(|w| w[0].2 >= w[1].2));
     }
 
     #[test]

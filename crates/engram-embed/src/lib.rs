@@ -5,10 +5,17 @@
 //! - [`OllamaEmbedder`]: any embedding model served by Ollama (`/api/embed`).
 //!
 //! Both return L2-normalised vectors, so cosine similarity is a dot product.
+//!
+//! And [`OllamaGenerator`]: a text model served by Ollama (`/api/generate`), the
+//! [`engram_domain::TextGenerator`] behind the consolidation report's drafts.
 
+mod generate;
 pub mod local;
 pub mod ollama;
+#[cfg(feature = "testing")]
+pub mod testing;
 
+pub use generate::OllamaGenerator;
 pub use local::LocalEmbedder;
 pub use ollama::OllamaEmbedder;
 

@@ -61,25 +61,16 @@ impl OllamaEmbedder {
     /// Errors: [`Error::InvalidArgument`] for a host that is not an http(s) URL or an
     /// empty model name.
     pub fn new(host: &str, model: &str) -> Result<Self> {
-        let mut url = parse_host(host)?;
         if model.is_empty() {
             return Err(Error::invalid("model", "the model name is empty"));
         }
-        // ollama-rs appends `api/embed` to the URL as it is.
-        if !url.path().ends_with('/') {
-            url.set_path(&format!("{}/", url.path()));
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|err| Error::Internal(format!("building the http client: {err}")))?;
+        let client = client(host, REQUEST_TIMEOUT)?;
         let prefixes = model.starts_with("nomic-embed-text").then_some(Prefixes {
             document: "search_document: ",
             query: "search_query: ",
         });
         Ok(Self {
-            client: Ollama::builder().url(url).reqwest_client(http).build(),
+            client,
             model: model.to_owned(),
             model_id: format!("ollama/{model}"),
             prefixes,
@@ -204,6 +195,22 @@ impl Embedder for OllamaEmbedder {
     }
 }
 
+/// An ollama-rs client for the server at `host` (read as Ollama reads `OLLAMA_HOST`), whose
+/// calls give up after `timeout`.
+pub(crate) fn client(host: &str, timeout: Duration) -> Result<Ollama> {
+    let mut url = parse_host(host)?;
+    // ollama-rs appends `api/...` to the URL as it is.
+    if !url.path().ends_with('/') {
+        url.set_path(&format!("{}/", url.path()));
+    }
+    let http = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(timeout)
+        .build()
+        .map_err(|err| Error::Internal(format!("building the http client: {err}")))?;
+    Ok(Ollama::builder().url(url).reqwest_client(http).build())
+}
+
 /// Reads `host` as Ollama reads `OLLAMA_HOST`.
 fn parse_host(host: &str) -> Result<reqwest::Url> {
     let host = host.trim();
@@ -226,7 +233,7 @@ fn parse_host(host: &str) -> Result<reqwest::Url> {
 }
 
 /// An error and its sources, `: `-separated (reqwest hides the cause in its sources).
-fn error_chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut message = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

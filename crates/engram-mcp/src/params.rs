@@ -270,6 +270,30 @@ pub struct FindSimilarNodesParams {
     pub min_score: f64,
 }
 
+/// Parameters of `get_consolidation_report`; every one is optional.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidationReportParams {
+    /// Start of `event_summary`'s window, an RFC 3339 date-time such as
+    /// "2026-11-01T00:00:00Z". Default: 7 days ago.
+    #[serde(default)]
+    pub since: Option<engram_domain::Timestamp>,
+    /// At most this many entries in each list, 1–1,000. Default 20.
+    #[serde(default = "default_similar_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+    /// Least cosine similarity of a relation candidate, -1.0–1.0. Default 0.75.
+    #[serde(default = "default_min_score")]
+    pub min_score: f64,
+    /// Least cosine similarity of two neighbouring nodes in one cluster, -1.0–1.0. Default 0.6.
+    #[serde(default = "default_cluster_min_score")]
+    pub cluster_min_score: f64,
+}
+
+fn default_cluster_min_score() -> f64 {
+    0.6
+}
+
 /// Parameters of tools that take none.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

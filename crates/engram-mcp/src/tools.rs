@@ -321,6 +321,30 @@ impl EngramServer {
         Ok(Json(UnlinkedReferencesResult { references }))
     }
 
+    /// Where the graph needs attention: stale summaries (with a draft to check and pass to
+    /// set_summary), unrelated similar pairs (with a rationale: relate or merge them?),
+    /// orphaned nodes, clusters of similar nodes (with a label), and counts of writes since
+    /// `since`. The backend proposes; you decide. `notices` says what was cut or unavailable.
+    #[tool(annotations(read_only_hint = true))]
+    async fn get_consolidation_report(
+        &self,
+        Parameters(params): Parameters<ConsolidationReportParams>,
+        extensions: Extensions,
+    ) -> Result<Json<ConsolidationReport>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let options = ReportOptions {
+            since: params.since,
+            limit: params.limit,
+            min_score: params.min_score,
+            cluster_min_score: params.cluster_min_score,
+        };
+        Ok(Json(
+            self.memory
+                .get_consolidation_report(workspace, options)
+                .await?,
+        ))
+    }
+
     /// Nodes never summarised, or whose summary is older than their newest observation.
     #[tool(annotations(read_only_hint = true))]
     async fn get_pending_consolidation(

@@ -4,6 +4,7 @@
 //! database per test (`cargo xtask test` provides the server).
 
 mod binding;
+mod consolidation;
 mod golden;
 mod scenario;
 mod server;

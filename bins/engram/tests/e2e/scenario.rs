@@ -202,6 +202,17 @@ pub async fn exercise_every_tool(client: &Client) {
     );
     let pending = ok(client, "get_pending_consolidation", json!({})).await;
     assert_eq!(names(&pending["nodes"]), ["Carol"]);
+    let report = ok(client, "get_consolidation_report", json!({"limit": 5})).await;
+    assert_eq!(names(&report["stale_summaries"]), ["Carol"]);
+    assert_eq!(
+        report["stale_summaries"][0]["draft_summary"],
+        "reviews engram code."
+    );
+    assert_eq!(names(&report["orphaned_nodes"]), ["Carol"]);
+    assert!(
+        report["event_summary"]["creates"].as_i64().unwrap() >= 8,
+        "{report}"
+    );
     let recent = ok(
         client,
         "get_recently_modified",

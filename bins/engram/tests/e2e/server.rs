@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use engram::http::{Guard, WORKSPACE_HEADER};
-use engram_domain::Memory;
+use engram_domain::{GenerationBudget, Memory, TextGenerator};
 use engram_pg::PgStore;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -35,12 +35,24 @@ impl Drop for TestServer {
 impl TestServer {
     /// Starts a server with workspaces `names` already created.
     pub async fn start(workspaces: &[&str]) -> Self {
+        Self::start_with_generator(workspaces, None).await
+    }
+
+    /// Starts a server with workspaces `names` already created whose consolidation report
+    /// asks `generator` for its texts.
+    pub async fn start_with_generator(
+        workspaces: &[&str],
+        generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
+    ) -> Self {
         let database_url = engram_pg::testing::fresh_database().await;
         let store: Arc<dyn engram_domain::MemoryStore> =
             Arc::new(PgStore::connect(&database_url).await.unwrap());
         let embedder: Arc<dyn engram_domain::Embedder> =
             Arc::new(engram_embed::LocalEmbedder::new());
-        let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
+        let mut memory = Memory::new(store.clone()).with_embedder(embedder.clone());
+        if let Some((generator, budget)) = generator {
+            memory = memory.with_generator(generator, budget);
+        }
         for name in workspaces {
             memory.create_workspace(name).await.unwrap();
         }

@@ -12,6 +12,7 @@
 
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
+mod consolidation;
 mod embedder;
 mod graph;
 mod history;
@@ -22,6 +23,7 @@ mod relations;
 mod vectors;
 mod workspaces;
 
+pub use consolidation::*;
 pub use embedder::*;
 pub use graph::*;
 pub use history::*;
@@ -81,6 +83,11 @@ macro_rules! memory_store_test_suite {
             get_path_looks_at_most_twelve_hops_away,
             orphaned_nodes_are_those_without_relations,
             unlinked_references_match_whole_names_of_unrelated_nodes,
+            // consolidation
+            consolidation_report_finds_exactly_what_needs_attention,
+            consolidation_report_counts_events_since_and_cuts_lists,
+            consolidation_report_without_an_embedder_says_so,
+            consolidation_report_uses_the_generator_within_its_budget,
             // limits
             names_and_types_are_bounded_and_printable,
             contents_and_summaries_are_bounded,

@@ -1,0 +1,332 @@
+//! `get_consolidation_report`: where the graph needs attention. The backend finds the
+//! candidates; the model reading the report decides (specification, "Consolidation").
+
+mod clusters;
+mod drafts;
+
+use chrono::{Duration, Utc};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::memory::Memory;
+use crate::model::*;
+use crate::search::{NodeVector, SimilarPair};
+
+pub use clusters::CLUSTER_NEIGHBOURS;
+
+/// Who wrote a generated text in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum TextSource {
+    /// The configured text model.
+    Llm,
+    /// Taken from the graph itself: observations, shared terms, names.
+    Extractive,
+}
+
+/// A node whose summary is missing or older than its newest observation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StaleSummary {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// When its newest observation was written (what made the summary stale).
+    pub last_modified: Timestamp,
+    /// How many observations it holds.
+    pub observation_count: i64,
+    /// When its summary was last set; `None` when never.
+    pub summary_updated_at: Option<Timestamp>,
+    /// A proposed summary, for the model to check and pass to `set_summary`.
+    pub draft_summary: Option<String>,
+    /// Who wrote `draft_summary`.
+    pub draft_source: Option<TextSource>,
+}
+
+/// Two unrelated nodes similar enough that a relation (or a merge) may be due.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RelationCandidate {
+    /// One node (the name that sorts first).
+    pub node_a: String,
+    /// The other node.
+    pub node_b: String,
+    /// `node_a`'s type.
+    pub node_a_type: String,
+    /// `node_b`'s type.
+    pub node_b_type: String,
+    /// Cosine similarity of their aggregate vectors, −1 to 1.
+    pub similarity_score: f64,
+    /// Why they may belong together.
+    pub rationale: Option<String>,
+    /// Who wrote `rationale`.
+    pub rationale_source: Option<TextSource>,
+}
+
+/// A group of nodes whose aggregate vectors are close to each other.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Cluster {
+    /// 1, 2, … in order of size, largest first (stable for one report only).
+    pub cluster_id: i64,
+    /// Its nodes, the most central first (at most [`MAX_CLUSTER_NAMES`]).
+    pub node_names: Vec<String>,
+    /// How many nodes it has (may exceed `node_names`' length).
+    pub size: i64,
+    /// A short name for what the nodes share.
+    pub centroid_label: Option<String>,
+    /// Who wrote `centroid_label`.
+    pub label_source: Option<TextSource>,
+}
+
+/// Names listed per cluster.
+pub const MAX_CLUSTER_NAMES: usize = 50;
+
+/// Result of `get_consolidation_report`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ConsolidationReport {
+    /// Nodes whose summary is missing or stale, oldest summary first.
+    pub stale_summaries: Vec<StaleSummary>,
+    /// Unrelated similar pairs, most similar first.
+    pub relation_candidates: Vec<RelationCandidate>,
+    /// Nodes without relations, most recently updated first.
+    pub orphaned_nodes: Vec<NodeBrief>,
+    /// Clusters of similar nodes, largest first.
+    pub cluster_summary: Vec<Cluster>,
+    /// Writes since `since`.
+    pub event_summary: EventCounts,
+    /// What the report could not do fully, and why (lists cut at `limit`, no embedding model,
+    /// vectors still being computed, generation that ran out of time).
+    pub notices: Vec<String>,
+}
+
+/// Parameters of [`Memory::get_consolidation_report`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportOptions {
+    /// Start of `event_summary`'s window; default 7 days ago.
+    pub since: Option<Timestamp>,
+    /// Entries per list (1–1,000).
+    pub limit: u32,
+    /// Least cosine similarity of a relation candidate (−1 to 1).
+    pub min_score: f64,
+    /// Least cosine similarity of two neighbours in one cluster (−1 to 1).
+    pub cluster_min_score: f64,
+}
+
+impl Default for ReportOptions {
+    /// The last 7 days, 20 per list, candidates from 0.75 (as `find_similar_nodes`), clusters
+    /// from 0.6.
+    fn default() -> Self {
+        Self {
+            since: None,
+            limit: 20,
+            min_score: 0.75,
+            cluster_min_score: 0.6,
+        }
+    }
+}
+
+impl Memory {
+    /// `get_consolidation_report`: stale summaries with drafts, unrelated similar pairs with
+    /// rationales, orphans, clusters with labels, and event counts.
+    ///
+    /// Each list holds at most `options.limit` entries. Pairs and clusters need an embedding
+    /// model and current node vectors; without them those lists are empty and `notices` says
+    /// why. Drafts, rationales and labels come from the text generator when one is configured
+    /// and answers within the report's [`crate::GenerationBudget`]; otherwise they are
+    /// extractive. Nothing here fails because of the generator.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a limit or score out of range.
+    pub async fn get_consolidation_report(
+        &self,
+        workspace: WorkspaceId,
+        options: ReportOptions,
+    ) -> Result<ConsolidationReport> {
+        limits::within("limit", options.limit, limits::LIMIT)?;
+        score_in_range("min_score", options.min_score)?;
+        score_in_range("cluster_min_score", options.cluster_min_score)?;
+        let limit = options.limit as usize;
+        let since = options
+            .since
+            .unwrap_or_else(|| Utc::now() - Duration::days(7));
+        let mut notices = Vec::new();
+
+        let (pending, orphans, event_summary) = futures::try_join!(
+            self.store.get_pending_consolidation(workspace),
+            self.store.get_orphaned_nodes(workspace),
+            self.store.event_counts(workspace, since),
+        )?;
+        let mut stale_summaries: Vec<StaleSummary> = pending
+            .into_iter()
+            .map(|p| StaleSummary {
+                name: p.name,
+                entity_type: p.entity_type,
+                last_modified: p.last_observation_at,
+                observation_count: p.observation_count,
+                summary_updated_at: p.summary_updated_at,
+                draft_summary: None,
+                draft_source: None,
+            })
+            .collect();
+        cut("stale_summaries", &mut stale_summaries, limit, &mut notices);
+        let mut orphaned_nodes = orphans;
+        orphaned_nodes.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.name.cmp(&b.name)));
+        cut("orphaned_nodes", &mut orphaned_nodes, limit, &mut notices);
+
+        let mut similarity = self
+            .similarity_inputs(workspace, &options, &mut notices)
+            .await?
+            .unwrap_or_default();
+        // About a second of matrix work at 10,000 nodes: off the async workers.
+        let vectors = std::mem::take(&mut similarity.vectors);
+        let min_score = options.cluster_min_score as f32;
+        let (mut clusters, vectors) =
+            tokio::task::spawn_blocking(move || (clusters::find(&vectors, min_score), vectors))
+                .await
+                .map_err(|err| Error::Internal(format!("clustering: {err}")))?;
+        similarity.vectors = vectors;
+        if clusters.len() > limit {
+            notices.push(format!(
+                "cluster_summary: showing the {limit} largest of {} clusters",
+                clusters.len()
+            ));
+            clusters.truncate(limit);
+        }
+        let cluster_summary = clusters
+            .iter()
+            .zip(1..)
+            .map(|(members, cluster_id)| Cluster {
+                cluster_id,
+                node_names: members
+                    .iter()
+                    .take(MAX_CLUSTER_NAMES)
+                    .map(|&m| similarity.vectors[m].name.clone())
+                    .collect(),
+                size: members.len() as i64,
+                centroid_label: None,
+                label_source: None,
+            })
+            .collect();
+
+        let mut report = ConsolidationReport {
+            stale_summaries,
+            relation_candidates: similarity.pairs.into_iter().map(Into::into).collect(),
+            orphaned_nodes,
+            cluster_summary,
+            event_summary,
+            notices,
+        };
+        drafts::write(
+            self,
+            workspace,
+            similarity.perspective,
+            &similarity.vectors,
+            &mut report,
+        )
+        .await?;
+        Ok(report)
+    }
+
+    /// Unrelated similar pairs and every node vector, in the node perspective; `None` (with a
+    /// notice) when there is no embedding model.
+    async fn similarity_inputs(
+        &self,
+        workspace: WorkspaceId,
+        options: &ReportOptions,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Similarity>> {
+        let Some(embedder) = self.embedder.as_ref() else {
+            notices.push(
+                "no embedding model is configured: relation_candidates and cluster_summary \
+                 need one"
+                    .into(),
+            );
+            return Ok(None);
+        };
+        let model = embedder.model_id();
+        let perspective = match self.node_perspective(workspace).await {
+            Ok(perspective) => perspective,
+            Err(Error::Conflict(reason)) => {
+                notices.push(format!(
+                    "{reason}: relation_candidates and cluster_summary need one"
+                ));
+                return Ok(None);
+            }
+            Err(error) => return Err(error),
+        };
+        let (pairs, vectors, coverage) = futures::try_join!(
+            self.store.similar_nodes(
+                workspace,
+                model,
+                perspective.id,
+                options.min_score,
+                options.limit as usize
+            ),
+            self.store.node_vectors(workspace, model, perspective.id),
+            self.store.embedding_coverage(workspace, model),
+        )?;
+        if coverage < 1.0 {
+            notices.push(format!(
+                "{:.0}% of observations are embedded so far; relation_candidates and \
+                 cluster_summary cover those",
+                coverage * 100.0
+            ));
+        }
+        Ok(Some(Similarity {
+            pairs,
+            vectors,
+            perspective: Some(perspective.id),
+        }))
+    }
+}
+
+/// What the report's similarity sections are computed from.
+#[derive(Default)]
+struct Similarity {
+    /// Unrelated pairs from the store's similar-node search.
+    pairs: Vec<SimilarPair>,
+    /// Every node's aggregate vector in `perspective`.
+    vectors: Vec<NodeVector>,
+    /// The node perspective's id.
+    perspective: Option<i64>,
+}
+
+impl From<SimilarPair> for RelationCandidate {
+    fn from(pair: SimilarPair) -> Self {
+        Self {
+            node_a: pair.node_a,
+            node_b: pair.node_b,
+            node_a_type: pair.node_a_type,
+            node_b_type: pair.node_b_type,
+            similarity_score: pair.similarity,
+            rationale: None,
+            rationale_source: None,
+        }
+    }
+}
+
+fn score_in_range(field: &str, score: f64) -> Result<()> {
+    if (-1.0..=1.0).contains(&score) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            field,
+            format!("must be between -1 and 1, got {score}"),
+        ))
+    }
+}
+
+/// Keeps the first `limit` entries of a list and says so when it had more.
+fn cut<T>(field: &str, list: &mut Vec<T>, limit: usize, notices: &mut Vec<String>) {
+    if list.len() > limit {
+        notices.push(format!(
+            "{field}: showing {limit} of {}; raise `limit` to see more",
+            list.len()
+        ));
+        list.truncate(limit);
+    }
+}

@@ -1,0 +1,379 @@
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::Utc;
+
+use super::*;
+use crate::{
+    ConsolidationReport, GenerationBudget, Indexer, MemoryStore, ReportOptions, Result,
+    TextGenerator, TextSource,
+};
+
+/// Two clusters (astronomy, fully related; a kitchen whose two chefs are near-duplicates and
+/// unrelated to each other), one stale summary (Andromeda), one orphan (Quartz). Every node
+/// has its vectors from [`TermEmbedder`].
+async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
+    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
+    let memory = memory.with_embedder(Arc::new(TermEmbedder));
+    let m = &memory;
+    m.create_entities(
+        ws,
+        vec![
+            entity(
+                "Hubble",
+                "telescope",
+                &[
+                    "space telescope observing distant galaxies, stars and nebulae",
+                    "astronomers study its images of distant galaxies, stars and nebulae",
+                ],
+            ),
+            entity(
+                "Andromeda",
+                "galaxy",
+                &[
+                    "spiral galaxy of distant stars and nebulae",
+                    "astronomers observe its stars, galaxies and nebulae through telescopes",
+                ],
+            ),
+            entity(
+                "Orion Nebula",
+                "nebula",
+                &[
+                    "nebula where stars form among distant galaxies",
+                    "astronomers image its stars, galaxies and nebulae through telescopes",
+                ],
+            ),
+            entity(
+                "Marco Rossi",
+                "person",
+                &[
+                    "chef cooking fresh pasta with tomato sauce and basil",
+                    "runs an Italian kitchen in Naples",
+                ],
+            ),
+            entity(
+                "Marko Rossi",
+                "person",
+                &[
+                    "chef cooking fresh pasta with tomato sauce and basil",
+                    "runs an Italian kitchen in Naples by the harbour",
+                ],
+            ),
+            entity(
+                "Trattoria Rossi",
+                "restaurant",
+                &[
+                    "Italian kitchen in Naples serving fresh pasta with tomato sauce",
+                    "restaurant where the chef Rossi cooks pasta with basil",
+                ],
+            ),
+            entity(
+                "Quartz",
+                "mineral",
+                &["crystal of silicon dioxide found in granite"],
+            ),
+        ],
+    )
+    .await
+    .unwrap();
+    create_relations(
+        m,
+        ws,
+        &[
+            ("Hubble", "observes", "Andromeda"),
+            ("Hubble", "observes", "Orion Nebula"),
+            ("Orion Nebula", "lies_beyond", "Andromeda"),
+            ("Marco Rossi", "works_at", "Trattoria Rossi"),
+            ("Marko Rossi", "works_at", "Trattoria Rossi"),
+        ],
+    )
+    .await;
+    for name in [
+        "Hubble",
+        "Andromeda",
+        "Orion Nebula",
+        "Marco Rossi",
+        "Marko Rossi",
+    ] {
+        m.set_summary(ws, name, "summarised").await.unwrap();
+    }
+    m.set_summary(ws, "Trattoria Rossi", "summarised")
+        .await
+        .unwrap();
+    m.set_summary(ws, "Quartz", "summarised").await.unwrap();
+    tick().await;
+    m.add_observations(
+        ws,
+        &[additions(
+            "Andromeda",
+            &["its stars and nebulae will merge with distant galaxies"],
+        )],
+    )
+    .await
+    .unwrap();
+    Indexer::new(store, Arc::new(TermEmbedder), 64)
+        .run_until_idle()
+        .await
+        .unwrap();
+    (memory, ws)
+}
+
+/// The default options, with clusters from 0.45: the term vectors of one topic here are about
+/// 0.5 to 0.7 apart.
+fn options() -> ReportOptions {
+    ReportOptions {
+        cluster_min_score: 0.45,
+        ..ReportOptions::default()
+    }
+}
+
+fn cluster_names(report: &ConsolidationReport) -> Vec<Vec<String>> {
+    report
+        .cluster_summary
+        .iter()
+        .map(|c| {
+            let mut names = c.node_names.clone();
+            names.sort();
+            names
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+pub async fn consolidation_report_finds_exactly_what_needs_attention(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = consolidation_graph(store).await;
+    let report = memory
+        .get_consolidation_report(ws, options())
+        .await
+        .unwrap();
+
+    let stale: Vec<&str> = report
+        .stale_summaries
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(stale, ["Andromeda"]);
+    let andromeda = &report.stale_summaries[0];
+    assert_eq!(
+        (andromeda.entity_type.as_str(), andromeda.observation_count),
+        ("galaxy", 3)
+    );
+    assert!(andromeda.summary_updated_at.unwrap() < andromeda.last_modified);
+    assert_eq!(andromeda.draft_source, Some(TextSource::Extractive));
+    let draft = andromeda.draft_summary.as_deref().unwrap();
+    assert!(
+        draft.contains("galaxy") || draft.contains("stars"),
+        "{draft}"
+    );
+
+    let pairs: Vec<(&str, &str)> = report
+        .relation_candidates
+        .iter()
+        .map(|p| (p.node_a.as_str(), p.node_b.as_str()))
+        .collect();
+    assert_eq!(pairs, [("Marco Rossi", "Marko Rossi")]);
+    let pair = &report.relation_candidates[0];
+    assert!(pair.similarity_score >= 0.75, "{pair:?}");
+    assert_eq!(
+        (pair.node_a_type.as_str(), pair.node_b_type.as_str()),
+        ("person", "person")
+    );
+    assert_eq!(pair.rationale_source, Some(TextSource::Extractive));
+    let rationale = pair.rationale.as_deref().unwrap();
+    assert!(
+        rationale.contains("chef") && rationale.contains("cooking"),
+        "{rationale}"
+    );
+
+    let orphans: Vec<&str> = report
+        .orphaned_nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect();
+    assert_eq!(orphans, ["Quartz"]);
+
+    assert_eq!(
+        cluster_names(&report),
+        [
+            strings(&["Andromeda", "Hubble", "Orion Nebula"]),
+            strings(&["Marco Rossi", "Marko Rossi", "Trattoria Rossi"]),
+        ]
+    );
+    for (cluster, id) in report.cluster_summary.iter().zip(1..) {
+        assert_eq!((cluster.cluster_id, cluster.size), (id, 3));
+        assert_eq!(cluster.label_source, Some(TextSource::Extractive));
+        let label = cluster.centroid_label.as_deref().unwrap();
+        assert!(label.starts_with(&cluster.node_names[0]), "{label}");
+    }
+    assert!(report.notices.is_empty(), "{:?}", report.notices);
+    // 7 nodes, 14 observations, 5 relations created; 7 summaries set.
+    let events = &report.event_summary;
+    assert_eq!((events.creates, events.updates, events.deletes), (26, 7, 0));
+}
+
+pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = consolidation_graph(store).await;
+    let m = &memory;
+    tick().await;
+    let since = Utc::now();
+    tick().await;
+    m.create_entities(ws, vec![entity("Pluto", "planet", &["dwarf planet"])])
+        .await
+        .unwrap();
+    m.set_summary(ws, "Quartz", "a mineral").await.unwrap();
+    m.delete_entities(ws, &strings(&["Hubble"])).await.unwrap();
+    let options = ReportOptions {
+        since: Some(since),
+        limit: 1,
+        ..ReportOptions::default()
+    };
+    let report = m.get_consolidation_report(ws, options).await.unwrap();
+    let events = &report.event_summary;
+    assert_eq!(events.since, since);
+    assert_eq!((events.creates, events.updates, events.deletes), (2, 1, 1));
+    // Stale: Andromeda and Pluto (never summarised). Orphans: Pluto and Quartz (Hubble's
+    // former neighbours are still linked to each other).
+    assert_eq!(report.stale_summaries.len(), 1);
+    assert_eq!(report.orphaned_nodes.len(), 1);
+    assert!(
+        report
+            .notices
+            .iter()
+            .any(|n| n.starts_with("stale_summaries: showing 1 of 2")),
+        "{:?}",
+        report.notices
+    );
+    assert!(
+        report
+            .notices
+            .iter()
+            .any(|n| n.starts_with("orphaned_nodes: showing 1 of 2")),
+        "{:?}",
+        report.notices
+    );
+
+    let bad = ReportOptions {
+        min_score: 1.5,
+        ..ReportOptions::default()
+    };
+    let error = m.get_consolidation_report(ws, bad).await.unwrap_err();
+    assert!(error.to_string().contains("min_score"), "{error}");
+}
+
+pub async fn consolidation_report_without_an_embedder_says_so(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = consolidation_graph(store.clone()).await;
+    let plain = Memory::new(store);
+    let report = plain
+        .get_consolidation_report(ws, ReportOptions::default())
+        .await
+        .unwrap();
+    assert!(report.relation_candidates.is_empty() && report.cluster_summary.is_empty());
+    assert!(
+        report.notices[0].contains("no embedding model"),
+        "{:?}",
+        report.notices
+    );
+    // Without vectors the draft quotes the first and the newest observations.
+    assert_eq!(
+        report.stale_summaries[0].draft_summary.as_deref(),
+        Some(
+            "spiral galaxy of distant stars and nebulae; astronomers observe its stars, galaxies \
+             and nebulae through telescopes; its stars and nebulae will merge with distant galaxies."
+        )
+    );
+    drop(memory);
+}
+
+/// Answers every prompt with a fixed text after `delay`.
+struct FixedGenerator {
+    delay: Duration,
+}
+
+#[async_trait]
+impl TextGenerator for FixedGenerator {
+    fn model_id(&self) -> &str {
+        "test/fixed"
+    }
+
+    async fn generate(&self, prompt: &str) -> Result<String> {
+        tokio::time::sleep(self.delay).await;
+        let kind = if prompt.contains("Summary:") {
+            "summary"
+        } else if prompt.contains("Connection:") {
+            "connection"
+        } else {
+            "label"
+        };
+        Ok(format!("  \"generated {kind}\"\n"))
+    }
+}
+
+pub async fn consolidation_report_uses_the_generator_within_its_budget(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = consolidation_graph(store).await;
+    let budget = GenerationBudget {
+        total: Duration::from_secs(30),
+        concurrency: 2,
+    };
+    let fast = memory.clone().with_generator(
+        Arc::new(FixedGenerator {
+            delay: Duration::ZERO,
+        }),
+        budget,
+    );
+    let report = fast.get_consolidation_report(ws, options()).await.unwrap();
+    let stale = &report.stale_summaries[0];
+    assert_eq!(
+        (stale.draft_summary.as_deref(), stale.draft_source),
+        (Some("generated summary"), Some(TextSource::Llm))
+    );
+    let pair = &report.relation_candidates[0];
+    assert_eq!(
+        (pair.rationale.as_deref(), pair.rationale_source),
+        (Some("generated connection"), Some(TextSource::Llm))
+    );
+    for cluster in &report.cluster_summary {
+        assert_eq!(cluster.centroid_label.as_deref(), Some("generated label"));
+        assert_eq!(cluster.label_source, Some(TextSource::Llm));
+    }
+    assert!(report.notices.is_empty(), "{:?}", report.notices);
+
+    // A model slower than the budget: the report comes back on time, extractive.
+    let budget = GenerationBudget {
+        total: Duration::from_millis(300),
+        concurrency: 4,
+    };
+    let slow = memory.with_generator(
+        Arc::new(FixedGenerator {
+            delay: Duration::from_secs(60),
+        }),
+        budget,
+    );
+    let started = Instant::now();
+    let report = slow.get_consolidation_report(ws, options()).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        report.stale_summaries[0].draft_source,
+        Some(TextSource::Extractive)
+    );
+    assert_eq!(
+        report.relation_candidates[0].rationale_source,
+        Some(TextSource::Extractive)
+    );
+    assert!(
+        report
+            .notices
+            .iter()
+            .any(|n| n.contains("test/fixed wrote 0 of 4 texts")),
+        "{:?}",
+        report.notices
+    );
+}
