@@ -6,7 +6,7 @@ use engram_domain::*;
 use rusqlite::{Transaction, params};
 
 use crate::nodes::{
-    Endpoints, id_list, node_id, node_pair, query, relation, relations_among, tags,
+    Endpoints, id_list, node_id, node_pair, query, relation, relations_among, strings,
 };
 
 pub(crate) fn get_neighborhood(
@@ -25,7 +25,7 @@ pub(crate) fn get_neighborhood(
                 name: row.get("name")?,
                 entity_type: row.get("entity_type")?,
                 summary: row.get("summary")?,
-                tags: tags(row, "tags")?,
+                tags: strings(row, "tags")?,
             };
             Ok((row.get::<_, i64>("id")?, node))
         },

@@ -22,8 +22,8 @@ pub(crate) fn query<T>(
     rows.collect::<rusqlite::Result<_>>().map_err(db)
 }
 
-/// The tags column (a JSON array of strings).
-pub(crate) fn tags(row: &Row<'_>, column: &str) -> rusqlite::Result<Vec<String>> {
+/// A column holding a JSON array of strings (tags, relation phrases).
+pub(crate) fn strings(row: &Row<'_>, column: &str) -> rusqlite::Result<Vec<String>> {
     let json: String = row.get(column)?;
     serde_json::from_str(&json).map_err(|e| {
         let index = row.as_ref().column_index(column).unwrap_or(0);
@@ -154,7 +154,7 @@ pub(crate) fn open_nodes(
                     name: row.get("name")?,
                     entity_type: row.get("entity_type")?,
                     summary: row.get("summary")?,
-                    tags: tags(row, "tags")?,
+                    tags: strings(row, "tags")?,
                     observations: Vec::new(),
                     created_at: timestamp(row.get("created_at")?),
                     updated_at: timestamp(row.get("updated_at")?),
@@ -246,7 +246,7 @@ pub(crate) fn get_nodes_by_type(
                 name: row.get("name")?,
                 entity_type: row.get("entity_type")?,
                 summary: row.get("summary")?,
-                tags: tags(row, "tags")?,
+                tags: strings(row, "tags")?,
                 updated_at: timestamp(row.get("updated_at")?),
             })
         },
@@ -317,7 +317,7 @@ pub(crate) fn set_tags(
         |row| {
             Ok(TagsUpdate {
                 name: row.get("name")?,
-                tags: tags(row, "tags")?,
+                tags: strings(row, "tags")?,
             })
         },
     )

@@ -16,7 +16,7 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
-use crate::nodes::{id_list, query, tags};
+use crate::nodes::{id_list, query, strings};
 use crate::{micros, timestamp};
 
 pub(crate) fn seed_perspectives(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<()> {
@@ -68,8 +68,8 @@ pub(crate) fn pending_embeddings(
         include_str!("sql/pending_embeddings.sql"),
         params![model, limit],
         |row| {
-            let mut relations = tags(row, "outgoing")?;
-            relations.extend(tags(row, "incoming")?);
+            let mut relations = strings(row, "outgoing")?;
+            relations.extend(strings(row, "incoming")?);
             Ok(EmbeddingTask {
                 observation_id: row.get("observation_id")?,
                 perspective_id: row.get("perspective_id")?,
@@ -80,7 +80,7 @@ pub(crate) fn pending_embeddings(
                     created_at: timestamp(row.get("created_at")?),
                     name: row.get("name")?,
                     entity_type: row.get("entity_type")?,
-                    tags: tags(row, "tags")?,
+                    tags: strings(row, "tags")?,
                     summary: row.get("summary")?,
                     relations,
                 },
