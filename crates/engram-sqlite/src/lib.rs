@@ -67,7 +67,9 @@ impl SqliteStore {
         Self::open_with(path, DEFAULT_READERS).await
     }
 
-    /// As [`SqliteStore::open`], with `readers` reader connections (at least one).
+    /// As [`SqliteStore::open`], with `readers` reader connections (at least one); reads beyond
+    /// that many at once wait for a free connection. Writes always go through the one writer
+    /// connection, one at a time, as SQLite allows.
     pub async fn open_with(path: impl AsRef<Path>, readers: usize) -> Result<Self> {
         let path = path.as_ref().to_owned();
         let pool = tokio::task::spawn_blocking(move || {
@@ -88,7 +90,12 @@ impl SqliteStore {
     }
 
     /// Applies the migrations this build embeds that the database lacks, and returns their
-    /// names (empty when the schema was current). [`SqliteStore::open`] already does this.
+    /// names (`V1__graph`; empty when the schema was current). [`SqliteStore::open`] already
+    /// does this; each migration is one transaction.
+    ///
+    /// Errors: [`Error::Internal`] with SQLite's message when a migration fails (the database
+    /// keeps the migrations applied before it), or when the database was migrated by a newer
+    /// build.
     pub async fn migrate(&self) -> Result<Vec<String>> {
         self.pool
             .with_writer(|conn| {
@@ -105,6 +112,8 @@ impl SqliteStore {
     }
 
     /// Whether every migration this build embeds has been applied.
+    ///
+    /// Errors: [`Error::Unavailable`] when the file cannot be read.
     pub async fn is_migrated(&self) -> Result<bool> {
         let latest = embedded::migrations::runner()
             .get_migrations()
@@ -137,7 +146,7 @@ impl SqliteStore {
         Ok(applied >= latest)
     }
 
-    /// The database file.
+    /// The database file (SQLite keeps `-wal` and `-shm` files beside it).
     pub fn path(&self) -> &Path {
         self.pool.path()
     }
