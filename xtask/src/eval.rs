@@ -103,16 +103,7 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
 
     let pg = postgres::ensure_installed(&target_dir())?;
     let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
-    let psql = postgres::find_psql(Some(&pg)).context("psql not found")?;
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"),
-        format!("CREATE DATABASE {DATABASE}"),
-    ] {
-        cmd::output(Command::new(&psql).arg(cluster.url()).args(["-qc", &sql]))?;
-    }
-    let server_url = cluster.url();
-    let (server, _) = server_url.rsplit_once('/').expect("a URL with a database");
-    let url = format!("{server}/{DATABASE}");
+    let url = cluster.fresh_database(&pg, DATABASE)?;
     println!(
         "engram: evaluating in {url} (data in {})",
         cluster.dir().display()

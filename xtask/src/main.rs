@@ -5,7 +5,9 @@
 //! - `cargo xtask serve`: run the server against a persistent private PostgreSQL.
 //! - `cargo xtask migrate`: apply the database migrations (`engram migrate`).
 //! - `cargo xtask eval locomo`: retrieval on the LoCoMo dev data through the real server.
+//! - `cargo xtask bench`: the consolidation report at 10,000 nodes, embedding throughput.
 
+mod bench;
 mod cmd;
 mod eval;
 mod postgres;
@@ -41,6 +43,9 @@ enum Task {
     Serve(serve::ServeArgs),
     /// Evaluate retrieval end to end through the real MCP server (`eval locomo`).
     Eval(eval::EvalArgs),
+    /// Measure speed: the consolidation report at 10,000 nodes on PostgreSQL, and the local
+    /// embedding model's throughput (figures for BENCHMARKS.md).
+    Bench(bench::BenchArgs),
     /// Apply the database migrations (runs `engram migrate`).
     Migrate {
         /// Database to migrate (passed on as `--database-url`).
@@ -55,6 +60,7 @@ fn main() -> ExitCode {
         Task::Test(args) => test::run(&args),
         Task::Serve(args) => serve::run(&args),
         Task::Eval(args) => eval::run(&args),
+        Task::Bench(args) => bench::run(&args),
         Task::Migrate { database_url } => migrate(database_url.as_deref()),
     };
     result.unwrap_or_else(|err| {

@@ -111,6 +111,21 @@ impl Cluster {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// Drops `database` if it exists, creates it empty, and returns its URL.
+    pub fn fresh_database(&self, pg: &PgInstall, database: &str) -> Result<String> {
+        let psql = super::find_psql(Some(pg)).context("psql not found")?;
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"),
+            format!("CREATE DATABASE {database}"),
+        ] {
+            cmd::output(Command::new(&psql).arg(self.url()).args(["-qc", &sql]))?;
+        }
+        Ok(format!(
+            "postgres://postgres@127.0.0.1:{}/{database}",
+            self.port
+        ))
+    }
+
     /// The directory holding `data/` and `postgres.log`.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -1,0 +1,94 @@
+//! `cargo xtask bench`: the figures in BENCHMARKS.md that are not retrieval quality.
+//!
+//! - `consolidation`: `get_consolidation_report` on a workspace of 10,000 nodes (the
+//!   `consolidation` example of engram-pg) in the `engram_bench` database of the development
+//!   PostgreSQL (as `cargo xtask eval` uses it: reused when running, only `engram_bench` is
+//!   touched);
+//! - `embed`: the local model's throughput (the `throughput` example of engram-embed).
+//!
+//! Examples are built in release mode; each prints its own figures.
+
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+
+use crate::postgres::{self, Cluster, ClusterConfig};
+use crate::{cargo, cmd, target_dir, workspace_root};
+
+/// The database the consolidation benchmark fills; dropped and recreated on every run.
+const DATABASE: &str = "engram_bench";
+
+/// Options of `cargo xtask bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Which benchmarks to run (default: all).
+    #[arg(value_enum)]
+    benchmarks: Vec<Benchmark>,
+    /// Nodes in the consolidation benchmark's workspace.
+    #[arg(long, default_value_t = 10_000)]
+    nodes: usize,
+    /// Sentences the embedding benchmark embeds.
+    #[arg(long, default_value_t = 512)]
+    sentences: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Benchmark {
+    /// The consolidation report at scale, on PostgreSQL.
+    Consolidation,
+    /// The local embedding model's throughput.
+    Embed,
+}
+
+/// Runs `cargo xtask bench …`.
+pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+    let all = args.benchmarks.is_empty();
+    let wanted = |b: Benchmark| all || args.benchmarks.contains(&b);
+    if wanted(Benchmark::Embed) {
+        println!("== embed: local model throughput");
+        example("engram-embed", "throughput", &[&args.sentences.to_string()])?;
+    }
+    if wanted(Benchmark::Consolidation) {
+        println!(
+            "== consolidation: get_consolidation_report over {} nodes",
+            args.nodes
+        );
+        let pg = postgres::ensure_installed(&target_dir())?;
+        let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
+        let url = cluster.fresh_database(&pg, DATABASE)?;
+        let nodes = args.nodes.to_string();
+        example(
+            "engram-pg",
+            "consolidation",
+            &["--database-url", &url, "--nodes", &nodes],
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds and runs `package`'s `example` in release mode with `args`.
+fn example(package: &str, example: &str, args: &[&str]) -> Result<()> {
+    let started = Instant::now();
+    cmd::run(cargo().current_dir(workspace_root()).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        package,
+        "--example",
+        example,
+    ]))?;
+    let binary = target_dir().join("release").join("examples").join(example);
+    let status = Command::new(&binary)
+        .args(args)
+        .status()
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    anyhow::ensure!(status.success(), "{example} failed ({status})");
+    println!(
+        "({example}: {:.1}s with the build)",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
