@@ -10,8 +10,9 @@
 //! small workspace would otherwise take 8 MB at 384 dimensions. A row's rowid is its
 //! `embeddings` row's id. A table is created the first time vectors of its dimension are stored,
 //! with a trigger that deletes a vector together with its `embeddings` row (and so with its
-//! observation, node, perspective or workspace). Aggregates read the `embeddings` column (point
-//! lookups in a `vec0` table are slow). Searches are in `search.rs`.
+//! observation, node, perspective or workspace). The `vec0` tables are an index, as pgvector's
+//! HNSW indexes are: aggregates and scoring within one node read the `embeddings` column, and
+//! the tables could be rebuilt from it. Searches are in `search.rs`.
 
 use std::collections::BTreeMap;
 
