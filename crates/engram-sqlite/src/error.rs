@@ -63,3 +63,47 @@ pub(crate) fn is_unique_violation(error: &rusqlite::Error, columns: &str) -> boo
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: i32, message: &str) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(message.to_owned()))
+    }
+
+    #[test]
+    fn outages_conflicts_and_bugs_are_told_apart() {
+        let busy = db(failure(ffi::SQLITE_BUSY, "database is locked"));
+        assert!(matches!(busy, Error::Unavailable(_)), "{busy}");
+        let full = db(failure(ffi::SQLITE_FULL, "database or disk is full"));
+        assert!(matches!(full, Error::Unavailable(_)), "{full}");
+        let gone = db(failure(
+            ffi::SQLITE_CONSTRAINT_FOREIGNKEY,
+            "FOREIGN KEY constraint failed",
+        ));
+        assert!(matches!(gone, Error::Conflict(_)), "{gone}");
+        let check = db(failure(
+            ffi::SQLITE_CONSTRAINT_CHECK,
+            "CHECK constraint failed",
+        ));
+        assert!(matches!(check, Error::Internal(_)), "{check}");
+        let sql = db(rusqlite::Error::InvalidColumnName("nope".into()));
+        assert!(matches!(sql, Error::Internal(_)), "{sql}");
+    }
+
+    #[test]
+    fn unique_violations_are_recognised_by_their_columns() {
+        let taken = failure(
+            ffi::SQLITE_CONSTRAINT_UNIQUE,
+            "UNIQUE constraint failed: workspaces.name",
+        );
+        assert!(is_unique_violation(&taken, "workspaces.name"));
+        assert!(!is_unique_violation(&taken, "nodes.name"));
+        let other = failure(
+            ffi::SQLITE_CONSTRAINT_CHECK,
+            "CHECK constraint failed: name",
+        );
+        assert!(!is_unique_violation(&other, "workspaces.name"));
+    }
+}
