@@ -18,7 +18,8 @@
 
 CREATE TABLE workspaces (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    name        TEXT NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 64),
+    name        TEXT NOT NULL UNIQUE
+                CHECK (length(name) BETWEEN 1 AND 64 AND name NOT GLOB '*[^A-Za-z0-9._-]*'),
     created_at  INTEGER NOT NULL
 ) STRICT;
 

@@ -18,11 +18,15 @@ use crate::error::{db, join};
 /// [`Error::Unavailable`].
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Per-connection page cache: 64 MiB (a negative `cache_size` is in KiB).
+/// Per-connection page cache, at most: 64 MiB (a negative `cache_size` is in KiB). It fills
+/// only as pages are read.
 const CACHE_KIB: i64 = 64 * 1024;
 
 /// Bytes of the file each connection maps into memory: 256 MiB.
 const MMAP_BYTES: i64 = 256 * 1024 * 1024;
+
+/// What the write-ahead log is cut back to after a checkpoint: 64 MiB.
+const WAL_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 
 /// One connection and the clock its `engram_now()` reads.
 pub(crate) struct Conn {
@@ -168,7 +172,8 @@ impl Conn {
              PRAGMA foreign_keys = ON;
              PRAGMA cache_size = -{CACHE_KIB};
              PRAGMA mmap_size = {MMAP_BYTES};
-             PRAGMA temp_store = MEMORY;"
+             PRAGMA temp_store = MEMORY;
+             PRAGMA journal_size_limit = {WAL_LIMIT_BYTES};"
         ))
         .map_err(db)?;
         let clock = Arc::new(AtomicI64::new(now_micros()));
