@@ -9,6 +9,26 @@ use engram_domain::{EmbeddingRecord, Error, MemoryStore, text_hash};
 use engram_sqlite::SqliteStore;
 use rusqlite::Connection;
 
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../examples/quickstart.rs"]
+mod quickstart;
+
+#[tokio::test]
+async fn the_library_example_runs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let opened = quickstart::run(&dir.path().join("quickstart.db"), "quickstart")
+        .await
+        .unwrap();
+    assert!(
+        opened.contains(r#""content": "moved to Lisbon in March""#),
+        "{opened}"
+    );
+    assert!(
+        opened.contains(r#""relation_type": "works_on""#),
+        "{opened}"
+    );
+}
+
 #[tokio::test]
 async fn migrations_are_current_and_idempotent() {
     let store = crate::open_fresh().await;
