@@ -20,6 +20,7 @@ mod limits;
 mod nodes;
 mod observations;
 mod relations;
+mod search;
 mod vectors;
 mod workspaces;
 
@@ -31,6 +32,7 @@ pub use limits::*;
 pub use nodes::*;
 pub use observations::*;
 pub use relations::*;
+pub use search::*;
 pub use vectors::*;
 pub use workspaces::*;
 
@@ -94,7 +96,7 @@ macro_rules! memory_store_test_suite {
             batches_hold_one_to_a_thousand_items,
             tags_are_bounded,
             integer_arguments_are_bounded,
-            // vectors
+            // search
             indexed_observations_are_found_by_meaning,
             changed_observations_and_context_are_re_embedded,
             query_observations_ranks_within_one_node,
@@ -102,6 +104,7 @@ macro_rules! memory_store_test_suite {
             embedding_mode_falls_back_to_text_and_says_so,
             text_mode_matches_any_term_of_a_question,
             the_indexer_loses_nothing_while_the_embedder_is_down,
+            // vectors
             vector_search_keeps_to_its_workspace_model_perspective_and_node,
             vectors_of_several_dimensions_live_side_by_side,
             node_vectors_are_the_mean_of_their_observation_vectors,
