@@ -1,7 +1,7 @@
 //! The indexer and the search tools against PostgreSQL with the real local model
 //! (all-MiniLM-L6-v2, fetched once into the model cache): a paraphrase is found through the
 //! HNSW index. The backend-neutral search tests are in the conformance suite
-//! (`engram_domain::testsuite::vectors`, on a deterministic test embedder).
+//! (`engram_domain::testsuite::search` on a deterministic test embedder, and `vectors`).
 
 use std::sync::Arc;
 
