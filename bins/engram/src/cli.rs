@@ -44,6 +44,33 @@ pub enum Command {
     /// Create, list, rename and delete workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// Print a workspace's consolidation report as JSON (what the get_consolidation_report
+    /// tool returns), e.g. from a scheduled job. Uses the vectors the server's indexer made.
+    Report(ReportArgs),
+}
+
+/// Arguments of `engram report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The workspace.
+    pub workspace: String,
+    /// Start of the event counts' window (RFC 3339, e.g. 2026-11-01T00:00:00Z); default 7
+    /// days ago.
+    #[arg(long)]
+    pub since: Option<engram_domain::Timestamp>,
+    /// Entries per list, 1–1,000.
+    #[arg(long, default_value_t = 20)]
+    pub limit: u32,
+    /// Least cosine similarity of a relation candidate.
+    #[arg(long, default_value_t = 0.75)]
+    pub min_score: f64,
+    /// Least cosine similarity of neighbours in one cluster.
+    #[arg(long, default_value_t = 0.6)]
+    pub cluster_min_score: f64,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+    #[command(flatten)]
+    pub generate: GenerateArgs,
 }
 
 /// The embedding model.

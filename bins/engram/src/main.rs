@@ -2,6 +2,7 @@
 
 mod cli;
 mod reindex;
+mod report;
 
 use std::sync::Arc;
 
@@ -63,6 +64,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Reindex { workspace, embed } => {
             ensure_migrated(&store).await?;
             reindex::run(Arc::new(store), &workspace, &embed.choice()).await
+        }
+        Command::Report(args) => {
+            ensure_migrated(&store).await?;
+            report::run(Arc::new(store), args).await
         }
         Command::Workspace(command) => {
             ensure_migrated(&store).await?;

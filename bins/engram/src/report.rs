@@ -1,0 +1,36 @@
+//! `engram report`: a workspace's consolidation report as JSON on stdout.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use engram_domain::{Memory, MemoryStore, ReportOptions};
+
+use crate::cli::ReportArgs;
+
+/// Prints the report of `args.workspace`, with the embedder and generator `args` select.
+pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
+    let mut memory = Memory::new(store);
+    if let Some(embedder) = args.embed.choice().build()? {
+        memory = memory.with_embedder(embedder);
+    }
+    if let Some((generator, budget)) = args.generate.build(&args.embed.ollama_host)? {
+        memory = memory.with_generator(generator, budget);
+    }
+    let workspace = memory.workspace(&args.workspace).await.with_context(|| {
+        format!(
+            "workspace {:?}: `engram workspace list` shows them",
+            args.workspace
+        )
+    })?;
+    let options = ReportOptions {
+        since: args.since,
+        limit: args.limit,
+        min_score: args.min_score,
+        cluster_min_score: args.cluster_min_score,
+    };
+    let report = memory
+        .get_consolidation_report(workspace.id, options)
+        .await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
