@@ -20,6 +20,8 @@ mod limits;
 mod nodes;
 mod observations;
 mod relations;
+mod search;
+mod vectors;
 mod workspaces;
 
 pub use consolidation::*;
@@ -30,6 +32,8 @@ pub use limits::*;
 pub use nodes::*;
 pub use observations::*;
 pub use relations::*;
+pub use search::*;
+pub use vectors::*;
 pub use workspaces::*;
 
 use std::sync::Arc;
@@ -92,6 +96,21 @@ macro_rules! memory_store_test_suite {
             batches_hold_one_to_a_thousand_items,
             tags_are_bounded,
             integer_arguments_are_bounded,
+            // search
+            indexed_observations_are_found_by_meaning,
+            changed_observations_and_context_are_re_embedded,
+            query_observations_ranks_within_one_node,
+            similar_unrelated_nodes_are_paired,
+            embedding_mode_falls_back_to_text_and_says_so,
+            text_mode_matches_any_term_of_a_question,
+            the_indexer_loses_nothing_while_the_embedder_is_down,
+            // vectors
+            vector_search_keeps_to_its_workspace_model_perspective_and_node,
+            vectors_of_several_dimensions_live_side_by_side,
+            node_vectors_are_the_mean_of_their_observation_vectors,
+            deleted_things_take_their_vectors_with_them,
+            a_changed_template_drops_its_perspectives_vectors,
+            the_change_marker_moves_on_writes_only,
         );
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {

@@ -1,0 +1,53 @@
+//! engram as a library, without MCP: open the SQLite store (a file, created when missing),
+//! create a workspace, write a node with observations and a relation, and read them back.
+//!
+//! ```text
+//! cargo run -p engram-sqlite --example quickstart -- /tmp/engram-quickstart.db
+//! ```
+
+use std::sync::Arc;
+
+use engram_domain::{Memory, NewEntity, RelationSpec};
+use engram_sqlite::SqliteStore;
+
+/// Runs the walkthrough on the database file `path` in a workspace called `workspace`
+/// (created; it must not exist yet) and returns what `open_nodes` reads back, as JSON.
+pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Result<String> {
+    let store = SqliteStore::open(path).await?;
+    let memory = Memory::new(Arc::new(store));
+    let workspace = memory.create_workspace(workspace).await?.id;
+
+    let alice = NewEntity {
+        name: "Alice".into(),
+        entity_type: "person".into(),
+        observations: vec!["moved to Lisbon in March".into(), "works on engram".into()],
+        tags: vec!["team".into()],
+        ..NewEntity::default()
+    };
+    let engram = NewEntity {
+        name: "engram".into(),
+        entity_type: "project".into(),
+        ..NewEntity::default()
+    };
+    memory
+        .create_entities(workspace, vec![alice, engram])
+        .await?;
+    let works_on = RelationSpec {
+        from_entity: "Alice".into(),
+        to_entity: "engram".into(),
+        relation_type: "works_on".into(),
+    };
+    memory.create_relations(workspace, &[works_on]).await?;
+
+    let opened = memory.open_nodes(workspace, &["Alice".into()]).await?;
+    Ok(serde_json::to_string_pretty(&opened).expect("results serialise"))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("give the path of a database file (created when missing)")?;
+    println!("{}", run(path.as_ref(), "quickstart").await?);
+    Ok(())
+}

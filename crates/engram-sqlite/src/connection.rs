@@ -1,0 +1,230 @@
+//! Connections: one writer and a small pool of readers on one database file, each set up the
+//! same way (WAL, foreign keys, caches, sqlite-vec, and the `engram_now()` clock), and the
+//! transactions every store call runs in, on tokio's blocking threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use engram_domain::{Error, Result};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use tokio::sync::Semaphore;
+
+use crate::error::{db, join};
+
+/// How long a statement waits for another process's lock before failing with
+/// [`Error::Unavailable`].
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Per-connection page cache, at most: 64 MiB (a negative `cache_size` is in KiB). It fills
+/// only as pages are read.
+const CACHE_KIB: i64 = 64 * 1024;
+
+/// Bytes of the file each connection maps into memory: 256 MiB.
+const MMAP_BYTES: i64 = 256 * 1024 * 1024;
+
+/// What the write-ahead log is cut back to after a checkpoint: 64 MiB.
+const WAL_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
+
+/// One connection and the clock its `engram_now()` reads.
+pub(crate) struct Conn {
+    db: Connection,
+    clock: Arc<AtomicI64>,
+}
+
+/// The writer and the readers of one database file.
+pub(crate) struct Pool {
+    path: PathBuf,
+    writer: Mutex<Conn>,
+    /// The writer's one permit: writers queue here, not on blocking threads.
+    writer_permit: Semaphore,
+    readers: Mutex<Vec<Conn>>,
+    /// One permit per reader connection: callers queue here, not on blocking threads.
+    reader_permits: Semaphore,
+    reader_count: usize,
+}
+
+impl Pool {
+    /// Opens the writer (creating the file) and `readers` reader connections.
+    pub(crate) fn open(path: &Path, readers: usize) -> Result<Self> {
+        let writer = Conn::open(path)?;
+        let reader_count = readers.max(1);
+        let readers = (0..reader_count)
+            .map(|_| Conn::open(path))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            path: path.to_owned(),
+            writer: Mutex::new(writer),
+            writer_permit: Semaphore::new(1),
+            readers: Mutex::new(readers),
+            reader_permits: Semaphore::new(reader_count),
+            reader_count,
+        })
+    }
+
+    /// The database file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `body` on the writer connection itself, outside any transaction (migrations).
+    pub(crate) async fn with_writer<T, F>(self: &Arc<Self>, body: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
+            conn.tick();
+            body(&mut conn.db)
+        })
+        .await
+        .map_err(join)?
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer and commits it; an
+    /// error rolls everything back, so a rejected call changes nothing.
+    pub(crate) async fn write<T, F>(self: &Arc<Self>, body: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+    {
+        let _permit = self.writer_permit.acquire().await.map_err(closed)?;
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
+            conn.tick();
+            let tx = conn
+                .db
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db)?;
+            let value = body(&tx)?;
+            tx.commit().map_err(db)?;
+            Ok(value)
+        })
+        .await
+        .map_err(join)?
+    }
+
+    /// Runs `body` in one read transaction on a reader connection, so its statements see one
+    /// snapshot.
+    pub(crate) async fn read<T, F>(self: &Arc<Self>, body: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+    {
+        let _permit = self.reader_permits.acquire().await.map_err(closed)?;
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let taken = pool.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            // None only when a cancelled call still holds its connection: open another.
+            let mut conn = match taken {
+                Some(conn) => conn,
+                None => Conn::open(&pool.path)?,
+            };
+            conn.tick();
+            let outcome = conn
+                .db
+                .transaction_with_behavior(TransactionBehavior::Deferred)
+                .map_err(db)
+                .and_then(|tx| {
+                    let value = body(&tx)?;
+                    tx.commit().map_err(db)?;
+                    Ok(value)
+                });
+            let mut readers = pool.readers.lock().unwrap_or_else(|e| e.into_inner());
+            if readers.len() < pool.reader_count {
+                readers.push(conn);
+            }
+            outcome
+        })
+        .await
+        .map_err(join)?
+    }
+}
+
+fn closed(_: tokio::sync::AcquireError) -> Error {
+    Error::Internal("sqlite connection pool closed".into())
+}
+
+impl Conn {
+    fn open(path: &Path) -> Result<Self> {
+        register_sqlite_vec();
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(db)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+        let journal: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(db)?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            return Err(Error::Internal(format!(
+                "sqlite: {} cannot use write-ahead logging (journal mode {journal})",
+                path.display()
+            )));
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = NORMAL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA cache_size = -{CACHE_KIB};
+             PRAGMA mmap_size = {MMAP_BYTES};
+             PRAGMA temp_store = MEMORY;
+             PRAGMA journal_size_limit = {WAL_LIMIT_BYTES};"
+        ))
+        .map_err(db)?;
+        let clock = Arc::new(AtomicI64::new(now_micros()));
+        let reads = Arc::clone(&clock);
+        conn.create_scalar_function("engram_now", 0, FunctionFlags::SQLITE_UTF8, move |_| {
+            Ok(reads.load(Ordering::Relaxed))
+        })
+        .map_err(db)?;
+        Ok(Self { db: conn, clock })
+    }
+
+    /// Sets this connection's `engram_now()` for the transaction about to start.
+    fn tick(&mut self) {
+        self.clock.store(now_micros(), Ordering::Relaxed);
+    }
+}
+
+/// Microseconds since the Unix epoch, strictly greater on every call in this process, so two
+/// transactions never share a time and `updated_at` always moves.
+fn now_micros() -> i64 {
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let previous = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(wall.max(last + 1))
+        })
+        .unwrap_or(wall);
+    wall.max(previous + 1)
+}
+
+/// Makes every connection opened from now on load sqlite-vec (`vec0`, `vec_distance_cosine`).
+fn register_sqlite_vec() {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        #[allow(unsafe_code)]
+        // SAFETY: `sqlite3_vec_init` is sqlite-vec's extension entry point, a C function with
+        // exactly the signature of `RawAutoExtension` (`int (sqlite3*, char**, const
+        // sqlite3_api_routines*)`); the crate merely declares it without parameters.
+        // SQLite calls it once for each new connection, on the thread opening it.
+        let registered = unsafe {
+            rusqlite::auto_extension::register_auto_extension(std::mem::transmute::<
+                unsafe extern "C" fn(),
+                rusqlite::auto_extension::RawAutoExtension,
+            >(
+                sqlite_vec::sqlite3_vec_init
+            ))
+        };
+        if let Err(error) = registered {
+            tracing::error!(%error, "registering sqlite-vec failed");
+        }
+    });
+}

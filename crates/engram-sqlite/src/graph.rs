@@ -1,0 +1,200 @@
+//! Graph walks and graph-wide checks: neighbourhood, shortest path, unlinked references.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use engram_domain::*;
+use rusqlite::{Transaction, params};
+
+use crate::nodes::{
+    Endpoints, id_list, node_id, node_pair, query, relation, relations_among, strings,
+};
+
+pub(crate) fn get_neighborhood(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    name: &str,
+    depth: u32,
+) -> Result<Neighborhood> {
+    let start = node_id(tx, workspace, name)?;
+    let rows = query(
+        tx,
+        include_str!("sql/neighborhood.sql"),
+        params![start, depth],
+        |row| {
+            let node = GraphNode {
+                name: row.get("name")?,
+                entity_type: row.get("entity_type")?,
+                summary: row.get("summary")?,
+                tags: strings(row, "tags")?,
+            };
+            Ok((row.get::<_, i64>("id")?, node))
+        },
+    )?;
+    let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
+    Ok(Neighborhood {
+        relations: relations_among(tx, &ids, Endpoints::Both)?,
+        nodes: rows.into_iter().map(|(_, node)| node).collect(),
+    })
+}
+
+/// A shortest path by breadth-first search, one statement per level: `levels[d]` holds the
+/// nodes first reached after `d` hops (each node is expanded once, so the cost is that of the
+/// relations within reach, whatever cycles they form), up to the level that reaches the target
+/// or [`limits::MAX_PATH_HOPS`]. Then the walk back from the target takes, at each hop, the
+/// neighbour of the level before that sorts first by name, then by relation id, so the answer
+/// is deterministic (and engram-pg's).
+///
+/// A recursive CTE cannot do this in SQLite: it cannot drop a node already reached at an
+/// earlier level, so in a graph with cycles every level grows to the whole component and the
+/// walk costs `MAX_PATH_HOPS` times more.
+pub(crate) fn get_path(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    from: &str,
+    to: &str,
+) -> Result<GraphPath> {
+    let (source, target) = node_pair(tx, workspace, from, to)?;
+    let mut seen: HashSet<i64> = HashSet::from([source]);
+    let mut levels: Vec<Vec<i64>> = vec![vec![source]];
+    while !seen.contains(&target) && levels.len() <= limits::MAX_PATH_HOPS as usize {
+        let frontier = id_list(&levels[levels.len() - 1]);
+        let next: Vec<i64> = query(tx, include_str!("sql/path_level.sql"), [frontier], |row| {
+            row.get(0)
+        })?
+        .into_iter()
+        .filter(|id| seen.insert(*id))
+        .collect();
+        if next.is_empty() {
+            break;
+        }
+        levels.push(next);
+    }
+    if !seen.contains(&target) {
+        return Ok(GraphPath::default());
+    }
+    let mut path = vec![to.to_owned()];
+    let mut relations = Vec::new();
+    let mut current = target;
+    for level in levels[..levels.len() - 1].iter().rev() {
+        let previous: HashSet<i64> = level.iter().copied().collect();
+        let steps = query(tx, include_str!("sql/path_step.sql"), [current], |row| {
+            Ok((
+                row.get::<_, i64>("neighbour_id")?,
+                row.get::<_, String>("neighbour")?,
+                relation(row)?,
+            ))
+        })?;
+        let (neighbour, name, hop) = steps
+            .into_iter()
+            .find(|(id, _, _)| previous.contains(id))
+            .ok_or_else(|| Error::Internal("shortest path: a level lost its link".into()))?;
+        path.push(name);
+        relations.push(hop);
+        current = neighbour;
+    }
+    path.reverse();
+    relations.reverse();
+    Ok(GraphPath {
+        found: true,
+        path,
+        relations,
+    })
+}
+
+/// Whether `c` is part of a word, as PostgreSQL's `[[:alnum:]_]`.
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The key a mention of `lower` (a lower-cased name) is looked up by at a position of a text:
+/// its leading word, or its first character when it starts with no word.
+fn key(lower: &str) -> Option<&str> {
+    let first = lower.chars().next()?;
+    let end = if is_word(first) {
+        lower.find(|c: char| !is_word(c)).unwrap_or(lower.len())
+    } else {
+        first.len_utf8()
+    };
+    Some(&lower[..end])
+}
+
+/// Pairs (source, target) where the source's observations mention the target's whole name
+/// (case-insensitive, not inside a longer word) and no relation links the two either way.
+///
+/// One pass over the workspace's observations: at every position that starts a word (or a
+/// non-word character), the names starting with that word are candidates, and each is checked
+/// for the whole name and a word boundary after it.
+pub(crate) fn find_unlinked_references(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+) -> Result<Vec<UnlinkedReference>> {
+    let nodes: Vec<(i64, String, String)> = query(
+        tx,
+        "SELECT id, name FROM nodes WHERE workspace_id = ?1",
+        [workspace.0],
+        |row| {
+            let name: String = row.get(1)?;
+            Ok((row.get(0)?, name.to_lowercase(), name))
+        },
+    )?;
+    let mut by_key: HashMap<&str, Vec<(i64, &str, &str)>> = HashMap::new();
+    for (id, lower, name) in &nodes {
+        if let Some(key) = key(lower) {
+            by_key
+                .entry(key)
+                .or_default()
+                .push((*id, lower.as_str(), name.as_str()));
+        }
+    }
+    let linked: HashSet<(i64, i64)> = query(
+        tx,
+        "SELECT from_node_id, to_node_id FROM relations WHERE workspace_id = ?1",
+        [workspace.0],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?
+    .into_iter()
+    .flat_map(|(a, b)| [(a, b), (b, a)])
+    .collect();
+    let names: HashMap<i64, &str> = nodes.iter().map(|(id, _, n)| (*id, n.as_str())).collect();
+    let mut counts: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+    let mut statement = tx
+        .prepare_cached("SELECT node_id, content FROM observations WHERE workspace_id = ?1")
+        .map_err(crate::error::db)?;
+    let mut rows = statement.query([workspace.0]).map_err(crate::error::db)?;
+    while let Some(row) = rows.next().map_err(crate::error::db)? {
+        let source: i64 = row.get(0).map_err(crate::error::db)?;
+        let content: String = row.get(1).map_err(crate::error::db)?;
+        let text = content.to_lowercase();
+        let mut mentioned: HashSet<i64> = HashSet::new();
+        let mut previous: Option<char> = None;
+        for (at, c) in text.char_indices() {
+            let starts = previous.is_none_or(|p| !is_word(p));
+            previous = Some(c);
+            if !starts {
+                continue;
+            }
+            let Some(candidates) = key(&text[at..]).and_then(|k| by_key.get(k)) else {
+                continue;
+            };
+            for &(target, lower, _) in candidates {
+                let ends_at_boundary = text[at..]
+                    .strip_prefix(lower)
+                    .is_some_and(|rest| rest.chars().next().is_none_or(|c| !is_word(c)));
+                if ends_at_boundary && target != source && !linked.contains(&(source, target)) {
+                    mentioned.insert(target);
+                }
+            }
+        }
+        for target in mentioned {
+            *counts.entry((names[&source], names[&target])).or_default() += 1;
+        }
+    }
+    Ok(counts
+        .into_iter()
+        .map(|((node, referenced), count)| UnlinkedReference {
+            node: node.to_owned(),
+            referenced_name: referenced.to_owned(),
+            reference_count: count,
+        })
+        .collect())
+}

@@ -1,0 +1,163 @@
+//! engram's [`MemoryStore`](engram_domain::MemoryStore) on SQLite: one file, nothing to
+//! install. Full text through FTS5, vectors through sqlite-vec, graph walks as recursive CTEs.
+//!
+//! [`SqliteStore::open`] creates the file (and its directory) when missing and brings the
+//! schema (in `migrations/sqlite/`) up to date. Every tool call is one transaction, run on
+//! tokio's blocking threads: writes on the one writer connection (`BEGIN IMMEDIATE`), reads on
+//! a small pool of reader connections, which write-ahead logging lets run beside the writer.
+//!
+//! ```no_run
+//! # async fn demo() -> engram_domain::Result<()> {
+//! use std::sync::Arc;
+//! let store = engram_sqlite::SqliteStore::open("/var/lib/engram/engram.db").await?;
+//! let memory = engram_domain::Memory::new(Arc::new(store));
+//! let workspace = memory.create_workspace("demo").await?;
+//! # Ok(()) }
+//! ```
+
+mod connection;
+mod error;
+mod graph;
+mod nodes;
+mod observations;
+mod relations;
+mod search;
+mod store;
+mod vectors;
+mod workspaces;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use engram_domain::{Error, Result, Timestamp};
+
+use crate::connection::Pool;
+
+mod embedded {
+    refinery::embed_migrations!("../../migrations/sqlite");
+}
+
+/// Reader connections per store unless [`SqliteStore::open_with`] says otherwise.
+pub const DEFAULT_READERS: usize = 4;
+
+/// The SQLite store: one writer connection and a pool of readers on one database file.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.pool.path())
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the database file at `path` with [`DEFAULT_READERS`] reader connections,
+    /// creating the file and its parent directories when missing, and applies the migrations
+    /// it lacks.
+    ///
+    /// Errors: [`Error::Unavailable`] when the file cannot be created or opened (permissions,
+    /// a full disk, another process holding a lock past the busy timeout of 5 s),
+    /// [`Error::Internal`] when it is not an engram database or a migration fails.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, DEFAULT_READERS).await
+    }
+
+    /// As [`SqliteStore::open`], with `readers` reader connections (at least one); reads beyond
+    /// that many at once wait for a free connection. Writes always go through the one writer
+    /// connection, one at a time, as SQLite allows.
+    pub async fn open_with(path: impl AsRef<Path>, readers: usize) -> Result<Self> {
+        let path = path.as_ref().to_owned();
+        let pool = tokio::task::spawn_blocking(move || {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    Error::Unavailable(format!("creating {}: {e}", parent.display()))
+                })?;
+            }
+            Pool::open(&path, readers)
+        })
+        .await
+        .map_err(error::join)??;
+        let store = Self {
+            pool: Arc::new(pool),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies the migrations this build embeds that the database lacks, and returns their
+    /// names (`V1__graph`; empty when the schema was current). [`SqliteStore::open`] already
+    /// does this; each migration is one transaction.
+    ///
+    /// Errors: [`Error::Internal`] with SQLite's message when a migration fails (the database
+    /// keeps the migrations applied before it), or when the database was migrated by a newer
+    /// build.
+    pub async fn migrate(&self) -> Result<Vec<String>> {
+        self.pool
+            .with_writer(|conn| {
+                let report = embedded::migrations::runner()
+                    .run(conn)
+                    .map_err(|e| error::migration(&e))?;
+                Ok(report
+                    .applied_migrations()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect())
+            })
+            .await
+    }
+
+    /// Whether every migration this build embeds has been applied.
+    ///
+    /// Errors: [`Error::Unavailable`] when the file cannot be read.
+    pub async fn is_migrated(&self) -> Result<bool> {
+        let latest = embedded::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| i64::from(m.version()))
+            .max()
+            .unwrap_or(0);
+        let applied = self
+            .pool
+            .read(|tx| {
+                let has_history: bool = tx
+                    .query_row(
+                        "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                                        WHERE type = 'table' AND name = 'refinery_schema_history')",
+                        [],
+                        |row| row.get(0),
+                    )
+                    .map_err(error::db)?;
+                if !has_history {
+                    return Ok(0);
+                }
+                tx.query_row(
+                    "SELECT coalesce(max(version), 0) FROM refinery_schema_history",
+                    [],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map_err(error::db)
+            })
+            .await?;
+        Ok(applied >= latest)
+    }
+
+    /// The database file (SQLite keeps `-wal` and `-shm` files beside it).
+    pub fn path(&self) -> &Path {
+        self.pool.path()
+    }
+}
+
+/// A stored time (microseconds since the Unix epoch, UTC) as a [`Timestamp`].
+pub(crate) fn timestamp(micros: i64) -> Timestamp {
+    Timestamp::from_timestamp_micros(micros).unwrap_or_default()
+}
+
+/// A [`Timestamp`] as stored.
+pub(crate) fn micros(time: Timestamp) -> i64 {
+    time.timestamp_micros()
+}

@@ -1,0 +1,465 @@
+//! Node-level tools: create, delete, open, list, summary, tags, orphans, pending
+//! consolidation, stats and event counts.
+
+use std::collections::{HashMap, HashSet};
+
+use engram_domain::*;
+use rusqlite::types::Type;
+use rusqlite::{OptionalExtension, Params, Row, Transaction, params};
+
+use crate::error::db;
+use crate::{micros, timestamp};
+
+/// Runs `sql` and maps every row with `map`.
+pub(crate) fn query<T>(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: impl Params,
+    map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut statement = tx.prepare_cached(sql).map_err(db)?;
+    let rows = statement.query_map(params, map).map_err(db)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db)
+}
+
+/// A column holding a JSON array of strings (tags, relation phrases).
+pub(crate) fn strings(row: &Row<'_>, column: &str) -> rusqlite::Result<Vec<String>> {
+    let json: String = row.get(column)?;
+    serde_json::from_str(&json).map_err(|e| {
+        let index = row.as_ref().column_index(column).unwrap_or(0);
+        rusqlite::Error::FromSqlConversionFailure(index, Type::Text, Box::new(e))
+    })
+}
+
+/// Tags as stored.
+pub(crate) fn tags_json(tags: &[String]) -> String {
+    serde_json::Value::from(tags).to_string()
+}
+
+/// Node ids as a JSON array, for `IN (SELECT value FROM json_each(?))`.
+pub(crate) fn id_list(ids: &[i64]) -> String {
+    serde_json::Value::from(ids).to_string()
+}
+
+pub(crate) fn create_entities(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    entities: &[NewEntity],
+) -> Result<Vec<CreatedEntity>> {
+    let mut insert_node = tx
+        .prepare_cached(
+            "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
+                                tags, next_ordinal, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NOT NULL THEN engram_now() END, ?5, ?6,
+                     engram_now(), engram_now())
+             ON CONFLICT (workspace_id, name) DO NOTHING
+             RETURNING id, created_at",
+        )
+        .map_err(db)?;
+    let mut insert_observation = tx
+        .prepare_cached(
+            "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
+                                       updated_at)
+             VALUES (?1, ?2, ?3, ?4, engram_now(), engram_now())",
+        )
+        .map_err(db)?;
+    let mut existing = tx
+        .prepare_cached(
+            "SELECT entity_type, created_at FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+        )
+        .map_err(db)?;
+    let mut created = Vec::with_capacity(entities.len());
+    for entity in entities {
+        let next_ordinal = entity.observations.len() as i64 + 1;
+        let inserted: Option<(i64, i64)> = insert_node
+            .query_row(
+                params![
+                    workspace.0,
+                    entity.name,
+                    entity.entity_type,
+                    entity.summary,
+                    tags_json(&entity.tags),
+                    next_ordinal
+                ],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(db)?;
+        let Some((id, created_at)) = inserted else {
+            let (entity_type, created_at): (String, i64) = existing
+                .query_row(params![workspace.0, entity.name], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .map_err(db)?;
+            created.push(CreatedEntity {
+                name: entity.name.clone(),
+                entity_type,
+                created_at: timestamp(created_at),
+                already_existed: true,
+            });
+            continue;
+        };
+        for (ordinal, content) in (1..).zip(&entity.observations) {
+            insert_observation
+                .execute(params![id, workspace.0, ordinal, content])
+                .map_err(db)?;
+        }
+        created.push(CreatedEntity {
+            name: entity.name.clone(),
+            entity_type: entity.entity_type.clone(),
+            created_at: timestamp(created_at),
+            already_existed: false,
+        });
+    }
+    Ok(created)
+}
+
+pub(crate) fn delete_entities(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<DeletedEntities> {
+    let mut delete = tx
+        .prepare_cached("DELETE FROM nodes WHERE workspace_id = ?1 AND name = ?2")
+        .map_err(db)?;
+    let mut result = DeletedEntities::default();
+    for name in unique(names) {
+        if delete.execute(params![workspace.0, name]).map_err(db)? > 0 {
+            result.deleted.push(name.clone());
+        } else {
+            result.not_found.push(name.clone());
+        }
+    }
+    Ok(result)
+}
+
+pub(crate) fn open_nodes(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<OpenedNodes> {
+    let mut node = tx
+        .prepare_cached(
+            "SELECT id, name, entity_type, summary, tags, created_at, updated_at
+             FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+        )
+        .map_err(db)?;
+    let mut result = OpenedNodes::default();
+    let mut ids = Vec::new();
+    for name in unique(names) {
+        let found = node
+            .query_row(params![workspace.0, name], |row| {
+                let id: i64 = row.get("id")?;
+                let detail = NodeDetail {
+                    name: row.get("name")?,
+                    entity_type: row.get("entity_type")?,
+                    summary: row.get("summary")?,
+                    tags: strings(row, "tags")?,
+                    observations: Vec::new(),
+                    created_at: timestamp(row.get("created_at")?),
+                    updated_at: timestamp(row.get("updated_at")?),
+                };
+                Ok((id, detail))
+            })
+            .optional()
+            .map_err(db)?;
+        match found {
+            Some((id, mut detail)) => {
+                detail.observations = query(
+                    tx,
+                    "SELECT ordinal, content FROM observations WHERE node_id = ?1
+                     ORDER BY ordinal",
+                    [id],
+                    |row| {
+                        Ok(Observation {
+                            ordinal: row.get(0)?,
+                            content: row.get(1)?,
+                        })
+                    },
+                )?;
+                ids.push(id);
+                result.entities.push(detail);
+            }
+            None => result.not_found.push(name.clone()),
+        }
+    }
+    result.relations = relations_among(tx, &ids, Endpoints::Either)?;
+    Ok(result)
+}
+
+/// Which relations [`relations_among`] returns.
+#[derive(Clone, Copy)]
+pub(crate) enum Endpoints {
+    /// Relations with at least one endpoint in the set.
+    Either,
+    /// Relations with both endpoints in the set (the induced subgraph).
+    Both,
+}
+
+/// The relations touching the nodes `ids` as `endpoints` says, sorted.
+pub(crate) fn relations_among(
+    tx: &Transaction<'_>,
+    ids: &[i64],
+    endpoints: Endpoints,
+) -> Result<Vec<Relation>> {
+    let joined = match endpoints {
+        Endpoints::Either => "OR",
+        Endpoints::Both => "AND",
+    };
+    query(
+        tx,
+        &format!(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+             FROM relations r
+             JOIN nodes f ON f.id = r.from_node_id
+             JOIN nodes t ON t.id = r.to_node_id
+             WHERE r.from_node_id IN (SELECT value FROM json_each(?1))
+               {joined} r.to_node_id IN (SELECT value FROM json_each(?1))
+             ORDER BY 1, 2, 3"
+        ),
+        [id_list(ids)],
+        relation,
+    )
+}
+
+/// A `{from, to, relation_type}` from a row with `from_name`, `to_name`, `relation_type`.
+pub(crate) fn relation(row: &Row<'_>) -> rusqlite::Result<Relation> {
+    Ok(Relation {
+        from: row.get("from_name")?,
+        to: row.get("to_name")?,
+        relation_type: row.get("relation_type")?,
+    })
+}
+
+pub(crate) fn get_nodes_by_type(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    entity_type: &str,
+) -> Result<Vec<TypedNode>> {
+    query(
+        tx,
+        "SELECT name, entity_type, summary, tags, updated_at FROM nodes
+         WHERE workspace_id = ?1 AND entity_type = ?2 ORDER BY name",
+        params![workspace.0, entity_type],
+        |row| {
+            Ok(TypedNode {
+                name: row.get("name")?,
+                entity_type: row.get("entity_type")?,
+                summary: row.get("summary")?,
+                tags: strings(row, "tags")?,
+                updated_at: timestamp(row.get("updated_at")?),
+            })
+        },
+    )
+}
+
+fn brief(row: &Row<'_>) -> rusqlite::Result<NodeBrief> {
+    Ok(NodeBrief {
+        name: row.get("name")?,
+        entity_type: row.get("entity_type")?,
+        summary: row.get("summary")?,
+        updated_at: timestamp(row.get("updated_at")?),
+    })
+}
+
+pub(crate) fn get_recently_modified(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    days: u32,
+    limit: u32,
+) -> Result<Vec<NodeBrief>> {
+    let window = i64::from(days) * 86_400 * 1_000_000;
+    query(
+        tx,
+        "SELECT name, entity_type, summary, updated_at FROM nodes
+         WHERE workspace_id = ?1 AND updated_at >= engram_now() - ?2
+         ORDER BY updated_at DESC, name LIMIT ?3",
+        params![workspace.0, window, limit],
+        brief,
+    )
+}
+
+pub(crate) fn set_summary(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    name: &str,
+    summary: &str,
+) -> Result<SummaryUpdate> {
+    tx.query_row(
+        "UPDATE nodes SET summary = ?3, summary_updated_at = engram_now(),
+                          updated_at = engram_now()
+         WHERE workspace_id = ?1 AND name = ?2
+         RETURNING name, summary, updated_at",
+        params![workspace.0, name, summary],
+        |row| {
+            Ok(SummaryUpdate {
+                name: row.get("name")?,
+                summary: row.get("summary")?,
+                updated_at: timestamp(row.get("updated_at")?),
+            })
+        },
+    )
+    .optional()
+    .map_err(db)?
+    .ok_or_else(|| Error::node_not_found(name))
+}
+
+pub(crate) fn set_tags(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    name: &str,
+    new_tags: &[String],
+) -> Result<TagsUpdate> {
+    tx.query_row(
+        "UPDATE nodes SET tags = ?3 WHERE workspace_id = ?1 AND name = ?2
+         RETURNING name, tags",
+        params![workspace.0, name, tags_json(new_tags)],
+        |row| {
+            Ok(TagsUpdate {
+                name: row.get("name")?,
+                tags: strings(row, "tags")?,
+            })
+        },
+    )
+    .optional()
+    .map_err(db)?
+    .ok_or_else(|| Error::node_not_found(name))
+}
+
+pub(crate) fn get_orphaned_nodes(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+) -> Result<Vec<NodeBrief>> {
+    query(
+        tx,
+        "SELECT n.name, n.entity_type, n.summary, n.updated_at FROM nodes n
+         WHERE n.workspace_id = ?1
+           AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.from_node_id = n.id)
+           AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.to_node_id = n.id)
+         ORDER BY n.name",
+        [workspace.0],
+        brief,
+    )
+}
+
+pub(crate) fn get_pending_consolidation(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+) -> Result<Vec<PendingConsolidation>> {
+    query(
+        tx,
+        "SELECT n.name, n.entity_type, count(*) AS observation_count,
+                max(o.updated_at) AS last_observation_at, n.summary_updated_at
+         FROM nodes n JOIN observations o ON o.node_id = n.id
+         WHERE n.workspace_id = ?1
+         GROUP BY n.id
+         HAVING n.summary_updated_at IS NULL OR n.summary_updated_at < max(o.updated_at)
+         ORDER BY n.summary_updated_at NULLS FIRST, last_observation_at, n.name",
+        [workspace.0],
+        |row| {
+            Ok(PendingConsolidation {
+                name: row.get("name")?,
+                entity_type: row.get("entity_type")?,
+                observation_count: row.get("observation_count")?,
+                last_observation_at: timestamp(row.get("last_observation_at")?),
+                summary_updated_at: row
+                    .get::<_, Option<i64>>("summary_updated_at")?
+                    .map(timestamp),
+            })
+        },
+    )
+}
+
+pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<Stats> {
+    tx.query_row(
+        "SELECT w.name,
+                (SELECT count(*) FROM nodes WHERE workspace_id = w.id) AS node_count,
+                (SELECT count(*) FROM observations WHERE workspace_id = w.id)
+                    AS observation_count,
+                (SELECT count(*) FROM relations WHERE workspace_id = w.id) AS relation_count
+         FROM workspaces w WHERE w.id = ?1",
+        [workspace.0],
+        |row| {
+            Ok(Stats {
+                node_count: row.get("node_count")?,
+                observation_count: row.get("observation_count")?,
+                relation_count: row.get("relation_count")?,
+                // `Memory::get_stats` fills this in for its embedder's model.
+                embedding_coverage: 0.0,
+                workspace: row.get("name")?,
+            })
+        },
+    )
+    .optional()
+    .map_err(db)?
+    .ok_or_else(|| Error::workspace_not_found(format!("#{}", workspace.0)))
+}
+
+pub(crate) fn event_counts(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    since: Timestamp,
+) -> Result<EventCounts> {
+    tx.query_row(
+        "SELECT count(*) FILTER (WHERE operation = 'create'),
+                count(*) FILTER (WHERE operation = 'update'),
+                count(*) FILTER (WHERE operation = 'delete')
+         FROM events WHERE workspace_id = ?1 AND at >= ?2",
+        params![workspace.0, micros(since)],
+        |row| {
+            Ok(EventCounts {
+                since,
+                creates: row.get(0)?,
+                updates: row.get(1)?,
+                deletes: row.get(2)?,
+            })
+        },
+    )
+    .map_err(db)
+}
+
+/// The ids of the named nodes that exist.
+pub(crate) fn node_ids<'a>(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<HashMap<String, i64>> {
+    let mut statement = tx
+        .prepare_cached("SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2")
+        .map_err(db)?;
+    let mut ids = HashMap::new();
+    for name in names {
+        let id: Option<i64> = statement
+            .query_row(params![workspace.0, name], |row| row.get(0))
+            .optional()
+            .map_err(db)?;
+        if let Some(id) = id {
+            ids.insert(name.to_owned(), id);
+        }
+    }
+    Ok(ids)
+}
+
+/// The id of the node `name`; [`Error::NotFound`] when there is none.
+pub(crate) fn node_id(tx: &Transaction<'_>, workspace: WorkspaceId, name: &str) -> Result<i64> {
+    node_ids(tx, workspace, [name])?
+        .remove(name)
+        .ok_or_else(|| Error::node_not_found(name))
+}
+
+/// The ids of two named nodes; [`Error::NotFound`] naming the first that does not exist.
+pub(crate) fn node_pair(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    a: &str,
+    b: &str,
+) -> Result<(i64, i64)> {
+    let first = node_id(tx, workspace, a)?;
+    Ok((first, node_id(tx, workspace, b)?))
+}
+
+/// The names in first-occurrence order without repeats.
+pub(crate) fn unique(names: &[String]) -> impl Iterator<Item = &String> {
+    let mut seen = HashSet::new();
+    names.iter().filter(move |name| seen.insert(name.as_str()))
+}

@@ -1,0 +1,144 @@
+//! Observation tools: add, replace, delete.
+
+use std::collections::BTreeSet;
+
+use engram_domain::*;
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use crate::error::db;
+use crate::nodes::node_ids;
+
+pub(crate) fn add_observations(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    additions: &[ObservationAdditions],
+) -> Result<Vec<AddedObservations>> {
+    let ids = node_ids(
+        tx,
+        workspace,
+        additions.iter().map(|a| a.entity_name.as_str()),
+    )?;
+    // Takes `n` ordinals from the node's counter; the transaction holds SQLite's write lock,
+    // so no other writer can take the same ones.
+    let mut take = tx
+        .prepare_cached(
+            "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
+             RETURNING next_ordinal - ?2",
+        )
+        .map_err(db)?;
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
+                                       updated_at)
+             VALUES (?1, ?2, ?3, ?4, engram_now(), engram_now())",
+        )
+        .map_err(db)?;
+    let mut result = Vec::with_capacity(additions.len());
+    for addition in additions {
+        let Some(&node_id) = ids.get(&addition.entity_name) else {
+            result.push(AddedObservations {
+                entity_name: addition.entity_name.clone(),
+                added: Vec::new(),
+                not_found: true,
+            });
+            continue;
+        };
+        let count = addition.contents.len() as i64;
+        let first: i64 = take
+            .query_row(params![node_id, count], |row| row.get(0))
+            .map_err(db)?;
+        let mut added = Vec::with_capacity(addition.contents.len());
+        for (ordinal, content) in (first..).zip(&addition.contents) {
+            insert
+                .execute(params![node_id, workspace.0, ordinal, content])
+                .map_err(db)?;
+            added.push(Observation {
+                ordinal,
+                content: content.clone(),
+            });
+        }
+        result.push(AddedObservations {
+            entity_name: addition.entity_name.clone(),
+            added,
+            not_found: false,
+        });
+    }
+    Ok(result)
+}
+
+pub(crate) fn replace_observation(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    entity_name: &str,
+    ordinal: i64,
+    new_content: &str,
+) -> Result<ReplacedObservation> {
+    let found: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT o.id, o.content FROM observations o
+             JOIN nodes n ON n.id = o.node_id
+             WHERE n.workspace_id = ?1 AND n.name = ?2 AND o.ordinal = ?3",
+            params![workspace.0, entity_name, ordinal],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(db)?;
+    let Some((id, old_content)) = found else {
+        let node_exists = !node_ids(tx, workspace, [entity_name])?.is_empty();
+        return Err(if node_exists {
+            Error::NotFound {
+                kind: "observation",
+                name: format!("{entity_name}#{ordinal}"),
+            }
+        } else {
+            Error::node_not_found(entity_name)
+        });
+    };
+    tx.execute(
+        "UPDATE observations SET content = ?2, updated_at = engram_now() WHERE id = ?1",
+        params![id, new_content],
+    )
+    .map_err(db)?;
+    Ok(ReplacedObservation {
+        entity_name: entity_name.to_owned(),
+        ordinal,
+        old_content,
+        new_content: new_content.to_owned(),
+    })
+}
+
+pub(crate) fn delete_observations(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    deletions: &[ObservationDeletions],
+) -> Result<Vec<DeletedObservations>> {
+    let mut delete = tx
+        .prepare_cached(
+            "DELETE FROM observations
+             WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+               AND ordinal = ?3",
+        )
+        .map_err(db)?;
+    let mut result = Vec::with_capacity(deletions.len());
+    for deletion in deletions {
+        let requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
+        let mut deleted_ordinals = Vec::new();
+        let mut not_found_ordinals = Vec::new();
+        for ordinal in requested {
+            let deleted = delete
+                .execute(params![workspace.0, deletion.entity_name, ordinal])
+                .map_err(db)?;
+            if deleted > 0 {
+                deleted_ordinals.push(ordinal);
+            } else {
+                not_found_ordinals.push(ordinal);
+            }
+        }
+        result.push(DeletedObservations {
+            entity_name: deletion.entity_name.clone(),
+            deleted_ordinals,
+            not_found_ordinals,
+        });
+    }
+    Ok(result)
+}

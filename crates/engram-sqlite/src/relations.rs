@@ -1,0 +1,162 @@
+//! Relation tools: create, delete, rename, list between two nodes.
+
+use std::collections::HashSet;
+
+use engram_domain::*;
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use crate::error::{db, is_unique_violation};
+use crate::nodes::{node_ids, node_pair, query, relation};
+
+/// The columns of the unique constraint on relations, as SQLite names them in its message.
+const RELATIONS_UNIQUE: &str = "relations.workspace_id, relations.from_node_id, \
+                                relations.to_node_id, relations.relation_type";
+
+/// The relations without repeats, in first-occurrence order.
+fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
+    let mut seen = HashSet::new();
+    relations.iter().filter(|r| seen.insert(*r)).collect()
+}
+
+pub(crate) fn create_relations(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    relations: &[RelationSpec],
+) -> Result<CreatedRelations> {
+    let relations = distinct(relations);
+    let ids = node_ids(
+        tx,
+        workspace,
+        relations
+            .iter()
+            .flat_map(|r| [r.from_entity.as_str(), r.to_entity.as_str()]),
+    )?;
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                    created_at)
+             VALUES (?1, ?2, ?3, ?4, engram_now())
+             ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
+        )
+        .map_err(db)?;
+    let mut result = CreatedRelations::default();
+    for spec in relations {
+        let from = ids.get(&spec.from_entity);
+        let to = ids.get(&spec.to_entity);
+        for (id, name) in [(from, &spec.from_entity), (to, &spec.to_entity)] {
+            if id.is_none() && !result.not_found.contains(name) {
+                result.not_found.push(name.clone());
+            }
+        }
+        let (Some(from), Some(to)) = (from, to) else {
+            continue;
+        };
+        let inserted = insert
+            .execute(params![workspace.0, from, to, spec.relation_type])
+            .map_err(db)?;
+        if inserted > 0 {
+            result.created.push(spec.clone());
+        } else {
+            result.already_existed.push(spec.clone());
+        }
+    }
+    Ok(result)
+}
+
+/// `WHERE` for the relation `?2 -[?4]-> ?3` of workspace `?1`.
+const ONE_RELATION: &str = "workspace_id = ?1
+    AND from_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+    AND to_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?3)
+    AND relation_type = ?4";
+
+pub(crate) fn delete_relations(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    relations: &[RelationSpec],
+) -> Result<DeletedRelations> {
+    let mut delete = tx
+        .prepare_cached(&format!("DELETE FROM relations WHERE {ONE_RELATION}"))
+        .map_err(db)?;
+    let mut result = DeletedRelations::default();
+    for spec in distinct(relations) {
+        let deleted = delete
+            .execute(params![
+                workspace.0,
+                spec.from_entity,
+                spec.to_entity,
+                spec.relation_type
+            ])
+            .map_err(db)?;
+        if deleted > 0 {
+            result.deleted += 1;
+        } else {
+            result.not_found += 1;
+        }
+    }
+    Ok(result)
+}
+
+pub(crate) fn rename_relation_type(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    relation: &RelationSpec,
+    new_type: &str,
+) -> Result<RelationSpec> {
+    let described = format!(
+        "{} -[{}]-> {}",
+        relation.from_entity, relation.relation_type, relation.to_entity
+    );
+    let renamed = tx
+        .query_row(
+            &format!("UPDATE relations SET relation_type = ?5 WHERE {ONE_RELATION} RETURNING id"),
+            params![
+                workspace.0,
+                relation.from_entity,
+                relation.to_entity,
+                relation.relation_type,
+                new_type
+            ],
+            |row| row.get::<_, i64>(0),
+        )
+        .optional()
+        .map_err(|e| {
+            if is_unique_violation(&e, RELATIONS_UNIQUE) {
+                Error::Conflict(format!(
+                    "cannot rename {described} to {new_type}: that relation already exists (delete one of the two instead)"
+                ))
+            } else {
+                db(e)
+            }
+        })?;
+    if renamed.is_none() {
+        return Err(Error::NotFound {
+            kind: "relation",
+            name: described,
+        });
+    }
+    Ok(RelationSpec {
+        relation_type: new_type.to_owned(),
+        ..relation.clone()
+    })
+}
+
+pub(crate) fn get_relations_between(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    entity_a: &str,
+    entity_b: &str,
+) -> Result<Vec<Relation>> {
+    let (a, b) = node_pair(tx, workspace, entity_a, entity_b)?;
+    query(
+        tx,
+        "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+         FROM relations r
+         JOIN nodes f ON f.id = r.from_node_id
+         JOIN nodes t ON t.id = r.to_node_id
+         WHERE (r.from_node_id = ?1 AND r.to_node_id = ?2)
+            OR (r.from_node_id = ?2 AND r.to_node_id = ?1)
+         ORDER BY 1, 2, 3",
+        params![a, b],
+        relation,
+    )
+}

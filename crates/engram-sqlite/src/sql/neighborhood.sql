@@ -1,0 +1,19 @@
+-- ?1 start node id, ?2 depth bound (hops). Every node within ?2 hops, relations followed in
+-- either direction, with its distance. The cycle guard: rows are (node, depth) and UNION drops
+-- repeats, so each level holds each node at most once and the walk ends at the depth bound.
+WITH RECURSIVE walk (node_id, depth) AS (
+    SELECT ?1, 0
+  UNION
+    SELECT r.to_node_id, walk.depth + 1
+    FROM walk JOIN relations r ON r.from_node_id = walk.node_id
+    WHERE walk.depth < ?2
+  UNION
+    SELECT r.from_node_id, walk.depth + 1
+    FROM walk JOIN relations r ON r.to_node_id = walk.node_id
+    WHERE walk.depth < ?2
+)
+SELECT n.id, n.name, n.entity_type, n.summary, n.tags, min(walk.depth) AS depth
+FROM walk
+CROSS JOIN nodes n ON n.id = walk.node_id
+GROUP BY n.id
+ORDER BY depth, n.name

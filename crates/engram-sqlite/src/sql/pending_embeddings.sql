@@ -1,0 +1,21 @@
+-- ?1 model, ?2 limit. (observation, enabled perspective) pairs whose ?1 vector is missing or
+-- was rendered from an older state of the node (its `updated_at` moved since), with the
+-- context the perspective renders: the node, its tags and summary, and its relations as
+-- phrases, JSON arrays of `works_on engram` (outgoing) and `Bob knows` (incoming).
+SELECT o.id AS observation_id, p.id AS perspective_id, p.document_template,
+       o.content, o.ordinal, o.created_at,
+       n.name, n.entity_type, n.tags, n.summary, n.updated_at AS source_updated_at,
+       e.text_hash,
+       (SELECT json_group_array(r.relation_type || ' ' || t.name)
+        FROM relations r JOIN nodes t ON t.id = r.to_node_id
+        WHERE r.from_node_id = n.id) AS outgoing,
+       (SELECT json_group_array(f.name || ' ' || r.relation_type)
+        FROM relations r JOIN nodes f ON f.id = r.from_node_id
+        WHERE r.to_node_id = n.id) AS incoming
+FROM observations o
+JOIN nodes n ON n.id = o.node_id
+JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+LEFT JOIN embeddings e
+       ON e.observation_id = o.id AND e.perspective_id = p.id AND e.model = ?1
+WHERE e.id IS NULL OR e.source_updated_at <> n.updated_at
+LIMIT ?2

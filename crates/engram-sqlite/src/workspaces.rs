@@ -1,0 +1,111 @@
+//! Workspace management: create, look up, list, rename, delete.
+
+use engram_domain::{Error, Result, Workspace, WorkspaceId, WorkspaceInfo};
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use crate::error::{db, is_unique_violation};
+use crate::timestamp;
+
+const NAME_TAKEN: &str = "workspaces.name";
+
+fn workspace(row: &Row<'_>) -> rusqlite::Result<Workspace> {
+    Ok(Workspace {
+        id: WorkspaceId(row.get("id")?),
+        name: row.get("name")?,
+        created_at: timestamp(row.get("created_at")?),
+    })
+}
+
+fn taken(name: &str) -> Error {
+    Error::AlreadyExists {
+        kind: "workspace",
+        name: name.to_owned(),
+    }
+}
+
+pub(crate) fn create(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
+    let workspace = tx
+        .query_row(
+            "INSERT INTO workspaces (name, created_at) VALUES (?1, engram_now())
+             RETURNING id, name, created_at",
+            [name],
+            workspace,
+        )
+        .map_err(|e| {
+            if is_unique_violation(&e, NAME_TAKEN) {
+                taken(name)
+            } else {
+                db(e)
+            }
+        })?;
+    crate::vectors::seed_perspectives(tx, workspace.id)?;
+    Ok(workspace)
+}
+
+pub(crate) fn get(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
+    tx.query_row(
+        "SELECT id, name, created_at FROM workspaces WHERE name = ?1",
+        [name],
+        workspace,
+    )
+    .optional()
+    .map_err(db)?
+    .ok_or_else(|| Error::workspace_not_found(name))
+}
+
+pub(crate) fn list(tx: &Transaction<'_>) -> Result<Vec<WorkspaceInfo>> {
+    let mut statement = tx
+        .prepare(
+            "SELECT w.id, w.name, w.created_at,
+                    (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
+             FROM workspaces w ORDER BY w.name",
+        )
+        .map_err(db)?;
+    let rows = statement
+        .query_map([], |row| {
+            Ok(WorkspaceInfo {
+                workspace: workspace(row)?,
+                node_count: row.get("node_count")?,
+            })
+        })
+        .map_err(db)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db)
+}
+
+pub(crate) fn rename(tx: &Transaction<'_>, name: &str, new_name: &str) -> Result<Workspace> {
+    tx.query_row(
+        "UPDATE workspaces SET name = ?2 WHERE name = ?1 RETURNING id, name, created_at",
+        params![name, new_name],
+        workspace,
+    )
+    .optional()
+    .map_err(|e| {
+        if is_unique_violation(&e, NAME_TAKEN) {
+            taken(new_name)
+        } else {
+            db(e)
+        }
+    })?
+    .ok_or_else(|| Error::workspace_not_found(name))
+}
+
+pub(crate) fn delete(tx: &Transaction<'_>, name: &str, force: bool) -> Result<()> {
+    let (id, node_count): (i64, i64) = tx
+        .query_row(
+            "SELECT w.id, (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id)
+             FROM workspaces w WHERE w.name = ?1",
+            [name],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(db)?
+        .ok_or_else(|| Error::workspace_not_found(name))?;
+    if node_count > 0 && !force {
+        return Err(Error::Conflict(format!(
+            "workspace {name} holds {node_count} nodes; deleting it deletes them all, so it needs force (engram workspace delete {name} --force)"
+        )));
+    }
+    tx.execute("DELETE FROM workspaces WHERE id = ?1", [id])
+        .map_err(db)?;
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! SQLite-specific checks beyond the conformance suite: the file, the migrations, what the
+//! triggers leave behind in the `vec0` and FTS5 tables, and write-ahead logging.
+
+use std::sync::Arc;
+
+use engram_domain::perspectives::{Perspective, render_document};
+use engram_domain::testsuite::{deletions, entity, memory_with_workspace, strings};
+use engram_domain::{EmbeddingRecord, Error, MemoryStore, text_hash};
+use engram_sqlite::SqliteStore;
+use rusqlite::Connection;
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../examples/quickstart.rs"]
+mod quickstart;
+
+#[tokio::test]
+async fn the_library_example_runs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let opened = quickstart::run(&dir.path().join("quickstart.db"), "quickstart")
+        .await
+        .unwrap();
+    assert!(
+        opened.contains(r#""content": "moved to Lisbon in March""#),
+        "{opened}"
+    );
+    assert!(
+        opened.contains(r#""relation_type": "works_on""#),
+        "{opened}"
+    );
+}
+
+#[tokio::test]
+async fn migrations_are_current_and_idempotent() {
+    let store = crate::open_fresh().await;
+    assert!(store.is_migrated().await.unwrap());
+    assert!(store.migrate().await.unwrap().is_empty());
+    store.health().await.unwrap();
+    let reopened = SqliteStore::open(store.path()).await.unwrap();
+    assert!(reopened.is_migrated().await.unwrap());
+}
+
+#[tokio::test]
+async fn open_creates_missing_directories_and_refuses_other_files() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let nested = dir.path().join("a/b/engram.db");
+    let store = SqliteStore::open(&nested).await.unwrap();
+    assert!(nested.is_file());
+    drop(store);
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(
+        &text,
+        "not a database, but long enough to have a header: ".repeat(20),
+    )
+    .unwrap();
+    let error = SqliteStore::open(&text).await.unwrap_err();
+    assert!(matches!(error, Error::Internal(_)), "{error}");
+}
+
+/// Observation vectors of every dimension are in `embeddings` and in their `vec0` table, and
+/// nowhere else; the full-text index matches `observations`.
+fn assert_consistent(db: &Connection, step: &str) {
+    let mut statement = db
+        .prepare(
+            "SELECT name FROM sqlite_master
+             WHERE name GLOB 'vec_obs_*' AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
+        )
+        .unwrap();
+    let tables: Vec<String> = statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(tables, ["vec_obs_3", "vec_obs_4"], "{step}");
+    for table in tables {
+        let dims: i64 = table["vec_obs_".len()..].parse().unwrap();
+        let in_index: i64 = db
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        let stored: i64 = db
+            .query_row(
+                "SELECT count(*) FROM embeddings WHERE dims = ?1",
+                [dims],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(in_index, stored, "{step}: {table}");
+        let matched: i64 = db
+            .query_row(
+                &format!("SELECT count(*) FROM {table} v JOIN embeddings e ON e.id = v.rowid"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(matched, stored, "{step}: {table}");
+    }
+    db.execute(
+        "INSERT INTO observations_fts (observations_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .unwrap_or_else(|e| panic!("{step}: full-text index out of step: {e}"));
+}
+
+fn count(db: &Connection, sql: &str) -> i64 {
+    db.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Saves a vector of `dims` ones for every pending task of `model`.
+async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize {
+    let tasks = store.pending_embeddings(model, 1_000).await.unwrap();
+    let records: Vec<EmbeddingRecord> = tasks
+        .iter()
+        .map(|task| EmbeddingRecord {
+            observation_id: task.observation_id,
+            perspective_id: task.perspective_id,
+            text_hash: text_hash(&render_document(&task.document_template, &task.context)),
+            source_updated_at: task.source_updated_at,
+            vector: Some(vec![1.0; dims]),
+        })
+        .collect();
+    store.save_embeddings(model, &records).await.unwrap();
+    records.len()
+}
+
+#[tokio::test]
+async fn deletions_leave_no_vector_behind() {
+    let sqlite = crate::open_fresh().await;
+    let db = Connection::open(sqlite.path()).unwrap();
+    let store: Arc<dyn MemoryStore> = Arc::new(sqlite);
+    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
+    let (other_memory, other) = memory_with_workspace(store.clone(), "other").await;
+    for (memory, ws) in [(&memory, ws), (&other_memory, other)] {
+        memory
+            .create_entities(
+                ws,
+                vec![
+                    entity("A", "thing", &["a1", "a2", "a3"]),
+                    entity("B", "thing", &["b1"]),
+                    entity("C", "thing", &["c1"]),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(index(&store, "three", 3).await, 50);
+    assert_eq!(index(&store, "four", 4).await, 50);
+    assert_consistent(&db, "indexed");
+    assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_3"), 50);
+
+    // Re-embedding replaces vectors in place (all of A's: its `updated_at` moved).
+    memory
+        .replace_observation(ws, "A", 1, "a1, revised")
+        .await
+        .unwrap();
+    assert_eq!(index(&store, "three", 3).await, 15);
+    assert_consistent(&db, "re-embedded");
+    assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_3"), 50);
+
+    memory
+        .delete_observations(ws, &[deletions("A", &[2])])
+        .await
+        .unwrap();
+    assert_consistent(&db, "observation deleted");
+    memory.delete_entities(ws, &strings(&["B"])).await.unwrap();
+    assert_consistent(&db, "node deleted");
+    let general = store
+        .perspectives(ws)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == "general")
+        .unwrap();
+    let changed = Perspective {
+        document_template: "{observation}".into(),
+        ..general
+    };
+    memory.set_perspective(ws, &changed).await.unwrap();
+    assert_consistent(&db, "template changed");
+    assert_eq!(store.clear_embeddings(ws, "four").await.unwrap(), 12);
+    assert_consistent(&db, "cleared");
+    memory.delete_workspace("w", true).await.unwrap();
+    assert_consistent(&db, "workspace deleted");
+    // Only the other workspace is left, whole.
+    assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_3"), 25);
+    assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_4"), 25);
+    let events_elsewhere = "SELECT count(*) FROM events
+                            WHERE workspace_id NOT IN (SELECT id FROM workspaces)";
+    assert_eq!(count(&db, events_elsewhere), 0);
+    assert!(count(&db, "SELECT count(*) FROM events") > 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM node_embeddings"),
+        3 * 5 * 2
+    );
+}
+
+#[tokio::test]
+async fn reads_go_on_while_another_connection_writes() {
+    let sqlite = crate::open_fresh().await;
+    let writer = Connection::open(sqlite.path()).unwrap();
+    let store: Arc<dyn MemoryStore> = Arc::new(sqlite);
+    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
+    memory
+        .create_entities(ws, vec![entity("A", "thing", &["a1"])])
+        .await
+        .unwrap();
+    // Another process holds the write lock with an uncommitted change: readers see the last
+    // committed state and do not wait (write-ahead logging).
+    writer
+        .execute_batch("BEGIN IMMEDIATE; DELETE FROM perspectives;")
+        .unwrap();
+    let opened = memory.open_nodes(ws, &strings(&["A"])).await.unwrap();
+    assert_eq!(opened.entities.len(), 1);
+    assert_eq!(store.perspectives(ws).await.unwrap().len(), 5);
+    writer.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(store.perspectives(ws).await.unwrap().len(), 5);
+}
