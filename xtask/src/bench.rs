@@ -4,6 +4,7 @@
 //!   `consolidation` example of engram-pg) in the `engram_bench` database of the development
 //!   PostgreSQL (as `cargo xtask eval` uses it: reused when running, only `engram_bench` is
 //!   touched);
+//!   and the same workload on a SQLite file under `target/bench/` (`sqlite_consolidation`);
 //! - `embed`: the local model's throughput (the `throughput` example of engram-embed).
 //!
 //! Examples are built in release mode; each prints its own figures.
@@ -36,7 +37,7 @@ pub struct BenchArgs {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Benchmark {
-    /// The consolidation report at scale, on PostgreSQL.
+    /// The consolidation report at scale, on PostgreSQL and on SQLite.
     Consolidation,
     /// The local embedding model's throughput.
     Embed,
@@ -63,6 +64,20 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             "engram-pg",
             "consolidation",
             &["--database-url", &url, "--nodes", &nodes],
+        )?;
+        drop(cluster);
+        println!("== consolidation: the same on SQLite");
+        let dir = target_dir().join("bench");
+        std::fs::create_dir_all(&dir)?;
+        let file = dir.join("engram-bench.db");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(dir.join(format!("engram-bench.db{suffix}")));
+        }
+        let file = file.to_string_lossy();
+        example(
+            "engram-sqlite",
+            "sqlite_consolidation",
+            &["--path", &file, "--nodes", &nodes],
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -10,13 +10,13 @@ use engram_sqlite::SqliteStore;
 use rusqlite::Connection;
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../../examples/quickstart.rs"]
-mod quickstart;
+#[path = "../../examples/sqlite_quickstart.rs"]
+mod sqlite_quickstart;
 
 #[tokio::test]
 async fn the_library_example_runs() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let opened = quickstart::run(&dir.path().join("quickstart.db"), "quickstart")
+    let opened = sqlite_quickstart::run(&dir.path().join("quickstart.db"), "quickstart")
         .await
         .unwrap();
     assert!(

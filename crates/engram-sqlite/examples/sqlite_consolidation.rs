@@ -2,7 +2,7 @@
 //! the same workload as engram-pg's `consolidation` example, in a new database file:
 //!
 //! ```text
-//! cargo run --release -p engram-sqlite --example consolidation -- \
+//! cargo run --release -p engram-sqlite --example sqlite_consolidation -- \
 //!     --path /tmp/engram-bench.db --nodes 10000
 //! ```
 //!

@@ -2,7 +2,7 @@
 //! create a workspace, write a node with observations and a relation, and read them back.
 //!
 //! ```text
-//! cargo run -p engram-sqlite --example quickstart -- /tmp/engram-quickstart.db
+//! cargo run -p engram-sqlite --example sqlite_quickstart -- /tmp/engram-quickstart.db
 //! ```
 
 use std::sync::Arc;
