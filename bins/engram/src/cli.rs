@@ -11,7 +11,9 @@ use engram_domain::{GenerationBudget, TextGenerator};
 #[derive(Debug, Parser)]
 #[command(name = "engram", version, about)]
 pub struct Cli {
-    /// PostgreSQL URL, `postgres://user:password@host:port/database`.
+    /// Where the data lives: `postgres://user:password@host:port/database` for PostgreSQL,
+    /// or a file path (`sqlite://PATH` also works) for SQLite. Default: SQLite at
+    /// ~/.local/share/engram/engram.db (the platform's data directory), created on first use.
     #[arg(
         long,
         env = "ENGRAM_DATABASE_URL",
@@ -158,7 +160,8 @@ pub struct ServeArgs {
     /// Address to listen on. Non-loopback clients also need --allowed-host.
     #[arg(long, env = "ENGRAM_BIND", default_value = "127.0.0.1:8765")]
     pub bind: SocketAddr,
-    /// Do not apply pending migrations at start (the schema must then be current).
+    /// Do not apply pending migrations at start (the schema must then be current). PostgreSQL
+    /// only: a SQLite file is always brought up to date when opened.
     #[arg(long)]
     pub no_migrate: bool,
     /// Extra Host names to serve (`name` for any port, or `name:port`), for a server reached

@@ -1,6 +1,7 @@
 //! The `engram` server as a library: the binary parses configuration and calls these, and
 //! the end-to-end tests start the same server on `127.0.0.1:0`.
 
+pub mod backend;
 pub mod http;
 pub mod indexing;
 

@@ -3,15 +3,16 @@
 mod cli;
 mod reindex;
 mod report;
+mod workspaces;
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, PerspectiveCommand, ServeArgs, WorkspaceCommand};
+use cli::{Cli, Command, ServeArgs};
+use engram::backend::{Location, Store};
 use engram::http::Guard;
 use engram_domain::{Memory, MemoryStore};
-use engram_pg::PgStore;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
@@ -42,14 +43,10 @@ async fn run(cli: Cli) -> Result<()> {
         println!("all-MiniLM-L6-v2 is in {}", dir.display());
         return Ok(());
     }
-    let url = cli.database_url.context(
-        "no database: set ENGRAM_DATABASE_URL or pass --database-url postgres://user@host:port/db",
-    )?;
-    let store = PgStore::connect(&url)
-        .await
-        .context("connecting to PostgreSQL")?;
+    let location = Location::parse(cli.database_url.as_deref())?;
+    let store = Store::open(&location).await?;
     match cli.command {
-        Command::Serve(args) => serve(store, args).await,
+        Command::Serve(args) => serve(store, &location, args).await,
         Command::FetchModel => unreachable!("handled before connecting"),
         Command::Migrate => {
             let applied = store.migrate().await?;
@@ -63,20 +60,20 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Reindex { workspace, embed } => {
             ensure_migrated(&store).await?;
-            reindex::run(Arc::new(store), &workspace, &embed.choice()).await
+            reindex::run(store.shared(), &workspace, &embed.choice()).await
         }
         Command::Report(args) => {
             ensure_migrated(&store).await?;
-            report::run(Arc::new(store), args).await
+            report::run(store.shared(), args).await
         }
         Command::Workspace(command) => {
             ensure_migrated(&store).await?;
-            workspace(&Memory::new(Arc::new(store)), command).await
+            workspaces::run(&Memory::new(store.shared()), command).await
         }
     }
 }
 
-async fn ensure_migrated(store: &PgStore) -> Result<()> {
+async fn ensure_migrated(store: &Store) -> Result<()> {
     anyhow::ensure!(
         store.is_migrated().await?,
         "the database schema is not current: run `engram migrate` first"
@@ -84,7 +81,7 @@ async fn ensure_migrated(store: &PgStore) -> Result<()> {
     Ok(())
 }
 
-async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
+async fn serve(store: Store, location: &Location, args: ServeArgs) -> Result<()> {
     if args.no_migrate {
         ensure_migrated(&store).await?;
     } else {
@@ -92,7 +89,8 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
             tracing::info!(%migration, "applied migration");
         }
     }
-    let store: Arc<dyn MemoryStore> = Arc::new(store);
+    let kind = store.kind();
+    let store: Arc<dyn MemoryStore> = store.shared();
     let shutdown = CancellationToken::new();
     let mut memory = Memory::new(store.clone());
     let embedder = args.embed.choice().build()?;
@@ -108,7 +106,7 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
         memory = memory.with_generator(generator, budget);
     }
     tracing::info!(
-        store = "postgresql",
+        store = %location,
         embedder = memory.embedder().map_or("none", |e| e.model_id()),
         generator = memory
             .generator()
@@ -137,7 +135,7 @@ async fn serve(store: PgStore, args: ServeArgs) -> Result<()> {
         .with_context(|| format!("binding {}", args.bind))?;
     let address = listener.local_addr()?;
     tracing::info!(
-        store = "postgresql",
+        store = kind,
         "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
     );
     let guard = Guard {
@@ -164,96 +162,4 @@ async fn shutdown_signal() {
         _ = terminate.recv() => {}
     }
     tracing::info!("shutting down: finishing in-flight requests");
-}
-
-async fn workspace(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
-    match command {
-        WorkspaceCommand::Create { name } => {
-            let workspace = memory.create_workspace(&name).await?;
-            println!("created workspace {}", workspace.name);
-        }
-        WorkspaceCommand::List { json } => {
-            let workspaces = memory.list_workspaces().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&workspaces)?);
-            } else if workspaces.is_empty() {
-                println!("no workspaces yet: create one with `engram workspace create NAME`");
-            } else {
-                println!("{:<32} {:>8}  created", "name", "nodes");
-                for info in workspaces {
-                    println!(
-                        "{:<32} {:>8}  {}",
-                        info.workspace.name,
-                        info.node_count,
-                        info.workspace.created_at.format("%Y-%m-%d %H:%M UTC")
-                    );
-                }
-            }
-        }
-        WorkspaceCommand::Rename { name, new_name } => {
-            memory.rename_workspace(&name, &new_name).await?;
-            println!("renamed workspace {name} to {new_name}");
-        }
-        WorkspaceCommand::Perspectives(command) => perspectives(memory, command).await?,
-        WorkspaceCommand::Delete { name, force } => {
-            memory.delete_workspace(&name, force).await?;
-            println!("deleted workspace {name}");
-        }
-    }
-    Ok(())
-}
-
-async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()> {
-    match command {
-        PerspectiveCommand::List { workspace } => {
-            let workspace = memory.workspace(&workspace).await?;
-            for p in memory.perspectives(workspace.id).await? {
-                let state = if p.enabled { "enabled" } else { "disabled" };
-                println!("{} ({state})", p.name);
-                println!("  document: {}", p.document_template);
-                println!("  query:    {}", p.query_template);
-            }
-        }
-        PerspectiveCommand::Set {
-            workspace,
-            name,
-            document,
-            query,
-            disable,
-            enable,
-        } => {
-            let workspace = memory.workspace(&workspace).await?;
-            let existing = memory
-                .perspectives(workspace.id)
-                .await?
-                .into_iter()
-                .find(|p| p.name == name);
-            let perspective = engram_domain::perspectives::Perspective {
-                id: 0,
-                document_template: document
-                    .or_else(|| existing.as_ref().map(|p| p.document_template.clone()))
-                    .unwrap_or_else(|| "{name}: {observation}".into()),
-                query_template: query
-                    .or_else(|| existing.as_ref().map(|p| p.query_template.clone()))
-                    .unwrap_or_else(|| "{query}".into()),
-                enabled: if disable {
-                    false
-                } else {
-                    enable || existing.as_ref().is_none_or(|p| p.enabled)
-                },
-                name,
-            };
-            let stored = memory.set_perspective(workspace.id, &perspective).await?;
-            let state = if stored.enabled {
-                "enabled"
-            } else {
-                "disabled"
-            };
-            println!(
-                "perspective {} of {} is set ({state})",
-                stored.name, workspace.name
-            );
-        }
-    }
-    Ok(())
 }

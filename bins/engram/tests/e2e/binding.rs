@@ -4,7 +4,7 @@ use engram::http::WORKSPACE_HEADER;
 use serde_json::json;
 
 use crate::scenario::ok;
-use crate::server::TestServer;
+use crate::server::{Backend, TestServer};
 
 fn initialize() -> serde_json::Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -23,9 +23,8 @@ async fn post_mcp(server: &TestServer, headers: &[(&str, &str)]) -> reqwest::Res
     request.send().await.unwrap()
 }
 
-#[tokio::test]
-async fn missing_malformed_and_unknown_workspaces_are_refused_with_the_fix() {
-    let server = TestServer::start(&["alpha"]).await;
+pub async fn missing_malformed_and_unknown_workspaces_are_refused_with_the_fix(backend: Backend) {
+    let server = TestServer::start(backend, &["alpha"]).await;
     let missing = post_mcp(&server, &[]).await;
     assert_eq!(missing.status(), 400);
     let body = missing.text().await.unwrap();
@@ -57,9 +56,8 @@ async fn missing_malformed_and_unknown_workspaces_are_refused_with_the_fix() {
     );
 }
 
-#[tokio::test]
-async fn a_streamable_session_keeps_its_workspace() {
-    let server = TestServer::start(&["alpha", "beta"]).await;
+pub async fn a_streamable_session_keeps_its_workspace(backend: Backend) {
+    let server = TestServer::start(backend, &["alpha", "beta"]).await;
     let started = post_mcp(&server, &[(WORKSPACE_HEADER, "alpha")]).await;
     assert_eq!(started.status(), 200);
     let session = started.headers()["mcp-session-id"]
@@ -81,9 +79,8 @@ async fn a_streamable_session_keeps_its_workspace() {
     );
 }
 
-#[tokio::test]
-async fn foreign_hosts_and_origins_are_refused() {
-    let server = TestServer::start(&["alpha"]).await;
+pub async fn foreign_hosts_and_origins_are_refused(backend: Backend) {
+    let server = TestServer::start(backend, &["alpha"]).await;
     let rebinding = post_mcp(
         &server,
         &[(WORKSPACE_HEADER, "alpha"), ("host", "evil.example:8765")],
@@ -110,9 +107,8 @@ async fn foreign_hosts_and_origins_are_refused() {
     assert_eq!(local_page.status(), 200);
 }
 
-#[tokio::test]
-async fn healthz_reports_a_ready_database() {
-    let server = TestServer::start(&[]).await;
+pub async fn healthz_reports_a_ready_database(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
     let response = reqwest::get(format!("{}/healthz", server.base))
         .await
         .unwrap();
@@ -123,9 +119,8 @@ async fn healthz_reports_a_ready_database() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workspaces_stay_isolated_across_clients() {
-    let server = TestServer::start(&["one", "two"]).await;
+pub async fn workspaces_stay_isolated_across_clients(backend: Backend) {
+    let server = TestServer::start(backend, &["one", "two"]).await;
     let one = server.streamable_client("one").await;
     let two = crate::sse_client::connect(&server.base, "two").await;
     ok(&one, "create_entities", json!({"entities": [{"name": "Secret", "entity_type": "note", "observations": ["only in one"]}]})).await;

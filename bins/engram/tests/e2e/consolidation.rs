@@ -10,24 +10,23 @@ use engram_embed::testing::{FakeOllama, FakeReply};
 use serde_json::json;
 
 use crate::scenario::{ok, tool_error};
-use crate::server::TestServer;
+use crate::server::{Backend, TestServer};
 
-async fn server_with_ollama(fake: &FakeOllama, budget: Duration) -> TestServer {
+async fn server_with_ollama(backend: Backend, fake: &FakeOllama, budget: Duration) -> TestServer {
     let generator = Arc::new(OllamaGenerator::new(fake.url(), "llama3.2").unwrap());
     let budget = GenerationBudget {
         total: budget,
         concurrency: 2,
     };
-    TestServer::start_with_generator(&["demo"], Some((generator, budget))).await
+    TestServer::start_with_generator(backend, &["demo"], Some((generator, budget))).await
 }
 
 const CAROL: &str = r#"{"entities": [{"name": "Carol", "entity_type": "person",
     "observations": ["reviews engram code", "lives in Porto"]}]}"#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drafts_come_from_the_model_when_it_answers_in_time() {
+pub async fn drafts_come_from_the_model_when_it_answers_in_time(backend: Backend) {
     let fake = FakeOllama::start(FakeReply::Echo("Carol reviews code.".into())).await;
-    let server = server_with_ollama(&fake, Duration::from_secs(60)).await;
+    let server = server_with_ollama(backend, &fake, Duration::from_secs(60)).await;
     let client = server.streamable_client("demo").await;
     let entities: serde_json::Value = serde_json::from_str(CAROL).unwrap();
     ok(&client, "create_entities", entities).await;
@@ -57,10 +56,9 @@ async fn drafts_come_from_the_model_when_it_answers_in_time() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_slower_than_the_budget_leaves_extractive_drafts() {
+pub async fn a_model_slower_than_the_budget_leaves_extractive_drafts(backend: Backend) {
     let fake = FakeOllama::start(FakeReply::Slow(Duration::from_secs(120), "late".into())).await;
-    let server = server_with_ollama(&fake, Duration::from_secs(1)).await;
+    let server = server_with_ollama(backend, &fake, Duration::from_secs(1)).await;
     let client = server.streamable_client("demo").await;
     let entities: serde_json::Value = serde_json::from_str(CAROL).unwrap();
     ok(&client, "create_entities", entities).await;

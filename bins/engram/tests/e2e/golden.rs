@@ -2,7 +2,7 @@
 //! annotations of `tools/list`. A change to any of them fails here until it is accepted with
 //! `UPDATE_EXPECT=1 cargo xtask test`, so every contract change is deliberate.
 
-use crate::server::TestServer;
+use crate::server::{Backend, TestServer};
 
 /// The catalog's tools; `shared/reference/tool-catalog.md`.
 const CATALOG_TOOLS: [&str; 24] = [
@@ -32,9 +32,8 @@ const CATALOG_TOOLS: [&str; 24] = [
     "set_tags",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tools_list_matches_the_golden_contract() {
-    let server = TestServer::start(&["demo"]).await;
+pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
     let client = server.streamable_client("demo").await;
     let mut tools = client.list_all_tools().await.unwrap();
     tools.sort_by(|a, b| a.name.cmp(&b.name));

@@ -1,7 +1,8 @@
 //! End-to-end tests through real MCP clients: rmcp's client over Streamable HTTP, an rmcp
 //! client over the legacy SSE transport (the client side in `sse_client`), and stdio against
-//! the real `engram` binary. The server runs on `127.0.0.1:0` against a fresh PostgreSQL
-//! database per test (`cargo xtask test` provides the server).
+//! the real `engram` binary. The server runs on `127.0.0.1:0` against a fresh store per test:
+//! every test runs twice, once on a PostgreSQL database (`cargo xtask test` provides the
+//! server) and once on a SQLite file (modules `postgres` and `sqlite`).
 
 mod binding;
 mod consolidation;
@@ -10,3 +11,43 @@ mod scenario;
 mod server;
 mod sse_client;
 mod stdio;
+
+/// Instantiates each `module::test(backend)` as a test per backend: `postgres::test` and
+/// `sqlite::test`.
+macro_rules! per_backend {
+    ($($module:ident :: $test:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    crate::$module::$test(crate::server::Backend::Postgres).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    crate::$module::$test(crate::server::Backend::Sqlite).await;
+                }
+            )*
+        }
+    };
+}
+
+per_backend!(
+    binding::missing_malformed_and_unknown_workspaces_are_refused_with_the_fix,
+    binding::a_streamable_session_keeps_its_workspace,
+    binding::foreign_hosts_and_origins_are_refused,
+    binding::healthz_reports_a_ready_database,
+    binding::workspaces_stay_isolated_across_clients,
+    consolidation::drafts_come_from_the_model_when_it_answers_in_time,
+    consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
+    golden::tools_list_matches_the_golden_contract,
+    scenario::a_paraphrase_finds_its_node_over_mcp,
+    scenario::every_tool_over_streamable_http,
+    scenario::every_tool_over_legacy_sse,
+    sse_client::unknown_session_is_not_found,
+    sse_client::a_session_keeps_its_workspace,
+    stdio::every_tool_over_stdio,
+);

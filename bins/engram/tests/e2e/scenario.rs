@@ -4,7 +4,7 @@
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-use crate::server::{Client, TestServer};
+use crate::server::{Backend, Client, TestServer};
 use crate::sse_client;
 
 /// Calls `tool` and returns the raw result.
@@ -289,9 +289,8 @@ pub async fn exercise_every_tool(client: &Client) {
 
 /// Semantic search through MCP: the indexer embeds in the background; once coverage is
 /// complete, a paraphrase finds its node.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paraphrase_finds_its_node_over_mcp() {
-    let server = TestServer::start(&["demo"]).await;
+pub async fn a_paraphrase_finds_its_node_over_mcp(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
     let client = server.streamable_client("demo").await;
     ok(&client, "create_entities", json!({"entities": [
         {"name": "Alice", "entity_type": "person", "observations": ["Alice moved to Lisbon in March"]},
@@ -320,16 +319,14 @@ async fn a_paraphrase_finds_its_node_over_mcp() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_tool_over_streamable_http() {
-    let server = TestServer::start(&["demo"]).await;
+pub async fn every_tool_over_streamable_http(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
     let client = server.streamable_client("demo").await;
     exercise_every_tool_and_close(client).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_tool_over_legacy_sse() {
-    let server = TestServer::start(&["demo"]).await;
+pub async fn every_tool_over_legacy_sse(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
     let client = sse_client::connect(&server.base, "demo").await;
     exercise_every_tool_and_close(client).await;
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use engram::http::{Guard, WORKSPACE_HEADER};
 use engram_domain::{GenerationBudget, Memory, TextGenerator};
 use engram_pg::PgStore;
+use engram_sqlite::SqliteStore;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -15,13 +16,24 @@ use tokio::sync::oneshot;
 /// A connected MCP client.
 pub type Client = RunningService<RoleClient, ()>;
 
+/// The store a test server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A fresh PostgreSQL database (`engram_pg::testing`).
+    Postgres,
+    /// A fresh SQLite file in a temporary directory.
+    Sqlite,
+}
+
 /// The running server; stops when dropped.
 pub struct TestServer {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
-    /// The database URL, for processes of their own (stdio).
+    /// The database URL (or SQLite file), for processes of their own (stdio).
     pub database_url: String,
     stop: Option<oneshot::Sender<()>>,
+    /// The SQLite file's directory, deleted with the server.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for TestServer {
@@ -34,19 +46,30 @@ impl Drop for TestServer {
 
 impl TestServer {
     /// Starts a server with workspaces `names` already created.
-    pub async fn start(workspaces: &[&str]) -> Self {
-        Self::start_with_generator(workspaces, None).await
+    pub async fn start(backend: Backend, workspaces: &[&str]) -> Self {
+        Self::start_with_generator(backend, workspaces, None).await
     }
 
     /// Starts a server with workspaces `names` already created whose consolidation report
     /// asks `generator` for its texts.
     pub async fn start_with_generator(
+        backend: Backend,
         workspaces: &[&str],
         generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
     ) -> Self {
-        let database_url = engram_pg::testing::fresh_database().await;
-        let store: Arc<dyn engram_domain::MemoryStore> =
-            Arc::new(PgStore::connect(&database_url).await.unwrap());
+        let (store, database_url, dir): (Arc<dyn engram_domain::MemoryStore>, _, _) = match backend
+        {
+            Backend::Postgres => {
+                let url = engram_pg::testing::fresh_database().await;
+                (Arc::new(PgStore::connect(&url).await.unwrap()), url, None)
+            }
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("engram.db");
+                let store = SqliteStore::open(&path).await.unwrap();
+                (Arc::new(store), path.display().to_string(), Some(dir))
+            }
+        };
         let embedder: Arc<dyn engram_domain::Embedder> =
             Arc::new(engram_embed::LocalEmbedder::new());
         let mut memory = Memory::new(store.clone()).with_embedder(embedder.clone());
@@ -79,6 +102,7 @@ impl TestServer {
             base,
             database_url,
             stop: Some(stop),
+            _dir: dir,
         }
     }
 

@@ -8,7 +8,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use sse_stream::SseStream;
 
-use crate::server::Client;
+use crate::server::{Backend, Client};
 
 /// Connects an rmcp client to `{base}/sse`, bound to `workspace`.
 pub async fn connect(base: &str, workspace: &str) -> Client {
@@ -62,9 +62,8 @@ pub async fn connect(base: &str, workspace: &str) -> Client {
 }
 
 /// A session that was never opened is unknown: 404.
-#[tokio::test]
-async fn unknown_session_is_not_found() {
-    let server = crate::server::TestServer::start(&["alpha"]).await;
+pub async fn unknown_session_is_not_found(backend: Backend) {
+    let server = crate::server::TestServer::start(backend, &["alpha"]).await;
     let response = reqwest::Client::new()
         .post(format!("{}/sse/messages/?session_id=nope", server.base))
         .header(WORKSPACE_HEADER, "alpha")
@@ -76,9 +75,8 @@ async fn unknown_session_is_not_found() {
 }
 
 /// A message naming another workspace than its session's is refused.
-#[tokio::test]
-async fn a_session_keeps_its_workspace() {
-    let server = crate::server::TestServer::start(&["alpha", "beta"]).await;
+pub async fn a_session_keeps_its_workspace(backend: Backend) {
+    let server = crate::server::TestServer::start(backend, &["alpha", "beta"]).await;
     let http = reqwest::Client::new();
     let response = http
         .get(format!("{}/sse", server.base))

@@ -4,11 +4,10 @@ use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 
 use crate::scenario::exercise_every_tool_and_close;
-use crate::server::TestServer;
+use crate::server::{Backend, TestServer};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_tool_over_stdio() {
-    let server = TestServer::start(&["demo"]).await;
+pub async fn every_tool_over_stdio(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
     command
         .args(["serve", "--stdio", "--workspace", "demo", "--database-url"])

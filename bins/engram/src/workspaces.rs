@@ -1,0 +1,99 @@
+//! `engram workspace …`: create, list, rename and delete workspaces, and set perspectives.
+
+use anyhow::Result;
+use engram_domain::Memory;
+
+use crate::cli::{PerspectiveCommand, WorkspaceCommand};
+
+/// Runs one `engram workspace` command.
+pub async fn run(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
+    match command {
+        WorkspaceCommand::Create { name } => {
+            let workspace = memory.create_workspace(&name).await?;
+            println!("created workspace {}", workspace.name);
+        }
+        WorkspaceCommand::List { json } => {
+            let workspaces = memory.list_workspaces().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&workspaces)?);
+            } else if workspaces.is_empty() {
+                println!("no workspaces yet: create one with `engram workspace create NAME`");
+            } else {
+                println!("{:<32} {:>8}  created", "name", "nodes");
+                for info in workspaces {
+                    println!(
+                        "{:<32} {:>8}  {}",
+                        info.workspace.name,
+                        info.node_count,
+                        info.workspace.created_at.format("%Y-%m-%d %H:%M UTC")
+                    );
+                }
+            }
+        }
+        WorkspaceCommand::Rename { name, new_name } => {
+            memory.rename_workspace(&name, &new_name).await?;
+            println!("renamed workspace {name} to {new_name}");
+        }
+        WorkspaceCommand::Perspectives(command) => perspectives(memory, command).await?,
+        WorkspaceCommand::Delete { name, force } => {
+            memory.delete_workspace(&name, force).await?;
+            println!("deleted workspace {name}");
+        }
+    }
+    Ok(())
+}
+
+async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()> {
+    match command {
+        PerspectiveCommand::List { workspace } => {
+            let workspace = memory.workspace(&workspace).await?;
+            for p in memory.perspectives(workspace.id).await? {
+                let state = if p.enabled { "enabled" } else { "disabled" };
+                println!("{} ({state})", p.name);
+                println!("  document: {}", p.document_template);
+                println!("  query:    {}", p.query_template);
+            }
+        }
+        PerspectiveCommand::Set {
+            workspace,
+            name,
+            document,
+            query,
+            disable,
+            enable,
+        } => {
+            let workspace = memory.workspace(&workspace).await?;
+            let existing = memory
+                .perspectives(workspace.id)
+                .await?
+                .into_iter()
+                .find(|p| p.name == name);
+            let perspective = engram_domain::perspectives::Perspective {
+                id: 0,
+                document_template: document
+                    .or_else(|| existing.as_ref().map(|p| p.document_template.clone()))
+                    .unwrap_or_else(|| "{name}: {observation}".into()),
+                query_template: query
+                    .or_else(|| existing.as_ref().map(|p| p.query_template.clone()))
+                    .unwrap_or_else(|| "{query}".into()),
+                enabled: if disable {
+                    false
+                } else {
+                    enable || existing.as_ref().is_none_or(|p| p.enabled)
+                },
+                name,
+            };
+            let stored = memory.set_perspective(workspace.id, &perspective).await?;
+            let state = if stored.enabled {
+                "enabled"
+            } else {
+                "disabled"
+            };
+            println!(
+                "perspective {} of {} is set ({state})",
+                stored.name, workspace.name
+            );
+        }
+    }
+    Ok(())
+}
