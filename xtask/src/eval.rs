@@ -1,9 +1,10 @@
 //! `cargo xtask eval locomo`: retrieval on the LoCoMo dev data, end to end through the real
 //! MCP server. Builds `engram` and the `locomo` example (release), brings up the development
-//! PostgreSQL (as `cargo xtask serve` does), recreates the `engram_eval` database in it with
-//! the workspaces `locomo-facts` and `locomo-speakers`, starts `engram serve` on a free port,
+//! PostgreSQL (as `cargo xtask serve` does) and recreates the `engram_eval` database in it (or,
+//! with `--backend sqlite`, starts from a new file `target/eval/locomo.db`), creates the
+//! workspaces `locomo-facts` and `locomo-speakers`, starts `engram serve` on a free port,
 //! runs the example against it (which prints the tables and writes
-//! `target/eval/locomo.json`), then stops the server.
+//! `target/eval/locomo-<backend>.json`), then stops the server.
 //!
 //! The development cluster rather than a throwaway one: it is reused when already running
 //! (no `initdb` per run, and a running `cargo xtask serve` keeps working), it cannot collide
@@ -62,6 +63,10 @@ struct LocomoArgs {
     /// The LoCoMo data (conv-*.json). Default: ../shared/data/locomo-dev from the repo root.
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// The store: a private PostgreSQL (database `engram_eval`) or a fresh SQLite file
+    /// (`target/eval/locomo.db`).
+    #[arg(long, default_value = "pg", value_parser = ["pg", "sqlite"])]
+    backend: String,
     /// Passed on to `engram serve`, e.g. `--embedder ollama`.
     #[arg(last = true, value_name = "SERVE_ARGS")]
     serve_args: Vec<String>,
@@ -101,13 +106,27 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
     let release = target_dir().join("release");
     let engram = release.join("engram");
 
-    let pg = postgres::ensure_installed(&target_dir())?;
-    let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
-    let url = cluster.fresh_database(&pg, DATABASE)?;
-    println!(
-        "engram: evaluating in {url} (data in {})",
-        cluster.dir().display()
-    );
+    let out_dir = target_dir().join("eval");
+    fs::create_dir_all(&out_dir)?;
+    let mut cluster = None;
+    let url = if args.backend == "sqlite" {
+        let file = out_dir.join("locomo.db");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = fs::remove_file(out_dir.join(format!("locomo.db{suffix}")));
+        }
+        println!("engram: evaluating in the SQLite file {}", file.display());
+        file.to_string_lossy().into_owned()
+    } else {
+        let pg = postgres::ensure_installed(&target_dir())?;
+        let started = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
+        let url = started.fresh_database(&pg, DATABASE)?;
+        println!(
+            "engram: evaluating in {url} (data in {})",
+            started.dir().display()
+        );
+        cluster = Some(started);
+        url
+    };
     cmd::output(Command::new(&engram).args(["migrate", "--database-url", &url]))?;
     for workspace in ["locomo-facts", "locomo-speakers"] {
         cmd::output(Command::new(&engram).args([
@@ -119,8 +138,6 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
         ]))?;
     }
 
-    let out_dir = target_dir().join("eval");
-    fs::create_dir_all(&out_dir)?;
     let log = out_dir.join("engram-serve.log");
     let port = free_port()?;
     let mut server = Server::start(&engram, &url, port, &args.serve_args, &log)?;
@@ -138,7 +155,7 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
         .arg(&data)
         .args(["--mode", &args.mode, "--mapping", &args.mapping])
         .arg("--out")
-        .arg(out_dir.join("locomo.json"));
+        .arg(out_dir.join(format!("locomo-{}.json", args.backend)));
     if let Some(n) = args.limit_conversations {
         client.args(["--limit-conversations", &n.to_string()]);
     }
