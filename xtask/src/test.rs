@@ -51,6 +51,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         }
     };
 
+    let started = std::time::SystemTime::now();
     let outcome = run_steps(args, &url);
 
     match psql {
@@ -61,6 +62,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         None => eprintln!("engram: warning: no psql found, cannot report on the test server"),
     }
     drop(cluster);
+    println!("{}", sqlite_report(started));
 
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
@@ -121,4 +123,43 @@ fn show_cargo(command: &Command) -> String {
         Some((_, args)) => format!("cargo {args}"),
         None => shown,
     }
+}
+
+/// Directories of SQLite test databases (`engram-sqlite-*` under `target/tmp`, one per test)
+/// made since `since`: `engram: N tests ran against SQLite (bundled by libsqlite3-sys X)
+/// with sqlite-vec Y`.
+fn sqlite_report(since: std::time::SystemTime) -> String {
+    let count = std::fs::read_dir(target_dir().join("tmp"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| {
+                    entry
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with("engram-sqlite-")
+                })
+                .filter(|entry| {
+                    entry
+                        .metadata()
+                        .and_then(|m| m.created().or_else(|_| m.modified()))
+                        .is_ok_and(|at| at >= since)
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    let lock = std::fs::read_to_string(workspace_root().join("Cargo.lock")).unwrap_or_default();
+    let version = |name: &str| {
+        lock.split("[[package]]")
+            .find(|p| p.contains(&format!("name = \"{name}\"\n")))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = ")))
+            .map_or_else(|| "?".to_owned(), |v| v.trim_matches('"').to_owned())
+    };
+    let tests = if count == 1 { "test" } else { "tests" };
+    format!(
+        "engram: {count} {tests} ran against SQLite (bundled by libsqlite3-sys {}) with \
+         sqlite-vec {}",
+        version("libsqlite3-sys"),
+        version("sqlite-vec")
+    )
 }

@@ -32,8 +32,6 @@ pub struct TestServer {
     /// The database URL (or SQLite file), for processes of their own (stdio).
     pub database_url: String,
     stop: Option<oneshot::Sender<()>>,
-    /// The SQLite file's directory, deleted with the server.
-    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for TestServer {
@@ -57,8 +55,7 @@ impl TestServer {
         workspaces: &[&str],
         generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
     ) -> Self {
-        let (store, database_url, dir): (Arc<dyn engram_domain::MemoryStore>, _, _) = match backend
-        {
+        let (store, database_url): (Arc<dyn engram_domain::MemoryStore>, _) = match backend {
             Backend::Postgres => {
                 let url = engram_pg::testing::fresh_database().await;
                 (Arc::new(PgStore::connect(&url).await.unwrap()), url, None)
@@ -102,7 +99,6 @@ impl TestServer {
             base,
             database_url,
             stop: Some(stop),
-            _dir: dir,
         }
     }
 
