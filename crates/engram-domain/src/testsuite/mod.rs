@@ -22,6 +22,7 @@ mod observations;
 mod relations;
 mod search;
 mod vectors;
+mod workload;
 mod workspaces;
 
 pub use consolidation::*;
@@ -34,6 +35,7 @@ pub use observations::*;
 pub use relations::*;
 pub use search::*;
 pub use vectors::*;
+pub use workload::consolidation_benchmark;
 pub use workspaces::*;
 
 use std::sync::Arc;
