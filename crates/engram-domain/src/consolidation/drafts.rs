@@ -29,6 +29,10 @@ const PROMPT_OBSERVATIONS: usize = 30;
 const PROMPT_CHARS: usize = 4_000;
 /// Shared terms named in an extractive rationale.
 const SHARED_TERMS: usize = 5;
+/// A cluster's most central members read for its label.
+const LABEL_MEMBERS: usize = 10;
+/// Terms named in an extractive label.
+const LABEL_TERMS: usize = 3;
 
 /// Which field of the report a text belongs to.
 #[derive(Debug, Clone, Copy)]
@@ -95,19 +99,24 @@ pub(super) async fn write(
         .map(|v| (v.name.as_str(), v.entity_type.as_str()))
         .collect();
     for (i, cluster) in report.cluster_summary.iter_mut().enumerate() {
+        let members: Vec<&NodeDetail> = cluster
+            .node_names
+            .iter()
+            .take(LABEL_MEMBERS)
+            .filter_map(|name| details.get(name))
+            .collect();
         let central = &cluster.node_names[0];
-        cluster.centroid_label = Some(format!(
+        let mut label = format!(
             "{central} ({}) and {} similar",
             types.get(central.as_str()).copied().unwrap_or("node"),
             cluster.size - 1
-        ));
+        );
+        let common = common_terms(&members);
+        if !common.is_empty() {
+            label = format!("{label}: {}", common.join(", "));
+        }
+        cluster.centroid_label = Some(label);
         cluster.label_source = Some(TextSource::Extractive);
-        let members: Vec<String> = cluster
-            .node_names
-            .iter()
-            .take(12)
-            .map(|name| format!("{name} ({})", types.get(name.as_str()).unwrap_or(&"node")))
-            .collect();
         prompts.push((Slot::Label(i), label_prompt(&members)));
     }
 
@@ -117,7 +126,8 @@ pub(super) async fn write(
     Ok(())
 }
 
-/// The stale nodes and both ends of every candidate pair, by name.
+/// The stale nodes, both ends of every candidate pair and the most central members of every
+/// cluster, by name.
 async fn node_details(
     memory: &Memory,
     workspace: WorkspaceId,
@@ -132,6 +142,12 @@ async fn node_details(
                 .relation_candidates
                 .iter()
                 .flat_map(|p| [p.node_a.clone(), p.node_b.clone()]),
+        )
+        .chain(
+            report
+                .cluster_summary
+                .iter()
+                .flat_map(|c| c.node_names.iter().take(LABEL_MEMBERS).cloned()),
         )
         .collect();
     names.sort();
@@ -270,6 +286,24 @@ fn extractive_rationale(a: &NodeDetail, b: &NodeDetail, score: f64) -> String {
     }
 }
 
+/// The terms most of `members` use (at least two of them), the commonest first.
+fn common_terms(members: &[&NodeDetail]) -> Vec<String> {
+    let mut members_using: HashMap<String, usize> = HashMap::new();
+    for member in members {
+        for term in terms(member).into_keys() {
+            *members_using.entry(term).or_insert(0) += 1;
+        }
+    }
+    let mut common: Vec<(String, usize)> =
+        members_using.into_iter().filter(|(_, n)| *n >= 2).collect();
+    common.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    common
+        .into_iter()
+        .take(LABEL_TERMS)
+        .map(|(t, _)| t)
+        .collect()
+}
+
 /// Words of the summary and observations of 3 letters or more, lower-cased, without digits
 /// (dates, ids) or stop words, with their counts. Names are left out: they are often ids.
 fn terms(node: &NodeDetail) -> HashMap<String, usize> {
@@ -337,11 +371,23 @@ fn rationale_prompt(a: &NodeDetail, b: &NodeDetail) -> String {
     )
 }
 
-fn label_prompt(members: &[String]) -> String {
+fn label_prompt(members: &[&NodeDetail]) -> String {
+    let lines: Vec<String> = members
+        .iter()
+        .map(|m| {
+            let fact = m.observations.first().map_or("", |o| o.content.as_str());
+            format!(
+                "- {} ({}): {}",
+                m.name,
+                m.entity_type,
+                truncate(fact.trim(), 200)
+            )
+        })
+        .collect();
     format!(
         "These entities of a knowledge graph form one group:\n{}\n\nName what they have in \
          common in at most five words. Answer with the name alone.\n\nName:",
-        members.join("\n")
+        lines.join("\n")
     )
 }
 
@@ -404,6 +450,15 @@ mod tests {
         );
         let c = node("Bob", &["Plays chess"]);
         assert!(extractive_rationale(&a, &c, 0.8).contains("no shared terms"));
+    }
+
+    #[test]
+    fn a_label_names_the_terms_most_members_use() {
+        let a = node("A", &["paints landscapes in oil", "sells paintings"]);
+        let b = node("B", &["paints portraits in oil"]);
+        let c = node("C", &["paints murals", "teaches oil painting"]);
+        assert_eq!(common_terms(&[&a, &b, &c]), ["oil", "paints"]);
+        assert!(common_terms(&[&a]).is_empty());
     }
 
     #[test]
