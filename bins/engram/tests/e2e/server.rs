@@ -58,13 +58,19 @@ impl TestServer {
         let (store, database_url): (Arc<dyn engram_domain::MemoryStore>, _) = match backend {
             Backend::Postgres => {
                 let url = engram_pg::testing::fresh_database().await;
-                (Arc::new(PgStore::connect(&url).await.unwrap()), url, None)
+                (Arc::new(PgStore::connect(&url).await.unwrap()), url)
             }
             Backend::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let path = dir.path().join("engram.db");
+                // Kept where engram-sqlite's tests keep theirs: `cargo xtask test` counts
+                // them, and those tests sweep them away after an hour.
+                let dir = tempfile::Builder::new()
+                    .prefix("engram-sqlite-")
+                    .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+                    .unwrap()
+                    .keep();
+                let path = dir.join("engram.db");
                 let store = SqliteStore::open(&path).await.unwrap();
-                (Arc::new(store), path.display().to_string(), Some(dir))
+                (Arc::new(store), path.display().to_string())
             }
         };
         let embedder: Arc<dyn engram_domain::Embedder> =
