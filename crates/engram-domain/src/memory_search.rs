@@ -1,7 +1,7 @@
 //! The search tools of [`Memory`]: `search_nodes`, `query_observations`,
 //! `find_similar_nodes`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::embed::Embedder;
@@ -11,9 +11,67 @@ use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
 use crate::search::*;
+use crate::similarity::{self, Neighbour};
 
 /// Queries: bytes, inclusive.
 const QUERY_BYTES: std::ops::RangeInclusive<usize> = 1..=4_096;
+
+/// Neighbours considered per node when pairing similar nodes (and clustering them).
+pub(crate) const NODE_NEIGHBOURS: usize = 10;
+
+/// Every node's [`NODE_NEIGHBOURS`] nearest other nodes with similarity ≥ `min_score`
+/// ([`similarity::nearest_neighbours`]: about a second of matrix work at 10,000 nodes, so on
+/// a blocking thread), with the vectors handed back.
+pub(crate) async fn neighbours_of(
+    vectors: Vec<NodeVector>,
+    min_score: f32,
+) -> Result<(Vec<NodeVector>, Vec<Vec<Neighbour>>)> {
+    tokio::task::spawn_blocking(move || {
+        let plain: Vec<&[f32]> = vectors.iter().map(|v| v.vector.as_slice()).collect();
+        let neighbours = similarity::nearest_neighbours(&plain, NODE_NEIGHBOURS, min_score);
+        (vectors, neighbours)
+    })
+    .await
+    .map_err(|err| Error::Internal(format!("comparing node vectors: {err}")))
+}
+
+/// The `limit` most similar pairs of `neighbours` with similarity ≥ `min_score` that no
+/// relation links (in either direction), names in order.
+pub(crate) fn unrelated_pairs(
+    vectors: &[NodeVector],
+    neighbours: &[Vec<Neighbour>],
+    related: &[(String, String)],
+    min_score: f32,
+    limit: usize,
+) -> Vec<SimilarPair> {
+    let related: HashSet<(&str, &str)> = related
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    similarity::pairs(neighbours, min_score)
+        .into_iter()
+        .map(|(a, b, similarity)| {
+            let (a, b) = (&vectors[a], &vectors[b]);
+            if a.name <= b.name {
+                (a, b, similarity)
+            } else {
+                (b, a, similarity)
+            }
+        })
+        .filter(|(a, b, _)| {
+            !related.contains(&(a.name.as_str(), b.name.as_str()))
+                && !related.contains(&(b.name.as_str(), a.name.as_str()))
+        })
+        .take(limit)
+        .map(|(a, b, similarity)| SimilarPair {
+            node_a: a.name.clone(),
+            node_b: b.name.clone(),
+            similarity: f64::from(similarity),
+            node_a_type: a.entity_type.clone(),
+            node_b_type: b.entity_type.clone(),
+        })
+        .collect()
+}
 
 /// One query vector per enabled perspective.
 struct QueryVectors {
@@ -163,17 +221,20 @@ impl Memory {
                 format!("must be between -1 and 1, got {min_score}"),
             ));
         }
-        let embedder = self.required_embedder()?;
+        let model = self.required_embedder()?.model_id();
         let perspective = self.node_perspective(workspace).await?;
-        self.store
-            .similar_nodes(
-                workspace,
-                embedder.model_id(),
-                perspective.id,
-                min_score,
-                limit as usize,
-            )
-            .await
+        let (vectors, related) = futures::try_join!(
+            self.store.node_vectors(workspace, model, perspective.id),
+            self.store.related_pairs(workspace),
+        )?;
+        let (vectors, neighbours) = neighbours_of(vectors, min_score as f32).await?;
+        Ok(unrelated_pairs(
+            &vectors,
+            &neighbours,
+            &related,
+            min_score as f32,
+            limit as usize,
+        ))
     }
 
     /// The perspective whose aggregate vectors stand for a node: `general`, or the first

@@ -68,11 +68,18 @@ pub fn similar_pairs<V: AsRef<[f32]>>(
     k: usize,
     min_score: f32,
 ) -> Vec<(usize, usize, f32)> {
-    let mut pairs: Vec<(usize, usize, f32)> = nearest_neighbours(vectors, k, min_score)
-        .into_iter()
+    pairs(&nearest_neighbours(vectors, k, min_score), min_score)
+}
+
+/// The distinct pairs `(i, j)`, `i < j`, of `neighbours` (as [`nearest_neighbours`] returns
+/// them) with similarity ≥ `min_score`, most similar first (ties by indices).
+pub fn pairs(neighbours: &[Vec<Neighbour>], min_score: f32) -> Vec<(usize, usize, f32)> {
+    let mut pairs: Vec<(usize, usize, f32)> = neighbours
+        .iter()
         .enumerate()
         .flat_map(|(i, near)| {
-            near.into_iter()
+            near.iter()
+                .filter(move |n| n.similarity >= min_score)
                 .map(move |n| (i.min(n.index), i.max(n.index), n.similarity))
         })
         .collect();

@@ -191,16 +191,9 @@ pub trait MemoryStore: Send + Sync + 'static {
         limit: usize,
         within: Option<&str>,
     ) -> Result<Vec<ObservationHit>>;
-    /// Pairs of nodes linked by no relation whose aggregate `model` vectors in `perspective`
-    /// have cosine similarity ≥ `min_score`, best first, at most `limit`.
-    async fn similar_nodes(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: i64,
-        min_score: f64,
-        limit: usize,
-    ) -> Result<Vec<SimilarPair>>;
+    /// The `(from, to)` node names of every relation of the workspace (a pair once however
+    /// many types link it), for telling related nodes from unrelated ones.
+    async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>>;
     /// Every node of the workspace that has an aggregate `model` vector in `perspective`
     /// (the mean of its observation vectors), with its type, ordered by name. The
     /// consolidation report clusters these.

@@ -338,22 +338,8 @@ impl MemoryStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn similar_nodes(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: i64,
-        min_score: f64,
-        limit: usize,
-    ) -> Result<Vec<SimilarPair>> {
-        read!(self, |tx| vectors::similar_nodes(
-            &tx,
-            workspace,
-            model,
-            perspective,
-            min_score,
-            limit
-        ))
+    async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>> {
+        read!(self, |tx| vectors::related_pairs(&tx, workspace))
     }
 
     #[instrument(skip_all)]

@@ -5,8 +5,6 @@
 //! ([`ensure_hnsw_indexes`]). PostgreSQL uses them only when a query repeats the expression and
 //! the predicate with the dimension as a literal, so search SQL is formatted per dimension.
 
-use std::collections::HashSet;
-
 use deadpool_postgres::GenericClient;
 use engram_domain::perspectives::{DEFAULT_PERSPECTIVES, ObservationContext, Perspective};
 use engram_domain::*;
@@ -316,67 +314,22 @@ pub(crate) async fn text_search(
 
 /// Unrelated pairs of similar nodes: for each node, its nearest neighbours by aggregate
 /// vector through the HNSW index (not all pairs), then the pairs above `min_score`.
-/// Neighbours considered per node when pairing similar nodes.
-const SIMILAR_NEIGHBOURS: usize = 10;
-
-/// Loads the workspace's node vectors once and pairs them in memory
-/// ([`engram_domain::similarity::similar_pairs`], on a blocking thread): one query instead of
-/// one HNSW query per node, which took 14 s at 10,000 nodes where this takes about 1 s.
-pub(crate) async fn similar_nodes(
+pub(crate) async fn related_pairs(
     client: &impl GenericClient,
     workspace: WorkspaceId,
-    model: &str,
-    perspective: i64,
-    min_score: f64,
-    limit: usize,
-) -> Result<Vec<SimilarPair>> {
+) -> Result<Vec<(String, String)>> {
     let rows = client
         .query(
-            "SELECT n.id, n.name, n.entity_type, x.embedding
-             FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
-             WHERE x.workspace_id = $1 AND x.model = $2 AND x.perspective_id = $3
-             ORDER BY n.name",
-            &[&workspace.0, &model, &perspective],
-        )
-        .await
-        .map_err(db)?;
-    if rows.len() < 2 {
-        return Ok(Vec::new());
-    }
-    let related: HashSet<(i64, i64)> = client
-        .query(
-            "SELECT from_node_id, to_node_id FROM relations WHERE workspace_id = $1",
+            "SELECT DISTINCT a.name, b.name
+             FROM relations r
+             JOIN nodes a ON a.id = r.from_node_id
+             JOIN nodes b ON b.id = r.to_node_id
+             WHERE r.workspace_id = $1",
             &[&workspace.0],
         )
         .await
-        .map_err(db)?
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    let vectors: Vec<Vec<f32>> = rows
-        .iter()
-        .map(|row| row.get::<_, Vector>(3).to_vec())
-        .collect();
-    let pairs = tokio::task::spawn_blocking(move || {
-        similarity::similar_pairs(&vectors, SIMILAR_NEIGHBOURS, min_score as f32)
-    })
-    .await
-    .map_err(|err| Error::Internal(format!("pairing similar nodes: {err}")))?;
-    Ok(pairs
-        .into_iter()
-        .filter(|&(a, b, _)| {
-            let (a, b) = (rows[a].get::<_, i64>(0), rows[b].get::<_, i64>(0));
-            !related.contains(&(a, b)) && !related.contains(&(b, a))
-        })
-        .take(limit)
-        .map(|(a, b, similarity)| SimilarPair {
-            node_a: rows[a].get(1),
-            node_b: rows[b].get(1),
-            similarity: f64::from(similarity),
-            node_a_type: rows[a].get(2),
-            node_b_type: rows[b].get(2),
-        })
-        .collect())
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
 pub(crate) async fn node_vectors(

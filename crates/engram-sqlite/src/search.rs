@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 
-use engram_domain::similarity::similar_pairs;
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
 
@@ -12,9 +11,6 @@ use crate::vectors::{from_blob, has_vec_table, to_blob, vec_table};
 
 /// The largest `k` sqlite-vec accepts in one KNN query.
 const MAX_K: usize = 4_096;
-
-/// Neighbours considered per node by [`similar_nodes`], as in engram-pg.
-const NEIGHBOURS_PER_NODE: usize = 10;
 
 /// Words that full-text queries drop, as PostgreSQL's `english` configuration does (its
 /// Snowball list): they occur nearly everywhere and would rank every observation.
@@ -142,57 +138,18 @@ pub(crate) fn text_search(
     )
 }
 
-/// Unrelated pairs of similar nodes: the workspace's node vectors loaded once and paired in
-/// memory ([`similar_pairs`]: each node's nearest neighbours, exactly), then the pairs that no
-/// relation links, best first. No KNN query per node: at 10,000 nodes that would be 10,000
-/// scans.
-pub(crate) fn similar_nodes(
+pub(crate) fn related_pairs(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
-    model: &str,
-    perspective: i64,
-    min_score: f64,
-    limit: usize,
-) -> Result<Vec<SimilarPair>> {
-    let nodes: Vec<(i64, String, String, Vec<f32>)> = query(
+) -> Result<Vec<(String, String)>> {
+    query(
         tx,
-        "SELECT n.id, n.name, n.entity_type, x.embedding
-         FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
-         WHERE x.workspace_id = ?1 AND x.model = ?2 AND x.perspective_id = ?3
-         ORDER BY n.name",
-        params![workspace.0, model, perspective],
-        |row| {
-            let vector = from_blob(&row.get::<_, Vec<u8>>(3)?);
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, vector))
-        },
-    )?;
-    if nodes.len() < 2 {
-        return Ok(Vec::new());
-    }
-    let related: HashSet<(i64, i64)> = query(
-        tx,
-        "SELECT from_node_id, to_node_id FROM relations WHERE workspace_id = ?1",
+        "SELECT DISTINCT a.name, b.name
+         FROM relations r
+         JOIN nodes a ON a.id = r.from_node_id
+         JOIN nodes b ON b.id = r.to_node_id
+         WHERE r.workspace_id = ?1",
         [workspace.0],
         |row| Ok((row.get(0)?, row.get(1)?)),
-    )?
-    .into_iter()
-    .collect();
-    let vectors: Vec<&[f32]> = nodes.iter().map(|node| node.3.as_slice()).collect();
-    Ok(
-        similar_pairs(&vectors, NEIGHBOURS_PER_NODE, min_score as f32)
-            .into_iter()
-            .filter(|&(a, b, _)| {
-                let (a, b) = (nodes[a].0, nodes[b].0);
-                !related.contains(&(a, b)) && !related.contains(&(b, a))
-            })
-            .take(limit)
-            .map(|(a, b, similarity)| SimilarPair {
-                node_a: nodes[a].1.clone(),
-                node_b: nodes[b].1.clone(),
-                similarity: f64::from(similarity),
-                node_a_type: nodes[a].2.clone(),
-                node_b_type: nodes[b].2.clone(),
-            })
-            .collect(),
     )
 }

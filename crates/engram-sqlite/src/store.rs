@@ -355,19 +355,9 @@ impl MemoryStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn similar_nodes(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: i64,
-        min_score: f64,
-        limit: usize,
-    ) -> Result<Vec<SimilarPair>> {
-        let model = model.to_owned();
+    async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>> {
         self.pool
-            .read(move |tx| {
-                search::similar_nodes(tx, workspace, &model, perspective, min_score, limit)
-            })
+            .read(move |tx| search::related_pairs(tx, workspace))
             .await
     }
 

@@ -14,22 +14,34 @@ use std::collections::HashMap;
 
 use petgraph::unionfind::UnionFind;
 
+use crate::memory_search::NODE_NEIGHBOURS;
 use crate::search::NodeVector;
-use crate::similarity::{centroid, cosine, nearest_neighbours};
+use crate::similarity::{Neighbour, centroid, cosine};
 
 /// Neighbours per node in the mutual k-nearest-neighbour graph.
-pub const CLUSTER_NEIGHBOURS: usize = 10;
+pub const CLUSTER_NEIGHBOURS: usize = NODE_NEIGHBOURS;
 
 /// Clusters of two nodes or more as indices into `nodes`, each ordered most central first
 /// (closest to the cluster's centroid; ties by name), largest cluster first (ties by the
 /// central node's name).
-pub(crate) fn find(nodes: &[NodeVector], min_score: f32) -> Vec<Vec<usize>> {
+///
+/// `neighbours` are each node's nearest neighbours ([`crate::similarity::nearest_neighbours`]
+/// with [`CLUSTER_NEIGHBOURS`] and a threshold of at most `min_score`).
+pub(crate) fn find(
+    nodes: &[NodeVector],
+    neighbours: &[Vec<Neighbour>],
+    min_score: f32,
+) -> Vec<Vec<usize>> {
     let vectors: Vec<&[f32]> = nodes.iter().map(|n| n.vector.as_slice()).collect();
-    let neighbours = nearest_neighbours(&vectors, CLUSTER_NEIGHBOURS, min_score);
+    let close = |i: usize, j: usize| {
+        neighbours[i]
+            .iter()
+            .any(|n| n.index == j && n.similarity >= min_score)
+    };
     let mut components = UnionFind::<usize>::new(nodes.len());
     for (i, near) in neighbours.iter().enumerate() {
         for j in near.iter().map(|n| n.index).filter(|&j| j > i) {
-            if neighbours[j].iter().any(|n| n.index == i) {
+            if close(i, j) && close(j, i) {
                 components.union(i, j);
             }
         }
@@ -87,12 +99,14 @@ mod tests {
             node("b3", [0.0, 1.0, 0.05]),
             node("lone", [0.0, 0.0, 1.0]),
         ];
-        let clusters = find(&nodes, 0.9);
+        let vectors: Vec<&[f32]> = nodes.iter().map(|n| n.vector.as_slice()).collect();
+        let neighbours = crate::similarity::nearest_neighbours(&vectors, CLUSTER_NEIGHBOURS, 0.5);
+        let clusters = find(&nodes, &neighbours, 0.9);
         let names: Vec<Vec<&str>> = clusters
             .iter()
             .map(|c| c.iter().map(|&i| nodes[i].name.as_str()).collect())
             .collect();
         assert_eq!(names, vec![vec!["a2", "a1", "a3"], vec!["b1", "b2", "b3"]]);
-        assert!(find(&nodes, 0.9999).is_empty());
+        assert!(find(&nodes, &neighbours, 0.9999).is_empty());
     }
 }

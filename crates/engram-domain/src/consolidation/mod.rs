@@ -10,8 +10,10 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::Memory;
+use crate::memory_search::{neighbours_of, unrelated_pairs};
 use crate::model::*;
 use crate::search::{NodeVector, SimilarPair};
+use crate::similarity::Neighbour;
 
 pub use clusters::CLUSTER_NEIGHBOURS;
 
@@ -177,18 +179,15 @@ impl Memory {
         orphaned_nodes.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.name.cmp(&b.name)));
         cut("orphaned_nodes", &mut orphaned_nodes, limit, &mut notices);
 
-        let mut similarity = self
+        let similarity = self
             .similarity_inputs(workspace, &options, &mut notices)
             .await?
             .unwrap_or_default();
-        // About a second of matrix work at 10,000 nodes: off the async workers.
-        let vectors = std::mem::take(&mut similarity.vectors);
-        let min_score = options.cluster_min_score as f32;
-        let (mut clusters, vectors) =
-            tokio::task::spawn_blocking(move || (clusters::find(&vectors, min_score), vectors))
-                .await
-                .map_err(|err| Error::Internal(format!("clustering: {err}")))?;
-        similarity.vectors = vectors;
+        let mut clusters = clusters::find(
+            &similarity.vectors,
+            &similarity.neighbours,
+            options.cluster_min_score as f32,
+        );
         if clusters.len() > limit {
             notices.push(format!(
                 "cluster_summary: showing the {limit} largest of {} clusters",
@@ -258,17 +257,22 @@ impl Memory {
             }
             Err(error) => return Err(error),
         };
-        let (pairs, vectors, coverage) = futures::try_join!(
-            self.store.similar_nodes(
-                workspace,
-                model,
-                perspective.id,
-                options.min_score,
-                options.limit as usize
-            ),
+        let (vectors, related, coverage) = futures::try_join!(
             self.store.node_vectors(workspace, model, perspective.id),
+            self.store.related_pairs(workspace),
             self.store.embedding_coverage(workspace, model),
         )?;
+        // One all-pairs pass serves both sections: each keeps the neighbours above its own
+        // threshold (the top 10 above the lower one include the top 10 above the higher).
+        let lowest = options.min_score.min(options.cluster_min_score) as f32;
+        let (vectors, neighbours) = neighbours_of(vectors, lowest).await?;
+        let pairs = unrelated_pairs(
+            &vectors,
+            &neighbours,
+            &related,
+            options.min_score as f32,
+            options.limit as usize,
+        );
         if coverage < 1.0 {
             notices.push(format!(
                 "{:.0}% of observations are embedded so far; relation_candidates and \
@@ -279,6 +283,7 @@ impl Memory {
         Ok(Some(Similarity {
             pairs,
             vectors,
+            neighbours,
             perspective: Some(perspective.id),
         }))
     }
@@ -287,10 +292,12 @@ impl Memory {
 /// What the report's similarity sections are computed from.
 #[derive(Default)]
 struct Similarity {
-    /// Unrelated pairs from the store's similar-node search.
+    /// Unrelated similar pairs, as `find_similar_nodes` finds them.
     pairs: Vec<SimilarPair>,
     /// Every node's aggregate vector in `perspective`.
     vectors: Vec<NodeVector>,
+    /// Each node's nearest neighbours (indices into `vectors`).
+    neighbours: Vec<Vec<Neighbour>>,
     /// The node perspective's id.
     perspective: Option<i64>,
 }

@@ -169,9 +169,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         .find(|p| p.name == "general")
         .expect("general perspective");
     let started = Instant::now();
-    let pairs = store
-        .similar_nodes(workspace, "bench/terms-384", perspective.id, 0.75, 20)
-        .await?;
+    let pairs = memory.find_similar_nodes(workspace, 20, 0.75).await?;
     let similar = started.elapsed();
     let started = Instant::now();
     let vectors = store
@@ -182,7 +180,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     let plain: Vec<&[f32]> = vectors.iter().map(|v| v.vector.as_slice()).collect();
     let neighbours = similarity::nearest_neighbours(&plain, 10, 0.6);
     println!(
-        "parts: similar_nodes {:.2}s ({} pairs), node_vectors {:.2}s ({} vectors), \
+        "parts: find_similar_nodes {:.2}s ({} pairs), node_vectors {:.2}s ({} vectors), \
          nearest_neighbours {:.2}s ({} with neighbours)",
         similar.as_secs_f64(),
         pairs.len(),
