@@ -25,4 +25,15 @@ pub trait Embedder: Send + Sync + 'static {
     /// Embeds a search query. Models trained with distinct query and document forms (such as
     /// `nomic-embed-text`'s `search_query:` prefix) apply the query form here.
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
+
+    /// Embeds several search queries: one vector per text, in order. The default calls
+    /// [`Embedder::embed_query`] for each; models that batch override it, so a search that
+    /// renders the query once per perspective costs one model call.
+    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut vectors = Vec::with_capacity(texts.len());
+        for text in texts {
+            vectors.push(self.embed_query(text).await?);
+        }
+        Ok(vectors)
+    }
 }

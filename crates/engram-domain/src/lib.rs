@@ -8,6 +8,7 @@
 mod consolidation;
 mod embed;
 mod error;
+pub mod fusion;
 mod generate;
 mod indexer;
 pub mod limits;

@@ -1,6 +1,9 @@
 //! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
 
-use std::sync::Arc;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -20,7 +23,12 @@ pub struct Memory {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) generator: Option<Arc<dyn TextGenerator>>,
     pub(crate) generation_budget: GenerationBudget,
+    /// Query vectors by (model id, rendered query), most recently used kept.
+    pub(crate) query_vectors: Arc<Mutex<LruCache<(String, String), Arc<[f32]>>>>,
 }
+
+/// Query vectors [`Memory`] keeps: about 1.5 MB at 384 dimensions.
+const QUERY_VECTOR_CACHE: NonZeroUsize = NonZeroUsize::new(1_024).unwrap();
 
 impl Memory {
     /// Wraps a store; without an embedder, embedding-mode searches answer from full text.
@@ -30,6 +38,7 @@ impl Memory {
             embedder: None,
             generator: None,
             generation_budget: GenerationBudget::default(),
+            query_vectors: Arc::new(Mutex::new(LruCache::new(QUERY_VECTOR_CACHE))),
         }
     }
 

@@ -1,11 +1,12 @@
-//! The search tools of [`Memory`]: `search_nodes`, `query_observations`,
-//! `find_similar_nodes`.
+//! The search tools of [`Memory`]: `search_nodes`, `search_observations`,
+//! `query_observations`, `find_similar_nodes`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::fusion::{self, CandidateQuery, QueryVector, Ranked};
 use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
@@ -73,19 +74,31 @@ pub(crate) fn unrelated_pairs(
         .collect()
 }
 
-/// One query vector per enabled perspective.
-struct QueryVectors {
-    model: String,
-    vectors: Vec<(Perspective, Vec<f32>)>,
+/// Entity types a search may be narrowed to.
+const MAX_ENTITY_TYPES: usize = 100;
+
+/// Where a search looks: the whole workspace, one node, or nodes of some types.
+#[derive(Default)]
+struct Scope<'a> {
+    within: Option<&'a str>,
+    entity_types: &'a [String],
+}
+
+/// Ranked observations, the mode that ranked them, and why it differs from the one asked for.
+struct Retrieval {
+    ranked: Vec<Ranked>,
+    mode: SearchMode,
+    notice: Option<String>,
 }
 
 impl Memory {
-    /// `search_nodes`: the `limit` (1–1,000) nodes best matching `query` (1–4,096 bytes).
+    /// `search_nodes`: the `limit` (1–1,000) nodes best matching `query` (1–4,096 bytes), each
+    /// once with its best-matching observation.
     ///
-    /// Embedding mode embeds the query once per enabled perspective (identical renderings
-    /// once), searches each perspective, and keeps each node's best score with its observation
-    /// and perspective. When the model is unavailable or no current vector matches, it answers
-    /// from full text and says so in `notice`.
+    /// `mode` ([`SearchMode`]): hybrid (default) fuses embedding similarity across every
+    /// enabled perspective with full-text rank ([`crate::fusion`]); embedding and text use one
+    /// signal. When the model is unavailable or no current vector matches, hybrid and
+    /// embedding answer from full text and say so in `notice`.
     pub async fn search_nodes(
         &self,
         workspace: WorkspaceId,
@@ -96,57 +109,84 @@ impl Memory {
         check_query(query)?;
         limits::within("limit", limit, limits::LIMIT)?;
         let limit = limit as usize;
-        let mut notice = None;
-        if mode == SearchMode::Embedding {
-            match self
-                .best_matches(workspace, query, limit * 2, None, |hit| hit.name.clone())
-                .await
-            {
-                Ok(best) if !best.is_empty() => {
-                    let mut results: Vec<SearchHit> = best
-                        .into_iter()
-                        .map(|(hit, perspective)| search_hit(hit, Some(&perspective)))
-                        .collect();
-                    results.sort_by(|a, b| {
-                        b.score
-                            .total_cmp(&a.score)
-                            .then_with(|| a.name.cmp(&b.name))
-                    });
-                    results.truncate(limit);
-                    return Ok(SearchResults {
-                        results,
-                        mode,
-                        notice: None,
-                    });
-                }
-                Ok(_) => {
-                    notice = Some(
-                        "no current embedding matched (indexing may still be running); answered by full-text search"
-                            .to_owned(),
-                    );
-                }
-                Err(error) => notice = Some(fallback_notice(&error)?),
-            }
-        }
-        let hits = self
-            .store
-            .text_search(workspace, query, limit * 4, None)
+        // Several observations of one node may rank high: gather twice the nodes asked for.
+        let depth = fusion::EMBEDDING_DEPTH.max(limit * 2);
+        let found = self
+            .retrieve(workspace, query, mode, Scope::default(), depth)
             .await?;
-        let mut results: Vec<SearchHit> = Vec::new();
-        for hit in hits {
-            if results.len() < limit && !results.iter().any(|r| r.name == hit.name) {
-                results.push(search_hit(hit, None));
-            }
-        }
+        let mut seen = HashSet::new();
+        let results = (found.ranked.into_iter())
+            .filter(|hit| seen.insert(hit.row.name.clone()))
+            .take(limit)
+            .map(|hit| SearchHit {
+                name: hit.row.name,
+                entity_type: hit.row.entity_type,
+                summary: hit.row.summary,
+                matched_observation: hit.row.content,
+                matched_perspective: hit.perspective,
+                score: hit.score,
+                signals: hit.signals,
+            })
+            .collect();
         Ok(SearchResults {
             results,
-            mode: SearchMode::Text,
-            notice,
+            mode: found.mode,
+            notice: found.notice,
+        })
+    }
+
+    /// `search_observations` (an extension beyond the catalog): the `limit` (1–1,000)
+    /// observations of the whole workspace best matching `query`, each with its node, so a
+    /// node with many observations shows every one that matches. `entity_types` (at most 100
+    /// names) narrows the search to nodes of those types. Modes as in
+    /// [`Memory::search_nodes`].
+    pub async fn search_observations(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        limit: u32,
+        mode: SearchMode,
+        entity_types: &[String],
+    ) -> Result<FoundObservations> {
+        check_query(query)?;
+        limits::within("limit", limit, limits::LIMIT)?;
+        if entity_types.len() > MAX_ENTITY_TYPES {
+            return Err(Error::invalid(
+                "entity_types",
+                format!("at most {MAX_ENTITY_TYPES} types, got {}", entity_types.len()),
+            ));
+        }
+        for (index, entity_type) in entity_types.iter().enumerate() {
+            limits::name(&format!("entity_types[{index}]"), entity_type)?;
+        }
+        let limit = limit as usize;
+        let scope = Scope {
+            within: None,
+            entity_types,
+        };
+        let depth = fusion::EMBEDDING_DEPTH.max(limit);
+        let found = self.retrieve(workspace, query, mode, scope, depth).await?;
+        let observations = (found.ranked.into_iter().take(limit))
+            .map(|hit| FoundObservation {
+                name: hit.row.name,
+                entity_type: hit.row.entity_type,
+                ordinal: hit.row.ordinal,
+                content: hit.row.content,
+                score: hit.score,
+                signals: hit.signals,
+            })
+            .collect();
+        Ok(FoundObservations {
+            observations,
+            mode: found.mode,
+            notice: found.notice,
         })
     }
 
     /// `query_observations`: the observations of one node best matching `query`, best first.
-    /// Falls back from embedding to text mode as [`Memory::search_nodes`] does.
+    /// Modes and fallback as in [`Memory::search_nodes`].
+    ///
+    /// Errors: [`Error::NotFound`] for an unknown node.
     pub async fn query_observations(
         &self,
         workspace: WorkspaceId,
@@ -164,41 +204,83 @@ impl Memory {
         let Some(node) = opened.entities.first() else {
             return Err(Error::node_not_found(entity_name));
         };
-        let all = node.observations.len().max(1);
+        let scope = Scope {
+            within: Some(entity_name),
+            entity_types: &[],
+        };
+        let depth = node.observations.len().max(1);
+        let found = self.retrieve(workspace, query, mode, scope, depth).await?;
+        let observations = (found.ranked.into_iter())
+            .map(|hit| ScoredObservation {
+                ordinal: hit.row.ordinal,
+                content: hit.row.content,
+                score: hit.score,
+                signals: hit.signals,
+            })
+            .collect();
+        Ok(ObservationResults {
+            observations,
+            mode: found.mode,
+            notice: found.notice,
+        })
+    }
+
+    /// One search: the query's vectors (unless text mode), the store's candidates in one call,
+    /// ranked. Falls back to full text, with a notice, when the embedder is unavailable or no
+    /// stored vector of its model matched; a second store call happens only then, in
+    /// embedding mode.
+    async fn retrieve(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        mode: SearchMode,
+        scope: Scope<'_>,
+        depth: usize,
+    ) -> Result<Retrieval> {
         let mut notice = None;
-        if mode == SearchMode::Embedding {
-            match self
-                .best_matches(workspace, query, all, Some(entity_name), |hit| hit.ordinal)
-                .await
-            {
-                Ok(best) if !best.is_empty() => {
-                    let mut observations: Vec<ScoredObservation> =
-                        best.into_iter().map(|(hit, _)| scored(hit)).collect();
-                    observations.sort_by(|a, b| {
-                        b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal))
-                    });
-                    return Ok(ObservationResults {
-                        observations,
-                        mode,
-                        notice: None,
-                    });
+        let (model, vectors) = if mode == SearchMode::Text {
+            (String::new(), Vec::new())
+        } else {
+            match self.query_vectors(workspace, query).await {
+                Ok(found) => found,
+                Err(error) => {
+                    notice = Some(fallback_notice(&error)?);
+                    (String::new(), Vec::new())
                 }
-                Ok(_) => {
-                    notice = Some(
-                        "no current embedding for this node yet; answered by full-text search"
-                            .to_owned(),
-                    );
-                }
-                Err(error) => notice = Some(fallback_notice(&error)?),
+            }
+        };
+        let mut request = CandidateQuery {
+            text: (mode != SearchMode::Embedding || vectors.is_empty()).then(|| query.to_owned()),
+            model,
+            vectors,
+            depth,
+            text_depth: depth * fusion::TEXT_DEPTH_FACTOR,
+            within: scope.within.map(str::to_owned),
+            entity_types: scope.entity_types.to_vec(),
+        };
+        let mut candidates = self.store.search(workspace, &request).await?;
+        let embedding_matched = candidates.iter().any(|c| c.nearest.contains(&true));
+        let mut effective = mode;
+        if mode != SearchMode::Text && !embedding_matched {
+            effective = SearchMode::Text;
+            if notice.is_none() {
+                notice = Some(if request.vectors.is_empty() {
+                    "every perspective of this workspace is disabled; answered by full-text search"
+                        .to_owned()
+                } else {
+                    "no current embedding matched (indexing may still be running); answered by full-text search"
+                        .to_owned()
+                });
+            }
+            if request.text.is_none() {
+                request.text = Some(query.to_owned());
+                request.vectors.clear();
+                candidates = self.store.search(workspace, &request).await?;
             }
         }
-        let hits = self
-            .store
-            .text_search(workspace, query, all, Some(entity_name))
-            .await?;
-        Ok(ObservationResults {
-            observations: hits.into_iter().map(scored).collect(),
-            mode: SearchMode::Text,
+        Ok(Retrieval {
+            ranked: fusion::rank(&request, candidates, effective),
+            mode: effective,
             notice,
         })
     }
@@ -259,67 +341,73 @@ impl Memory {
             .ok_or_else(|| Error::Unavailable("no embedding model is configured".into()))
     }
 
-    /// Searches every enabled perspective for the `k` nearest observations (of the workspace,
-    /// or of the node `within`) and keeps the best hit per `key`, with its perspective.
-    async fn best_matches<K: Eq + std::hash::Hash>(
+    /// The query rendered for every enabled perspective and embedded: identical renderings
+    /// once, cached ones from the cache, the rest in one [`Embedder::embed_queries`] call.
+    /// Returns the model id and one vector per enabled perspective (none when all are
+    /// disabled).
+    async fn query_vectors(
         &self,
         workspace: WorkspaceId,
         query: &str,
-        k: usize,
-        within: Option<&str>,
-        key: impl Fn(&ObservationHit) -> K,
-    ) -> Result<Vec<(ObservationHit, String)>> {
-        let query_vectors = self.query_vectors(workspace, query).await?;
-        let mut best: HashMap<K, (ObservationHit, String)> = HashMap::new();
-        for (perspective, vector) in &query_vectors.vectors {
-            let hits = self
-                .store
-                .vector_search(
-                    workspace,
-                    &query_vectors.model,
-                    perspective.id,
-                    vector,
-                    k,
-                    within,
-                )
-                .await?;
-            for hit in hits {
-                let slot = key(&hit);
-                if best.get(&slot).is_none_or(|(b, _)| hit.score > b.score) {
-                    best.insert(slot, (hit, perspective.name.clone()));
+    ) -> Result<(String, Vec<QueryVector>)> {
+        let embedder = self.required_embedder()?;
+        let model = embedder.model_id().to_owned();
+        let perspectives = self.store.perspectives(workspace).await?;
+        let rendered: Vec<(Perspective, String)> = (perspectives.into_iter())
+            .filter(|p| p.enabled)
+            .map(|p| {
+                let text = render_query(&p.query_template, query);
+                (p, text)
+            })
+            .collect();
+        let mut known: HashMap<String, Arc<[f32]>> = HashMap::new();
+        let mut missing: Vec<String> = Vec::new();
+        {
+            let mut cache = self.lock_query_vectors();
+            for (_, text) in &rendered {
+                if known.contains_key(text) || missing.contains(text) {
+                    continue;
+                }
+                match cache.get(&(model.clone(), text.clone())) {
+                    Some(vector) => {
+                        known.insert(text.clone(), vector.clone());
+                    }
+                    None => missing.push(text.clone()),
                 }
             }
         }
-        Ok(best.into_values().collect())
+        if !missing.is_empty() {
+            let vectors = embedder.embed_queries(&missing).await?;
+            if vectors.len() != missing.len() {
+                return Err(Error::Internal(format!(
+                    "the embedder returned {} vectors for {} queries",
+                    vectors.len(),
+                    missing.len()
+                )));
+            }
+            let mut cache = self.lock_query_vectors();
+            for (text, vector) in missing.into_iter().zip(vectors) {
+                let vector: Arc<[f32]> = vector.into();
+                cache.put((model.clone(), text.clone()), vector.clone());
+                known.insert(text, vector);
+            }
+        }
+        let vectors = (rendered.into_iter())
+            .map(|(perspective, text)| QueryVector {
+                perspective: perspective.id,
+                perspective_name: perspective.name,
+                vector: known[&text].to_vec(),
+            })
+            .collect();
+        Ok((model, vectors))
     }
 
-    async fn query_vectors(&self, workspace: WorkspaceId, query: &str) -> Result<QueryVectors> {
-        let embedder = self.required_embedder()?;
-        let perspectives: Vec<Perspective> = self
-            .store
-            .perspectives(workspace)
-            .await?
-            .into_iter()
-            .filter(|p| p.enabled)
-            .collect();
-        let mut by_text: HashMap<String, Vec<f32>> = HashMap::new();
-        let mut vectors = Vec::with_capacity(perspectives.len());
-        for perspective in perspectives {
-            let text = render_query(&perspective.query_template, query);
-            let vector = match by_text.get(&text) {
-                Some(vector) => vector.clone(),
-                None => {
-                    let vector = embedder.embed_query(&text).await?;
-                    by_text.insert(text, vector.clone());
-                    vector
-                }
-            };
-            vectors.push((perspective, vector));
-        }
-        Ok(QueryVectors {
-            model: embedder.model_id().to_owned(),
-            vectors,
-        })
+    fn lock_query_vectors(
+        &self,
+    ) -> std::sync::MutexGuard<'_, lru::LruCache<(String, String), Arc<[f32]>>> {
+        self.query_vectors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -343,24 +431,5 @@ fn fallback_notice(error: &Error) -> Result<String> {
             "embedding search unavailable ({reason}); answered by full-text search"
         )),
         other => Err(other.clone()),
-    }
-}
-
-fn search_hit(hit: ObservationHit, perspective: Option<&str>) -> SearchHit {
-    SearchHit {
-        name: hit.name,
-        entity_type: hit.entity_type,
-        summary: hit.summary,
-        matched_observation: hit.content,
-        matched_perspective: perspective.map(str::to_owned),
-        score: hit.score,
-    }
-}
-
-fn scored(hit: ObservationHit) -> ScoredObservation {
-    ScoredObservation {
-        ordinal: hit.ordinal,
-        content: hit.content,
-        score: hit.score,
     }
 }

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::fusion::{Candidate, CandidateQuery};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::search::*;
@@ -182,15 +183,17 @@ pub trait MemoryStore: Send + Sync + 'static {
         k: usize,
         within: Option<&str>,
     ) -> Result<Vec<ObservationHit>>;
-    /// The `limit` observations of the workspace (or of the node `within`) that best match
-    /// `query` by full text, with its rank, best first.
-    async fn text_search(
+    /// Gathers the candidates of one search in one snapshot ([`crate::fusion`]): the
+    /// `query.depth` nearest observations per query vector (cosine similarity, only stored
+    /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full
+    /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
+    /// within `query.within` and `query.entity_types` when given; then, for every candidate,
+    /// the scores of the signals that did not find it. Candidates come back in any order.
+    async fn search(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: usize,
-        within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>>;
+        query: &CandidateQuery,
+    ) -> Result<Vec<Candidate>>;
     /// The `(from, to)` node names of every relation of the workspace (a pair once however
     /// many types link it), for telling related nodes from unrelated ones.
     async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>>;

@@ -186,6 +186,12 @@ impl Embedder for OllamaEmbedder {
         self.embed(texts).await
     }
 
+    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let prefix = self.prefixes.as_ref().map_or("", |prefixes| prefixes.query);
+        self.embed(texts.iter().map(|text| format!("{prefix}{text}")).collect())
+            .await
+    }
+
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let prefix = self.prefixes.as_ref().map_or("", |prefixes| prefixes.query);
         let mut vectors = self.embed(vec![format!("{prefix}{text}")]).await?;

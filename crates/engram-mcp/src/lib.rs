@@ -38,8 +38,9 @@ pub const INSTRUCTIONS: &str = "\
 engram is a persistent knowledge graph for this workspace. Nodes have a unique name, a type, \
 an optional summary and tags, and ordered observations (atomic facts, one per observation). \
 Relations are directed and typed (active voice: Alice -works_on-> engram).
-- Before answering from memory, look things up: search_nodes finds nodes by meaning in your own \
-words (query_observations searches within one node), open_nodes reads known names in full, \
+- Before answering from memory, look things up: search_nodes finds nodes by meaning and keywords \
+in your own words, search_observations finds single facts across all nodes \
+(query_observations searches within one node), open_nodes reads known names in full, \
 get_neighborhood walks from a node, get_nodes_by_type and get_recently_modified browse.
 - Store durable facts as observations on the node they are about; create the node first with \
 create_entities (existing names are left untouched). Prefer adding a fact over rewriting one; \

@@ -230,10 +230,29 @@ pub struct SearchNodesParams {
     #[serde(default = "default_search_limit")]
     #[schemars(range(min = 1, max = 1000))]
     pub limit: u32,
-    /// "embedding" (default): by meaning, across every perspective. "text": full-text
-    /// keyword match, for exact terms.
+    /// "hybrid" (default): meaning and keywords fused, the best on our benchmarks.
+    /// "embedding": by meaning alone, across every enabled perspective. "text": full-text
+    /// keyword match alone, for exact terms.
     #[serde(default)]
     pub mode: engram_domain::SearchMode,
+}
+
+/// Parameters of `search_observations`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchObservationsParams {
+    /// What to look for, in your own words (1–4,096 bytes).
+    pub query: String,
+    /// At most this many observations, 1–1,000. Default 10.
+    #[serde(default = "default_search_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+    /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
+    #[serde(default)]
+    pub mode: engram_domain::SearchMode,
+    /// Only observations of nodes of these types (at most 100); all types when omitted.
+    #[serde(default)]
+    pub entity_types: Vec<String>,
 }
 
 /// Parameters of `query_observations`.
@@ -244,7 +263,7 @@ pub struct QueryObservationsParams {
     pub entity_name: String,
     /// What to look for, 1–4,096 bytes.
     pub query: String,
-    /// "embedding" (default) or "text", as in `search_nodes`.
+    /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
     #[serde(default)]
     pub mode: engram_domain::SearchMode,
 }

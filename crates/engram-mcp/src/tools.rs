@@ -363,9 +363,11 @@ impl EngramServer {
         Ok(Json(self.memory.get_stats(workspace).await?))
     }
 
-    /// Find nodes by meaning: the query is matched against every observation from several
-    /// perspectives (general, technical, relational, temporal, project); each node comes back
-    /// once with its best-matching observation. Use mode "text" for exact keywords.
+    /// Find nodes by meaning and keywords: by default (mode "hybrid") the query is matched
+    /// against every observation both by embedding similarity (in each enabled perspective)
+    /// and by full text, and the two are fused; each node comes back once with its
+    /// best-matching observation and the signals that found it. Mode "embedding" or "text"
+    /// uses one signal alone.
     #[tool(annotations(read_only_hint = true))]
     async fn search_nodes(
         &self,
@@ -380,7 +382,8 @@ impl EngramServer {
         Ok(Json(results))
     }
 
-    /// Search within one node's observations, best match first.
+    /// Search within one node's observations, best match first (mode "hybrid" by default, as
+    /// in search_nodes).
     #[tool(annotations(read_only_hint = true))]
     async fn query_observations(
         &self,
@@ -391,6 +394,29 @@ impl EngramServer {
         let results = self
             .memory
             .query_observations(workspace, &params.entity_name, &params.query, params.mode)
+            .await?;
+        Ok(Json(results))
+    }
+
+    /// Find observations across the whole workspace, best first, each with its node: unlike
+    /// search_nodes, a node with many matching observations shows every one of them.
+    /// Optionally only nodes of some entity types. Modes as in search_nodes (default "hybrid").
+    #[tool(annotations(read_only_hint = true))]
+    async fn search_observations(
+        &self,
+        Parameters(params): Parameters<SearchObservationsParams>,
+        extensions: Extensions,
+    ) -> Result<Json<FoundObservations>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let results = self
+            .memory
+            .search_observations(
+                workspace,
+                &params.query,
+                params.limit,
+                params.mode,
+                &params.entity_types,
+            )
             .await?;
         Ok(Json(results))
     }

@@ -20,6 +20,7 @@ mod graph;
 mod nodes;
 mod observations;
 mod relations;
+mod search;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

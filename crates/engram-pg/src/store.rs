@@ -6,7 +6,8 @@ use tokio_postgres::IsolationLevel;
 use tracing::instrument;
 
 use crate::error::{db, pool};
-use crate::{PgStore, graph, nodes, observations, relations, vectors, workspaces};
+use crate::{PgStore, graph, nodes, observations, relations, search, vectors, workspaces};
+use engram_domain::fusion::{Candidate, CandidateQuery};
 use engram_domain::perspectives::Perspective;
 
 /// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
@@ -325,16 +326,12 @@ impl MemoryStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn text_search(
+    async fn search(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: usize,
-        within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>> {
-        read!(self, |tx| vectors::text_search(
-            &tx, workspace, query, limit, within
-        ))
+        request: &CandidateQuery,
+    ) -> Result<Vec<Candidate>> {
+        read!(self, |tx| search::search(&tx, workspace, request))
     }
 
     #[instrument(skip_all)]

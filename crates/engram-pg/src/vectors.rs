@@ -1,4 +1,4 @@
-//! Perspectives, the indexer's queue, vector and full-text search, similar nodes, coverage.
+//! Perspectives, the indexer's queue, nearest observations by vector, similar nodes, coverage.
 //!
 //! Vectors of any dimension share one `vector` column; HNSW indexes are partial expression
 //! indexes per dimension (`(embedding::vector(384)) … WHERE dims = 384`), created on first use
@@ -16,15 +16,17 @@ use crate::error::db;
 const EF_SEARCH: i32 = 100;
 
 pub(crate) async fn seed_perspectives(client: &impl GenericClient, workspace: i64) -> Result<()> {
-    let names: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.0).collect();
-    let documents: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.1).collect();
-    let queries: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.2).collect();
+    let names: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.name).collect();
+    let documents: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.document_template).collect();
+    let queries: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.query_template).collect();
+    let enabled: Vec<bool> = DEFAULT_PERSPECTIVES.iter().map(|p| p.enabled).collect();
     client
         .execute(
-            "INSERT INTO perspectives (workspace_id, name, document_template, query_template)
-             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[])
+            "INSERT INTO perspectives (workspace_id, name, document_template, query_template,
+                                       enabled)
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::bool[])
              ON CONFLICT (workspace_id, name) DO NOTHING",
-            &[&workspace, &names, &documents, &queries],
+            &[&workspace, &names, &documents, &queries, &enabled],
         )
         .await
         .map_err(db)?;
@@ -203,7 +205,7 @@ fn hit(row: &tokio_postgres::Row) -> ObservationHit {
 /// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,
 /// which keep going past rows a filter drops, so a workspace filter still returns k rows
 /// (pgvector >= 0.8).
-async fn tune_hnsw(client: &impl GenericClient) -> Result<()> {
+pub(crate) async fn tune_hnsw(client: &impl GenericClient) -> Result<()> {
     client
         .batch_execute(&format!(
             "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
@@ -260,51 +262,6 @@ pub(crate) async fn vector_search(
                     &statement,
                     &[&workspace.0, &model, &perspective, &query, &k],
                 )
-                .await
-        }
-    }
-    .map_err(db)?;
-    Ok(rows.iter().map(hit).collect())
-}
-
-/// Full-text search: any of the query's terms (stemmed, stop words dropped), ranked by
-/// `ts_rank`, so a question in plain words still finds the facts that share its terms.
-pub(crate) async fn text_search(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    query: &str,
-    limit: usize,
-    within: Option<&str>,
-) -> Result<Vec<ObservationHit>> {
-    let node_filter = if within.is_some() {
-        "AND n.name = $4"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "WITH q AS (
-             SELECT nullif(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery
-                    AS terms
-         )
-         SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content,
-                ts_rank(o.content_tsv, q.terms)::real AS score
-         FROM q, observations o
-         JOIN nodes n ON n.id = o.node_id
-         WHERE o.workspace_id = $1 AND o.content_tsv @@ q.terms {node_filter}
-         ORDER BY score DESC, n.name, o.ordinal
-         LIMIT $3"
-    );
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let statement = client.prepare_cached(&sql).await.map_err(db)?;
-    let rows = match within {
-        Some(name) => {
-            client
-                .query(&statement, &[&workspace.0, &query, &limit, &name])
-                .await
-        }
-        None => {
-            client
-                .query(&statement, &[&workspace.0, &query, &limit])
                 .await
         }
     }

@@ -1,13 +1,15 @@
-//! The searches: nearest observations by vector (sqlite-vec), by full text (FTS5 and bm25),
-//! and similar unrelated nodes (exact, over the node aggregates in memory).
+//! The searches: one search's candidates ([`search`]: nearest observations by vector with
+//! sqlite-vec, best matches by full text with FTS5 and bm25), and nearest observations alone
+//! ([`vector_search`], for the consolidation report's drafts).
 
 use std::collections::HashSet;
 
+use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
 
-use crate::nodes::query;
-use crate::vectors::{from_blob, has_vec_table, to_blob, vec_table};
+use crate::nodes::{id_list, query, tags_json};
+use crate::vectors::{has_vec_table, to_blob, vec_table};
 
 /// The largest `k` sqlite-vec accepts in one KNN query.
 const MAX_K: usize = 4_096;
@@ -15,33 +17,6 @@ const MAX_K: usize = 4_096;
 /// Words that full-text queries drop, as PostgreSQL's `english` configuration does (its
 /// Snowball list): they occur nearly everywhere and would rank every observation.
 const STOP_WORDS: &str = include_str!("stop_words.txt");
-
-fn hit(row: &Row<'_>) -> rusqlite::Result<ObservationHit> {
-    Ok(ObservationHit {
-        name: row.get("name")?,
-        entity_type: row.get("entity_type")?,
-        summary: row.get("summary")?,
-        ordinal: row.get("ordinal")?,
-        content: row.get("content")?,
-        score: row.get("score")?,
-    })
-}
-
-/// Cosine similarity; 0 when either vector is all zeros.
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut dot, mut aa, mut bb) = (0.0_f64, 0.0_f64, 0.0_f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        aa += x * x;
-        bb += y * y;
-    }
-    if aa == 0.0 || bb == 0.0 {
-        0.0
-    } else {
-        dot / (aa.sqrt() * bb.sqrt())
-    }
-}
 
 /// Nearest observations by cosine similarity: a KNN query on the dimension's `vec0` table, or,
 /// within one node, its few vectors scored directly.
@@ -58,40 +33,193 @@ pub(crate) fn vector_search(
     if k == 0 || !has_vec_table(tx, dims)? {
         return Ok(Vec::new());
     }
-    let Some(node) = within else {
+    let filter = Filter {
+        within: within.map(str::to_owned),
+        entity_types: Vec::new(),
+    };
+    let nearest = nearest(tx, workspace, model, perspective, vector, k, &filter)?;
+    let ids: Vec<i64> = nearest.iter().map(|(id, _)| *id).collect();
+    let mut rows: std::collections::HashMap<i64, ObservationRow> = (observation_rows(tx, &ids)?)
+        .into_iter()
+        .map(|row| (row.observation_id, row))
+        .collect();
+    let mut hits: Vec<ObservationHit> = (nearest.into_iter())
+        .filter_map(|(id, score)| {
+            let row = rows.remove(&id)?;
+            Some(ObservationHit {
+                name: row.name,
+                entity_type: row.entity_type,
+                summary: row.summary,
+                ordinal: row.ordinal,
+                content: row.content,
+                score,
+            })
+        })
+        .collect();
+    hits.sort_by(|a, b| {
+        (b.score.total_cmp(&a.score))
+            .then_with(|| a.name.cmp(&b.name))
+            .then(a.ordinal.cmp(&b.ordinal))
+    });
+    Ok(hits)
+}
+
+/// Which observations a search may return.
+struct Filter {
+    within: Option<String>,
+    entity_types: Vec<String>,
+}
+
+impl Filter {
+    fn is_empty(&self) -> bool {
+        self.within.is_none() && self.entity_types.is_empty()
+    }
+
+    /// The types as a JSON array for `json_each`, or `None` for every type.
+    fn types_json(&self) -> Option<String> {
+        (!self.entity_types.is_empty()).then(|| tags_json(&self.entity_types))
+    }
+}
+
+/// The `k` observations nearest `vector` in `perspective` as `(observation id, cosine
+/// similarity)`: a KNN query on the dimension's `vec0` table for the whole workspace, or an
+/// exact scan of the filtered observations' vectors.
+fn nearest(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    model: &str,
+    perspective: i64,
+    vector: &[f32],
+    k: usize,
+    filter: &Filter,
+) -> Result<Vec<(i64, f64)>> {
+    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
+    if k == 0 || !has_vec_table(tx, dims)? {
+        return Ok(Vec::new());
+    }
+    let pair = |row: &Row<'_>| Ok((row.get(0)?, row.get(1)?));
+    if filter.is_empty() {
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
         let k = k.min(MAX_K) as i64;
         return query(
             tx,
             &sql,
             params![workspace.0, model, perspective, to_blob(vector), k],
-            hit,
+            pair,
         );
-    };
-    let mut hits = query(
+    }
+    query(
         tx,
-        "SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content, e.embedding
+        "SELECT e.observation_id, 1.0 - vec_distance_cosine(e.embedding, ?4) AS similarity
          FROM nodes n
          CROSS JOIN observations o ON o.node_id = n.id
          CROSS JOIN embeddings e ON e.observation_id = o.id
-         WHERE n.workspace_id = ?1 AND n.name = ?2
-           AND e.model = ?3 AND e.perspective_id = ?4 AND e.dims = ?5",
-        params![workspace.0, node, model, perspective, dims],
+         WHERE n.workspace_id = ?1 AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?5
+           AND (?6 IS NULL OR n.name = ?6)
+           AND (?7 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?7)))
+         ORDER BY similarity DESC, e.observation_id
+         LIMIT ?8",
+        params![
+            workspace.0,
+            model,
+            perspective,
+            to_blob(vector),
+            dims,
+            filter.within,
+            filter.types_json(),
+            i64::try_from(k).unwrap_or(i64::MAX)
+        ],
+        pair,
+    )
+}
+
+/// The similarity to `vector` of the given observations' vectors in `perspective`.
+fn similarities(
+    tx: &Transaction<'_>,
+    ids: &[i64],
+    model: &str,
+    perspective: i64,
+    vector: &[f32],
+) -> Result<Vec<(i64, f64)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    query(
+        tx,
+        "SELECT e.observation_id, 1.0 - vec_distance_cosine(e.embedding, ?3)
+         FROM embeddings e
+         WHERE e.observation_id IN (SELECT value FROM json_each(?1))
+           AND e.model = ?2 AND e.perspective_id = ?4 AND e.dims = ?5",
+        params![
+            id_list(ids),
+            model,
+            to_blob(vector),
+            perspective,
+            i64::try_from(vector.len()).unwrap_or(i64::MAX)
+        ],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+}
+
+/// The observations `ids` with their nodes.
+fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<ObservationRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    query(
+        tx,
+        "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content
+         FROM observations o
+         JOIN nodes n ON n.id = o.node_id
+         WHERE o.id IN (SELECT value FROM json_each(?1))",
+        [id_list(ids)],
         |row| {
-            let stored = from_blob(&row.get::<_, Vec<u8>>("embedding")?);
-            Ok(ObservationHit {
-                name: row.get("name")?,
-                entity_type: row.get("entity_type")?,
-                summary: row.get("summary")?,
-                ordinal: row.get("ordinal")?,
-                content: row.get("content")?,
-                score: cosine(vector, &stored),
+            Ok(ObservationRow {
+                observation_id: row.get(0)?,
+                name: row.get(1)?,
+                entity_type: row.get(2)?,
+                summary: row.get(3)?,
+                ordinal: row.get(4)?,
+                content: row.get(5)?,
             })
         },
-    )?;
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal)));
-    hits.truncate(k);
-    Ok(hits)
+    )
+}
+
+/// One search's candidates ([`MemoryStore::search`]): the nearest per vector and the best
+/// text matches, then each candidate's missing similarities and text score.
+pub(crate) fn search(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    request: &CandidateQuery,
+) -> Result<Vec<Candidate>> {
+    let filter = Filter {
+        within: request.within.clone(),
+        entity_types: request.entity_types.clone(),
+    };
+    let terms = request.text.as_deref().and_then(any_word);
+    let mut set = CandidateSet::new(request);
+    let model = &request.model;
+    for (index, v) in request.vectors.iter().enumerate() {
+        let found = nearest(tx, workspace, model, v.perspective, &v.vector, request.depth, &filter)?;
+        set.add_nearest(index, found);
+    }
+    if let Some(terms) = &terms {
+        set.add_text_matches(text_matches(tx, workspace, terms, request.text_depth, &filter)?);
+    }
+    for (index, v) in request.vectors.iter().enumerate() {
+        let missing = set.without_similarity(index);
+        set.set_similarities(
+            index,
+            similarities(tx, &missing, model, v.perspective, &v.vector)?,
+        );
+    }
+    if let Some(terms) = &terms {
+        let missing = set.without_text_score();
+        set.set_text_scores(text_scores(tx, terms, &missing)?);
+    }
+    let rows = observation_rows(tx, &set.ids())?;
+    Ok(set.finish(rows))
 }
 
 /// An FTS5 query matching any of the words of `text` that are not stop words, or `None` when
@@ -108,33 +236,49 @@ fn any_word(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
-/// Full-text search: any of the query's words (stemmed, stop words dropped), ranked by bm25
-/// (negated, so that higher is better), so a question in plain words still finds the facts
-/// that share its terms.
-pub(crate) fn text_search(
+/// The `limit` best full-text matches of `terms` (an FTS5 query from [`any_word`]) as
+/// `(observation id, score)`: bm25, negated so that higher is better.
+fn text_matches(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
-    text: &str,
+    terms: &str,
     limit: usize,
-    within: Option<&str>,
-) -> Result<Vec<ObservationHit>> {
-    let Some(terms) = any_word(text) else {
-        return Ok(Vec::new());
-    };
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    filter: &Filter,
+) -> Result<Vec<(i64, f64)>> {
     query(
         tx,
-        "SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content,
-                -bm25(observations_fts) AS score
+        "SELECT o.id, -bm25(observations_fts) AS score
          FROM observations_fts
          JOIN observations o ON o.id = observations_fts.rowid
          JOIN nodes n ON n.id = o.node_id
          WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1
            AND (?4 IS NULL OR n.name = ?4)
-         ORDER BY score DESC, n.name, o.ordinal
+           AND (?5 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?5)))
+         ORDER BY score DESC, o.id
          LIMIT ?3",
-        params![workspace.0, terms, limit, within],
-        hit,
+        params![
+            workspace.0,
+            terms,
+            i64::try_from(limit).unwrap_or(i64::MAX),
+            filter.within,
+            filter.types_json()
+        ],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+}
+
+/// The full-text scores of `terms` for the observations `ids` that match them.
+fn text_scores(tx: &Transaction<'_>, terms: &str, ids: &[i64]) -> Result<Vec<(i64, f64)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    query(
+        tx,
+        "SELECT rowid, -bm25(observations_fts)
+         FROM observations_fts
+         WHERE observations_fts MATCH ?1 AND rowid IN (SELECT value FROM json_each(?2))",
+        params![terms, id_list(ids)],
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )
 }
 

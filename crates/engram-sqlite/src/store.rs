@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use engram_domain::perspectives::Perspective;
+use engram_domain::fusion::{Candidate, CandidateQuery};
 use engram_domain::*;
 use tracing::instrument;
 
@@ -341,16 +342,14 @@ impl MemoryStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn text_search(
+    async fn search(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: usize,
-        within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>> {
-        let (query, within) = (query.to_owned(), within.map(str::to_owned));
+        request: &CandidateQuery,
+    ) -> Result<Vec<Candidate>> {
+        let request = request.clone();
         self.pool
-            .read(move |tx| search::text_search(tx, workspace, &query, limit, within.as_deref()))
+            .read(move |tx| search::search(tx, workspace, &request))
             .await
     }
 

@@ -28,14 +28,20 @@ pub(crate) fn seed_perspectives(tx: &Transaction<'_>, workspace: WorkspaceId) ->
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO perspectives (workspace_id, name, document_template, query_template,
-                                       created_at)
-             VALUES (?1, ?2, ?3, ?4, engram_now())
+                                       enabled, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, engram_now())
              ON CONFLICT (workspace_id, name) DO NOTHING",
         )
         .map_err(db)?;
-    for (name, document, query) in DEFAULT_PERSPECTIVES {
+    for p in DEFAULT_PERSPECTIVES {
         insert
-            .execute(params![workspace.0, name, document, query])
+            .execute(params![
+                workspace.0,
+                p.name,
+                p.document_template,
+                p.query_template,
+                p.enabled
+            ])
             .map_err(db)?;
     }
     Ok(())

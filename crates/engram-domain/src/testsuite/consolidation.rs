@@ -17,6 +17,14 @@ use crate::{
 async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     let memory = memory.with_embedder(Arc::new(TermEmbedder));
+    // The similarities below are those of name and observation (types would add words).
+    let general = memory.perspectives(ws).await.unwrap().remove(0);
+    assert_eq!(general.name, "general");
+    let general = crate::perspectives::Perspective {
+        document_template: "{name}: {observation}".into(),
+        ..general
+    };
+    memory.set_perspective(ws, &general).await.unwrap();
     let m = &memory;
     m.create_entities(
         ws,

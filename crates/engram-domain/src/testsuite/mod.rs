@@ -136,6 +136,28 @@ pub async fn memory_with_workspace(
     (memory, workspace.id)
 }
 
+/// Enables every perspective of `workspace` (a new one starts with `general` alone), for
+/// tests about how several perspectives are indexed side by side.
+pub async fn enable_every_perspective(memory: &Memory, workspace: WorkspaceId) {
+    for perspective in memory.perspectives(workspace).await.unwrap() {
+        let enabled = crate::perspectives::Perspective {
+            enabled: true,
+            ..perspective
+        };
+        memory.set_perspective(workspace, &enabled).await.unwrap();
+    }
+}
+
+/// [`memory_with_workspace`] with every perspective enabled ([`enable_every_perspective`]).
+pub async fn memory_with_every_perspective(
+    store: Arc<dyn MemoryStore>,
+    name: &str,
+) -> (Memory, WorkspaceId) {
+    let (memory, workspace) = memory_with_workspace(store, name).await;
+    enable_every_perspective(&memory, workspace).await;
+    (memory, workspace)
+}
+
 /// A node to create with a type and observations.
 pub fn entity(name: &str, entity_type: &str, observations: &[&str]) -> NewEntity {
     NewEntity {

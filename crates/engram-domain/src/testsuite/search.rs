@@ -72,6 +72,7 @@ async fn fixture(store: Arc<dyn MemoryStore>) -> Fixture {
     let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     let ws = memory.create_workspace("search").await.unwrap().id;
+    enable_every_perspective(&memory, ws).await;
     Fixture {
         store,
         memory,

@@ -66,8 +66,9 @@ fn axis(i: usize, dims: usize) -> Vec<f32> {
 pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
     store: Arc<dyn MemoryStore>,
 ) {
-    let (memory, one) = memory_with_workspace(store.clone(), "one").await;
+    let (memory, one) = memory_with_every_perspective(store.clone(), "one").await;
     let two = memory.create_workspace("two").await.unwrap().id;
+    enable_every_perspective(&memory, two).await;
     for (ws, prefix) in [(one, ""), (two, "two ")] {
         let content = |text: &str| format!("{prefix}{text}");
         let a = entity("A", "thing", &[&content("x"), &content("y")]);
@@ -146,7 +147,7 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
 }
 
 pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn MemoryStore>) {
-    let (memory, ws) = memory_with_workspace(store.clone(), "dims").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "dims").await;
     memory
         .create_entities(ws, vec![entity("A", "thing", &["a1", "a2"])])
         .await
@@ -180,7 +181,7 @@ async fn coverage_of(store: &Arc<dyn MemoryStore>, ws: WorkspaceId, model: &str)
 }
 
 pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<dyn MemoryStore>) {
-    let (memory, ws) = memory_with_workspace(store.clone(), "means").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "means").await;
     memory
         .create_entities(
             ws,
@@ -247,7 +248,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
 }
 
 pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemoryStore>) {
-    let (memory, ws) = memory_with_workspace(store.clone(), "gone").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
         .create_entities(
             ws,
@@ -300,7 +301,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await;
     memory.delete_workspace("gone", true).await.unwrap();
     assert!(store.pending_embeddings("m", 100).await.unwrap().is_empty());
-    let (memory, ws) = memory_with_workspace(store.clone(), "gone").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
         .create_entities(ws, vec![entity("A", "thing", &["a1"])])
         .await
@@ -316,7 +317,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
 }
 
 pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn MemoryStore>) {
-    let (memory, ws) = memory_with_workspace(store.clone(), "views").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "views").await;
     memory
         .create_entities(ws, vec![entity("A", "thing", &["a1", "a2"])])
         .await
@@ -362,7 +363,7 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
 }
 
 pub async fn the_change_marker_moves_on_writes_only(store: Arc<dyn MemoryStore>) {
-    let (memory, ws) = memory_with_workspace(store.clone(), "marks").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "marks").await;
     let start = store.change_marker().await.unwrap();
     memory
         .create_entities(ws, vec![entity("A", "thing", &["a1"])])

@@ -175,10 +175,20 @@ pub async fn perspectives_start_with_the_defaults_and_can_change(store: Arc<dyn 
     let defaults = memory.perspectives(workspace).await.unwrap();
     assert_eq!(
         listed(defaults.clone()),
-        ["general", "project", "relational", "technical", "temporal"].map(|n| (n.to_owned(), true))
+        [
+            ("general", true),
+            ("project", false),
+            ("relational", false),
+            ("technical", false),
+            ("temporal", false)
+        ]
+        .map(|(n, enabled)| (n.to_owned(), enabled))
     );
     let general = defaults.iter().find(|p| p.name == "general").unwrap();
-    assert_eq!(general.document_template, "{name}: {observation}");
+    assert_eq!(
+        general.document_template,
+        "{entity_type} {name}: {observation}"
+    );
 
     let people = Perspective {
         id: 0,
@@ -216,10 +226,10 @@ pub async fn perspectives_start_with_the_defaults_and_can_change(store: Arc<dyn 
         [
             ("general", false),
             ("people", true),
-            ("project", true),
-            ("relational", true),
-            ("technical", true),
-            ("temporal", true)
+            ("project", false),
+            ("relational", false),
+            ("technical", false),
+            ("temporal", false)
         ]
         .map(|(n, e)| (n.to_owned(), e))
     );

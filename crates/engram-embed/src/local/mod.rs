@@ -111,6 +111,10 @@ impl Embedder for LocalEmbedder {
         blocking(move || model.embed(&texts)).await
     }
 
+    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed_documents(texts).await
+    }
+
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let mut vectors = self.embed_documents(&[text.to_owned()]).await?;
         vectors

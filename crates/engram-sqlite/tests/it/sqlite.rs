@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use engram_domain::perspectives::{Perspective, render_document};
-use engram_domain::testsuite::{deletions, entity, memory_with_workspace, strings};
+use engram_domain::testsuite::{
+    deletions, entity, memory_with_every_perspective, memory_with_workspace, strings,
+};
 use engram_domain::{EmbeddingRecord, Error, MemoryStore, text_hash};
 use engram_sqlite::SqliteStore;
 use rusqlite::Connection;
@@ -127,8 +129,8 @@ async fn deletions_leave_no_vector_behind() {
     let sqlite = crate::open_fresh().await;
     let db = Connection::open(sqlite.path()).unwrap();
     let store: Arc<dyn MemoryStore> = Arc::new(sqlite);
-    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
-    let (other_memory, other) = memory_with_workspace(store.clone(), "other").await;
+    let (memory, ws) = memory_with_every_perspective(store.clone(), "w").await;
+    let (other_memory, other) = memory_with_every_perspective(store.clone(), "other").await;
     for (memory, ws) in [(&memory, ws), (&other_memory, other)] {
         memory
             .create_entities(

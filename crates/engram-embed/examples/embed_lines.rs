@@ -1,0 +1,28 @@
+//! Embeds each line of a file with the local model and writes the vectors as little-endian
+//! f32, 384 per line: `cargo run --release -p engram-embed --example embed_lines IN OUT`.
+//! For offline retrieval experiments.
+
+use engram_domain::Embedder;
+use engram_embed::LocalEmbedder;
+use engram_embed::local::ensure_model_files;
+
+#[tokio::main]
+async fn main() -> Result<(), engram_domain::Error> {
+    let args: Vec<String> = std::env::args().collect();
+    let text = std::fs::read_to_string(&args[1]).expect("input");
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let dir = tokio::task::spawn_blocking(ensure_model_files)
+        .await
+        .map_err(|err| engram_domain::Error::Internal(err.to_string()))??;
+    let embedder = LocalEmbedder::from_dir(dir);
+    let mut out = Vec::with_capacity(lines.len() * 384 * 4);
+    for chunk in lines.chunks(64) {
+        for vector in embedder.embed_documents(chunk).await? {
+            for x in vector {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+    }
+    std::fs::write(&args[2], out).expect("output");
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! One search's candidates ([`search`], `MemoryStore::search`): the nearest observations per
+//! query vector (pgvector; HNSW over the whole workspace, an exact scan when the search is
+//! narrowed to a node or to types) and the best full-text matches (`english` configuration,
+//! any of the query's terms, `ts_rank`), then each candidate's missing similarities and text
+//! score. Every statement runs in the caller's read-only snapshot.
+
+use deadpool_postgres::GenericClient;
+use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
+use engram_domain::{Result, WorkspaceId};
+use pgvector::Vector;
+
+use crate::error::db;
+use crate::vectors::tune_hnsw;
+
+/// The query's terms, any of them: `plainto_tsquery`'s AND turned into OR (NULL when every
+/// word is a stop word).
+const TERMS: &str =
+    "nullif(replace(plainto_tsquery('english', $1)::text, ' & ', ' | '), '')::tsquery";
+
+/// Which observations a search may return.
+struct Filter<'a> {
+    within: Option<&'a str>,
+    entity_types: Option<&'a [String]>,
+}
+
+/// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
+pub(crate) async fn search(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    request: &CandidateQuery,
+) -> Result<Vec<Candidate>> {
+    let filter = Filter {
+        within: request.within.as_deref(),
+        entity_types: (!request.entity_types.is_empty()).then_some(&request.entity_types[..]),
+    };
+    let mut set = CandidateSet::new(request);
+    if !request.vectors.is_empty() {
+        tune_hnsw(client).await?;
+    }
+    for (index, v) in request.vectors.iter().enumerate() {
+        let found = nearest(client, workspace, request, v.perspective, &v.vector, &filter).await?;
+        set.add_nearest(index, found);
+    }
+    if let Some(text) = &request.text {
+        let found = text_matches(client, workspace, text, request.text_depth, &filter).await?;
+        set.add_text_matches(found);
+    }
+    for (index, v) in request.vectors.iter().enumerate() {
+        let missing = set.without_similarity(index);
+        let found = similarities(client, &missing, &request.model, v.perspective, &v.vector);
+        set.set_similarities(index, found.await?);
+    }
+    if let Some(text) = &request.text {
+        let missing = set.without_text_score();
+        set.set_text_scores(text_scores(client, text, &missing).await?);
+    }
+    let rows = observation_rows(client, &set.ids()).await?;
+    Ok(set.finish(rows))
+}
+
+/// The `request.depth` observations nearest `vector` in `perspective` as `(observation id,
+/// cosine similarity)`.
+async fn nearest(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    request: &CandidateQuery,
+    perspective: i64,
+    vector: &[f32],
+    filter: &Filter<'_>,
+) -> Result<Vec<(i64, f64)>> {
+    let dims = vector.len();
+    let distance = format!("e.embedding::vector({dims}) <=> $4::vector({dims})");
+    // Ordering by the indexed expression lets the planner walk the HNSW index; a narrowed
+    // search orders by the similarity instead, an exact scan of the few rows it keeps.
+    let (join, order) = if filter.within.is_none() && filter.entity_types.is_none() {
+        ("", distance.clone())
+    } else {
+        (
+            "JOIN observations o ON o.id = e.observation_id
+             JOIN nodes n ON n.id = o.node_id
+               AND ($6::text IS NULL OR n.name = $6)
+               AND ($7::text[] IS NULL OR n.entity_type = ANY($7))",
+            "similarity DESC, e.observation_id".to_owned(),
+        )
+    };
+    let sql = format!(
+        "SELECT e.observation_id, (1 - ({distance}))::float8 AS similarity
+         FROM embeddings e {join}
+         WHERE e.dims = {dims} AND e.workspace_id = $1 AND e.model = $2
+           AND e.perspective_id = $3
+         ORDER BY {order}
+         LIMIT $5"
+    );
+    let query = Vector::from(vector.to_vec());
+    let k = i64::try_from(request.depth).unwrap_or(i64::MAX);
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = if join.is_empty() {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+            [&workspace.0, &request.model, &perspective, &query, &k];
+        client.query(&statement, &params).await
+    } else {
+        let types = filter.entity_types.map(<[String]>::to_vec);
+        client
+            .query(
+                &statement,
+                &[
+                    &workspace.0,
+                    &request.model,
+                    &perspective,
+                    &query,
+                    &k,
+                    &filter.within,
+                    &types,
+                ],
+            )
+            .await
+    }
+    .map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// The cosine similarity to `vector` of the given observations' vectors in `perspective`.
+async fn similarities(
+    client: &impl GenericClient,
+    ids: &[i64],
+    model: &str,
+    perspective: i64,
+    vector: &[f32],
+) -> Result<Vec<(i64, f64)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dims = vector.len();
+    let sql = format!(
+        "SELECT observation_id,
+                (1 - (embedding::vector({dims}) <=> $4::vector({dims})))::float8
+         FROM embeddings
+         WHERE observation_id = ANY($1) AND model = $2 AND perspective_id = $3
+           AND dims = {dims}"
+    );
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let query = Vector::from(vector.to_vec());
+    let rows = client
+        .query(&statement, &[&ids, &model, &perspective, &query])
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// The `limit` best full-text matches of `text` as `(observation id, ts_rank)`.
+async fn text_matches(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    text: &str,
+    limit: usize,
+    filter: &Filter<'_>,
+) -> Result<Vec<(i64, f64)>> {
+    let sql = format!(
+        "WITH q AS (SELECT {TERMS} AS terms)
+         SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8 AS score
+         FROM q, observations o
+         JOIN nodes n ON n.id = o.node_id
+         WHERE o.workspace_id = $2 AND o.content_tsv @@ q.terms
+           AND ($4::text IS NULL OR n.name = $4)
+           AND ($5::text[] IS NULL OR n.entity_type = ANY($5))
+         ORDER BY score DESC, o.id
+         LIMIT $3"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let types = filter.entity_types.map(<[String]>::to_vec);
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = client
+        .query(
+            &statement,
+            &[&text, &workspace.0, &limit, &filter.within, &types],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// The full-text scores of `text` for the observations `ids` that match it.
+async fn text_scores(
+    client: &impl GenericClient,
+    text: &str,
+    ids: &[i64],
+) -> Result<Vec<(i64, f64)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "WITH q AS (SELECT {TERMS} AS terms)
+         SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8
+         FROM q, observations o
+         WHERE o.id = ANY($2) AND o.content_tsv @@ q.terms"
+    );
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = client
+        .query(&statement, &[&text, &ids])
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// The observations `ids` with their nodes.
+async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Vec<ObservationRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let statement = client
+        .prepare_cached(
+            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content
+             FROM observations o
+             JOIN nodes n ON n.id = o.node_id
+             WHERE o.id = ANY($1)",
+        )
+        .await
+        .map_err(db)?;
+    let rows = client.query(&statement, &[&ids]).await.map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| ObservationRow {
+            observation_id: row.get(0),
+            name: row.get(1),
+            entity_type: row.get(2),
+            summary: row.get(3),
+            ordinal: row.get(4),
+            content: row.get(5),
+        })
+        .collect())
+}
