@@ -224,9 +224,17 @@ pub fn rank(query: &CandidateQuery, candidates: Vec<Candidate>, mode: SearchMode
             .max_by(|a, b| a.1.total_cmp(&b.1))
     };
     let top = |values: &mut dyn Iterator<Item = f64>| values.fold(0.0_f64, f64::max);
-    let top_similarity = top(&mut candidates.iter().filter_map(|c| best_similarity(c).map(|b| b.1)));
+    let top_similarity = top(&mut candidates
+        .iter()
+        .filter_map(|c| best_similarity(c).map(|b| b.1)));
     let top_text = top(&mut candidates.iter().filter_map(|c| c.text_score));
-    let share = |value: f64, best: f64| if best > 0.0 { value.max(0.0) / best } else { 0.0 };
+    let share = |value: f64, best: f64| {
+        if best > 0.0 {
+            value.max(0.0) / best
+        } else {
+            0.0
+        }
+    };
 
     let mut ranked: Vec<Ranked> = candidates
         .into_iter()
@@ -320,12 +328,22 @@ mod tests {
         let got: Vec<(i64, f64, Option<&str>, Vec<&str>)> = (ranked.iter())
             .map(|r| {
                 let signals = r.signals.iter().map(String::as_str).collect();
-                (r.row.observation_id, r.score, r.perspective.as_deref(), signals)
+                (
+                    r.row.observation_id,
+                    r.score,
+                    r.perspective.as_deref(),
+                    signals,
+                )
             })
             .collect();
         let w = EMBEDDING_WEIGHT;
         let expect = [
-            (3, w * 0.6 / 0.8 + (1.0 - w) * 0.5, Some("b"), vec!["embedding:b", "text"]),
+            (
+                3,
+                w * 0.6 / 0.8 + (1.0 - w) * 0.5,
+                Some("b"),
+                vec!["embedding:b", "text"],
+            ),
             (2, w * 0.4 / 0.8 + (1.0 - w), Some("b"), vec!["text"]),
             (1, w, Some("a"), vec!["embedding:a", "embedding:b"]),
         ];
@@ -344,11 +362,21 @@ mod tests {
     fn single_modes_keep_what_their_signal_found() {
         let q = query(&["a", "b"]);
         let embedding = rank(&q, gathered(&q), SearchMode::Embedding);
-        let ids: Vec<(i64, f64)> = embedding.iter().map(|r| (r.row.observation_id, r.score)).collect();
+        let ids: Vec<(i64, f64)> = embedding
+            .iter()
+            .map(|r| (r.row.observation_id, r.score))
+            .collect();
         assert_eq!(ids, [(1, 0.8), (3, 0.6)]);
-        assert!(embedding.iter().all(|r| !r.signals.contains(&"text".to_owned())));
+        assert!(
+            embedding
+                .iter()
+                .all(|r| !r.signals.contains(&"text".to_owned()))
+        );
         let text = rank(&q, gathered(&q), SearchMode::Text);
-        let ids: Vec<(i64, f64)> = text.iter().map(|r| (r.row.observation_id, r.score)).collect();
+        let ids: Vec<(i64, f64)> = text
+            .iter()
+            .map(|r| (r.row.observation_id, r.score))
+            .collect();
         assert_eq!(ids, [(2, 4.0), (3, 2.0)]);
     }
 
@@ -360,7 +388,10 @@ mod tests {
         set.add_text_matches([(1, 2.0), (2, 1.0)]);
         let ranked = rank(&q, set.finish(vec![row(1), row(2)]), SearchMode::Hybrid);
         let scores: Vec<f64> = ranked.iter().map(|r| r.score).collect();
-        assert_eq!(scores, [1.0 - EMBEDDING_WEIGHT, (1.0 - EMBEDDING_WEIGHT) / 2.0]);
+        assert_eq!(
+            scores,
+            [1.0 - EMBEDDING_WEIGHT, (1.0 - EMBEDDING_WEIGHT) / 2.0]
+        );
         assert!(ranked.iter().all(|r| r.perspective.is_none()));
     }
 }

@@ -153,7 +153,10 @@ impl Memory {
         if entity_types.len() > MAX_ENTITY_TYPES {
             return Err(Error::invalid(
                 "entity_types",
-                format!("at most {MAX_ENTITY_TYPES} types, got {}", entity_types.len()),
+                format!(
+                    "at most {MAX_ENTITY_TYPES} types, got {}",
+                    entity_types.len()
+                ),
             ));
         }
         for (index, entity_type) in entity_types.iter().enumerate() {

@@ -38,7 +38,15 @@ pub(crate) async fn search(
         tune_hnsw(client).await?;
     }
     for (index, v) in request.vectors.iter().enumerate() {
-        let found = nearest(client, workspace, request, v.perspective, &v.vector, &filter).await?;
+        let found = nearest(
+            client,
+            workspace,
+            request,
+            v.perspective,
+            &v.vector,
+            &filter,
+        )
+        .await?;
         set.add_nearest(index, found);
     }
     if let Some(text) = &request.text {
@@ -195,10 +203,7 @@ async fn text_scores(
          WHERE o.id = ANY($2) AND o.content_tsv @@ q.terms"
     );
     let statement = client.prepare_cached(&sql).await.map_err(db)?;
-    let rows = client
-        .query(&statement, &[&text, &ids])
-        .await
-        .map_err(db)?;
+    let rows = client.query(&statement, &[&text, &ids]).await.map_err(db)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 

@@ -17,8 +17,14 @@ const EF_SEARCH: i32 = 100;
 
 pub(crate) async fn seed_perspectives(client: &impl GenericClient, workspace: i64) -> Result<()> {
     let names: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.name).collect();
-    let documents: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.document_template).collect();
-    let queries: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.query_template).collect();
+    let documents: Vec<&str> = DEFAULT_PERSPECTIVES
+        .iter()
+        .map(|p| p.document_template)
+        .collect();
+    let queries: Vec<&str> = DEFAULT_PERSPECTIVES
+        .iter()
+        .map(|p| p.query_template)
+        .collect();
     let enabled: Vec<bool> = DEFAULT_PERSPECTIVES.iter().map(|p| p.enabled).collect();
     client
         .execute(

@@ -201,11 +201,25 @@ pub(crate) fn search(
     let mut set = CandidateSet::new(request);
     let model = &request.model;
     for (index, v) in request.vectors.iter().enumerate() {
-        let found = nearest(tx, workspace, model, v.perspective, &v.vector, request.depth, &filter)?;
+        let found = nearest(
+            tx,
+            workspace,
+            model,
+            v.perspective,
+            &v.vector,
+            request.depth,
+            &filter,
+        )?;
         set.add_nearest(index, found);
     }
     if let Some(terms) = &terms {
-        set.add_text_matches(text_matches(tx, workspace, terms, request.text_depth, &filter)?);
+        set.add_text_matches(text_matches(
+            tx,
+            workspace,
+            terms,
+            request.text_depth,
+            &filter,
+        )?);
     }
     for (index, v) in request.vectors.iter().enumerate() {
         let missing = set.without_similarity(index);

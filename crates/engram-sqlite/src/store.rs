@@ -2,8 +2,8 @@
 //! query, run on a blocking thread with owned copies of its arguments.
 
 use async_trait::async_trait;
-use engram_domain::perspectives::Perspective;
 use engram_domain::fusion::{Candidate, CandidateQuery};
+use engram_domain::perspectives::Perspective;
 use engram_domain::*;
 use tracing::instrument;
 

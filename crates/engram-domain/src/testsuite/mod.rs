@@ -106,6 +106,9 @@ macro_rules! memory_store_test_suite {
             embedding_mode_falls_back_to_text_and_says_so,
             text_mode_matches_any_term_of_a_question,
             the_indexer_loses_nothing_while_the_embedder_is_down,
+            hybrid_finds_what_only_one_signal_can,
+            search_observations_ranks_every_matching_observation,
+            a_search_embeds_its_query_once_and_remembers_it,
             // vectors
             vector_search_keeps_to_its_workspace_model_perspective_and_node,
             vectors_of_several_dimensions_live_side_by_side,

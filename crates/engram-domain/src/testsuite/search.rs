@@ -8,13 +8,19 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::*;
-use crate::{Embedder, Error, Indexer, Memory, MemoryStore, Result, SearchMode, WorkspaceId};
+use crate::{
+    Embedder, Error, FoundObservations, Indexer, Memory, MemoryStore, Result, SearchMode,
+    SearchResults, WorkspaceId,
+};
 
 /// [`TermEmbedder`], counting the documents it embeds and keeping their texts.
 #[derive(Default)]
 struct Recording {
     documents: AtomicUsize,
     texts: Mutex<Vec<String>>,
+    /// Calls of `embed_queries` and the query texts they embedded.
+    query_calls: AtomicUsize,
+    queries: AtomicUsize,
 }
 
 impl Recording {
@@ -38,6 +44,48 @@ impl Embedder for Recording {
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         TermEmbedder.embed_query(text).await
+    }
+
+    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.query_calls.fetch_add(1, Ordering::Relaxed);
+        self.queries.fetch_add(texts.len(), Ordering::Relaxed);
+        TermEmbedder.embed_documents(texts).await
+    }
+}
+
+/// An embedder that matches paraphrases but not codes, as real models do: words go through a
+/// small synonym table, and words with digits are dropped, before [`TermEmbedder`] hashes
+/// them.
+struct Paraphrasing;
+
+impl Paraphrasing {
+    fn vector(text: &str) -> Vec<f32> {
+        const SYNONYMS: [(&str, &str); 3] =
+            [("automobile", "car"), ("mend", "fix"), ("repair", "fix")];
+        let words: Vec<String> = (text.split(|c: char| !c.is_alphanumeric()))
+            .map(str::to_lowercase)
+            .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
+            .map(|w| {
+                let synonym = SYNONYMS.iter().find(|(from, _)| *from == w);
+                synonym.map_or(w, |(_, to)| (*to).to_owned())
+            })
+            .collect();
+        TermEmbedder::vector(&words.join(" "))
+    }
+}
+
+#[async_trait]
+impl Embedder for Paraphrasing {
+    fn model_id(&self) -> &str {
+        "test/paraphrasing"
+    }
+
+    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|text| Self::vector(text)).collect())
+    }
+
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(Self::vector(text))
     }
 }
 
@@ -404,4 +452,200 @@ pub async fn the_indexer_loses_nothing_while_the_embedder_is_down(store: Arc<dyn
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 20);
     assert_eq!(coverage(&f).await, 1.0);
     assert_eq!(f.indexer.run_once().await.unwrap(), 0);
+}
+
+/// The first result's name and signals.
+fn first(found: &SearchResults) -> Option<(&str, Vec<&str>)> {
+    let hit = found.results.first()?;
+    Some((&hit.name, hit.signals.iter().map(String::as_str).collect()))
+}
+
+pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) {
+    let embedder = Arc::new(Paraphrasing);
+    let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
+    let ws = memory.create_workspace("hybrid").await.unwrap().id;
+    let entities = vec![
+        entity(
+            "Garage",
+            "place",
+            &["the mechanic will fix the car on Friday"],
+        ),
+        entity(
+            "Incident",
+            "ticket",
+            &["outage 20931 was caused by a full disk"],
+        ),
+        entity("Kitchen", "place", &["the oven needs cleaning"]),
+        entity(
+            "Server",
+            "machine",
+            &["disk usage alerts fire at ninety percent"],
+        ),
+    ];
+    memory.create_entities(ws, entities).await.unwrap();
+    Indexer::new(store, embedder, 64)
+        .run_until_idle()
+        .await
+        .unwrap();
+    let search = async |query: &str, mode| memory.search_nodes(ws, query, 10, mode).await.unwrap();
+
+    // A paraphrase shares no word with the fact: only the embedding finds it.
+    let paraphrase = "who can mend my automobile";
+    let text = search(paraphrase, SearchMode::Text).await;
+    assert!(text.results.iter().all(|r| r.name != "Garage"), "{text:?}");
+    let hybrid = search(paraphrase, SearchMode::Hybrid).await;
+    assert_eq!(hybrid.mode, SearchMode::Hybrid);
+    assert_eq!(hybrid.notice, None);
+    assert_eq!(first(&hybrid), Some(("Garage", vec!["embedding:general"])));
+    assert_eq!(
+        hybrid.results[0].matched_perspective.as_deref(),
+        Some("general")
+    );
+    assert!(hybrid.results[0].score > hybrid.results[1].score);
+    assert!(hybrid.results[0].score <= 1.0 + 1e-9);
+
+    // An exact code means nothing to the model: only full text finds it.
+    let embedding = search("20931", SearchMode::Embedding).await;
+    assert_eq!(embedding.mode, SearchMode::Embedding);
+    assert_ne!(first(&embedding).unwrap().0, "Incident", "{embedding:?}");
+    let hybrid = search("20931", SearchMode::Hybrid).await;
+    let (name, signals) = first(&hybrid).unwrap();
+    assert_eq!(name, "Incident");
+    assert!(signals.contains(&"text"), "{signals:?}");
+    assert!(hybrid.results[0].score > hybrid.results[1].score);
+
+    // Hybrid is the default mode.
+    assert_eq!(SearchMode::default(), SearchMode::Hybrid);
+}
+
+pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn MemoryStore>) {
+    let f = fixture(store).await;
+    let entities = vec![
+        entity(
+            "Alice",
+            "person",
+            &[
+                "works as a nurse at the city hospital",
+                "has two cats",
+                "swims in the hospital pool on Mondays",
+            ],
+        ),
+        entity("Bob", "person", &["works at the hospital too"]),
+        entity("Clinic", "place", &["the hospital clinic opens at eight"]),
+    ];
+    f.memory.create_entities(f.ws, entities).await.unwrap();
+    f.indexer.run_until_idle().await.unwrap();
+    let search = async |limit, mode, types: &[&str]| {
+        (f.memory)
+            .search_observations(f.ws, "hospital", limit, mode, &strings(types))
+            .await
+            .unwrap()
+    };
+    for mode in [SearchMode::Hybrid, SearchMode::Embedding, SearchMode::Text] {
+        let found = search(10, mode, &[]).await;
+        assert_eq!(found.mode, mode);
+        let hospital: Vec<(&str, i64)> = (found.observations.iter())
+            .filter(|o| o.content.contains("hospital"))
+            .map(|o| (o.name.as_str(), o.ordinal))
+            .collect();
+        // Both of Alice's hospital facts, not only her best one.
+        assert_eq!(hospital.len(), 4, "{mode:?}: {found:?}");
+        assert!(hospital.contains(&("Alice", 1)) && hospital.contains(&("Alice", 3)));
+        assert!(
+            found.observations[..4]
+                .iter()
+                .all(|o| o.content.contains("hospital")),
+            "{mode:?}: the hospital facts first: {found:?}"
+        );
+        let scores: Vec<f64> = found.observations.iter().map(|o| o.score).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+        let text = found.observations[0].signals.contains(&"text".to_owned());
+        assert_eq!(text, mode != SearchMode::Embedding, "{mode:?}");
+    }
+    let two = search(2, SearchMode::Hybrid, &[]).await;
+    assert_eq!(two.observations.len(), 2);
+    let places = search(10, SearchMode::Hybrid, &["place"]).await;
+    let names: Vec<&str> = places
+        .observations
+        .iter()
+        .map(|o| o.name.as_str())
+        .collect();
+    assert_eq!(names, ["Clinic"]);
+    assert_eq!(places.observations[0].entity_type, "place");
+    let nobody = search(10, SearchMode::Text, &["robot"]).await;
+    assert!(nobody.observations.is_empty());
+
+    // Bad arguments name the field and change nothing.
+    let many: Vec<String> = (0..101).map(|i| format!("t{i}")).collect();
+    let refused = |result: Result<FoundObservations>, expected: &str| match result {
+        Err(Error::InvalidArgument { field, .. }) => assert_eq!(field, expected),
+        other => panic!("{expected}: {other:?}"),
+    };
+    let memory = &f.memory;
+    refused(
+        memory
+            .search_observations(f.ws, "x", 10, SearchMode::Text, &many)
+            .await,
+        "entity_types",
+    );
+    refused(
+        memory
+            .search_observations(f.ws, "x", 10, SearchMode::Text, &strings(&[""]))
+            .await,
+        "entity_types[0]",
+    );
+    refused(
+        memory
+            .search_observations(f.ws, "x", 0, SearchMode::Text, &[])
+            .await,
+        "limit",
+    );
+    refused(
+        memory
+            .search_observations(f.ws, " ", 10, SearchMode::Text, &[])
+            .await,
+        "query",
+    );
+}
+
+pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn MemoryStore>) {
+    let f = fixture(store).await;
+    people(&f).await;
+    f.indexer.run_until_idle().await.unwrap();
+    let calls = || f.embedder.query_calls.load(Ordering::Relaxed);
+    let texts = || f.embedder.queries.load(Ordering::Relaxed);
+    // Five perspectives, one rendering of the query: one text in one call.
+    let found = (f.memory)
+        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid)
+        .await
+        .unwrap();
+    assert_eq!(found.results[0].name, "Carol");
+    assert_eq!((calls(), texts()), (1, 1));
+    // The same query again, from any tool: no model call.
+    (f.memory)
+        .search_observations(f.ws, "golden retriever", 10, SearchMode::Embedding, &[])
+        .await
+        .unwrap();
+    (f.memory)
+        .query_observations(f.ws, "Carol", "golden retriever", SearchMode::Hybrid)
+        .await
+        .unwrap();
+    assert_eq!((calls(), texts()), (1, 1));
+    // A perspective that renders queries its own way: two texts, still one call.
+    let mut temporal = (f.memory.perspectives(f.ws).await.unwrap().into_iter())
+        .find(|p| p.name == "temporal")
+        .unwrap();
+    temporal.query_template = "when: {query}".into();
+    f.memory.set_perspective(f.ws, &temporal).await.unwrap();
+    (f.memory)
+        .search_nodes(f.ws, "tea in the morning", 10, SearchMode::Hybrid)
+        .await
+        .unwrap();
+    assert_eq!((calls(), texts()), (2, 3));
+    // Text mode never calls the model.
+    (f.memory)
+        .search_nodes(f.ws, "cargo builds", 10, SearchMode::Text)
+        .await
+        .unwrap();
+    assert_eq!(calls(), 2);
 }
