@@ -31,6 +31,8 @@ use crate::{cargo, cmd, target_dir, workspace_root};
 const DATABASE: &str = "engram_eval";
 /// The data, relative to the workspace root.
 const DEFAULT_DATA: &str = "../shared/data/locomo-dev";
+/// The perspectives a new workspace has (`engram_domain::perspectives::DEFAULT_PERSPECTIVES`).
+const PERSPECTIVES: [&str; 5] = ["general", "technical", "relational", "temporal", "project"];
 /// How long the server may take to answer `/healthz` with 200.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the server may take to stop after SIGTERM before it is killed.
@@ -52,7 +54,7 @@ enum Benchmark {
 #[derive(Args)]
 struct LocomoArgs {
     /// Search mode(s) to evaluate.
-    #[arg(long, default_value = "both", value_parser = ["embedding", "text", "both"])]
+    #[arg(long, default_value = "all", value_parser = ["hybrid", "embedding", "text", "all"])]
     mode: String,
     /// How the data maps onto the graph: one entity per fact, one node per speaker, or both.
     #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "both"])]
@@ -67,6 +69,11 @@ struct LocomoArgs {
     /// (`target/eval/locomo.db`).
     #[arg(long, default_value = "pg", value_parser = ["pg", "sqlite"])]
     backend: String,
+    /// Also judge each default perspective alone, and all five together (best per node, as
+    /// before only `general` was enabled): one more facts workspace each (six in all), each
+    /// indexed in full.
+    #[arg(long)]
+    each_perspective: bool,
     /// Passed on to `engram serve`, e.g. `--embedder ollama`.
     #[arg(last = true, value_name = "SERVE_ARGS")]
     serve_args: Vec<String>,
@@ -128,14 +135,32 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
         url
     };
     cmd::output(Command::new(&engram).args(["migrate", "--database-url", &url]))?;
+    let engram_cmd = |args: &[&str]| {
+        cmd::output(
+            Command::new(&engram)
+                .args(args)
+                .args(["--database-url", &url]),
+        )
+    };
     for workspace in ["locomo-facts", "locomo-speakers"] {
-        cmd::output(Command::new(&engram).args([
-            "workspace",
-            "create",
-            workspace,
-            "--database-url",
-            &url,
-        ]))?;
+        engram_cmd(&["workspace", "create", workspace])?;
+    }
+    let mut perspective_workspaces = Vec::new();
+    if args.each_perspective {
+        let names = PERSPECTIVES;
+        for only in names.iter().map(|&n| Some(n)).chain([None]) {
+            let workspace = format!("locomo-p-{}", only.unwrap_or("all5"));
+            engram_cmd(&["workspace", "create", &workspace])?;
+            for name in &names {
+                let switch = if only.is_none_or(|o| o == *name) {
+                    "--enable"
+                } else {
+                    "--disable"
+                };
+                engram_cmd(&["workspace", "perspectives", "set", &workspace, name, switch])?;
+            }
+            perspective_workspaces.push(workspace);
+        }
     }
 
     let log = out_dir.join("engram-serve.log");
@@ -158,6 +183,11 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
         .arg(out_dir.join(format!("locomo-{}.json", args.backend)));
     if let Some(n) = args.limit_conversations {
         client.args(["--limit-conversations", &n.to_string()]);
+    }
+    if !perspective_workspaces.is_empty() {
+        client
+            .arg("--perspective-workspaces")
+            .arg(perspective_workspaces.join(","));
     }
     let status = client.status().context("cannot run the locomo example")?;
 

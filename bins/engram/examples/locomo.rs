@@ -4,8 +4,13 @@
 //!
 //! Mapping `facts`: one entity per fact, asked with `search_nodes` (limit 10). Mapping
 //! `speakers`: one node per speaker holding the facts as observations, asked with
-//! `search_nodes` then `query_observations` on each node found. Recall@k counts a question
-//! as a hit when one of the top k results came from a dialogue turn in its evidence.
+//! `search_observations` (limit 10). Recall@k counts a question as a hit when one of the top
+//! k results came from a dialogue turn in its evidence; MRR is the mean of 1 / the rank of
+//! the first such result (0 when none of the 10 is).
+//!
+//! `--perspective-workspaces` adds the facts mapping once per named workspace (prepared by
+//! `cargo xtask eval locomo --each-perspective` with one perspective enabled in each), so
+//! each perspective can be judged alone.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -26,8 +31,6 @@ use serde_json::{Value, json};
 const LIMIT: usize = 10;
 /// Entities per `create_entities` call (the server's limit is 1,000).
 const BATCH: usize = 1_000;
-/// Embedding perspectives per observation (general, technical, relational, temporal, project).
-const PERSPECTIVES: f64 = 5.0;
 /// How long indexing may take before the run fails.
 const INDEX_TIMEOUT: Duration = Duration::from_secs(3_600);
 /// The question categories scored (5, adversarial, has no answer in the conversation).
@@ -54,7 +57,7 @@ struct Args {
     #[arg(long)]
     data: PathBuf,
     /// Search mode(s) to evaluate.
-    #[arg(long, default_value = "both", value_parser = ["embedding", "text", "both"])]
+    #[arg(long, default_value = "all", value_parser = ["hybrid", "embedding", "text", "all"])]
     mode: String,
     /// Mapping(s) of the data onto the graph.
     #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "both"])]
@@ -65,6 +68,13 @@ struct Args {
     /// Where to write the results as JSON.
     #[arg(long)]
     out: PathBuf,
+    /// Enabled perspectives per observation in the main workspaces, for the pairs/s figure.
+    #[arg(long, default_value_t = 1)]
+    perspectives: usize,
+    /// Workspaces to load the facts mapping into and evaluate in embedding and hybrid mode
+    /// too, one run each (mapping `facts:<workspace>`).
+    #[arg(long, value_delimiter = ',')]
+    perspective_workspaces: Vec<String>,
 }
 
 /// One stored fact: who, what (`"<session date>: <fact>"`), and its turns (`conv-26:D1:3`).
@@ -97,6 +107,7 @@ struct Recall {
     r5: f64,
     #[serde(rename = "r@10")]
     r10: f64,
+    mrr: f64,
 }
 
 #[derive(Serialize)]
@@ -108,7 +119,7 @@ struct Indexing {
 
 #[derive(Serialize)]
 struct Run {
-    mapping: &'static str,
+    mapping: String,
     mode: &'static str,
     #[serde(flatten)]
     overall: Recall,
@@ -144,26 +155,39 @@ async fn main() -> Result<()> {
         ids.join(", "),
         questions.len()
     );
-    let choose = |choice: &str, all: [&'static str; 2]| -> Vec<&'static str> {
-        all.into_iter()
-            .filter(|&one| choice == "both" || choice == one)
-            .collect()
-    };
-    let modes = choose(&args.mode, ["embedding", "text"]);
+    let modes: Vec<&'static str> = ["hybrid", "embedding", "text"]
+        .into_iter()
+        .filter(|&one| args.mode == "all" || args.mode == one)
+        .collect();
+    // (mapping, workspace, modes)
+    let mut plan: Vec<(&str, String, Vec<&'static str>)> = ["facts", "speakers"]
+        .into_iter()
+        .filter(|&one| args.mapping == "both" || args.mapping == one)
+        .map(|mapping| (mapping, format!("locomo-{mapping}"), modes.clone()))
+        .collect();
+    for workspace in &args.perspective_workspaces {
+        let modes = modes.iter().copied().filter(|&m| m != "text").collect();
+        plan.push(("facts", workspace.clone(), modes));
+    }
     let mut runs = Vec::new();
-    for mapping in choose(&args.mapping, ["facts", "speakers"]) {
-        let client = connect(&args.url, &format!("locomo-{mapping}")).await?;
+    for (mapping, workspace, modes) in plan {
+        let client = connect(&args.url, &workspace).await?;
         let started = Instant::now();
         let turns_of = match mapping {
             "facts" => load_facts(&client, &conversations).await?,
             _ => load_speakers(&client, &conversations).await?,
         };
+        let label = if workspace == format!("locomo-{mapping}") {
+            mapping.to_owned()
+        } else {
+            format!("{mapping}:{workspace}")
+        };
         let load_seconds = started.elapsed().as_secs_f64();
         println!("locomo: {mapping}: loaded {facts} facts in {load_seconds:.1}s");
         // Indexing is waited for (and reported) only for embedding mode, which runs first.
         let mut indexing = None;
-        if modes.contains(&"embedding") {
-            indexing = Some(wait_for_index(&client, mapping).await?);
+        if modes.iter().any(|&m| m != "text") {
+            indexing = Some(wait_for_index(&client, &label, args.perspectives).await?);
         }
         for &mode in &modes {
             let (mut ranked, mut latencies, mut fallbacks) = (Vec::new(), Vec::new(), 0);
@@ -175,7 +199,7 @@ async fn main() -> Result<()> {
                 fallbacks += usize::from(fell_back);
                 ranked.push(result);
                 if (index + 1) % 250 == 0 {
-                    eprintln!("locomo: {mapping}/{mode}: {} questions asked", index + 1);
+                    eprintln!("locomo: {label}/{mode}: {} questions asked", index + 1);
                 }
             }
             latencies.sort_by(f64::total_cmp);
@@ -184,12 +208,12 @@ async fn main() -> Result<()> {
                 .map(|&(c, label)| (format!("{c} {label}"), recall(&questions, &ranked, Some(c))))
                 .collect();
             runs.push(Run {
-                mapping,
+                mapping: label.clone(),
                 mode,
                 overall: recall(&questions, &ranked, None),
                 by_category,
                 load_seconds,
-                indexing: indexing.take().filter(|_| mode == "embedding"),
+                indexing: indexing.take(),
                 latency_ms_p50: percentile(&latencies, 0.50),
                 latency_ms_p95: percentile(&latencies, 0.95),
                 fallbacks,
@@ -357,7 +381,7 @@ async fn load_speakers(client: &Client, conversations: &[Conversation]) -> Resul
 }
 
 /// Polls `get_stats` every 0.5 s until every observation × perspective pair is embedded.
-async fn wait_for_index(client: &Client, mapping: &str) -> Result<Indexing> {
+async fn wait_for_index(client: &Client, mapping: &str, perspectives: usize) -> Result<Indexing> {
     let (started, mut printed) = (Instant::now(), Instant::now());
     loop {
         let stats = call(client, "get_stats", json!({})).await?;
@@ -365,7 +389,7 @@ async fn wait_for_index(client: &Client, mapping: &str) -> Result<Indexing> {
         let seconds = started.elapsed().as_secs_f64();
         if coverage >= 1.0 {
             let observations = stats["observation_count"].as_f64().context("count")?;
-            let pairs = observations * PERSPECTIVES;
+            let pairs = observations * perspectives as f64;
             eprintln!("locomo: {mapping}: indexed {pairs} pairs in {seconds:.1}s");
             let pairs_per_second = pairs / seconds.max(1e-9);
             return Ok(Indexing {
@@ -387,9 +411,9 @@ async fn wait_for_index(client: &Client, mapping: &str) -> Result<Indexing> {
     }
 }
 
-/// Asks `query`: `search_nodes` (limit 10); for `speakers` then `query_observations` on
-/// each node found, the observations merged by score. Returns the turns of each result,
-/// best first, and whether the server answered in another mode than asked.
+/// Asks `query`: `search_nodes` (limit 10) for `facts`, `search_observations` (limit 10) for
+/// `speakers`. Returns the turns of each result, best first, and whether the server answered
+/// in another mode than asked.
 async fn ask(
     client: &Client,
     mapping: &str,
@@ -398,40 +422,36 @@ async fn ask(
     turns_of: &TurnsOf,
 ) -> Result<(Ranked, bool)> {
     let arguments = json!({"query": query, "limit": LIMIT, "mode": mode});
-    let found = call(client, "search_nodes", arguments).await?;
-    let mut fell_back = found["mode"] != mode;
-    let results = found["results"].as_array().context("results")?;
-    let names = results.iter().filter_map(|r| r["name"].as_str());
     let turns = |key: &str| turns_of.get(key).cloned().unwrap_or_default();
     if mapping == "facts" {
-        return Ok((names.map(turns).collect(), fell_back));
+        let found = call(client, "search_nodes", arguments).await?;
+        let results = found["results"].as_array().context("results")?;
+        let names = results.iter().filter_map(|r| r["name"].as_str());
+        return Ok((names.map(turns).collect(), found["mode"] != mode));
     }
-    let mut scored: Vec<(f64, Vec<String>)> = Vec::new();
-    for name in names {
-        let arguments = json!({"entity_name": name, "query": query, "mode": mode});
-        let within = call(client, "query_observations", arguments).await?;
-        fell_back |= within["mode"] != mode;
-        for observation in within["observations"].as_array().context("observations")? {
-            let score = observation["score"].as_f64().context("score")?;
-            scored.push((score, turns(&format!("{name}#{}", observation["ordinal"]))));
-        }
-    }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let ranked = scored.into_iter().take(LIMIT).map(|(_, turns)| turns);
-    Ok((ranked.collect(), fell_back))
+    let found = call(client, "search_observations", arguments).await?;
+    let observations = found["observations"].as_array().context("observations")?;
+    let ranked = observations.iter().map(|o| {
+        let name = o["name"].as_str().unwrap_or_default();
+        turns(&format!("{name}#{}", o["ordinal"]))
+    });
+    Ok((ranked.collect(), found["mode"] != mode))
 }
 
 /// Recall@1/5/10 over the questions of `category` (all if `None`).
 fn recall(questions: &[&Question], ranked: &[Ranked], category: Option<u64>) -> Recall {
-    let (mut asked, mut hits) = (0, [0; 3]);
+    let (mut asked, mut hits, mut reciprocal) = (0, [0; 3], 0.0);
     for (question, result) in questions.iter().zip(ranked) {
         if category.is_some_and(|c| c != question.category) {
             continue;
         }
         asked += 1;
+        let relevant = |turns: &Vec<String>| turns.iter().any(|t| question.evidence.contains(t));
         for (hit, k) in hits.iter_mut().zip([1, 5, 10]) {
-            let found = result.iter().take(k).flatten();
-            *hit += usize::from(found.into_iter().any(|t| question.evidence.contains(t)));
+            *hit += usize::from(result.iter().take(k).any(relevant));
+        }
+        if let Some(rank) = result.iter().take(LIMIT).position(relevant) {
+            reciprocal += 1.0 / (rank + 1) as f64;
         }
     }
     let at = |i: usize| hits[i] as f64 / f64::from(asked.max(1));
@@ -440,19 +460,21 @@ fn recall(questions: &[&Question], ranked: &[Ranked], category: Option<u64>) -> 
         r1: at(0),
         r5: at(1),
         r10: at(2),
+        mrr: reciprocal / f64::from(asked.max(1)),
     }
 }
 
 impl Recall {
-    /// `| questions | R@1 | R@5 | R@10 |` as table cells.
+    /// `| questions | R@1 | R@5 | R@10 | MRR |` as table cells.
     fn cells(&self) -> String {
         let Self {
             questions,
             r1,
             r5,
             r10,
+            mrr,
         } = self;
-        format!("| {questions} | {r1:.3} | {r5:.3} | {r10:.3} |")
+        format!("| {questions} | {r1:.3} | {r5:.3} | {r10:.3} | {mrr:.3} |")
     }
 }
 
@@ -472,9 +494,9 @@ fn print_tables(runs: &[Run], facts: usize, questions: usize, ceiling: f64) {
         "\n## LoCoMo retrieval: {questions} questions, {facts} facts, evidence ceiling {ceiling:.3}\n"
     );
     println!(
-        "| mapping | mode | questions | R@1 | R@5 | R@10 | load s | indexing s | pairs/s | p50 ms | p95 ms | fallbacks |"
+        "| mapping | mode | questions | R@1 | R@5 | R@10 | MRR | load s | indexing s | pairs/s | p50 ms | p95 ms | fallbacks |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for run in runs {
         let indexing = run.indexing.as_ref();
         println!(
@@ -490,8 +512,8 @@ fn print_tables(runs: &[Run], facts: usize, questions: usize, ceiling: f64) {
             run.fallbacks,
         );
     }
-    println!("\n| mapping | mode | category | questions | R@1 | R@5 | R@10 |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("\n| mapping | mode | category | questions | R@1 | R@5 | R@10 | MRR |");
+    println!("|---|---|---|---|---|---|---|---|");
     for run in runs {
         for (category, recall) in &run.by_category {
             println!(

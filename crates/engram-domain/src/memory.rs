@@ -24,8 +24,11 @@ pub struct Memory {
     pub(crate) generator: Option<Arc<dyn TextGenerator>>,
     pub(crate) generation_budget: GenerationBudget,
     /// Query vectors by (model id, rendered query), most recently used kept.
-    pub(crate) query_vectors: Arc<Mutex<LruCache<(String, String), Arc<[f32]>>>>,
+    pub(crate) query_vectors: Arc<Mutex<QueryVectorCache>>,
 }
+
+/// Query vectors by (model id, rendered query).
+pub(crate) type QueryVectorCache = LruCache<(String, String), Arc<[f32]>>;
 
 /// Query vectors [`Memory`] keeps: about 1.5 MB at 384 dimensions.
 const QUERY_VECTOR_CACHE: NonZeroUsize = NonZeroUsize::new(1_024).unwrap();

@@ -405,9 +405,7 @@ impl Memory {
         Ok((model, vectors))
     }
 
-    fn lock_query_vectors(
-        &self,
-    ) -> std::sync::MutexGuard<'_, lru::LruCache<(String, String), Arc<[f32]>>> {
+    fn lock_query_vectors(&self) -> std::sync::MutexGuard<'_, crate::memory::QueryVectorCache> {
         self.query_vectors
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
