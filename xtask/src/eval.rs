@@ -31,6 +31,8 @@ use crate::{cargo, cmd, target_dir, workspace_root};
 const DATABASE: &str = "engram_eval";
 /// The data, relative to the workspace root.
 const DEFAULT_DATA: &str = "../shared/data/locomo-dev";
+/// The codebase memory set, relative to the workspace root.
+const CODEBASE: &str = "xtask/data/codebase-memory.json";
 /// The perspectives a new workspace has (`engram_domain::perspectives::DEFAULT_PERSPECTIVES`).
 const PERSPECTIVES: [&str; 5] = ["general", "technical", "relational", "temporal", "project"];
 /// How long the server may take to answer `/healthz` with 200.
@@ -142,24 +144,26 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
                 .args(["--database-url", &url]),
         )
     };
-    for workspace in ["locomo-facts", "locomo-speakers"] {
+    for workspace in ["locomo-facts", "locomo-speakers", "codebase-memory"] {
         engram_cmd(&["workspace", "create", workspace])?;
     }
     let mut perspective_workspaces = Vec::new();
     if args.each_perspective {
         let names = PERSPECTIVES;
         for only in names.iter().map(|&n| Some(n)).chain([None]) {
-            let workspace = format!("locomo-p-{}", only.unwrap_or("all5"));
-            engram_cmd(&["workspace", "create", &workspace])?;
-            for name in &names {
-                let switch = if only.is_none_or(|o| o == *name) {
-                    "--enable"
-                } else {
-                    "--disable"
-                };
-                engram_cmd(&["workspace", "perspectives", "set", &workspace, name, switch])?;
+            let variant = only.unwrap_or("all5");
+            for workspace in [format!("locomo-p-{variant}"), format!("codebase-p-{variant}")] {
+                engram_cmd(&["workspace", "create", &workspace])?;
+                for name in &names {
+                    let switch = if only.is_none_or(|o| o == *name) {
+                        "--enable"
+                    } else {
+                        "--disable"
+                    };
+                    engram_cmd(&["workspace", "perspectives", "set", &workspace, name, switch])?;
+                }
             }
-            perspective_workspaces.push(workspace);
+            perspective_workspaces.push(variant.to_owned());
         }
     }
 
@@ -179,6 +183,8 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
         .arg("--data")
         .arg(&data)
         .args(["--mode", &args.mode, "--mapping", &args.mapping])
+        .arg("--codebase")
+        .arg(workspace_root().join(CODEBASE))
         .arg("--out")
         .arg(out_dir.join(format!("locomo-{}.json", args.backend)));
     if let Some(n) = args.limit_conversations {

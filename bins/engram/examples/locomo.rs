@@ -71,10 +71,31 @@ struct Args {
     /// Enabled perspectives per observation in the main workspaces, for the pairs/s figure.
     #[arg(long, default_value_t = 1)]
     perspectives: usize,
-    /// Workspaces to load the facts mapping into and evaluate in embedding and hybrid mode
-    /// too, one run each (mapping `facts:<workspace>`).
+    /// Perspective variants: for each NAME, the workspaces `locomo-p-NAME` (and, with
+    /// `--codebase`, `codebase-p-NAME`) get the facts (and codebase) mapping, evaluated in
+    /// embedding and hybrid mode (mapping `facts:NAME`, `codebase:NAME`).
     #[arg(long, value_delimiter = ',')]
     perspective_workspaces: Vec<String>,
+    /// A codebase memory (`{nodes, relations, questions}` JSON, e.g.
+    /// `xtask/data/codebase-memory.json`), loaded into the workspace `codebase-memory` and
+    /// asked with `search_nodes`: recall over named nodes.
+    #[arg(long)]
+    codebase: Option<PathBuf>,
+}
+
+/// A codebase memory: nodes with meaningful names, and questions naming the nodes that
+/// answer them.
+#[derive(Deserialize)]
+struct Codebase {
+    nodes: Vec<Value>,
+    relations: Vec<Value>,
+    questions: Vec<CodebaseQuestion>,
+}
+
+#[derive(Deserialize)]
+struct CodebaseQuestion {
+    question: String,
+    answers: Vec<String>,
 }
 
 /// One stored fact: who, what (`"<session date>: <fact>"`), and its turns (`conv-26:D1:3`).
@@ -159,31 +180,53 @@ async fn main() -> Result<()> {
         .into_iter()
         .filter(|&one| args.mode == "all" || args.mode == one)
         .collect();
-    // (mapping, workspace, modes)
-    let mut plan: Vec<(&str, String, Vec<&'static str>)> = ["facts", "speakers"]
+    let codebase: Option<Codebase> = match &args.codebase {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?)
+        }
+        None => None,
+    };
+    let codebase_questions: Vec<Question> = (codebase.iter())
+        .flat_map(|c| &c.questions)
+        .map(|q| Question {
+            question: q.question.clone(),
+            category: 0,
+            evidence: q.answers.iter().cloned().collect(),
+        })
+        .collect();
+    let codebase_questions: Vec<&Question> = codebase_questions.iter().collect();
+    // (mapping, workspace, label, modes)
+    let mut plan: Vec<(&str, String, String, Vec<&'static str>)> = ["facts", "speakers"]
         .into_iter()
         .filter(|&one| args.mapping == "both" || args.mapping == one)
-        .map(|mapping| (mapping, format!("locomo-{mapping}"), modes.clone()))
+        .map(|mapping| (mapping, format!("locomo-{mapping}"), mapping.to_owned(), modes.clone()))
         .collect();
-    for workspace in &args.perspective_workspaces {
-        let modes = modes.iter().copied().filter(|&m| m != "text").collect();
-        plan.push(("facts", workspace.clone(), modes));
+    if codebase.is_some() {
+        plan.push(("codebase", "codebase-memory".into(), "codebase".into(), modes.clone()));
+    }
+    for name in &args.perspective_workspaces {
+        let modes: Vec<&str> = modes.iter().copied().filter(|&m| m != "text").collect();
+        plan.push(("facts", format!("locomo-p-{name}"), format!("facts:{name}"), modes.clone()));
+        if codebase.is_some() {
+            let workspace = format!("codebase-p-{name}");
+            plan.push(("codebase", workspace, format!("codebase:{name}"), modes));
+        }
     }
     let mut runs = Vec::new();
-    for (mapping, workspace, modes) in plan {
+    for (mapping, workspace, label, modes) in plan {
         let client = connect(&args.url, &workspace).await?;
         let started = Instant::now();
-        let turns_of = match mapping {
-            "facts" => load_facts(&client, &conversations).await?,
-            _ => load_speakers(&client, &conversations).await?,
-        };
-        let label = if workspace == format!("locomo-{mapping}") {
-            mapping.to_owned()
-        } else {
-            format!("{mapping}:{workspace}")
+        let (turns_of, questions) = match (mapping, &codebase) {
+            ("codebase", Some(codebase)) => {
+                (load_codebase(&client, codebase).await?, &codebase_questions)
+            }
+            ("facts", _) => (load_facts(&client, &conversations).await?, &questions),
+            _ => (load_speakers(&client, &conversations).await?, &questions),
         };
         let load_seconds = started.elapsed().as_secs_f64();
-        println!("locomo: {mapping}: loaded {facts} facts in {load_seconds:.1}s");
+        println!("locomo: {label}: loaded in {load_seconds:.1}s");
         // Indexing is waited for (and reported) only for embedding mode, which runs first.
         let mut indexing = None;
         if modes.iter().any(|&m| m != "text") {
@@ -203,14 +246,14 @@ async fn main() -> Result<()> {
                 }
             }
             latencies.sort_by(f64::total_cmp);
-            let by_category = CATEGORIES
-                .iter()
-                .map(|&(c, label)| (format!("{c} {label}"), recall(&questions, &ranked, Some(c))))
+            let by_category = (CATEGORIES.iter())
+                .filter(|_| mapping != "codebase")
+                .map(|&(c, label)| (format!("{c} {label}"), recall(questions, &ranked, Some(c))))
                 .collect();
             runs.push(Run {
                 mapping: label.clone(),
                 mode,
-                overall: recall(&questions, &ranked, None),
+                overall: recall(questions, &ranked, None),
                 by_category,
                 load_seconds,
                 indexing: indexing.take(),
@@ -348,6 +391,14 @@ async fn load_facts(client: &Client, conversations: &[Conversation]) -> Result<T
     Ok(turns_of)
 }
 
+/// Mapping `codebase`: its nodes and relations as they are; each node's key is its name.
+async fn load_codebase(client: &Client, codebase: &Codebase) -> Result<TurnsOf> {
+    call(client, "create_entities", json!({ "entities": codebase.nodes })).await?;
+    call(client, "create_relations", json!({ "relations": codebase.relations })).await?;
+    let names = codebase.nodes.iter().filter_map(|n| n["name"].as_str());
+    Ok(names.map(|name| (name.to_owned(), vec![name.to_owned()])).collect())
+}
+
 /// Mapping `speakers`: one node `<conv>:<speaker>` per speaker, the facts as observations
 /// in order; keys `<node>#<ordinal>`, the ordinals as the server assigned them.
 async fn load_speakers(client: &Client, conversations: &[Conversation]) -> Result<TurnsOf> {
@@ -423,7 +474,7 @@ async fn ask(
 ) -> Result<(Ranked, bool)> {
     let arguments = json!({"query": query, "limit": LIMIT, "mode": mode});
     let turns = |key: &str| turns_of.get(key).cloned().unwrap_or_default();
-    if mapping == "facts" {
+    if mapping != "speakers" {
         let found = call(client, "search_nodes", arguments).await?;
         let results = found["results"].as_array().context("results")?;
         let names = results.iter().filter_map(|r| r["name"].as_str());

@@ -4,8 +4,9 @@
 
 use crate::server::{Backend, TestServer};
 
-/// The catalog's tools; `shared/reference/tool-catalog.md`.
-const CATALOG_TOOLS: [&str; 24] = [
+/// The catalog's tools (`shared/reference/tool-catalog.md`) and engram's extensions
+/// (`search_observations`).
+const TOOLS: [&str; 25] = [
     "add_observations",
     "create_entities",
     "create_relations",
@@ -28,6 +29,7 @@ const CATALOG_TOOLS: [&str; 24] = [
     "rename_relation_type",
     "replace_observation",
     "search_nodes",
+    "search_observations",
     "set_summary",
     "set_tags",
 ];
@@ -38,7 +40,7 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
     let mut tools = client.list_all_tools().await.unwrap();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, CATALOG_TOOLS);
+    assert_eq!(names, TOOLS);
     for tool in &tools {
         assert!(
             tool.description.as_deref().is_some_and(|d| d.len() > 20),

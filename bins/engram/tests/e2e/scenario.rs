@@ -262,8 +262,28 @@ pub async fn exercise_every_tool(client: &Client) {
     .await;
     assert_eq!(
         within["observations"],
-        json!([{"ordinal": 3, "content": "likes tea", "score": within["observations"][0]["score"]}])
+        json!([{"ordinal": 3, "content": "likes tea", "score": within["observations"][0]["score"], "signals": ["text"]}])
     );
+    let facts = ok(
+        client,
+        "search_observations",
+        json!({"query": "Lisbon tea", "mode": "text", "entity_types": ["person"], "limit": 5}),
+    )
+    .await;
+    assert_eq!(facts["mode"], "text");
+    let contents: Vec<(&str, &str)> = (facts["observations"].as_array().unwrap().iter())
+        .map(|o| (o["name"].as_str().unwrap(), o["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(contents.len(), 2, "{facts}");
+    assert!(contents.contains(&("Alice", "lives in Lisbon")), "{facts}");
+    assert!(contents.contains(&("Alice", "likes tea")), "{facts}");
+    let bad_types = tool_error(
+        client,
+        "search_observations",
+        json!({"query": "x", "entity_types": [""]}),
+    )
+    .await;
+    assert!(bad_types.contains("entity_types[0]"), "{bad_types}");
     let similar = ok(client, "find_similar_nodes", json!({"min_score": 0.999})).await;
     assert!(similar["pairs"].as_array().unwrap().is_empty(), "{similar}");
 
@@ -313,9 +333,11 @@ pub async fn a_paraphrase_finds_its_node_over_mcp(backend: Backend) {
         json!({"query": "where does Alice live now"}),
     )
     .await;
-    assert_eq!(found["mode"], "embedding");
+    assert_eq!(found["mode"], "hybrid");
     assert_eq!(found["results"][0]["name"], "Alice");
-    assert!(found["results"][0]["matched_perspective"].is_string());
+    assert_eq!(found["results"][0]["matched_perspective"], "general");
+    let signals = found["results"][0]["signals"].as_array().unwrap();
+    assert!(signals.contains(&json!("embedding:general")), "{found}");
     client.cancel().await.unwrap();
 }
 

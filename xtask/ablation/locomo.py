@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Offline ablations of engram's retrieval on the LoCoMo dev split (facts and speakers mappings).
+
+Reproduces the tables in BENCHMARKS.md ("Search quality: what was tried"). The vectors are the
+server's own: every rendering is embedded by engram's local model (all-MiniLM-L6-v2 in candle)
+through `cargo run --release -p engram-embed --example embed_lines`; full text is FTS5's bm25
+re-implemented (Porter stemming, the same stop words), which matches the server's text mode to
+within 0.002 (R@5 0.596 both). Run from the repository root:
+
+    pip install numpy snowballstemmer
+    python3 xtask/ablation/locomo.py [--data ../shared/data/locomo-dev]
+
+Vectors are cached in target/ablation/. The numbers judge *rankings*; the server's own
+`cargo xtask eval locomo` is the end-to-end check.
+"""
+import argparse, glob, json, math, os, re, subprocess, sys
+from collections import Counter, defaultdict
+
+import numpy as np
+import snowballstemmer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "target", "ablation")
+STOP = set(open(os.path.join(ROOT, "crates/engram-sqlite/src/stop_words.txt")).read().split())
+STEM = snowballstemmer.stemmer("porter")
+
+
+def load(data):
+    facts, questions = [], []
+    for path in sorted(glob.glob(f"{data}/conv-*.json")):
+        cid = os.path.basename(path)[:-5]
+        d = json.load(open(path))
+        first = len(facts)
+        s = 1
+        while f"session_{s}_observation" in d:
+            date = d[f"session_{s}_date_time"]
+            obs = d[f"session_{s}_observation"]
+            for speaker in sorted(obs):
+                for fact, turns in obs[speaker]:
+                    turns = [turns] if isinstance(turns, str) else turns
+                    facts.append(dict(conv=cid, speaker=speaker, date=date, fact=fact,
+                                      turns=[f"{cid}:{t}" for t in turns]))
+            s += 1
+        for i, f in enumerate(facts[first:]):
+            f["name"] = f"{f['turns'][0]}:{i}"
+        for q in d["qa"]:
+            if q["category"] > 4:
+                continue
+            ev = {f"{cid}:" + p.replace("D:", "D", 1)
+                  for e in q.get("evidence", []) for p in re.split(r"[;, ]", e) if p}
+            questions.append(dict(q=q["question"], cat=q["category"], ev=ev))
+    return facts, questions
+
+
+# Renderings of a fact (observation = "<date>: <fact>"); `sp_*` render it on a speaker node.
+RENDERINGS = {
+    "content {observation}": lambda f: f"{f['date']}: {f['fact']}",
+    "old general {name}: {observation}": lambda f: f"{f['name']}: {f['date']}: {f['fact']}",
+    "technical {entity_type} {name} [{tags}]": lambda f: f"{f['speaker']} {f['name']} []: {f['date']}: {f['fact']}",
+    "relational {name} ({relations})": lambda f: f"{f['name']} (): {f['date']}: {f['fact']}",
+    "temporal On {date}, {name} (fact {ordinal})": lambda f: f"On 2026-11-22, {f['name']} (fact 1): {f['date']}: {f['fact']}",
+    "project {name}, {summary} [{tags}]": lambda f: f"{f['name']},  []: {f['date']}: {f['fact']}",
+    "typed {entity_type}: {observation}": lambda f: f"{f['speaker']}: {f['date']}: {f['fact']}",
+    "new general {entity_type} {name}: {observation}": lambda f: f"{f['speaker']} {f['name']}: {f['date']}: {f['fact']}",
+    "fact without its date (reference only)": lambda f: f["fact"],
+    "sp content {observation}": lambda f: f"{f['date']}: {f['fact']}",
+    "sp old general {name}: {observation}": lambda f: f"{f['conv']}:{f['speaker']}: {f['date']}: {f['fact']}",
+    "sp new general {entity_type} {name}: {observation}": lambda f: f"person {f['conv']}:{f['speaker']}: {f['date']}: {f['fact']}",
+}
+OLD_FIVE = ["old general {name}: {observation}", "technical {entity_type} {name} [{tags}]",
+            "relational {name} ({relations})", "temporal On {date}, {name} (fact {ordinal})",
+            "project {name}, {summary} [{tags}]"]
+
+
+def embed(lines, name):
+    os.makedirs(OUT, exist_ok=True)
+    src, dst = os.path.join(OUT, f"{name}.txt"), os.path.join(OUT, f"{name}.f32")
+    text = "\n".join(l.replace("\n", " ") for l in lines) + "\n"
+    if not (os.path.exists(dst) and os.path.exists(src) and open(src).read() == text):
+        open(src, "w").write(text)
+        subprocess.run(["cargo", "run", "--quiet", "--release", "-p", "engram-embed", "--example",
+                        "embed_lines", src, dst], cwd=ROOT, check=True)
+    v = np.fromfile(dst, dtype="<f4").reshape(len(lines), -1)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def words(t):
+    return [w for w in re.split(r"[^0-9a-zA-Z]+", t.lower()) if w]
+
+
+def query_terms(q):
+    out = []
+    for w in words(q):
+        if w not in STOP and STEM.stemWord(w) not in out:
+            out.append(STEM.stemWord(w))
+    return out
+
+
+def bm25(docs, queries, k1=1.2, b=0.75):
+    tf = [Counter(STEM.stemWords(words(d))) for d in docs]
+    dl = np.array([sum(c.values()) for c in tf], float)
+    df = Counter(w for c in tf for w in c)
+    post = defaultdict(list)
+    for i, c in enumerate(tf):
+        for w, n in c.items():
+            post[w].append((i, n))
+    out = np.zeros((len(queries), len(docs)))
+    for qi, q in enumerate(queries):
+        for w in query_terms(q):
+            idf = max(1e-6, math.log((len(docs) - df[w] + 0.5) / (df[w] + 0.5)))
+            for i, n in post.get(w, []):
+                out[qi, i] += idf * n * (k1 + 1) / (n + k1 * (1 - b + b * dl[i] / dl.mean()))
+    return out
+
+
+class Judge:
+    def __init__(self, facts, questions):
+        self.facts, self.questions = facts, questions
+
+    def recall(self, rankings):
+        hits, mrr = np.zeros(3), 0.0
+        for q, ranking in zip(self.questions, rankings):
+            rel = [bool(set(self.facts[i]["turns"]) & q["ev"]) for i in ranking[:10]]
+            for j, k in enumerate([1, 5, 10]):
+                hits[j] += any(rel[:k])
+            mrr += next((1 / (r + 1) for r, x in enumerate(rel) if x), 0.0)
+        n = len(self.questions)
+        return (*(hits / n), mrr / n)
+
+
+def top(s, k=10):
+    idx = np.argpartition(-s, k)[:k]
+    return idx[np.argsort(-s[idx], kind="stable")]
+
+
+def hybrid(E, T, weight=0.6, depth=50, norm="max"):
+    """The server's hybrid: candidates = `depth` nearest ∪ 2·`depth` best text matches, every
+    signal scored for every candidate, each divided by its best among the candidates."""
+    out = []
+    for e, t in zip(E, T):
+        ids = np.union1d(top(e, depth), [i for i in top(t, 2 * depth) if t[i] > 0])
+        ee, tt = np.maximum(e[ids], 0), t[ids]
+        tn = tt / tt.max() if tt.max() > 0 else tt
+        en = ee / ee.max() if norm == "max" else (e[ids] if norm == "raw" else ee)
+        out.append(ids[np.argsort(-(weight * en + (1 - weight) * tn), kind="stable")[:10]])
+    return out
+
+
+def rrf(lists, k=60, depth=50):
+    out = []
+    for qi in range(len(lists[0])):
+        acc = defaultdict(float)
+        for S in lists:
+            s = S[qi]
+            for r, i in enumerate(top(s, depth)):
+                if s[i] > 0:
+                    acc[int(i)] += 1 / (k + r + 1)
+        out.append(sorted(acc, key=lambda i: -acc[i])[:10])
+    return out
+
+
+def row(name, r):
+    print(f"| {name} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.3f} |")
+
+
+def header(title):
+    print(f"\n### {title}\n\n| variant | R@1 | R@5 | R@10 | MRR |\n|---|---|---|---|---|")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo-dev"))
+    args = parser.parse_args()
+    facts, questions = load(args.data)
+    judge = Judge(facts, questions)
+    print(f"{len(facts)} facts, {len(questions)} questions (categories 1-4)", file=sys.stderr)
+    Q = embed([q["q"] for q in questions], "questions")
+    D = {name: embed([r(f) for f in facts], f"docs-{i}") for i, (name, r) in enumerate(RENDERINGS.items())}
+    E = {name: Q @ D[name].T for name in D}
+    docs = [f"{f['date']}: {f['fact']}" for f in facts]
+    T = bm25(docs, [q["q"] for q in questions])
+    T2 = bm25(docs, [q["q"] for q in questions], k1=0.9, b=0.4)
+    new = "new general {entity_type} {name}: {observation}"
+
+    header("Perspectives: each rendering alone (embedding mode) and in hybrid (facts mapping)")
+    for name in RENDERINGS:
+        if not name.startswith("sp "):
+            row(f"{name}: embedding", judge.recall([top(s) for s in E[name]]))
+            row(f"{name}: hybrid", judge.recall(hybrid(E[name], T)))
+    five = np.array([E[n] for n in OLD_FIVE])
+    row("the old five, best per node (old default): embedding", judge.recall([top(s) for s in five.max(0)]))
+    row("the old five, mean: embedding", judge.recall([top(s) for s in five.mean(0)]))
+    row("the old five, RRF k=60: embedding", judge.recall(rrf(list(five))))
+    row("the old five, best per node: hybrid", judge.recall(hybrid(five.max(0), T)))
+    row("new general + content, best per node: hybrid", judge.recall(hybrid(np.maximum(E[new], E["content {observation}"]), T)))
+    row("new general + content, mean: hybrid", judge.recall(hybrid((E[new] + E["content {observation}"]) / 2, T)))
+
+    header("Perspectives on the speakers mapping (search_observations; node name `conv:Speaker`, type `person`)")
+    for name in RENDERINGS:
+        if name.startswith("sp "):
+            row(f"{name[3:]}: embedding", judge.recall([top(s) for s in E[name]]))
+            row(f"{name[3:]}: hybrid", judge.recall(hybrid(E[name], T)))
+
+    header("Fusion of embedding (new general) and text")
+    e = E[new]
+    row("text alone (bm25)", judge.recall([top(s) for s in T]))
+    row("embedding alone", judge.recall([top(s) for s in e]))
+    for k in [1, 5, 10, 20, 60]:
+        row(f"RRF k={k}, depth 50", judge.recall(rrf([e, T], k=k)))
+    for norm in ["raw", "max"]:
+        for w in [0.5, 0.6, 0.7, 0.8]:
+            row(f"score fusion, similarity {norm}, weight {w}", judge.recall(hybrid(e, T, w, norm=norm)))
+    for depth in [10, 20, 50, 100]:
+        row(f"score fusion (max, 0.6), depth {depth}", judge.recall(hybrid(e, T, depth=depth)))
+
+    header("Cheap signals on top of hybrid (new general, max, 0.6)")
+    row("hybrid (shipped)", judge.recall(hybrid(e, T)))
+    types = np.array([f["speaker"].lower() for f in facts])
+    for beta in [0.05, 0.1, 0.2]:
+        boosted = []
+        for qi, q in enumerate(questions):
+            t = T[qi]; tn = t / t.max() if t.max() > 0 else t
+            ee = np.maximum(e[qi], 0); ee = ee / ee.max()
+            s = 0.6 * ee + 0.4 * tn + beta * np.isin(types, words(q["q"]))
+            boosted.append(top(s))
+        row(f"+ a question that names a node's type: +{beta}", judge.recall(boosted))
+    docs_vectors = D[new]
+    for m, beta in [(3, 0.3), (5, 0.3), (10, 0.5)]:
+        out = []
+        for qi in range(len(questions)):
+            first = hybrid(e[qi:qi + 1], T[qi:qi + 1])[0][:m]
+            q2 = Q[qi] + beta * docs_vectors[first].mean(0)
+            q2 /= np.linalg.norm(q2)
+            out.append(hybrid((docs_vectors @ q2)[None, :], T[qi:qi + 1])[0])
+        row(f"+ pseudo-relevance feedback (top {m}, weight {beta})", judge.recall(out))
+    keywords = embed([" ".join(w for w in re.findall(r"[\w']+", q["q"]) if w.lower() not in STOP) for q in questions], "questions-keywords")
+    ek = keywords @ docs_vectors.T
+    row("question without stop words, embedded", judge.recall(hybrid(ek, T)))
+    row("question and its keywords, best of both", judge.recall(hybrid(np.maximum(e, ek), T)))
+    row("bm25 k1=0.9 b=0.4", judge.recall(hybrid(e, T2)))
+    row("bm25 over type + content", judge.recall(hybrid(e, bm25([f"{f['speaker']} {d}" for f, d in zip(facts, docs)], [q["q"] for q in questions]))))
+
+
+if __name__ == "__main__":
+    main()
