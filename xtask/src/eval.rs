@@ -152,7 +152,10 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
         let names = PERSPECTIVES;
         for only in names.iter().map(|&n| Some(n)).chain([None]) {
             let variant = only.unwrap_or("all5");
-            for workspace in [format!("locomo-p-{variant}"), format!("codebase-p-{variant}")] {
+            for workspace in [
+                format!("locomo-p-{variant}"),
+                format!("codebase-p-{variant}"),
+            ] {
                 engram_cmd(&["workspace", "create", &workspace])?;
                 for name in &names {
                     let switch = if only.is_none_or(|o| o == *name) {

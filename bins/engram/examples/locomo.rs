@@ -184,7 +184,10 @@ async fn main() -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            Some(serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?)
+            Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?,
+            )
         }
         None => None,
     };
@@ -201,14 +204,31 @@ async fn main() -> Result<()> {
     let mut plan: Vec<(&str, String, String, Vec<&'static str>)> = ["facts", "speakers"]
         .into_iter()
         .filter(|&one| args.mapping == "both" || args.mapping == one)
-        .map(|mapping| (mapping, format!("locomo-{mapping}"), mapping.to_owned(), modes.clone()))
+        .map(|mapping| {
+            (
+                mapping,
+                format!("locomo-{mapping}"),
+                mapping.to_owned(),
+                modes.clone(),
+            )
+        })
         .collect();
     if codebase.is_some() {
-        plan.push(("codebase", "codebase-memory".into(), "codebase".into(), modes.clone()));
+        plan.push((
+            "codebase",
+            "codebase-memory".into(),
+            "codebase".into(),
+            modes.clone(),
+        ));
     }
     for name in &args.perspective_workspaces {
         let modes: Vec<&str> = modes.iter().copied().filter(|&m| m != "text").collect();
-        plan.push(("facts", format!("locomo-p-{name}"), format!("facts:{name}"), modes.clone()));
+        plan.push((
+            "facts",
+            format!("locomo-p-{name}"),
+            format!("facts:{name}"),
+            modes.clone(),
+        ));
         if codebase.is_some() {
             let workspace = format!("codebase-p-{name}");
             plan.push(("codebase", workspace, format!("codebase:{name}"), modes));
@@ -393,10 +413,22 @@ async fn load_facts(client: &Client, conversations: &[Conversation]) -> Result<T
 
 /// Mapping `codebase`: its nodes and relations as they are; each node's key is its name.
 async fn load_codebase(client: &Client, codebase: &Codebase) -> Result<TurnsOf> {
-    call(client, "create_entities", json!({ "entities": codebase.nodes })).await?;
-    call(client, "create_relations", json!({ "relations": codebase.relations })).await?;
+    call(
+        client,
+        "create_entities",
+        json!({ "entities": codebase.nodes }),
+    )
+    .await?;
+    call(
+        client,
+        "create_relations",
+        json!({ "relations": codebase.relations }),
+    )
+    .await?;
     let names = codebase.nodes.iter().filter_map(|n| n["name"].as_str());
-    Ok(names.map(|name| (name.to_owned(), vec![name.to_owned()])).collect())
+    Ok(names
+        .map(|name| (name.to_owned(), vec![name.to_owned()]))
+        .collect())
 }
 
 /// Mapping `speakers`: one node `<conv>:<speaker>` per speaker, the facts as observations

@@ -67,8 +67,8 @@ async fn a_paraphrase_finds_its_observation() {
     let f = fixture().await;
     people(&f).await;
     assert_eq!(coverage(&f).await, 0.0);
-    // 4 observations x 5 perspectives.
-    assert_eq!(f.indexer.run_until_idle().await.unwrap(), 20);
+    // 4 observations x 1 perspective (`general`, the only one enabled by default).
+    assert_eq!(f.indexer.run_until_idle().await.unwrap(), 4);
     assert_eq!(coverage(&f).await, 1.0);
 
     let found = f
@@ -99,6 +99,21 @@ async fn a_paraphrase_finds_its_observation() {
         .await
         .unwrap();
     assert_eq!(pet.results[0].name, "Carol");
+
+    // Hybrid, the default: the paraphrase by meaning, the name by both signals.
+    let hybrid = f
+        .memory
+        .search_nodes(
+            f.workspace,
+            "where does Alice live now",
+            10,
+            SearchMode::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hybrid.mode, SearchMode::Hybrid);
+    assert_eq!(hybrid.results[0].name, "Alice");
+    assert_eq!(hybrid.results[0].signals, ["embedding:general", "text"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
