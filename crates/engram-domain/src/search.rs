@@ -7,16 +7,15 @@ use crate::perspectives::ObservationContext;
 
 /// How a search ranks: both signals fused (default), embedding similarity alone, or
 /// full-text rank alone.
-///
-/// `hybrid` is the default because it finds more than either signal alone (LoCoMo dev split,
-/// BENCHMARKS.md: R@5 0.66 against 0.58 for embedding and 0.60 for text); this departs from
-/// the catalog's default of `embedding`, which remains available by name.
+// `hybrid` is the default because it finds more than either signal alone (LoCoMo dev split,
+// BENCHMARKS.md: R@5 0.66 against 0.58 for embedding and 0.60 for text); this departs from
+// the catalog's default of `embedding`, which remains available by name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// Embedding similarity and full-text rank, each divided by its best value among the
-    /// candidates and added with weights ([`crate::fusion`]).
+    /// candidates, weighted 0.6 and 0.4 (`engram_domain::fusion`).
     #[default]
     Hybrid,
     /// Cosine similarity of embeddings, across every enabled perspective.
