@@ -31,6 +31,13 @@ pub const EMBEDDING_DEPTH: usize = 50;
 /// cheap to gather and a deep list keeps a strong keyword match that embeddings rank low.
 pub const TEXT_DEPTH_FACTOR: usize = 2;
 
+/// Full-text matches a store reads in its one ranking query ([`CandidateSet::add_text_ranking`]):
+/// the first `text_depth` become candidates, the rest lend their scores to candidates that
+/// embeddings found. Ranking every match costs the same as ranking the best few (both score
+/// every match), so a second query for the missing scores is needed only when a query
+/// matches more than this.
+pub const TEXT_RANKING_LIMIT: usize = 2_000;
+
 /// One query vector: the query rendered for a perspective, embedded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryVector {
@@ -139,6 +146,15 @@ impl CandidateSet {
         for (id, score) in hits {
             self.slot(id).text_score = Some(score);
         }
+    }
+
+    /// Adds a full-text ranking, best first, as `(observation id, score)`: the first `depth`
+    /// become candidates, the others fill in the text scores of candidates already found
+    /// (add the nearest observations first).
+    pub fn add_text_ranking(&mut self, ranking: Vec<(i64, f64)>, depth: usize) {
+        let mut ranking = ranking.into_iter();
+        self.add_text_matches(ranking.by_ref().take(depth));
+        self.set_text_scores(ranking);
     }
 
     /// Every candidate's observation id, ascending.
@@ -312,7 +328,8 @@ mod tests {
         let mut set = CandidateSet::new(q);
         set.add_nearest(0, [(1, 0.8)]);
         set.add_nearest(1, [(1, 0.7), (3, 0.6)]);
-        set.add_text_matches([(2, 4.0), (3, 2.0)]);
+        // Past the depth of 2, a match only lends its score to a candidate (4 is none).
+        set.add_text_ranking(vec![(2, 4.0), (3, 2.0), (4, 1.5)], 2);
         assert_eq!(set.ids(), [1, 2, 3]);
         assert_eq!(set.without_similarity(0), [2, 3]);
         assert_eq!(set.without_text_score(), [1]);

@@ -5,7 +5,9 @@
 //! score. Every statement runs in the caller's read-only snapshot.
 
 use deadpool_postgres::GenericClient;
-use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
+use engram_domain::fusion::{
+    Candidate, CandidateQuery, CandidateSet, ObservationRow, TEXT_RANKING_LIMIT,
+};
 use engram_domain::{Result, WorkspaceId};
 use pgvector::Vector;
 
@@ -34,6 +36,7 @@ pub(crate) async fn search(
         entity_types: (!request.entity_types.is_empty()).then_some(&request.entity_types[..]),
     };
     let mut set = CandidateSet::new(request);
+    let mut complete_ranking = false;
     if !request.vectors.is_empty() {
         tune_hnsw(client).await?;
     }
@@ -50,15 +53,16 @@ pub(crate) async fn search(
         set.add_nearest(index, found);
     }
     if let Some(text) = &request.text {
-        let found = text_matches(client, workspace, text, request.text_depth, &filter).await?;
-        set.add_text_matches(found);
+        let ranking = text_matches(client, workspace, text, TEXT_RANKING_LIMIT, &filter).await?;
+        complete_ranking = ranking.len() < TEXT_RANKING_LIMIT;
+        set.add_text_ranking(ranking, request.text_depth);
     }
     for (index, v) in request.vectors.iter().enumerate() {
         let missing = set.without_similarity(index);
         let found = similarities(client, &missing, &request.model, v.perspective, &v.vector);
         set.set_similarities(index, found.await?);
     }
-    if let Some(text) = &request.text {
+    if let Some(text) = request.text.as_ref().filter(|_| !complete_ranking) {
         let missing = set.without_text_score();
         set.set_text_scores(text_scores(client, text, &missing).await?);
     }

@@ -4,7 +4,9 @@
 
 use std::collections::HashSet;
 
-use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
+use engram_domain::fusion::{
+    Candidate, CandidateQuery, CandidateSet, ObservationRow, TEXT_RANKING_LIMIT,
+};
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
 
@@ -199,6 +201,7 @@ pub(crate) fn search(
     };
     let terms = request.text.as_deref().and_then(any_word);
     let mut set = CandidateSet::new(request);
+    let mut complete_ranking = false;
     let model = &request.model;
     for (index, v) in request.vectors.iter().enumerate() {
         let found = nearest(
@@ -213,13 +216,9 @@ pub(crate) fn search(
         set.add_nearest(index, found);
     }
     if let Some(terms) = &terms {
-        set.add_text_matches(text_matches(
-            tx,
-            workspace,
-            terms,
-            request.text_depth,
-            &filter,
-        )?);
+        let ranking = text_matches(tx, workspace, terms, TEXT_RANKING_LIMIT, &filter)?;
+        complete_ranking = ranking.len() < TEXT_RANKING_LIMIT;
+        set.add_text_ranking(ranking, request.text_depth);
     }
     for (index, v) in request.vectors.iter().enumerate() {
         let missing = set.without_similarity(index);
@@ -228,7 +227,7 @@ pub(crate) fn search(
             similarities(tx, &missing, model, v.perspective, &v.vector)?,
         );
     }
-    if let Some(terms) = &terms {
+    if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
         let missing = set.without_text_score();
         set.set_text_scores(text_scores(tx, terms, &missing)?);
     }
