@@ -17,11 +17,19 @@
 
 use std::collections::BTreeMap;
 
+use crate::dates::NamedDates;
+use crate::model::Timestamp;
 use crate::search::SearchMode;
 
 /// The weight of embedding similarity in the hybrid score; full text has the rest. Tuned on
 /// the LoCoMo dev split, both mappings (0.5–0.7 are within a point of each other).
 pub const EMBEDDING_WEIGHT: f64 = 0.6;
+
+/// What hybrid adds for an observation dated as the question asks ([`NamedDates`]): a month
+/// or year the question names, written in the observation or the time it was written. On
+/// the LoCoMo dev split +0.1 gave R@1 +0.007 and R@5 +0.002 (91 of 762 questions name one);
+/// small enough never to outweigh a clearly better match.
+pub const DATE_BONUS: f64 = 0.1;
 
 /// Nearest observations gathered per query vector, at the least (more when a search asks for
 /// more results).
@@ -98,6 +106,8 @@ pub struct ObservationRow {
     pub ordinal: i64,
     /// The observation's text.
     pub content: String,
+    /// When the observation was written.
+    pub created_at: Timestamp,
 }
 
 #[derive(Debug, Clone)]
@@ -232,8 +242,14 @@ pub struct Ranked {
 /// ordinal). Embedding mode keeps the candidates among some vector's nearest, scored by their
 /// best similarity; text mode those that match the words, by text score; hybrid all of them,
 /// by the weighted sum of each signal divided by its best value among the candidates
-/// (negative similarities count as 0).
-pub fn rank(query: &CandidateQuery, candidates: Vec<Candidate>, mode: SearchMode) -> Vec<Ranked> {
+/// (negative similarities count as 0), plus [`DATE_BONUS`] (signal `date`) for those dated
+/// as `dates`, the question's, ask.
+pub fn rank(
+    query: &CandidateQuery,
+    candidates: Vec<Candidate>,
+    mode: SearchMode,
+    dates: &NamedDates,
+) -> Vec<Ranked> {
     let best_similarity = |c: &Candidate| {
         (c.similarities.iter().enumerate())
             .filter_map(|(i, s)| s.map(|s| (i, s)))
@@ -256,12 +272,15 @@ pub fn rank(query: &CandidateQuery, candidates: Vec<Candidate>, mode: SearchMode
         .into_iter()
         .filter_map(|c| {
             let best = best_similarity(&c);
+            let dated = mode == SearchMode::Hybrid
+                && dates.match_observation(&c.row.content, c.row.created_at);
             let score = match mode {
                 SearchMode::Embedding if c.nearest.iter().any(|&n| n) => best?.1,
                 SearchMode::Text => c.text_score?,
                 SearchMode::Hybrid => {
                     EMBEDDING_WEIGHT * share(best.map_or(0.0, |b| b.1), top_similarity)
                         + (1.0 - EMBEDDING_WEIGHT) * share(c.text_score.unwrap_or(0.0), top_text)
+                        + if dated { DATE_BONUS } else { 0.0 }
                 }
                 SearchMode::Embedding => return None,
             };
@@ -271,6 +290,9 @@ pub fn rank(query: &CandidateQuery, candidates: Vec<Candidate>, mode: SearchMode
                 .collect();
             if mode != SearchMode::Embedding && c.text_score.is_some() {
                 signals.push("text".to_owned());
+            }
+            if dated {
+                signals.push("date".to_owned());
             }
             let perspective = best.map(|(i, _)| query.vectors[i].perspective_name.clone());
             Some(Ranked {
@@ -319,7 +341,12 @@ mod tests {
             summary: None,
             ordinal: 1,
             content: format!("c{id}"),
+            created_at: "2026-03-14T10:00:00Z".parse().unwrap(),
         }
+    }
+
+    fn rank(q: &CandidateQuery, candidates: Vec<Candidate>, mode: SearchMode) -> Vec<Ranked> {
+        super::rank(q, candidates, mode, &NamedDates::default())
     }
 
     /// 1: near in both perspectives, no text; 2: text only (similarity filled in later);
@@ -410,5 +437,30 @@ mod tests {
             [1.0 - EMBEDDING_WEIGHT, (1.0 - EMBEDDING_WEIGHT) / 2.0]
         );
         assert!(ranked.iter().all(|r| r.perspective.is_none()));
+    }
+
+    #[test]
+    fn hybrid_prefers_observations_dated_as_the_question_asks() {
+        let q = query(&[]);
+        let mut set = CandidateSet::new(&q);
+        set.add_text_matches([(1, 2.0), (2, 1.9)]);
+        let mut dated = row(2);
+        dated.content = "8 May, 2023: c2".into();
+        let candidates = set.finish(vec![row(1), dated]);
+        let asked = NamedDates::of("what happened in May 2023");
+        let ranked = super::rank(&q, candidates.clone(), SearchMode::Hybrid, &asked);
+        let order: Vec<(i64, Vec<&str>)> = (ranked.iter())
+            .map(|r| {
+                (
+                    r.row.observation_id,
+                    r.signals.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(order, [(2, vec!["text", "date"]), (1, vec!["text"])]);
+        // Single modes rank by their signal alone.
+        let text = super::rank(&q, candidates, SearchMode::Text, &asked);
+        assert_eq!(text[0].row.observation_id, 1);
+        assert_eq!(text[0].signals, ["text"]);
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::dates::NamedDates;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::fusion::{self, CandidateQuery, QueryVector, Ranked};
@@ -282,7 +283,7 @@ impl Memory {
             }
         }
         Ok(Retrieval {
-            ranked: fusion::rank(&request, candidates, effective),
+            ranked: fusion::rank(&request, candidates, effective, &NamedDates::of(query)),
             mode: effective,
             notice,
         })

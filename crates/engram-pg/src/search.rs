@@ -218,7 +218,7 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
     }
     let statement = client
         .prepare_cached(
-            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content
+            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
              FROM observations o
              JOIN nodes n ON n.id = o.node_id
              WHERE o.id = ANY($1)",
@@ -235,6 +235,7 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
             summary: row.get(3),
             ordinal: row.get(4),
             content: row.get(5),
+            created_at: row.get(6),
         })
         .collect())
 }

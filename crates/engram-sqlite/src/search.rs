@@ -170,7 +170,7 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<Observation
     }
     query(
         tx,
-        "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content
+        "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
          FROM observations o
          JOIN nodes n ON n.id = o.node_id
          WHERE o.id IN (SELECT value FROM json_each(?1))",
@@ -183,6 +183,7 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<Observation
                 summary: row.get(3)?,
                 ordinal: row.get(4)?,
                 content: row.get(5)?,
+                created_at: crate::timestamp(row.get(6)?),
             })
         },
     )
