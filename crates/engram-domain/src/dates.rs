@@ -75,9 +75,9 @@ impl NamedDates {
             months: vec![created_at.month()],
             years: vec![created_at.year()],
         };
-        [Self::of(content), written].iter().any(|dates| {
-            agrees(&self.months, &dates.months) && agrees(&self.years, &dates.years)
-        })
+        [Self::of(content), written]
+            .iter()
+            .any(|dates| agrees(&self.months, &dates.months) && agrees(&self.years, &dates.years))
     }
 }
 

@@ -39,11 +39,11 @@ pub const EMBEDDING_DEPTH: usize = 50;
 /// cheap to gather and a deep list keeps a strong keyword match that embeddings rank low.
 pub const TEXT_DEPTH_FACTOR: usize = 2;
 
-/// Full-text matches a store reads in its one ranking query ([`CandidateSet::add_text_ranking`]):
+/// Full-text matches a store may read in one ranking query ([`CandidateSet::add_text_ranking`]):
 /// the first `text_depth` become candidates, the rest lend their scores to candidates that
-/// embeddings found. Ranking every match costs the same as ranking the best few (both score
-/// every match), so a second query for the missing scores is needed only when a query
-/// matches more than this.
+/// embeddings found. Where ranking every match costs the same as ranking the best few and
+/// scoring chosen rows costs as much again (SQLite's FTS5), this saves a query; a second
+/// one for the missing scores is needed only when a query matches more than this.
 pub const TEXT_RANKING_LIMIT: usize = 2_000;
 
 /// One query vector: the query rendered for a perspective, embedded.

@@ -5,9 +5,7 @@
 //! score. Every statement runs in the caller's read-only snapshot.
 
 use deadpool_postgres::GenericClient;
-use engram_domain::fusion::{
-    Candidate, CandidateQuery, CandidateSet, ObservationRow, TEXT_RANKING_LIMIT,
-};
+use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
 use engram_domain::{Result, WorkspaceId};
 use pgvector::Vector;
 
@@ -36,12 +34,13 @@ pub(crate) async fn search(
         entity_types: (!request.entity_types.is_empty()).then_some(&request.entity_types[..]),
     };
     let mut set = CandidateSet::new(request);
-    let mut complete_ranking = false;
     if !request.vectors.is_empty() {
         tune_hnsw(client).await?;
     }
-    for (index, v) in request.vectors.iter().enumerate() {
-        let found = nearest(
+    // Independent statements go out together: tokio-postgres pipelines the queries of futures
+    // polled at once on one connection, so a search costs few round trips.
+    let nearest = (request.vectors.iter()).map(|v| {
+        nearest(
             client,
             workspace,
             request,
@@ -49,23 +48,37 @@ pub(crate) async fn search(
             &v.vector,
             &filter,
         )
-        .await?;
+    });
+    let text = async {
+        match &request.text {
+            Some(text) => text_matches(client, workspace, text, request.text_depth, &filter).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (nearest, text) = futures::try_join!(futures::future::try_join_all(nearest), text)?;
+    for (index, found) in nearest.into_iter().enumerate() {
         set.add_nearest(index, found);
     }
-    if let Some(text) = &request.text {
-        let ranking = text_matches(client, workspace, text, TEXT_RANKING_LIMIT, &filter).await?;
-        complete_ranking = ranking.len() < TEXT_RANKING_LIMIT;
-        set.add_text_ranking(ranking, request.text_depth);
-    }
-    for (index, v) in request.vectors.iter().enumerate() {
+    set.add_text_matches(text);
+    // ts_rank of a few rows by id is cheap here, unlike ranking every match.
+    let fills = (request.vectors.iter().enumerate()).map(|(index, v)| {
         let missing = set.without_similarity(index);
-        let found = similarities(client, &missing, &request.model, v.perspective, &v.vector);
-        set.set_similarities(index, found.await?);
+        async move {
+            similarities(client, &missing, &request.model, v.perspective, &v.vector).await
+        }
+    });
+    let missing_text = set.without_text_score();
+    let text_fill = async {
+        match &request.text {
+            Some(text) => text_scores(client, text, &missing_text).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (fills, text_fill) = futures::try_join!(futures::future::try_join_all(fills), text_fill)?;
+    for (index, found) in fills.into_iter().enumerate() {
+        set.set_similarities(index, found);
     }
-    if let Some(text) = request.text.as_ref().filter(|_| !complete_ranking) {
-        let missing = set.without_text_score();
-        set.set_text_scores(text_scores(client, text, &missing).await?);
-    }
+    set.set_text_scores(text_fill);
     let rows = observation_rows(client, &set.ids()).await?;
     Ok(set.finish(rows))
 }
