@@ -10,8 +10,8 @@
 //!
 //! Hybrid scores are *score-level* fusion: each signal divided by its best value among the
 //! candidates, then `EMBEDDING_WEIGHT × similarity + (1 − EMBEDDING_WEIGHT) × text`. On the
-//! LoCoMo dev split this beat Reciprocal Rank Fusion at every `k` tried (R@1 0.490 against
-//! 0.461 at best, R@5 0.656 against 0.651; BENCHMARKS.md), because ranks throw away how much
+//! LoCoMo dev split this beat Reciprocal Rank Fusion at every `k` tried (R@1 0.479 against
+//! 0.459 at best, R@5 0.655 against 0.648; BENCHMARKS.md), because ranks throw away how much
 //! better the first match is than the tenth; dividing by the best value keeps that and needs
 //! no knowledge of the embedding model's similarity scale.
 

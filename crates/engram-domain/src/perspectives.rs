@@ -53,11 +53,12 @@ pub struct DefaultPerspective {
 /// - `project`: the fact within the node's summary and tags, for questions about the larger
 ///   effort it belongs to.
 ///
-/// Why only one is on (BENCHMARKS.md, LoCoMo dev split): no other perspective beat `general`
-/// alone, each alone or fused with it (best per node, mean, or rank fusion), while each costs
-/// a full extra embedding of every observation; the catalog's five at once lost 1.6 points of
-/// R@5 against the best single one. Context that does not discriminate (an opaque id, an
-/// empty tag list, the day a fact was stored) dilutes the content it is rendered with.
+/// Why only one is on (BENCHMARKS.md, LoCoMo dev split): in hybrid search no perspective, and
+/// no fusion of several (best per node, mean, rank fusion), beat `general` alone by more than
+/// half a point of R@5, while each costs a full extra embedding of every observation; the
+/// five at once, best per node, scored below `technical` alone in embedding mode (R@5 0.576
+/// against 0.579). Context that does not discriminate (an opaque id, an empty tag list, the
+/// day a fact was stored) dilutes the content it is rendered with.
 pub const DEFAULT_PERSPECTIVES: [DefaultPerspective; 5] = [
     DefaultPerspective {
         name: "general",
