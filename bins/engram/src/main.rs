@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, ServeArgs};
+use std::io::IsTerminal;
+
+use cli::{Cli, Command, PerspectiveCommand, ServeArgs, WorkspaceCommand};
 use engram::backend::{Location, Store};
 use engram::http::Guard;
 use engram_domain::{Memory, MemoryStore};
@@ -28,13 +30,30 @@ async fn main() -> std::process::ExitCode {
 }
 
 /// Logs go to stderr (stdout is the protocol under `--stdio`); `ENGRAM_LOG` filters them.
+/// Colour only on a terminal and without `NO_COLOR` (no-color.org): clients such as Claude
+/// Desktop keep the server's stderr in a log file.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .init();
+}
+
+/// Whether `command` only reads: it never creates a database nor changes a schema.
+fn reads_only(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Report(_)
+            | Command::Workspace(
+                WorkspaceCommand::List { .. }
+                    | WorkspaceCommand::Perspectives(PerspectiveCommand::List { .. })
+            )
+    )
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -44,9 +63,39 @@ async fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
     let location = Location::parse(cli.database_url.as_deref())?;
+    if reads_only(&cli.command)
+        && let Location::Sqlite(path) = &location
+        && !path.exists()
+    {
+        anyhow::bail!(
+            "no engram database at {}: nothing to read yet (`engram workspace create NAME` or \
+             `engram serve` creates it)",
+            path.display()
+        );
+    }
+    if let Command::Serve(args) = cli.command {
+        // Bind first: a port in use is reported before any other work is done.
+        let listener = match args.stdio {
+            true => None,
+            false => Some(
+                tokio::net::TcpListener::bind(args.bind)
+                    .await
+                    .with_context(|| format!("binding {}", args.bind))?,
+            ),
+        };
+        let store = Store::open(&location).await?;
+        return serve(store, &location, args, listener).await;
+    }
     let store = Store::open(&location).await?;
+    if reads_only(&cli.command) {
+        ensure_migrated(&store).await?;
+    } else {
+        for migration in store.migrate().await? {
+            tracing::info!(%migration, "applied migration");
+        }
+    }
     match cli.command {
-        Command::Serve(args) => serve(store, &location, args).await,
+        Command::Serve(_) => unreachable!("served above"),
         Command::FetchModel => unreachable!("handled before connecting"),
         Command::Migrate => {
             let applied = store.migrate().await?;
@@ -59,17 +108,10 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Reindex { workspace, embed } => {
-            ensure_migrated(&store).await?;
             reindex::run(store.shared(), &workspace, &embed.choice()).await
         }
-        Command::Report(args) => {
-            ensure_migrated(&store).await?;
-            report::run(store.shared(), args).await
-        }
-        Command::Workspace(command) => {
-            ensure_migrated(&store).await?;
-            workspaces::run(&Memory::new(store.shared()), command).await
-        }
+        Command::Report(args) => report::run(store.shared(), args).await,
+        Command::Workspace(command) => workspaces::run(&Memory::new(store.shared()), command).await,
     }
 }
 
@@ -81,7 +123,13 @@ async fn ensure_migrated(store: &Store) -> Result<()> {
     Ok(())
 }
 
-async fn serve(store: Store, location: &Location, args: ServeArgs) -> Result<()> {
+/// Serves over stdio, or over HTTP on `listener` (bound before the store was opened).
+async fn serve(
+    store: Store,
+    location: &Location,
+    args: ServeArgs,
+    listener: Option<tokio::net::TcpListener>,
+) -> Result<()> {
     if args.no_migrate {
         ensure_migrated(&store).await?;
     } else {
@@ -130,9 +178,7 @@ async fn serve(store: Store, location: &Location, args: ServeArgs) -> Result<()>
         shutdown.cancel();
         return served;
     }
-    let listener = tokio::net::TcpListener::bind(args.bind)
-        .await
-        .with_context(|| format!("binding {}", args.bind))?;
+    let listener = listener.context("no listener for HTTP")?;
     let address = listener.local_addr()?;
     tracing::info!(
         store = kind,

@@ -114,6 +114,23 @@ async fn wait_until_unused(admin: &tokio_postgres::Client, database: &str) {
     panic!("connections to {database} did not close");
 }
 
+/// A new empty database (no schema, no extension), as a user's freshly created one: for
+/// tests of what engram does on first contact. Named `engram_test_*` like the others.
+pub async fn empty_database() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let admin = admin().await;
+    let name = format!(
+        "engram_test_empty_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template0"))
+        .await
+        .unwrap();
+    with_database(&server_url(), &name)
+}
+
 /// A database of its own for one test, migrated, and a store on it. The databases are named
 /// `engram_test_*`, which is what `cargo xtask test` counts.
 pub async fn fresh_database() -> String {

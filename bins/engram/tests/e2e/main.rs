@@ -5,6 +5,7 @@
 //! server) and once on a SQLite file (modules `postgres` and `sqlite`).
 
 mod binding;
+mod cli;
 mod consolidation;
 mod golden;
 mod scenario;

@@ -1,0 +1,113 @@
+//! The `engram` command as a new user runs it: first contact with a database, read-only
+//! commands, a port in use, logs in a pipe.
+
+use std::process::{Command, Output};
+
+fn engram(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(args)
+        .env_remove("ENGRAM_DATABASE_URL")
+        .env_remove("NO_COLOR")
+        .env("ENGRAM_LOG", "info")
+        .env("ENGRAM_EMBEDDER", "none")
+        .output()
+        .expect("running engram")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The README's PostgreSQL sequence on a database nobody has touched: `workspace create`
+/// migrates it, then everything works. A read-only command before that says how to fix it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_postgres_database_follows_the_readme_order() {
+    let url = engram_pg::testing::empty_database().await;
+    let listed = engram(&["workspace", "list", "--database-url", &url]);
+    assert!(!listed.status.success());
+    assert!(
+        text(&listed.stderr).contains("run `engram migrate`"),
+        "{listed:?}"
+    );
+
+    let created = engram(&["workspace", "create", "demo", "--database-url", &url]);
+    assert!(created.status.success(), "{created:?}");
+    let listed = engram(&["workspace", "list", "--database-url", &url]);
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(text(&listed.stdout).contains("demo"), "{listed:?}");
+}
+
+/// `workspace list`, `workspace perspectives list` and `report` on a SQLite path that does
+/// not exist: an error naming the path and what creates it, and nothing created.
+#[test]
+fn read_only_commands_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("not/yet/engram.db");
+    let url = missing.to_str().unwrap();
+    for args in [
+        vec!["workspace", "list"],
+        vec!["workspace", "perspectives", "list", "demo"],
+        vec!["report", "demo"],
+    ] {
+        let output = engram(&[&args[..], &["--database-url", url]].concat());
+        assert!(!output.status.success(), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("no engram database at") && stderr.contains("engram workspace create"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !dir.path().join("not").exists(),
+            "{args:?} created a directory"
+        );
+    }
+    // A command that writes creates the database.
+    let created = engram(&["workspace", "create", "demo", "--database-url", url]);
+    assert!(created.status.success(), "{created:?}");
+    assert!(missing.exists());
+}
+
+/// `serve` binds before it opens or migrates anything: a port in use fails at once, naming
+/// the address, and leaves no database behind.
+#[test]
+fn a_port_in_use_is_reported_before_anything_else() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("engram.db");
+    let output = engram(&[
+        "serve",
+        "--bind",
+        &address,
+        "--database-url",
+        file.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains(&format!("binding {address}")),
+        "{output:?}"
+    );
+    assert!(!file.exists(), "the database was opened before binding");
+}
+
+/// Logs written to a pipe (as Claude Desktop keeps them) carry no ANSI colour codes.
+#[test]
+fn logs_in_a_pipe_have_no_colour() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("engram.db");
+    let output = engram(&[
+        "serve",
+        "--stdio",
+        "--workspace",
+        "absent",
+        "--database-url",
+        file.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("engram starting"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes in a pipe: {stderr:?}"
+    );
+}
