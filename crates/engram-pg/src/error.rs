@@ -3,20 +3,24 @@
 use engram_domain::Error;
 use tokio_postgres::error::SqlState;
 
-/// Maps a driver error by its SQLSTATE: connection and resource trouble is
-/// [`Error::Unavailable`], everything else [`Error::Internal`] with PostgreSQL's own message.
+/// Maps a driver error by its SQLSTATE: connection and resource trouble, and a server that
+/// refuses the configured role, password or database, is [`Error::Unavailable`]; everything
+/// else [`Error::Internal`] with PostgreSQL's own message. An error without a SQLSTATE (the
+/// connection broke or could not be made) carries its whole chain of causes.
 /// Constraint violations that a caller can cause are caught by validation or mapped by the
 /// query that can cause them, so reaching here means a bug.
 pub(crate) fn db(error: tokio_postgres::Error) -> Error {
     let Some(db_error) = error.as_db_error() else {
         // No SQLSTATE: the connection broke or could not be made.
-        return Error::Unavailable(format!("postgresql: {error}"));
+        return Error::Unavailable(format!("postgresql: {}", with_causes(&error)));
     };
     let code = db_error.code();
     let class = &code.code()[..2];
     let message = format!("postgresql: {} ({})", db_error.message(), code.code());
-    let unavailable =
-        matches!(class, "08" | "53" | "57" | "40") || *code == SqlState::T_R_SERIALIZATION_FAILURE;
+    // 08 connection, 53 resources, 57 operator intervention, 40 rollback, 28 authorization,
+    // 3D no such database.
+    let unavailable = matches!(class, "08" | "53" | "57" | "40" | "28" | "3D")
+        || *code == SqlState::T_R_SERIALIZATION_FAILURE;
     if unavailable {
         Error::Unavailable(message)
     } else if *code == SqlState::FOREIGN_KEY_VIOLATION {
@@ -27,6 +31,20 @@ pub(crate) fn db(error: tokio_postgres::Error) -> Error {
     } else {
         Error::Internal(message)
     }
+}
+
+/// `error: cause: cause…`, each cause once (drivers often repeat their source in their text).
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Maps a failure to get a pooled connection.

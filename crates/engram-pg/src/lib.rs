@@ -74,6 +74,8 @@ impl PgStore {
     pub async fn connect_with(url: &str, pool_size: usize) -> Result<Self> {
         let config = tokio_postgres::Config::from_str(url)
             .map_err(|e| Error::invalid("database_url", e.to_string()))?;
+        let servers = servers(&config);
+        let database = config.get_dbname().unwrap_or("default").to_owned();
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -86,11 +88,18 @@ impl PgStore {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| Error::Internal(format!("building the connection pool: {e}")))?;
+
         let store = Self {
             pool,
             hnsw_ready: std::sync::Arc::default(),
         };
-        store.ping().await?;
+        store.ping().await.map_err(|error| match error {
+            // Say where: the driver's message names neither host nor port.
+            Error::Unavailable(reason) => {
+                Error::Unavailable(format!("{reason} (server {servers}, database {database})"))
+            }
+            other => other,
+        })?;
         Ok(store)
     }
 
@@ -163,5 +172,21 @@ impl PgStore {
     /// The pool underneath, for callers that run their own queries (tests, tooling).
     pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+}
+
+/// `host:port` of each server `config` names, for messages; `default` when it names none.
+fn servers(config: &tokio_postgres::Config) -> String {
+    let ports = config.get_ports().iter().chain(std::iter::repeat(&5432));
+    let servers: Vec<String> = (config.get_hosts().iter().zip(ports))
+        .map(|(host, port)| match host {
+            tokio_postgres::config::Host::Tcp(host) => format!("{host}:{port}"),
+            tokio_postgres::config::Host::Unix(path) => format!("{}:{port}", path.display()),
+        })
+        .collect();
+    if servers.is_empty() {
+        "default".to_owned()
+    } else {
+        servers.join(", ")
     }
 }

@@ -111,3 +111,35 @@ fn logs_in_a_pipe_have_no_colour() {
         "colour codes in a pipe: {stderr:?}"
     );
 }
+
+/// PostgreSQL that cannot be used says where and why: an unreachable server names its address
+/// and the reason; a role the server does not know is the server refusing, not a bug.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_errors_keep_their_cause() {
+    let refused = engram(&[
+        "workspace",
+        "list",
+        "--database-url",
+        "postgres://postgres@127.0.0.1:1/engram",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("127.0.0.1:1") && stderr.contains("refused"),
+        "{stderr}"
+    );
+
+    let url = engram_pg::testing::empty_database().await;
+    let stranger = format!(
+        "{} user=nobody_engram",
+        engram_pg::testing::with_database(&url, "postgres")
+    );
+    let denied = engram(&["workspace", "list", "--database-url", &stranger]);
+    assert!(!denied.status.success());
+    let stderr = text(&denied.stderr);
+    assert!(
+        stderr.contains("nobody_engram") && stderr.contains("unavailable"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("internal"), "{stderr}");
+}
