@@ -46,6 +46,13 @@ pub enum Command {
     /// Create, list, rename and delete workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// Print a shell completion script: `engram completions bash > ~/.local/share/bash-completion/completions/engram`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `engram man > ~/.local/share/man/man1/engram.1`.
+    Man,
     /// Print a workspace's consolidation report as JSON (what the get_consolidation_report
     /// tool returns), e.g. from a scheduled job. Uses the vectors the server's indexer made.
     Report(ReportArgs),

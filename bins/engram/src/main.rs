@@ -8,7 +8,7 @@ mod workspaces;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::io::IsTerminal;
 
 use cli::{Cli, Command, PerspectiveCommand, ServeArgs, WorkspaceCommand};
@@ -57,6 +57,18 @@ fn reads_only(command: &Command) -> bool {
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "engram", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            return Ok(());
+        }
+        _ => {}
+    }
     if let Command::FetchModel = cli.command {
         let dir = tokio::task::spawn_blocking(engram_embed::local::ensure_model_files).await??;
         println!("all-MiniLM-L6-v2 is in {}", dir.display());
@@ -96,7 +108,9 @@ async fn run(cli: Cli) -> Result<()> {
     }
     match cli.command {
         Command::Serve(_) => unreachable!("served above"),
-        Command::FetchModel => unreachable!("handled before connecting"),
+        Command::FetchModel | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled before connecting")
+        }
         Command::Migrate => {
             let applied = store.migrate().await?;
             if applied.is_empty() {

@@ -143,3 +143,27 @@ async fn postgres_errors_keep_their_cause() {
     );
     assert!(!stderr.contains("internal"), "{stderr}");
 }
+
+/// Completions for each shell and a man page, generated from the command's definition.
+#[test]
+fn completions_and_the_man_page_cover_every_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = engram(&["completions", shell]);
+        assert!(output.status.success(), "{shell}: {output:?}");
+        let script = text(&output.stdout);
+        for word in ["serve", "workspace", "perspectives", "database-url"] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let man = engram(&["man"]);
+    assert!(man.status.success(), "{man:?}");
+    let page = text(&man.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH engram"),
+        "{page}"
+    );
+    assert!(
+        page.contains("serve") && page.contains("ENGRAM_DATABASE_URL"),
+        "{page}"
+    );
+}
