@@ -2,6 +2,7 @@
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
@@ -25,7 +26,20 @@ pub struct Memory {
     pub(crate) generation_budget: GenerationBudget,
     /// Query vectors by (model id, rendered query), most recently used kept.
     pub(crate) query_vectors: Arc<Mutex<QueryVectorCache>>,
+    /// How long a search waits for the embedder before answering from full text.
+    pub(crate) query_embedding_budget: Duration,
+    /// While set, searches skip the embedder until this instant, and why (it failed or was too
+    /// slow): a down or hung embedder costs one budget, not one per search.
+    pub(crate) embedder_pause: Arc<Mutex<Option<(Instant, String)>>>,
 }
+
+/// The default of [`Memory::with_query_embedding_budget`]: ample for a local model (≈ 10 ms
+/// a query) or a warm Ollama, and a short wait when the embedder hangs.
+pub const QUERY_EMBEDDING_BUDGET: Duration = Duration::from_secs(3);
+
+/// How long searches answer from full text alone after the embedder failed or overran its
+/// budget, before they try it again.
+pub const EMBEDDER_PAUSE: Duration = Duration::from_secs(30);
 
 /// Query vectors by (model id, rendered query).
 pub(crate) type QueryVectorCache = LruCache<(String, String), Arc<[f32]>>;
@@ -42,7 +56,18 @@ impl Memory {
             generator: None,
             generation_budget: GenerationBudget::default(),
             query_vectors: Arc::new(Mutex::new(LruCache::new(QUERY_VECTOR_CACHE))),
+            query_embedding_budget: QUERY_EMBEDDING_BUDGET,
+            embedder_pause: Arc::default(),
         }
+    }
+
+    /// How long a search may wait for the embedder (default [`QUERY_EMBEDDING_BUDGET`]).
+    /// Past it, or when the embedder fails, the search answers from full text and says so,
+    /// and searches skip the embedder for [`EMBEDDER_PAUSE`].
+    #[must_use]
+    pub fn with_query_embedding_budget(mut self, budget: Duration) -> Self {
+        self.query_embedding_budget = budget;
+        self
     }
 
     /// Uses `embedder` for semantic search (the same one the indexer fills vectors with).

@@ -381,7 +381,7 @@ impl Memory {
             }
         }
         if !missing.is_empty() {
-            let vectors = embedder.embed_queries(&missing).await?;
+            let vectors = self.embed_within_budget(embedder, &missing).await?;
             if vectors.len() != missing.len() {
                 return Err(Error::Internal(format!(
                     "the embedder returned {} vectors for {} queries",
@@ -404,6 +404,52 @@ impl Memory {
             })
             .collect();
         Ok((model, vectors))
+    }
+
+    /// `embedder.embed_queries(texts)` within the query budget, unless the embedder is paused
+    /// after a failure; a failure or an overrun pauses it ([`crate::memory::EMBEDDER_PAUSE`]).
+    ///
+    /// Errors: [`Error::Unavailable`] saying why, so the search answers from text.
+    async fn embed_within_budget(
+        &self,
+        embedder: &Arc<dyn Embedder>,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>> {
+        let pause = |reason: String| {
+            let until = std::time::Instant::now() + crate::memory::EMBEDDER_PAUSE;
+            *self
+                .embedder_pause
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some((until, reason.clone()));
+            Error::Unavailable(reason)
+        };
+        {
+            let mut paused = self
+                .embedder_pause
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match paused.as_ref() {
+                Some((until, reason)) if *until > std::time::Instant::now() => {
+                    let left = until.saturating_duration_since(std::time::Instant::now());
+                    return Err(Error::Unavailable(format!(
+                        "{reason}; trying it again in {} s",
+                        left.as_secs().max(1)
+                    )));
+                }
+                Some(_) => *paused = None,
+                None => {}
+            }
+        }
+        let budget = self.query_embedding_budget;
+        match tokio::time::timeout(budget, embedder.embed_queries(texts)).await {
+            Ok(Ok(vectors)) => Ok(vectors),
+            Ok(Err(Error::Unavailable(reason))) => Err(pause(reason)),
+            Ok(Err(other)) => Err(other),
+            Err(_) => Err(pause(format!(
+                "the embedder did not answer within {} ms",
+                budget.as_millis()
+            ))),
+        }
     }
 
     fn lock_query_vectors(&self) -> std::sync::MutexGuard<'_, crate::memory::QueryVectorCache> {

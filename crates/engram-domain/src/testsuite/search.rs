@@ -89,6 +89,24 @@ impl Embedder for Paraphrasing {
     }
 }
 
+/// An embedder that never answers a query (documents embed as [`TermEmbedder`]'s).
+struct Hung;
+
+#[async_trait]
+impl Embedder for Hung {
+    fn model_id(&self) -> &str {
+        TermEmbedder.model_id()
+    }
+
+    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        TermEmbedder.embed_documents(texts).await
+    }
+
+    async fn embed_query(&self, _text: &str) -> Result<Vec<f32>> {
+        std::future::pending().await
+    }
+}
+
 /// An embedder that cannot be reached, with [`TermEmbedder`]'s model id.
 struct Down;
 
@@ -648,4 +666,45 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
         .await
         .unwrap();
     assert_eq!(calls(), 2);
+}
+
+pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn MemoryStore>) {
+    let f = fixture(store).await;
+    people(&f).await;
+    f.indexer.run_until_idle().await.unwrap();
+    let budget = std::time::Duration::from_millis(200);
+    let memory = Memory::new(f.store.clone())
+        .with_embedder(Arc::new(Hung))
+        .with_query_embedding_budget(budget);
+    let started = std::time::Instant::now();
+    let first = memory
+        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid)
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= budget && waited < budget * 10, "{waited:?}");
+    assert_eq!(first.mode, SearchMode::Text);
+    assert_eq!(first.results[0].name, "Carol");
+    assert!(
+        first
+            .notice
+            .as_deref()
+            .unwrap()
+            .contains("did not answer within 200 ms"),
+        "{first:?}"
+    );
+    // The embedder is skipped for a while: the next searches do not wait for it.
+    for mode in [SearchMode::Embedding, SearchMode::Hybrid] {
+        let started = std::time::Instant::now();
+        let next = memory.search_nodes(f.ws, "tea", 10, mode).await.unwrap();
+        assert!(started.elapsed() < budget, "{:?}", started.elapsed());
+        assert_eq!(next.mode, SearchMode::Text);
+        assert!(
+            next.notice
+                .as_deref()
+                .unwrap()
+                .contains("trying it again in"),
+            "{next:?}"
+        );
+    }
 }
