@@ -101,7 +101,7 @@ async fn run(cli: Cli) -> Result<()> {
     let store = Store::open(&location).await?;
     if reads_only(&cli.command) {
         ensure_migrated(&store).await?;
-    } else {
+    } else if !matches!(cli.command, Command::Migrate) {
         for migration in store.migrate().await? {
             tracing::info!(%migration, "applied migration");
         }

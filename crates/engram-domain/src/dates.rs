@@ -3,8 +3,9 @@
 //! dated then, by a date written in them or by when they were written ([`crate::fusion`]).
 //!
 //! Months count only as capitalised English names or their three-letter abbreviations
-//! ("May", "Sept"), so the verb "may" is not a month; years are four digits from 1900 to
-//! 2099; ISO dates (`2024-03-12`, `2024-03`) give both.
+//! ("May", "Sept"), so the verb "may" is not a month, nor "May" opening a question unless a
+//! number follows; years are four-digit numbers from 1900 to 2099; ISO dates (`2024-03-12`,
+//! `2024-03`) give both.
 
 use chrono::Datelike;
 
@@ -38,9 +39,17 @@ impl NamedDates {
     /// The months and years `text` names.
     pub fn of(text: &str) -> Self {
         let mut dates = Self::default();
-        for word in text.split(|c: char| !(c.is_alphanumeric() || c == '-')) {
+        let words: Vec<&str> = (text.split(|c: char| !(c.is_alphanumeric() || c == '-')))
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (index, word) in words.iter().copied().enumerate() {
+            // A capitalised first word is a month only beside a number ("May 2023", not
+            // "May I ask…").
+            let beside_number = words
+                .get(index + 1)
+                .is_some_and(|next| next.starts_with(|c: char| c.is_ascii_digit()));
             for part in word.split('-').filter(|p| !p.is_empty()) {
-                if let Some(month) = month(part) {
+                if let Some(month) = month(part).filter(|_| index > 0 || beside_number) {
                     push(&mut dates.months, month);
                 } else if let Some(year) = year(part) {
                     push(&mut dates.years, year);
@@ -125,6 +134,8 @@ mod tests {
         // The verb, lower-case words and other numbers are not dates.
         let none = NamedDates::of("may I ask what march means for 12 of 12345 or 3000 items?");
         assert!(none.is_empty(), "{none:?}");
+        assert!(NamedDates::of("May I see Alice's email?").is_empty());
+        assert_eq!(NamedDates::of("May 2023 was busy").months, [5]);
     }
 
     #[test]

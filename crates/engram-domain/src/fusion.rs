@@ -144,7 +144,7 @@ impl CandidateSet {
 
     /// Adds the nearest observations of vector `index` as `(observation id, similarity)`.
     pub fn add_nearest(&mut self, index: usize, hits: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, similarity) in hits {
+        for (id, similarity) in finite(hits) {
             let slot = self.slot(id);
             slot.similarities[index] = Some(similarity);
             slot.nearest[index] = true;
@@ -153,7 +153,7 @@ impl CandidateSet {
 
     /// Adds the best full-text matches as `(observation id, score)`.
     pub fn add_text_matches(&mut self, hits: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, score) in hits {
+        for (id, score) in finite(hits) {
             self.slot(id).text_score = Some(score);
         }
     }
@@ -191,7 +191,7 @@ impl CandidateSet {
     /// Fills in similarities for vector `index` of candidates already in the set (others are
     /// ignored).
     pub fn set_similarities(&mut self, index: usize, scores: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, similarity) in scores {
+        for (id, similarity) in finite(scores) {
             if let Some(slot) = self.by_id.get_mut(&id) {
                 slot.similarities[index] = Some(similarity);
             }
@@ -200,7 +200,7 @@ impl CandidateSet {
 
     /// Fills in full-text scores of candidates already in the set (others are ignored).
     pub fn set_text_scores(&mut self, scores: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, score) in scores {
+        for (id, score) in finite(scores) {
             if let Some(slot) = self.by_id.get_mut(&id) {
                 slot.text_score = Some(score);
             }
@@ -224,6 +224,12 @@ impl CandidateSet {
     }
 }
 
+/// The scores that are numbers: a vector of zeros has no cosine (NaN in pgvector), and such
+/// a score must neither rank first nor reach a client.
+fn finite(scores: impl IntoIterator<Item = (i64, f64)>) -> impl Iterator<Item = (i64, f64)> {
+    scores.into_iter().filter(|(_, score)| score.is_finite())
+}
+
 /// A ranked candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranked {
@@ -231,7 +237,7 @@ pub struct Ranked {
     pub row: ObservationRow,
     /// Its score in the mode ranked by (see [`crate::SearchHit::score`]).
     pub score: f64,
-    /// The perspective of its best similarity, if it has one.
+    /// The perspective of its best similarity, if it has a vector.
     pub perspective: Option<String>,
     /// `embedding:<perspective>` per perspective among whose nearest it was; `text` when it
     /// matched the query's words.
@@ -422,6 +428,22 @@ mod tests {
             .map(|r| (r.row.observation_id, r.score))
             .collect();
         assert_eq!(ids, [(2, 4.0), (3, 2.0)]);
+    }
+
+    #[test]
+    fn scores_that_are_not_numbers_are_left_out() {
+        let q = query(&["a"]);
+        let mut set = CandidateSet::new(&q);
+        set.add_nearest(0, [(1, f64::NAN), (2, 0.5)]);
+        set.add_text_matches([(3, f64::NAN)]);
+        assert_eq!(set.ids(), [2]);
+        let ranked = rank(
+            &q,
+            set.finish(vec![row(1), row(2), row(3)]),
+            SearchMode::Hybrid,
+        );
+        assert_eq!(ranked.len(), 1);
+        assert!(ranked[0].score.is_finite());
     }
 
     #[test]

@@ -36,9 +36,11 @@ pub struct SearchHit {
     pub summary: Option<String>,
     /// The observation that matched best.
     pub matched_observation: String,
-    /// The perspective whose vector matched best (when an embedding signal matched).
+    /// The perspective whose vector is closest to the query's (when the observation has a
+    /// vector; embedding and hybrid mode).
     pub matched_perspective: Option<String>,
-    /// Hybrid mode: the fused score, 0 to 1 (1 = best on both signals). Embedding mode:
+    /// Hybrid mode: the fused score, 0 to 1.1 (1 = best on both signals; +0.1 when the
+    /// observation is dated as the question asks, signal `date`). Embedding mode:
     /// cosine similarity, −1 to 1 (higher is closer). Text mode: the full-text rank (a
     /// keyword weight, comparable only within one result).
     pub score: f64,

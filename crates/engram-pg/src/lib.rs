@@ -177,12 +177,24 @@ impl PgStore {
 
 /// `host:port` of each server `config` names, for messages; `default` when it names none.
 fn servers(config: &tokio_postgres::Config) -> String {
-    let ports = config.get_ports().iter().chain(std::iter::repeat(&5432));
-    let servers: Vec<String> = (config.get_hosts().iter().zip(ports))
+    // libpq's rule: one port for every host, or one port per host.
+    let port = |index: usize| match config.get_ports() {
+        [one] => *one,
+        ports => ports.get(index).copied().unwrap_or(5432),
+    };
+    let servers: Vec<String> = (config.get_hosts().iter().enumerate())
+        .map(|(index, host)| (host, port(index)))
         .map(|(host, port)| match host {
             tokio_postgres::config::Host::Tcp(host) => format!("{host}:{port}"),
             tokio_postgres::config::Host::Unix(path) => format!("{}:{port}", path.display()),
         })
+        .chain(
+            config
+                .get_hostaddrs()
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!("{a}:{}", port(i))),
+        )
         .collect();
     if servers.is_empty() {
         "default".to_owned()

@@ -217,8 +217,9 @@ pub(crate) fn search(
         set.add_nearest(index, found);
     }
     if let Some(terms) = &terms {
-        let ranking = text_matches(tx, workspace, terms, TEXT_RANKING_LIMIT, &filter)?;
-        complete_ranking = ranking.len() < TEXT_RANKING_LIMIT;
+        let limit = TEXT_RANKING_LIMIT.max(request.text_depth);
+        let ranking = text_matches(tx, workspace, terms, limit, &filter)?;
+        complete_ranking = ranking.len() < limit;
         set.add_text_ranking(ranking, request.text_depth);
     }
     for (index, v) in request.vectors.iter().enumerate() {

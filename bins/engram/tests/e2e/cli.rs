@@ -248,3 +248,18 @@ async fn a_silent_network_never_holds_up_a_search() {
     client.cancel().await.unwrap();
     server.kill().await.unwrap();
 }
+
+/// `engram migrate` on a new PostgreSQL database says what it applied (and, run again, that
+/// nothing was left to do).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_reports_what_it_applied() {
+    let url = engram_pg::testing::empty_database().await;
+    let first = engram(&["migrate", "--database-url", &url]);
+    assert!(first.status.success(), "{first:?}");
+    assert!(
+        text(&first.stdout).contains("applied V1__graph"),
+        "{first:?}"
+    );
+    let again = engram(&["migrate", "--database-url", &url]);
+    assert_eq!(text(&again.stdout).trim(), "database schema is up to date");
+}

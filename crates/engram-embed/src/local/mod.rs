@@ -109,10 +109,18 @@ impl LocalEmbedder {
             Source::Dir(dir) => Some(dir.clone()),
             Source::Default => blocking(local_model_dir).await?,
         };
-        match dir {
-            Some(dir) => self.inner.load_from(dir).await,
-            None => Err(Error::Unavailable(Inner::start_fetch(&self.inner))),
+        let Some(dir) = dir else {
+            return Err(Error::Unavailable(Inner::start_fetch(&self.inner)));
+        };
+        // Files that fail to load (truncated, corrupt) are tried again only after a back-off.
+        if let Some(reason) = self.inner.waiting() {
+            return Err(Error::Unavailable(reason));
         }
+        let loaded = self.inner.load_from(dir).await;
+        if let Err(error) = &loaded {
+            self.inner.failed(error);
+        }
+        loaded
     }
 }
 
@@ -132,19 +140,38 @@ impl Inner {
         Ok(Arc::clone(model))
     }
 
+    /// Why the model cannot be tried now, while the back-off after a failure runs.
+    fn waiting(&self) -> Option<String> {
+        let state = self.fetch.lock().unwrap_or_else(|p| p.into_inner());
+        let retry_at = state.retry_at.filter(|at| *at > Instant::now())?;
+        let error = state.last_error.as_deref().unwrap_or("unknown error");
+        let wait = retry_at.saturating_duration_since(Instant::now()).as_secs();
+        Some(format!(
+            "the local embedding model is unavailable ({error}); next attempt in {wait} s"
+        ))
+    }
+
+    /// Remembers a failed fetch or load and when to try again (30 s, doubling to 10 min).
+    fn failed(&self, error: &Error) {
+        let mut state = self.fetch.lock().unwrap_or_else(|p| p.into_inner());
+        state.failures += 1;
+        let wait = FIRST_RETRY
+            .saturating_mul(1 << (state.failures - 1).min(5))
+            .min(MAX_RETRY);
+        tracing::warn!(%error, retry_in = ?wait, "the local embedding model is unavailable");
+        state.retry_at = Some(Instant::now() + wait);
+        state.last_error = Some(error.to_string());
+    }
+
     /// Starts the background fetch unless one is running or the last failed too recently;
     /// returns why the model cannot be used yet.
     fn start_fetch(this: &Arc<Self>) -> String {
+        if let Some(reason) = this.waiting() {
+            return reason;
+        }
         let mut state = this.fetch.lock().unwrap_or_else(|p| p.into_inner());
         if state.running {
             return "the local embedding model is being downloaded in the background".into();
-        }
-        if let Some(retry_at) = state.retry_at.filter(|at| *at > Instant::now()) {
-            let error = state.last_error.as_deref().unwrap_or("unknown error");
-            let wait = retry_at.saturating_duration_since(Instant::now()).as_secs();
-            return format!(
-                "the local embedding model could not be downloaded ({error}); next attempt in {wait} s"
-            );
         }
         state.running = true;
         let inner = Arc::clone(this);
@@ -154,19 +181,16 @@ impl Inner {
                 Ok(dir) => inner.load_from(dir).await.map(drop),
                 Err(error) => Err(error),
             };
-            let mut state = inner.fetch.lock().unwrap_or_else(|p| p.into_inner());
-            state.running = false;
+            inner
+                .fetch
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .running = false;
             match loaded {
-                Ok(()) => *state = FetchState::default(),
-                Err(error) => {
-                    state.failures += 1;
-                    let wait = FIRST_RETRY
-                        .saturating_mul(1 << (state.failures - 1).min(5))
-                        .min(MAX_RETRY);
-                    tracing::warn!(%error, retry_in = ?wait, "fetching the local embedding model failed");
-                    state.retry_at = Some(Instant::now() + wait);
-                    state.last_error = Some(error.to_string());
+                Ok(()) => {
+                    *inner.fetch.lock().unwrap_or_else(|p| p.into_inner()) = FetchState::default()
                 }
+                Err(error) => inner.failed(&error),
             }
         });
         "the local embedding model is being downloaded in the background".into()

@@ -96,6 +96,23 @@ async fn missing_files_are_unavailable_and_say_how_to_fix_it() {
 /// Vectors computed by sentence-transformers 6.2.0 (PyTorch) from the same files, for a
 /// short text, a non-ASCII one and one of 362 tokens (truncated at 256).
 #[tokio::test]
+async fn files_that_fail_to_load_are_not_read_again_on_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in MODEL_FILES {
+        std::fs::write(dir.path().join(file), b"truncated").unwrap();
+    }
+    let embedder = LocalEmbedder::from_dir(dir.path());
+    let first = embedder.embed_query("hello").await.unwrap_err();
+    assert!(!first.to_string().contains("next attempt"), "{first}");
+    // Within the back-off the files are not read again: the call fails at once, saying why.
+    let second = embedder.embed_query("hello").await.unwrap_err();
+    assert!(
+        matches!(&second, Error::Unavailable(message) if message.contains("next attempt in")),
+        "{second}"
+    );
+}
+
+#[tokio::test]
 async fn vectors_match_sentence_transformers() {
     #[derive(serde::Deserialize)]
     struct Reference {
