@@ -28,7 +28,10 @@ pub const MAX_PATH_HOPS: u32 = 12;
 /// header and on a command line.
 pub const WORKSPACE_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=64;
 
-/// Checks a node name, entity type or relation type: 1–256 bytes, no control characters.
+/// Checks a node name, entity type or relation type: 1–256 bytes, no control characters and
+/// no invisible or bidirectional formatting characters (zero-width spaces and joiners, the
+/// byte-order mark, the soft hyphen, bidi embeddings, overrides and isolates), which would let
+/// two different names look the same.
 pub fn name(field: &str, value: &str) -> Result<()> {
     text(field, value, NAME_BYTES)?;
     if let Some(c) = value.chars().find(|c| c.is_control()) {
@@ -40,12 +43,44 @@ pub fn name(field: &str, value: &str) -> Result<()> {
             ),
         ));
     }
+    if let Some(c) = value.chars().find(|&c| invisible(c)) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must not contain invisible or bidirectional formatting characters (found U+{:04X})",
+                c as u32
+            ),
+        ));
+    }
     Ok(())
 }
 
-/// Checks an observation or a summary: 1–65,536 bytes.
+/// Zero-width and bidirectional formatting characters, and other invisible ones.
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
+/// Checks an observation or a summary: 1–65,536 bytes, no NUL (U+0000), which PostgreSQL
+/// cannot store in text.
 pub fn content(field: &str, value: &str) -> Result<()> {
-    text(field, value, CONTENT_BYTES)
+    text(field, value, CONTENT_BYTES)?;
+    no_nul(field, value)
+}
+
+/// Refuses NUL (U+0000).
+pub fn no_nul(field: &str, value: &str) -> Result<()> {
+    if value.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL (U+0000)"));
+    }
+    Ok(())
 }
 
 /// Checks a tag list (at most 64 tags of 1–128 bytes, no control characters) and returns it

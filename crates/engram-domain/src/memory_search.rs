@@ -460,6 +460,7 @@ impl Memory {
 }
 
 fn check_query(query: &str) -> Result<()> {
+    limits::no_nul("query", query)?;
     if query.trim().is_empty() {
         return Err(Error::invalid("query", "must not be empty"));
     }

@@ -41,7 +41,21 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
     let before = footprint(&memory, ws).await;
     let m = &memory;
     let too_long = "x".repeat(257);
-    for bad in ["", too_long.as_str(), "a\nb", "tab\there", "del\u{7f}"] {
+    // Control characters, and invisible or bidirectional formatting that makes two different
+    // names look the same ("Alice" and "Al\u{200b}ice", "\u{202e}ecilA").
+    for bad in [
+        "",
+        too_long.as_str(),
+        "a\nb",
+        "tab\there",
+        "del\u{7f}",
+        "nul\0",
+        "Al\u{200b}ice",
+        "\u{202e}ecilA",
+        "\u{feff}bom",
+        "soft\u{ad}hyphen",
+        "isolate\u{2066}x",
+    ] {
         let ok = entity("Ok", "thing", &[]);
         assert_invalid(
             m.create_entities(ws, vec![ok.clone(), entity(bad, "thing", &[])])
@@ -123,7 +137,8 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
     let before = footprint(&memory, ws).await;
     let m = &memory;
     let too_long = "x".repeat(65_537);
-    for bad in ["", too_long.as_str()] {
+    // PostgreSQL cannot store NUL in text; SQLite could, but both refuse it alike.
+    for bad in ["", too_long.as_str(), "before\0after"] {
         let new = entity("New", "thing", &["ok", bad]);
         assert_invalid(
             m.create_entities(ws, vec![new]).await,
@@ -147,6 +162,15 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
         assert_invalid(m.set_summary(ws, "N", bad).await, "summary");
     }
     assert_eq!(footprint(m, ws).await, before);
+    assert_invalid(
+        m.search_nodes(ws, "nul\0query", 10, crate::SearchMode::Text)
+            .await,
+        "query",
+    );
+    // Invisible characters are fine inside facts (emoji sequences use U+200D).
+    m.add_observations(ws, &[additions("N", &["family 👨\u{200d}👩\u{200d}👧"])])
+        .await
+        .unwrap();
 
     let longest = "y".repeat(65_536);
     let added = m
