@@ -313,7 +313,8 @@ fn default_cluster_min_score() -> f64 {
     0.6
 }
 
-/// Parameters of tools that take none.
+/// Parameters of the tools that take none: any argument is refused as unknown, so a typo or
+/// a misplaced argument is not silently ignored.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}

@@ -302,6 +302,7 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn get_orphaned_nodes(
         &self,
+        Parameters(NoParams {}): Parameters<NoParams>,
         extensions: Extensions,
     ) -> Result<Json<NodeBriefsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
@@ -314,6 +315,7 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn find_unlinked_references(
         &self,
+        Parameters(NoParams {}): Parameters<NoParams>,
         extensions: Extensions,
     ) -> Result<Json<UnlinkedReferencesResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
@@ -349,6 +351,7 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn get_pending_consolidation(
         &self,
+        Parameters(NoParams {}): Parameters<NoParams>,
         extensions: Extensions,
     ) -> Result<Json<PendingConsolidationResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
@@ -358,7 +361,11 @@ impl EngramServer {
 
     /// Counts of nodes, observations and relations in the workspace, and embedding coverage.
     #[tool(annotations(read_only_hint = true))]
-    async fn get_stats(&self, extensions: Extensions) -> Result<Json<Stats>, ToolError> {
+    async fn get_stats(
+        &self,
+        Parameters(NoParams {}): Parameters<NoParams>,
+        extensions: Extensions,
+    ) -> Result<Json<Stats>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         Ok(Json(self.memory.get_stats(workspace).await?))
     }

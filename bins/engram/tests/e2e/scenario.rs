@@ -284,6 +284,23 @@ pub async fn exercise_every_tool(client: &Client) {
     )
     .await;
     assert!(bad_types.contains("entity_types[0]"), "{bad_types}");
+    // Tools without parameters refuse unknown ones, and work with no arguments at all.
+    let Value::Object(arguments) = json!({"workspace": "other"}) else {
+        unreachable!()
+    };
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("get_stats").with_arguments(arguments))
+        .await;
+    let unknown = match unknown {
+        Ok(result) => serde_json::to_string(&result).unwrap(),
+        Err(error) => error.to_string(),
+    };
+    assert!(unknown.contains("unknown field `workspace`"), "{unknown}");
+    let bare = client
+        .call_tool(CallToolRequestParams::new("get_stats"))
+        .await
+        .unwrap();
+    assert_ne!(bare.is_error, Some(true), "{bare:?}");
     let similar = ok(client, "find_similar_nodes", json!({"min_score": 0.999})).await;
     assert!(similar["pairs"].as_array().unwrap().is_empty(), "{similar}");
 
