@@ -47,6 +47,16 @@ fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// How many times a write runs at most when it meets a deadlock or a serialization failure.
+pub(crate) const WRITE_ATTEMPTS: u32 = 3;
+
+/// Whether `error` is a deadlock (40P01) or serialization failure (40001), which a retry of
+/// the whole transaction resolves; [`db`] writes the SQLSTATE at the end of the message.
+pub(crate) fn is_transient(error: &Error) -> bool {
+    matches!(error, Error::Unavailable(message)
+        if message.ends_with("(40P01)") || message.ends_with("(40001)"))
+}
+
 /// Maps a failure to get a pooled connection.
 pub(crate) fn pool(error: deadpool_postgres::PoolError) -> Error {
     match error {

@@ -11,14 +11,29 @@ use engram_domain::fusion::{Candidate, CandidateQuery};
 use engram_domain::perspectives::Perspective;
 
 /// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
-/// commits it; on error the transaction rolls back when dropped.
+/// commits it; on error the transaction rolls back when dropped. A deadlock or serialization
+/// failure (which canonical lock order should make rare) is retried, at most
+/// [`crate::error::WRITE_ATTEMPTS`] times in all, each retry logged.
 macro_rules! write {
     ($store:expr, |$tx:ident| $body:expr) => {{
-        let mut client = $store.pool.get().await.map_err(pool)?;
-        let $tx = client.transaction().await.map_err(db)?;
-        let value = $body.await?;
-        $tx.commit().await.map_err(db)?;
-        Ok(value)
+        let mut attempt = 1;
+        loop {
+            let outcome = async {
+                let mut client = $store.pool.get().await.map_err(pool)?;
+                let $tx = client.transaction().await.map_err(db)?;
+                let value = $body.await?;
+                $tx.commit().await.map_err(db)?;
+                Ok(value)
+            }
+            .await;
+            match outcome {
+                Err(error) if attempt < crate::error::WRITE_ATTEMPTS && crate::error::is_transient(&error) => {
+                    tracing::warn!(%error, attempt, "retrying a write after a transient conflict");
+                    attempt += 1;
+                }
+                outcome => break outcome,
+            }
+        }
     }};
 }
 

@@ -72,6 +72,7 @@ macro_rules! memory_store_test_suite {
             // observations
             ordinals_are_stable_and_never_reused,
             concurrent_additions_get_unique_gap_free_ordinals,
+            crossing_writers_never_deadlock,
             add_observations_reports_unknown_nodes_and_repeated_nodes,
             replace_observation_keeps_the_ordinal,
             delete_observations_reports_deleted_and_missing_ordinals,

@@ -14,7 +14,9 @@ WITH input AS (
     SELECT $1, name, entity_type, summary, CASE WHEN summary IS NOT NULL THEN now() END, tags,
            cardinality(observations) + 1
     FROM input
-    ORDER BY idx
+    -- Names in one order for every call, so overlapping batches wait on each other's unique
+    -- index entries instead of deadlocking.
+    ORDER BY name
     ON CONFLICT (workspace_id, name) DO NOTHING
     RETURNING id, name, entity_type, created_at
 ), added AS (
