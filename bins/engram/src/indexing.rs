@@ -56,9 +56,21 @@ pub async fn run_indexer(
     let indexer = Indexer::new(store.clone(), embedder.clone(), BATCH_SIZE);
     let mut backoff = IDLE_POLL;
     tracing::info!(model = embedder.model_id(), "indexer started");
+    let mut set_aside = Vec::new();
     while !shutdown.is_cancelled() {
         let marker = store.change_marker().await.ok();
-        match indexer.run_once().await {
+        let outcome = indexer.run_once().await;
+        let rejected = indexer.rejected();
+        for (observation, perspective, reason) in &rejected {
+            if !set_aside
+                .iter()
+                .any(|(o, p, _)| o == observation && p == perspective)
+            {
+                tracing::warn!(observation, perspective, %reason, "the embedder rejected a text; set aside and tried again later");
+            }
+        }
+        set_aside = rejected;
+        match outcome {
             Ok(0) => {
                 backoff = IDLE_POLL;
                 wait_for_change(&*store, marker, &shutdown).await;

@@ -2,8 +2,15 @@
 //! renders them, embeds the changed ones in one batch and stores the results. Writes never
 //! wait for it; its state lives in the database, so it survives restarts and an embedder
 //! that is down (the pairs simply stay pending).
+//!
+//! A text the embedder rejects does not hold the others up: when a batch fails while the
+//! embedder answers a probe, the batch is split in halves until the rejected texts stand
+//! alone; those are set aside (in this process, with their reason) and tried again after a
+//! back-off, and everything else is stored.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -18,7 +25,28 @@ pub struct Indexer {
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
     batch_size: usize,
+    rejected: Arc<Mutex<HashMap<PairKey, Rejection>>>,
 }
+
+/// An (observation, perspective) pair and the hash of the text rendered for it: a changed
+/// text is a new key, tried at once.
+type PairKey = (i64, i64, Vec<u8>);
+
+/// A text the embedder refused: why, and when to try it again.
+#[derive(Debug, Clone)]
+struct Rejection {
+    reason: String,
+    failures: u32,
+    retry_at: Instant,
+}
+
+/// The first wait before a rejected text is tried again; doubled per failure up to
+/// [`MAX_REJECTION_WAIT`].
+const FIRST_REJECTION_WAIT: Duration = Duration::from_secs(60);
+/// The longest wait before a rejected text is tried again.
+const MAX_REJECTION_WAIT: Duration = Duration::from_secs(3_600);
+/// What the embedder is asked when a batch fails, to tell "down" from "rejects a text".
+const PROBE: &str = "engram";
 
 impl Indexer {
     /// An indexer embedding at most `batch_size` pairs per pass.
@@ -31,7 +59,21 @@ impl Indexer {
             store,
             embedder,
             batch_size: batch_size.max(1),
+            rejected: Arc::default(),
         }
+    }
+
+    /// The texts set aside because the embedder rejected them, as `(observation id,
+    /// perspective id, reason)`.
+    pub fn rejected(&self) -> Vec<(i64, i64, String)> {
+        let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list: Vec<(i64, i64, String)> = (rejected.iter())
+            .map(|((observation, perspective, _), r)| {
+                (*observation, *perspective, r.reason.clone())
+            })
+            .collect();
+        list.sort();
+        list
     }
 
     /// One pass: how many pairs it brought up to date (0 when nothing was pending).
@@ -39,22 +81,24 @@ impl Indexer {
     /// Errors: the embedder's or the store's; nothing is lost, the pairs stay pending.
     pub async fn run_once(&self) -> Result<usize> {
         let model = self.embedder.model_id();
+        let waiting = self.waiting();
         let tasks = self
             .store
-            .pending_embeddings(model, self.batch_size)
+            .pending_embeddings(model, self.batch_size + waiting.len())
             .await?;
-        if tasks.is_empty() {
-            return Ok(0);
-        }
         let mut records = Vec::with_capacity(tasks.len());
         let mut texts = Vec::new();
         let mut to_embed = Vec::new();
-        for (i, task) in tasks.iter().enumerate() {
+        for task in &tasks {
             let text = render_document(&task.document_template, &task.context);
             let hash = text_hash(&text);
+            let key = (task.observation_id, task.perspective_id, hash.clone());
+            if waiting.contains(&key) || records.len() == self.batch_size {
+                continue;
+            }
             if task.stored_hash.as_deref() != Some(hash.as_slice()) {
                 texts.push(text);
-                to_embed.push(i);
+                to_embed.push((records.len(), key));
             }
             records.push(EmbeddingRecord {
                 observation_id: task.observation_id,
@@ -64,21 +108,110 @@ impl Indexer {
                 vector: None,
             });
         }
+        if records.is_empty() {
+            return Ok(0);
+        }
         if !texts.is_empty() {
-            let vectors = self.embedder.embed_documents(&texts).await?;
-            if vectors.len() != texts.len() {
-                return Err(Error::Internal(format!(
-                    "embedder {model} returned {} vectors for {} texts",
-                    vectors.len(),
-                    texts.len()
-                )));
+            let vectors = self.embed_isolating(&texts).await?;
+            let mut kept = Vec::with_capacity(records.len());
+            let mut embedded = to_embed.into_iter().zip(vectors).peekable();
+            for (i, mut record) in records.into_iter().enumerate() {
+                match embedded.next_if(|((index, _), _)| *index == i) {
+                    Some((_, Ok(vector))) => record.vector = Some(vector),
+                    Some(((_, key), Err(reason))) => {
+                        self.reject(key, reason);
+                        continue;
+                    }
+                    None => {}
+                }
+                kept.push(record);
             }
-            for (i, vector) in to_embed.into_iter().zip(vectors) {
-                records[i].vector = Some(vector);
-            }
+            records = kept;
         }
         self.store.save_embeddings(model, &records).await?;
         Ok(records.len())
+    }
+
+    /// The keys of rejected texts whose back-off has not run out; forgets the others, so they
+    /// are tried again.
+    fn waiting(&self) -> Vec<PairKey> {
+        let now = Instant::now();
+        let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        (rejected.iter())
+            .filter(|(_, r)| r.retry_at > now)
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
+    fn reject(&self, key: PairKey, reason: String) {
+        let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = rejected.get(&key).map_or(0, |r| r.failures) + 1;
+        let wait = FIRST_REJECTION_WAIT
+            .saturating_mul(1 << (failures - 1).min(6))
+            .min(MAX_REJECTION_WAIT);
+        rejected.insert(
+            key,
+            Rejection {
+                reason,
+                failures,
+                retry_at: Instant::now() + wait,
+            },
+        );
+    }
+
+    /// Embeds `texts`; when the batch fails but the embedder answers a probe, splits it until
+    /// each rejected text stands alone and returns its reason in its place. When the probe
+    /// fails too, the embedder is down: the error is returned and nothing is set aside.
+    async fn embed_isolating(
+        &self,
+        texts: &[String],
+    ) -> Result<Vec<std::result::Result<Vec<f32>, String>>> {
+        match self.embed_checked(texts).await {
+            Ok(vectors) => Ok(vectors.into_iter().map(Ok).collect()),
+            Err(error) if texts.len() > 1 || !matches!(error, Error::Internal(_)) => {
+                // Down, not picky: nothing is set aside.
+                self.embed_checked(&[PROBE.to_owned()]).await?;
+                Ok(self.bisect(texts, error).await)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Splits a batch that failed with `error` (the embedder being up) into halves, down to
+    /// single texts, which get the error's text as their reason.
+    fn bisect<'a>(
+        &'a self,
+        texts: &'a [String],
+        error: Error,
+    ) -> futures::future::BoxFuture<'a, Vec<std::result::Result<Vec<f32>, String>>> {
+        Box::pin(async move {
+            if texts.len() == 1 {
+                return vec![Err(error.to_string())];
+            }
+            let (left, right) = texts.split_at(texts.len() / 2);
+            let mut out = Vec::with_capacity(texts.len());
+            for half in [left, right] {
+                match self.embed_checked(half).await {
+                    Ok(vectors) => out.extend(vectors.into_iter().map(Ok)),
+                    Err(error) => out.extend(self.bisect(half, error).await),
+                }
+            }
+            out
+        })
+    }
+
+    /// `embed_documents`, with the count of vectors checked.
+    async fn embed_checked(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let vectors = self.embedder.embed_documents(texts).await?;
+        if vectors.len() != texts.len() {
+            return Err(Error::Internal(format!(
+                "embedder {} returned {} vectors for {} texts",
+                self.embedder.model_id(),
+                vectors.len(),
+                texts.len()
+            )));
+        }
+        Ok(vectors)
     }
 
     /// Runs passes until nothing is pending; returns how many pairs were brought up to date.

@@ -111,6 +111,7 @@ macro_rules! memory_store_test_suite {
             search_observations_ranks_every_matching_observation,
             a_search_embeds_its_query_once_and_remembers_it,
             a_hung_embedder_costs_one_budget_not_one_per_search,
+            a_text_the_embedder_rejects_does_not_stop_the_others,
             // vectors
             vector_search_keeps_to_its_workspace_model_perspective_and_node,
             vectors_of_several_dimensions_live_side_by_side,

@@ -107,6 +107,32 @@ impl Embedder for Hung {
     }
 }
 
+/// An embedder that refuses any batch holding the word "poison" (as a server answers 500 for
+/// one input), counting its calls.
+#[derive(Default)]
+struct Picky {
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl Embedder for Picky {
+    fn model_id(&self) -> &str {
+        TermEmbedder.model_id()
+    }
+
+    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if texts.iter().any(|t| t.contains("poison")) {
+            return Err(Error::Unavailable("the embedder answered 500".into()));
+        }
+        TermEmbedder.embed_documents(texts).await
+    }
+
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        TermEmbedder.embed_query(text).await
+    }
+}
+
 /// An embedder that cannot be reached, with [`TermEmbedder`]'s model id.
 struct Down;
 
@@ -707,4 +733,48 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
             "{next:?}"
         );
     }
+}
+
+pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn MemoryStore>) {
+    let embedder = Arc::new(Picky::default());
+    let (memory, ws) = memory_with_workspace(store.clone(), "picky").await;
+    let memory = memory.with_embedder(embedder.clone());
+    let facts: Vec<String> = (0..20)
+        .map(|i| format!("fact number {i} about gardens"))
+        .collect();
+    let mut facts: Vec<&str> = facts.iter().map(String::as_str).collect();
+    facts[7] = "a poison fact";
+    memory
+        .create_entities(ws, vec![entity("Garden", "place", &facts)])
+        .await
+        .unwrap();
+    let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
+    // Everything but the rejected text is stored, in one pass.
+    assert_eq!(indexer.run_until_idle().await.unwrap(), 19);
+    let coverage = memory.get_stats(ws).await.unwrap().embedding_coverage;
+    assert!((coverage - 19.0 / 20.0).abs() < 1e-9, "{coverage}");
+    let rejected = indexer.rejected();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(rejected[0].2.contains("answered 500"), "{rejected:?}");
+    // Set aside: the next passes do not call the embedder for it again.
+    let calls = embedder.calls.load(Ordering::Relaxed);
+    assert!(calls <= 12, "bisecting 20 texts took {calls} calls");
+    assert_eq!(indexer.run_once().await.unwrap(), 0);
+    assert_eq!(embedder.calls.load(Ordering::Relaxed), calls);
+    // A changed text is a new one, tried at once.
+    memory
+        .replace_observation(ws, "Garden", 8, "a harmless fact")
+        .await
+        .unwrap();
+    indexer.run_until_idle().await.unwrap();
+    assert_eq!(memory.get_stats(ws).await.unwrap().embedding_coverage, 1.0);
+
+    // An embedder that is down is not bisected: one call and its probe, nothing set aside.
+    let down = Indexer::new(store.clone(), Arc::new(Down), 64);
+    memory
+        .add_observations(ws, &[additions("Garden", &["one more"])])
+        .await
+        .unwrap();
+    assert!(matches!(down.run_once().await, Err(Error::Unavailable(_))));
+    assert!(down.rejected().is_empty());
 }
