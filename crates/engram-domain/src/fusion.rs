@@ -39,13 +39,6 @@ pub const EMBEDDING_DEPTH: usize = 50;
 /// cheap to gather and a deep list keeps a strong keyword match that embeddings rank low.
 pub const TEXT_DEPTH_FACTOR: usize = 2;
 
-/// Full-text matches a store may read in one ranking query ([`CandidateSet::add_text_ranking`]):
-/// the first `text_depth` become candidates, the rest lend their scores to candidates that
-/// embeddings found. Where ranking every match costs the same as ranking the best few and
-/// scoring chosen rows costs as much again (SQLite's FTS5), this saves a query; a second
-/// one for the missing scores is needed only when a query matches more than this.
-pub const TEXT_RANKING_LIMIT: usize = 2_000;
-
 /// One query vector: the query rendered for a perspective, embedded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryVector {
@@ -82,6 +75,13 @@ pub struct CandidateQuery {
 pub struct Candidate {
     /// The observation's row.
     pub row: ObservationRow,
+    /// What each signal made of it.
+    pub signals: Signals,
+}
+
+/// One candidate's raw scores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signals {
     /// Cosine similarity per [`CandidateQuery::vectors`] entry, in order; `None` where the
     /// observation has no vector in that perspective.
     pub similarities: Vec<Option<f64>>,
@@ -110,18 +110,11 @@ pub struct ObservationRow {
     pub created_at: Timestamp,
 }
 
-#[derive(Debug, Clone)]
-struct Scores {
-    similarities: Vec<Option<f64>>,
-    nearest: Vec<bool>,
-    text_score: Option<f64>,
-}
-
 /// Collects a store's answers for one [`CandidateQuery`], keyed by observation id.
 #[derive(Debug)]
 pub struct CandidateSet {
     vectors: usize,
-    by_id: BTreeMap<i64, Scores>,
+    by_id: BTreeMap<i64, Signals>,
 }
 
 impl CandidateSet {
@@ -133,9 +126,9 @@ impl CandidateSet {
         }
     }
 
-    fn slot(&mut self, id: i64) -> &mut Scores {
+    fn slot(&mut self, id: i64) -> &mut Signals {
         let vectors = self.vectors;
-        self.by_id.entry(id).or_insert_with(|| Scores {
+        self.by_id.entry(id).or_insert_with(|| Signals {
             similarities: vec![None; vectors],
             nearest: vec![false; vectors],
             text_score: None,
@@ -212,13 +205,8 @@ impl CandidateSet {
     pub fn finish(mut self, rows: Vec<ObservationRow>) -> Vec<Candidate> {
         rows.into_iter()
             .filter_map(|row| {
-                let scores = self.by_id.remove(&row.observation_id)?;
-                Some(Candidate {
-                    row,
-                    similarities: scores.similarities,
-                    nearest: scores.nearest,
-                    text_score: scores.text_score,
-                })
+                let signals = self.by_id.remove(&row.observation_id)?;
+                Some(Candidate { row, signals })
             })
             .collect()
     }
@@ -257,7 +245,7 @@ pub fn rank(
     dates: &NamedDates,
 ) -> Vec<Ranked> {
     let best_similarity = |c: &Candidate| {
-        (c.similarities.iter().enumerate())
+        (c.signals.similarities.iter().enumerate())
             .filter_map(|(i, s)| s.map(|s| (i, s)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
     };
@@ -265,7 +253,7 @@ pub fn rank(
     let top_similarity = top(&mut candidates
         .iter()
         .filter_map(|c| best_similarity(c).map(|b| b.1)));
-    let top_text = top(&mut candidates.iter().filter_map(|c| c.text_score));
+    let top_text = top(&mut candidates.iter().filter_map(|c| c.signals.text_score));
     let share = |value: f64, best: f64| {
         if best > 0.0 {
             value.max(0.0) / best
@@ -281,20 +269,21 @@ pub fn rank(
             let dated = mode == SearchMode::Hybrid
                 && dates.match_observation(&c.row.content, c.row.created_at);
             let score = match mode {
-                SearchMode::Embedding if c.nearest.iter().any(|&n| n) => best?.1,
-                SearchMode::Text => c.text_score?,
+                SearchMode::Embedding if c.signals.nearest.contains(&true) => best?.1,
+                SearchMode::Text => c.signals.text_score?,
                 SearchMode::Hybrid => {
                     EMBEDDING_WEIGHT * share(best.map_or(0.0, |b| b.1), top_similarity)
-                        + (1.0 - EMBEDDING_WEIGHT) * share(c.text_score.unwrap_or(0.0), top_text)
+                        + (1.0 - EMBEDDING_WEIGHT)
+                            * share(c.signals.text_score.unwrap_or(0.0), top_text)
                         + if dated { DATE_BONUS } else { 0.0 }
                 }
                 SearchMode::Embedding => return None,
             };
-            let mut signals: Vec<String> = (c.nearest.iter().zip(&query.vectors))
+            let mut signals: Vec<String> = (c.signals.nearest.iter().zip(&query.vectors))
                 .filter(|(nearest, _)| **nearest)
                 .map(|(_, v)| format!("embedding:{}", v.perspective_name))
                 .collect();
-            if mode != SearchMode::Embedding && c.text_score.is_some() {
+            if mode != SearchMode::Embedding && c.signals.text_score.is_some() {
                 signals.push("text".to_owned());
             }
             if dated {

@@ -263,7 +263,7 @@ impl Memory {
             entity_types: scope.entity_types.to_vec(),
         };
         let mut candidates = self.store.search(workspace, &request).await?;
-        let embedding_matched = candidates.iter().any(|c| c.nearest.contains(&true));
+        let embedding_matched = (candidates.iter()).any(|c| c.signals.nearest.contains(&true));
         let mut effective = mode;
         if mode != SearchMode::Text && !embedding_matched {
             effective = SearchMode::Text;

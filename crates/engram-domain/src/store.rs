@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::fusion::{Candidate, CandidateQuery};
+use crate::fusion::{Candidate, CandidateQuery, QueryVector};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::search::*;
@@ -173,7 +173,8 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// vectors (`node_embeddings`) up to date.
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()>;
     /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
-    /// `perspective` is closest to `vector`, with cosine similarity, best first.
+    /// `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
+    /// name, then ordinal): [`MemoryStore::search`] with that one vector and no text.
     async fn vector_search(
         &self,
         workspace: WorkspaceId,
@@ -182,7 +183,42 @@ pub trait MemoryStore: Send + Sync + 'static {
         vector: &[f32],
         k: usize,
         within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>>;
+    ) -> Result<Vec<ObservationHit>> {
+        let request = CandidateQuery {
+            text: None,
+            model: model.to_owned(),
+            vectors: vec![QueryVector {
+                perspective,
+                perspective_name: String::new(),
+                vector: vector.to_vec(),
+            }],
+            depth: k,
+            text_depth: 0,
+            within: within.map(str::to_owned),
+            entity_types: Vec::new(),
+        };
+        let candidates = self.search(workspace, &request).await?;
+        let mut hits: Vec<ObservationHit> = (candidates.into_iter())
+            .filter_map(|c| {
+                let score = c.signals.similarities[0]?;
+                let row = c.row;
+                Some(ObservationHit {
+                    name: row.name,
+                    entity_type: row.entity_type,
+                    summary: row.summary,
+                    ordinal: row.ordinal,
+                    content: row.content,
+                    score,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            (b.score.total_cmp(&a.score))
+                .then_with(|| a.name.cmp(&b.name))
+                .then(a.ordinal.cmp(&b.ordinal))
+        });
+        Ok(hits)
+    }
     /// Gathers the candidates of one search in one snapshot ([`crate::fusion`]): the
     /// `query.depth` nearest observations per query vector (cosine similarity, only stored
     /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full

@@ -320,27 +320,6 @@ impl MemoryStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn vector_search(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: i64,
-        vector: &[f32],
-        k: usize,
-        within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>> {
-        read!(self, |tx| vectors::vector_search(
-            &tx,
-            workspace,
-            model,
-            perspective,
-            vector,
-            k,
-            within
-        ))
-    }
-
-    #[instrument(skip_all)]
     async fn search(
         &self,
         workspace: WorkspaceId,

@@ -1,4 +1,4 @@
-//! Perspectives, the indexer's queue, nearest observations by vector, similar nodes, coverage.
+//! Perspectives, the indexer's queue, the HNSW settings of a search, similar nodes, coverage.
 //!
 //! Vectors of any dimension share one `vector` column; HNSW indexes are partial expression
 //! indexes per dimension (`(embedding::vector(384)) … WHERE dims = 384`), created on first use
@@ -197,17 +197,6 @@ pub(crate) async fn ensure_hnsw_indexes(client: &impl GenericClient, dims: i32) 
     Ok(())
 }
 
-fn hit(row: &tokio_postgres::Row) -> ObservationHit {
-    ObservationHit {
-        name: row.get("name"),
-        entity_type: row.get("entity_type"),
-        summary: row.get("summary"),
-        ordinal: row.get("ordinal"),
-        content: row.get("content"),
-        score: f64::from(row.get::<_, f32>("score")),
-    }
-}
-
 /// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,
 /// which keep going past rows a filter drops, so a workspace filter still returns k rows
 /// (pgvector >= 0.8).
@@ -218,61 +207,6 @@ pub(crate) async fn tune_hnsw(client: &impl GenericClient) -> Result<()> {
         ))
         .await
         .map_err(db)
-}
-
-/// Nearest observations by cosine distance. Runs inside a transaction (for `SET LOCAL`).
-pub(crate) async fn vector_search(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    model: &str,
-    perspective: i64,
-    vector: &[f32],
-    k: usize,
-    within: Option<&str>,
-) -> Result<Vec<ObservationHit>> {
-    let dims = vector.len();
-    tune_hnsw(client).await?;
-    let node_filter = if within.is_some() {
-        "AND n.name = $6"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT * FROM (
-             SELECT n.name, n.entity_type, n.summary, o.ordinal, o.content,
-                    (1 - (e.embedding::vector({dims}) <=> $4::vector({dims})))::real AS score
-             FROM embeddings e
-             JOIN observations o ON o.id = e.observation_id
-             JOIN nodes n ON n.id = o.node_id
-             WHERE e.dims = {dims} AND e.workspace_id = $1 AND e.model = $2
-               AND e.perspective_id = $3 {node_filter}
-             ORDER BY e.embedding::vector({dims}) <=> $4::vector({dims})
-             LIMIT $5
-         ) hits ORDER BY score DESC, name, ordinal"
-    );
-    let query = Vector::from(vector.to_vec());
-    let k = i64::try_from(k).unwrap_or(i64::MAX);
-    let statement = client.prepare_cached(&sql).await.map_err(db)?;
-    let rows = match within {
-        Some(name) => {
-            client
-                .query(
-                    &statement,
-                    &[&workspace.0, &model, &perspective, &query, &k, &name],
-                )
-                .await
-        }
-        None => {
-            client
-                .query(
-                    &statement,
-                    &[&workspace.0, &model, &perspective, &query, &k],
-                )
-                .await
-        }
-    }
-    .map_err(db)?;
-    Ok(rows.iter().map(hit).collect())
 }
 
 /// Unrelated pairs of similar nodes: for each node, its nearest neighbours by aggregate

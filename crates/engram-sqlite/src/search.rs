@@ -1,12 +1,9 @@
-//! The searches: one search's candidates ([`search`]: nearest observations by vector with
-//! sqlite-vec, best matches by full text with FTS5 and bm25), and nearest observations alone
-//! ([`vector_search`], for the consolidation report's drafts).
+//! One search's candidates ([`search`]: nearest observations by vector with sqlite-vec, best
+//! matches by full text with FTS5 and bm25), and the pairs of related nodes.
 
 use std::collections::HashSet;
 
-use engram_domain::fusion::{
-    Candidate, CandidateQuery, CandidateSet, ObservationRow, TEXT_RANKING_LIMIT,
-};
+use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
 
@@ -16,54 +13,20 @@ use crate::vectors::{has_vec_table, to_blob, vec_table};
 /// The largest `k` sqlite-vec accepts in one KNN query.
 const MAX_K: usize = 4_096;
 
+/// Full-text matches [`search`] ranks in one query: the first `text_depth` become candidates,
+/// the others lend their scores to candidates the embeddings found
+/// ([`CandidateSet::add_text_ranking`]). FTS5 scores every match to rank the best few and
+/// costs as much again to score chosen rows, so one deeper ranking saves a query; a second
+/// one for the missing scores runs only when a query matches more than this.
+const TEXT_RANKING_LIMIT: usize = 2_000;
+
 /// Words that full-text queries drop, as PostgreSQL's `english` configuration does (its
 /// Snowball list): they occur nearly everywhere and would rank every observation.
 const STOP_WORDS: &str = include_str!("stop_words.txt");
 
-/// Nearest observations by cosine similarity: a KNN query on the dimension's `vec0` table, or,
-/// within one node, its few vectors scored directly.
-pub(crate) fn vector_search(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    model: &str,
-    perspective: i64,
-    vector: &[f32],
-    k: usize,
-    within: Option<&str>,
-) -> Result<Vec<ObservationHit>> {
-    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
-    if k == 0 || !has_vec_table(tx, dims)? {
-        return Ok(Vec::new());
-    }
-    let filter = Filter {
-        within: within.map(str::to_owned),
-        entity_types: Vec::new(),
-    };
-    let nearest = nearest(tx, workspace, model, perspective, vector, k, &filter)?;
-    let ids: Vec<i64> = nearest.iter().map(|(id, _)| *id).collect();
-    let mut rows: std::collections::HashMap<i64, ObservationRow> = (observation_rows(tx, &ids)?)
-        .into_iter()
-        .map(|row| (row.observation_id, row))
-        .collect();
-    let mut hits: Vec<ObservationHit> = (nearest.into_iter())
-        .filter_map(|(id, score)| {
-            let row = rows.remove(&id)?;
-            Some(ObservationHit {
-                name: row.name,
-                entity_type: row.entity_type,
-                summary: row.summary,
-                ordinal: row.ordinal,
-                content: row.content,
-                score,
-            })
-        })
-        .collect();
-    hits.sort_by(|a, b| {
-        (b.score.total_cmp(&a.score))
-            .then_with(|| a.name.cmp(&b.name))
-            .then(a.ordinal.cmp(&b.ordinal))
-    });
-    Ok(hits)
+/// A row of `(observation id, score)`.
+fn id_score(row: &Row<'_>) -> rusqlite::Result<(i64, f64)> {
+    Ok((row.get(0)?, row.get(1)?))
 }
 
 /// Which observations a search may return.
@@ -99,7 +62,6 @@ fn nearest(
     if k == 0 || !has_vec_table(tx, dims)? {
         return Ok(Vec::new());
     }
-    let pair = |row: &Row<'_>| Ok((row.get(0)?, row.get(1)?));
     if filter.is_empty() {
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
         let k = k.min(MAX_K) as i64;
@@ -107,7 +69,7 @@ fn nearest(
             tx,
             &sql,
             params![workspace.0, model, perspective, to_blob(vector), k],
-            pair,
+            id_score,
         );
     }
     query(
@@ -131,7 +93,7 @@ fn nearest(
             filter.types_json(),
             i64::try_from(k).unwrap_or(i64::MAX)
         ],
-        pair,
+        id_score,
     )
 }
 
@@ -159,7 +121,7 @@ fn similarities(
             perspective,
             i64::try_from(vector.len()).unwrap_or(i64::MAX)
         ],
-        |row| Ok((row.get(0)?, row.get(1)?)),
+        id_score,
     )
 }
 
@@ -278,7 +240,7 @@ fn text_matches(
             filter.within,
             filter.types_json()
         ],
-        |row| Ok((row.get(0)?, row.get(1)?)),
+        id_score,
     )
 }
 
@@ -293,7 +255,7 @@ fn text_scores(tx: &Transaction<'_>, terms: &str, ids: &[i64]) -> Result<Vec<(i6
          FROM observations_fts
          WHERE observations_fts MATCH ?1 AND rowid IN (SELECT value FROM json_each(?2))",
         params![terms, id_list(ids)],
-        |row| Ok((row.get(0)?, row.get(1)?)),
+        id_score,
     )
 }
 

@@ -315,33 +315,6 @@ impl MemoryStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn vector_search(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: i64,
-        vector: &[f32],
-        k: usize,
-        within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>> {
-        let (model, vector) = (model.to_owned(), vector.to_vec());
-        let within = within.map(str::to_owned);
-        self.pool
-            .read(move |tx| {
-                search::vector_search(
-                    tx,
-                    workspace,
-                    &model,
-                    perspective,
-                    &vector,
-                    k,
-                    within.as_deref(),
-                )
-            })
-            .await
-    }
-
-    #[instrument(skip_all)]
     async fn search(
         &self,
         workspace: WorkspaceId,
