@@ -10,11 +10,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::perspectives::render_document;
+use crate::retry::Failure;
 use crate::search::{EmbeddingRecord, text_hash};
 use crate::store::MemoryStore;
 
@@ -25,20 +26,12 @@ pub struct Indexer {
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
     batch_size: usize,
-    rejected: Arc<Mutex<HashMap<PairKey, Rejection>>>,
+    rejected: Arc<Mutex<HashMap<PairKey, Failure>>>,
 }
 
 /// An (observation, perspective) pair and the hash of the text rendered for it: a changed
 /// text is a new key, tried at once.
 type PairKey = (i64, i64, Vec<u8>);
-
-/// A text the embedder refused: why, and when to try it again.
-#[derive(Debug, Clone)]
-struct Rejection {
-    reason: String,
-    failures: u32,
-    retry_at: Instant,
-}
 
 /// The first wait before a rejected text is tried again; doubled per failure up to
 /// [`MAX_REJECTION_WAIT`].
@@ -69,7 +62,7 @@ impl Indexer {
         let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
         let mut list: Vec<(i64, i64, String)> = (rejected.iter())
             .map(|((observation, perspective, _), r)| {
-                (*observation, *perspective, r.reason.clone())
+                (*observation, *perspective, r.reason().to_owned())
             })
             .collect();
         list.sort();
@@ -132,31 +125,25 @@ impl Indexer {
         Ok(records.len())
     }
 
-    /// The keys of rejected texts whose back-off has not run out; forgets the others, so they
-    /// are tried again.
+    /// The keys of rejected texts whose back-off has not run out (the others are tried
+    /// again).
     fn waiting(&self) -> Vec<PairKey> {
-        let now = Instant::now();
         let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
         (rejected.iter())
-            .filter(|(_, r)| r.retry_at > now)
+            .filter(|(_, r)| r.wait_left().is_some())
             .map(|(key, _)| key.clone())
             .collect()
     }
 
     fn reject(&self, key: PairKey, reason: String) {
         let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
-        let failures = rejected.get(&key).map_or(0, |r| r.failures) + 1;
-        let wait = FIRST_REJECTION_WAIT
-            .saturating_mul(1 << (failures - 1).min(6))
-            .min(MAX_REJECTION_WAIT);
-        rejected.insert(
-            key,
-            Rejection {
-                reason,
-                failures,
-                retry_at: Instant::now() + wait,
-            },
+        let failure = Failure::after(
+            rejected.get(&key),
+            reason,
+            FIRST_REJECTION_WAIT,
+            MAX_REJECTION_WAIT,
         );
+        rejected.insert(key, failure);
     }
 
     /// Embeds `texts`; when the batch fails but the embedder answers a probe, splits it until
@@ -168,12 +155,11 @@ impl Indexer {
     ) -> Result<Vec<std::result::Result<Vec<f32>, String>>> {
         match self.embed_checked(texts).await {
             Ok(vectors) => Ok(vectors.into_iter().map(Ok).collect()),
-            Err(error) if texts.len() > 1 || !matches!(error, Error::Internal(_)) => {
+            Err(error) => {
                 // Down, not picky: nothing is set aside.
                 self.embed_checked(&[PROBE.to_owned()]).await?;
                 Ok(self.bisect(texts, error).await)
             }
-            Err(error) => Err(error),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lru::LruCache;
 
@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::limits;
 use crate::model::*;
+use crate::retry::Failure;
 use crate::store::MemoryStore;
 
 /// The graph tools of the catalog, validated, over any store.
@@ -28,9 +29,9 @@ pub struct Memory {
     pub(crate) query_vectors: Arc<Mutex<QueryVectorCache>>,
     /// How long a search waits for the embedder before answering from full text.
     pub(crate) query_embedding_budget: Duration,
-    /// While set, searches skip the embedder until this instant, and why (it failed or was too
-    /// slow): a down or hung embedder costs one budget, not one per search.
-    pub(crate) embedder_pause: Arc<Mutex<Option<(Instant, String)>>>,
+    /// While its wait runs, searches skip the embedder (it failed or was too slow): a down
+    /// or hung embedder costs one budget, not one per search.
+    pub(crate) embedder_pause: Arc<Mutex<Option<Failure>>>,
 }
 
 /// The default of [`Memory::with_query_embedding_budget`]: ample for a local model (≈ 10 ms

@@ -12,6 +12,7 @@ use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
+use crate::retry::Failure;
 use crate::search::*;
 use crate::similarity::{self, Neighbour};
 
@@ -416,29 +417,18 @@ impl Memory {
         texts: &[String],
     ) -> Result<Vec<Vec<f32>>> {
         let pause = |reason: String| {
-            let until = std::time::Instant::now() + crate::memory::EMBEDDER_PAUSE;
-            *self
-                .embedder_pause
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = Some((until, reason.clone()));
+            let pause = crate::memory::EMBEDDER_PAUSE;
+            *self.lock_embedder_pause() = Some(Failure::after(None, reason.clone(), pause, pause));
             Error::Unavailable(reason)
         };
+        if let Some(paused) = self.lock_embedder_pause().as_ref()
+            && let Some(left) = paused.wait_left()
         {
-            let mut paused = self
-                .embedder_pause
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            match paused.as_ref() {
-                Some((until, reason)) if *until > std::time::Instant::now() => {
-                    let left = until.saturating_duration_since(std::time::Instant::now());
-                    return Err(Error::Unavailable(format!(
-                        "{reason}; trying it again in {} s",
-                        left.as_secs().max(1)
-                    )));
-                }
-                Some(_) => *paused = None,
-                None => {}
-            }
+            return Err(Error::Unavailable(format!(
+                "{}; trying it again in {} s",
+                paused.reason(),
+                left.as_secs().max(1)
+            )));
         }
         let budget = self.query_embedding_budget;
         match tokio::time::timeout(budget, embedder.embed_queries(texts)).await {
@@ -450,6 +440,12 @@ impl Memory {
                 budget.as_millis()
             ))),
         }
+    }
+
+    fn lock_embedder_pause(&self) -> std::sync::MutexGuard<'_, Option<Failure>> {
+        self.embedder_pause
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock_query_vectors(&self) -> std::sync::MutexGuard<'_, crate::memory::QueryVectorCache> {

