@@ -5,11 +5,11 @@ mod reindex;
 mod report;
 mod workspaces;
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, Parser};
-use std::io::IsTerminal;
 
 use cli::{Cli, Command, PerspectiveCommand, ServeArgs, WorkspaceCommand};
 use engram::backend::{Location, Store};
@@ -57,26 +57,45 @@ fn reads_only(command: &Command) -> bool {
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    let location = || Location::parse(cli.database_url.as_deref());
     match cli.command {
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "engram", &mut std::io::stdout());
-            return Ok(());
+            Ok(())
         }
-        Command::Man => {
-            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
-            return Ok(());
+        Command::Man => Ok(clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?),
+        Command::FetchModel => {
+            let dir =
+                tokio::task::spawn_blocking(engram_embed::local::ensure_model_files).await??;
+            println!("all-MiniLM-L6-v2 is in {}", dir.display());
+            Ok(())
         }
-        _ => {}
+        Command::Serve(args) => {
+            let location = location()?;
+            // Bind first: a port in use is reported before any other work is done.
+            let listener = match args.stdio {
+                true => None,
+                false => Some(
+                    tokio::net::TcpListener::bind(args.bind)
+                        .await
+                        .with_context(|| format!("binding {}", args.bind))?,
+                ),
+            };
+            let store = Store::open(&location).await?;
+            serve(store, &location, args, listener).await
+        }
+        command => with_store(&location()?, command).await,
     }
-    if let Command::FetchModel = cli.command {
-        let dir = tokio::task::spawn_blocking(engram_embed::local::ensure_model_files).await??;
-        println!("all-MiniLM-L6-v2 is in {}", dir.display());
-        return Ok(());
-    }
-    let location = Location::parse(cli.database_url.as_deref())?;
-    if reads_only(&cli.command)
-        && let Location::Sqlite(path) = &location
+}
+
+/// The commands that work on the store. Those that only read never create a database nor
+/// change a schema (they say what to run instead); the others bring the schema up to date
+/// first.
+async fn with_store(location: &Location, command: Command) -> Result<()> {
+    let reads_only = reads_only(&command);
+    if reads_only
+        && let Location::Sqlite(path) = location
         && !path.exists()
     {
         anyhow::bail!(
@@ -85,47 +104,36 @@ async fn run(cli: Cli) -> Result<()> {
             path.display()
         );
     }
-    if let Command::Serve(args) = cli.command {
-        // Bind first: a port in use is reported before any other work is done.
-        let listener = match args.stdio {
-            true => None,
-            false => Some(
-                tokio::net::TcpListener::bind(args.bind)
-                    .await
-                    .with_context(|| format!("binding {}", args.bind))?,
-            ),
-        };
-        let store = Store::open(&location).await?;
-        return serve(store, &location, args, listener).await;
-    }
-    let store = Store::open(&location).await?;
-    if reads_only(&cli.command) {
+    let store = Store::open(location).await?;
+    let applied = if reads_only {
         ensure_migrated(&store).await?;
-    } else if !matches!(cli.command, Command::Migrate) {
-        for migration in store.migrate().await? {
-            tracing::info!(%migration, "applied migration");
+        Vec::new()
+    } else {
+        store.migrate().await?
+    };
+    if let Command::Migrate = command {
+        if applied.is_empty() {
+            println!("database schema is up to date");
         }
+        for migration in applied {
+            println!("applied {migration}");
+        }
+        return Ok(());
     }
-    match cli.command {
-        Command::Serve(_) => unreachable!("served above"),
-        Command::FetchModel | Command::Completions { .. } | Command::Man => {
-            unreachable!("handled before connecting")
-        }
-        Command::Migrate => {
-            let applied = store.migrate().await?;
-            if applied.is_empty() {
-                println!("database schema is up to date");
-            }
-            for migration in applied {
-                println!("applied {migration}");
-            }
-            Ok(())
-        }
+    for migration in applied {
+        tracing::info!(%migration, "applied migration");
+    }
+    match command {
         Command::Reindex { workspace, embed } => {
             reindex::run(store.shared(), &workspace, &embed.choice()).await
         }
         Command::Report(args) => report::run(store.shared(), args).await,
         Command::Workspace(command) => workspaces::run(&Memory::new(store.shared()), command).await,
+        Command::Migrate
+        | Command::Serve(_)
+        | Command::FetchModel
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("handled by run"),
     }
 }
 
