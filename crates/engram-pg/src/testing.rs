@@ -115,28 +115,22 @@ async fn wait_until_unused(admin: &tokio_postgres::Client, database: &str) {
 }
 
 /// A new empty database (no schema, no extension), as a user's freshly created one: for
-/// tests of what engram does on first contact. Named `engram_test_*` like the others.
+/// tests of what engram does on first contact.
 pub async fn empty_database() -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let admin = admin().await;
-    let name = format!(
-        "engram_test_empty_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template0"))
-        .await
-        .unwrap();
-    with_database(&server_url(), &name)
+    create_database(&admin().await, "template0").await
 }
 
-/// A database of its own for one test, migrated, and a store on it. The databases are named
-/// `engram_test_*`, which is what `cargo xtask test` counts.
+/// A database of its own for one test, migrated, and a store on it.
 pub async fn fresh_database() -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
     let admin = admin().await;
     ensure_template(&admin).await;
+    create_database(&admin, TEMPLATE).await
+}
+
+/// A new database copied from `template`, its URL. The databases are named
+/// `engram_test_*`, which is what `cargo xtask test` counts.
+async fn create_database(admin: &tokio_postgres::Client, template: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -147,7 +141,7 @@ pub async fn fresh_database() -> String {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
     admin
-        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {TEMPLATE}"))
+        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
         .await
         .unwrap();
     with_database(&server_url(), &name)
