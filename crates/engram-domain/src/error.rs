@@ -67,6 +67,19 @@ impl Error {
         }
     }
 
+    /// The same error with an [`Error::InvalidArgument`]'s field placed under `parent`
+    /// (`name` within `nodes[3]` becomes `nodes[3].name`); other errors unchanged.
+    #[must_use]
+    pub fn within(self, parent: &str) -> Self {
+        match self {
+            Self::InvalidArgument { field, reason } => Self::InvalidArgument {
+                field: format!("{parent}.{field}"),
+                reason,
+            },
+            other => other,
+        }
+    }
+
     /// Whether a model (or a user) can fix the call and try again: not found, invalid
     /// argument, already exists and conflict. The others are outages or bugs.
     pub fn is_caller_error(&self) -> bool {

@@ -15,6 +15,7 @@ mod indexer;
 pub mod limits;
 mod memory;
 mod memory_search;
+mod memory_transfer;
 mod model;
 pub mod perspectives;
 mod retry;
@@ -23,6 +24,7 @@ pub mod similarity;
 mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
+pub mod transfer;
 
 pub use consolidation::*;
 pub use embed::Embedder;
@@ -30,6 +32,7 @@ pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use indexer::Indexer;
 pub use memory::Memory;
+pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
 pub use retry::Failure;
 pub use search::*;

@@ -468,7 +468,9 @@ fn batch_total(field: &str, total: usize) -> Result<()> {
 }
 
 /// The indices of the first value that occurs twice: `(first, repeat)`.
-fn first_duplicate<'a>(values: impl Iterator<Item = &'a String>) -> Option<(usize, usize)> {
+pub(crate) fn first_duplicate<'a>(
+    values: impl Iterator<Item = &'a String>,
+) -> Option<(usize, usize)> {
     let mut seen = std::collections::HashMap::new();
     for (i, value) in values.enumerate() {
         if let Some(first) = seen.insert(value, i) {

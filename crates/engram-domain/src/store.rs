@@ -7,6 +7,7 @@ use crate::fusion::{Candidate, CandidateQuery, QueryVector};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::search::*;
+use crate::transfer::*;
 
 /// Durable storage of workspaces and their graphs.
 ///
@@ -162,6 +163,25 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Counts of create, update and delete events since `since` (the consolidation report's
     /// `event_summary`).
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
+
+    /// `read_graph` and `engram export`: one page of the workspace's graph in one snapshot,
+    /// nodes in byte-wise name order after `query.after` (at most `query.limit`, of
+    /// `query.entity_type` when given) with their observation counts, their observations
+    /// when `query.observations`, and the relations leaving them.
+    async fn graph_page(&self, workspace: WorkspaceId, query: &GraphPageQuery)
+    -> Result<GraphPage>;
+    /// `engram import`: one batch in one transaction. Nodes that do not exist are created as
+    /// recorded (given ordinals, timestamps and ordinal counter kept); nodes that exist keep
+    /// their type, summary and tags. Either way, observations whose text the node already
+    /// holds are skipped and the others placed by [`crate::transfer::place_observations`].
+    /// Relations whose endpoints both exist (after this batch's nodes) are created unless
+    /// present; the others come back in `relations_missing`.
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        nodes: &[NodeRecord],
+        relations: &[RelationRecord],
+    ) -> Result<ImportOutcome>;
 
     /// The workspace's perspectives, by name. A workspace starts with
     /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].

@@ -6,9 +6,12 @@ use tokio_postgres::IsolationLevel;
 use tracing::instrument;
 
 use crate::error::{db, pool};
-use crate::{PgStore, graph, nodes, observations, relations, search, vectors, workspaces};
+use crate::{
+    PgStore, graph, nodes, observations, relations, search, transfer, vectors, workspaces,
+};
 use engram_domain::fusion::{Candidate, CandidateQuery};
 use engram_domain::perspectives::Perspective;
+use engram_domain::transfer::*;
 
 /// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
 /// commits it; on error the transaction rolls back when dropped. A deadlock or serialization
@@ -291,6 +294,27 @@ impl MemoryStore for PgStore {
     #[instrument(skip_all)]
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         read!(self, |tx| nodes::event_counts(&tx, workspace, since))
+    }
+
+    #[instrument(skip_all, fields(limit = query.limit))]
+    async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        query: &GraphPageQuery,
+    ) -> Result<GraphPage> {
+        read!(self, |tx| transfer::graph_page(&tx, workspace, query))
+    }
+
+    #[instrument(skip_all, fields(nodes = nodes.len(), relations = relations.len()))]
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        nodes: &[NodeRecord],
+        relations: &[RelationRecord],
+    ) -> Result<ImportOutcome> {
+        write!(self, |tx| transfer::import(
+            &tx, workspace, nodes, relations
+        ))
     }
 
     #[instrument(skip_all)]

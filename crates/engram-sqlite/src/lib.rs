@@ -23,6 +23,7 @@ mod observations;
 mod relations;
 mod search;
 mod store;
+mod transfer;
 mod vectors;
 mod workspaces;
 

@@ -8,7 +8,10 @@ use engram_domain::*;
 use tracing::instrument;
 
 use crate::error::db;
-use crate::{SqliteStore, graph, nodes, observations, relations, search, vectors, workspaces};
+use crate::{
+    SqliteStore, graph, nodes, observations, relations, search, transfer, vectors, workspaces,
+};
+use engram_domain::transfer::*;
 
 #[async_trait]
 impl MemoryStore for SqliteStore {
@@ -288,6 +291,31 @@ impl MemoryStore for SqliteStore {
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         self.pool
             .read(move |tx| nodes::event_counts(tx, workspace, since))
+            .await
+    }
+
+    #[instrument(skip_all, fields(limit = query.limit))]
+    async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        query: &GraphPageQuery,
+    ) -> Result<GraphPage> {
+        let query = query.clone();
+        self.pool
+            .read(move |tx| transfer::graph_page(tx, workspace, &query))
+            .await
+    }
+
+    #[instrument(skip_all, fields(nodes = nodes.len(), relations = relations.len()))]
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        nodes: &[NodeRecord],
+        relations: &[RelationRecord],
+    ) -> Result<ImportOutcome> {
+        let (nodes, relations) = (nodes.to_vec(), relations.to_vec());
+        self.pool
+            .write(move |tx| transfer::import(tx, workspace, &nodes, &relations))
             .await
     }
 

@@ -21,6 +21,7 @@ mod nodes;
 mod observations;
 mod relations;
 mod search;
+mod transfer;
 mod vectors;
 mod workload;
 mod workspaces;
@@ -34,6 +35,7 @@ pub use nodes::*;
 pub use observations::*;
 pub use relations::*;
 pub use search::*;
+pub use transfer::*;
 pub use vectors::*;
 pub use workload::consolidation_benchmark;
 pub use workspaces::*;
@@ -112,6 +114,11 @@ macro_rules! memory_store_test_suite {
             a_search_embeds_its_query_once_and_remembers_it,
             a_hung_embedder_costs_one_budget_not_one_per_search,
             a_text_the_embedder_rejects_does_not_stop_the_others,
+            // transfer
+            read_graph_pages_hold_every_node_and_relation_once,
+            import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph,
+            an_invalid_import_record_writes_nothing,
+            an_export_imported_into_an_empty_workspace_is_the_same_graph,
             // vectors
             vector_search_keeps_to_its_workspace_model_perspective_and_node,
             vectors_of_several_dimensions_live_side_by_side,

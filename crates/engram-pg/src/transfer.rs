@@ -1,0 +1,345 @@
+//! Whole-graph reads and writes: a page of nodes for `read_graph` and `engram export`, and
+//! one `engram import` batch.
+
+use std::collections::{HashMap, HashSet};
+
+use deadpool_postgres::GenericClient;
+use engram_domain::transfer::*;
+use engram_domain::*;
+use serde::Serialize;
+use tokio_postgres::types::Json;
+
+use crate::error::db;
+
+pub(crate) async fn graph_page(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    query: &GraphPageQuery,
+) -> Result<GraphPage> {
+    let node_rows = client
+        .query(
+            r#"SELECT n.id, n.name, n.entity_type, n.summary, n.summary_updated_at, n.tags,
+                      n.next_ordinal, n.created_at, n.updated_at,
+                      (SELECT count(*) FROM observations o WHERE o.node_id = n.id) AS observations
+               FROM nodes n
+               WHERE n.workspace_id = $1
+                 AND ($2::text IS NULL OR n.name COLLATE "C" > $2::text COLLATE "C")
+                 AND ($3::text IS NULL OR n.entity_type = $3)
+               ORDER BY n.name COLLATE "C"
+               LIMIT $4"#,
+            &[
+                &workspace.0,
+                &query.after,
+                &query.entity_type,
+                &i64::from(query.limit),
+            ],
+        )
+        .await
+        .map_err(db)?;
+    let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
+    let mut observations: HashMap<i64, Vec<ObservationRecord>> = HashMap::new();
+    if query.observations {
+        for row in client
+            .query(
+                "SELECT node_id, ordinal, content, created_at, updated_at FROM observations
+                 WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
+                &[&ids],
+            )
+            .await
+            .map_err(db)?
+        {
+            observations
+                .entry(row.get("node_id"))
+                .or_default()
+                .push(ObservationRecord {
+                    ordinal: Some(row.get("ordinal")),
+                    content: row.get("content"),
+                    created_at: Some(row.get("created_at")),
+                    updated_at: Some(row.get("updated_at")),
+                });
+        }
+    }
+    let nodes = node_rows
+        .iter()
+        .map(|row| {
+            let node = NodeRecord {
+                name: row.get("name"),
+                entity_type: row.get("entity_type"),
+                summary: row.get("summary"),
+                summary_updated_at: row.get("summary_updated_at"),
+                tags: row.get("tags"),
+                next_ordinal: Some(row.get("next_ordinal")),
+                created_at: Some(row.get("created_at")),
+                updated_at: Some(row.get("updated_at")),
+                observations: observations.remove(&row.get("id")).unwrap_or_default(),
+            };
+            (node, row.get::<_, i64>("observations") as u64)
+        })
+        .collect();
+    let mut relations: Vec<RelationRecord> = client
+        .query(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type, r.created_at
+             FROM relations r
+             JOIN nodes f ON f.id = r.from_node_id
+             JOIN nodes t ON t.id = r.to_node_id
+             WHERE r.from_node_id = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|row| RelationRecord {
+            from: row.get("from_name"),
+            to: row.get("to_name"),
+            relation_type: row.get("relation_type"),
+            created_at: Some(row.get("created_at")),
+        })
+        .collect();
+    relations.sort();
+    let totals = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM nodes
+                     WHERE workspace_id = $1 AND ($2::text IS NULL OR entity_type = $2)),
+                    (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
+                     WHERE r.workspace_id = $1 AND ($2::text IS NULL OR f.entity_type = $2))",
+            &[&workspace.0, &query.entity_type],
+        )
+        .await
+        .map_err(db)?;
+    Ok(GraphPage {
+        nodes,
+        relations,
+        total_nodes: totals.get::<_, i64>(0) as u64,
+        total_relations: totals.get::<_, i64>(1) as u64,
+    })
+}
+
+#[derive(Debug, Serialize)]
+struct NodeRow<'a> {
+    name: &'a str,
+    entity_type: &'a str,
+    summary: Option<&'a str>,
+    summary_updated_at: Option<Timestamp>,
+    tags: &'a [String],
+    created_at: Option<Timestamp>,
+    updated_at: Option<Timestamp>,
+}
+
+pub(crate) async fn import(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    nodes: &[NodeRecord],
+    relations: &[RelationRecord],
+) -> Result<ImportOutcome> {
+    let rows: Vec<NodeRow<'_>> = nodes
+        .iter()
+        .map(|n| NodeRow {
+            name: &n.name,
+            entity_type: &n.entity_type,
+            summary: n.summary.as_deref(),
+            summary_updated_at: n.summary_updated_at,
+            tags: &n.tags,
+            created_at: n.created_at,
+            updated_at: n.updated_at,
+        })
+        .collect();
+    let created: HashSet<String> = client
+        .query(
+            "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
+                                tags, created_at, updated_at)
+             SELECT $1, r.name, r.entity_type, r.summary,
+                    CASE WHEN r.summary IS NOT NULL THEN coalesce(r.summary_updated_at, now()) END,
+                    coalesce(r.tags, '{}'), coalesce(r.created_at, now()),
+                    coalesce(r.updated_at, now())
+             FROM jsonb_to_recordset($2::jsonb) AS r (name text, entity_type text, summary text,
+                  summary_updated_at timestamptz, tags text[], created_at timestamptz,
+                  updated_at timestamptz)
+             ORDER BY r.name
+             ON CONFLICT (workspace_id, name) DO NOTHING
+             RETURNING name",
+            &[&workspace.0, &Json(&rows)],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    // Locked in id order, as add_observations does, so concurrent writers queue, not deadlock.
+    let mut ids: HashMap<String, (i64, i64)> = HashMap::new();
+    for row in client
+        .query(
+            "SELECT id, name, next_ordinal FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
+             ORDER BY id FOR UPDATE",
+            &[&workspace.0, &names],
+        )
+        .await
+        .map_err(db)?
+    {
+        ids.insert(row.get("name"), (row.get("id"), row.get("next_ordinal")));
+    }
+    let id_list: Vec<i64> = ids.values().map(|(id, _)| *id).collect();
+    let mut present: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
+    for row in client
+        .query(
+            "SELECT node_id, ordinal, content FROM observations WHERE node_id = ANY($1)",
+            &[&id_list],
+        )
+        .await
+        .map_err(db)?
+    {
+        present
+            .entry(row.get("node_id"))
+            .or_default()
+            .push((row.get("ordinal"), row.get("content")));
+    }
+    let mut outcome = ImportOutcome::default();
+    let (mut node_ids, mut ordinals, mut contents, mut created_ats, mut updated_ats) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut counter_ids, mut counters) = (vec![], vec![]);
+    for node in nodes {
+        let Some(&(id, next)) = ids.get(&node.name) else {
+            return Err(Error::Conflict(format!(
+                "node {} was deleted during the import",
+                node.name
+            )));
+        };
+        if created.contains(&node.name) {
+            outcome.nodes_created += 1;
+        } else {
+            outcome.nodes_existing += 1;
+        }
+        let present = present.remove(&id).unwrap_or_default();
+        let (placed, new_next) = place_observations(node, &present, next);
+        outcome.observations_added += placed.len() as u64;
+        outcome.observations_existing += (node.observations.len() - placed.len()) as u64;
+        for (i, ordinal) in placed {
+            let observation = &node.observations[i];
+            node_ids.push(id);
+            ordinals.push(ordinal);
+            contents.push(observation.content.as_str());
+            created_ats.push(observation.created_at);
+            updated_ats.push(observation.updated_at.or(observation.created_at));
+        }
+        if new_next != next {
+            counter_ids.push(id);
+            counters.push(new_next);
+        }
+    }
+    if !node_ids.is_empty() {
+        client
+            .execute(
+                "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
+                                           updated_at)
+                 SELECT node_id, $1, ordinal, content, coalesce(created_at, now()),
+                        coalesce(updated_at, now())
+                 FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[],
+                             $6::timestamptz[])
+                      AS t (node_id, ordinal, content, created_at, updated_at)",
+                &[
+                    &workspace.0,
+                    &node_ids,
+                    &ordinals,
+                    &contents,
+                    &created_ats,
+                    &updated_ats,
+                ],
+            )
+            .await
+            .map_err(db)?;
+    }
+    if !counter_ids.is_empty() {
+        client
+            .execute(
+                "UPDATE nodes n SET next_ordinal = t.next_ordinal
+                 FROM unnest($1::bigint[], $2::bigint[]) AS t (id, next_ordinal)
+                 WHERE n.id = t.id",
+                &[&counter_ids, &counters],
+            )
+            .await
+            .map_err(db)?;
+    }
+    import_relations(client, workspace, relations, &mut outcome).await?;
+    // Writing observations and relations moved `updated_at`; a created node gets its own.
+    let (restore_ids, restore_times): (Vec<i64>, Vec<Timestamp>) = nodes
+        .iter()
+        .filter(|n| created.contains(&n.name))
+        .filter_map(|n| Some((ids.get(&n.name)?.0, n.updated_at?)))
+        .unzip();
+    if !restore_ids.is_empty() {
+        client
+            .execute(
+                "UPDATE nodes n SET updated_at = t.updated_at
+                 FROM unnest($1::bigint[], $2::timestamptz[]) AS t (id, updated_at)
+                 WHERE n.id = t.id",
+                &[&restore_ids, &restore_times],
+            )
+            .await
+            .map_err(db)?;
+    }
+    Ok(outcome)
+}
+
+async fn import_relations(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    relations: &[RelationRecord],
+    outcome: &mut ImportOutcome,
+) -> Result<()> {
+    let mut seen = HashSet::new();
+    let all = relations.len();
+    let relations: Vec<&RelationRecord> = relations
+        .iter()
+        .filter(|r| seen.insert((&r.from, &r.to, &r.relation_type)))
+        .collect();
+    // A relation repeated within the batch is present once the first is written.
+    outcome.relations_existing += (all - relations.len()) as u64;
+    if relations.is_empty() {
+        return Ok(());
+    }
+    let from: Vec<&str> = relations.iter().map(|r| r.from.as_str()).collect();
+    let to: Vec<&str> = relations.iter().map(|r| r.to.as_str()).collect();
+    let types: Vec<&str> = relations.iter().map(|r| r.relation_type.as_str()).collect();
+    let created_at: Vec<Option<Timestamp>> = relations.iter().map(|r| r.created_at).collect();
+    let rows = client
+        .query(
+            "WITH input AS (
+                 SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[])
+                     WITH ORDINALITY AS t (from_name, to_name, relation_type, created_at, idx)
+             ), resolved AS (
+                 SELECT i.*, f.id AS from_id, t.id AS to_id
+                 FROM input i
+                 LEFT JOIN nodes f ON f.workspace_id = $1 AND f.name = i.from_name
+                 LEFT JOIN nodes t ON t.workspace_id = $1 AND t.name = i.to_name
+             ), inserted AS (
+                 INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                        created_at)
+                 SELECT $1, from_id, to_id, relation_type, coalesce(created_at, now())
+                 FROM resolved
+                 WHERE from_id IS NOT NULL AND to_id IS NOT NULL
+                 ORDER BY idx
+                 ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING
+                 RETURNING from_node_id, to_node_id, relation_type
+             )
+             SELECT r.from_id IS NULL OR r.to_id IS NULL AS missing,
+                    ins.from_node_id IS NOT NULL AS created
+             FROM resolved r
+             LEFT JOIN inserted ins
+                    ON ins.from_node_id = r.from_id AND ins.to_node_id = r.to_id
+                   AND ins.relation_type = r.relation_type
+             ORDER BY r.idx",
+            &[&workspace.0, &from, &to, &types, &created_at],
+        )
+        .await
+        .map_err(db)?;
+    for (relation, row) in relations.iter().zip(&rows) {
+        if row.get("missing") {
+            outcome.relations_missing.push((*relation).clone());
+        } else if row.get("created") {
+            outcome.relations_created += 1;
+        } else {
+            outcome.relations_existing += 1;
+        }
+    }
+    Ok(())
+}

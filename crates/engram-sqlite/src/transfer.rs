@@ -1,0 +1,259 @@
+//! Whole-graph reads and writes: a page of nodes for `read_graph` and `engram export`, and
+//! one `engram import` batch.
+
+use std::collections::HashSet;
+
+use engram_domain::transfer::*;
+use engram_domain::*;
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use crate::error::db;
+use crate::nodes::{query, strings, tags_json};
+use crate::{micros, timestamp};
+
+pub(crate) fn graph_page(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    page: &GraphPageQuery,
+) -> Result<GraphPage> {
+    let mut nodes = query(
+        tx,
+        "SELECT n.id, n.name, n.entity_type, n.summary, n.summary_updated_at, n.tags,
+                n.next_ordinal, n.created_at, n.updated_at,
+                (SELECT count(*) FROM observations o WHERE o.node_id = n.id) AS observations
+         FROM nodes n
+         WHERE n.workspace_id = ?1 AND (?2 IS NULL OR n.name > ?2)
+           AND (?3 IS NULL OR n.entity_type = ?3)
+         ORDER BY n.name
+         LIMIT ?4",
+        params![workspace.0, page.after, page.entity_type, page.limit],
+        |row| {
+            let node = NodeRecord {
+                name: row.get("name")?,
+                entity_type: row.get("entity_type")?,
+                summary: row.get("summary")?,
+                summary_updated_at: row
+                    .get::<_, Option<i64>>("summary_updated_at")?
+                    .map(timestamp),
+                tags: strings(row, "tags")?,
+                next_ordinal: Some(row.get("next_ordinal")?),
+                created_at: Some(timestamp(row.get("created_at")?)),
+                updated_at: Some(timestamp(row.get("updated_at")?)),
+                observations: Vec::new(),
+            };
+            Ok((
+                row.get::<_, i64>("id")?,
+                node,
+                row.get::<_, i64>("observations")? as u64,
+            ))
+        },
+    )?;
+    let mut relations = Vec::new();
+    for (id, node, _) in &mut nodes {
+        if page.observations {
+            node.observations = query(
+                tx,
+                "SELECT ordinal, content, created_at, updated_at FROM observations
+                 WHERE node_id = ?1 ORDER BY ordinal",
+                [*id],
+                |row| {
+                    Ok(ObservationRecord {
+                        ordinal: Some(row.get(0)?),
+                        content: row.get(1)?,
+                        created_at: Some(timestamp(row.get(2)?)),
+                        updated_at: Some(timestamp(row.get(3)?)),
+                    })
+                },
+            )?;
+        }
+        relations.extend(query(
+            tx,
+            "SELECT t.name, r.relation_type, r.created_at FROM relations r
+             JOIN nodes t ON t.id = r.to_node_id WHERE r.from_node_id = ?1",
+            [*id],
+            |row| {
+                Ok(RelationRecord {
+                    from: node.name.clone(),
+                    to: row.get(0)?,
+                    relation_type: row.get(1)?,
+                    created_at: Some(timestamp(row.get(2)?)),
+                })
+            },
+        )?);
+    }
+    relations.sort();
+    let (total_nodes, total_relations): (i64, i64) = tx
+        .query_row(
+            "SELECT (SELECT count(*) FROM nodes
+                     WHERE workspace_id = ?1 AND (?2 IS NULL OR entity_type = ?2)),
+                    (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
+                     WHERE r.workspace_id = ?1 AND (?2 IS NULL OR f.entity_type = ?2))",
+            params![workspace.0, page.entity_type],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map_err(db)?;
+    Ok(GraphPage {
+        nodes: nodes
+            .into_iter()
+            .map(|(_, node, count)| (node, count))
+            .collect(),
+        relations,
+        total_nodes: total_nodes as u64,
+        total_relations: total_relations as u64,
+    })
+}
+
+pub(crate) fn import(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    nodes: &[NodeRecord],
+    relations: &[RelationRecord],
+) -> Result<ImportOutcome> {
+    let mut insert_node = tx
+        .prepare_cached(
+            "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
+                                tags, next_ordinal, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NOT NULL THEN coalesce(?5, engram_now()) END,
+                     ?6, 1, coalesce(?7, engram_now()), coalesce(?8, engram_now()))
+             ON CONFLICT (workspace_id, name) DO NOTHING
+             RETURNING id",
+        )
+        .map_err(db)?;
+    let mut existing = tx
+        .prepare_cached("SELECT id, next_ordinal FROM nodes WHERE workspace_id = ?1 AND name = ?2")
+        .map_err(db)?;
+    let mut insert_observation = tx
+        .prepare_cached(
+            "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
+                                       updated_at)
+             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()), coalesce(?6, ?5, engram_now()))",
+        )
+        .map_err(db)?;
+    let mut outcome = ImportOutcome::default();
+    let mut restore = Vec::new();
+    for node in nodes {
+        let inserted: Option<i64> = insert_node
+            .query_row(
+                params![
+                    workspace.0,
+                    node.name,
+                    node.entity_type,
+                    node.summary,
+                    node.summary_updated_at.map(micros),
+                    tags_json(&node.tags),
+                    node.created_at.map(micros),
+                    node.updated_at.map(micros),
+                ],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(db)?;
+        let (id, next) = match inserted {
+            Some(id) => {
+                outcome.nodes_created += 1;
+                if let Some(updated_at) = node.updated_at {
+                    restore.push((id, micros(updated_at)));
+                }
+                (id, 1)
+            }
+            None => {
+                outcome.nodes_existing += 1;
+                existing
+                    .query_row(params![workspace.0, node.name], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })
+                    .map_err(db)?
+            }
+        };
+        let present = query(
+            tx,
+            "SELECT ordinal, content FROM observations WHERE node_id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        let (placed, new_next) = place_observations(node, &present, next);
+        outcome.observations_added += placed.len() as u64;
+        outcome.observations_existing += (node.observations.len() - placed.len()) as u64;
+        for (i, ordinal) in placed {
+            let observation = &node.observations[i];
+            insert_observation
+                .execute(params![
+                    id,
+                    workspace.0,
+                    ordinal,
+                    observation.content,
+                    observation.created_at.map(micros),
+                    observation.updated_at.map(micros),
+                ])
+                .map_err(db)?;
+        }
+        if new_next != next {
+            tx.execute(
+                "UPDATE nodes SET next_ordinal = ?2 WHERE id = ?1",
+                params![id, new_next],
+            )
+            .map_err(db)?;
+        }
+    }
+    import_relations(tx, workspace, relations, &mut outcome)?;
+    // Writing observations and relations moved `updated_at`; a created node gets its own.
+    for (id, updated_at) in restore {
+        tx.execute(
+            "UPDATE nodes SET updated_at = ?2 WHERE id = ?1",
+            params![id, updated_at],
+        )
+        .map_err(db)?;
+    }
+    Ok(outcome)
+}
+
+fn import_relations(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    relations: &[RelationRecord],
+    outcome: &mut ImportOutcome,
+) -> Result<()> {
+    let mut node = tx
+        .prepare_cached("SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2")
+        .map_err(db)?;
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                    created_at)
+             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()))
+             ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
+        )
+        .map_err(db)?;
+    let mut seen = HashSet::new();
+    for relation in relations {
+        if !seen.insert((&relation.from, &relation.to, &relation.relation_type)) {
+            // Present once the first of the batch is written.
+            outcome.relations_existing += 1;
+            continue;
+        }
+        let mut id = |name: &str| -> Result<Option<i64>> {
+            node.query_row(params![workspace.0, name], |row| row.get(0))
+                .optional()
+                .map_err(db)
+        };
+        let (Some(from), Some(to)) = (id(&relation.from)?, id(&relation.to)?) else {
+            outcome.relations_missing.push(relation.clone());
+            continue;
+        };
+        let written = insert
+            .execute(params![
+                workspace.0,
+                from,
+                to,
+                relation.relation_type,
+                relation.created_at.map(micros),
+            ])
+            .map_err(db)?;
+        if written > 0 {
+            outcome.relations_created += 1;
+        } else {
+            outcome.relations_existing += 1;
+        }
+    }
+    Ok(())
+}
