@@ -300,7 +300,8 @@ impl Memory {
             .await
     }
 
-    /// `delete_observations`: at most 1,000 ordinals per call.
+    /// `delete_observations`: at most 1,000 ordinals and texts per call, at least one per
+    /// node.
     pub async fn delete_observations(
         &self,
         workspace: WorkspaceId,
@@ -313,11 +314,16 @@ impl Memory {
                 &format!("deletions[{i}].entity_name"),
                 &deletion.entity_name,
             )?;
-            limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
+            if deletion.contents.is_empty() {
+                limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
+            }
             for (j, ordinal) in deletion.ordinals.iter().enumerate() {
                 limits::ordinal(&format!("deletions[{i}].ordinals[{j}]"), *ordinal)?;
             }
-            total += deletion.ordinals.len();
+            for (j, content) in deletion.contents.iter().enumerate() {
+                limits::content(&format!("deletions[{i}].observations[{j}]"), content)?;
+            }
+            total += deletion.ordinals.len() + deletion.contents.len();
         }
         batch_total("deletions[].ordinals", total)?;
         self.store.delete_observations(workspace, deletions).await

@@ -237,6 +237,10 @@ pub struct ObservationDeletions {
     pub entity_name: String,
     /// Ordinals to delete; the rest keep theirs.
     pub ordinals: Vec<i64>,
+    /// Texts to delete (every observation of the node with exactly this content), as the
+    /// reference memory server deletes; their ordinals are reported as deleted, and a text
+    /// that matches nothing is not reported.
+    pub contents: Vec<String>,
 }
 
 /// One row of `delete_observations`' result, in request order.

@@ -41,7 +41,8 @@ Relations are directed and typed (active voice: Alice -works_on-> engram).
 - Before answering from memory, look things up: search_nodes finds nodes by meaning and keywords \
 in your own words, search_observations finds single facts across all nodes \
 (query_observations searches within one node), open_nodes reads known names in full, \
-get_neighborhood walks from a node, get_nodes_by_type and get_recently_modified browse.
+get_neighborhood walks from a node, get_nodes_by_type and get_recently_modified browse, \
+read_graph pages through everything.
 - Store durable facts as observations on the node they are about; create the node first with \
 create_entities (existing names are left untouched). Prefer adding a fact over rewriting one; \
 use replace_observation to correct a fact, keeping its ordinal.

@@ -1,5 +1,11 @@
 //! One parameter struct per tool. Field docs become the JSON Schema descriptions a model reads;
 //! unknown fields are rejected. Limits are checked by `engram_domain::Memory`.
+//!
+//! Input also accepts the field names of Anthropic's reference memory server
+//! (`@modelcontextprotocol/server-memory`: `entityType`, `entityNames`, `entityName`, `from`,
+//! `to`, `relationType`, and `observations` texts in `delete_observations`), so an agent
+//! prompted for that server works unchanged. They are serde aliases that the published
+//! schemas do not show: `tools/list` advertises the catalog's names only.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -11,6 +17,7 @@ pub struct EntityInput {
     /// Unique name within the workspace, 1–256 bytes, e.g. "Alice" or "engram/storage".
     pub name: String,
     /// The node's type, 1–256 bytes, e.g. "person", "project", "decision".
+    #[serde(alias = "entityType")]
     pub entity_type: String,
     /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes.
     #[serde(default)]
@@ -37,6 +44,7 @@ pub struct CreateEntitiesParams {
 #[serde(deny_unknown_fields)]
 pub struct DeleteEntitiesParams {
     /// Names of the nodes to delete with their observations and relations, 1–1,000.
+    #[serde(alias = "entityNames")]
     pub entity_names: Vec<String>,
 }
 
@@ -103,6 +111,7 @@ pub struct SetTagsParams {
 #[serde(deny_unknown_fields)]
 pub struct ObservationInput {
     /// The node to append to.
+    #[serde(alias = "entityName")]
     pub entity_name: String,
     /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes.
     pub contents: Vec<String>,
@@ -131,11 +140,33 @@ pub struct ReplaceObservationParams {
 /// Ordinals to delete from one node.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = ordinals_required)]
 pub struct DeletionInput {
     /// The node.
+    #[serde(alias = "entityName")]
     pub entity_name: String,
     /// Ordinals to delete; the remaining observations keep theirs.
+    #[serde(default)]
     pub ordinals: Vec<i64>,
+    /// The reference server's way: texts to delete by exact content (not advertised).
+    #[serde(default)]
+    #[schemars(skip)]
+    pub observations: Vec<String>,
+}
+
+/// The catalog's schema of [`DeletionInput`]: `ordinals` required. Serde defaults it only
+/// so that the reference server's `observations` (texts) can stand in its place.
+fn ordinals_required(schema: &mut schemars::Schema) {
+    if let Some(ordinals) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("ordinals"))
+        .and_then(|o| o.as_object_mut())
+    {
+        ordinals.remove("default");
+    }
+    if let Some(required) = schema.get_mut("required").and_then(|r| r.as_array_mut()) {
+        required.push("ordinals".into());
+    }
 }
 
 /// Parameters of `delete_observations`.
@@ -151,10 +182,13 @@ pub struct DeleteObservationsParams {
 #[serde(deny_unknown_fields)]
 pub struct RelationInput {
     /// Source node name.
+    #[serde(alias = "from")]
     pub from_entity: String,
     /// Target node name.
+    #[serde(alias = "to")]
     pub to_entity: String,
     /// The relation's type in active voice, e.g. "works_on", 1–256 bytes.
+    #[serde(alias = "relationType")]
     pub relation_type: String,
 }
 
@@ -318,3 +352,28 @@ fn default_cluster_min_score() -> f64 {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
+
+fn default_read_graph_limit() -> u32 {
+    engram_domain::READ_GRAPH_LIMIT
+}
+
+/// Parameters of `read_graph`; every one is optional.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadGraphParams {
+    /// Continue after the previous page: pass its `next_cursor`. From the first node when
+    /// omitted.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Nodes per page, 1–1,000. Default 50.
+    #[serde(default = "default_read_graph_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+    /// Only nodes of this type (and the relations leaving them).
+    #[serde(default)]
+    pub entity_type: Option<String>,
+    /// "names": name and type; "summary" (default): also summary, tags and observation
+    /// count; "full": also every observation.
+    #[serde(default)]
+    pub detail: engram_domain::transfer::GraphDetail,
+}

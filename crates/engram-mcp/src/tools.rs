@@ -191,6 +191,7 @@ impl EngramServer {
             .map(|d| ObservationDeletions {
                 entity_name: d.entity_name,
                 ordinals: d.ordinals,
+                contents: d.observations,
             })
             .collect();
         let results = self
@@ -442,5 +443,29 @@ impl EngramServer {
             .find_similar_nodes(workspace, params.limit, params.min_score)
             .await?;
         Ok(Json(SimilarNodesResult { pairs }))
+    }
+
+    /// Walk the whole graph a page at a time (an extension beyond the catalog, named as in
+    /// the reference memory server): nodes in name order with the relations leaving them,
+    /// the totals, and a `next_cursor` to pass back for the next page. Ask for `detail:
+    /// "names"` to skim a large graph, `"full"` for every observation.
+    #[tool(annotations(read_only_hint = true))]
+    async fn read_graph(
+        &self,
+        Parameters(params): Parameters<ReadGraphParams>,
+        extensions: Extensions,
+    ) -> Result<Json<transfer::GraphPageResult>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let page = self
+            .memory
+            .read_graph(
+                workspace,
+                params.cursor.as_deref(),
+                params.limit,
+                params.entity_type.as_deref(),
+                params.detail,
+            )
+            .await?;
+        Ok(Json(page))
     }
 }

@@ -175,10 +175,41 @@ pub(crate) async fn delete_observations(
         .iter()
         .map(|row| (row.get("name"), row.get("ordinal")))
         .collect();
+    let (names, contents): (Vec<&str>, Vec<&str>) = deletions
+        .iter()
+        .flat_map(|d| {
+            d.contents
+                .iter()
+                .map(|c| (d.entity_name.as_str(), c.as_str()))
+        })
+        .unzip();
+    let mut by_content: BTreeSet<(String, i64)> = BTreeSet::new();
+    if !contents.is_empty() {
+        for row in client
+            .query(
+                "DELETE FROM observations o
+                 USING nodes n, unnest($2::text[], $3::text[]) AS d (name, content)
+                 WHERE n.workspace_id = $1 AND n.name = d.name
+                   AND o.node_id = n.id AND o.content = d.content
+                 RETURNING n.name, o.ordinal",
+                &[&workspace.0, &names, &contents],
+            )
+            .await
+            .map_err(db)?
+        {
+            by_content.insert((row.get("name"), row.get("ordinal")));
+        }
+    }
+    deleted.extend(by_content.iter().cloned());
     Ok(deletions
         .iter()
         .map(|deletion| {
-            let requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
+            let mut requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
+            requested.extend(
+                (by_content.iter())
+                    .filter(|(name, _)| *name == deletion.entity_name)
+                    .map(|(_, ordinal)| *ordinal),
+            );
             let (gone, missing): (Vec<i64>, Vec<i64>) = requested
                 .into_iter()
                 .partition(|o| deleted.remove(&(deletion.entity_name.clone(), *o)));

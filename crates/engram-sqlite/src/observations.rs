@@ -119,10 +119,31 @@ pub(crate) fn delete_observations(
                AND ordinal = ?3",
         )
         .map_err(db)?;
+    let mut by_content = tx
+        .prepare_cached(
+            "DELETE FROM observations
+             WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+               AND content = ?3
+             RETURNING ordinal",
+        )
+        .map_err(db)?;
     let mut result = Vec::with_capacity(deletions.len());
     for deletion in deletions {
-        let requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
+        let mut requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
         let mut deleted_ordinals = Vec::new();
+        for content in &deletion.contents {
+            let ordinals = by_content
+                .query_map(params![workspace.0, deletion.entity_name, content], |row| {
+                    row.get::<_, i64>(0)
+                })
+                .map_err(db)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(db)?;
+            for ordinal in ordinals {
+                requested.remove(&ordinal);
+                deleted_ordinals.push(ordinal);
+            }
+        }
         let mut not_found_ordinals = Vec::new();
         for ordinal in requested {
             let deleted = delete
@@ -134,6 +155,7 @@ pub(crate) fn delete_observations(
                 not_found_ordinals.push(ordinal);
             }
         }
+        deleted_ordinals.sort_unstable();
         result.push(DeletedObservations {
             entity_name: deletion.entity_name.clone(),
             deleted_ordinals,

@@ -5,8 +5,8 @@
 use crate::server::{Backend, TestServer};
 
 /// The catalog's tools (`shared/reference/tool-catalog.md`) and engram's extensions
-/// (`search_observations`).
-const TOOLS: [&str; 25] = [
+/// (`search_observations`, `read_graph`).
+const TOOLS: [&str; 26] = [
     "add_observations",
     "create_entities",
     "create_relations",
@@ -26,6 +26,7 @@ const TOOLS: [&str; 25] = [
     "get_stats",
     "open_nodes",
     "query_observations",
+    "read_graph",
     "rename_relation_type",
     "replace_observation",
     "search_nodes",

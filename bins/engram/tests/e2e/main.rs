@@ -8,6 +8,7 @@ mod binding;
 mod cli;
 mod consolidation;
 mod golden;
+mod reference;
 mod scenario;
 mod server;
 mod sse_client;
@@ -45,6 +46,8 @@ per_backend!(
     consolidation::drafts_come_from_the_model_when_it_answers_in_time,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
     golden::tools_list_matches_the_golden_contract,
+    reference::the_reference_servers_calls_work_unchanged,
+    reference::read_graph_walks_a_large_graph_page_by_page,
     scenario::a_paraphrase_finds_its_node_over_mcp,
     scenario::every_tool_over_streamable_http,
     scenario::every_tool_over_legacy_sse,

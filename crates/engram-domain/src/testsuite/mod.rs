@@ -203,6 +203,7 @@ pub fn deletions(entity_name: &str, ordinals: &[i64]) -> ObservationDeletions {
     ObservationDeletions {
         entity_name: entity_name.into(),
         ordinals: ordinals.to_vec(),
+        contents: Vec::new(),
     }
 }
 
