@@ -157,7 +157,7 @@ pub enum GraphDetail {
 /// A node as `read_graph` returns it; fields beyond name and type depend on the detail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct GraphNode {
+pub struct PagedNode {
     /// The node's name.
     pub name: String,
     /// Its type.
@@ -181,7 +181,7 @@ pub struct GraphNode {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphPageResult {
     /// The page's nodes, by name.
-    pub entities: Vec<GraphNode>,
+    pub entities: Vec<PagedNode>,
     /// Every relation whose source node is on this page, so the pages together hold each
     /// relation once.
     pub relations: Vec<crate::model::Relation>,
@@ -209,7 +209,7 @@ impl GraphPageResult {
         let entities = (page.nodes.into_iter())
             .map(|(node, count)| {
                 let more = detail != GraphDetail::Names;
-                GraphNode {
+                PagedNode {
                     observations: (detail == GraphDetail::Full).then(|| {
                         (node.observations.into_iter())
                             .map(|o| crate::model::Observation {
