@@ -53,9 +53,67 @@ pub enum Command {
     },
     /// Print the manual page (roff): `engram man > ~/.local/share/man/man1/engram.1`.
     Man,
+    /// Import a graph from a JSONL file: the reference memory server's `memory.jsonl` (or its
+    /// older `memory.json`), or engram's own export. Streams the file in batches (each one
+    /// transaction); running it twice adds nothing. Prints what was imported, already present
+    /// and rejected (with line numbers); exits 1 when any line was rejected.
+    Import(ImportArgs),
+    /// Write a workspace out: `jsonl` (engram's lossless format, for `engram import`),
+    /// `anthropic` (the reference memory server's file), or a drawing (`mermaid`, `dot`).
+    Export(ExportArgs),
     /// Print a workspace's consolidation report as JSON (what the get_consolidation_report
     /// tool returns), e.g. from a scheduled job. Uses the vectors the server's indexer made.
     Report(ReportArgs),
+}
+
+/// Arguments of `engram import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The JSONL file; `-` reads standard input.
+    pub file: std::path::PathBuf,
+    /// The workspace to import into.
+    #[arg(long, env = "ENGRAM_WORKSPACE")]
+    pub workspace: String,
+    /// Create the workspace if it does not exist.
+    #[arg(long)]
+    pub create_workspace: bool,
+    /// Read and check every line, and say what would be imported, without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// What `engram export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// engram's lossless JSONL: nodes with ordinals, summaries, tags and timestamps, then
+    /// relations; `engram import` reads it back exactly.
+    Jsonl,
+    /// The reference memory server's JSONL (entities with their observation texts, relations).
+    Anthropic,
+    /// A Mermaid flowchart.
+    Mermaid,
+    /// A Graphviz digraph.
+    Dot,
+}
+
+/// Arguments of `engram export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The workspace to export.
+    #[arg(long, env = "ENGRAM_WORKSPACE")]
+    pub workspace: String,
+    /// The format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+    /// Draw only this node's neighbourhood (mermaid and dot).
+    #[arg(long, value_name = "NAME")]
+    pub around: Option<String>,
+    /// Hops around `--around`, 0–6.
+    #[arg(long, default_value_t = 1, requires = "around")]
+    pub depth: u32,
+    /// Write here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `engram report`.

@@ -1,6 +1,8 @@
 //! The `engram` command: serve MCP, migrate the database, manage workspaces.
 
 mod cli;
+mod export;
+mod import;
 mod reindex;
 mod report;
 mod workspaces;
@@ -49,6 +51,7 @@ fn reads_only(command: &Command) -> bool {
     matches!(
         command,
         Command::Report(_)
+            | Command::Export(_)
             | Command::Workspace(
                 WorkspaceCommand::List { .. }
                     | WorkspaceCommand::Perspectives(PerspectiveCommand::List { .. })
@@ -128,6 +131,21 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
             reindex::run(store.shared(), &workspace, &embed.choice()).await
         }
         Command::Report(args) => report::run(store.shared(), args).await,
+        Command::Import(args) => import::run(&Memory::new(store.shared()), args).await,
+        Command::Export(args) => {
+            let memory = Memory::new(store.shared());
+            match &args.output {
+                Some(path) => {
+                    let file = std::fs::File::create(path)
+                        .with_context(|| format!("creating {}", path.display()))?;
+                    export::run(&memory, &args, &mut std::io::BufWriter::new(file)).await
+                }
+                None => {
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    export::run(&memory, &args, &mut out).await
+                }
+            }
+        }
         Command::Workspace(command) => workspaces::run(&Memory::new(store.shared()), command).await,
         Command::Migrate
         | Command::Serve(_)

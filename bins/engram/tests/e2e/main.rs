@@ -13,6 +13,7 @@ mod scenario;
 mod server;
 mod sse_client;
 mod stdio;
+mod transfer;
 
 /// Instantiates each `module::test(backend)` as a test per backend: `postgres::test` and
 /// `sqlite::test`.
@@ -54,4 +55,7 @@ per_backend!(
     sse_client::unknown_session_is_not_found,
     sse_client::a_session_keeps_its_workspace,
     stdio::every_tool_over_stdio,
+    transfer::the_reference_servers_file_imports_once_and_reports_what_it_refused,
+    transfer::a_large_file_on_standard_input_waits_for_late_nodes,
+    transfer::an_export_imports_into_an_empty_workspace_unchanged,
 );

@@ -1,0 +1,566 @@
+//! `engram import FILE --workspace NAME`: a JSONL graph into a workspace, streamed.
+//!
+//! Takes the reference memory server's file (`memory.jsonl`, or its older `memory.json` of the
+//! same lines: `{"type":"entity","name","entityType","observations"}` and
+//! `{"type":"relation","from","to","relationType"}`) and engram's own export (`"type":"node"`
+//! lines carrying ordinals and timestamps). Lines are read one at a time and written in
+//! batches, each batch one transaction, so memory stays bounded whatever the file's size.
+//! Importing twice adds nothing: observations are deduplicated by text per node, relations by
+//! their triple. A relation whose endpoint has not appeared yet waits for the end of the file;
+//! one whose endpoint never appears is reported, never created or silently dropped.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, IsTerminal, Read};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use engram_domain::transfer::{
+    ImportOutcome, NodeRecord, ObservationRecord, RelationRecord, validate_node, validate_relation,
+};
+use engram_domain::{IMPORT_BATCH_OBSERVATIONS, Memory, WorkspaceId, limits};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+
+use crate::cli::ImportArgs;
+
+/// Nodes per batch (each batch is one transaction).
+const BATCH_NODES: usize = 500;
+/// Relations per batch.
+const BATCH_RELATIONS: usize = limits::MAX_BATCH;
+/// Problems printed in full; the rest are counted.
+const SHOWN_PROBLEMS: usize = 50;
+
+/// One meaningful line of an import file.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    /// A node, from either format.
+    Node(NodeRecord),
+    /// A relation, from either format.
+    Relation(RelationRecord),
+    /// engram's export header (or another line that carries no graph data).
+    Header,
+}
+
+/// The reference server's entity line.
+#[derive(Deserialize)]
+struct ReferenceEntity {
+    name: String,
+    #[serde(rename = "entityType")]
+    entity_type: String,
+    #[serde(default)]
+    observations: Vec<String>,
+}
+
+/// A relation line of either format (`relationType` is the reference server's spelling).
+#[derive(Deserialize)]
+struct RelationLine {
+    from: String,
+    to: String,
+    #[serde(alias = "relationType")]
+    relation_type: String,
+    #[serde(default)]
+    created_at: Option<engram_domain::Timestamp>,
+}
+
+/// Parses and validates one line; `Ok(None)` for a blank one. The error says what is wrong
+/// with it (not JSON, an unknown `type`, a missing field, a broken limit).
+pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    let line = match kind {
+        "entity" => {
+            let entity: ReferenceEntity =
+                serde_json::from_value(value).map_err(|e| format!("entity: {e}"))?;
+            Line::Node(NodeRecord {
+                name: entity.name,
+                entity_type: entity.entity_type,
+                observations: (entity.observations.into_iter())
+                    .map(|content| ObservationRecord {
+                        content,
+                        ..ObservationRecord::default()
+                    })
+                    .collect(),
+                ..NodeRecord::default()
+            })
+        }
+        "node" => Line::Node(serde_json::from_value(value).map_err(|e| format!("node: {e}"))?),
+        "relation" => {
+            let relation: RelationLine =
+                serde_json::from_value(value).map_err(|e| format!("relation: {e}"))?;
+            Line::Relation(RelationRecord {
+                from: relation.from,
+                to: relation.to,
+                relation_type: relation.relation_type,
+                created_at: relation.created_at,
+            })
+        }
+        "engram" => Line::Header,
+        "" => return Err("no \"type\" (entity, relation or node)".into()),
+        other => {
+            return Err(format!(
+                "unknown type {other:?} (expected entity, relation or node)"
+            ));
+        }
+    };
+    match line {
+        Line::Node(node) => validate_node(node)
+            .map(|node| Some(Line::Node(node)))
+            .map_err(|e| e.to_string()),
+        Line::Relation(relation) => validate_relation(&relation)
+            .map(|()| Some(Line::Relation(relation)))
+            .map_err(|e| e.to_string()),
+        Line::Header => Ok(Some(Line::Header)),
+    }
+}
+
+/// What an import did, line by line where something went wrong.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// What the batches wrote (without `relations_missing`: those are problems below).
+    pub outcome: ImportOutcome,
+    /// Entity lines refused.
+    pub entities_rejected: u64,
+    /// Observations on refused entity lines.
+    pub observations_rejected: u64,
+    /// Relation lines refused or left dangling.
+    pub relations_rejected: u64,
+    /// `(line number, reason)`, in file order.
+    pub problems: Vec<(usize, String)>,
+}
+
+/// The batch being gathered, and the relations waiting for an endpoint.
+struct Importer<'a> {
+    memory: &'a Memory,
+    workspace: WorkspaceId,
+    dry_run: bool,
+    nodes: Vec<NodeRecord>,
+    node_index: HashMap<String, usize>,
+    observations: usize,
+    relations: Vec<(usize, RelationRecord)>,
+    /// Relations whose endpoints were missing when their batch was written (or, in a dry
+    /// run, had not appeared yet in the file).
+    waiting: Vec<(usize, RelationRecord)>,
+    /// In a dry run, every node name the file holds.
+    seen: HashSet<String>,
+    batches: usize,
+    report: Report,
+}
+
+impl Importer<'_> {
+    async fn add_node(&mut self, mut node: NodeRecord) -> Result<()> {
+        loop {
+            let room = IMPORT_BATCH_OBSERVATIONS - self.observations;
+            let full = self.nodes.len() >= BATCH_NODES;
+            if full || (node.observations.len() > room && !self.nodes.is_empty()) {
+                self.flush().await?;
+                continue;
+            }
+            if node.observations.len() <= room {
+                self.push(node);
+                return Ok(());
+            }
+            // More observations than a batch holds: in over several batches.
+            let rest = node.observations.split_off(room);
+            let head = NodeRecord {
+                observations: std::mem::replace(&mut node.observations, rest),
+                ..node.clone()
+            };
+            self.push(head);
+            self.flush().await?;
+        }
+    }
+
+    fn push(&mut self, node: NodeRecord) {
+        self.observations += node.observations.len();
+        if self.dry_run {
+            self.seen.insert(node.name.clone());
+        }
+        match self.node_index.get(&node.name) {
+            // The same name twice in one batch: one record, observations in file order.
+            Some(&i) => self.nodes[i].observations.extend(node.observations),
+            None => {
+                self.node_index.insert(node.name.clone(), self.nodes.len());
+                self.nodes.push(node);
+            }
+        }
+    }
+
+    async fn add_relation(&mut self, line: usize, relation: RelationRecord) -> Result<()> {
+        if self.relations.len() >= BATCH_RELATIONS {
+            self.flush().await?;
+        }
+        self.relations.push((line, relation));
+        Ok(())
+    }
+
+    /// Writes the gathered batch in one transaction (in a dry run, only counts it).
+    async fn flush(&mut self) -> Result<()> {
+        let nodes = std::mem::take(&mut self.nodes);
+        let relations = std::mem::take(&mut self.relations);
+        self.node_index.clear();
+        self.observations = 0;
+        if nodes.is_empty() && relations.is_empty() {
+            return Ok(());
+        }
+        self.batches += 1;
+        if self.dry_run {
+            let outcome = &mut self.report.outcome;
+            outcome.nodes_created += nodes.len() as u64;
+            outcome.observations_added += nodes
+                .iter()
+                .map(|n| n.observations.len() as u64)
+                .sum::<u64>();
+            for (line, relation) in relations {
+                if self.seen.contains(&relation.from) && self.seen.contains(&relation.to) {
+                    self.report.outcome.relations_created += 1;
+                } else {
+                    self.waiting.push((line, relation));
+                }
+            }
+            return Ok(());
+        }
+        let records: Vec<RelationRecord> = relations.iter().map(|(_, r)| r.clone()).collect();
+        let mut outcome = (self.memory)
+            .import(self.workspace, nodes, &records)
+            .await
+            .with_context(|| format!("writing batch {}", self.batches))?;
+        // Missing relations come back in input order: find their lines in the same order.
+        let mut lines = relations.into_iter();
+        for missing in std::mem::take(&mut outcome.relations_missing) {
+            if let Some(found) = lines.by_ref().find(|(_, r)| *r == missing) {
+                self.waiting.push(found);
+            }
+        }
+        self.report.outcome.absorb(outcome);
+        Ok(())
+    }
+
+    /// Writes what is left, then the relations that waited for their endpoints, and reports
+    /// the ones whose endpoints never appeared.
+    async fn finish(mut self) -> Result<Report> {
+        self.flush().await?;
+        let waiting = std::mem::take(&mut self.waiting);
+        let mut dangling = Vec::new();
+        for chunk in waiting.chunks(BATCH_RELATIONS) {
+            if self.dry_run {
+                let names = chunk.iter().flat_map(|(_, r)| [&r.from, &r.to]);
+                let missing = self.missing_nodes(names).await?;
+                for (line, relation) in chunk {
+                    if missing.contains(&relation.from) || missing.contains(&relation.to) {
+                        dangling.push((*line, relation.clone()));
+                    } else {
+                        self.report.outcome.relations_created += 1;
+                    }
+                }
+                continue;
+            }
+            let records: Vec<RelationRecord> = chunk.iter().map(|(_, r)| r.clone()).collect();
+            let mut outcome = self
+                .memory
+                .import(self.workspace, Vec::new(), &records)
+                .await?;
+            let mut lines = chunk.iter();
+            for missing in std::mem::take(&mut outcome.relations_missing) {
+                if let Some(found) = lines.by_ref().find(|(_, r)| *r == missing) {
+                    dangling.push(found.clone());
+                }
+            }
+            self.report.outcome.absorb(outcome);
+        }
+        let names = dangling.iter().flat_map(|(_, r)| [&r.from, &r.to]);
+        let missing = self.missing_nodes(names).await?;
+        for (line, relation) in dangling {
+            let absent: Vec<String> = [&relation.from, &relation.to]
+                .into_iter()
+                .filter(|name| missing.contains(*name))
+                .map(|name| format!("{name:?}"))
+                .collect();
+            self.report.relations_rejected += 1;
+            self.report.problems.push((
+                line,
+                format!(
+                    "relation {} -{}-> {}: no node {} in the file or the workspace",
+                    relation.from,
+                    relation.relation_type,
+                    relation.to,
+                    absent.join(" or ")
+                ),
+            ));
+        }
+        self.report.problems.sort_by_key(|(line, _)| *line);
+        Ok(self.report)
+    }
+
+    /// Which of `names` neither the file (in a dry run) nor the workspace holds.
+    async fn missing_nodes<'n>(
+        &self,
+        names: impl Iterator<Item = &'n String>,
+    ) -> Result<HashSet<String>> {
+        let mut unknown: Vec<String> = names
+            .filter(|name| !self.seen.contains(*name))
+            .cloned()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        unknown.sort();
+        let mut missing = HashSet::new();
+        for chunk in unknown.chunks(limits::MAX_BATCH) {
+            let opened = self.memory.open_nodes(self.workspace, chunk).await?;
+            missing.extend(opened.not_found);
+        }
+        Ok(missing)
+    }
+}
+
+/// Runs `engram import`.
+pub async fn run(memory: &Memory, args: ImportArgs) -> Result<()> {
+    let workspace = match memory.workspace(&args.workspace).await {
+        Ok(workspace) => workspace,
+        Err(engram_domain::Error::NotFound { .. }) if args.create_workspace && !args.dry_run => {
+            memory.create_workspace(&args.workspace).await?
+        }
+        Err(engram_domain::Error::NotFound { .. }) if args.create_workspace => {
+            // A dry run writes nothing, a workspace included: check against an empty one.
+            return Err(anyhow::anyhow!(
+                "workspace {:?} does not exist yet; a dry run creates nothing, so run it without                  --dry-run to create it",
+                args.workspace
+            ));
+        }
+        Err(error @ engram_domain::Error::NotFound { .. }) => {
+            return Err(error).with_context(|| {
+                format!(
+                    "add --create-workspace, or run `engram workspace create {}`",
+                    args.workspace
+                )
+            });
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let (reader, length) = open(&args.file)?;
+    let progress = progress_bar(length);
+    let mut importer = Importer {
+        memory,
+        workspace: workspace.id,
+        dry_run: args.dry_run,
+        nodes: Vec::new(),
+        node_index: HashMap::new(),
+        observations: 0,
+        relations: Vec::new(),
+        waiting: Vec::new(),
+        seen: HashSet::new(),
+        batches: 0,
+        report: Report::default(),
+    };
+    let mut reader = BufReader::new(reader);
+    let mut text = String::new();
+    let mut number = 0;
+    loop {
+        text.clear();
+        let read = reader
+            .read_line(&mut text)
+            .with_context(|| format!("reading {} after line {number}", args.file.display()))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        progress.inc(read as u64);
+        match parse_line(&text) {
+            Ok(None | Some(Line::Header)) => {}
+            Ok(Some(Line::Node(node))) => importer.add_node(node).await?,
+            Ok(Some(Line::Relation(relation))) => importer.add_relation(number, relation).await?,
+            Err(reason) => {
+                let report = &mut importer.report;
+                match rejected_kind(&text) {
+                    Kind::Entity(observations) => {
+                        report.entities_rejected += 1;
+                        report.observations_rejected += observations;
+                    }
+                    Kind::Relation => report.relations_rejected += 1,
+                    Kind::Unknown => {}
+                }
+                report.problems.push((number, reason));
+            }
+        }
+    }
+    progress.set_message("writing relations that waited for their nodes");
+    let report = importer.finish().await?;
+    progress.finish_and_clear();
+    print!("{}", render(&report, &args, &workspace.name, number));
+    anyhow::ensure!(
+        report.problems.is_empty(),
+        "{} line(s) were not imported (listed above); everything else was",
+        report.problems.len()
+    );
+    Ok(())
+}
+
+/// What a refused line was meant to be, for the report's columns.
+enum Kind {
+    Entity(u64),
+    Relation,
+    Unknown,
+}
+
+fn rejected_kind(text: &str) -> Kind {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+        // Not JSON (a truncated line, say): its type may still be legible.
+        let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        return if squeezed.contains(r#""type":"entity""#) || squeezed.contains(r#""type":"node""#) {
+            Kind::Entity(0)
+        } else if squeezed.contains(r#""type":"relation""#) {
+            Kind::Relation
+        } else {
+            Kind::Unknown
+        };
+    };
+    match value.get("type").and_then(|t| t.as_str()) {
+        Some("entity" | "node") => Kind::Entity(
+            value
+                .get("observations")
+                .and_then(|o| o.as_array())
+                .map_or(0, |o| o.len() as u64),
+        ),
+        Some("relation") => Kind::Relation,
+        _ => Kind::Unknown,
+    }
+}
+
+/// The file (or standard input for `-`) and its length when known.
+fn open(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
+    if path == Path::new("-") {
+        return Ok((Box::new(std::io::stdin()), None));
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let length = file.metadata().ok().map(|m| m.len());
+    Ok((Box::new(file), length))
+}
+
+/// A bar by bytes read on a terminal (a spinner for standard input); nothing elsewhere.
+fn progress_bar(length: Option<u64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    match length {
+        Some(length) => ProgressBar::new(length).with_style(
+            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes}  {bytes_per_sec}  {msg}")
+                .expect("a valid template"),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {bytes} read  {msg}")
+                .expect("a valid template"),
+        ),
+    }
+}
+
+/// The final report: a table of what was imported, already present and rejected, then each
+/// problem with its line number.
+pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize) -> String {
+    use std::fmt::Write;
+    let o = &report.outcome;
+    let mut out = String::new();
+    let (verb, imported, present) = if args.dry_run {
+        ("checked (dry run: nothing written)", "valid", "")
+    } else {
+        ("imported", "imported", "already present")
+    };
+    let _ = writeln!(
+        out,
+        "{verb}: {} ({lines} lines) into workspace {workspace}",
+        args.file.display()
+    );
+    let _ = writeln!(
+        out,
+        "{:<14}{imported:>10}{present:>17}{:>10}",
+        "", "rejected"
+    );
+    let rows = [
+        (
+            "entities",
+            o.nodes_created,
+            o.nodes_existing,
+            report.entities_rejected,
+        ),
+        (
+            "observations",
+            o.observations_added,
+            o.observations_existing,
+            report.observations_rejected,
+        ),
+        (
+            "relations",
+            o.relations_created,
+            o.relations_existing,
+            report.relations_rejected,
+        ),
+    ];
+    for (what, new, existing, rejected) in rows {
+        let existing = if args.dry_run {
+            String::new()
+        } else {
+            existing.to_string()
+        };
+        let _ = writeln!(out, "{what:<14}{new:>10}{existing:>17}{rejected:>10}");
+    }
+    for (line, reason) in report.problems.iter().take(SHOWN_PROBLEMS) {
+        let _ = writeln!(out, "line {line}: {reason}");
+    }
+    if report.problems.len() > SHOWN_PROBLEMS {
+        let _ = writeln!(out, "… and {} more", report.problems.len() - SHOWN_PROBLEMS);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_formats_parse_and_bad_lines_say_why() {
+        let entity = parse_line(
+            r#"{"type":"entity","name":"Alice","entityType":"person","observations":["a","b"]}"#,
+        )
+        .unwrap()
+        .unwrap();
+        let Line::Node(node) = entity else {
+            panic!("{entity:?}")
+        };
+        assert_eq!((node.name.as_str(), node.observations.len()), ("Alice", 2));
+        assert_eq!(node.observations[0].ordinal, None);
+
+        let relation = r#"{"type":"relation","from":"A","to":"B","relationType":"knows"}"#;
+        assert!(
+            matches!(parse_line(relation), Ok(Some(Line::Relation(r))) if r.relation_type == "knows")
+        );
+        let node = r#"{"type":"node","name":"A","entity_type":"t","next_ordinal":4,
+                       "observations":[{"ordinal":3,"content":"c"}]}"#;
+        assert!(matches!(parse_line(node), Ok(Some(Line::Node(n))) if n.next_ordinal == Some(4)));
+        assert_eq!(parse_line("  \n"), Ok(None));
+        assert_eq!(
+            parse_line(r#"{"type":"engram","version":1}"#),
+            Ok(Some(Line::Header))
+        );
+
+        for (line, expected) in [
+            ("{not json", "not JSON"),
+            (r#"{"name":"A"}"#, "no \"type\""),
+            (r#"{"type":"edge"}"#, "unknown type \"edge\""),
+            (
+                r#"{"type":"entity","name":"A"}"#,
+                "missing field `entityType`",
+            ),
+            (r#"{"type":"entity","name":"","entityType":"t"}"#, "`name`"),
+            (
+                r#"{"type":"relation","from":"A","to":"B","relationType":""}"#,
+                "`relation_type`",
+            ),
+        ] {
+            let error = parse_line(line).unwrap_err();
+            assert!(error.contains(expected), "{line}: {error}");
+        }
+    }
+}

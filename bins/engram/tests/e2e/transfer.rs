@@ -1,0 +1,278 @@
+//! `engram import` and `engram export` as a user runs them, against a server's store: the
+//! reference memory server's file (with a malformed line, a dangling relation, a duplicate,
+//! and relations before their nodes), a second run, a dry run, standard input, and an
+//! export imported into an empty workspace.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::json;
+
+use crate::scenario::ok;
+use crate::server::{Backend, TestServer};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/e2e/fixtures/reference-memory.jsonl"
+);
+
+fn engram(database_url: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(args)
+        .env("ENGRAM_DATABASE_URL", database_url)
+        .env("ENGRAM_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running engram");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        input.write_all(bytes).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The report's row for `what`: `[imported, already present, rejected]`.
+fn row(report: &str, what: &str) -> Vec<u64> {
+    let line = (report.lines())
+        .find(|l| l.starts_with(what))
+        .unwrap_or_else(|| panic!("no {what} row in {report}"));
+    line.split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+pub async fn the_reference_servers_file_imports_once_and_reports_what_it_refused(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let url = &server.database_url;
+
+    let dry = engram(
+        url,
+        &["import", FIXTURE, "--workspace", "demo", "--dry-run"],
+        None,
+    );
+    let report = stdout(&dry);
+    assert_eq!(dry.status.code(), Some(1), "{dry:?}");
+    assert!(
+        report.starts_with("checked (dry run: nothing written)"),
+        "{report}"
+    );
+    assert_eq!(row(&report, "entities"), [3, 1]);
+    assert_eq!(row(&report, "relations"), [3, 1]);
+    let client = server.streamable_client("demo").await;
+    let stats = ok(&client, "get_stats", json!({})).await;
+    assert_eq!(stats["node_count"], 0, "a dry run writes nothing: {stats}");
+
+    let first = engram(url, &["import", FIXTURE, "--workspace", "demo"], None);
+    let report = stdout(&first);
+    assert_eq!(first.status.code(), Some(1), "{first:?}");
+    assert_eq!(row(&report, "entities"), [3, 0, 1], "{report}");
+    assert_eq!(row(&report, "observations"), [4, 1, 0], "{report}");
+    assert_eq!(row(&report, "relations"), [2, 1, 1], "{report}");
+    assert!(report.contains("line 4: not JSON"), "{report}");
+    assert!(
+        report.contains(
+            "line 5: relation John_Smith -knows-> Nobody: no node \"Nobody\" in the file or the workspace"
+        ),
+        "{report}"
+    );
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(stderr.contains("2 line(s) were not imported"), "{stderr}");
+
+    let john = ok(&client, "open_nodes", json!({"names": ["John_Smith"]})).await;
+    let contents: Vec<&str> = (john["entities"][0]["observations"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .map(|o| o["content"].as_str().unwrap())
+    .collect();
+    assert_eq!(
+        contents,
+        [
+            "Speaks fluent Spanish",
+            "Graduated in 2019",
+            "Prefers morning meetings"
+        ]
+    );
+    assert_eq!(john["relations"].as_array().unwrap().len(), 1, "{john}");
+
+    let second = engram(url, &["import", FIXTURE, "--workspace", "demo"], None);
+    let report = stdout(&second);
+    assert_eq!(row(&report, "entities"), [0, 3, 1], "{report}");
+    assert_eq!(row(&report, "observations"), [0, 5, 0], "{report}");
+    assert_eq!(row(&report, "relations"), [0, 3, 1], "{report}");
+    let stats = ok(&client, "get_stats", json!({})).await;
+    assert_eq!(
+        (
+            &stats["node_count"],
+            &stats["observation_count"],
+            &stats["relation_count"]
+        ),
+        (&json!(3), &json!(4), &json!(2)),
+        "{stats}"
+    );
+
+    let missing = engram(url, &["import", FIXTURE, "--workspace", "elsewhere"], None);
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("--create-workspace"),
+        "{missing:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+pub async fn a_large_file_on_standard_input_waits_for_late_nodes(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let mut file = String::new();
+    // Relations first, pointing at nodes that come batches later.
+    for i in 0..1_199 {
+        let line = json!({"type": "relation", "from": format!("n{i:04}"), "to": format!("n{:04}", i + 1), "relationType": "next"});
+        file.push_str(&format!("{line}\n"));
+    }
+    for i in 0..1_200 {
+        let line = json!({"type": "entity", "name": format!("n{i:04}"), "entityType": "item", "observations": [format!("item {i}"), "shared text"]});
+        file.push_str(&format!("{line}\n"));
+    }
+    let output = engram(
+        &server.database_url,
+        &["import", "-", "--workspace", "fresh", "--create-workspace"],
+        Some(file.as_bytes()),
+    );
+    assert!(output.status.success(), "{output:?}");
+    let report = stdout(&output);
+    assert_eq!(row(&report, "entities"), [1_200, 0, 0], "{report}");
+    assert_eq!(row(&report, "observations"), [2_400, 0, 0], "{report}");
+    assert_eq!(row(&report, "relations"), [1_199, 0, 0], "{report}");
+}
+
+pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backend) {
+    let server = TestServer::start(backend, &["source", "copy"]).await;
+    let url = &server.database_url;
+    let client = server.streamable_client("source").await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Alice", "entity_type": "person", "observations": ["one", "two", "three"],
+             "summary": "A person.", "tags": ["team", "core"]},
+            {"name": "Bob", "entity_type": "person", "observations": ["hi \"there\"\nnew line"]},
+            {"name": "engram", "entity_type": "project"},
+        ]}),
+    )
+    .await;
+    ok(
+        &client,
+        "delete_observations",
+        json!({"deletions": [{"entity_name": "Alice", "ordinals": [2]}]}),
+    )
+    .await;
+    ok(
+        &client,
+        "create_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "engram", "relation_type": "works_on"},
+                             {"from_entity": "Bob", "to_entity": "Alice", "relation_type": "knows"}]}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+
+    let exported = engram(url, &["export", "--workspace", "source"], None);
+    assert!(exported.status.success(), "{exported:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("source.jsonl");
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let imported = engram(
+        url,
+        &["import", file.to_str().unwrap(), "--workspace", "copy"],
+        None,
+    );
+    assert!(imported.status.success(), "{imported:?}");
+    let again = engram(
+        url,
+        &[
+            "export",
+            "--workspace",
+            "copy",
+            "--output",
+            dir.path().join("copy.jsonl").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(again.status.success(), "{again:?}");
+    let copy = std::fs::read_to_string(dir.path().join("copy.jsonl")).unwrap();
+    let source = String::from_utf8(exported.stdout).unwrap();
+    // Everything but the header (workspace name, export time) is the same, byte for byte.
+    let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(body(&copy), body(&source));
+    assert_eq!(body(&source).len(), 5, "{source}");
+    assert!(
+        source
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("\"next_ordinal\":4"),
+        "{source}"
+    );
+
+    let anthropic = engram(
+        url,
+        &["export", "--workspace", "copy", "--format", "anthropic"],
+        None,
+    );
+    let lines: Vec<serde_json::Value> = (stdout(&anthropic).lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"type": "entity", "name": "Alice", "entityType": "person", "observations": ["one", "three"]})
+    );
+    assert_eq!(
+        lines[3],
+        json!({"type": "relation", "from": "Alice", "to": "engram", "relationType": "works_on"})
+    );
+
+    let around = engram(
+        url,
+        &[
+            "export",
+            "--workspace",
+            "copy",
+            "--format",
+            "mermaid",
+            "--around",
+            "engram",
+            "--depth",
+            "1",
+        ],
+        None,
+    );
+    let drawing = stdout(&around);
+    assert!(drawing.starts_with("flowchart LR\n"), "{around:?}");
+    assert!(
+        drawing.contains("Alice") && drawing.contains("works_on") && !drawing.contains("Bob"),
+        "{drawing}"
+    );
+    let dot = engram(
+        url,
+        &["export", "--workspace", "copy", "--format", "dot"],
+        None,
+    );
+    assert!(
+        stdout(&dot).contains("\"Bob\" -> \"Alice\" [label=\"knows\"];"),
+        "{dot:?}"
+    );
+    let refused = engram(
+        url,
+        &["export", "--workspace", "copy", "--around", "Bob"],
+        None,
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--format mermaid or dot"),
+        "{refused:?}"
+    );
+}
