@@ -43,6 +43,9 @@ pub enum Command {
         #[command(flatten)]
         embed: EmbedArgs,
     },
+    /// Create, list and revoke access tokens for the HTTP transports.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Create, list, rename and delete workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
@@ -248,12 +251,54 @@ pub struct ServeArgs {
     /// Create this workspace at start if it does not exist yet (for one-line setups).
     #[arg(long, value_name = "NAME")]
     pub create_workspace: Option<String>,
+    /// Require `Authorization: Bearer <token>` on every HTTP request (tokens come from
+    /// `engram token create`). On by default whenever --bind is not a loopback address.
+    #[arg(long, conflicts_with = "insecure_no_auth")]
+    pub require_auth: bool,
+    /// Serve a non-loopback address without tokens: anyone who reaches the port reads and
+    /// writes every workspace. Only behind a proxy that authenticates.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,
     /// The workspace a stdio session works in (HTTP clients send X-Memory-Workspace).
     #[arg(long, env = "ENGRAM_WORKSPACE")]
     pub workspace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token granting one workspace and print it (once: only its hash is kept).
+    Create {
+        /// The workspace it grants.
+        #[arg(long, env = "ENGRAM_WORKSPACE")]
+        workspace: String,
+        /// Allow only the tools that change nothing.
+        #[arg(long)]
+        read_only: bool,
+        /// How long it works, e.g. `90d`, `12h`, `1y`; forever when omitted.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        expires: Option<Duration>,
+        /// A note on who or what holds it, shown by `token list`.
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List tokens (never their secrets).
+    List {
+        /// Only this workspace's.
+        #[arg(long)]
+        workspace: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token (by the id `token list` shows, or the token itself); every engram
+    /// process on this database refuses it from the next request on.
+    Revoke {
+        /// The token's id or the token.
+        token: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

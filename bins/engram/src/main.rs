@@ -5,6 +5,7 @@ mod export;
 mod import;
 mod reindex;
 mod report;
+mod tokens;
 mod workspaces;
 
 use std::io::IsTerminal;
@@ -52,6 +53,7 @@ fn reads_only(command: &Command) -> bool {
         command,
         Command::Report(_)
             | Command::Export(_)
+            | Command::Token(cli::TokenCommand::List { .. })
             | Command::Workspace(
                 WorkspaceCommand::List { .. }
                     | WorkspaceCommand::Perspectives(PerspectiveCommand::List { .. })
@@ -131,6 +133,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
             reindex::run(store.shared(), &workspace, &embed.choice()).await
         }
         Command::Report(args) => report::run(store.shared(), args).await,
+        Command::Token(command) => tokens::run(&Memory::new(store.shared()), command).await,
         Command::Import(args) => import::run(&Memory::new(store.shared()), args).await,
         Command::Export(args) => {
             let memory = Memory::new(store.shared());
@@ -220,13 +223,33 @@ async fn serve(
     }
     let listener = listener.context("no listener for HTTP")?;
     let address = listener.local_addr()?;
+    let loopback = address.ip().is_loopback();
+    let require_auth = !args.insecure_no_auth && (args.require_auth || !loopback);
+    if !require_auth && !loopback {
+        tracing::warn!(
+            "serving {address} without tokens (--insecure-no-auth): anyone who reaches it reads \
+             and writes every workspace"
+        );
+    }
+    if require_auth && memory.tokens(None).await?.is_empty() {
+        tracing::warn!(
+            "tokens are required but none exist yet: every request is refused until one is made \
+             with `engram token create --workspace NAME`"
+        );
+    }
     tracing::info!(
         store = kind,
+        tokens = if require_auth {
+            "required"
+        } else {
+            "not required"
+        },
         "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
     );
     let guard = Guard {
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
+        require_auth,
     };
     let stop = shutdown.clone();
     tokio::spawn(async move {

@@ -5,6 +5,7 @@
 //! over any [`MemoryStore`]; it validates every argument against [`limits`] before the store
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
+pub mod auth;
 mod consolidation;
 pub mod dates;
 mod embed;

@@ -183,6 +183,15 @@ pub trait MemoryStore: Send + Sync + 'static {
         relations: &[RelationRecord],
     ) -> Result<ImportOutcome>;
 
+    /// Stores a new access token ([`crate::auth`]); its id must be new.
+    async fn create_token(&self, token: &crate::auth::NewToken) -> Result<crate::auth::TokenInfo>;
+    /// Every access token (of `workspace` when given), by workspace name then age.
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<crate::auth::TokenInfo>>;
+    /// The access token with public id `id` and the SHA-256 of its secret, if it exists.
+    async fn token(&self, id: &str) -> Result<Option<(crate::auth::TokenInfo, Vec<u8>)>>;
+    /// Deletes an access token; [`crate::Error::NotFound`] (kind `token`) when there is none.
+    async fn revoke_token(&self, id: &str) -> Result<()>;
+
     /// The workspace's perspectives, by name. A workspace starts with
     /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].
     async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;

@@ -2,7 +2,9 @@
 //! catalog (`shared/reference/tool-catalog.md`), over [`engram_domain::Memory`].
 //!
 //! Transports live in the binary; this crate knows no HTTP beyond reading the bound
-//! workspace that the HTTP layer leaves in the request's extensions ([`BoundWorkspace`]).
+//! workspace and the token's [`Access`] that the HTTP layer leaves in the request's
+//! extensions ([`BoundWorkspace`]). A read-only session may call only the tools annotated
+//! `readOnlyHint`; the others are refused as tool errors that say why.
 //! Tool errors a model can fix come back as results with `isError: true`; outages as
 //! JSON-RPC errors (see [`error`]).
 
@@ -11,6 +13,7 @@ pub mod params;
 pub mod results;
 mod tools;
 
+pub use engram_domain::auth::Access;
 use engram_domain::{Memory, Workspace, WorkspaceId};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Extensions, Implementation, ServerCapabilities, ServerConfig};
@@ -58,6 +61,7 @@ Errors name the argument and the limit; fix the call and retry.";
 pub struct EngramServer {
     memory: Memory,
     binding: Binding,
+    access: Access,
     tool_router: ToolRouter<Self>,
 }
 
@@ -67,8 +71,37 @@ impl EngramServer {
         Self {
             memory,
             binding,
+            access: Access::ReadWrite,
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// Limits a [`Binding::Fixed`] connection (legacy SSE) to `access`. Per-request
+    /// bindings read the [`Access`] the HTTP layer stores in each request's extensions.
+    #[must_use]
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// What this request may do: the connection's access, narrowed by the request's.
+    fn access(&self, extensions: &Extensions) -> Access {
+        let per_request = extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Access>())
+            .copied();
+        match (self.access, per_request) {
+            (Access::ReadOnly, _) | (_, Some(Access::ReadOnly)) => Access::ReadOnly,
+            _ => Access::ReadWrite,
+        }
+    }
+
+    /// Whether `tool` is annotated as changing nothing.
+    fn is_read_only(&self, tool: &str) -> bool {
+        (self.tool_router.get(tool))
+            .and_then(|t| t.annotations.as_ref())
+            .and_then(|a| a.read_only_hint)
+            == Some(true)
     }
 
     /// Every tool this server offers, as `tools/list` returns them.
@@ -94,6 +127,29 @@ impl EngramServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for EngramServer {
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        if self.access(&context.extensions) == Access::ReadOnly
+            && self.tool_router.has_route(&request.name)
+            && !self.is_read_only(&request.name)
+        {
+            let refusal = format!(
+                "{} changes the memory and this token is read-only: only the tools that change \
+                 nothing may be called (a read-write token comes from `engram token create`)",
+                request.name
+            );
+            return Ok(
+                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(refusal)])
+                    .into(),
+            );
+        }
+        let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(context).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(

@@ -24,6 +24,7 @@ mod search;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tokens;
 mod transfer;
 mod vectors;
 mod workspaces;

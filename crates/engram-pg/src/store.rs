@@ -7,8 +7,9 @@ use tracing::instrument;
 
 use crate::error::{db, pool};
 use crate::{
-    PgStore, graph, nodes, observations, relations, search, transfer, vectors, workspaces,
+    PgStore, graph, nodes, observations, relations, search, tokens, transfer, vectors, workspaces,
 };
+use engram_domain::auth;
 use engram_domain::fusion::{Candidate, CandidateQuery};
 use engram_domain::perspectives::Perspective;
 use engram_domain::transfer::*;
@@ -294,6 +295,27 @@ impl MemoryStore for PgStore {
     #[instrument(skip_all)]
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         read!(self, |tx| nodes::event_counts(&tx, workspace, since))
+    }
+
+    #[instrument(skip_all)]
+    async fn create_token(&self, token: &auth::NewToken) -> Result<auth::TokenInfo> {
+        write!(self, |tx| tokens::create(&tx, token))
+    }
+
+    #[instrument(skip_all)]
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<auth::TokenInfo>> {
+        read!(self, |tx| tokens::list(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn token(&self, id: &str) -> Result<Option<(auth::TokenInfo, Vec<u8>)>> {
+        let client = self.pool.get().await.map_err(pool)?;
+        tokens::lookup(&client, id).await
+    }
+
+    #[instrument(skip_all)]
+    async fn revoke_token(&self, id: &str) -> Result<()> {
+        write!(self, |tx| tokens::revoke(&tx, id))
     }
 
     #[instrument(skip_all, fields(limit = query.limit))]

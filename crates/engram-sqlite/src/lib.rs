@@ -23,6 +23,7 @@ mod observations;
 mod relations;
 mod search;
 mod store;
+mod tokens;
 mod transfer;
 mod vectors;
 mod workspaces;

@@ -9,8 +9,10 @@ use tracing::instrument;
 
 use crate::error::db;
 use crate::{
-    SqliteStore, graph, nodes, observations, relations, search, transfer, vectors, workspaces,
+    SqliteStore, graph, nodes, observations, relations, search, tokens, transfer, vectors,
+    workspaces,
 };
+use engram_domain::auth;
 use engram_domain::transfer::*;
 
 #[async_trait]
@@ -292,6 +294,29 @@ impl MemoryStore for SqliteStore {
         self.pool
             .read(move |tx| nodes::event_counts(tx, workspace, since))
             .await
+    }
+
+    #[instrument(skip_all)]
+    async fn create_token(&self, token: &auth::NewToken) -> Result<auth::TokenInfo> {
+        let token = token.clone();
+        self.pool.write(move |tx| tokens::create(tx, &token)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<auth::TokenInfo>> {
+        self.pool.read(move |tx| tokens::list(tx, workspace)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn token(&self, id: &str) -> Result<Option<(auth::TokenInfo, Vec<u8>)>> {
+        let id = id.to_owned();
+        self.pool.read(move |tx| tokens::lookup(tx, &id)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn revoke_token(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        self.pool.write(move |tx| tokens::revoke(tx, &id)).await
     }
 
     #[instrument(skip_all, fields(limit = query.limit))]

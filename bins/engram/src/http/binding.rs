@@ -13,6 +13,8 @@ use axum::response::{IntoResponse, Response};
 use engram_domain::{Error, Memory, WorkspaceId};
 use engram_mcp::BoundWorkspace;
 
+use super::auth::Grant;
+
 /// The header that binds a request to a workspace.
 pub const WORKSPACE_HEADER: &str = "x-memory-workspace";
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -40,8 +42,14 @@ impl Binder {
         &self.memory
     }
 
-    /// Resolves the header to an existing workspace, or the refusal to send.
-    pub async fn resolve(&self, headers: &HeaderMap) -> Result<BoundWorkspace, Response> {
+    /// Resolves the header to an existing workspace, or the refusal to send: 403 when the
+    /// request's token grants another workspace (said before the name is looked up, so a
+    /// token learns nothing about other workspaces).
+    pub async fn resolve(
+        &self,
+        headers: &HeaderMap,
+        grant: Option<&Grant>,
+    ) -> Result<BoundWorkspace, Response> {
         let Some(value) = headers.get(WORKSPACE_HEADER) else {
             return Err(refuse(
                 StatusCode::BAD_REQUEST,
@@ -52,6 +60,14 @@ impl Binder {
             ));
         };
         let name = value.to_str().unwrap_or_default();
+        if let Some(Grant(token)) = grant
+            && token.workspace != name
+        {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "this token does not grant that workspace".into(),
+            ));
+        }
         match self.memory.workspace(name).await {
             Ok(workspace) => Ok(BoundWorkspace(workspace)),
             Err(Error::InvalidArgument { reason, .. }) => Err(refuse(
@@ -109,7 +125,8 @@ pub fn refuse(status: StatusCode, message: String) -> Response {
 /// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the
 /// request's extensions) and refuses a session's request that names another workspace.
 pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next) -> Response {
-    let bound = match binder.resolve(request.headers()).await {
+    let grant = request.extensions().get::<Grant>();
+    let bound = match binder.resolve(request.headers(), grant).await {
         Ok(bound) => bound,
         Err(refusal) => return refusal,
     };

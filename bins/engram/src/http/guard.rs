@@ -12,13 +12,16 @@ use axum::response::{IntoResponse, Response};
 /// Hosts served without configuration.
 const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
 
-/// The allowed `Host` and `Origin` values.
+/// Who may use the MCP routes: the allowed `Host` and `Origin` values, and whether a token
+/// is required (`super::auth`).
 #[derive(Debug, Clone, Default)]
 pub struct Guard {
     /// Extra hosts, `name` (any port) or `name:port`.
     pub allowed_hosts: Vec<String>,
     /// Extra origins, `scheme://host[:port]`; `*` as the port allows any.
     pub allowed_origins: Vec<String>,
+    /// Whether every request needs `Authorization: Bearer <token>`.
+    pub require_auth: bool,
 }
 
 impl Guard {
@@ -126,6 +129,7 @@ mod tests {
         let guard = Guard {
             allowed_hosts: vec!["memory.example".into(), "10.0.0.5:9000".into()],
             allowed_origins: vec!["https://app.example".into(), "http://tool.example:*".into()],
+            require_auth: false,
         };
         assert!(guard.host_allowed("memory.example:443"));
         assert!(guard.host_allowed("10.0.0.5:9000"));

@@ -1,6 +1,8 @@
 //! The HTTP server: Streamable HTTP at `/mcp`, the legacy SSE transport at `/sse`, and
-//! `/healthz`, behind the Host/Origin guard and the workspace binding.
+//! `/healthz`, behind the Host/Origin guard, the tokens (when required) and the workspace
+//! binding.
 
+mod auth;
 mod binding;
 mod guard;
 mod sse;
@@ -63,10 +65,16 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             sessions: sse::SseSessions::default(),
             shutdown,
         });
-    let guarded = mcp.merge(sse).layer(middleware::from_fn_with_state(
-        Arc::new(guard),
-        guard::check,
-    ));
+    let auth = auth::Auth {
+        memory: memory.clone(),
+        required: guard.require_auth,
+    };
+    let guarded = (mcp.merge(sse))
+        .layer(middleware::from_fn_with_state(auth, auth::authenticate))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ));
     Router::new()
         .route("/healthz", get(healthz))
         .with_state(memory)

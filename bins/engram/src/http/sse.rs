@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use engram_domain::WorkspaceId;
-use engram_mcp::{Binding, EngramServer};
+use engram_mcp::{Access, Binding, EngramServer};
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
 use rmcp::ServiceExt;
@@ -21,6 +21,7 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::Grant;
 use super::binding::{Binder, refuse};
 
 /// Open legacy SSE sessions: where to deliver each session's incoming messages.
@@ -31,6 +32,9 @@ pub struct SseSessions {
 
 struct SseSession {
     workspace: WorkspaceId,
+    /// The id of the token the stream was opened with, when tokens are required: every
+    /// message must come with the same token.
+    token: Option<String>,
     to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
 }
 
@@ -63,7 +67,9 @@ impl Drop for SessionGuard {
 
 /// `GET /sse`: binds a new session to the request's workspace and streams its messages.
 pub async fn connect(State(state): State<SseState>, request: Request) -> Response {
-    let bound = match state.binder.resolve(request.headers()).await {
+    let grant = request.extensions().get::<Grant>();
+    let access = grant.map_or(Access::ReadWrite, |g| g.0.access);
+    let bound = match state.binder.resolve(request.headers(), grant).await {
         Ok(bound) => bound,
         Err(refusal) => return refusal,
     };
@@ -79,11 +85,13 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
             id.clone(),
             SseSession {
                 workspace: bound.0.id,
+                token: grant.map(|g| g.0.id.clone()),
                 to_server,
             },
         );
     let stop = state.shutdown.child_token();
-    let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0));
+    let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
+        .with_access(access);
     let server_stop = stop.clone();
     tokio::spawn(async move {
         let transport = (to_client.sink_map_err(std::io::Error::other), from_client);
@@ -142,7 +150,12 @@ pub async fn post_message(
     Query(query): Query<MessageQuery>,
     request: Request,
 ) -> Response {
-    let bound = match state.binder.resolve(request.headers()).await {
+    let grant = request.extensions().get::<Grant>().cloned();
+    let bound = match state
+        .binder
+        .resolve(request.headers(), grant.as_ref())
+        .await
+    {
         Ok(bound) => bound,
         Err(refusal) => return refusal,
     };
@@ -171,6 +184,12 @@ pub async fn post_message(
                         "this session is bound to another workspace than {:?}",
                         bound.0.name
                     ),
+                );
+            }
+            Some(session) if session.token != grant.as_ref().map(|g| g.0.id.clone()) => {
+                return refuse(
+                    StatusCode::FORBIDDEN,
+                    "this session was opened with another token".into(),
                 );
             }
             Some(session) => Some(session.to_server.clone()),

@@ -4,6 +4,7 @@
 //! every test runs twice, once on a PostgreSQL database (`cargo xtask test` provides the
 //! server) and once on a SQLite file (modules `postgres` and `sqlite`).
 
+mod auth;
 mod binding;
 mod cli;
 mod consolidation;
@@ -39,6 +40,8 @@ macro_rules! per_backend {
 }
 
 per_backend!(
+    auth::tokens_grant_one_workspace_and_read_only_tokens_only_read,
+    auth::a_non_loopback_bind_requires_tokens,
     binding::missing_malformed_and_unknown_workspaces_are_refused_with_the_fix,
     binding::a_streamable_session_keeps_its_workspace,
     binding::foreign_hosts_and_origins_are_refused,

@@ -55,6 +55,24 @@ impl TestServer {
         workspaces: &[&str],
         generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
     ) -> Self {
+        Self::launch(backend, workspaces, generator, Guard::default()).await
+    }
+
+    /// Starts a server with workspaces `names` that requires a token on every request.
+    pub async fn start_requiring_tokens(backend: Backend, workspaces: &[&str]) -> Self {
+        let guard = Guard {
+            require_auth: true,
+            ..Guard::default()
+        };
+        Self::launch(backend, workspaces, None, guard).await
+    }
+
+    async fn launch(
+        backend: Backend,
+        workspaces: &[&str],
+        generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
+        guard: Guard,
+    ) -> Self {
         let (store, database_url): (Arc<dyn engram_domain::MemoryStore>, _) = match backend {
             Backend::Postgres => {
                 let url = engram_pg::testing::fresh_database().await;
@@ -97,7 +115,7 @@ impl TestServer {
                 let _ = stopped.await;
                 indexing.cancel();
             };
-            engram::http::serve(server_memory, Guard::default(), listener, shutdown)
+            engram::http::serve(server_memory, guard, listener, shutdown)
                 .await
                 .unwrap();
         });
@@ -117,10 +135,25 @@ impl TestServer {
 /// An rmcp client over Streamable HTTP to the server at `base` (`http://HOST:PORT`), bound to
 /// `workspace`.
 pub async fn streamable_client(base: &str, workspace: &str) -> Client {
-    let headers = HashMap::from([(
+    streamable_client_with_token(base, workspace, None).await
+}
+
+/// [`streamable_client`], sending `Authorization: Bearer token` when given.
+pub async fn streamable_client_with_token(
+    base: &str,
+    workspace: &str,
+    token: Option<&str>,
+) -> Client {
+    let mut headers = HashMap::from([(
         WORKSPACE_HEADER.parse().unwrap(),
         workspace.parse().unwrap(),
     )]);
+    if let Some(token) = token {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+    }
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
         .custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);

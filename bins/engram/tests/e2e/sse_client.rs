@@ -12,7 +12,19 @@ use crate::server::{Backend, Client};
 
 /// Connects an rmcp client to `{base}/sse`, bound to `workspace`.
 pub async fn connect(base: &str, workspace: &str) -> Client {
-    let http = reqwest::Client::new();
+    connect_with_token(base, workspace, None).await
+}
+
+/// [`connect`], sending `Authorization: Bearer token` on every request when given.
+pub async fn connect_with_token(base: &str, workspace: &str, token: Option<&str>) -> Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(token) = token {
+        headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    let http = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap();
     let response = http
         .get(format!("{base}/sse"))
         .header(WORKSPACE_HEADER, workspace)

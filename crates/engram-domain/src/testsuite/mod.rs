@@ -58,6 +58,7 @@ macro_rules! memory_store_test_suite {
             workspace_names_are_validated,
             workspaces_are_isolated,
             perspectives_start_with_the_defaults_and_can_change,
+            tokens_are_kept_hashed_scoped_expiring_and_revocable,
             // nodes
             create_entities_returns_rows_in_order_and_leaves_existing_names_alone,
             create_entities_rejects_a_batch_with_any_invalid_entity,

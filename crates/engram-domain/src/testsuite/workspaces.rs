@@ -234,3 +234,84 @@ pub async fn perspectives_start_with_the_defaults_and_can_change(store: Arc<dyn 
         .map(|(n, e)| (n.to_owned(), e))
     );
 }
+
+pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn MemoryStore>) {
+    use crate::auth::Access;
+    let memory = Memory::new(store);
+    memory.create_workspace("a").await.unwrap();
+    memory.create_workspace("b").await.unwrap();
+    let now = Timestamp::from(std::time::SystemTime::now());
+    let (reader, token) = memory
+        .create_token(
+            "a",
+            Access::ReadOnly,
+            Some("ci agent"),
+            Some(now + chrono::Duration::days(90)),
+            &[1; 40],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (reader.workspace.as_str(), reader.access),
+        ("a", Access::ReadOnly)
+    );
+    assert_eq!(reader.label.as_deref(), Some("ci agent"));
+    let granted = memory.authenticate(&token, now).await.unwrap().unwrap();
+    assert_eq!(granted, reader);
+    // The secret is not stored: a token with the same id and another secret is refused.
+    let forged = format!(
+        "{}{}",
+        &token[..token.len() - 1],
+        if token.ends_with('0') { '1' } else { '0' }
+    );
+    assert_eq!(memory.authenticate(&forged, now).await.unwrap(), None);
+    assert_eq!(
+        memory.authenticate("engram_nonsense", now).await.unwrap(),
+        None
+    );
+    let later = now + chrono::Duration::days(91);
+    assert_eq!(
+        memory.authenticate(&token, later).await.unwrap(),
+        None,
+        "expired"
+    );
+
+    let (writer, writer_token) = memory
+        .create_token("b", Access::ReadWrite, None, None, &[2; 40])
+        .await
+        .unwrap();
+    assert_eq!(
+        memory.tokens(None).await.unwrap(),
+        [reader.clone(), writer.clone()]
+    );
+    assert_eq!(memory.tokens(Some("b")).await.unwrap(), [writer.clone()]);
+
+    memory.revoke_token(&reader.id).await.unwrap();
+    assert_eq!(
+        memory.authenticate(&token, now).await.unwrap(),
+        None,
+        "revoked"
+    );
+    let again = memory.revoke_token(&reader.id).await.unwrap_err();
+    assert!(
+        matches!(again, Error::NotFound { kind: "token", .. }),
+        "{again}"
+    );
+    assert!(matches!(
+        memory.revoke_token("not-a-token").await,
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        memory
+            .create_token("nowhere", Access::ReadWrite, None, None, &[3; 40])
+            .await,
+        Err(Error::NotFound {
+            kind: "workspace",
+            ..
+        })
+    ));
+    // A workspace takes its tokens with it.
+    memory.delete_workspace("b", true).await.unwrap();
+    assert_eq!(memory.authenticate(&writer_token, now).await.unwrap(), None);
+    assert!(memory.tokens(None).await.unwrap().is_empty());
+}

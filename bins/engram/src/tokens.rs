@@ -1,0 +1,90 @@
+//! `engram token …`: create, list and revoke the access tokens of the HTTP transports.
+
+use anyhow::{Context, Result};
+use engram_domain::Memory;
+use engram_domain::auth::Access;
+
+use crate::cli::TokenCommand;
+
+/// Runs one `engram token` command.
+pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
+    match command {
+        TokenCommand::Create {
+            workspace,
+            read_only,
+            expires,
+            label,
+        } => {
+            let mut random = [0u8; 40];
+            getrandom::fill(&mut random).context("drawing random bytes for the token")?;
+            let now = engram_domain::Timestamp::from(std::time::SystemTime::now());
+            let expires_at = match expires {
+                Some(duration) => {
+                    Some(now + chrono_duration(duration).context("--expires is too far away")?)
+                }
+                None => None,
+            };
+            let access = if read_only {
+                Access::ReadOnly
+            } else {
+                Access::ReadWrite
+            };
+            let (info, token) = memory
+                .create_token(&workspace, access, label.as_deref(), expires_at, &random)
+                .await?;
+            eprintln!(
+                "created {} token {} for workspace {}{}; it is shown once, keep it secret:",
+                if read_only {
+                    "a read-only"
+                } else {
+                    "a read-write"
+                },
+                info.id,
+                info.workspace,
+                info.expires_at
+                    .map(|at| format!(", valid until {}", at.format("%Y-%m-%d %H:%M UTC")))
+                    .unwrap_or_default(),
+            );
+            println!("{token}");
+        }
+        TokenCommand::List { workspace, json } => {
+            let tokens = memory.tokens(workspace.as_deref()).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tokens)?);
+            } else if tokens.is_empty() {
+                println!("no tokens: create one with `engram token create --workspace NAME`");
+            } else {
+                println!(
+                    "{:<17} {:<24} {:<11} {:<17} {:<17} label",
+                    "id", "workspace", "access", "created", "expires"
+                );
+                for token in tokens {
+                    let access = match token.access {
+                        Access::ReadWrite => "read-write",
+                        Access::ReadOnly => "read-only",
+                    };
+                    println!(
+                        "{:<17} {:<24} {:<11} {:<17} {:<17} {}",
+                        token.id,
+                        token.workspace,
+                        access,
+                        token.created_at.format("%Y-%m-%d %H:%M"),
+                        token
+                            .expires_at
+                            .map_or("never".into(), |at| at.format("%Y-%m-%d %H:%M").to_string()),
+                        token.label.unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke { token } => {
+            memory.revoke_token(&token).await?;
+            println!("revoked; every engram process on this database refuses it from now on");
+        }
+    }
+    Ok(())
+}
+
+fn chrono_duration(duration: std::time::Duration) -> Option<chrono::TimeDelta> {
+    chrono::TimeDelta::from_std(duration).ok()
+}

@@ -1,0 +1,212 @@
+//! Tokens over both HTTP transports: 401 without or with a bad, revoked or expired token (the
+//! same answer each time), 403 for another workspace's token, read-only tokens refused on
+//! tools that write, and a non-loopback bind that requires tokens by default.
+
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::scenario::{ok, tool_error};
+use crate::server::{Backend, TestServer, streamable_client_with_token};
+use crate::sse_client;
+
+/// `engram token create` against the server's store; returns the printed token.
+fn create_token(database_url: &str, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args([&["token", "create"], args].concat())
+        .env("ENGRAM_DATABASE_URL", database_url)
+        .env("ENGRAM_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+fn revoke(database_url: &str, token: &str) {
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["token", "revoke", token])
+        .env("ENGRAM_DATABASE_URL", database_url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+/// Status and body of a raw `initialize` POST to `/mcp` (and of a `GET /sse`).
+async fn raw(base: &str, workspace: &str, token: Option<&str>) -> (u16, u16, String) {
+    let http = reqwest::Client::new();
+    let mut post = http
+        .post(format!("{base}/mcp"))
+        .header("x-memory-workspace", workspace)
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        );
+    let mut get = http
+        .get(format!("{base}/sse"))
+        .header("x-memory-workspace", workspace)
+        .header("accept", "text/event-stream");
+    if let Some(token) = token {
+        post = post.bearer_auth(token);
+        get = get.bearer_auth(token);
+    }
+    let post = post.send().await.unwrap();
+    let status = post.status().as_u16();
+    let challenge = post
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = post.text().await.unwrap();
+    if status == 401 {
+        assert_eq!(challenge.as_deref(), Some("Bearer realm=\"engram\""));
+    }
+    let sse = get.send().await.unwrap().status().as_u16();
+    (status, sse, body)
+}
+
+pub async fn tokens_grant_one_workspace_and_read_only_tokens_only_read(backend: Backend) {
+    let server = TestServer::start_requiring_tokens(backend, &["demo", "other"]).await;
+    let url = &server.database_url;
+    let writer = create_token(url, &["--workspace", "demo", "--label", "agent"]);
+    let reader = create_token(url, &["--workspace", "demo", "--read-only"]);
+    let other = create_token(url, &["--workspace", "other"]);
+
+    // Without a token, with a malformed or a forged one: 401 on both transports, same words.
+    let (status, sse, missing) = raw(&server.base, "demo", None).await;
+    assert_eq!((status, sse), (401, 401), "{missing}");
+    let forged = format!("{}0", &writer[..writer.len() - 1]);
+    let forged = if forged == writer {
+        format!("{}1", &writer[..writer.len() - 1])
+    } else {
+        forged
+    };
+    for bad in ["nonsense", forged.as_str()] {
+        let (status, sse, body) = raw(&server.base, "demo", Some(bad)).await;
+        assert_eq!((status, sse, &body), (401, 401, &missing), "{bad}");
+    }
+    // Another workspace's token: 403, whether or not the workspace exists.
+    for workspace in ["demo", "no-such-workspace"] {
+        let (status, sse, body) = raw(&server.base, workspace, Some(&other)).await;
+        assert_eq!((status, sse), (403, 403), "{body}");
+        assert!(
+            body.contains("does not grant that workspace") && !body.contains("other"),
+            "{body}"
+        );
+    }
+
+    // The right token works on both transports.
+    let client = streamable_client_with_token(&server.base, "demo", Some(&writer)).await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [{"name": "Alice", "entity_type": "person"}]}),
+    )
+    .await;
+    let sse = sse_client::connect_with_token(&server.base, "demo", Some(&writer)).await;
+    ok(
+        &sse,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Alice", "contents": ["likes tea"]}]}),
+    )
+    .await;
+
+    // A read-only token reads, and is refused (as a tool error that says why) when it writes.
+    for read_only in [
+        streamable_client_with_token(&server.base, "demo", Some(&reader)).await,
+        sse_client::connect_with_token(&server.base, "demo", Some(&reader)).await,
+    ] {
+        let opened = ok(&read_only, "open_nodes", json!({"names": ["Alice"]})).await;
+        assert_eq!(
+            opened["entities"][0]["observations"][0]["content"],
+            "likes tea"
+        );
+        ok(
+            &read_only,
+            "search_nodes",
+            json!({"query": "tea", "mode": "text"}),
+        )
+        .await;
+        let refused = tool_error(
+            &read_only,
+            "set_summary",
+            json!({"name": "Alice", "summary": "x"}),
+        )
+        .await;
+        assert!(refused.contains("read-only"), "{refused}");
+        read_only.cancel().await.unwrap();
+    }
+    let opened = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    assert_eq!(
+        opened["entities"][0]["summary"],
+        Value::Null,
+        "the refused write wrote nothing"
+    );
+
+    // Revoked: refused from the next request on, on an open session too.
+    revoke(url, &writer);
+    let (status, _, _) = raw(&server.base, "demo", Some(&writer)).await;
+    assert_eq!(status, 401);
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("get_stats"))
+        .await;
+    assert!(
+        result.is_err(),
+        "a revoked token's session is refused: {result:?}"
+    );
+    let result = sse
+        .call_tool(rmcp::model::CallToolRequestParams::new("get_stats"))
+        .await;
+    assert!(
+        result.is_err() || result.is_ok_and(|r| r.is_error == Some(true)),
+        "sse after revocation"
+    );
+
+    // An expired token is refused like any other bad token.
+    let brief = create_token(url, &["--workspace", "demo", "--expires", "1s"]);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let (status, _, body) = raw(&server.base, "demo", Some(&brief)).await;
+    assert_eq!((status, &body), (401, &missing));
+}
+
+/// `engram serve` on a non-loopback address requires tokens unless told otherwise.
+pub async fn a_non_loopback_bind_requires_tokens(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    for (extra, expected) in [(None, 401), (Some("--insecure-no-auth"), 400)] {
+        let port = std::net::TcpListener::bind("0.0.0.0:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let bind = format!("0.0.0.0:{port}");
+        let mut args = vec!["serve", "--bind", bind.as_str(), "--embedder", "none"];
+        args.extend(extra);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(&args)
+            .env("ENGRAM_DATABASE_URL", &server.database_url)
+            .env("ENGRAM_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut status = 0;
+        for _ in 0..100 {
+            if let Ok(response) = reqwest::Client::new()
+                .post(format!("{base}/mcp"))
+                .header("accept", "application/json, text/event-stream")
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+                .send()
+                .await
+            {
+                status = response.status().as_u16();
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Without a token: 401; with tokens switched off, on to the workspace check (400).
+        assert_eq!(status, expected, "{args:?}");
+    }
+}

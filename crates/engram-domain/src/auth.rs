@@ -1,0 +1,246 @@
+//! Access tokens: a bearer token grants one workspace, read-write or read-only, until it
+//! expires or is revoked.
+//!
+//! A token reads `engram_<id>_<secret>`: the public `id` (16 hex digits) finds its record, and
+//! only the SHA-256 of the `secret` (64 hex digits, 256 random bits) is stored, compared in
+//! constant time. The store keeps the records, so every engram process on one database honours
+//! the same tokens and a revocation takes effect on the next request everywhere.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::model::{Timestamp, WorkspaceId};
+
+/// The prefix every token starts with, so a leaked one is recognisable (secret scanners).
+pub const TOKEN_PREFIX: &str = "engram_";
+
+/// What a token lets its holder do in its workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// Every tool.
+    #[default]
+    ReadWrite,
+    /// Only the tools that change nothing (`readOnlyHint`); the others are refused.
+    ReadOnly,
+}
+
+/// A token as stored and listed: everything but its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenInfo {
+    /// The public id, 16 hex digits.
+    pub id: String,
+    /// The workspace it grants.
+    pub workspace: String,
+    /// That workspace's id.
+    #[serde(skip)]
+    pub workspace_id: WorkspaceId,
+    /// What it allows there.
+    pub access: Access,
+    /// A note for people (who or what holds it), at most 256 bytes.
+    pub label: Option<String>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it stops working, if ever.
+    pub expires_at: Option<Timestamp>,
+}
+
+/// A token to store: its record and the SHA-256 of its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    /// The public id.
+    pub id: String,
+    /// The workspace it grants.
+    pub workspace: WorkspaceId,
+    /// What it allows there.
+    pub access: Access,
+    /// A note for people.
+    pub label: Option<String>,
+    /// When it stops working, if ever.
+    pub expires_at: Option<Timestamp>,
+    /// SHA-256 of the secret, 32 bytes.
+    pub secret_hash: Vec<u8>,
+}
+
+/// A freshly made token: the string to hand out once, and what to store.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    /// `engram_<id>_<secret>`: shown once, never stored.
+    pub token: String,
+    /// The public id.
+    pub id: String,
+    /// SHA-256 of the secret.
+    pub secret_hash: Vec<u8>,
+}
+
+impl IssuedToken {
+    /// A token from 40 random bytes (8 for the id, 32 for the secret); the caller draws them
+    /// from the operating system's generator.
+    pub fn from_random(random: &[u8; 40]) -> Self {
+        let id = hex(&random[..8]);
+        let secret = hex(&random[8..]);
+        Self {
+            token: format!("{TOKEN_PREFIX}{id}_{secret}"),
+            secret_hash: secret_hash(&secret),
+            id,
+        }
+    }
+}
+
+/// Splits a presented token into `(id, secret)`; `None` when it is not shaped like one.
+pub fn parse(token: &str) -> Option<(&str, &str)> {
+    let rest = token.strip_prefix(TOKEN_PREFIX)?;
+    let (id, secret) = rest.split_once('_')?;
+    let hex_of =
+        |text: &str, len: usize| text.len() == len && text.bytes().all(|b| b.is_ascii_hexdigit());
+    (hex_of(id, 16) && hex_of(secret, 64)).then_some((id, secret))
+}
+
+/// SHA-256 of a secret as stored.
+pub fn secret_hash(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+/// Whether `secret` hashes to `stored`, in time that does not depend on where they differ.
+pub fn secret_matches(secret: &str, stored: &[u8]) -> bool {
+    secret_hash(secret).ct_eq(stored).into()
+}
+
+impl crate::Memory {
+    /// Creates a token granting `workspace` with `access` until `expires_at` (never when
+    /// `None`), made from `random` (40 bytes from the operating system's generator). Returns
+    /// its record and the token itself, which is not stored and cannot be shown again.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] for an unknown workspace, [`crate::Error::InvalidArgument`]
+    /// for a bad name or a `label` over 256 bytes.
+    pub async fn create_token(
+        &self,
+        workspace: &str,
+        access: Access,
+        label: Option<&str>,
+        expires_at: Option<Timestamp>,
+        random: &[u8; 40],
+    ) -> crate::Result<(TokenInfo, String)> {
+        crate::limits::workspace_name("workspace", workspace)?;
+        if let Some(label) = label {
+            crate::limits::name("label", label)?;
+        }
+        let workspace = self.store.workspace(workspace).await?;
+        let issued = IssuedToken::from_random(random);
+        let token = NewToken {
+            id: issued.id,
+            workspace: workspace.id,
+            access,
+            label: label.map(str::to_owned),
+            expires_at,
+            secret_hash: issued.secret_hash,
+        };
+        let info = self.store.create_token(&token).await?;
+        Ok((info, issued.token))
+    }
+
+    /// Every token (of `workspace` when given), without secrets.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] for an unknown workspace.
+    pub async fn tokens(&self, workspace: Option<&str>) -> crate::Result<Vec<TokenInfo>> {
+        let workspace = match workspace {
+            Some(name) => Some(self.workspace(name).await?.id),
+            None => None,
+        };
+        self.store.tokens(workspace).await
+    }
+
+    /// Revokes a token, given by its id or as the whole token; it stops working at once
+    /// for every engram process on this store.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] (kind `token`) when there is none,
+    /// [`crate::Error::InvalidArgument`] for something that is neither.
+    pub async fn revoke_token(&self, id_or_token: &str) -> crate::Result<()> {
+        let id = match parse(id_or_token) {
+            Some((id, _)) => id,
+            None if id_or_token.len() == 16
+                && id_or_token.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                id_or_token
+            }
+            None => {
+                return Err(crate::Error::invalid(
+                    "token",
+                    "expected a token id (16 hex digits, as `engram token list` shows) or a token",
+                ));
+            }
+        };
+        self.store.revoke_token(id).await
+    }
+
+    /// What a presented bearer token grants at `now`: `None` when it is malformed, unknown,
+    /// revoked, expired or its secret is wrong (deliberately indistinguishable).
+    ///
+    /// # Errors
+    /// [`crate::Error::Unavailable`] when the store cannot be asked.
+    pub async fn authenticate(
+        &self,
+        presented: &str,
+        now: Timestamp,
+    ) -> crate::Result<Option<TokenInfo>> {
+        let Some((id, secret)) = parse(presented) else {
+            return Ok(None);
+        };
+        let Some((info, stored)) = self.store.token(id).await? else {
+            return Ok(None);
+        };
+        let live = info.expires_at.is_none_or(|expires| now < expires);
+        Ok((secret_matches(secret, &stored) && live).then_some(info))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issued_token_parses_and_matches_only_its_own_hash() {
+        let mut random = [0u8; 40];
+        random
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i as u8).wrapping_mul(7));
+        let issued = IssuedToken::from_random(&random);
+        assert!(issued.token.starts_with("engram_00070e151c232a31_"));
+        let (id, secret) = parse(&issued.token).unwrap();
+        assert_eq!(id, issued.id);
+        assert!(secret_matches(secret, &issued.secret_hash));
+        let mut other = secret.to_owned();
+        other.replace_range(..1, if other.starts_with('0') { "1" } else { "0" });
+        assert!(!secret_matches(&other, &issued.secret_hash));
+    }
+
+    #[test]
+    fn malformed_tokens_do_not_parse() {
+        let secret = "a".repeat(64);
+        for token in [
+            String::new(),
+            format!("engram_{}_{secret}", "g".repeat(16)),
+            format!("engram_{}_{}", "0".repeat(16), "a".repeat(63)),
+            format!("engram_{}{secret}", "0".repeat(16)),
+            format!("token_{}_{secret}", "0".repeat(16)),
+        ] {
+            assert_eq!(parse(&token), None, "{token}");
+        }
+        assert!(parse(&format!("engram_{}_{secret}", "0".repeat(16))).is_some());
+    }
+}

@@ -1,0 +1,85 @@
+//! Access tokens ([`engram_domain::auth`]): create, list, look up, revoke.
+
+use engram_domain::auth::{Access, NewToken, TokenInfo};
+use engram_domain::{Error, Result, WorkspaceId};
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use crate::error::db;
+use crate::nodes::query;
+use crate::{micros, timestamp};
+
+const COLUMNS: &str = "t.id, w.name AS workspace, t.workspace_id, t.read_only, t.label, \
+                       t.created_at, t.expires_at, t.secret_hash";
+
+fn info(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
+    Ok(TokenInfo {
+        id: row.get("id")?,
+        workspace: row.get("workspace")?,
+        workspace_id: WorkspaceId(row.get("workspace_id")?),
+        access: if row.get("read_only")? {
+            Access::ReadOnly
+        } else {
+            Access::ReadWrite
+        },
+        label: row.get("label")?,
+        created_at: timestamp(row.get("created_at")?),
+        expires_at: row.get::<_, Option<i64>>("expires_at")?.map(timestamp),
+    })
+}
+
+pub(crate) fn create(tx: &Transaction<'_>, token: &NewToken) -> Result<TokenInfo> {
+    tx.execute(
+        "INSERT INTO tokens (id, workspace_id, secret_hash, read_only, label, created_at,
+                             expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, engram_now(), ?6)",
+        params![
+            token.id,
+            token.workspace.0,
+            token.secret_hash,
+            token.access == Access::ReadOnly,
+            token.label,
+            token.expires_at.map(micros),
+        ],
+    )
+    .map_err(db)?;
+    Ok(lookup(tx, &token.id)?.expect("inserted above").0)
+}
+
+pub(crate) fn list(tx: &Transaction<'_>, workspace: Option<WorkspaceId>) -> Result<Vec<TokenInfo>> {
+    query(
+        tx,
+        &format!(
+            "SELECT {COLUMNS} FROM tokens t JOIN workspaces w ON w.id = t.workspace_id
+             WHERE ?1 IS NULL OR t.workspace_id = ?1
+             ORDER BY w.name, t.created_at, t.id"
+        ),
+        [workspace.map(|w| w.0)],
+        info,
+    )
+}
+
+pub(crate) fn lookup(tx: &Transaction<'_>, id: &str) -> Result<Option<(TokenInfo, Vec<u8>)>> {
+    tx.query_row(
+        &format!(
+            "SELECT {COLUMNS} FROM tokens t JOIN workspaces w ON w.id = t.workspace_id
+             WHERE t.id = ?1"
+        ),
+        [id],
+        |row| Ok((info(row)?, row.get("secret_hash")?)),
+    )
+    .optional()
+    .map_err(db)
+}
+
+pub(crate) fn revoke(tx: &Transaction<'_>, id: &str) -> Result<()> {
+    let deleted = tx
+        .execute("DELETE FROM tokens WHERE id = ?1", [id])
+        .map_err(db)?;
+    if deleted == 0 {
+        return Err(Error::NotFound {
+            kind: "token",
+            name: id.to_owned(),
+        });
+    }
+    Ok(())
+}
