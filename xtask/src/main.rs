@@ -9,6 +9,7 @@
 
 mod bench;
 mod cmd;
+mod deny;
 mod eval;
 mod postgres;
 mod serve;

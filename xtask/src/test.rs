@@ -89,6 +89,9 @@ fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
         clippy.args(["--", "-D", "warnings"]);
         steps.push(clippy);
     }
+    if !args.no_lint {
+        crate::deny::check()?;
+    }
     // The local embedding model, fetched once into its cache before tests run in parallel.
     let mut model = cargo();
     model.args(["run", "--quiet", "-p", "engram", "--", "fetch-model"]);
