@@ -284,7 +284,10 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
         memory.tokens(None).await.unwrap(),
         [reader.clone(), writer.clone()]
     );
-    assert_eq!(memory.tokens(Some("b")).await.unwrap(), std::slice::from_ref(&writer));
+    assert_eq!(
+        memory.tokens(Some("b")).await.unwrap(),
+        std::slice::from_ref(&writer)
+    );
 
     memory.revoke_token(&reader.id).await.unwrap();
     assert_eq!(
