@@ -57,6 +57,10 @@ pub async fn run_indexer(
     let mut backoff = IDLE_POLL;
     tracing::info!(model = embedder.model_id(), "indexer started");
     let mut set_aside = Vec::new();
+    // The failure last logged as a warning: the same one again (a model still downloading,
+    // a database still down) is logged at debug level, so an outage is one line, not one
+    // every retry.
+    let mut failing: Option<String> = None;
     while !shutdown.is_cancelled() {
         let marker = store.change_marker().await.ok();
         let outcome = indexer.run_once().await;
@@ -71,6 +75,10 @@ pub async fn run_indexer(
         }
         set_aside = rejected;
         match outcome {
+            Ok(done) if failing.take().is_some() => {
+                backoff = IDLE_POLL;
+                tracing::info!(done, "indexing works again");
+            }
             Ok(0) => {
                 backoff = IDLE_POLL;
                 wait_for_change(&*store, marker, &shutdown).await;
@@ -80,7 +88,13 @@ pub async fn run_indexer(
                 tracing::debug!(done, "indexed");
             }
             Err(error) => {
-                tracing::warn!(%error, retry_in = ?backoff, "indexing failed; will retry");
+                let reason = error.to_string();
+                if failing.as_ref() == Some(&reason) {
+                    tracing::debug!(%error, retry_in = ?backoff, "indexing still failing");
+                } else {
+                    tracing::warn!(%error, retry_in = ?backoff, "indexing failed; will retry (repeats of this are logged at debug level)");
+                    failing = Some(reason);
+                }
                 tokio::select! {
                     () = shutdown.cancelled() => {}
                     () = tokio::time::sleep(backoff) => {}
