@@ -22,8 +22,22 @@ pub struct Cli {
     )]
     pub database_url: Option<String>,
 
+    /// How logs (on stderr) look: `pretty` lines for people, or `json`, one object a line,
+    /// for log collectors. Which logs: `ENGRAM_LOG` (or `RUST_LOG`), e.g. `info,engram=debug`.
+    #[arg(long, env = "ENGRAM_LOG_FORMAT", global = true, value_enum, default_value_t = LogFormat::Pretty)]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (coloured on a terminal unless `NO_COLOR` is set).
+    Pretty,
+    /// One JSON object a line: time, level, target, fields, and the tool call's span.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -259,6 +273,10 @@ pub struct ServeArgs {
     /// writes every workspace. Only behind a proxy that authenticates.
     #[arg(long)]
     pub insecure_no_auth: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own (off unless
+    /// given). When tokens are required, a scrape needs one too.
+    #[arg(long, env = "ENGRAM_METRICS_BIND", value_name = "ADDR")]
+    pub metrics_bind: Option<SocketAddr>,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,

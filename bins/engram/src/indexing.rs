@@ -78,6 +78,7 @@ pub async fn run_indexer(
             Ok(done) if failing.take().is_some() => {
                 backoff = IDLE_POLL;
                 tracing::info!(done, "indexing works again");
+                metrics::counter!("engram_indexer_embedded_total").increment(done as u64);
             }
             Ok(0) => {
                 backoff = IDLE_POLL;
@@ -86,8 +87,10 @@ pub async fn run_indexer(
             Ok(done) => {
                 backoff = IDLE_POLL;
                 tracing::debug!(done, "indexed");
+                metrics::counter!("engram_indexer_embedded_total").increment(done as u64);
             }
             Err(error) => {
+                metrics::counter!("engram_indexer_failures_total").increment(1);
                 let reason = error.to_string();
                 if failing.as_ref() == Some(&reason) {
                     tracing::debug!(%error, retry_in = ?backoff, "indexing still failing");

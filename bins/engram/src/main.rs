@@ -22,8 +22,9 @@ use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_tracing();
-    match run(Cli::parse()).await {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -32,19 +33,24 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// Logs go to stderr (stdout is the protocol under `--stdio`); `ENGRAM_LOG` filters them.
-/// Colour only on a terminal and without `NO_COLOR` (no-color.org): clients such as Claude
-/// Desktop keep the server's stderr in a log file.
-fn init_tracing() {
+/// Logs go to stderr (stdout is the protocol under `--stdio`); `ENGRAM_LOG` (else
+/// `RUST_LOG`) filters them. Colour only on a terminal and without `NO_COLOR` (no-color.org):
+/// clients such as Claude Desktop keep the server's stderr in a log file.
+fn init_tracing(format: cli::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let colour = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        cli::LogFormat::Json => builder.json().with_current_span(true).init(),
+        cli::LogFormat::Pretty => {
+            let colour = std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+            builder.with_ansi(colour).init();
+        }
+    }
 }
 
 /// Whether `command` only reads: it never creates a database nor changes a schema.
@@ -181,6 +187,13 @@ async fn serve(
         }
     }
     let kind = store.kind();
+    let pool: engram::http::metrics::PoolProbe = match &store {
+        Store::Postgres(pg) => {
+            let pg = pg.clone();
+            Arc::new(move || Some(pg.pool_status()))
+        }
+        Store::Sqlite(_) => Arc::new(|| None),
+    };
     let store: Arc<dyn MemoryStore> = store.shared();
     let shutdown = CancellationToken::new();
     let mut memory = Memory::new(store.clone());
@@ -246,6 +259,26 @@ async fn serve(
         },
         "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
     );
+    if let Some(metrics_bind) = args.metrics_bind {
+        let handle = engram::http::metrics::install()?;
+        let metrics_listener = tokio::net::TcpListener::bind(metrics_bind)
+            .await
+            .with_context(|| format!("binding --metrics-bind {metrics_bind}"))?;
+        let app = engram::http::metrics::router(handle, memory.clone(), pool, require_auth);
+        tracing::info!(
+            "metrics at http://{}/metrics",
+            metrics_listener.local_addr()?
+        );
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(metrics_listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+            if let Err(error) = served {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        });
+    }
     let guard = Guard {
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,

@@ -96,6 +96,41 @@ impl EngramServer {
         }
     }
 
+    /// The name of the workspace this request works in, for logs and metrics.
+    fn workspace_name(&self, extensions: &Extensions) -> String {
+        match &self.binding {
+            Binding::Fixed(workspace) => workspace.name.clone(),
+            Binding::PerRequest => extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<BoundWorkspace>())
+                .map_or_else(String::new, |bound| bound.0.name.clone()),
+        }
+    }
+
+    /// The call itself; a read-only session is refused a tool that writes.
+    async fn authorised_call(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        if self.access(&context.extensions) == Access::ReadOnly
+            && self.tool_router.has_route(&request.name)
+            && !self.is_read_only(&request.name)
+        {
+            let refusal = format!(
+                "{} changes the memory and this token is read-only: only the tools that change \
+                 nothing may be called (a read-write token comes from `engram token create`)",
+                request.name
+            );
+            return Ok(
+                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(refusal)])
+                    .into(),
+            );
+        }
+        let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(context).await
+    }
+
     /// Whether `tool` is annotated as changing nothing.
     fn is_read_only(&self, tool: &str) -> bool {
         (self.tool_router.get(tool))
@@ -127,27 +162,41 @@ impl EngramServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for EngramServer {
+    /// Every tool call: one span (tool, workspace) with a closing event giving its outcome
+    /// and duration, and the metrics `engram_tool_calls_total{tool, workspace, outcome}` and
+    /// `engram_tool_call_duration_seconds{tool}`. Arguments and results (observation texts)
+    /// are never logged.
     async fn call_tool(
         &self,
         request: rmcp::model::CallToolRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
-        if self.access(&context.extensions) == Access::ReadOnly
-            && self.tool_router.has_route(&request.name)
-            && !self.is_read_only(&request.name)
-        {
-            let refusal = format!(
-                "{} changes the memory and this token is read-only: only the tools that change \
-                 nothing may be called (a read-write token comes from `engram token create`)",
-                request.name
-            );
-            return Ok(
-                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(refusal)])
-                    .into(),
-            );
-        }
-        let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(context).await
+        use tracing::Instrument;
+        let tool = request.name.to_string();
+        let workspace = self.workspace_name(&context.extensions);
+        let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);
+        let started = std::time::Instant::now();
+        let response = self
+            .authorised_call(request, context)
+            .instrument(span.clone())
+            .await;
+        let outcome = match &response {
+            Ok(rmcp::model::CallToolResponse::Complete(result))
+                if result.is_error == Some(true) =>
+            {
+                "tool_error"
+            }
+            Ok(_) => "ok",
+            Err(_) => "error",
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        span.in_scope(|| {
+            tracing::info!(outcome, duration_ms = seconds * 1e3, "tool call");
+        });
+        metrics::counter!("engram_tool_calls_total", "tool" => tool.clone(), "workspace" => workspace, "outcome" => outcome)
+            .increment(1);
+        metrics::histogram!("engram_tool_call_duration_seconds", "tool" => tool).record(seconds);
+        response
     }
 
     fn get_info(&self) -> ServerConfig {

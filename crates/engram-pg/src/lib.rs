@@ -62,7 +62,28 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
+/// How the connection pool is used right now (for metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// Connections open.
+    pub size: usize,
+    /// Of those, idle.
+    pub available: usize,
+    /// The most it will open.
+    pub max_size: usize,
+}
+
 impl PgStore {
+    /// The pool's connections: open, idle and the most allowed.
+    pub fn pool_status(&self) -> PoolStatus {
+        let status = self.pool.status();
+        PoolStatus {
+            size: status.size,
+            available: status.available,
+            max_size: status.max_size,
+        }
+    }
+
     /// Opens a pool of [`DEFAULT_POOL_SIZE`] connections to `url`
     /// (`postgres://user:password@host:port/database`) and checks that one connection works.
     ///

@@ -93,6 +93,8 @@ impl Binder {
         let mut sessions = self.sessions.lock().expect("session map lock");
         sessions.retain(|_, (_, seen)| now.duration_since(*seen) < SESSION_IDLE);
         sessions.insert(session.to_owned(), (workspace, now));
+        metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
+            .set(sessions.len() as f64);
     }
 
     /// The workspace `session` started with, refreshing its last use.
@@ -105,10 +107,10 @@ impl Binder {
     }
 
     fn forget(&self, session: &str) {
-        self.sessions
-            .lock()
-            .expect("session map lock")
-            .remove(session);
+        let mut sessions = self.sessions.lock().expect("session map lock");
+        sessions.remove(session);
+        metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
+            .set(sessions.len() as f64);
     }
 }
 

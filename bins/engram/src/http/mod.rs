@@ -1,11 +1,13 @@
-//! The HTTP server: Streamable HTTP at `/mcp`, the legacy SSE transport at `/sse`, and
-//! `/healthz`, behind the Host/Origin guard, the tokens (when required) and the workspace
+//! The HTTP server: Streamable HTTP at `/mcp`, the legacy SSE transport at `/sse`, the
+//! viewer at `/ui` (and its JSON API), and `/healthz`, behind the Host/Origin guard, the tokens (when required) and the workspace
 //! binding.
 
 mod auth;
 mod binding;
 mod guard;
+pub mod metrics;
 mod sse;
+mod ui;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -56,6 +58,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
                 binder.clone(),
                 binding::bind,
             ));
+    let ui_api = ui::api(binder.clone());
     let sse = Router::new()
         .route("/sse", get(sse::connect))
         .route("/sse/messages/", post(sse::post_message))
@@ -69,8 +72,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         memory: memory.clone(),
         required: guard.require_auth,
     };
-    let guarded = (mcp.merge(sse))
+    let guarded = (mcp.merge(sse).merge(ui_api))
         .layer(middleware::from_fn_with_state(auth, auth::authenticate))
+        // The page itself needs no token (it asks for one); its API does.
+        .merge(ui::assets())
         .layer(middleware::from_fn_with_state(
             Arc::new(guard),
             guard::check,

@@ -56,11 +56,10 @@ struct SessionGuard {
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.stop.cancel();
-        self.sessions
-            .inner
-            .lock()
-            .expect("sse session lock")
-            .remove(&self.id);
+        let mut sessions = self.sessions.inner.lock().expect("sse session lock");
+        sessions.remove(&self.id);
+        metrics::gauge!("engram_sessions_active", "transport" => "sse").set(sessions.len() as f64);
+        drop(sessions);
         tracing::debug!(session = %self.id, "sse session closed");
     }
 }
@@ -76,12 +75,9 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::unbounded::<ServerJsonRpcMessage>();
-    state
-        .sessions
-        .inner
-        .lock()
-        .expect("sse session lock")
-        .insert(
+    {
+        let mut sessions = state.sessions.inner.lock().expect("sse session lock");
+        sessions.insert(
             id.clone(),
             SseSession {
                 workspace: bound.0.id,
@@ -89,6 +85,8 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
                 to_server,
             },
         );
+        metrics::gauge!("engram_sessions_active", "transport" => "sse").set(sessions.len() as f64);
+    }
     let stop = state.shutdown.child_token();
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
         .with_access(access);

@@ -11,7 +11,7 @@ use crate::server::{Backend, TestServer, streamable_client_with_token};
 use crate::sse_client;
 
 /// `engram token create` against the server's store; returns the printed token.
-fn create_token(database_url: &str, args: &[&str]) -> String {
+pub fn create_token(database_url: &str, args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_engram"))
         .args([&["token", "create"], args].concat())
         .env("ENGRAM_DATABASE_URL", database_url)

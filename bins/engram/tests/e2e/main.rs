@@ -9,6 +9,7 @@ mod binding;
 mod cli;
 mod consolidation;
 mod golden;
+mod observability;
 mod reference;
 mod scenario;
 mod server;
@@ -50,6 +51,8 @@ per_backend!(
     consolidation::drafts_come_from_the_model_when_it_answers_in_time,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
     golden::tools_list_matches_the_golden_contract,
+    observability::metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_out,
+    observability::the_viewer_api_reads_a_workspace_behind_the_same_tokens,
     reference::the_reference_servers_calls_work_unchanged,
     reference::read_graph_walks_a_large_graph_page_by_page,
     scenario::a_paraphrase_finds_its_node_over_mcp,

@@ -1,0 +1,249 @@
+//! What an operator sees: Prometheus metrics on their own listener (counting tool calls,
+//! sessions and the indexer's state), JSON logs with one span per tool call and no memory
+//! contents, and the viewer's JSON API with the same token rules as `/mcp`.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::scenario::{ok, tool_error};
+use crate::server::{Backend, TestServer, streamable_client};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn wait_until_up(url: &str) {
+    let started = Instant::now();
+    while reqwest::get(url).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{url} did not come up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The value of the sample `name{labels}` in a Prometheus text page.
+fn sample(page: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    page.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find(|line| {
+            line.starts_with(name)
+                && line[name.len()..].starts_with(['{', ' '])
+                && labels
+                    .iter()
+                    .all(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+}
+
+pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_out(
+    backend: Backend,
+) {
+    let store = TestServer::start(backend, &["demo"]).await;
+    let (port, metrics_port) = (free_port(), free_port());
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["serve", "--embedder", "local", "--log-format", "json"])
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-bind", &format!("127.0.0.1:{metrics_port}")])
+        .env("ENGRAM_DATABASE_URL", &store.database_url)
+        .env("ENGRAM_LOG", "info,rmcp=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    wait_until_up(&format!("{base}/healthz")).await;
+    wait_until_up(&metrics_url).await;
+
+    let client = streamable_client(&base, "demo").await;
+    let secret = "the secret observation text";
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+        {"name": "Alice", "entity_type": "person", "observations": [secret]}]}),
+    )
+    .await;
+    ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    tool_error(
+        &client,
+        "set_summary",
+        json!({"name": "Nobody", "summary": "x"}),
+    )
+    .await;
+    // Wait for the indexer to embed the observation.
+    let started = Instant::now();
+    let page = loop {
+        let page = reqwest::get(&metrics_url)
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if sample(&page, "engram_embedding_coverage", &[("workspace", "demo")]) == Some(1.0) {
+            break page;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "coverage never reached 1: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let calls = |tool, outcome| {
+        sample(
+            &page,
+            "engram_tool_calls_total",
+            &[("tool", tool), ("workspace", "demo"), ("outcome", outcome)],
+        )
+    };
+    assert_eq!(calls("create_entities", "ok"), Some(1.0), "{page}");
+    assert_eq!(calls("open_nodes", "ok"), Some(2.0), "{page}");
+    assert_eq!(calls("set_summary", "tool_error"), Some(1.0), "{page}");
+    assert_eq!(
+        sample(
+            &page,
+            "engram_tool_call_duration_seconds_count",
+            &[("tool", "open_nodes")]
+        ),
+        Some(2.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "engram_sessions_active",
+            &[("transport", "streamable_http")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&page, "engram_indexer_backlog", &[("workspace", "demo")]),
+        Some(0.0)
+    );
+    assert!(
+        sample(&page, "engram_indexer_embedded_total", &[]).is_some_and(|n| n >= 1.0),
+        "{page}"
+    );
+    if backend == Backend::Postgres {
+        assert!(
+            sample(&page, "engram_db_pool_connections", &[("state", "open")])
+                .is_some_and(|n| n >= 1.0)
+        );
+    }
+    client.cancel().await.unwrap();
+
+    server.start_kill().unwrap();
+    let output = server.wait_with_output().await.unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(!logs.contains(secret), "memory contents in the logs");
+    let calls: Vec<Value> = (logs.lines())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["fields"]["message"] == "tool call")
+        .collect();
+    assert_eq!(calls.len(), 4, "{logs}");
+    assert_eq!(calls[0]["span"]["tool"], "create_entities");
+    assert_eq!(calls[0]["span"]["workspace"], "demo");
+    assert_eq!(calls[0]["fields"]["outcome"], "ok");
+    assert!(calls[0]["fields"]["duration_ms"].as_f64().is_some());
+    assert_eq!(calls[3]["fields"]["outcome"], "tool_error");
+}
+
+async fn get(url: &str, workspace: Option<&str>, token: Option<&str>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(workspace) = workspace {
+        request = request.header("x-memory-workspace", workspace);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+pub async fn the_viewer_api_reads_a_workspace_behind_the_same_tokens(backend: Backend) {
+    let server = TestServer::start_requiring_tokens(backend, &["demo", "other"]).await;
+    let token = crate::auth::create_token(
+        &server.database_url,
+        &["--workspace", "demo", "--read-only"],
+    );
+    let api = |path: &str| format!("{}/ui/api/{path}", server.base);
+
+    // The page loads without a token; its API does not answer without one.
+    let page = reqwest::get(format!("{}/ui", server.base)).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("cytoscape.min.js"));
+    let script = reqwest::get(format!("{}/ui/vendor/cytoscape.min.js", server.base))
+        .await
+        .unwrap();
+    assert!(
+        script.text().await.unwrap().len() > 100_000,
+        "cytoscape is served from the binary"
+    );
+    assert_eq!(get(&api("workspaces"), None, None).await.0, 401);
+    assert_eq!(
+        get(&api("search?q=x"), Some("other"), Some(&token)).await.0,
+        403
+    );
+
+    let (status, workspaces) = get(&api("workspaces"), None, Some(&token)).await;
+    assert_eq!(
+        (status, workspaces),
+        (200, json!({"workspaces": [{"name": "demo"}]}))
+    );
+
+    let writer = crate::auth::create_token(&server.database_url, &["--workspace", "demo"]);
+    let client =
+        crate::server::streamable_client_with_token(&server.base, "demo", Some(&writer)).await;
+    ok(&client, "create_entities", json!({"entities": [
+        {"name": "Alice", "entity_type": "person", "observations": ["moved to Lisbon in March"], "summary": "a person"},
+        {"name": "engram", "entity_type": "project", "observations": ["a memory server"]}]})).await;
+    ok(
+        &client,
+        "create_relations",
+        json!({"relations": [
+        {"from_entity": "Alice", "to_entity": "engram", "relation_type": "works_on"}]}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+
+    let (status, found) = get(&api("search?q=Lisbon"), Some("demo"), Some(&token)).await;
+    assert_eq!(status, 200);
+    assert_eq!(found["results"][0]["name"], "Alice");
+    let (status, node) = get(&api("node?name=Alice"), Some("demo"), Some(&token)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        node["node"]["observations"][0]["content"],
+        "moved to Lisbon in March"
+    );
+    assert_eq!(
+        node["neighborhood"]["relations"][0]["relation_type"],
+        "works_on"
+    );
+    assert_eq!(
+        get(&api("node?name=Nobody"), Some("demo"), Some(&token))
+            .await
+            .0,
+        404
+    );
+    let (status, report) = get(&api("report"), Some("demo"), Some(&token)).await;
+    assert_eq!(status, 200);
+    assert!(report["stale_summaries"].is_array(), "{report}");
+    let (status, indexer) = get(&api("indexer"), Some("demo"), Some(&token)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (indexer["observations"].as_i64(), indexer["pairs"].as_i64()),
+        (Some(2), Some(2)),
+        "{indexer}"
+    );
+}
