@@ -8,6 +8,7 @@
 //! - `cargo xtask bench`: the consolidation report at 10,000 nodes, embedding throughput.
 
 mod bench;
+mod browser;
 mod cmd;
 mod deny;
 mod eval;

@@ -92,6 +92,7 @@ fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
     if !args.no_lint {
         crate::deny::check()?;
     }
+    crate::browser::ensure();
     // The local embedding model, fetched once into its cache before tests run in parallel.
     let mut model = cargo();
     model.args(["run", "--quiet", "-p", "engram", "--", "fetch-model"]);
