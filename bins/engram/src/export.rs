@@ -66,60 +66,47 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                 "exported_at": chrono_now(),
             });
             writeln!(out, "{header}")?;
-            each_page(memory, workspace.id, true, |nodes, _| {
-                for node in nodes {
-                    let line = Tagged {
+            write_lines(
+                memory,
+                workspace.id,
+                out,
+                |node| {
+                    serde_json::to_string(&Tagged {
                         r#type: "node",
                         record: node,
-                    };
-                    writeln!(out, "{}", serde_json::to_string(&line)?)?;
-                }
-                Ok(())
-            })
-            .await?;
-            each_page(memory, workspace.id, false, |_, relations| {
-                for relation in relations {
-                    let line = Tagged {
+                    })
+                },
+                |relation| {
+                    serde_json::to_string(&Tagged {
                         r#type: "relation",
                         record: relation,
-                    };
-                    writeln!(out, "{}", serde_json::to_string(&line)?)?;
-                }
-                Ok(())
-            })
+                    })
+                },
+            )
             .await?;
         }
         ExportFormat::Anthropic => {
-            each_page(memory, workspace.id, true, |nodes, _| {
-                for node in nodes {
-                    let line = ReferenceEntity {
-                        r#type: "entity",
-                        name: &node.name,
-                        entity_type: &node.entity_type,
-                        observations: node
-                            .observations
-                            .iter()
-                            .map(|o| o.content.as_str())
-                            .collect(),
-                    };
-                    writeln!(out, "{}", serde_json::to_string(&line)?)?;
-                }
-                Ok(())
-            })
-            .await?;
-            each_page(memory, workspace.id, false, |_, relations| {
-                for relation in relations {
-                    let line = ReferenceRelation {
-                        r#type: "relation",
-                        from: &relation.from,
-                        to: &relation.to,
-                        relation_type: &relation.relation_type,
-                    };
-                    writeln!(out, "{}", serde_json::to_string(&line)?)?;
-                }
-                Ok(())
-            })
-            .await?;
+            let entity = |node: &NodeRecord| {
+                serde_json::to_string(&ReferenceEntity {
+                    r#type: "entity",
+                    name: &node.name,
+                    entity_type: &node.entity_type,
+                    observations: node
+                        .observations
+                        .iter()
+                        .map(|o| o.content.as_str())
+                        .collect(),
+                })
+            };
+            let relation = |relation: &RelationRecord| {
+                serde_json::to_string(&ReferenceRelation {
+                    r#type: "relation",
+                    from: &relation.from,
+                    to: &relation.to,
+                    relation_type: &relation.relation_type,
+                })
+            };
+            write_lines(memory, workspace.id, out, entity, relation).await?;
         }
         ExportFormat::Mermaid | ExportFormat::Dot => {
             let (nodes, relations) = match &args.around {
@@ -162,6 +149,30 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
 
 fn chrono_now() -> String {
     engram_domain::Timestamp::from(std::time::SystemTime::now()).to_rfc3339()
+}
+
+/// Writes a line for every node (with its observations), then one for every relation.
+async fn write_lines(
+    memory: &Memory,
+    workspace: WorkspaceId,
+    out: &mut dyn Write,
+    node_line: impl Fn(&NodeRecord) -> serde_json::Result<String>,
+    relation_line: impl Fn(&RelationRecord) -> serde_json::Result<String>,
+) -> Result<()> {
+    each_page(memory, workspace, true, |nodes, _| {
+        for node in nodes {
+            writeln!(out, "{}", node_line(node)?)?;
+        }
+        Ok(())
+    })
+    .await?;
+    each_page(memory, workspace, false, |_, relations| {
+        for relation in relations {
+            writeln!(out, "{}", relation_line(relation)?)?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 /// Calls `each` with every page of the workspace's nodes (with their observations when

@@ -156,18 +156,32 @@ pub(crate) async fn delete_observations(
     workspace: WorkspaceId,
     deletions: &[ObservationDeletions],
 ) -> Result<Vec<DeletedObservations>> {
-    let (names, ordinals): (Vec<&str>, Vec<i64>) = deletions
-        .iter()
-        .flat_map(|d| d.ordinals.iter().map(|o| (d.entity_name.as_str(), *o)))
-        .unzip();
+    // One statement for the batch: a row per ordinal (content NULL) and per text (ordinal
+    // NULL); an observation goes when it matches either.
+    let mut names: Vec<&str> = Vec::new();
+    let mut ordinals: Vec<Option<i64>> = Vec::new();
+    let mut contents: Vec<Option<&str>> = Vec::new();
+    for deletion in deletions {
+        for ordinal in &deletion.ordinals {
+            names.push(&deletion.entity_name);
+            ordinals.push(Some(*ordinal));
+            contents.push(None);
+        }
+        for content in &deletion.contents {
+            names.push(&deletion.entity_name);
+            ordinals.push(None);
+            contents.push(Some(content));
+        }
+    }
     let rows = client
         .query(
             "DELETE FROM observations o
-             USING nodes n, unnest($2::text[], $3::bigint[]) AS d (name, ordinal)
-             WHERE n.workspace_id = $1 AND n.name = d.name
-               AND o.node_id = n.id AND o.ordinal = d.ordinal
+             USING nodes n, unnest($2::text[], $3::bigint[], $4::text[])
+                            AS d (name, ordinal, content)
+             WHERE n.workspace_id = $1 AND n.name = d.name AND o.node_id = n.id
+               AND (o.ordinal = d.ordinal OR o.content = d.content)
              RETURNING n.name, o.ordinal",
-            &[&workspace.0, &names, &ordinals],
+            &[&workspace.0, &names, &ordinals, &contents],
         )
         .await
         .map_err(db)?;
@@ -175,32 +189,8 @@ pub(crate) async fn delete_observations(
         .iter()
         .map(|row| (row.get("name"), row.get("ordinal")))
         .collect();
-    let (names, contents): (Vec<&str>, Vec<&str>) = deletions
-        .iter()
-        .flat_map(|d| {
-            d.contents
-                .iter()
-                .map(|c| (d.entity_name.as_str(), c.as_str()))
-        })
-        .unzip();
-    let mut by_content: BTreeSet<(String, i64)> = BTreeSet::new();
-    if !contents.is_empty() {
-        for row in client
-            .query(
-                "DELETE FROM observations o
-                 USING nodes n, unnest($2::text[], $3::text[]) AS d (name, content)
-                 WHERE n.workspace_id = $1 AND n.name = d.name
-                   AND o.node_id = n.id AND o.content = d.content
-                 RETURNING n.name, o.ordinal",
-                &[&workspace.0, &names, &contents],
-            )
-            .await
-            .map_err(db)?
-        {
-            by_content.insert((row.get("name"), row.get("ordinal")));
-        }
-    }
-    deleted.extend(by_content.iter().cloned());
+    // Ordinals deleted by their text count as asked for.
+    let by_content = deleted.clone();
     Ok(deletions
         .iter()
         .map(|deletion| {

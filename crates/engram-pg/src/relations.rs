@@ -31,12 +31,13 @@ pub(crate) async fn create_relations(
     relations: &[RelationSpec],
 ) -> Result<CreatedRelations> {
     let (distinct, [from, to, types]) = columns(relations);
+    let created_at: Vec<Option<Timestamp>> = vec![None; distinct.len()];
     let statement = client
         .prepare_cached(include_str!("sql/create_relations.sql"))
         .await
         .map_err(db)?;
     let rows = client
-        .query(&statement, &[&workspace.0, &from, &to, &types])
+        .query(&statement, &[&workspace.0, &from, &to, &types, &created_at])
         .await
         .map_err(db)?;
     let mut result = CreatedRelations::default();

@@ -301,39 +301,16 @@ async fn import_relations(
     let to: Vec<&str> = relations.iter().map(|r| r.to.as_str()).collect();
     let types: Vec<&str> = relations.iter().map(|r| r.relation_type.as_str()).collect();
     let created_at: Vec<Option<Timestamp>> = relations.iter().map(|r| r.created_at).collect();
+    let statement = client
+        .prepare_cached(include_str!("sql/create_relations.sql"))
+        .await
+        .map_err(db)?;
     let rows = client
-        .query(
-            "WITH input AS (
-                 SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[])
-                     WITH ORDINALITY AS t (from_name, to_name, relation_type, created_at, idx)
-             ), resolved AS (
-                 SELECT i.*, f.id AS from_id, t.id AS to_id
-                 FROM input i
-                 LEFT JOIN nodes f ON f.workspace_id = $1 AND f.name = i.from_name
-                 LEFT JOIN nodes t ON t.workspace_id = $1 AND t.name = i.to_name
-             ), inserted AS (
-                 INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
-                                        created_at)
-                 SELECT $1, from_id, to_id, relation_type, coalesce(created_at, now())
-                 FROM resolved
-                 WHERE from_id IS NOT NULL AND to_id IS NOT NULL
-                 ORDER BY idx
-                 ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING
-                 RETURNING from_node_id, to_node_id, relation_type
-             )
-             SELECT r.from_id IS NULL OR r.to_id IS NULL AS missing,
-                    ins.from_node_id IS NOT NULL AS created
-             FROM resolved r
-             LEFT JOIN inserted ins
-                    ON ins.from_node_id = r.from_id AND ins.to_node_id = r.to_id
-                   AND ins.relation_type = r.relation_type
-             ORDER BY r.idx",
-            &[&workspace.0, &from, &to, &types, &created_at],
-        )
+        .query(&statement, &[&workspace.0, &from, &to, &types, &created_at])
         .await
         .map_err(db)?;
     for (relation, row) in relations.iter().zip(&rows) {
-        if row.get("missing") {
+        if row.get::<_, bool>("from_missing") || row.get::<_, bool>("to_missing") {
             outcome.relations_missing.push((*relation).clone());
         } else if row.get("created") {
             outcome.relations_created += 1;

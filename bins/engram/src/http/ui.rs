@@ -6,8 +6,9 @@
 //! load and ask for a token.
 
 use axum::Router;
-use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use engram_domain::{Error, ReportOptions, SearchMode};
@@ -71,13 +72,18 @@ fn failure(error: &Error) -> Response {
     (status, axum::Json(json!({"error": error.to_string()}))).into_response()
 }
 
-/// The workspace the request names, checked against its token.
-async fn bound(
-    binder: &Binder,
-    headers: &HeaderMap,
-    grant: Option<&Grant>,
-) -> Result<engram_domain::Workspace, Response> {
-    binder.resolve(headers, grant).await.map(|bound| bound.0)
+/// The workspace the request names in `X-Memory-Workspace`, checked against its token (the
+/// same refusals as `/mcp`).
+struct Viewed(engram_domain::Workspace);
+
+impl FromRequestParts<Binder> for Viewed {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, binder: &Binder) -> Result<Self, Response> {
+        let grant = parts.extensions.get::<Grant>();
+        let bound = binder.resolve(&parts.headers, grant).await?;
+        Ok(Self(bound.0))
+    }
 }
 
 /// Every workspace the request may look at: the token's, or all without tokens.
@@ -110,13 +116,9 @@ fn default_limit() -> u32 {
 
 async fn search(
     State(binder): State<Binder>,
+    Viewed(workspace): Viewed,
     Query(query): Query<SearchQuery>,
-    request: Request,
 ) -> Response {
-    let workspace = match bound(&binder, request.headers(), request.extensions().get()).await {
-        Ok(workspace) => workspace,
-        Err(refusal) => return refusal,
-    };
     let memory = binder.memory();
     match (memory.search_nodes(workspace.id, &query.q, query.limit, SearchMode::Hybrid)).await {
         Ok(found) => axum::Json(found).into_response(),
@@ -132,13 +134,9 @@ struct NodeQuery {
 /// A node in full and its neighbourhood one hop out.
 async fn node(
     State(binder): State<Binder>,
+    Viewed(workspace): Viewed,
     Query(query): Query<NodeQuery>,
-    request: Request,
 ) -> Response {
-    let workspace = match bound(&binder, request.headers(), request.extensions().get()).await {
-        Ok(workspace) => workspace,
-        Err(refusal) => return refusal,
-    };
     let memory = binder.memory();
     let opened = match memory
         .open_nodes(workspace.id, std::slice::from_ref(&query.name))
@@ -158,11 +156,7 @@ async fn node(
     }
 }
 
-async fn report(State(binder): State<Binder>, request: Request) -> Response {
-    let workspace = match bound(&binder, request.headers(), request.extensions().get()).await {
-        Ok(workspace) => workspace,
-        Err(refusal) => return refusal,
-    };
+async fn report(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     match (binder.memory())
         .get_consolidation_report(workspace.id, ReportOptions::default())
         .await
@@ -173,11 +167,7 @@ async fn report(State(binder): State<Binder>, request: Request) -> Response {
 }
 
 /// The indexer's state for the workspace: coverage and what remains.
-async fn indexer(State(binder): State<Binder>, request: Request) -> Response {
-    let workspace = match bound(&binder, request.headers(), request.extensions().get()).await {
-        Ok(workspace) => workspace,
-        Err(refusal) => return refusal,
-    };
+async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     let memory = binder.memory();
     let (stats, pairs) = match tokio::try_join!(
         memory.get_stats(workspace.id),

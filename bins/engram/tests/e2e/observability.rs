@@ -90,7 +90,10 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
             .text()
             .await
             .unwrap();
-        if sample(&page, "engram_embedding_coverage", &[("workspace", "demo")]) == Some(1.0) {
+        // The counter moves just after the vectors are stored: wait for both.
+        if sample(&page, "engram_embedding_coverage", &[("workspace", "demo")]) == Some(1.0)
+            && sample(&page, "engram_indexer_embedded_total", &[]).is_some()
+        {
             break page;
         }
         assert!(
