@@ -33,6 +33,12 @@ pub struct BenchArgs {
     /// Sentences the embedding benchmark embeds.
     #[arg(long, default_value_t = 512)]
     sentences: usize,
+    /// Also run the peers (installed under target/bench/peers when missing).
+    #[arg(long)]
+    peers: bool,
+    /// Samples per call and size in the side-by-side benchmark.
+    #[arg(long, default_value_t = 200)]
+    samples: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,6 +47,9 @@ enum Benchmark {
     Consolidation,
     /// The local embedding model's throughput.
     Embed,
+    /// The MCP calls every memory server has, and engram's own, side by side
+    /// (`--peers` adds the reference server and mcp-memory).
+    Peers,
 }
 
 /// Runs `cargo xtask bench …`.
@@ -50,6 +59,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if wanted(Benchmark::Embed) {
         println!("== embed: local model throughput");
         example("engram-embed", "throughput", &[&args.sentences.to_string()])?;
+    }
+    if wanted(Benchmark::Peers) || args.peers {
+        println!("== peers: the shared MCP calls side by side");
+        crate::peers::run(args.peers, args.samples)?;
     }
     if wanted(Benchmark::Consolidation) {
         println!(

@@ -12,6 +12,7 @@ mod browser;
 mod cmd;
 mod deny;
 mod eval;
+mod peers;
 mod postgres;
 mod serve;
 mod test;
