@@ -77,7 +77,7 @@ pub fn run(with_peers: bool, samples: usize) -> Result<()> {
         env: Vec::new(),
         server: None,
     });
-    systems[0].reach.push("--engram".into());
+    systems[0].reach.insert(0, "--engram".into());
 
     let pg = postgres::ensure_installed(&target_dir())?;
     let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
@@ -166,6 +166,8 @@ pub fn run(with_peers: bool, samples: usize) -> Result<()> {
     Ok(())
 }
 
+/// Driver arguments that start `program args` over stdio (`--command` takes the rest of the
+/// line, so it comes last).
 fn stdio(program: &Path, args: &[&str]) -> Vec<String> {
     let mut reach = vec!["--command".to_owned(), program.display().to_string()];
     reach.extend(args.iter().map(|a| (*a).to_owned()));
