@@ -131,7 +131,15 @@ pub fn run(with_peers: bool, samples: usize) -> Result<()> {
                 remove_sqlite(&file);
                 systems.push(System {
                     name: format!("mcp-memory {MCP_MEMORY_VERSION} (Rust, SQLite)"),
-                    reach: stdio(&binary, &["--memory-file", &file.display().to_string()]),
+                    reach: stdio(
+                        &binary,
+                        &[
+                            "--memory-file",
+                            &file.display().to_string(),
+                            "--enable-graph-read",
+                            "--enable-graph-write",
+                        ],
+                    ),
                     env: Vec::new(),
                     server: None,
                 });

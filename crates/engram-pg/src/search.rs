@@ -193,7 +193,9 @@ async fn text_matches(
              LIMIT $3"
         );
         let statement = client.prepare_cached(&sql).await.map_err(db)?;
-        client.query(&statement, &[&text, &workspace.0, &limit]).await
+        client
+            .query(&statement, &[&text, &workspace.0, &limit])
+            .await
     } else {
         let sql = format!(
             "WITH q AS (SELECT {TERMS} AS terms)
