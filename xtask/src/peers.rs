@@ -39,7 +39,7 @@ pub fn run(with_peers: bool, samples: usize) -> Result<()> {
     let dir = target_dir().join("bench");
     std::fs::create_dir_all(&dir)?;
     println!("engram: building the release binary and the bench driver …");
-    cmd::run(cargo().current_dir(&root).args([
+    cmd::run(cargo().current_dir(root).args([
         "build",
         "--release",
         "--quiet",

@@ -113,7 +113,7 @@ async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<V
     let result = client
         .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
         .await
-        .with_context(|| format!("{tool}"))?;
+        .context(tool)?;
     anyhow::ensure!(result.is_error != Some(true), "{tool} failed: {result:?}");
     Ok(result.structured_content.unwrap_or(Value::Null))
 }

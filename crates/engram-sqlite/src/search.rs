@@ -179,7 +179,12 @@ pub(crate) fn search(
         set.add_nearest(index, found);
     }
     if let Some(terms) = &terms {
-        let limit = TEXT_RANKING_LIMIT.max(request.text_depth);
+        // The deeper ranking only lends scores to what the embeddings found; a search
+        // without vectors needs the best `text_depth` alone.
+        let limit = match request.vectors.is_empty() {
+            true => request.text_depth,
+            false => TEXT_RANKING_LIMIT.max(request.text_depth),
+        };
         let ranking = text_matches(tx, workspace, terms, limit, &filter)?;
         complete_ranking = ranking.len() < limit;
         set.add_text_ranking(ranking, request.text_depth);
@@ -222,6 +227,21 @@ fn text_matches(
     limit: usize,
     filter: &Filter,
 ) -> Result<Vec<(i64, f64)>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    if filter.is_empty() {
+        // Nodes are joined only for a filter: every match would pass its `NULL` tests.
+        return query(
+            tx,
+            "SELECT o.id, -bm25(observations_fts) AS score
+             FROM observations_fts
+             JOIN observations o ON o.id = observations_fts.rowid
+             WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1
+             ORDER BY score DESC, o.id
+             LIMIT ?3",
+            params![workspace.0, terms, limit],
+            id_score,
+        );
+    }
     query(
         tx,
         "SELECT o.id, -bm25(observations_fts) AS score
@@ -236,7 +256,7 @@ fn text_matches(
         params![
             workspace.0,
             terms,
-            i64::try_from(limit).unwrap_or(i64::MAX),
+            limit,
             filter.within,
             filter.types_json()
         ],
