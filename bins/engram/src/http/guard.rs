@@ -57,10 +57,19 @@ impl Guard {
     }
 }
 
-/// `host` without its `:port` (IPv6 literals keep their brackets).
+/// `host` without its `:port` (IPv6 literals keep their brackets). Anything after an IPv6
+/// literal but a port (`[::1]evil.example`) leaves the value whole, so it matches nothing.
 fn strip_port(host: &str) -> &str {
     if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
+        let Some(end) = host.find(']') else {
+            return host;
+        };
+        let rest = &host[end + 1..];
+        let port_only = rest.is_empty()
+            || rest
+                .strip_prefix(':')
+                .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+        return if port_only { &host[..=end] } else { host };
     }
     match host.rsplit_once(':') {
         Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
@@ -76,6 +85,14 @@ pub async fn check(
     request: Request,
     next: Next,
 ) -> Response {
+    // One Host (RFC 9112 §3.2) and at most one Origin: with two, a check of the first could
+    // be satisfied while a proxy or the application reads the second.
+    for name in [header::HOST, header::ORIGIN] {
+        if request.headers().get_all(&name).iter().count() > 1 {
+            let message = format!("more than one {name} header");
+            return (StatusCode::BAD_REQUEST, message).into_response();
+        }
+    }
     let host = request
         .headers()
         .get(header::HOST)
@@ -117,6 +134,10 @@ mod tests {
             assert!(guard.host_allowed(host), "{host}");
         }
         assert!(!guard.host_allowed("evil.example:8765"));
+        for trick in ["[::1]evil.example", "[::1]:8765evil", "[::1]:", "[::1"] {
+            assert!(!guard.host_allowed(trick), "{trick}");
+        }
+        assert!(!guard.origin_allowed("http://[::1]evil.example"));
         assert!(!guard.host_allowed(""));
         assert!(guard.origin_allowed("http://localhost:6274"));
         assert!(guard.origin_allowed("http://127.0.0.1"));

@@ -96,6 +96,24 @@ pub async fn foreign_hosts_and_origins_are_refused(backend: Backend) {
     )
     .await;
     assert_eq!(cross_site.status(), 403);
+    // A loopback literal with a name glued on is not loopback.
+    let glued = post_mcp(
+        &server,
+        &[(WORKSPACE_HEADER, "alpha"), ("host", "[::1]evil.example")],
+    )
+    .await;
+    assert_eq!(glued.status(), 403);
+    // Two Origins: refused whole, not judged by the first.
+    let two_origins = post_mcp(
+        &server,
+        &[
+            (WORKSPACE_HEADER, "alpha"),
+            ("origin", "http://localhost:6274"),
+            ("origin", "https://evil.example"),
+        ],
+    )
+    .await;
+    assert_eq!(two_origins.status(), 400);
     let local_page = post_mcp(
         &server,
         &[
