@@ -5,7 +5,10 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use axum::Json;
 use axum::extract::{Query, Request, State};
@@ -15,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use engram_domain::WorkspaceId;
 use engram_mcp::{Access, Binding, EngramServer};
 use futures::channel::mpsc;
-use futures::{SinkExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use rmcp::ServiceExt;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use serde::Deserialize;
@@ -23,6 +26,42 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::Grant;
 use super::binding::{Binder, refuse};
+
+/// Answers a session may have waiting for its client to read them. A client that stops
+/// reading its stream lets them pile up; once this many wait, its next message closes the
+/// session (503): a client that does not read is dropped, not buffered without limit.
+const UNREAD_LIMIT: usize = 64;
+
+/// The server's side of a session's stream: delivers each message to the event stream and
+/// counts it as unread until the stream hands it to the connection.
+struct ToClient {
+    sender: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    unread: Arc<AtomicUsize>,
+}
+
+impl futures::Sink<ServerJsonRpcMessage> for ToClient {
+    type Error = std::io::Error;
+
+    fn poll_ready(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(self: Pin<&mut Self>, message: ServerJsonRpcMessage) -> Result<(), Self::Error> {
+        self.unread.fetch_add(1, Ordering::Relaxed);
+        self.sender
+            .unbounded_send(message)
+            .map_err(|_| std::io::Error::other("the session's stream is closed"))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.sender.close_channel();
+        Poll::Ready(Ok(()))
+    }
+}
 
 /// Open legacy SSE sessions: where to deliver each session's incoming messages.
 #[derive(Clone, Default)]
@@ -36,6 +75,10 @@ struct SseSession {
     /// message must come with the same token.
     token: Option<String>,
     to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
+    /// Answers sent to the stream that the connection has not taken yet.
+    unread: Arc<AtomicUsize>,
+    /// Ends the session (its stream and its server).
+    stop: CancellationToken,
 }
 
 /// What the SSE routes need.
@@ -75,6 +118,8 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::unbounded::<ServerJsonRpcMessage>();
+    let unread = Arc::new(AtomicUsize::new(0));
+    let stop = state.shutdown.child_token();
     {
         let mut sessions = state.sessions.inner.lock().expect("sse session lock");
         sessions.insert(
@@ -83,16 +128,22 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
                 workspace: bound.0.id,
                 token: grant.map(|g| g.0.id.clone()),
                 to_server,
+                unread: unread.clone(),
+                stop: stop.clone(),
             },
         );
         metrics::gauge!("engram_sessions_active", "transport" => "sse").set(sessions.len() as f64);
     }
-    let stop = state.shutdown.child_token();
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
         .with_access(access);
     let server_stop = stop.clone();
+    let unread_by_server = unread.clone();
     tokio::spawn(async move {
-        let transport = (to_client.sink_map_err(std::io::Error::other), from_client);
+        let sink = ToClient {
+            sender: to_client,
+            unread: unread_by_server,
+        };
+        let transport = (sink, from_client);
         match server.serve_with_ct(transport, server_stop).await {
             Ok(running) => {
                 let _ = running.waiting().await;
@@ -109,7 +160,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         sessions: state.sessions.clone(),
         stop: stop.clone(),
     };
-    Sse::new(events(endpoint, from_server, guard, stop))
+    Sse::new(events(endpoint, from_server, unread, guard, stop))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
@@ -117,10 +168,12 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
 fn events(
     endpoint: Event,
     from_server: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    unread: Arc<AtomicUsize>,
     guard: SessionGuard,
     stop: CancellationToken,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let messages = from_server.map(|message| {
+    let messages = from_server.map(move |message| {
+        unread.fetch_sub(1, Ordering::Relaxed);
         Event::default()
             .event("message")
             .json_data(&message)
@@ -188,6 +241,22 @@ pub async fn post_message(
                 return refuse(
                     StatusCode::FORBIDDEN,
                     "this session was opened with another token".into(),
+                );
+            }
+            Some(session) if session.unread.load(Ordering::Relaxed) >= UNREAD_LIMIT => {
+                tracing::warn!(session = %query.session_id, "closing an sse session whose client does not read its stream");
+                session.stop.cancel();
+                let id = query.session_id.clone();
+                drop(sessions);
+                state
+                    .sessions
+                    .inner
+                    .lock()
+                    .expect("sse session lock")
+                    .remove(&id);
+                return refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "this session's event stream is not being read; the session is closed".into(),
                 );
             }
             Some(session) => Some(session.to_server.clone()),

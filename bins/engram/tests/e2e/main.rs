@@ -62,6 +62,7 @@ per_backend!(
     scenario::every_tool_over_legacy_sse,
     sse_client::unknown_session_is_not_found,
     sse_client::a_session_keeps_its_workspace,
+    sse_client::a_client_that_does_not_read_its_stream_is_dropped,
     stdio::every_tool_over_stdio,
     transfer::the_reference_servers_file_imports_once_and_reports_what_it_refused,
     transfer::a_large_file_on_standard_input_waits_for_late_nodes,

@@ -109,3 +109,65 @@ pub async fn a_session_keeps_its_workspace(backend: Backend) {
     let body = response.text().await.unwrap();
     assert!(body.contains("bound to another workspace"), "{body}");
 }
+
+/// A client that opens a stream and never reads it is dropped once its session's queues are
+/// full (503, then the session is gone), instead of the server buffering its answers without
+/// limit; other clients carry on.
+pub async fn a_client_that_does_not_read_its_stream_is_dropped(backend: Backend) {
+    let server = crate::server::TestServer::start(backend, &["alpha"]).await;
+    let http = reqwest::Client::new();
+    let response = http
+        .get(format!("{}/sse", server.base))
+        .header(WORKSPACE_HEADER, "alpha")
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+    let endpoint = events.next().await.unwrap().unwrap().data.unwrap();
+    let url = format!("{}{endpoint}", server.base);
+    let post = |message: serde_json::Value| {
+        let http = http.clone();
+        let url = url.clone();
+        async move {
+            let response = (http.post(&url))
+                .header(WORKSPACE_HEADER, "alpha")
+                .json(&message)
+                .send()
+                .await
+                .unwrap();
+            response.status().as_u16()
+        }
+    };
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                   "clientInfo": {"name": "never-reads", "version": "1"}}});
+    assert_eq!(post(initialize).await, 202);
+    assert_eq!(
+        post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await,
+        202
+    );
+    // tools/list answers are large (every schema): the socket's buffers fill fast.
+    let mut refused_after = None;
+    for id in 1..3_000 {
+        let status =
+            post(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})).await;
+        if status != 202 {
+            assert_eq!(status, 503, "message {id}");
+            refused_after = Some(id);
+            break;
+        }
+    }
+    let refused_after =
+        refused_after.expect("a client that never reads was buffered without limit");
+    let again = post(serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"})).await;
+    assert_eq!(
+        again, 404,
+        "the session is closed after {refused_after} messages"
+    );
+    drop(events);
+
+    let client = connect(&server.base, "alpha").await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(!tools.is_empty());
+    client.cancel().await.unwrap();
+}
