@@ -9,8 +9,11 @@ pub mod metrics;
 mod sse;
 mod ui;
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -18,7 +21,6 @@ use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use engram_domain::Memory;
 use engram_mcp::{Binding, EngramServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -100,27 +102,115 @@ async fn healthz(State(memory): State<Memory>) -> impl IntoResponse {
     }
 }
 
+/// Connections served at once; more wait in the listen backlog until one closes.
+pub const MAX_CONNECTIONS: usize = 512;
+/// Connections served at once from one client address, so one client cannot take them all.
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
+/// How long a client may take to send a request's headers before the connection is closed
+/// (a half-sent request holds a connection no longer than this).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Serves [`router`] on `listener` until `shutdown` completes; then stops accepting, ends the
 /// open streams and sessions, and lets in-flight requests finish.
+///
+/// At most [`MAX_CONNECTIONS`] connections at once and [`MAX_CONNECTIONS_PER_ADDRESS`] from
+/// one address (over it, a connection is closed at once), each allowed
+/// [`HEADER_READ_TIMEOUT`] to send its headers.
 pub async fn serve(
     memory: Memory,
     guard: Guard,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto;
+
     let token = CancellationToken::new();
     let app = router(memory, guard, token.clone());
-    // Small JSON answers must not wait for Nagle's algorithm and the client's delayed ACK
-    // (measured: 44 ms per call on a kept-alive connection without this).
-    let listener = listener.tap_io(|stream| {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let per_address: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>> = Arc::default();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, say: wait rather than spin.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Some(held) = AddressSlot::take(&per_address, peer.ip()) else {
+            tracing::warn!(address = %peer.ip(), "refusing a connection: too many from one address");
+            continue;
+        };
+        // Small JSON answers must not wait for Nagle's algorithm and the client's delayed
+        // ACK (measured: 44 ms per call on a kept-alive connection without this).
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            token.cancel();
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+            drop((slot, held));
+        });
+    }
+    token.cancel();
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// One connection's place in its address's count; gives it back when dropped.
+struct AddressSlot {
+    counts: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
+    address: IpAddr,
+}
+
+impl AddressSlot {
+    fn take(
+        counts: &Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
+        address: IpAddr,
+    ) -> Option<Self> {
+        let mut map = counts.lock().expect("address counts lock");
+        let count = map.entry(address).or_insert(0);
+        if *count >= MAX_CONNECTIONS_PER_ADDRESS {
+            return None;
+        }
+        *count += 1;
+        Some(Self {
+            counts: counts.clone(),
+            address,
         })
-        .await
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut map = self.counts.lock().expect("address counts lock");
+        if let Some(count) = map.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                map.remove(&self.address);
+            }
+        }
+    }
 }

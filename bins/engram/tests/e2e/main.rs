@@ -10,6 +10,7 @@ mod browser;
 mod cli;
 mod consolidation;
 mod golden;
+mod limits;
 mod observability;
 mod reference;
 mod scenario;
