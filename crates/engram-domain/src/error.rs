@@ -59,6 +59,14 @@ impl Error {
         }
     }
 
+    /// An [`Error::NotFound`] for the access token `id`.
+    pub fn token_not_found(id: impl Into<String>) -> Self {
+        Self::NotFound {
+            kind: "token",
+            name: id.into(),
+        }
+    }
+
     /// An [`Error::NotFound`] for the workspace `name`.
     pub fn workspace_not_found(name: impl Into<String>) -> Self {
         Self::NotFound {

@@ -25,6 +25,25 @@ fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
     (distinct, columns)
 }
 
+/// Runs `sql/create_relations.sql` for distinct relations given as parallel columns (from,
+/// to, type) and creation times (`None`: now); one row per relation, in order, saying which
+/// endpoints are missing and whether it was created.
+pub(crate) async fn insert_relations(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    [from, to, types]: [&Vec<&str>; 3],
+    created_at: &[Option<Timestamp>],
+) -> Result<Vec<tokio_postgres::Row>> {
+    let statement = client
+        .prepare_cached(include_str!("sql/create_relations.sql"))
+        .await
+        .map_err(db)?;
+    client
+        .query(&statement, &[&workspace.0, from, to, types, &created_at])
+        .await
+        .map_err(db)
+}
+
 pub(crate) async fn create_relations(
     client: &impl GenericClient,
     workspace: WorkspaceId,
@@ -32,14 +51,7 @@ pub(crate) async fn create_relations(
 ) -> Result<CreatedRelations> {
     let (distinct, [from, to, types]) = columns(relations);
     let created_at: Vec<Option<Timestamp>> = vec![None; distinct.len()];
-    let statement = client
-        .prepare_cached(include_str!("sql/create_relations.sql"))
-        .await
-        .map_err(db)?;
-    let rows = client
-        .query(&statement, &[&workspace.0, &from, &to, &types, &created_at])
-        .await
-        .map_err(db)?;
+    let rows = insert_relations(client, workspace, [&from, &to, &types], &created_at).await?;
     let mut result = CreatedRelations::default();
     for (spec, row) in distinct.into_iter().zip(&rows) {
         let from_missing: bool = row.get("from_missing");

@@ -86,10 +86,7 @@ pub(crate) async fn revoke(client: &impl GenericClient, id: &str) -> Result<()> 
         .await
         .map_err(db)?;
     if deleted == 0 {
-        return Err(Error::NotFound {
-            kind: "token",
-            name: id.to_owned(),
-        });
+        return Err(Error::token_not_found(id));
     }
     Ok(())
 }

@@ -325,14 +325,9 @@ async fn import_relations(
     let to: Vec<&str> = relations.iter().map(|r| r.to.as_str()).collect();
     let types: Vec<&str> = relations.iter().map(|r| r.relation_type.as_str()).collect();
     let created_at: Vec<Option<Timestamp>> = relations.iter().map(|r| r.created_at).collect();
-    let statement = client
-        .prepare_cached(include_str!("sql/create_relations.sql"))
-        .await
-        .map_err(db)?;
-    let rows = client
-        .query(&statement, &[&workspace.0, &from, &to, &types, &created_at])
-        .await
-        .map_err(db)?;
+    let rows =
+        crate::relations::insert_relations(client, workspace, [&from, &to, &types], &created_at)
+            .await?;
     for (relation, row) in relations.iter().zip(&rows) {
         if row.get::<_, bool>("from_missing") || row.get::<_, bool>("to_missing") {
             outcome.relations_missing.push((*relation).clone());

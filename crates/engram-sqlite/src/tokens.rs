@@ -76,10 +76,7 @@ pub(crate) fn revoke(tx: &Transaction<'_>, id: &str) -> Result<()> {
         .execute("DELETE FROM tokens WHERE id = ?1", [id])
         .map_err(db)?;
     if deleted == 0 {
-        return Err(Error::NotFound {
-            kind: "token",
-            name: id.to_owned(),
-        });
+        return Err(Error::token_not_found(id));
     }
     Ok(())
 }

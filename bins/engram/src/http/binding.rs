@@ -114,14 +114,82 @@ impl Binder {
     }
 }
 
-/// A JSON-RPC error body with an HTTP status, so MCP clients show the message.
+/// A JSON-RPC error body with an HTTP status, so MCP clients show the message: code -32603
+/// (internal error) for a server-side status such as an unreachable database, -32600
+/// (invalid request) for the others.
 pub fn refuse(status: StatusCode, message: String) -> Response {
+    let code = if status.is_server_error() {
+        -32603
+    } else {
+        -32600
+    };
+    rpc_error(status, code, message)
+}
+
+fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": -32600, "message": message},
+        "error": {"code": code, "message": message},
     });
     (status, axum::Json(body)).into_response()
+}
+
+/// Middleware for `POST /mcp`: a body that is not JSON is refused with 400 and -32700 (parse
+/// error), a JSON-RPC batch (an array, which MCP dropped in protocol 2025-06-18) with 400 and
+/// -32600, before the transport sees them (it answered both with 415).
+pub async fn check_json(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, super::MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let message = format!("request body over {} bytes: {error}", super::MAX_BODY_BYTES);
+            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message);
+        }
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(error) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                format!("parse error: {error}"),
+            );
+        }
+        Ok(serde_json::Value::Array(_)) => {
+            let message = "JSON-RPC batches are not supported (MCP 2025-06-18): send one message \
+                           per request"
+                .to_owned();
+            return rpc_error(StatusCode::BAD_REQUEST, -32600, message);
+        }
+        Ok(_) => {}
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn outages_are_internal_errors_and_refusals_invalid_requests() {
+        for (status, code) in [
+            (StatusCode::SERVICE_UNAVAILABLE, -32603),
+            (StatusCode::BAD_REQUEST, -32600),
+            (StatusCode::FORBIDDEN, -32600),
+        ] {
+            let response = refuse(status, "x".into());
+            assert_eq!(response.status(), status);
+            let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["error"]["code"], code, "{status}");
+        }
+    }
 }
 
 /// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the

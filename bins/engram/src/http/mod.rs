@@ -53,13 +53,13 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mcp =
-        Router::new()
-            .route_service("/mcp", streamable)
-            .layer(middleware::from_fn_with_state(
-                binder.clone(),
-                binding::bind,
-            ));
+    let mcp = Router::new()
+        .route_service("/mcp", streamable)
+        .layer(middleware::from_fn_with_state(
+            binder.clone(),
+            binding::bind,
+        ))
+        .layer(middleware::from_fn(binding::check_json));
     let ui_api = ui::api(binder.clone());
     let sse = Router::new()
         .route("/sse", get(sse::connect))

@@ -150,3 +150,29 @@ pub async fn workspaces_stay_isolated_across_clients(backend: Backend) {
     one.cancel().await.unwrap();
     two.cancel().await.unwrap();
 }
+
+/// Bodies that are not one JSON-RPC message get JSON-RPC's own answers: a body that is not
+/// JSON is a parse error (400, -32700), a batch an invalid request (400, -32600).
+pub async fn malformed_bodies_get_json_rpc_errors(backend: Backend) {
+    let server = TestServer::start(backend, &["alpha"]).await;
+    for (body, code) in [
+        ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":", -32700),
+        (
+            "[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}]",
+            -32600,
+        ),
+    ] {
+        let response = reqwest::Client::new()
+            .post(format!("{}/mcp", server.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header(WORKSPACE_HEADER, "alpha")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{body}");
+        let answer: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+    }
+}

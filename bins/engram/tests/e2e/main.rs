@@ -50,6 +50,7 @@ per_backend!(
     binding::a_streamable_session_keeps_its_workspace,
     binding::foreign_hosts_and_origins_are_refused,
     binding::healthz_reports_a_ready_database,
+    binding::malformed_bodies_get_json_rpc_errors,
     binding::workspaces_stay_isolated_across_clients,
     consolidation::drafts_come_from_the_model_when_it_answers_in_time,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
