@@ -170,28 +170,6 @@ pub async fn check_json(request: Request, next: Next) -> Response {
         .await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn outages_are_internal_errors_and_refusals_invalid_requests() {
-        for (status, code) in [
-            (StatusCode::SERVICE_UNAVAILABLE, -32603),
-            (StatusCode::BAD_REQUEST, -32600),
-            (StatusCode::FORBIDDEN, -32600),
-        ] {
-            let response = refuse(status, "x".into());
-            assert_eq!(response.status(), status);
-            let body = axum::body::to_bytes(response.into_body(), 1 << 16)
-                .await
-                .unwrap();
-            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            assert_eq!(body["error"]["code"], code, "{status}");
-        }
-    }
-}
-
 /// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the
 /// request's extensions) and refuses a session's request that names another workspace.
 pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next) -> Response {
@@ -236,4 +214,26 @@ pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next
         _ => {}
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn outages_are_internal_errors_and_refusals_invalid_requests() {
+        for (status, code) in [
+            (StatusCode::SERVICE_UNAVAILABLE, -32603),
+            (StatusCode::BAD_REQUEST, -32600),
+            (StatusCode::FORBIDDEN, -32600),
+        ] {
+            let response = refuse(status, "x".into());
+            assert_eq!(response.status(), status);
+            let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["error"]["code"], code, "{status}");
+        }
+    }
 }
