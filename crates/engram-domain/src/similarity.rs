@@ -60,17 +60,6 @@ pub fn nearest_neighbours<V: AsRef<[f32]>>(
     result
 }
 
-/// The distinct pairs `(i, j)`, `i < j`, where one is among the other's `k` most similar
-/// vectors with cosine similarity ≥ `min_score` (see [`nearest_neighbours`]), most similar
-/// first (ties by indices). For "which nodes resemble each other" over a whole workspace.
-pub fn similar_pairs<V: AsRef<[f32]>>(
-    vectors: &[V],
-    k: usize,
-    min_score: f32,
-) -> Vec<(usize, usize, f32)> {
-    pairs(&nearest_neighbours(vectors, k, min_score), min_score)
-}
-
 /// The distinct pairs `(i, j)`, `i < j`, of `neighbours` (as [`nearest_neighbours`] returns
 /// them) with similarity ≥ `min_score`, most similar first (ties by indices).
 pub fn pairs(neighbours: &[Vec<Neighbour>], min_score: f32) -> Vec<(usize, usize, f32)> {
@@ -171,7 +160,7 @@ mod tests {
             vec![0.0, 1.0],
             vec![0.95, 0.05],
         ];
-        let pairs = similar_pairs(&vectors, 2, 0.5);
+        let pairs = pairs(&nearest_neighbours(&vectors, 2, 0.5), 0.5);
         let indices: Vec<(usize, usize)> = pairs.iter().map(|p| (p.0, p.1)).collect();
         assert_eq!(indices, vec![(0, 3), (1, 3), (0, 1)]);
         assert!(pairs.windows(2).all(|w| w[0].2 >= w[1].2));

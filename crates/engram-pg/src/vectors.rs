@@ -1,4 +1,5 @@
-//! Perspectives, the indexer's queue, the HNSW settings of a search, similar nodes, coverage.
+//! Perspectives, the indexer's queue, the HNSW index and settings of a search, the vectors
+//! and relations the consolidation report pairs nodes with (in the domain), coverage.
 //!
 //! Vectors of any dimension share one `vector` column; HNSW indexes are partial expression
 //! indexes per dimension (`(embedding::vector(384)) … WHERE dims = 384`), created on first use
@@ -181,20 +182,19 @@ pub(crate) async fn save_embeddings(
     Ok(dims)
 }
 
-/// Creates the HNSW indexes for `dims` if they are missing. `CREATE INDEX CONCURRENTLY`
-/// cannot run in a transaction, so this takes a plain pooled connection.
+/// Creates the observation vectors' HNSW index for `dims` if it is missing. `CREATE INDEX
+/// CONCURRENTLY` cannot run in a transaction, so this takes a plain pooled connection. Node
+/// vectors have none: the consolidation report reads them whole and pairs them in memory
+/// (migration V5 drops the ones earlier versions built).
 pub(crate) async fn ensure_hnsw_indexes(client: &impl GenericClient, dims: i32) -> Result<()> {
-    for table in ["embeddings", "node_embeddings"] {
-        client
-            .batch_execute(&format!(
-                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {table}_hnsw_{dims} ON {table}
-                 USING hnsw ((embedding::vector({dims})) vector_cosine_ops)
-                 WHERE dims = {dims}"
-            ))
-            .await
-            .map_err(db)?;
-    }
-    Ok(())
+    client
+        .batch_execute(&format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings
+             USING hnsw ((embedding::vector({dims})) vector_cosine_ops)
+             WHERE dims = {dims}"
+        ))
+        .await
+        .map_err(db)
 }
 
 /// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,
@@ -209,8 +209,7 @@ pub(crate) async fn tune_hnsw(client: &impl GenericClient) -> Result<()> {
         .map_err(db)
 }
 
-/// Unrelated pairs of similar nodes: for each node, its nearest neighbours by aggregate
-/// vector through the HNSW index (not all pairs), then the pairs above `min_score`.
+/// The `(from, to)` names of every relation of the workspace, each pair once.
 pub(crate) async fn related_pairs(
     client: &impl GenericClient,
     workspace: WorkspaceId,

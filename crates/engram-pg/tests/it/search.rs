@@ -146,4 +146,15 @@ async fn vector_search_stays_on_the_hnsw_index() {
         plan.iter().any(|line| line.contains("embeddings_hnsw_384")),
         "{plan:#?}"
     );
+    // Node vectors are paired in memory: no index of theirs costs writes.
+    let node_indexes: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_indexes
+             WHERE tablename = 'node_embeddings' AND indexname LIKE '%hnsw%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(node_indexes, 0);
 }
