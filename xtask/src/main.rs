@@ -16,6 +16,7 @@ mod peers;
 mod postgres;
 mod serve;
 mod test;
+mod tidy;
 
 use std::{
     env,

@@ -1,0 +1,98 @@
+//! The layering rules of ARCHITECTURE.md, checked against the crates' manifests (as
+//! rust-analyzer's tidy tests check theirs): `cargo metadata` lists each workspace crate's
+//! normal dependencies, and each crate may use only what its layer allows. `deny.toml`'s
+//! `wrappers` check the same from the other side (who may use a driver).
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::process::Command;
+
+    use serde_json::Value;
+
+    /// Each workspace crate's normal (not dev, not build) dependencies, by crate name.
+    fn dependencies() -> BTreeMap<String, Vec<String>> {
+        let output = Command::new(env!("CARGO"))
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .current_dir(crate::workspace_root())
+            .output()
+            .expect("running cargo metadata");
+        assert!(output.status.success(), "{output:?}");
+        let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (metadata["packages"].as_array().unwrap().iter())
+            .map(|package| {
+                let normal = (package["dependencies"].as_array().unwrap().iter())
+                    .filter(|d| d["kind"].is_null())
+                    .map(|d| d["name"].as_str().unwrap().to_owned())
+                    .collect();
+                (package["name"].as_str().unwrap().to_owned(), normal)
+            })
+            .collect()
+    }
+
+    /// Crates no layer but its own may depend on, and the layers that may.
+    const OWNED: [(&str, &[&str]); 10] = [
+        ("tokio-postgres", &["engram-pg"]),
+        ("deadpool-postgres", &["engram-pg"]),
+        ("pgvector", &["engram-pg"]),
+        ("rusqlite", &["engram-sqlite"]),
+        ("sqlite-vec", &["engram-sqlite"]),
+        ("candle-core", &["engram-embed"]),
+        ("ollama-rs", &["engram-embed"]),
+        ("rmcp", &["engram-mcp", "engram", "xtask"]),
+        ("axum", &["engram", "engram-embed"]),
+        ("clap", &["engram", "xtask"]),
+    ];
+
+    #[test]
+    fn every_crate_keeps_to_its_layer() {
+        let crates = dependencies();
+        let ours = |deps: &[String]| -> Vec<String> {
+            deps.iter()
+                .filter(|d| d.starts_with("engram"))
+                .cloned()
+                .collect()
+        };
+        // The domain depends on nothing of ours; each library crate on the domain alone.
+        assert_eq!(ours(&crates["engram-domain"]), Vec::<String>::new());
+        for library in ["engram-pg", "engram-sqlite", "engram-embed", "engram-mcp"] {
+            assert_eq!(ours(&crates[library]), ["engram-domain"], "{library}");
+        }
+        for (dependency, allowed) in OWNED {
+            for (name, deps) in &crates {
+                if deps.iter().any(|d| d == dependency) {
+                    assert!(
+                        allowed.contains(&name.as_str()),
+                        "{name} depends on {dependency}, which belongs to {allowed:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_domain_does_no_io() {
+        let crates = dependencies();
+        for forbidden in [
+            "tokio-postgres",
+            "rusqlite",
+            "rmcp",
+            "axum",
+            "reqwest",
+            "ureq",
+            "hyper",
+            "http",
+        ] {
+            assert!(
+                !crates["engram-domain"].iter().any(|d| d == forbidden),
+                "engram-domain depends on {forbidden}"
+            );
+        }
+    }
+}
