@@ -59,6 +59,45 @@ impl Error {
         }
     }
 
+    /// An [`Error::AlreadyExists`] for the workspace name `name`.
+    pub fn workspace_taken(name: impl Into<String>) -> Self {
+        Self::AlreadyExists {
+            kind: "workspace",
+            name: name.into(),
+        }
+    }
+
+    /// The [`Error::Conflict`] of deleting a workspace that holds `nodes` nodes without force,
+    /// naming the command that does it.
+    pub fn workspace_not_empty(name: &str, nodes: i64) -> Self {
+        Self::Conflict(format!(
+            "workspace {name} holds {nodes} nodes; deleting it deletes them all, so it needs \
+             force (engram workspace delete {name} --force)"
+        ))
+    }
+
+    /// An [`Error::NotFound`] for the relation `relation`.
+    pub fn relation_not_found(relation: &crate::RelationSpec) -> Self {
+        Self::NotFound {
+            kind: "relation",
+            name: relation.to_string(),
+        }
+    }
+
+    /// The [`Error::Conflict`] of renaming `relation` onto `new_type` when that relation
+    /// exists already.
+    pub fn relation_taken(relation: &crate::RelationSpec, new_type: &str) -> Self {
+        Self::Conflict(format!(
+            "cannot rename {relation} to {new_type}: that relation already exists (delete one of \
+             the two instead)"
+        ))
+    }
+
+    /// The [`Error::Internal`] of a store whose schema is behind this build.
+    pub fn schema_not_current() -> Self {
+        Self::Internal("the database schema is not current: run `engram migrate`".into())
+    }
+
     /// An [`Error::NotFound`] for the access token `id`.
     pub fn token_not_found(id: impl Into<String>) -> Self {
         Self::NotFound {

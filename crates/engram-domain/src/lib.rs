@@ -37,4 +37,4 @@ pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
 pub use retry::Failure;
 pub use search::*;
-pub use store::MemoryStore;
+pub use store::{Endpoints, MemoryStore, first_occurrences};

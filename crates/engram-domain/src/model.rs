@@ -111,6 +111,17 @@ pub struct RelationSpec {
     pub relation_type: String,
 }
 
+impl std::fmt::Display for RelationSpec {
+    /// `from -[type]-> to`, as messages name a relation.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} -[{}]-> {}",
+            self.from_entity, self.relation_type, self.to_entity
+        )
+    }
+}
+
 /// A node with everything it holds (`open_nodes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

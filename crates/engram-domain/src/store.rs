@@ -9,6 +9,23 @@ use crate::perspectives::Perspective;
 use crate::search::*;
 use crate::transfer::*;
 
+/// `names` without repeats, first occurrence kept, in order: how a tool's result lists the
+/// names it was given (`deleted`/`not_found`, `entities`/`not_found`).
+pub fn first_occurrences(names: &[String]) -> impl Iterator<Item = &String> {
+    let mut seen = std::collections::HashSet::new();
+    names.iter().filter(move |name| seen.insert(name.as_str()))
+}
+
+/// Which relations of a set of nodes a store reads: the ones touching the set (`open_nodes`)
+/// or the ones inside it (a neighbourhood's induced subgraph).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoints {
+    /// Relations with at least one endpoint in the set.
+    Either,
+    /// Relations with both endpoints in the set.
+    Both,
+}
+
 /// Durable storage of workspaces and their graphs.
 ///
 /// One method per tool of the catalog that needs no embeddings, plus workspace management.

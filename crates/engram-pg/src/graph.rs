@@ -4,7 +4,7 @@ use deadpool_postgres::GenericClient;
 use engram_domain::*;
 
 use crate::error::db;
-use crate::nodes::{Endpoints, relation, relations_among};
+use crate::nodes::{relation, relations_among};
 use crate::observations::node_pair;
 
 async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str) -> Result<i64> {

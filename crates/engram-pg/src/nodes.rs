@@ -104,7 +104,7 @@ pub(crate) async fn delete_entities(
         .map_err(db)?;
     let deleted: HashSet<String> = rows.iter().map(|row| row.get(0)).collect();
     let mut result = DeletedEntities::default();
-    for name in unique(names) {
+    for name in first_occurrences(names) {
         if deleted.contains(name) {
             result.deleted.push(name.clone());
         } else {
@@ -165,22 +165,13 @@ pub(crate) async fn open_nodes(
         relations: relations_among(client, &ids, Endpoints::Either).await?,
         ..OpenedNodes::default()
     };
-    for name in unique(names) {
+    for name in first_occurrences(names) {
         match by_name.remove(name) {
             Some(detail) => result.entities.push(detail),
             None => result.not_found.push(name.clone()),
         }
     }
     Ok(result)
-}
-
-/// Which relations [`relations_among`] returns.
-#[derive(Clone, Copy)]
-pub(crate) enum Endpoints {
-    /// Relations with at least one endpoint in the set.
-    Either,
-    /// Relations with both endpoints in the set (the induced subgraph).
-    Both,
 }
 
 /// The relations touching the nodes `ids` as `endpoints` says, sorted.
@@ -415,10 +406,4 @@ pub(crate) async fn event_counts(
         updates: row.get("updates"),
         deletes: row.get("deletes"),
     })
-}
-
-/// The names in first-occurrence order without repeats.
-pub(crate) fn unique(names: &[String]) -> impl Iterator<Item = &String> {
-    let mut seen = HashSet::new();
-    names.iter().filter(move |name| seen.insert(name.as_str()))
 }

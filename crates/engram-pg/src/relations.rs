@@ -107,10 +107,6 @@ pub(crate) async fn rename_relation_type(
     relation: &RelationSpec,
     new_type: &str,
 ) -> Result<RelationSpec> {
-    let described = format!(
-        "{} -[{}]-> {}",
-        relation.from_entity, relation.relation_type, relation.to_entity
-    );
     let updated = client
         .execute(
             "UPDATE relations r SET relation_type = $5
@@ -128,18 +124,13 @@ pub(crate) async fn rename_relation_type(
         .await
         .map_err(|e| {
             if is_unique_violation(&e, RELATIONS_UNIQUE) {
-                Error::Conflict(format!(
-                    "cannot rename {described} to {new_type}: that relation already exists (delete one of the two instead)"
-                ))
+                Error::relation_taken(relation, new_type)
             } else {
                 db(e)
             }
         })?;
     if updated == 0 {
-        return Err(Error::NotFound {
-            kind: "relation",
-            name: described,
-        });
+        return Err(Error::relation_not_found(relation));
     }
     Ok(RelationSpec {
         relation_type: new_type.to_owned(),

@@ -64,9 +64,7 @@ impl MemoryStore for PgStore {
         if self.is_migrated().await? {
             Ok(())
         } else {
-            Err(Error::Internal(
-                "the database schema is not current: run `engram migrate`".into(),
-            ))
+            Err(Error::schema_not_current())
         }
     }
 

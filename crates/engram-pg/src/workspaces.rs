@@ -16,13 +16,6 @@ fn workspace(row: &Row) -> Workspace {
     }
 }
 
-fn taken(name: &str) -> Error {
-    Error::AlreadyExists {
-        kind: "workspace",
-        name: name.to_owned(),
-    }
-}
-
 pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Workspace> {
     let row = client
         .query_one(
@@ -32,7 +25,7 @@ pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Wo
         .await
         .map_err(|e| {
             if is_unique_violation(&e, NAME_TAKEN) {
-                taken(name)
+                Error::workspace_taken(name)
             } else {
                 db(e)
             }
@@ -86,7 +79,7 @@ pub(crate) async fn rename(
         .await
         .map_err(|e| {
             if is_unique_violation(&e, NAME_TAKEN) {
-                taken(new_name)
+                Error::workspace_taken(new_name)
             } else {
                 db(e)
             }
@@ -107,9 +100,7 @@ pub(crate) async fn delete(client: &impl GenericClient, name: &str, force: bool)
         .ok_or_else(|| Error::workspace_not_found(name))?;
     let node_count: i64 = row.get("node_count");
     if node_count > 0 && !force {
-        return Err(Error::Conflict(format!(
-            "workspace {name} holds {node_count} nodes; deleting it deletes them all, so it needs force (engram workspace delete {name} --force)"
-        )));
+        return Err(Error::workspace_not_empty(name, node_count));
     }
     let id: i64 = row.get("id");
     client

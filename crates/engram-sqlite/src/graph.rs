@@ -5,9 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use engram_domain::*;
 use rusqlite::{Transaction, params};
 
-use crate::nodes::{
-    Endpoints, id_list, node_id, node_pair, query, relation, relations_among, strings,
-};
+use crate::nodes::{id_list, node_id, node_pair, query, relation, relations_among, strings};
 
 pub(crate) fn get_neighborhood(
     tx: &Transaction<'_>,

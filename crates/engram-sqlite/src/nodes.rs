@@ -1,7 +1,7 @@
 //! Node-level tools: create, delete, open, list, summary, tags, orphans, pending
 //! consolidation, stats and event counts.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use engram_domain::*;
 use rusqlite::types::Type;
@@ -123,7 +123,7 @@ pub(crate) fn delete_entities(
         .prepare_cached("DELETE FROM nodes WHERE workspace_id = ?1 AND name = ?2")
         .map_err(db)?;
     let mut result = DeletedEntities::default();
-    for name in unique(names) {
+    for name in first_occurrences(names) {
         if delete.execute(params![workspace.0, name]).map_err(db)? > 0 {
             result.deleted.push(name.clone());
         } else {
@@ -146,7 +146,7 @@ pub(crate) fn open_nodes(
         .map_err(db)?;
     let mut result = OpenedNodes::default();
     let mut ids = Vec::new();
-    for name in unique(names) {
+    for name in first_occurrences(names) {
         let found = node
             .query_row(params![workspace.0, name], |row| {
                 let id: i64 = row.get("id")?;
@@ -185,15 +185,6 @@ pub(crate) fn open_nodes(
     }
     result.relations = relations_among(tx, &ids, Endpoints::Either)?;
     Ok(result)
-}
-
-/// Which relations [`relations_among`] returns.
-#[derive(Clone, Copy)]
-pub(crate) enum Endpoints {
-    /// Relations with at least one endpoint in the set.
-    Either,
-    /// Relations with both endpoints in the set (the induced subgraph).
-    Both,
 }
 
 /// The relations touching the nodes `ids` as `endpoints` says, sorted.
@@ -456,10 +447,4 @@ pub(crate) fn node_pair(
 ) -> Result<(i64, i64)> {
     let first = node_id(tx, workspace, a)?;
     Ok((first, node_id(tx, workspace, b)?))
-}
-
-/// The names in first-occurrence order without repeats.
-pub(crate) fn unique(names: &[String]) -> impl Iterator<Item = &String> {
-    let mut seen = HashSet::new();
-    names.iter().filter(move |name| seen.insert(name.as_str()))
 }

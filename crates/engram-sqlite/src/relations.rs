@@ -102,10 +102,6 @@ pub(crate) fn rename_relation_type(
     relation: &RelationSpec,
     new_type: &str,
 ) -> Result<RelationSpec> {
-    let described = format!(
-        "{} -[{}]-> {}",
-        relation.from_entity, relation.relation_type, relation.to_entity
-    );
     let renamed = tx
         .query_row(
             &format!("UPDATE relations SET relation_type = ?5 WHERE {ONE_RELATION} RETURNING id"),
@@ -121,18 +117,13 @@ pub(crate) fn rename_relation_type(
         .optional()
         .map_err(|e| {
             if is_unique_violation(&e, RELATIONS_UNIQUE) {
-                Error::Conflict(format!(
-                    "cannot rename {described} to {new_type}: that relation already exists (delete one of the two instead)"
-                ))
+                Error::relation_taken(relation, new_type)
             } else {
                 db(e)
             }
         })?;
     if renamed.is_none() {
-        return Err(Error::NotFound {
-            kind: "relation",
-            name: described,
-        });
+        return Err(Error::relation_not_found(relation));
     }
     Ok(RelationSpec {
         relation_type: new_type.to_owned(),

@@ -21,9 +21,7 @@ impl MemoryStore for SqliteStore {
         if self.is_migrated().await? {
             Ok(())
         } else {
-            Err(Error::Internal(
-                "the database schema is not current: run `engram migrate`".into(),
-            ))
+            Err(Error::schema_not_current())
         }
     }
 

@@ -16,13 +16,6 @@ fn workspace(row: &Row<'_>) -> rusqlite::Result<Workspace> {
     })
 }
 
-fn taken(name: &str) -> Error {
-    Error::AlreadyExists {
-        kind: "workspace",
-        name: name.to_owned(),
-    }
-}
-
 pub(crate) fn create(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
     let workspace = tx
         .query_row(
@@ -33,7 +26,7 @@ pub(crate) fn create(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
         )
         .map_err(|e| {
             if is_unique_violation(&e, NAME_TAKEN) {
-                taken(name)
+                Error::workspace_taken(name)
             } else {
                 db(e)
             }
@@ -81,7 +74,7 @@ pub(crate) fn rename(tx: &Transaction<'_>, name: &str, new_name: &str) -> Result
     .optional()
     .map_err(|e| {
         if is_unique_violation(&e, NAME_TAKEN) {
-            taken(new_name)
+            Error::workspace_taken(new_name)
         } else {
             db(e)
         }
@@ -101,9 +94,7 @@ pub(crate) fn delete(tx: &Transaction<'_>, name: &str, force: bool) -> Result<()
         .map_err(db)?
         .ok_or_else(|| Error::workspace_not_found(name))?;
     if node_count > 0 && !force {
-        return Err(Error::Conflict(format!(
-            "workspace {name} holds {node_count} nodes; deleting it deletes them all, so it needs force (engram workspace delete {name} --force)"
-        )));
+        return Err(Error::workspace_not_empty(name, node_count));
     }
     tx.execute("DELETE FROM workspaces WHERE id = ?1", [id])
         .map_err(db)?;
