@@ -273,6 +273,10 @@ pub struct ServeArgs {
     /// writes every workspace. Only behind a proxy that authenticates.
     #[arg(long)]
     pub insecure_no_auth: bool,
+    /// The largest request body accepted, in bytes; larger ones get 413. The default holds a
+    /// full batch of 1,000 observations of 64 KiB.
+    #[arg(long, env = "ENGRAM_MAX_BODY_BYTES", default_value_t = engram::http::MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
     /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own (off unless
     /// given). When tokens are required, a scrape needs one too.
     #[arg(long, env = "ENGRAM_METRICS_BIND", value_name = "ADDR")]

@@ -283,6 +283,7 @@ async fn serve(
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
         require_auth,
+        max_body_bytes: args.max_body_bytes,
     };
     let stop = shutdown.clone();
     tokio::spawn(async move {

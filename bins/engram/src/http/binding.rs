@@ -138,15 +138,15 @@ fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
 /// Middleware for `POST /mcp`: a body that is not JSON is refused with 400 and -32700 (parse
 /// error), a JSON-RPC batch (an array, which MCP dropped in protocol 2025-06-18) with 400 and
 /// -32600, before the transport sees them (it answered both with 415).
-pub async fn check_json(request: Request, next: Next) -> Response {
+pub async fn check_json(State(limit): State<usize>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, super::MAX_BODY_BYTES).await {
+    let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(error) => {
-            let message = format!("request body over {} bytes: {error}", super::MAX_BODY_BYTES);
+            let message = format!("request body over {limit} bytes: {error}");
             return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message);
         }
     };

@@ -12,9 +12,9 @@ use axum::response::{IntoResponse, Response};
 /// Hosts served without configuration.
 const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
 
-/// Who may use the MCP routes: the allowed `Host` and `Origin` values, and whether a token
-/// is required (`super::auth`).
-#[derive(Debug, Clone, Default)]
+/// Who may use the MCP routes and how much they may send: the allowed `Host` and `Origin`
+/// values, whether a token is required (`super::auth`), and the largest request body.
+#[derive(Debug, Clone)]
 pub struct Guard {
     /// Extra hosts, `name` (any port) or `name:port`.
     pub allowed_hosts: Vec<String>,
@@ -22,6 +22,24 @@ pub struct Guard {
     pub allowed_origins: Vec<String>,
     /// Whether every request needs `Authorization: Bearer <token>`.
     pub require_auth: bool,
+    /// The largest request body accepted, in bytes (larger ones get 413).
+    pub max_body_bytes: usize,
+}
+
+/// The default of [`Guard::max_body_bytes`]: a full batch of 1,000 observations of 64 KiB,
+/// with room for JSON.
+pub const MAX_BODY_BYTES: usize = 80 * 1024 * 1024;
+
+impl Default for Guard {
+    /// Loopback only, no tokens, [`MAX_BODY_BYTES`].
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            require_auth: false,
+            max_body_bytes: MAX_BODY_BYTES,
+        }
+    }
 }
 
 impl Guard {
@@ -150,7 +168,7 @@ mod tests {
         let guard = Guard {
             allowed_hosts: vec!["memory.example".into(), "10.0.0.5:9000".into()],
             allowed_origins: vec!["https://app.example".into(), "http://tool.example:*".into()],
-            require_auth: false,
+            ..Guard::default()
         };
         assert!(guard.host_allowed("memory.example:443"));
         assert!(guard.host_allowed("10.0.0.5:9000"));

@@ -28,11 +28,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 pub use binding::WORKSPACE_HEADER;
-pub use guard::Guard;
-
-/// The largest request body accepted on `/sse/messages/`: a full batch of 1,000 observations
-/// of 64 KiB, with room for JSON.
-const MAX_BODY_BYTES: usize = 80 * 1024 * 1024;
+pub use guard::{Guard, MAX_BODY_BYTES};
 
 /// The whole HTTP application. `shutdown` ends open streams and sessions when cancelled.
 pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Router {
@@ -40,7 +36,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let factory_memory = memory.clone();
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_max_request_body_bytes(guard.max_body_bytes)
         // Host and Origin are checked once for every route by `guard::check`.
         .disable_allowed_hosts();
     let streamable = StreamableHttpService::new(
@@ -59,7 +55,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binder.clone(),
             binding::bind,
         ))
-        .layer(middleware::from_fn(binding::check_json));
+        .layer(middleware::from_fn_with_state(
+            guard.max_body_bytes,
+            binding::check_json,
+        ));
     let ui_api = ui::api(binder.clone());
     let sse = Router::new()
         .route("/sse", get(sse::connect))
@@ -69,6 +68,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binder,
             sessions: sse::SseSessions::default(),
             shutdown,
+            max_body_bytes: guard.max_body_bytes,
         });
     let auth = auth::Auth {
         memory: memory.clone(),

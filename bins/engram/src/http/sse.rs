@@ -87,6 +87,8 @@ pub struct SseState {
     pub binder: Binder,
     pub sessions: SseSessions,
     pub shutdown: CancellationToken,
+    /// The largest message body accepted, in bytes.
+    pub max_body_bytes: usize,
 }
 
 /// Removes the session and stops its server when the event stream is dropped.
@@ -210,7 +212,7 @@ pub async fn post_message(
         Ok(bound) => bound,
         Err(refusal) => return refusal,
     };
-    let body = match axum::body::to_bytes(request.into_body(), super::MAX_BODY_BYTES).await {
+    let body = match axum::body::to_bytes(request.into_body(), state.max_body_bytes).await {
         Ok(body) => body,
         Err(error) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, error.to_string()),
     };

@@ -74,3 +74,35 @@ async fn half_sent_requests_from_one_client_do_not_lock_others_out() {
     );
     assert!(started.elapsed() <= engram::http::HEADER_READ_TIMEOUT + Duration::from_secs(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_configured_size_are_refused() {
+    let guard = engram::http::Guard {
+        max_body_bytes: 4_096,
+        ..engram::http::Guard::default()
+    };
+    let server = TestServer::start_with_guard(Backend::Sqlite, &["demo"], guard).await;
+    let big = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "x".repeat(8_000), "version": "1"}}});
+    let response = reqwest::Client::new()
+        .post(format!("{}/mcp", server.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-memory-workspace", "demo")
+        .json(&big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let answer: serde_json::Value = response.json().await.unwrap();
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("4096 bytes"),
+        "{answer}"
+    );
+    // Under the limit, the same call is served.
+    let client = server.streamable_client("demo").await;
+    client.cancel().await.unwrap();
+}

@@ -67,6 +67,11 @@ impl TestServer {
         Self::launch(backend, workspaces, None, guard).await
     }
 
+    /// Starts a server with workspaces `names` behind `guard`.
+    pub async fn start_with_guard(backend: Backend, workspaces: &[&str], guard: Guard) -> Self {
+        Self::launch(backend, workspaces, None, guard).await
+    }
+
     async fn launch(
         backend: Backend,
         workspaces: &[&str],
