@@ -45,17 +45,23 @@ impl EmbedderChoice {
     }
 }
 
+/// The indexer the server runs: [`BATCH_SIZE`] pairs a pass.
+pub fn indexer(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Indexer {
+    Indexer::new(store, embedder, BATCH_SIZE)
+}
+
 /// Keeps vectors current until `shutdown`: passes back to back while work remains; when
 /// idle, waits for a write (the store's change marker) or [`IDLE_MAX`]; on failure (the
 /// embedder or the database down) retries with backoff, losing nothing.
+/// `indexer` is made by [`indexer`]; a clone given to `Memory::with_indexer` shares the texts
+/// it sets aside.
 pub async fn run_indexer(
+    indexer: Indexer,
     store: Arc<dyn MemoryStore>,
-    embedder: Arc<dyn Embedder>,
     shutdown: CancellationToken,
 ) {
-    let indexer = Indexer::new(store.clone(), embedder.clone(), BATCH_SIZE);
     let mut backoff = IDLE_POLL;
-    tracing::info!(model = embedder.model_id(), "indexer started");
+    tracing::info!("indexer started");
     let mut set_aside = Vec::new();
     // The failure last logged as a warning: the same one again (a model still downloading,
     // a database still down) is logged at debug level, so an outage is one line, not one

@@ -199,10 +199,13 @@ async fn serve(
     let mut memory = Memory::new(store.clone());
     let embedder = args.embed.choice().build()?;
     if let Some(embedder) = &embedder {
-        memory = memory.with_embedder(embedder.clone());
+        let indexer = engram::indexing::indexer(store.clone(), embedder.clone());
+        memory = memory
+            .with_embedder(embedder.clone())
+            .with_indexer(indexer.clone());
         tokio::spawn(engram::indexing::run_indexer(
+            indexer,
             store.clone(),
-            embedder.clone(),
             shutdown.clone(),
         ));
     }

@@ -117,10 +117,17 @@ async function showReport() {
   const dl = $("indexer");
   dl.replaceChildren();
   for (const [k, v] of Object.entries(indexer)) {
+    if (k === "failed_texts") continue;
     const dt = document.createElement("dt"); dt.textContent = k.replaceAll("_", " ");
     const dd = document.createElement("dd"); dd.textContent = typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v);
     dl.append(dt, dd);
   }
+  const failed = $("failed"); failed.replaceChildren();
+  for (const t of indexer.failed_texts ?? []) {
+    const li = item(failed, `${t.name} #${t.ordinal} (${t.perspective})`, () => { showGraph(); openNode(t.name); });
+    const p = document.createElement("div"); p.className = "draft"; p.textContent = t.reason; li.append(p);
+  }
+  if (!(indexer.failed_texts ?? []).length) item(failed, "none");
   const stale = $("stale"); stale.replaceChildren();
   for (const s of report.stale_summaries ?? []) {
     const li = item(stale, s.name, () => { showGraph(); openNode(s.name); });

@@ -32,6 +32,8 @@ pub struct Memory {
     /// While its wait runs, searches skip the embedder (it failed or was too slow): a down
     /// or hung embedder costs one budget, not one per search.
     pub(crate) embedder_pause: Arc<Mutex<Option<Failure>>>,
+    /// The indexer filling this store's vectors, for the texts it set aside.
+    pub(crate) indexer: Option<crate::Indexer>,
 }
 
 /// The default of [`Memory::with_query_embedding_budget`]: ample for a local model (≈ 10 ms
@@ -59,7 +61,50 @@ impl Memory {
             query_vectors: Arc::new(Mutex::new(LruCache::new(QUERY_VECTOR_CACHE))),
             query_embedding_budget: QUERY_EMBEDDING_BUDGET,
             embedder_pause: Arc::default(),
+            indexer: None,
         }
+    }
+
+    /// Knows `indexer` (a clone shares its state), so [`Memory::rejected_texts`] can say
+    /// which texts its embedder rejected.
+    #[must_use]
+    pub fn with_indexer(mut self, indexer: crate::Indexer) -> Self {
+        self.indexer = Some(indexer);
+        self
+    }
+
+    /// The workspace's texts the indexer set aside because the embedder rejected them (tried
+    /// again after a back-off), by node name and ordinal; empty without an indexer.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] when the store cannot be read.
+    pub async fn rejected_texts(&self, workspace: WorkspaceId) -> Result<Vec<RejectedText>> {
+        let Some(indexer) = &self.indexer else {
+            return Ok(Vec::new());
+        };
+        let rejected = indexer.rejected();
+        if rejected.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = rejected.iter().map(|(id, _, _)| *id).collect();
+        let places = self.store.observation_places(workspace, &ids).await?;
+        let perspectives = self.store.perspectives(workspace).await?;
+        let mut texts: Vec<RejectedText> = rejected
+            .into_iter()
+            .filter_map(|(id, perspective, reason)| {
+                let (_, name, ordinal) = places.iter().find(|(place, _, _)| *place == id)?;
+                Some(RejectedText {
+                    name: name.clone(),
+                    ordinal: *ordinal,
+                    perspective: (perspectives.iter())
+                        .find(|p| p.id == perspective)
+                        .map_or_else(|| perspective.to_string(), |p| p.name.clone()),
+                    reason,
+                })
+            })
+            .collect();
+        texts.sort_by(|a, b| (&a.name, a.ordinal).cmp(&(&b.name, b.ordinal)));
+        Ok(texts)
     }
 
     /// How long a search may wait for the embedder (default [`QUERY_EMBEDDING_BUDGET`]).

@@ -383,3 +383,16 @@ pub struct EventCounts {
     /// Nodes, observations and relations deleted.
     pub deletes: i64,
 }
+
+/// A text the embedder rejected, set aside by the indexer and tried again after a back-off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedText {
+    /// The node.
+    pub name: String,
+    /// The observation's ordinal.
+    pub ordinal: i64,
+    /// The perspective whose rendering was rejected.
+    pub perspective: String,
+    /// What the embedder said.
+    pub reason: String,
+}

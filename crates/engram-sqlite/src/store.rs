@@ -295,6 +295,27 @@ impl MemoryStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
+    async fn observation_places(
+        &self,
+        workspace: WorkspaceId,
+        ids: &[i64],
+    ) -> Result<Vec<(i64, String, i64)>> {
+        let ids = nodes::id_list(ids);
+        self.pool
+            .read(move |tx| {
+                nodes::query(
+                    tx,
+                    "SELECT o.id, n.name, o.ordinal FROM observations o
+                     JOIN nodes n ON n.id = o.node_id
+                     WHERE o.workspace_id = ?1 AND o.id IN (SELECT value FROM json_each(?2))",
+                    rusqlite::params![workspace.0, ids],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+            })
+            .await
+    }
+
+    #[instrument(skip_all)]
     async fn create_token(&self, token: &auth::NewToken) -> Result<auth::TokenInfo> {
         let token = token.clone();
         self.pool.write(move |tx| tokens::create(tx, &token)).await

@@ -169,9 +169,10 @@ async fn report(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Resp
 /// The indexer's state for the workspace: coverage and what remains.
 async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     let memory = binder.memory();
-    let (stats, pairs) = match tokio::try_join!(
+    let (stats, pairs, rejected) = match tokio::try_join!(
         memory.get_stats(workspace.id),
-        memory.store().embedding_pairs(workspace.id)
+        memory.store().embedding_pairs(workspace.id),
+        memory.rejected_texts(workspace.id)
     ) {
         Ok(both) => both,
         Err(error) => return failure(&error),
@@ -186,6 +187,7 @@ async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Res
         "nodes": stats.node_count,
         "observations": stats.observation_count,
         "relations": stats.relation_count,
+        "failed_texts": rejected,
     }))
     .into_response()
 }

@@ -249,4 +249,5 @@ pub async fn the_viewer_api_reads_a_workspace_behind_the_same_tokens(backend: Ba
         (Some(2), Some(2)),
         "{indexer}"
     );
+    assert_eq!(indexer["failed_texts"], json!([]), "{indexer}");
 }

@@ -98,7 +98,10 @@ impl TestServer {
         };
         let embedder: Arc<dyn engram_domain::Embedder> =
             Arc::new(engram_embed::LocalEmbedder::new());
-        let mut memory = Memory::new(store.clone()).with_embedder(embedder.clone());
+        let indexer = engram::indexing::indexer(store.clone(), embedder.clone());
+        let mut memory = Memory::new(store.clone())
+            .with_embedder(embedder.clone())
+            .with_indexer(indexer.clone());
         if let Some((generator, budget)) = generator {
             memory = memory.with_generator(generator, budget);
         }
@@ -111,8 +114,8 @@ impl TestServer {
         let server_memory = memory.clone();
         let indexing = tokio_util::sync::CancellationToken::new();
         tokio::spawn(engram::indexing::run_indexer(
+            indexer,
             store,
-            embedder,
             indexing.clone(),
         ));
         tokio::spawn(async move {

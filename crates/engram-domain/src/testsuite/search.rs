@@ -756,6 +756,21 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     let rejected = indexer.rejected();
     assert_eq!(rejected.len(), 1, "{rejected:?}");
     assert!(rejected[0].2.contains("answered 500"), "{rejected:?}");
+    // Said by node and ordinal to whoever looks (the viewer), in its workspace only.
+    let memory = memory.with_indexer(indexer.clone());
+    let texts = memory.rejected_texts(ws).await.unwrap();
+    assert_eq!(
+        (
+            texts.len(),
+            texts[0].name.as_str(),
+            texts[0].ordinal,
+            texts[0].perspective.as_str()
+        ),
+        (1, "Garden", 8, "general"),
+        "{texts:?}"
+    );
+    let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
+    assert!(memory.rejected_texts(elsewhere).await.unwrap().is_empty());
     // Set aside: the next passes do not call the embedder for it again.
     let calls = embedder.calls.load(Ordering::Relaxed);
     assert!(calls <= 12, "bisecting 20 texts took {calls} calls");
