@@ -62,20 +62,43 @@ struct RelationLine {
     created_at: Option<engram_domain::Timestamp>,
 }
 
-/// Parses and validates one line; `Ok(None)` for a blank one. The error says what is wrong
-/// with it (not JSON, an unknown `type`, a missing field, a broken limit).
-pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
+/// What a refused line was meant to be, for the report's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An entity or node, with this many observations.
+    Entity(u64),
+    /// A relation.
+    Relation,
+    /// Nothing legible.
+    Unknown,
+}
+
+/// A refused line: what it was meant to be, and what is wrong with it (not JSON, an unknown
+/// `type`, a missing field, a broken limit).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rejected {
+    /// What the line was meant to be.
+    pub kind: Kind,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+/// Parses and validates one line; `Ok(None)` for a blank one.
+pub fn parse_line(text: &str) -> Result<Option<Line>, Rejected> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("");
-    let line = match kind {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Rejected {
+        kind: sniffed_kind(text),
+        reason: format!("not JSON: {e}"),
+    })?;
+    let kind = kind_of(&value);
+    let refuse = |reason: String| Rejected { kind, reason };
+    let line = match value.get("type").and_then(|t| t.as_str()).unwrap_or("") {
         "entity" => {
             let entity: ReferenceEntity =
-                serde_json::from_value(value).map_err(|e| format!("entity: {e}"))?;
+                serde_json::from_value(value).map_err(|e| refuse(format!("entity: {e}")))?;
             Line::Node(NodeRecord {
                 name: entity.name,
                 entity_type: entity.entity_type,
@@ -88,10 +111,12 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
                 ..NodeRecord::default()
             })
         }
-        "node" => Line::Node(serde_json::from_value(value).map_err(|e| format!("node: {e}"))?),
+        "node" => {
+            Line::Node(serde_json::from_value(value).map_err(|e| refuse(format!("node: {e}")))?)
+        }
         "relation" => {
             let relation: RelationLine =
-                serde_json::from_value(value).map_err(|e| format!("relation: {e}"))?;
+                serde_json::from_value(value).map_err(|e| refuse(format!("relation: {e}")))?;
             Line::Relation(RelationRecord {
                 from: relation.from,
                 to: relation.to,
@@ -100,20 +125,20 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
             })
         }
         "engram" => Line::Header,
-        "" => return Err("no \"type\" (entity, relation or node)".into()),
+        "" => return Err(refuse("no \"type\" (entity, relation or node)".into())),
         other => {
-            return Err(format!(
+            return Err(refuse(format!(
                 "unknown type {other:?} (expected entity, relation or node)"
-            ));
+            )));
         }
     };
     match line {
         Line::Node(node) => validate_node(node)
             .map(|node| Some(Line::Node(node)))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| refuse(e.to_string())),
         Line::Relation(relation) => validate_relation(&relation)
             .map(|()| Some(Line::Relation(relation)))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| refuse(e.to_string())),
         Line::Header => Ok(Some(Line::Header)),
     }
 }
@@ -327,7 +352,8 @@ pub async fn run(memory: &Memory, args: ImportArgs) -> Result<()> {
         Err(engram_domain::Error::NotFound { .. }) if args.create_workspace => {
             // A dry run writes nothing, a workspace included: check against an empty one.
             return Err(anyhow::anyhow!(
-                "workspace {:?} does not exist yet; a dry run creates nothing, so run it without                  --dry-run to create it",
+                "workspace {:?} does not exist yet; a dry run creates nothing, so run it without \
+                 --dry-run to create it",
                 args.workspace
             ));
         }
@@ -373,9 +399,9 @@ pub async fn run(memory: &Memory, args: ImportArgs) -> Result<()> {
             Ok(None | Some(Line::Header)) => {}
             Ok(Some(Line::Node(node))) => importer.add_node(node).await?,
             Ok(Some(Line::Relation(relation))) => importer.add_relation(number, relation).await?,
-            Err(reason) => {
+            Err(Rejected { kind, reason }) => {
                 let report = &mut importer.report;
-                match rejected_kind(&text) {
+                match kind {
                     Kind::Entity(observations) => {
                         report.entities_rejected += 1;
                         report.observations_rejected += observations;
@@ -399,29 +425,23 @@ pub async fn run(memory: &Memory, args: ImportArgs) -> Result<()> {
     Ok(())
 }
 
-/// What a refused line was meant to be, for the report's columns.
-enum Kind {
-    Entity(u64),
-    Relation,
-    Unknown,
+/// The kind of a line that is not JSON (a truncated one, say), if its type is legible.
+fn sniffed_kind(text: &str) -> Kind {
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if squeezed.contains(r#""type":"entity""#) || squeezed.contains(r#""type":"node""#) {
+        Kind::Entity(0)
+    } else if squeezed.contains(r#""type":"relation""#) {
+        Kind::Relation
+    } else {
+        Kind::Unknown
+    }
 }
 
-fn rejected_kind(text: &str) -> Kind {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
-        // Not JSON (a truncated line, say): its type may still be legible.
-        let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        return if squeezed.contains(r#""type":"entity""#) || squeezed.contains(r#""type":"node""#) {
-            Kind::Entity(0)
-        } else if squeezed.contains(r#""type":"relation""#) {
-            Kind::Relation
-        } else {
-            Kind::Unknown
-        };
-    };
+/// The kind of a parsed line, by its `type`.
+fn kind_of(value: &serde_json::Value) -> Kind {
     match value.get("type").and_then(|t| t.as_str()) {
         Some("entity" | "node") => Kind::Entity(
-            value
-                .get("observations")
+            (value.get("observations"))
                 .and_then(|o| o.as_array())
                 .map_or(0, |o| o.len() as u64),
         ),
@@ -559,7 +579,7 @@ mod tests {
                 "`relation_type`",
             ),
         ] {
-            let error = parse_line(line).unwrap_err();
+            let error = parse_line(line).unwrap_err().reason;
             assert!(error.contains(expected), "{line}: {error}");
         }
     }
