@@ -17,7 +17,7 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
         } => {
             let mut random = [0u8; 40];
             getrandom::fill(&mut random).context("drawing random bytes for the token")?;
-            let now = engram_domain::Timestamp::from(std::time::SystemTime::now());
+            let now = chrono::Utc::now();
             let expires_at = match expires {
                 Some(duration) => {
                     Some(now + chrono_duration(duration).context("--expires is too far away")?)

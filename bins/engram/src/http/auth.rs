@@ -39,7 +39,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
-    let now = engram_domain::Timestamp::from(std::time::SystemTime::now());
+    let now = chrono::Utc::now();
     let granted = match presented {
         Some(token) => auth.memory.authenticate(token, now).await,
         None => Ok(None),

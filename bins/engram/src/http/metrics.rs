@@ -10,12 +10,15 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::extract::State;
+use axum::http::header;
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use engram_domain::Memory;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use super::auth::{Auth, authenticate};
 
 /// Reads the PostgreSQL pool's state, when the store has one.
 pub type PoolProbe = Arc<dyn Fn() -> Option<engram_pg::PoolStatus> + Send + Sync>;
@@ -66,7 +69,6 @@ struct Scrape {
     handle: PrometheusHandle,
     memory: Memory,
     pool: PoolProbe,
-    require_auth: bool,
 }
 
 /// The metrics listener's application.
@@ -78,39 +80,22 @@ pub fn router(
 ) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
+        // The same token check as the MCP routes (any workspace's token will do).
+        .layer(middleware::from_fn_with_state(
+            Auth {
+                memory: memory.clone(),
+                required: require_auth,
+            },
+            authenticate,
+        ))
         .with_state(Scrape {
             handle,
             memory,
             pool,
-            require_auth,
         })
 }
 
-async fn scrape(State(scrape): State<Scrape>, request: Request) -> Response {
-    if scrape.require_auth {
-        let presented = (request.headers().get(header::AUTHORIZATION))
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let now = engram_domain::Timestamp::from(std::time::SystemTime::now());
-        let granted = match presented {
-            Some(token) => scrape.memory.authenticate(token, now).await,
-            None => Ok(None),
-        };
-        match granted {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                return (
-                    StatusCode::UNAUTHORIZED,
-                    [(header::WWW_AUTHENTICATE, "Bearer realm=\"engram\"")],
-                    "metrics need a token: Authorization: Bearer <token>",
-                )
-                    .into_response();
-            }
-            Err(error) => {
-                return (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response();
-            }
-        }
-    }
+async fn scrape(State(scrape): State<Scrape>) -> Response {
     if let Err(error) = refresh(&scrape).await {
         tracing::warn!(%error, "reading the store for metrics failed");
     }
