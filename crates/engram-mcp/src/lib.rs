@@ -96,14 +96,15 @@ impl EngramServer {
         }
     }
 
-    /// The name of the workspace this request works in, for logs and metrics.
-    fn workspace_name(&self, extensions: &Extensions) -> String {
+    /// The workspace this request works in: the connection's, or the one the HTTP layer
+    /// bound the request to.
+    fn bound<'a>(&'a self, extensions: &'a Extensions) -> Option<&'a Workspace> {
         match &self.binding {
-            Binding::Fixed(workspace) => workspace.name.clone(),
+            Binding::Fixed(workspace) => Some(workspace),
             Binding::PerRequest => extensions
                 .get::<http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<BoundWorkspace>())
-                .map_or_else(String::new, |bound| bound.0.name.clone()),
+                .map(|bound| &bound.0),
         }
     }
 
@@ -145,18 +146,11 @@ impl EngramServer {
     }
 
     fn workspace(&self, extensions: &Extensions) -> Result<WorkspaceId, ToolError> {
-        match &self.binding {
-            Binding::Fixed(workspace) => Ok(workspace.id),
-            Binding::PerRequest => extensions
-                .get::<http::request::Parts>()
-                .and_then(|parts| parts.extensions.get::<BoundWorkspace>())
-                .map(|bound| bound.0.id)
-                .ok_or_else(|| {
-                    ToolError(engram_domain::Error::Internal(
-                        "no workspace is bound to this request (X-Memory-Workspace)".into(),
-                    ))
-                }),
-        }
+        self.bound(extensions).map(|w| w.id).ok_or_else(|| {
+            ToolError(engram_domain::Error::Internal(
+                "no workspace is bound to this request (X-Memory-Workspace)".into(),
+            ))
+        })
     }
 }
 
@@ -173,7 +167,8 @@ impl ServerHandler for EngramServer {
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
         use tracing::Instrument;
         let tool = request.name.to_string();
-        let workspace = self.workspace_name(&context.extensions);
+        let workspace =
+            (self.bound(&context.extensions)).map_or_else(String::new, |w| w.name.clone());
         let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);
         let started = std::time::Instant::now();
         let response = self
