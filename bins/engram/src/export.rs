@@ -63,7 +63,7 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                 "type": "engram",
                 "version": 1,
                 "workspace": workspace.name,
-                "exported_at": chrono_now(),
+                "exported_at": chrono::Utc::now().to_rfc3339(),
             });
             writeln!(out, "{header}")?;
             write_lines(
@@ -147,10 +147,6 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
     Ok(())
 }
 
-fn chrono_now() -> String {
-    engram_domain::Timestamp::from(std::time::SystemTime::now()).to_rfc3339()
-}
-
 /// Writes a line for every node (with its observations), then one for every relation.
 async fn write_lines(
     memory: &Memory,
@@ -190,6 +186,7 @@ async fn each_page(
             limit: PAGE,
             entity_type: None,
             observations,
+            totals: false,
         };
         let page = memory.graph_page(workspace, &query).await?;
         let nodes: Vec<NodeRecord> = page.nodes.into_iter().map(|(node, _)| node).collect();

@@ -40,6 +40,7 @@ impl Memory {
             limit: limit + 1,
             entity_type: entity_type.map(str::to_owned),
             observations: detail == GraphDetail::Full,
+            totals: true,
         };
         let page = self.store.graph_page(workspace, &query).await?;
         Ok(GraphPageResult::from_page(page, detail, limit))

@@ -92,6 +92,9 @@ pub struct GraphPageQuery {
     pub entity_type: Option<String>,
     /// Whether to read the nodes' observations (their count comes back either way).
     pub observations: bool,
+    /// Whether to count the matching nodes and relations over all pages (`read_graph` says
+    /// them on every page; an export walking every page needs them on none).
+    pub totals: bool,
 }
 
 /// A page of a workspace's graph: nodes in name order with their outgoing relations, so the
@@ -102,10 +105,10 @@ pub struct GraphPage {
     pub nodes: Vec<(NodeRecord, u64)>,
     /// The relations whose source is on this page, sorted.
     pub relations: Vec<RelationRecord>,
-    /// Nodes in the workspace that match the query's type (all pages).
-    pub total_nodes: u64,
-    /// Relations whose source matches the query's type (all pages).
-    pub total_relations: u64,
+    /// Nodes in the workspace that match the query's type (all pages), when asked for.
+    pub total_nodes: Option<u64>,
+    /// Relations whose source matches the query's type (all pages), when asked for.
+    pub total_relations: Option<u64>,
 }
 
 /// What one import batch did ([`crate::MemoryStore::import`]).
@@ -235,8 +238,8 @@ impl GraphPageResult {
                     relation_type: r.relation_type,
                 })
                 .collect(),
-            total_entities: page.total_nodes,
-            total_relations: page.total_relations,
+            total_entities: page.total_nodes.unwrap_or_default(),
+            total_relations: page.total_relations.unwrap_or_default(),
             next_cursor,
         }
     }

@@ -96,21 +96,26 @@ pub(crate) async fn graph_page(
         })
         .collect();
     relations.sort();
-    let totals = client
-        .query_one(
-            "SELECT (SELECT count(*) FROM nodes
-                     WHERE workspace_id = $1 AND ($2::text IS NULL OR entity_type = $2)),
-                    (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
-                     WHERE r.workspace_id = $1 AND ($2::text IS NULL OR f.entity_type = $2))",
-            &[&workspace.0, &query.entity_type],
-        )
-        .await
-        .map_err(db)?;
+    let (mut total_nodes, mut total_relations) = (None, None);
+    if query.totals {
+        let totals = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM nodes
+                         WHERE workspace_id = $1 AND ($2::text IS NULL OR entity_type = $2)),
+                        (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
+                         WHERE r.workspace_id = $1 AND ($2::text IS NULL OR f.entity_type = $2))",
+                &[&workspace.0, &query.entity_type],
+            )
+            .await
+            .map_err(db)?;
+        total_nodes = Some(totals.get::<_, i64>(0) as u64);
+        total_relations = Some(totals.get::<_, i64>(1) as u64);
+    }
     Ok(GraphPage {
         nodes,
         relations,
-        total_nodes: totals.get::<_, i64>(0) as u64,
-        total_relations: totals.get::<_, i64>(1) as u64,
+        total_nodes,
+        total_relations,
     })
 }
 
@@ -178,7 +183,11 @@ pub(crate) async fn import(
     {
         ids.insert(row.get("name"), (row.get("id"), row.get("next_ordinal")));
     }
-    let id_list: Vec<i64> = ids.values().map(|(id, _)| *id).collect();
+    // Only nodes that existed can already hold some of these texts.
+    let id_list: Vec<i64> = (ids.iter())
+        .filter(|(name, _)| !created.contains(*name))
+        .map(|(_, (id, _))| *id)
+        .collect();
     let mut present: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
     for row in client
         .query(
@@ -196,7 +205,8 @@ pub(crate) async fn import(
     let mut outcome = ImportOutcome::default();
     let (mut node_ids, mut ordinals, mut contents, mut created_ats, mut updated_ats) =
         (vec![], vec![], vec![], vec![], vec![]);
-    let (mut counter_ids, mut counters) = (vec![], vec![]);
+    // Per node, the ordinal counter to set and the recorded time to restore.
+    let mut finish: HashMap<i64, (Option<i64>, Option<Timestamp>)> = HashMap::new();
     for node in nodes {
         let Some(&(id, next)) = ids.get(&node.name) else {
             return Err(Error::Conflict(format!(
@@ -221,9 +231,10 @@ pub(crate) async fn import(
             created_ats.push(observation.created_at);
             updated_ats.push(observation.updated_at.or(observation.created_at));
         }
-        if new_next != next {
-            counter_ids.push(id);
-            counters.push(new_next);
+        let counter = (new_next != next).then_some(new_next);
+        let restore = node.updated_at.filter(|_| created.contains(&node.name));
+        if counter.is_some() || restore.is_some() {
+            finish.insert(id, (counter, restore));
         }
     }
     if !node_ids.is_empty() {
@@ -248,31 +259,22 @@ pub(crate) async fn import(
             .await
             .map_err(db)?;
     }
-    if !counter_ids.is_empty() {
-        client
-            .execute(
-                "UPDATE nodes n SET next_ordinal = t.next_ordinal
-                 FROM unnest($1::bigint[], $2::bigint[]) AS t (id, next_ordinal)
-                 WHERE n.id = t.id",
-                &[&counter_ids, &counters],
-            )
-            .await
-            .map_err(db)?;
-    }
     import_relations(client, workspace, relations, &mut outcome).await?;
-    // Writing observations and relations moved `updated_at`; a created node gets its own.
-    let (restore_ids, restore_times): (Vec<i64>, Vec<Timestamp>) = nodes
-        .iter()
-        .filter(|n| created.contains(&n.name))
-        .filter_map(|n| Some((ids.get(&n.name)?.0, n.updated_at?)))
-        .unzip();
-    if !restore_ids.is_empty() {
+    // After the relations (their triggers move `updated_at`): the counters, and a created
+    // node's recorded `updated_at` (an explicit value the touch trigger keeps; the others
+    // move to now, as any write does).
+    if !finish.is_empty() {
+        let ids: Vec<i64> = finish.keys().copied().collect();
+        let counters: Vec<Option<i64>> = ids.iter().map(|id| finish[id].0).collect();
+        let times: Vec<Option<Timestamp>> = ids.iter().map(|id| finish[id].1).collect();
         client
             .execute(
-                "UPDATE nodes n SET updated_at = t.updated_at
-                 FROM unnest($1::bigint[], $2::timestamptz[]) AS t (id, updated_at)
+                "UPDATE nodes n SET next_ordinal = coalesce(t.next_ordinal, n.next_ordinal),
+                                    updated_at = coalesce(t.updated_at, n.updated_at)
+                 FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])
+                      AS t (id, next_ordinal, updated_at)
                  WHERE n.id = t.id",
-                &[&restore_ids, &restore_times],
+                &[&ids, &counters, &times],
             )
             .await
             .map_err(db)?;

@@ -82,15 +82,19 @@ pub(crate) fn graph_page(
         )?);
     }
     relations.sort();
-    let (total_nodes, total_relations): (i64, i64) = tx
-        .query_row(
-            "SELECT (SELECT count(*) FROM nodes
+    let totals: Option<(i64, i64)> = page
+        .totals
+        .then(|| {
+            tx.query_row(
+                "SELECT (SELECT count(*) FROM nodes
                      WHERE workspace_id = ?1 AND (?2 IS NULL OR entity_type = ?2)),
                     (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
                      WHERE r.workspace_id = ?1 AND (?2 IS NULL OR f.entity_type = ?2))",
-            params![workspace.0, page.entity_type],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
+                params![workspace.0, page.entity_type],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+        })
+        .transpose()
         .map_err(db)?;
     Ok(GraphPage {
         nodes: nodes
@@ -98,8 +102,8 @@ pub(crate) fn graph_page(
             .map(|(_, node, count)| (node, count))
             .collect(),
         relations,
-        total_nodes: total_nodes as u64,
-        total_relations: total_relations as u64,
+        total_nodes: totals.map(|(nodes, _)| nodes as u64),
+        total_relations: totals.map(|(_, relations)| relations as u64),
     })
 }
 
@@ -165,12 +169,16 @@ pub(crate) fn import(
                     .map_err(db)?
             }
         };
-        let present = query(
-            tx,
-            "SELECT ordinal, content FROM observations WHERE node_id = ?1",
-            [id],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
+        // Only a node that existed can already hold some of these texts.
+        let present = match inserted {
+            Some(_) => Vec::new(),
+            None => query(
+                tx,
+                "SELECT ordinal, content FROM observations WHERE node_id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?,
+        };
         let (placed, new_next) = place_observations(node, &present, next);
         outcome.observations_added += placed.len() as u64;
         outcome.observations_existing += (node.observations.len() - placed.len()) as u64;

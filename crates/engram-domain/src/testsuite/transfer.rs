@@ -18,6 +18,7 @@ pub async fn export_all(
             limit: page_size,
             entity_type: None,
             observations: true,
+            totals: false,
         };
         let page = memory.graph_page(workspace, &query).await.unwrap();
         relations.extend(page.relations);
