@@ -81,19 +81,17 @@ pub async fn run_indexer(
         }
         set_aside = rejected;
         match outcome {
-            Ok(done) if failing.take().is_some() => {
-                backoff = IDLE_POLL;
-                tracing::info!(done, "indexing works again");
-                metrics::counter!("engram_indexer_embedded_total").increment(done as u64);
-            }
-            Ok(0) => {
-                backoff = IDLE_POLL;
-                wait_for_change(&*store, marker, &shutdown).await;
-            }
             Ok(done) => {
                 backoff = IDLE_POLL;
-                tracing::debug!(done, "indexed");
-                metrics::counter!("engram_indexer_embedded_total").increment(done as u64);
+                if failing.take().is_some() {
+                    tracing::info!(done, "indexing works again");
+                }
+                if done == 0 {
+                    wait_for_change(&*store, marker, &shutdown).await;
+                } else {
+                    tracing::debug!(done, "indexed");
+                    metrics::counter!("engram_indexer_embedded_total").increment(done as u64);
+                }
             }
             Err(error) => {
                 metrics::counter!("engram_indexer_failures_total").increment(1);
