@@ -181,40 +181,32 @@ async fn text_matches(
     filter: &Filter<'_>,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = if filter.within.is_none() && filter.entity_types.is_none() {
-        // Without a filter the nodes need not be joined (half the time of a common word's
-        // search: every match would be joined to its node only to pass `NULL` tests).
-        let sql = format!(
-            "WITH q AS (SELECT {TERMS} AS terms)
-             SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8 AS score
-             FROM q, observations o
-             WHERE o.workspace_id = $2 AND o.content_tsv @@ q.terms
-             ORDER BY score DESC, o.id
-             LIMIT $3"
-        );
-        let statement = client.prepare_cached(&sql).await.map_err(db)?;
-        client
-            .query(&statement, &[&text, &workspace.0, &limit])
-            .await
+    let types = filter.entity_types.map(<[String]>::to_vec);
+    let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        vec![&text, &workspace.0, &limit];
+    // Without a filter the nodes need not be joined (half the time of a common word's search:
+    // every match would be joined to its node only to pass `NULL` tests).
+    let (join, narrowed) = if filter.within.is_none() && types.is_none() {
+        ("", "")
     } else {
-        let sql = format!(
-            "WITH q AS (SELECT {TERMS} AS terms)
-             SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8 AS score
-             FROM q, observations o
-             JOIN nodes n ON n.id = o.node_id
-             WHERE o.workspace_id = $2 AND o.content_tsv @@ q.terms
-               AND ($4::text IS NULL OR n.name = $4)
-               AND ($5::text[] IS NULL OR n.entity_type = ANY($5))
-             ORDER BY score DESC, o.id
-             LIMIT $3"
-        );
-        let types = filter.entity_types.map(<[String]>::to_vec);
-        let statement = client.prepare_cached(&sql).await.map_err(db)?;
-        let parameters: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&text, &workspace.0, &limit, &filter.within, &types];
-        client.query(&statement, &parameters).await
-    }
-    .map_err(db)?;
+        parameters.push(&filter.within);
+        parameters.push(&types);
+        (
+            "JOIN nodes n ON n.id = o.node_id",
+            "AND ($4::text IS NULL OR n.name = $4)
+             AND ($5::text[] IS NULL OR n.entity_type = ANY($5))",
+        )
+    };
+    let sql = format!(
+        "WITH q AS (SELECT {TERMS} AS terms)
+         SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8 AS score
+         FROM q, observations o {join}
+         WHERE o.workspace_id = $2 AND o.content_tsv @@ q.terms {narrowed}
+         ORDER BY score DESC, o.id
+         LIMIT $3"
+    );
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = client.query(&statement, &parameters).await.map_err(db)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 

@@ -228,38 +228,31 @@ fn text_matches(
     filter: &Filter,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    if filter.is_empty() {
-        // Nodes are joined only for a filter: every match would pass its `NULL` tests.
-        return query(
-            tx,
-            "SELECT o.id, -bm25(observations_fts) AS score
-             FROM observations_fts
-             JOIN observations o ON o.id = observations_fts.rowid
-             WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1
-             ORDER BY score DESC, o.id
-             LIMIT ?3",
-            params![workspace.0, terms, limit],
-            id_score,
-        );
-    }
+    let types = filter.types_json();
+    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&workspace.0, &terms, &limit];
+    // Nodes are joined only for a filter: every match would pass its `NULL` tests.
+    let (join, narrowed) = if filter.is_empty() {
+        ("", "")
+    } else {
+        parameters.push(&filter.within);
+        parameters.push(&types);
+        (
+            "JOIN nodes n ON n.id = o.node_id",
+            "AND (?4 IS NULL OR n.name = ?4)
+             AND (?5 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?5)))",
+        )
+    };
     query(
         tx,
-        "SELECT o.id, -bm25(observations_fts) AS score
-         FROM observations_fts
-         JOIN observations o ON o.id = observations_fts.rowid
-         JOIN nodes n ON n.id = o.node_id
-         WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1
-           AND (?4 IS NULL OR n.name = ?4)
-           AND (?5 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?5)))
-         ORDER BY score DESC, o.id
-         LIMIT ?3",
-        params![
-            workspace.0,
-            terms,
-            limit,
-            filter.within,
-            filter.types_json()
-        ],
+        &format!(
+            "SELECT o.id, -bm25(observations_fts) AS score
+             FROM observations_fts
+             JOIN observations o ON o.id = observations_fts.rowid {join}
+             WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1 {narrowed}
+             ORDER BY score DESC, o.id
+             LIMIT ?3"
+        ),
+        rusqlite::params_from_iter(parameters),
         id_score,
     )
 }
