@@ -86,18 +86,29 @@ pub async fn unknown_session_is_not_found(backend: Backend) {
     assert_eq!(response.status(), 404);
 }
 
-/// A message naming another workspace than its session's is refused.
-pub async fn a_session_keeps_its_workspace(backend: Backend) {
-    let server = crate::server::TestServer::start(backend, &["alpha", "beta"]).await;
-    let http = reqwest::Client::new();
+/// Opens `{base}/sse` bound to `workspace`: the endpoint to post to, and the event stream
+/// (after the `endpoint` event).
+async fn open_stream(
+    http: &reqwest::Client,
+    base: &str,
+    workspace: &str,
+) -> (String, impl futures::Stream + use<>) {
     let response = http
-        .get(format!("{}/sse", server.base))
-        .header(WORKSPACE_HEADER, "alpha")
+        .get(format!("{base}/sse"))
+        .header(WORKSPACE_HEADER, workspace)
         .send()
         .await
         .unwrap();
     let mut events = SseStream::from_bytes_stream(response.bytes_stream());
     let endpoint = events.next().await.unwrap().unwrap().data.unwrap();
+    (endpoint, events)
+}
+
+/// A message naming another workspace than its session's is refused.
+pub async fn a_session_keeps_its_workspace(backend: Backend) {
+    let server = crate::server::TestServer::start(backend, &["alpha", "beta"]).await;
+    let http = reqwest::Client::new();
+    let (endpoint, _events) = open_stream(&http, &server.base, "alpha").await;
     let response = http
         .post(format!("{}{endpoint}", server.base))
         .header(WORKSPACE_HEADER, "beta")
@@ -116,14 +127,7 @@ pub async fn a_session_keeps_its_workspace(backend: Backend) {
 pub async fn a_client_that_does_not_read_its_stream_is_dropped(backend: Backend) {
     let server = crate::server::TestServer::start(backend, &["alpha"]).await;
     let http = reqwest::Client::new();
-    let response = http
-        .get(format!("{}/sse", server.base))
-        .header(WORKSPACE_HEADER, "alpha")
-        .send()
-        .await
-        .unwrap();
-    let mut events = SseStream::from_bytes_stream(response.bytes_stream());
-    let endpoint = events.next().await.unwrap().unwrap().data.unwrap();
+    let (endpoint, events) = open_stream(&http, &server.base, "alpha").await;
     let url = format!("{}{endpoint}", server.base);
     let post = |message: serde_json::Value| {
         let http = http.clone();
