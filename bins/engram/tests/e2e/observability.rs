@@ -46,13 +46,20 @@ fn sample(page: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_out(
     backend: Backend,
 ) {
-    let store = TestServer::start(backend, &["demo"]).await;
+    // A database of its own, not a test server's: that server's indexer would embed the
+    // observation first and leave this one's counter at nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let database_url = match backend {
+        Backend::Postgres => engram_pg::testing::fresh_database().await,
+        Backend::Sqlite => dir.path().join("engram.db").display().to_string(),
+    };
     let (port, metrics_port) = (free_port(), free_port());
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
         .args(["serve", "--embedder", "local", "--log-format", "json"])
+        .args(["--create-workspace", "demo"])
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .args(["--metrics-bind", &format!("127.0.0.1:{metrics_port}")])
-        .env("ENGRAM_DATABASE_URL", &store.database_url)
+        .env("ENGRAM_DATABASE_URL", &database_url)
         .env("ENGRAM_LOG", "info,rmcp=warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
