@@ -277,6 +277,21 @@ pub struct ServeArgs {
     /// full batch of 1,000 observations of 64 KiB.
     #[arg(long, env = "ENGRAM_MAX_BODY_BYTES", default_value_t = engram::http::MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// MCP sessions open at once, Streamable HTTP and SSE together; a new one over it gets
+    /// 503 with `Retry-After`.
+    #[arg(long, env = "ENGRAM_MAX_SESSIONS", default_value_t = engram::http::MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// MCP sessions open at once from one client address; a new one over it gets 429.
+    #[arg(
+        long,
+        env = "ENGRAM_MAX_SESSIONS_PER_ADDRESS",
+        default_value_t = engram::http::MAX_SESSIONS_PER_ADDRESS
+    )]
+    pub max_sessions_per_address: usize,
+    /// A Streamable HTTP session unused this long is closed (its client opens a new one),
+    /// e.g. `30m`, `2h`.
+    #[arg(long, env = "ENGRAM_SESSION_IDLE", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub session_idle: Duration,
     /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own (off unless
     /// given). When tokens are required, a scrape needs one too.
     #[arg(long, env = "ENGRAM_METRICS_BIND", value_name = "ADDR")]

@@ -287,6 +287,11 @@ async fn serve(
         allowed_origins: args.allowed_origins,
         require_auth,
         max_body_bytes: args.max_body_bytes,
+        sessions: engram::http::SessionLimits {
+            max_sessions: args.max_sessions,
+            max_sessions_per_address: args.max_sessions_per_address,
+            idle: args.session_idle,
+        },
     };
     let stop = shutdown.clone();
     tokio::spawn(async move {

@@ -2,9 +2,9 @@
 //! (specification, "Workspace Binding"). The header is read on every request, because some
 //! clients speak the stateless protocol and never send `initialize`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -12,34 +12,77 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use engram_domain::{Error, Memory, WorkspaceId};
 use engram_mcp::BoundWorkspace;
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::auth::Grant;
+use super::sessions::{ClientAddress, SessionCounter, SessionSlot};
 
 /// The header that binds a request to a workspace.
 pub const WORKSPACE_HEADER: &str = "x-memory-workspace";
 const SESSION_HEADER: &str = "mcp-session-id";
-/// Streamable HTTP sessions unseen for this long are forgotten.
-const SESSION_IDLE: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// State of the binding middleware: the store to resolve names, and which workspace each
-/// Streamable HTTP session started with.
+/// State of the binding middleware: the store to resolve names, the open sessions' count,
+/// and which workspace each Streamable HTTP session started with.
 #[derive(Clone)]
 pub struct Binder {
     memory: Memory,
-    sessions: Arc<Mutex<HashMap<String, (WorkspaceId, Instant)>>>,
+    counter: SessionCounter,
+    sessions: Arc<Mutex<HashMap<String, StreamableSession>>>,
+    /// rmcp's sessions, closed here when idle for longer than the limit.
+    manager: Arc<LocalSessionManager>,
+}
+
+struct StreamableSession {
+    workspace: WorkspaceId,
+    seen: Instant,
+    _slot: SessionSlot,
 }
 
 impl Binder {
-    pub fn new(memory: Memory) -> Self {
+    pub fn new(memory: Memory, counter: SessionCounter, manager: Arc<LocalSessionManager>) -> Self {
         Self {
             memory,
+            counter,
             sessions: Arc::default(),
+            manager,
         }
     }
 
     /// The memory the bound servers work on.
     pub fn memory(&self) -> &Memory {
         &self.memory
+    }
+
+    /// The open sessions' count, shared with the SSE transport.
+    pub fn counter(&self) -> &SessionCounter {
+        &self.counter
+    }
+
+    /// Closes the Streamable HTTP sessions unused for longer than the idle limit (rmcp's
+    /// manager keeps a closed session's handle until told, so this also frees it).
+    async fn close_idle(&self) {
+        let idle = self.counter.limits().idle;
+        let expired: Vec<String> = {
+            let mut sessions = self.sessions.lock().expect("session map lock");
+            let expired = sessions
+                .iter()
+                .filter(|(_, session)| session.seen.elapsed() >= idle)
+                .map(|(id, _)| id.clone())
+                .collect::<Vec<_>>();
+            for id in &expired {
+                sessions.remove(id);
+            }
+            metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
+                .set(sessions.len() as f64);
+            expired
+        };
+        for id in expired {
+            tracing::debug!(session = %id, "closing an idle session");
+            if let Err(error) = self.manager.close_session(&id.as_str().into()).await {
+                tracing::debug!(%error, "closing an idle session failed");
+            }
+        }
     }
 
     /// Resolves the header to an existing workspace, or the refusal to send: 403 when the
@@ -88,11 +131,14 @@ impl Binder {
         }
     }
 
-    fn remember(&self, session: &str, workspace: WorkspaceId) {
-        let now = Instant::now();
+    fn remember(&self, session: &str, workspace: WorkspaceId, slot: SessionSlot) {
         let mut sessions = self.sessions.lock().expect("session map lock");
-        sessions.retain(|_, (_, seen)| now.duration_since(*seen) < SESSION_IDLE);
-        sessions.insert(session.to_owned(), (workspace, now));
+        let session_state = StreamableSession {
+            workspace,
+            seen: Instant::now(),
+            _slot: slot,
+        };
+        sessions.insert(session.to_owned(), session_state);
         metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
             .set(sessions.len() as f64);
     }
@@ -100,9 +146,9 @@ impl Binder {
     /// The workspace `session` started with, refreshing its last use.
     fn session_workspace(&self, session: &str) -> Option<WorkspaceId> {
         let mut sessions = self.sessions.lock().expect("session map lock");
-        sessions.get_mut(session).map(|(workspace, seen)| {
-            *seen = Instant::now();
-            *workspace
+        sessions.get_mut(session).map(|session| {
+            session.seen = Instant::now();
+            session.workspace
         })
     }
 
@@ -135,13 +181,45 @@ fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// State of [`check_json`]: the largest body, and the requests in flight in each session.
+#[derive(Clone)]
+pub struct JsonCheck {
+    max_body_bytes: usize,
+    /// `(session id, request id)` of every request whose answer has not been sent yet.
+    in_flight: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+impl JsonCheck {
+    pub fn new(max_body_bytes: usize) -> Self {
+        Self {
+            max_body_bytes,
+            in_flight: Arc::default(),
+        }
+    }
+}
+
+/// Takes a request id out of the in-flight set when its answer's body is done or dropped.
+struct InFlight {
+    set: Arc<Mutex<HashSet<(String, String)>>>,
+    key: (String, String),
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.set.lock().expect("in-flight lock").remove(&self.key);
+    }
+}
+
 /// Middleware for `POST /mcp`: a body that is not JSON is refused with 400 and -32700 (parse
 /// error), a JSON-RPC batch (an array, which MCP dropped in protocol 2025-06-18) with 400 and
-/// -32600, before the transport sees them (it answered both with 415).
-pub async fn check_json(State(limit): State<usize>, request: Request, next: Next) -> Response {
+/// -32600, before the transport sees them (it answered both with 415). A request whose id is
+/// already in flight in the same session gets 409 and -32600 at once (the transport routes
+/// answers by id, so the first of the two would never get its answer).
+pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
+    let limit = check.max_body_bytes;
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
@@ -150,7 +228,7 @@ pub async fn check_json(State(limit): State<usize>, request: Request, next: Next
             return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message);
         }
     };
-    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+    let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(error) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -164,10 +242,49 @@ pub async fn check_json(State(limit): State<usize>, request: Request, next: Next
                 .to_owned();
             return rpc_error(StatusCode::BAD_REQUEST, -32600, message);
         }
-        Ok(_) => {}
+        Ok(message) => message,
+    };
+    let session = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let in_flight = match (session, message.get("method"), message.get("id")) {
+        (Some(session), Some(_), Some(id)) => {
+            let key = (session.to_owned(), id.to_string());
+            if !check
+                .in_flight
+                .lock()
+                .expect("in-flight lock")
+                .insert(key.clone())
+            {
+                let message = format!(
+                    "request id {id} is already in flight in this session: give every \
+                     request its own id"
+                );
+                return rpc_error(StatusCode::CONFLICT, -32600, message);
+            }
+            Some(InFlight {
+                set: check.in_flight.clone(),
+                key,
+            })
+        }
+        _ => None,
+    };
+    let response = next
+        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await;
+    match in_flight {
+        None => response,
+        // The answer is streamed: the id stays taken until its body is done.
+        Some(in_flight) => {
+            let (parts, body) = response.into_parts();
+            let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+                let _held = &in_flight;
+                chunk
+            });
+            Response::from_parts(parts, axum::body::Body::from_stream(body))
+        }
     }
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await
 }
 
 /// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the
@@ -198,6 +315,17 @@ pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next
         );
     }
     let closing = request.method() == Method::DELETE;
+    // A POST without a session opens one (it is an `initialize`): count it first.
+    let slot = if request.method() == Method::POST && session.is_none() {
+        binder.close_idle().await;
+        let address = request.extensions().get::<ClientAddress>().map(|a| a.0);
+        match binder.counter.admit(address) {
+            Ok(slot) => Some(slot),
+            Err(refusal) => return refusal,
+        }
+    } else {
+        None
+    };
     request.extensions_mut().insert(bound);
     let mut response = next.run(request).await;
     if closing && response.status() == StatusCode::ACCEPTED {
@@ -207,8 +335,8 @@ pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next
     match (&session, response.headers().get(SESSION_HEADER)) {
         (Some(session), _) if closing => binder.forget(session),
         (None, Some(created)) => {
-            if let Ok(created) = created.to_str() {
-                binder.remember(created, workspace);
+            if let (Ok(created), Some(slot)) = (created.to_str(), slot) {
+                binder.remember(created, workspace, slot);
             }
         }
         _ => {}

@@ -24,6 +24,8 @@ pub struct Guard {
     pub require_auth: bool,
     /// The largest request body accepted, in bytes (larger ones get 413).
     pub max_body_bytes: usize,
+    /// How many sessions may be open, from whom, and for how long unused.
+    pub sessions: super::SessionLimits,
 }
 
 /// The default of [`Guard::max_body_bytes`]: a full batch of 1,000 observations of 64 KiB,
@@ -31,13 +33,14 @@ pub struct Guard {
 pub const MAX_BODY_BYTES: usize = 80 * 1024 * 1024;
 
 impl Default for Guard {
-    /// Loopback only, no tokens, [`MAX_BODY_BYTES`].
+    /// Loopback only, no tokens, [`MAX_BODY_BYTES`], the default session limits.
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             require_auth: false,
             max_body_bytes: MAX_BODY_BYTES,
+            sessions: super::SessionLimits::default(),
         }
     }
 }

@@ -6,6 +6,7 @@ mod auth;
 mod binding;
 mod guard;
 pub mod metrics;
+mod sessions;
 mod sse;
 mod ui;
 
@@ -29,10 +30,15 @@ use tokio_util::sync::CancellationToken;
 
 pub use binding::WORKSPACE_HEADER;
 pub use guard::{Guard, MAX_BODY_BYTES};
+pub use sessions::{MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, SESSION_IDLE, SessionLimits};
 
 /// The whole HTTP application. `shutdown` ends open streams and sessions when cancelled.
 pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Router {
-    let binder = binding::Binder::new(memory.clone());
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(guard.sessions.idle);
+    let manager = Arc::new(manager);
+    let counter = sessions::SessionCounter::new(guard.sessions);
+    let binder = binding::Binder::new(memory.clone(), counter, manager.clone());
     let factory_memory = memory.clone();
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
@@ -46,7 +52,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
                 Binding::PerRequest,
             ))
         },
-        Arc::new(LocalSessionManager::default()),
+        manager,
         config,
     );
     let mcp = Router::new()
@@ -56,7 +62,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binding::bind,
         ))
         .layer(middleware::from_fn_with_state(
-            guard.max_body_bytes,
+            binding::JsonCheck::new(guard.max_body_bytes),
             binding::check_json,
         ));
     let ui_api = ui::api(binder.clone());
@@ -162,7 +168,10 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let app = app
+            .clone()
+            .layer(axum::Extension(sessions::ClientAddress(peer.ip())));
+        let service = hyper_util::service::TowerToHyperService::new(app);
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();

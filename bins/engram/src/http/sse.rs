@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::Grant;
 use super::binding::{Binder, refuse};
+use super::sessions::{ClientAddress, SessionSlot};
 
 /// Answers a session may have waiting for its client to read them. A client that stops
 /// reading its stream lets them pile up; once this many wait, its next message closes the
@@ -96,6 +97,7 @@ struct SessionGuard {
     id: String,
     sessions: SseSessions,
     stop: CancellationToken,
+    _slot: SessionSlot,
 }
 
 impl Drop for SessionGuard {
@@ -115,6 +117,11 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let access = grant.map_or(Access::ReadWrite, |g| g.0.access);
     let bound = match state.binder.resolve(request.headers(), grant).await {
         Ok(bound) => bound,
+        Err(refusal) => return refusal,
+    };
+    let address = request.extensions().get::<ClientAddress>().map(|a| a.0);
+    let slot = match state.binder.counter().admit(address) {
+        Ok(slot) => slot,
         Err(refusal) => return refusal,
     };
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -161,6 +168,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         id,
         sessions: state.sessions.clone(),
         stop: stop.clone(),
+        _slot: slot,
     };
     Sse::new(events(endpoint, from_server, unread, guard, stop))
         .keep_alive(KeepAlive::default())

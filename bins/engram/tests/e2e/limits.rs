@@ -1,6 +1,7 @@
-//! Bounded connections: one client holding many half-sent requests gets at most its share of
-//! connections (the rest are closed at once), cannot lock another client out, and each
-//! half-sent request is closed once the header read timeout passes.
+//! Bounded connections and sessions: one client holding many half-sent requests gets at most
+//! its share of connections (the rest are closed at once), cannot lock another client out, and
+//! each half-sent request is closed once the header read timeout passes; sessions are capped
+//! per address and in all, idle ones close; a request id already in flight is refused.
 
 use std::time::{Duration, Instant};
 
@@ -105,4 +106,202 @@ async fn bodies_over_the_configured_size_are_refused() {
     // Under the limit, the same call is served.
     let client = server.streamable_client("demo").await;
     client.cancel().await.unwrap();
+}
+
+/// `initialize` over raw HTTP from `client`: the status and the new session's id.
+async fn open_session(client: &reqwest::Client, base: &str) -> (u16, Option<String>) {
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "limits", "version": "1"}}});
+    let response = client
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-memory-workspace", "demo")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    let session =
+        (response.headers().get("mcp-session-id")).map(|id| id.to_str().unwrap().to_owned());
+    let status = response.status().as_u16();
+    if session.is_some() {
+        let initialized =
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        post(client, base, session.as_deref(), &initialized).await;
+    }
+    (status, session)
+}
+
+/// POSTs `message` to `/mcp` in `session`; the response, body unread.
+async fn post(
+    client: &reqwest::Client,
+    base: &str,
+    session: Option<&str>,
+    message: &serde_json::Value,
+) -> reqwest::Response {
+    let mut request = client
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-memory-workspace", "demo")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.unwrap()
+}
+
+fn client_from(last_octet: u8) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, last_octet]))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped_per_address_and_in_all_and_idle_ones_close() {
+    let guard = engram::http::Guard {
+        sessions: engram::http::SessionLimits {
+            max_sessions: 3,
+            max_sessions_per_address: 2,
+            idle: Duration::from_secs(2),
+        },
+        ..engram::http::Guard::default()
+    };
+    let server = TestServer::start_with_guard(Backend::Sqlite, &["demo"], guard).await;
+    let base = server.base.as_str();
+    let (one, two, three) = (client_from(1), client_from(2), client_from(3));
+
+    let (status, first) = open_session(&one, base).await;
+    assert_eq!(status, 200);
+    let (status, second) = open_session(&one, base).await;
+    assert_eq!(status, 200);
+    // Over one address's share: 429, with the limit named and a time to retry.
+    let refused = post(
+        &one,
+        base,
+        None,
+        &serde_json::json!({"jsonrpc": "2.0", "id": 0,
+        "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}),
+    )
+    .await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 2"),
+        "{body}"
+    );
+    // Another address still gets its session, until the server holds its three.
+    let (status, _) = open_session(&two, base).await;
+    assert_eq!(status, 200);
+    let (status, _) = open_session(&three, base).await;
+    assert_eq!(status, 503, "the fourth session over the server's three");
+    // Legacy SSE streams count in the same total.
+    let sse = three
+        .get(format!("{base}/sse"))
+        .header("x-memory-workspace", "demo")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), 503);
+
+    // A closed session gives its place back.
+    let closed = one
+        .delete(format!("{base}/mcp"))
+        .header("x-memory-workspace", "demo")
+        .header("mcp-session-id", first.as_deref().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let (status, _) = open_session(&three, base).await;
+    assert_eq!(status, 200, "the closed session's place is free again");
+
+    // Sessions unused for the idle limit are closed: their requests get 404 (the client opens
+    // a new session), and their places are free.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let (status, fresh) = open_session(&one, base).await;
+    assert_eq!(status, 200);
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let stale = post(&one, base, second.as_deref(), &list).await;
+    assert_eq!(stale.status(), 404, "an idle session is closed");
+    let live = post(&one, base, fresh.as_deref(), &list).await;
+    assert_eq!(live.status(), 200);
+    for client in [&two, &three] {
+        let (status, _) = open_session(client, base).await;
+        assert_eq!(status, 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_already_in_flight_is_refused_at_once() {
+    use engram_embed::testing::{FakeOllama, FakeReply};
+    // A consolidation report waits for its (slow) text model for its whole budget: a request
+    // that stays in flight for two seconds.
+    let fake = FakeOllama::start(FakeReply::Slow(Duration::from_secs(120), "late".into())).await;
+    let generator =
+        std::sync::Arc::new(engram_embed::OllamaGenerator::new(fake.url(), "llama3.2").unwrap());
+    let budget = engram_domain::GenerationBudget {
+        total: Duration::from_secs(2),
+        concurrency: 1,
+    };
+    let server =
+        TestServer::start_with_generator(Backend::Sqlite, &["demo"], Some((generator, budget)))
+            .await;
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let (_, session) = open_session(&client, &base).await;
+    let session = session.unwrap();
+    let create = serde_json::json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params":
+        {"name": "create_entities", "arguments": {"entities": [{"name": "Carol",
+         "entity_type": "person", "observations": ["reviews engram code"]}]}}});
+    let created = post(&client, &base, Some(&session), &create).await;
+    assert!(created.text().await.unwrap().contains("Carol"));
+
+    let report = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "get_consolidation_report", "arguments": {}}});
+    let slow = tokio::spawn({
+        let (client, base, session, report) = (
+            client.clone(),
+            base.clone(),
+            session.clone(),
+            report.clone(),
+        );
+        async move {
+            let response = post(&client, &base, Some(&session), &report).await;
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let twin = tokio::time::timeout(
+        Duration::from_secs(10),
+        post(&client, &base, Some(&session), &report),
+    )
+    .await
+    .expect("the second request with the same id is answered at once");
+    assert_eq!(twin.status(), 409);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let body: serde_json::Value = twin.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("id 7"),
+        "{body}"
+    );
+    // The first request still gets its answer, and then its id is free again.
+    let (status, text) = tokio::time::timeout(Duration::from_secs(30), slow)
+        .await
+        .expect("the first request is answered")
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(text.contains("stale_summaries"), "{text}");
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    let again = post(&client, &base, Some(&session), &list).await;
+    assert_eq!(again.status(), 200);
+    assert!(again.text().await.unwrap().contains("create_entities"));
 }

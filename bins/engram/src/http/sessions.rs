@@ -1,0 +1,164 @@
+//! Limits on open MCP sessions, Streamable HTTP and legacy SSE counted together: how many at
+//! once, how many from one client address, and how long a Streamable HTTP session may sit idle
+//! (an SSE session lives exactly as long as its stream's connection).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+
+use super::binding::refuse;
+
+/// How many sessions may be open, from whom, and for how long unused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Sessions open at once, over both transports; a new one over it gets 503.
+    pub max_sessions: usize,
+    /// Sessions open at once from one client address; a new one over it gets 429.
+    pub max_sessions_per_address: usize,
+    /// A Streamable HTTP session unused this long is closed; its next request gets 404, and
+    /// the client opens a new session (as MCP's Streamable HTTP transport prescribes).
+    pub idle: Duration,
+}
+
+/// The default of [`SessionLimits::max_sessions`].
+pub const MAX_SESSIONS: usize = 1024;
+/// The default of [`SessionLimits::max_sessions_per_address`].
+pub const MAX_SESSIONS_PER_ADDRESS: usize = 128;
+/// The default of [`SessionLimits::idle`]: half an hour, so an agent that thinks for a while
+/// between tool calls keeps its session.
+pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+impl Default for SessionLimits {
+    /// [`MAX_SESSIONS`], [`MAX_SESSIONS_PER_ADDRESS`], [`SESSION_IDLE`].
+    fn default() -> Self {
+        Self {
+            max_sessions: MAX_SESSIONS,
+            max_sessions_per_address: MAX_SESSIONS_PER_ADDRESS,
+            idle: SESSION_IDLE,
+        }
+    }
+}
+
+/// The address a request came from, put in its extensions by [`super::serve`]. Absent when
+/// the router is served some other way; such requests share one count.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddress(pub IpAddr);
+
+/// The open sessions' count, in all and per client address.
+#[derive(Clone)]
+pub struct SessionCounter {
+    limits: SessionLimits,
+    counts: Arc<Mutex<Counts>>,
+}
+
+#[derive(Default)]
+struct Counts {
+    total: usize,
+    per_address: HashMap<Option<IpAddr>, usize>,
+}
+
+impl SessionCounter {
+    pub fn new(limits: SessionLimits) -> Self {
+        Self {
+            limits,
+            counts: Arc::default(),
+        }
+    }
+
+    pub fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
+    /// A place for one more session from `address`, held until the slot is dropped; or the
+    /// refusal to send (503 when the server is full, 429 when this address has its share),
+    /// with `Retry-After`.
+    pub fn admit(&self, address: Option<IpAddr>) -> Result<SessionSlot, Response> {
+        let mut counts = self.counts.lock().expect("session counts lock");
+        let from_address = counts.per_address.get(&address).copied().unwrap_or(0);
+        let refusal = if counts.total >= self.limits.max_sessions {
+            Some((
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "too many open sessions: the server holds at most {} at once; close \
+                     sessions you no longer use, or retry later",
+                    self.limits.max_sessions
+                ),
+            ))
+        } else if from_address >= self.limits.max_sessions_per_address {
+            Some((
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many open sessions from this address: at most {} at once; close \
+                     sessions you no longer use (HTTP DELETE /mcp), or retry later",
+                    self.limits.max_sessions_per_address
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some((status, message)) = refusal {
+            drop(counts);
+            tracing::warn!(address = ?address, %status, "refusing a new session");
+            let mut response = refuse(status, message);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return Err(response);
+        }
+        counts.total += 1;
+        *counts.per_address.entry(address).or_insert(0) += 1;
+        Ok(SessionSlot {
+            counts: self.counts.clone(),
+            address,
+        })
+    }
+}
+
+/// One open session's place in the count; given back when dropped.
+pub struct SessionSlot {
+    counts: Arc<Mutex<Counts>>,
+    address: Option<IpAddr>,
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().expect("session counts lock");
+        counts.total -= 1;
+        if let Some(count) = counts.per_address.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                counts.per_address.remove(&self.address);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_count_per_address_and_in_all_and_come_back_when_dropped() {
+        let counter = SessionCounter::new(SessionLimits {
+            max_sessions: 3,
+            max_sessions_per_address: 2,
+            idle: SESSION_IDLE,
+        });
+        let a = Some(IpAddr::from([127, 0, 0, 1]));
+        let b = Some(IpAddr::from([127, 0, 0, 2]));
+        let first = counter.admit(a).unwrap();
+        let _second = counter.admit(a).unwrap();
+        let refused = counter.admit(a).err().unwrap();
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "5");
+        let _third = counter.admit(b).unwrap();
+        let full = counter.admit(b).err().unwrap();
+        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+        drop(first);
+        assert!(counter.admit(a).is_ok(), "a dropped slot is given back");
+    }
+}
