@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use engram_domain::MemoryStore;
@@ -119,20 +120,21 @@ pub enum Store {
 
 impl Store {
     /// Connects to (PostgreSQL) or opens, creating it if needed (SQLite), the store at
-    /// `location`.
+    /// `location`, with `call_timeout` as each store call's time limit.
     ///
     /// Errors: the server cannot be reached, or the file cannot be created or opened.
-    pub async fn open(location: &Location) -> Result<Self> {
+    pub async fn open(location: &Location, call_timeout: Duration) -> Result<Self> {
         Ok(match location {
             Location::Postgres(url) => Self::Postgres(
-                PgStore::connect(url)
+                PgStore::connect_with_limits(url, engram_pg::DEFAULT_POOL_SIZE, call_timeout)
                     .await
                     .context("connecting to PostgreSQL")?,
             ),
             Location::Sqlite(path) => Self::Sqlite(
                 SqliteStore::open(path)
                     .await
-                    .with_context(|| format!("opening the SQLite database {}", path.display()))?,
+                    .with_context(|| format!("opening the SQLite database {}", path.display()))?
+                    .with_call_timeout(call_timeout),
             ),
         })
     }

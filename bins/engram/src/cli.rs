@@ -292,6 +292,11 @@ pub struct ServeArgs {
     /// e.g. `30m`, `2h`.
     #[arg(long, env = "ENGRAM_SESSION_IDLE", default_value = "30m", value_parser = humantime::parse_duration)]
     pub session_idle: Duration,
+    /// Each tool call's time limit in the store, e.g. `30s`: waiting for a connection or a
+    /// lock and running its statements. A call past it fails (the agent sees why) and changes
+    /// nothing. Searches wait for the embedder within a budget of their own (3 s).
+    #[arg(long, env = "ENGRAM_CALL_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub call_timeout: Duration,
     /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own (off unless
     /// given). When tokens are required, a scrape needs one too.
     #[arg(long, env = "ENGRAM_METRICS_BIND", value_name = "ADDR")]

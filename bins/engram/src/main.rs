@@ -93,7 +93,7 @@ async fn run(cli: Cli) -> Result<()> {
                         .with_context(|| format!("binding {}", args.bind))?,
                 ),
             };
-            let store = Store::open(&location).await?;
+            let store = Store::open(&location, args.call_timeout).await?;
             serve(store, &location, args, listener).await
         }
         command => with_store(&location()?, command).await,
@@ -115,7 +115,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
             path.display()
         );
     }
-    let store = Store::open(location).await?;
+    let store = Store::open(location, engram_domain::limits::CALL_TIMEOUT).await?;
     let applied = if reads_only {
         ensure_migrated(&store).await?;
         Vec::new()

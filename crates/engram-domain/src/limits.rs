@@ -24,6 +24,10 @@ pub const LIMIT: std::ops::RangeInclusive<u32> = 1..=1_000;
 pub const DAYS: std::ops::RangeInclusive<u32> = 1..=36_500;
 /// The longest path `get_path` looks for, in hops.
 pub const MAX_PATH_HOPS: u32 = 12;
+/// The default time limit of one store call: waiting for a connection or a lock and running
+/// its statements. A call past it fails as unavailable and changes nothing (its transaction
+/// is rolled back); searches wait for the embedder within a budget of their own, well under it.
+pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Workspace names: 1–64 characters of `A–Z a–z 0–9 . _ -`, so they travel safely in an HTTP
 /// header and on a command line.
 pub const WORKSPACE_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=64;

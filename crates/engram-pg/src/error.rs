@@ -21,7 +21,12 @@ pub(crate) fn db(error: tokio_postgres::Error) -> Error {
     // 3D no such database.
     let unavailable = matches!(class, "08" | "53" | "57" | "40" | "28" | "3D")
         || *code == SqlState::T_R_SERIALIZATION_FAILURE;
-    if unavailable {
+    if *code == SqlState::QUERY_CANCELED {
+        Error::Unavailable(format!(
+            "{message}: the call ran past its time limit (statement_timeout) and was rolled \
+             back; nothing was changed"
+        ))
+    } else if unavailable {
         Error::Unavailable(message)
     } else if *code == SqlState::FOREIGN_KEY_VIOLATION {
         // A workspace or node was deleted by another writer while this call ran.
@@ -61,6 +66,13 @@ pub(crate) fn is_transient(error: &Error) -> bool {
 pub(crate) fn pool(error: deadpool_postgres::PoolError) -> Error {
     match error {
         deadpool_postgres::PoolError::Backend(error) => db(error),
+        deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
+            Error::Unavailable(
+                "postgresql connection pool: every connection stayed busy for this call's \
+                 whole time limit; nothing was changed, try again"
+                    .into(),
+            )
+        }
         other => Error::Unavailable(format!("postgresql connection pool: {other}")),
     }
 }

@@ -42,6 +42,9 @@ mod embedded {
 /// Connections per store unless the URL's options say otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 
+/// How long opening one connection to the server may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Key of the advisory lock that serialises migrations between server processes.
 const MIGRATION_LOCK: i64 = 0x656e_6772_616d; // "engram"
 
@@ -95,8 +98,29 @@ impl PgStore {
 
     /// As [`PgStore::connect`], with `pool_size` connections at most.
     pub async fn connect_with(url: &str, pool_size: usize) -> Result<Self> {
-        let config = tokio_postgres::Config::from_str(url)
+        Self::connect_with_limits(url, pool_size, engram_domain::limits::CALL_TIMEOUT).await
+    }
+
+    /// As [`PgStore::connect`], with `pool_size` connections at most and `call_timeout` as
+    /// each call's time limit: every statement runs under PostgreSQL's `statement_timeout`
+    /// (unless the URL's `options` set one), and a call waits that long at most for a pooled
+    /// connection. A call past it fails with [`Error::Unavailable`] and changes nothing (its
+    /// transaction is rolled back). Connecting to the server is given at most 10 s.
+    pub async fn connect_with_limits(
+        url: &str,
+        pool_size: usize,
+        call_timeout: std::time::Duration,
+    ) -> Result<Self> {
+        let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|e| Error::invalid("database_url", e.to_string()))?;
+        let options = config.get_options().unwrap_or_default().to_owned();
+        if !options.contains("statement_timeout") {
+            let limit = format!("-c statement_timeout={}", call_timeout.as_millis());
+            config.options(format!("{options} {limit}").trim());
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         let servers = servers(&config);
         let database = config.get_dbname().unwrap_or("default").to_owned();
         let manager = Manager::from_config(
@@ -108,6 +132,9 @@ impl PgStore {
         );
         let pool = Pool::builder(manager)
             .max_size(pool_size)
+            .wait_timeout(Some(call_timeout))
+            .create_timeout(Some(CONNECT_TIMEOUT.min(call_timeout)))
+            .recycle_timeout(Some(CONNECT_TIMEOUT.min(call_timeout)))
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| Error::Internal(format!("building the connection pool: {e}")))?;
@@ -137,6 +164,11 @@ impl PgStore {
     /// names. Safe to run from several processes at once: they take turns on an advisory lock.
     pub async fn migrate(&self) -> Result<Vec<String>> {
         let mut client = self.pool.get().await.map_err(error::pool)?;
+        // A migration (or waiting for another process's) may take longer than a call.
+        client
+            .batch_execute("SET statement_timeout = 0")
+            .await
+            .map_err(error::db)?;
         client
             .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
             .await
@@ -147,6 +179,10 @@ impl PgStore {
             .map_err(|e| error::migration(&e));
         client
             .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(error::db)?;
+        client
+            .batch_execute("RESET statement_timeout")
             .await
             .map_err(error::db)?;
         let applied = outcome?

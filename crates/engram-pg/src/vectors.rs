@@ -185,16 +185,21 @@ pub(crate) async fn save_embeddings(
 /// Creates the observation vectors' HNSW index for `dims` if it is missing. `CREATE INDEX
 /// CONCURRENTLY` cannot run in a transaction, so this takes a plain pooled connection. Node
 /// vectors have none: the consolidation report reads them whole and pairs them in memory
-/// (migration V5 drops the ones earlier versions built).
+/// (migration V5 drops the ones earlier versions built). A large index takes longer than a
+/// call's time limit, so the build runs without `statement_timeout`, which is reset after.
 pub(crate) async fn ensure_hnsw_indexes(client: &impl GenericClient, dims: i32) -> Result<()> {
-    client
+    let built = client
         .batch_execute(&format!(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings
+            "SET statement_timeout = 0;
+             CREATE INDEX CONCURRENTLY IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings
              USING hnsw ((embedding::vector({dims})) vector_cosine_ops)
              WHERE dims = {dims}"
         ))
         .await
-        .map_err(db)
+        .map_err(db);
+    let reset = client.batch_execute("RESET statement_timeout").await;
+    built?;
+    reset.map_err(db)
 }
 
 /// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,

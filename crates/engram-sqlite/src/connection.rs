@@ -3,9 +3,9 @@
 //! transactions every store call runs in, on tokio's blocking threads.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engram_domain::{Error, Result};
 use rusqlite::functions::FunctionFlags;
@@ -15,8 +15,11 @@ use tokio::sync::Semaphore;
 use crate::error::{db, join};
 
 /// How long a statement waits for another process's lock before failing with
-/// [`Error::Unavailable`].
+/// [`Error::Unavailable`] (or less, when the call's time limit ends sooner).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// SQLite virtual machine steps between two looks at the call's deadline.
+const DEADLINE_CHECK_STEPS: i32 = 10_000;
 
 /// Per-connection page cache, at most: 64 MiB (a negative `cache_size` is in KiB). It fills
 /// only as pages are read.
@@ -44,6 +47,9 @@ pub(crate) struct Pool {
     /// One permit per reader connection: callers queue here, not on blocking threads.
     reader_permits: Semaphore,
     reader_count: usize,
+    /// Each call's time limit in milliseconds: waiting for a connection, for another
+    /// process's lock and running its statements together.
+    call_timeout_ms: AtomicU64,
 }
 
 impl Pool {
@@ -61,12 +67,40 @@ impl Pool {
             readers: Mutex::new(readers),
             reader_permits: Semaphore::new(reader_count),
             reader_count,
+            call_timeout_ms: AtomicU64::new(millis(engram_domain::limits::CALL_TIMEOUT)),
         })
     }
 
     /// The database file.
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Sets each call's time limit (see [`crate::SqliteStore::with_call_timeout`]).
+    pub(crate) fn set_call_timeout(&self, timeout: Duration) {
+        self.call_timeout_ms
+            .store(millis(timeout), Ordering::Relaxed);
+    }
+
+    fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Waits for one of `permits` within the call's time limit; returns the deadline left.
+    async fn turn<'a>(
+        &self,
+        permits: &'a Semaphore,
+    ) -> Result<(tokio::sync::SemaphorePermit<'a>, Instant)> {
+        let timeout = self.call_timeout();
+        let deadline = Instant::now() + timeout;
+        match tokio::time::timeout(timeout, permits.acquire()).await {
+            Ok(permit) => Ok((permit.map_err(closed)?, deadline)),
+            Err(_) => Err(Error::Unavailable(format!(
+                "sqlite: the store stayed busy for the whole time limit of a call ({}); \
+                 nothing was changed, try again",
+                humanize(timeout)
+            ))),
+        }
     }
 
     /// Runs `body` on the writer connection itself, outside any transaction (migrations).
@@ -92,11 +126,12 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
     {
-        let _permit = self.writer_permit.acquire().await.map_err(closed)?;
+        let (_permit, deadline) = self.turn(&self.writer_permit).await?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
             conn.tick();
+            conn.limit_to(deadline)?;
             let tx = conn
                 .db
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -116,7 +151,7 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
     {
-        let _permit = self.reader_permits.acquire().await.map_err(closed)?;
+        let (_permit, deadline) = self.turn(&self.reader_permits).await?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let taken = pool.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -126,6 +161,7 @@ impl Pool {
                 None => Conn::open(&pool.path)?,
             };
             conn.tick();
+            conn.limit_to(deadline)?;
             let outcome = conn
                 .db
                 .transaction_with_behavior(TransactionBehavior::Deferred)
@@ -144,6 +180,15 @@ impl Pool {
         .await
         .map_err(join)?
     }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `1.5 s`, `30 s`: a time limit as an error message gives it.
+fn humanize(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
 }
 
 fn closed(_: tokio::sync::AcquireError) -> Error {
@@ -183,6 +228,20 @@ impl Conn {
         })
         .map_err(db)?;
         Ok(Self { db: conn, clock })
+    }
+
+    /// Bounds the transaction about to start by `deadline`: a lock held by another process
+    /// is waited for until then at most, and a statement still running then is interrupted
+    /// (SQLite rolls the transaction back), so a call that runs out of time changes nothing.
+    fn limit_to(&mut self, deadline: Instant) -> Result<()> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.db.busy_timeout(left.min(BUSY_TIMEOUT)).map_err(db)?;
+        self.db
+            .progress_handler(
+                DEADLINE_CHECK_STEPS,
+                Some(move || Instant::now() >= deadline),
+            )
+            .map_err(db)
     }
 
     /// Sets this connection's `engram_now()` for the transaction about to start.
@@ -227,4 +286,50 @@ fn register_sqlite_vec() {
             tracing::error!(%error, "registering sqlite-vec failed");
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A statement still running at the call's deadline is interrupted and its transaction
+    /// rolled back; the connection serves the next call as usual.
+    #[tokio::test]
+    async fn a_statement_running_past_the_time_limit_is_interrupted_and_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Arc::new(Pool::open(&dir.path().join("t.db"), 1).unwrap());
+        pool.write(|tx| tx.execute_batch("CREATE TABLE t (x)").map_err(db))
+            .await
+            .unwrap();
+        pool.set_call_timeout(Duration::from_millis(200));
+        let started = Instant::now();
+        let error = pool
+            .write(|tx| {
+                tx.execute_batch("INSERT INTO t VALUES (1)").map_err(db)?;
+                // Counts forever: only the deadline ends it.
+                tx.query_row(
+                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+                     SELECT count(*) FROM c",
+                    [],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map_err(db)
+            })
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(matches!(error, Error::Unavailable(_)), "{error}");
+        assert!(error.to_string().contains("time limit"), "{error}");
+        let rows = pool
+            .read(|tx| {
+                tx.query_row("SELECT count(*) FROM t", [], |row| row.get::<_, i64>(0))
+                    .map_err(db)
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            rows, 0,
+            "the interrupted transaction's insert was rolled back"
+        );
+    }
 }

@@ -16,9 +16,15 @@ pub(crate) fn db(error: rusqlite::Error) -> Error {
         return Error::Internal(message);
     };
     match code.code {
-        ErrorCode::DatabaseBusy
-        | ErrorCode::DatabaseLocked
-        | ErrorCode::CannotOpen
+        ErrorCode::OperationInterrupted => Error::Unavailable(format!(
+            "{message}: the call ran past its time limit and was rolled back; nothing was \
+             changed"
+        )),
+        ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => Error::Unavailable(format!(
+            "{message}: another process held the database past this call's time limit; \
+             nothing was changed, try again"
+        )),
+        ErrorCode::CannotOpen
         | ErrorCode::DiskFull
         | ErrorCode::SystemIoFailure
         | ErrorCode::OutOfMemory

@@ -91,6 +91,16 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Sets each call's time limit (default [`engram_domain::limits::CALL_TIMEOUT`]): waiting for the
+    /// writer or a reader connection, for another process's lock, and running the call's
+    /// statements all count; a call past it fails with [`Error::Unavailable`] and changes
+    /// nothing (its transaction is rolled back). Applies to every clone of this store.
+    #[must_use]
+    pub fn with_call_timeout(self, timeout: std::time::Duration) -> Self {
+        self.pool.set_call_timeout(timeout);
+        self
+    }
+
     /// Applies the migrations this build embeds that the database lacks, and returns their
     /// names (`V1__graph`; empty when the schema was current). [`SqliteStore::open`] already
     /// does this; each migration is one transaction.

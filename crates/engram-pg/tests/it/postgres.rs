@@ -46,3 +46,62 @@ async fn pgvector_is_installed_in_a_supported_version() {
     let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
     assert!(parts >= vec![0, 7], "pgvector {version} is older than 0.7");
 }
+
+#[tokio::test]
+async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use engram_domain::Error;
+    use engram_domain::testsuite::{entity, memory_with_workspace};
+
+    let url = fresh_database().await;
+    let store = PgStore::connect_with_limits(&url, 4, Duration::from_millis(300))
+        .await
+        .unwrap();
+    let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "limits").await;
+    memory
+        .create_entities(workspace, vec![entity("Ada", "person", &["first"])])
+        .await
+        .unwrap();
+
+    // Another session locks Ada's row and keeps it: adding to Ada waits for that lock.
+    let (mut other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let holding = other.transaction().await.unwrap();
+    holding
+        .execute("SELECT id FROM nodes WHERE name = 'Ada' FOR UPDATE", &[])
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let additions = [engram_domain::ObservationAdditions {
+        entity_name: "Ada".into(),
+        contents: vec!["second".into()],
+    }];
+    let error = memory
+        .add_observations(workspace, &additions)
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(error, Error::Unavailable(_)), "{error}");
+    assert!(error.to_string().contains("time limit"), "{error}");
+    holding.rollback().await.unwrap();
+
+    // Nothing was written, and the same call succeeds once the lock is gone.
+    let stats = memory.get_stats(workspace).await.unwrap();
+    assert_eq!(stats.observation_count, 1);
+    memory
+        .add_observations(workspace, &additions)
+        .await
+        .unwrap();
+    assert_eq!(
+        memory.get_stats(workspace).await.unwrap().observation_count,
+        2
+    );
+}

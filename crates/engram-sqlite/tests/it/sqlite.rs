@@ -216,3 +216,41 @@ async fn reads_go_on_while_another_connection_writes() {
     writer.execute_batch("ROLLBACK").unwrap();
     assert_eq!(store.perspectives(ws).await.unwrap().len(), 5);
 }
+
+#[tokio::test]
+async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
+    use std::time::{Duration, Instant};
+    let store = crate::open_fresh()
+        .await
+        .with_call_timeout(Duration::from_millis(300));
+    let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "limits").await;
+    memory
+        .create_entities(workspace, vec![entity("Ada", "person", &["first"])])
+        .await
+        .unwrap();
+
+    // Another process takes the database's write lock and keeps it.
+    let other = Connection::open(store.path()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = Instant::now();
+    let error = memory
+        .create_entities(workspace, vec![entity("Grace", "person", &["second"])])
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(error, Error::Unavailable(_)), "{error}");
+    assert!(error.to_string().contains("time limit"), "{error}");
+    other.execute_batch("ROLLBACK").unwrap();
+
+    // Nothing was written, and the same call succeeds once the lock is gone.
+    let stats = memory.get_stats(workspace).await.unwrap();
+    assert_eq!((stats.node_count, stats.observation_count), (1, 1));
+    memory
+        .create_entities(workspace, vec![entity("Grace", "person", &["second"])])
+        .await
+        .unwrap();
+}
