@@ -114,7 +114,7 @@ impl crate::Memory {
     ///
     /// # Errors
     /// [`crate::Error::NotFound`] for an unknown workspace, [`crate::Error::InvalidArgument`]
-    /// for a bad name or a `label` over 256 bytes.
+    /// for a bad name, a `label` over 256 bytes or an `expires_at` outside the years 1–9999.
     pub async fn create_token(
         &self,
         workspace: &str,
@@ -126,6 +126,9 @@ impl crate::Memory {
         crate::limits::workspace_name("workspace", workspace)?;
         if let Some(label) = label {
             crate::limits::name("label", label)?;
+        }
+        if let Some(expires_at) = expires_at {
+            crate::limits::timestamp("expires_at", expires_at)?;
         }
         let workspace = self.store.workspace(workspace).await?;
         let issued = IssuedToken::from_random(random);

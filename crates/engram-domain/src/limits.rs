@@ -138,6 +138,53 @@ pub fn ordinal(field: &str, ordinal: i64) -> Result<()> {
     Ok(())
 }
 
+/// The largest ordinal an imported record may give an observation: 2^53 − 1. Ordinals travel
+/// as JSON numbers, which JavaScript reads exactly only up to this, and the observations
+/// placed after the largest (one past it each) must still fit in an `i64`: without the bound,
+/// an imported `i64::MAX` overflowed there.
+pub const MAX_ORDINAL: i64 = (1 << 53) - 1;
+
+/// Checks an ordinal that a record assigns (import): 1 to [`MAX_ORDINAL`].
+pub fn assigned_ordinal(field: &str, ordinal: i64) -> Result<()> {
+    counter(field, ordinal, MAX_ORDINAL)
+}
+
+/// Checks a node's ordinal counter that a record sets (import): 1 to [`MAX_ORDINAL`] + 1,
+/// one past the largest ordinal.
+pub fn ordinal_counter(field: &str, next: i64) -> Result<()> {
+    counter(field, next, MAX_ORDINAL + 1)
+}
+
+fn counter(field: &str, value: i64, max: i64) -> Result<()> {
+    if !(1..=max).contains(&value) {
+        return Err(Error::invalid(
+            field,
+            format!("must be between 1 and {max}, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The instants a caller may give (token expiry, a report's start, imported times): years 1
+/// to 9999, what RFC 3339 can write. chrono goes to ±262,143 years, PostgreSQL's
+/// `timestamptz` only from 4713 BC to 294276 AD, and beyond it refused the call with an
+/// internal error ("timestamp out of range").
+pub const TIMESTAMPS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
+
+/// Checks an instant: within years 1–9999 ([`TIMESTAMPS`], in seconds since the epoch).
+pub fn timestamp(field: &str, value: chrono::DateTime<chrono::Utc>) -> Result<()> {
+    if !TIMESTAMPS.contains(&value.timestamp()) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be within the years 1 to 9999, got {}",
+                value.to_rfc3339()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a bounded integer argument such as `depth`, `limit` or `days`.
 pub fn within(field: &str, value: u32, range: std::ops::RangeInclusive<u32>) -> Result<()> {
     if !range.contains(&value) {
@@ -244,6 +291,20 @@ mod tests {
         assert_eq!(
             message(within("limit", 0, LIMIT)),
             "invalid argument `limit`: must be between 1 and 1000, got 0"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_years_1_to_9999() {
+        use chrono::{DateTime, Utc};
+        let at = |secs| DateTime::<Utc>::from_timestamp(secs, 0).unwrap();
+        assert!(timestamp("since", at(*TIMESTAMPS.start())).is_ok());
+        assert!(timestamp("since", at(*TIMESTAMPS.end())).is_ok());
+        assert!(timestamp("since", at(TIMESTAMPS.start() - 1)).is_err());
+        assert_eq!(
+            message(timestamp("since", DateTime::<Utc>::MAX_UTC)),
+            "invalid argument `since`: must be within the years 1 to 9999, got \
+             +262142-12-31T23:59:59.999999999+00:00"
         );
     }
 

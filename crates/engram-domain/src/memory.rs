@@ -195,8 +195,8 @@ impl Memory {
     }
 
     /// Creates or changes a perspective: a name of 1–64 characters of `a–z 0–9 _ -`, a
-    /// document template (1–4,096 bytes) that uses `{observation}`, and a query template
-    /// (1–4,096 bytes) that uses `{query}`.
+    /// document template (1–4,096 bytes, no NUL) that uses `{observation}`, and a query
+    /// template (1–4,096 bytes, no NUL) that uses `{query}`.
     pub async fn set_perspective(
         &self,
         workspace: WorkspaceId,

@@ -115,8 +115,8 @@ pub struct ObservationContext {
 }
 
 /// Checks a perspective a user defines: a name of 1–64 characters of `a–z 0–9 _ -`, and
-/// templates of 1–4,096 bytes, the document one using `{observation}` and the query one
-/// `{query}`.
+/// templates of 1–4,096 bytes without NUL, the document one using `{observation}` and the
+/// query one `{query}`.
 pub fn validate(perspective: &Perspective) -> crate::Result<()> {
     use crate::Error;
     let name = &perspective.name;
@@ -141,6 +141,8 @@ pub fn validate(perspective: &Perspective) -> crate::Result<()> {
         if !(1..=4_096).contains(&template.len()) {
             return Err(Error::invalid(field, "must be 1–4,096 bytes"));
         }
+        // PostgreSQL cannot store NUL in text: refused here, not by the store's internal error.
+        crate::limits::no_nul(field, template)?;
         if !template.contains(placeholder) {
             return Err(Error::invalid(field, format!("must use {placeholder}")));
         }

@@ -257,26 +257,41 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
         limits::content("summary", summary)?;
     }
     node.tags = limits::tags("tags", &node.tags)?;
+    for (field, at) in [
+        ("summary_updated_at", node.summary_updated_at),
+        ("created_at", node.created_at),
+        ("updated_at", node.updated_at),
+    ] {
+        at.map_or(Ok(()), |at| limits::timestamp(field, at))?;
+    }
     if let Some(next) = node.next_ordinal {
-        limits::ordinal("next_ordinal", next)?;
+        limits::ordinal_counter("next_ordinal", next)?;
     }
     for (i, observation) in node.observations.iter().enumerate() {
         limits::content(&format!("observations[{i}].content"), &observation.content)?;
         if let Some(ordinal) = observation.ordinal {
-            limits::ordinal(&format!("observations[{i}].ordinal"), ordinal)?;
+            limits::assigned_ordinal(&format!("observations[{i}].ordinal"), ordinal)?;
+        }
+        for (field, at) in [
+            ("created_at", observation.created_at),
+            ("updated_at", observation.updated_at),
+        ] {
+            let field = format!("observations[{i}].{field}");
+            at.map_or(Ok(()), |at| limits::timestamp(&field, at))?;
         }
     }
     Ok(node)
 }
 
-/// Checks a relation record's names and type against [`crate::limits`].
+/// Checks a relation record's names, type and time against [`crate::limits`].
 ///
 /// # Errors
-/// [`crate::Error::InvalidArgument`] naming `from`, `to` or `relation_type`.
+/// [`crate::Error::InvalidArgument`] naming `from`, `to`, `relation_type` or `created_at`.
 pub fn validate_relation(relation: &RelationRecord) -> Result<()> {
     limits::name("from", &relation.from)?;
     limits::name("to", &relation.to)?;
-    limits::name("relation_type", &relation.relation_type)
+    limits::name("relation_type", &relation.relation_type)?;
+    (relation.created_at).map_or(Ok(()), |at| limits::timestamp("created_at", at))
 }
 
 /// Where a node's observations go on import: `(index into node.observations, ordinal)` for
@@ -366,6 +381,25 @@ mod tests {
             place_observations(&node(&[(None, "z")]), &[], 7),
             (vec![(0, 7)], 8)
         );
+    }
+
+    #[test]
+    fn imported_ordinals_stop_where_the_counter_still_fits() {
+        let last = limits::MAX_ORDINAL;
+        let mut record = node(&[(Some(last), "a"), (None, "b")]);
+        assert!(validate_node(record.clone()).is_ok());
+        // The rest follow the largest given ordinal, without overflowing.
+        assert_eq!(
+            place_observations(&record, &[], 1),
+            (vec![(0, last), (1, last + 1)], last + 2)
+        );
+        record.observations[0].ordinal = Some(i64::MAX);
+        let error = validate_node(record.clone()).unwrap_err().to_string();
+        assert!(error.contains("observations[0].ordinal"), "{error}");
+        record.observations.clear();
+        record.next_ordinal = Some(last + 2);
+        let error = validate_node(record).unwrap_err().to_string();
+        assert!(error.contains("next_ordinal"), "{error}");
     }
 
     #[test]

@@ -142,7 +142,8 @@ impl Memory {
     /// and answers within the report's [`crate::GenerationBudget`]; otherwise they are
     /// extractive. Nothing here fails because of the generator.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a limit or score out of range.
+    /// Errors: [`Error::InvalidArgument`] for a limit or score out of range, or a `since`
+    /// outside the years 1–9999.
     pub async fn get_consolidation_report(
         &self,
         workspace: WorkspaceId,
@@ -151,6 +152,9 @@ impl Memory {
         limits::within("limit", options.limit, limits::LIMIT)?;
         score_in_range("min_score", options.min_score)?;
         score_in_range("cluster_min_score", options.cluster_min_score)?;
+        if let Some(since) = options.since {
+            limits::timestamp("since", since)?;
+        }
         let limit = options.limit as usize;
         let since = options
             .since

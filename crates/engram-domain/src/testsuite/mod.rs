@@ -19,6 +19,10 @@ mod history;
 mod limits;
 mod nodes;
 mod observations;
+mod properties;
+mod properties_admin;
+mod properties_reads;
+mod properties_writes;
 mod relations;
 mod search;
 mod transfer;
@@ -33,6 +37,9 @@ pub use history::*;
 pub use limits::*;
 pub use nodes::*;
 pub use observations::*;
+pub use properties_admin::*;
+pub use properties_reads::*;
+pub use properties_writes::*;
 pub use relations::*;
 pub use search::*;
 pub use transfer::*;
@@ -102,6 +109,10 @@ macro_rules! memory_store_test_suite {
             batches_hold_one_to_a_thousand_items,
             tags_are_bounded,
             integer_arguments_are_bounded,
+            // properties
+            properties_of_the_write_tools_hold_for_generated_arguments,
+            properties_of_the_read_tools_hold_for_generated_arguments,
+            properties_of_the_admin_tools_hold_for_generated_arguments,
             // search
             indexed_observations_are_found_by_meaning,
             changed_observations_and_context_are_re_embedded,

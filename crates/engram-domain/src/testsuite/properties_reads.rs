@@ -1,0 +1,354 @@
+//! Property tests of the tools that read the graph, search it and report on it
+//! ([`super::properties`] has the promises every call keeps; here each tool also checks its
+//! answer against the snapshot).
+
+use std::sync::Arc;
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+
+use super::properties::*;
+use crate::transfer::{GraphDetail, GraphPageQuery};
+use crate::{MemoryStore, ReportOptions, SearchMode};
+
+/// Cases per tool.
+const CASES: u32 = 100;
+
+pub async fn properties_of_the_read_tools_hold_for_generated_arguments(
+    store: Arc<dyn MemoryStore>,
+) {
+    let mut h = Harness::new(store, "properties-reads").await;
+    // Facts full of query syntax for the searches to meet.
+    h.case().await;
+    let names: Vec<String> = h.before.nodes().map(|n| n.name.clone()).collect();
+    for name in names {
+        let facts = h.draw(vec(tricky(), 3));
+        let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
+        let additions = [super::additions(&name, &facts)];
+        h.memory.add_observations(h.ws, &additions).await.unwrap();
+    }
+    for _ in 0..CASES {
+        h.case().await;
+        open_nodes(&mut h).await;
+        by_type_and_recent(&mut h).await;
+        between_neighborhood_and_path(&mut h).await;
+        search_nodes(&mut h).await;
+        search_observations(&mut h).await;
+        query_observations(&mut h).await;
+        read_graph(&mut h).await;
+        graph_page(&mut h).await;
+        reports(&mut h).await;
+    }
+    h.finish("read tools");
+}
+
+fn mode() -> impl Strategy<Value = SearchMode> {
+    select(&[SearchMode::Hybrid, SearchMode::Embedding, SearchMode::Text][..])
+}
+
+/// A query: tricky text, a node's name, or anything.
+fn query(h: &mut Harness) -> String {
+    if h.draw(prop::bool::weighted(0.3)) {
+        h.name()
+    } else {
+        h.draw(text())
+    }
+}
+
+async fn open_nodes(h: &mut Harness) {
+    let len = h.draw(prop_oneof![20 => 1..5_usize, 1 => Just(0), 1 => Just(1_001)]);
+    let names: Vec<String> = (0..len).map(|_| h.name()).collect();
+    let mut blame = Blame::default();
+    blame.batch(names.len(), "names");
+    for (i, name) in names.iter().enumerate() {
+        blame.unless(name_ok(name), format!("names[{i}]"));
+    }
+    let m = h.memory.clone();
+    let call = m.open_nodes(h.ws, &names);
+    if let Some(opened) = h.run("open_nodes", &names, &blame, call).await {
+        for name in &names {
+            let found = opened.entities.iter().any(|n| &n.name == name);
+            assert_eq!(found, h.before.node(name).is_some(), "{}", short(name));
+            assert_eq!(opened.not_found.contains(name), !found);
+        }
+    }
+}
+
+async fn by_type_and_recent(h: &mut Harness) {
+    let entity_type = h.entity_type();
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&entity_type), "entity_type");
+    let m = h.memory.clone();
+    let call = m.get_nodes_by_type(h.ws, &entity_type);
+    if let Some(nodes) = h.run("get_nodes_by_type", &entity_type, &blame, call).await {
+        let expected = h.before.nodes().filter(|n| n.entity_type == entity_type);
+        assert_eq!(nodes.len(), expected.count(), "{}", short(&entity_type));
+        assert!(nodes.iter().all(|n| n.entity_type == entity_type));
+    }
+
+    let (days, limit) = h.draw((count(), count()));
+    let mut blame = Blame::default();
+    blame.unless((1..=36_500).contains(&days), "days");
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    let call = m.get_recently_modified(h.ws, days, limit);
+    if let Some(nodes) = h
+        .run("get_recently_modified", &(days, limit), &blame, call)
+        .await
+    {
+        // Every node was written moments ago.
+        let all = h.before.nodes().count();
+        assert_eq!(nodes.len(), all.min(limit as usize), "{days} {limit}");
+    }
+}
+
+async fn between_neighborhood_and_path(h: &mut Harness) {
+    let m = h.memory.clone();
+    let (a, b) = (h.name(), h.name());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&a), "entity_a");
+    blame.unless(name_ok(&b), "entity_b");
+    let call = m.get_relations_between(h.ws, &a, &b);
+    if let Some(found) = h
+        .run("get_relations_between", &(&a, &b), &blame, call)
+        .await
+    {
+        let expected = (h.before.relations().into_iter())
+            .filter(|(f, _, t)| (f == &a && t == &b) || (f == &b && t == &a));
+        assert_eq!(found.len(), expected.count(), "{}", short(&(&a, &b)));
+    }
+
+    let depth = h.draw(count());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&a), "name");
+    blame.unless(depth <= 6, "depth");
+    let call = m.get_neighborhood(h.ws, &a, depth);
+    if let Some(hood) = h.run("get_neighborhood", &(&a, depth), &blame, call).await {
+        let known = |name: &String| h.before.node(name).is_some();
+        assert!(hood.nodes.iter().all(|n| known(&n.name)));
+        let centre = hood.nodes.iter().any(|n| n.name == a);
+        assert_eq!(centre, known(&a), "{}", short(&a));
+    }
+
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&a), "from_entity");
+    blame.unless(name_ok(&b), "to_entity");
+    let call = m.get_path(h.ws, &a, &b);
+    if let Some(path) = h.run("get_path", &(&a, &b), &blame, call).await
+        && path.found
+    {
+        assert_eq!(path.path.first(), Some(&a));
+        assert_eq!(path.path.last(), Some(&b));
+        assert!(path.path.len() <= 13, "{}", short(&path));
+    }
+}
+
+async fn search_nodes(h: &mut Harness) {
+    let q = query(h);
+    let (limit, mode) = h.draw((count(), mode()));
+    let mut blame = Blame::default();
+    blame.unless(query_ok(&q), "query");
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    let input = (&q, limit, mode);
+    let m = h.memory.clone();
+    let call = m.search_nodes(h.ws, &q, limit, mode);
+    if let Some(found) = h.run("search_nodes", &input, &blame, call).await {
+        assert!(found.results.len() <= limit as usize);
+        assert!(
+            found
+                .results
+                .iter()
+                .all(|r| h.before.node(&r.name).is_some())
+        );
+        // No embedder: every mode answers from full text, and says so unless asked to.
+        assert_eq!(found.mode, SearchMode::Text);
+        assert_eq!(
+            found.notice.is_some(),
+            mode != SearchMode::Text,
+            "{found:?}"
+        );
+    }
+}
+
+async fn search_observations(h: &mut Harness) {
+    let q = query(h);
+    let (limit, mode) = h.draw((count(), mode()));
+    let types_len = h.draw(prop_oneof![10 => 0..3_usize, 1 => Just(101)]);
+    let types: Vec<String> = (0..types_len).map(|_| h.entity_type()).collect();
+    let mut blame = Blame::default();
+    blame.unless(query_ok(&q), "query");
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    blame.unless(types.len() <= 100, "entity_types");
+    for (i, t) in types.iter().enumerate() {
+        blame.unless(name_ok(t), format!("entity_types[{i}]"));
+    }
+    let input = (&q, limit, mode, &types);
+    let m = h.memory.clone();
+    let call = m.search_observations(h.ws, &q, limit, mode, &types);
+    if let Some(found) = h.run("search_observations", &input, &blame, call).await {
+        assert!(found.observations.len() <= limit as usize);
+        for hit in &found.observations {
+            assert!(types.is_empty() || types.contains(&hit.entity_type));
+            let node = h.before.node(&hit.name).unwrap();
+            let held = (node.observations.iter())
+                .any(|o| o.ordinal == Some(hit.ordinal) && o.content == hit.content);
+            assert!(held, "{}", short(hit));
+        }
+    }
+}
+
+async fn query_observations(h: &mut Harness) {
+    let (name, q) = (h.name(), query(h));
+    let mode = h.draw(mode());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&name), "entity_name");
+    blame.unless(query_ok(&q), "query");
+    let input = (&name, &q, mode);
+    let m = h.memory.clone();
+    let call = m.query_observations(h.ws, &name, &q, mode);
+    let found = h.run("query_observations", &input, &blame, call).await;
+    let node = h.before.node(&name);
+    assert_eq!(
+        found.is_some(),
+        blame.0.is_empty() && node.is_some(),
+        "{}",
+        short(&input)
+    );
+    for hit in found.iter().flat_map(|f| &f.observations) {
+        let held = (node.unwrap().observations.iter())
+            .any(|o| o.ordinal == Some(hit.ordinal) && o.content == hit.content);
+        assert!(held, "{}", short(hit));
+    }
+}
+
+async fn read_graph(h: &mut Harness) {
+    let cursor = h.draw(proptest::option::of(text()));
+    let limit = h.draw(count());
+    let entity_type = h.entity_type();
+    let entity_type = h.draw(proptest::option::of(Just(entity_type)));
+    let detail = h.draw(select(
+        &[GraphDetail::Names, GraphDetail::Summary, GraphDetail::Full][..],
+    ));
+    let mut blame = Blame::default();
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    blame.unless(cursor.as_deref().is_none_or(name_ok), "cursor");
+    blame.unless(entity_type.as_deref().is_none_or(name_ok), "entity_type");
+    let input = (&cursor, limit, &entity_type, detail);
+    let m = h.memory.clone();
+    let call = m.read_graph(
+        h.ws,
+        cursor.as_deref(),
+        limit,
+        entity_type.as_deref(),
+        detail,
+    );
+    let Some(page) = h.run("read_graph", &input, &blame, call).await else {
+        return;
+    };
+    let matching: Vec<&String> = (h.before.nodes())
+        .filter(|n| entity_type.as_ref().is_none_or(|t| &n.entity_type == t))
+        .map(|n| &n.name)
+        .collect();
+    assert_eq!(page.total_entities as usize, matching.len());
+    let after_cursor: Vec<&&String> = (matching.iter())
+        .filter(|n| cursor.as_ref().is_none_or(|c| n.as_bytes() > c.as_bytes()))
+        .collect();
+    let names: Vec<&String> = page.entities.iter().map(|e| &e.name).collect();
+    let expected: Vec<&String> = after_cursor
+        .into_iter()
+        .take(limit as usize)
+        .copied()
+        .collect();
+    assert_eq!(names, expected, "{}", short(&input));
+    if let Some(next) = &page.next_cursor {
+        assert_eq!(Some(next), names.last().copied());
+    }
+}
+
+async fn graph_page(h: &mut Harness) {
+    let after = h.draw(proptest::option::of(text()));
+    let entity_type = h.entity_type();
+    let entity_type = h.draw(proptest::option::of(Just(entity_type)));
+    let (limit, observations, totals) = h.draw((count(), any::<bool>(), any::<bool>()));
+    let query = GraphPageQuery {
+        after,
+        limit,
+        entity_type,
+        observations,
+        totals,
+    };
+    let mut blame = Blame::default();
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    blame.unless(query.after.as_deref().is_none_or(name_ok), "after");
+    blame.unless(
+        query.entity_type.as_deref().is_none_or(name_ok),
+        "entity_type",
+    );
+    let m = h.memory.clone();
+    let call = m.graph_page(h.ws, &query);
+    if let Some(page) = h.run("graph_page", &query, &blame, call).await {
+        assert!(page.nodes.len() <= limit as usize);
+        for (node, count) in &page.nodes {
+            let known = h.before.node(&node.name).unwrap();
+            assert_eq!(*count as usize, known.observations.len());
+            if observations {
+                assert_eq!(node, known, "{}", short(&query));
+            }
+        }
+        assert_eq!(page.total_nodes.is_some(), totals);
+    }
+}
+
+async fn reports(h: &mut Harness) {
+    let m = h.memory.clone();
+    let none = Blame::default();
+    if let Some(stats) = h.run("get_stats", &(), &none, m.get_stats(h.ws)).await {
+        assert_eq!(stats.node_count as usize, h.before.nodes().count());
+        assert_eq!(stats.relation_count as usize, h.before.relations().len());
+    }
+    let orphans = m.get_orphaned_nodes(h.ws);
+    h.run("get_orphaned_nodes", &(), &none, orphans)
+        .await
+        .unwrap();
+    let unlinked = m.find_unlinked_references(h.ws);
+    h.run("find_unlinked_references", &(), &none, unlinked)
+        .await
+        .unwrap();
+    let pending = m.get_pending_consolidation(h.ws);
+    h.run("get_pending_consolidation", &(), &none, pending)
+        .await
+        .unwrap();
+
+    let since = h.draw(proptest::option::of(timestamp()));
+    let (limit, min_score, cluster_min_score) = h.draw((count(), score(), score()));
+    let options = ReportOptions {
+        since,
+        limit,
+        min_score,
+        cluster_min_score,
+    };
+    let in_range = |score: f64| (-1.0..=1.0).contains(&score);
+    let mut blame = Blame::default();
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    blame.unless(in_range(min_score), "min_score");
+    blame.unless(in_range(cluster_min_score), "cluster_min_score");
+    blame.unless(since.as_ref().is_none_or(timestamp_ok), "since");
+    let call = m.get_consolidation_report(h.ws, options);
+    if let Some(report) = h
+        .run("get_consolidation_report", &options, &blame, call)
+        .await
+    {
+        assert!(report.orphaned_nodes.len() <= limit as usize);
+        assert!(!report.notices.is_empty(), "no embedder, yet no notice");
+    }
+
+    let mut blame = Blame::default();
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    blame.unless(in_range(min_score), "min_score");
+    let call = m.find_similar_nodes(h.ws, limit, min_score);
+    // Valid arguments meet "no embedding model is configured" ([`Harness::run`]).
+    let similar = h
+        .run("find_similar_nodes", &(limit, min_score), &blame, call)
+        .await;
+    assert!(similar.is_none());
+}

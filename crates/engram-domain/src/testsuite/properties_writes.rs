@@ -1,0 +1,528 @@
+//! Property tests of the tools that write the graph ([`super::properties`] has the promises
+//! every call keeps; here each tool also checks that a successful call did all it says).
+
+use std::sync::Arc;
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+use super::properties::*;
+use crate::{MemoryStore, NewEntity, ObservationAdditions, ObservationDeletions, RelationSpec};
+
+/// Cases per tool; writes that create things get more.
+const CASES: u32 = 90;
+
+pub async fn properties_of_the_write_tools_hold_for_generated_arguments(
+    store: Arc<dyn MemoryStore>,
+) {
+    let mut h = Harness::new(store, "properties-writes").await;
+    for _ in 0..2 * CASES {
+        create_entities(&mut h).await;
+    }
+    h.reseed().await;
+    for _ in 0..2 * CASES {
+        add_observations(&mut h).await;
+    }
+    for _ in 0..CASES {
+        delete_observations(&mut h).await;
+        replace_observation(&mut h).await;
+    }
+    h.reseed().await;
+    for _ in 0..CASES {
+        set_summary_and_tags(&mut h).await;
+    }
+    for _ in 0..2 * CASES {
+        create_relations(&mut h).await;
+    }
+    for _ in 0..CASES {
+        delete_relations(&mut h).await;
+        rename_relation_type(&mut h).await;
+    }
+    for _ in 0..CASES {
+        delete_entities(&mut h).await;
+    }
+    h.finish("write tools");
+}
+
+/// How many items a batch holds: usually 1–4, sometimes none, rarely 1,001.
+fn batch_len() -> impl Strategy<Value = usize> {
+    prop_oneof![40 => 1..5_usize, 2 => Just(0), 1 => Just(1_001)]
+}
+
+/// Repeats an earlier item's name in a batch now and then (a duplicate within one call).
+fn maybe_repeat(h: &mut Harness, names: &mut [String]) {
+    if names.len() > 1 && h.draw(prop::bool::weighted(0.15)) {
+        let (from, to) = h.draw((0..names.len(), 0..names.len()));
+        names[to] = names[from].clone();
+    }
+}
+
+async fn create_entities(h: &mut Harness) {
+    h.case().await;
+    let len = h.draw(batch_len());
+    let mut names: Vec<String> = (0..len).map(|_| h.name()).collect();
+    maybe_repeat(h, &mut names);
+    let mut entities = Vec::with_capacity(len);
+    for name in names {
+        let entity_type = h.entity_type();
+        let few = || vec(text(), 0..3);
+        let tags = prop_oneof![10 => few(), 1 => vec(tricky(), 65..=65)];
+        let (observations, summary, tags) = h.draw((few(), proptest::option::of(text()), tags));
+        entities.push(NewEntity {
+            name,
+            entity_type,
+            observations,
+            summary,
+            tags,
+        });
+    }
+    let mut blame = Blame::default();
+    blame.batch(entities.len(), "entities");
+    for (i, e) in entities.iter().enumerate() {
+        blame.unless(name_ok(&e.name), format!("entities[{i}].name"));
+        blame.unless(
+            name_ok(&e.entity_type),
+            format!("entities[{i}].entity_type"),
+        );
+        if let Some(summary) = &e.summary {
+            blame.unless(content_ok(summary), format!("entities[{i}].summary"));
+        }
+        blame.unless(e.tags.len() <= 64, format!("entities[{i}].tags"));
+        for (k, tag) in e.tags.iter().enumerate() {
+            blame.unless(tag_ok(tag), format!("entities[{i}].tags[{k}]"));
+        }
+        for (j, content) in e.observations.iter().enumerate() {
+            blame.unless(
+                content_ok(content),
+                format!("entities[{i}].observations[{j}]"),
+            );
+        }
+    }
+    let total: usize = entities.iter().map(|e| e.observations.len()).sum();
+    blame.unless(total <= 1_000, "entities[].observations");
+    blame.duplicates(entities.iter().map(|e| &e.name), "entities", ".name");
+
+    let m = h.memory.clone();
+    let call = m.create_entities(h.ws, entities.clone());
+    let Some(rows) = h.run("create_entities", &entities, &blame, call).await else {
+        return;
+    };
+    assert_eq!(rows.len(), entities.len(), "{}", short(&entities));
+    let names: Vec<String> = entities.iter().map(|e| e.name.clone()).collect();
+    let opened = m.open_nodes(h.ws, &names).await.unwrap();
+    for (row, e) in rows.iter().zip(&entities) {
+        let existed = h.before.node(&e.name);
+        assert_eq!(row.name, e.name);
+        assert_eq!(row.already_existed, existed.is_some(), "{}", short(e));
+        let node = (opened.entities.iter()).find(|n| n.name == e.name);
+        let node = node.unwrap_or_else(|| panic!("created yet absent: {}", short(e)));
+        let contents: Vec<&str> = node
+            .observations
+            .iter()
+            .map(|o| o.content.as_str())
+            .collect();
+        let ordinals: Vec<i64> = node.observations.iter().map(|o| o.ordinal).collect();
+        if let Some(old) = existed {
+            // An existing node is left alone.
+            let old: Vec<&str> = old
+                .observations
+                .iter()
+                .map(|o| o.content.as_str())
+                .collect();
+            assert_eq!(contents, old, "{}", short(e));
+        } else {
+            assert_eq!(
+                (&node.entity_type, &node.summary),
+                (&e.entity_type, &e.summary)
+            );
+            assert_eq!(contents, e.observations, "{}", short(e));
+            assert_eq!(ordinals, (1..=contents.len() as i64).collect::<Vec<_>>());
+            let mut tags: Vec<&String> = Vec::new();
+            for tag in &e.tags {
+                if !tags.contains(&tag) {
+                    tags.push(tag);
+                }
+            }
+            assert_eq!(node.tags.iter().collect::<Vec<_>>(), tags, "{}", short(e));
+        }
+    }
+}
+
+async fn add_observations(h: &mut Harness) {
+    h.case().await;
+    let len = h.draw(batch_len());
+    let mut additions = Vec::with_capacity(len);
+    for _ in 0..len {
+        let entity_name = h.name();
+        let contents = h.draw(prop_oneof![
+            30 => vec(text(), 1..4),
+            2 => Just(Vec::new()),
+            1 => Just(vec!["fact".to_owned(); 1_001]),
+        ]);
+        additions.push(ObservationAdditions {
+            entity_name,
+            contents,
+        });
+    }
+    let mut blame = Blame::default();
+    blame.batch(additions.len(), "observations");
+    for (i, a) in additions.iter().enumerate() {
+        blame.unless(
+            name_ok(&a.entity_name),
+            format!("observations[{i}].entity_name"),
+        );
+        blame.batch(a.contents.len(), format!("observations[{i}].contents"));
+        for (j, content) in a.contents.iter().enumerate() {
+            blame.unless(
+                content_ok(content),
+                format!("observations[{i}].contents[{j}]"),
+            );
+        }
+    }
+    let total: usize = additions.iter().map(|a| a.contents.len()).sum();
+    blame.unless(total <= 1_000, "observations[].contents");
+
+    let m = h.memory.clone();
+    let call = m.add_observations(h.ws, &additions);
+    let Some(rows) = h.run("add_observations", &additions, &blame, call).await else {
+        return;
+    };
+    assert_eq!(rows.len(), additions.len());
+    let names: Vec<String> = additions.iter().map(|a| a.entity_name.clone()).collect();
+    let opened = m.open_nodes(h.ws, &names).await.unwrap();
+    // Per node, the highest ordinal so far: each addition's ordinals come after it.
+    let mut highest = std::collections::HashMap::new();
+    for (row, a) in rows.iter().zip(&additions) {
+        let Some(before) = h.before.node(&a.entity_name) else {
+            assert!(row.not_found && row.added.is_empty(), "{}", short(&row));
+            continue;
+        };
+        assert!(!row.not_found);
+        let contents: Vec<&String> = row.added.iter().map(|o| &o.content).collect();
+        assert_eq!(contents, a.contents.iter().collect::<Vec<_>>());
+        let floor = highest.entry(&a.entity_name).or_insert_with(|| {
+            let existing = before.observations.iter().filter_map(|o| o.ordinal);
+            existing
+                .chain(before.next_ordinal.map(|n| n - 1))
+                .max()
+                .unwrap_or(0)
+        });
+        for added in &row.added {
+            assert!(added.ordinal > *floor, "ordinal reused: {}", short(&rows));
+            *floor = added.ordinal;
+        }
+        let node = opened
+            .entities
+            .iter()
+            .find(|n| n.name == a.entity_name)
+            .unwrap();
+        for added in &row.added {
+            assert!(node.observations.contains(added), "{added:?} absent");
+        }
+    }
+}
+
+async fn delete_observations(h: &mut Harness) {
+    h.case().await;
+    let len = h.draw(batch_len());
+    let mut deletions = Vec::with_capacity(len);
+    for _ in 0..len {
+        let entity_name = h.name();
+        let ordinals = h.draw(prop_oneof![
+            20 => vec(ordinal(), 0..4),
+            1 => Just((1..=1_001).collect::<Vec<i64>>()),
+        ]);
+        let contents = h.draw(prop_oneof![4 => Just(Vec::new()), 1 => vec(text(), 1..3)]);
+        deletions.push(ObservationDeletions {
+            entity_name,
+            ordinals,
+            contents,
+        });
+    }
+    let mut blame = Blame::default();
+    blame.batch(deletions.len(), "deletions");
+    for (i, d) in deletions.iter().enumerate() {
+        blame.unless(
+            name_ok(&d.entity_name),
+            format!("deletions[{i}].entity_name"),
+        );
+        if d.contents.is_empty() {
+            blame.batch(d.ordinals.len(), format!("deletions[{i}].ordinals"));
+        }
+        for (j, ordinal) in d.ordinals.iter().enumerate() {
+            blame.unless(*ordinal >= 1, format!("deletions[{i}].ordinals[{j}]"));
+        }
+        for (j, content) in d.contents.iter().enumerate() {
+            blame.unless(
+                content_ok(content),
+                format!("deletions[{i}].observations[{j}]"),
+            );
+        }
+    }
+    let total: usize = deletions
+        .iter()
+        .map(|d| d.ordinals.len() + d.contents.len())
+        .sum();
+    blame.unless(total <= 1_000, "deletions[].ordinals");
+
+    let m = h.memory.clone();
+    let call = m.delete_observations(h.ws, &deletions);
+    let Some(rows) = h.run("delete_observations", &deletions, &blame, call).await else {
+        return;
+    };
+    assert_eq!(rows.len(), deletions.len());
+    let after = h.snapshot().await;
+    for (row, d) in rows.iter().zip(&deletions) {
+        let reported: Vec<i64> = [&row.deleted_ordinals[..], &row.not_found_ordinals[..]].concat();
+        assert!(
+            d.ordinals.iter().all(|o| reported.contains(o)),
+            "{}",
+            short(&row)
+        );
+        let Some(node) = after.node(&d.entity_name) else {
+            assert!(row.deleted_ordinals.is_empty());
+            continue;
+        };
+        let before = h.before.node(&d.entity_name).unwrap();
+        for o in &node.observations {
+            assert!(!d.ordinals.contains(&o.ordinal.unwrap()), "{o:?} left");
+            assert!(!d.contents.contains(&o.content), "{o:?} left");
+        }
+        for deleted in &row.deleted_ordinals {
+            assert!(
+                before
+                    .observations
+                    .iter()
+                    .any(|o| o.ordinal == Some(*deleted))
+            );
+        }
+    }
+}
+
+async fn replace_observation(h: &mut Harness) {
+    h.case().await;
+    let name = h.name();
+    let (ordinal, content) = h.draw((ordinal(), text()));
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&name), "entity_name");
+    blame.unless(ordinal >= 1, "ordinal");
+    blame.unless(content_ok(&content), "new_content");
+    let input = (&name, ordinal, &content);
+    let exists = (h.before.node(&name))
+        .is_some_and(|n| n.observations.iter().any(|o| o.ordinal == Some(ordinal)));
+    let m = h.memory.clone();
+    let call = m.replace_observation(h.ws, &name, ordinal, &content);
+    let replaced = h.run("replace_observation", &input, &blame, call).await;
+    assert_eq!(
+        replaced.is_some(),
+        blame.0.is_empty() && exists,
+        "{}",
+        short(&input)
+    );
+    if replaced.is_some() {
+        let node = super::open_node(&m, h.ws, &name).await;
+        let now = node
+            .observations
+            .iter()
+            .find(|o| o.ordinal == ordinal)
+            .unwrap();
+        assert_eq!(now.content, content);
+    }
+}
+
+async fn set_summary_and_tags(h: &mut Harness) {
+    h.case().await;
+    let name = h.name();
+    let summary = h.draw(text());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&name), "name");
+    blame.unless(content_ok(&summary), "summary");
+    let m = h.memory.clone();
+    let call = m.set_summary(h.ws, &name, &summary);
+    let input = (&name, &summary);
+    if h.run("set_summary", &input, &blame, call).await.is_some() {
+        let node = super::open_node(&m, h.ws, &name).await;
+        assert_eq!(node.summary.as_ref(), Some(&summary));
+    }
+
+    h.case().await;
+    let name = h.name();
+    let tags = h.draw(prop_oneof![20 => vec(text(), 0..4), 1 => vec(tricky(), 64..=65)]);
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&name), "name");
+    blame.unless(tags.len() <= 64, "tags");
+    for (k, tag) in tags.iter().enumerate() {
+        blame.unless(tag_ok(tag), format!("tags[{k}]"));
+    }
+    let call = m.set_tags(h.ws, &name, &tags);
+    let input = (&name, &tags);
+    if h.run("set_tags", &input, &blame, call).await.is_some() {
+        let node = super::open_node(&m, h.ws, &name).await;
+        assert!(
+            node.tags.iter().all(|t| tags.contains(t)),
+            "{}",
+            short(&input)
+        );
+        assert!(
+            tags.iter().all(|t| node.tags.contains(t)),
+            "{}",
+            short(&input)
+        );
+    }
+}
+
+/// 1–4 relations (sometimes none, rarely 1,001) between names that often exist, of types
+/// that are often `next`, sometimes the same relation twice.
+fn relation_batch(h: &mut Harness) -> Vec<RelationSpec> {
+    let len = h.draw(batch_len());
+    let mut relations: Vec<RelationSpec> = (0..len)
+        .map(|_| {
+            let relation_type = h.draw(prop_oneof![Just("next".to_owned()), text()]);
+            RelationSpec {
+                from_entity: h.name(),
+                to_entity: h.name(),
+                relation_type,
+            }
+        })
+        .collect();
+    if relations.len() > 1 && h.draw(prop::bool::weighted(0.15)) {
+        relations[1] = relations[0].clone();
+    }
+    relations
+}
+
+fn blame_relations(relations: &[RelationSpec]) -> Blame {
+    let mut blame = Blame::default();
+    blame.batch(relations.len(), "relations");
+    for (i, r) in relations.iter().enumerate() {
+        blame.unless(
+            name_ok(&r.from_entity),
+            format!("relations[{i}].from_entity"),
+        );
+        blame.unless(name_ok(&r.to_entity), format!("relations[{i}].to_entity"));
+        blame.unless(
+            name_ok(&r.relation_type),
+            format!("relations[{i}].relation_type"),
+        );
+    }
+    blame
+}
+
+fn triple(r: &RelationSpec) -> (String, String, String) {
+    (
+        r.from_entity.clone(),
+        r.relation_type.clone(),
+        r.to_entity.clone(),
+    )
+}
+
+async fn create_relations(h: &mut Harness) {
+    h.case().await;
+    let relations = relation_batch(h);
+    let blame = blame_relations(&relations);
+    let m = h.memory.clone();
+    let call = m.create_relations(h.ws, &relations);
+    let Some(result) = h.run("create_relations", &relations, &blame, call).await else {
+        return;
+    };
+    let after = h.snapshot().await.relations();
+    for r in &relations {
+        let ends = [&r.from_entity, &r.to_entity].map(|n| h.before.node(n).is_some());
+        if ends == [true, true] {
+            assert!(after.contains(&triple(r)), "not created: {}", short(r));
+        } else {
+            assert!(!after.contains(&triple(r)));
+            assert!(!result.not_found.is_empty(), "{}", short(&result));
+        }
+    }
+    let reported = result.created.len() + result.already_existed.len();
+    assert!(reported <= relations.len(), "{}", short(&result));
+}
+
+async fn delete_relations(h: &mut Harness) {
+    h.case().await;
+    let mut relations = relation_batch(h);
+    // Half the time, the first is one that exists.
+    let existing = h.before.relations();
+    if !relations.is_empty() && !existing.is_empty() && h.draw(any::<bool>()) {
+        let (from, kind, to) = h.draw(proptest::sample::select(existing));
+        relations[0] = super::relation(&from, &kind, &to);
+    }
+    let blame = blame_relations(&relations);
+    let m = h.memory.clone();
+    let call = m.delete_relations(h.ws, &relations);
+    let Some(result) = h.run("delete_relations", &relations, &blame, call).await else {
+        return;
+    };
+    let after = h.snapshot().await.relations();
+    assert!(relations.iter().all(|r| !after.contains(&triple(r))));
+    assert_eq!(
+        result.deleted as usize,
+        h.before.relations().len() - after.len(),
+        "{}",
+        short(&relations)
+    );
+}
+
+async fn rename_relation_type(h: &mut Harness) {
+    h.case().await;
+    let existing = h.before.relations();
+    let mut relation = relation_batch(h)
+        .pop()
+        .unwrap_or_else(|| super::relation("a", "b", "c"));
+    if !existing.is_empty() && h.draw(any::<bool>()) {
+        let (from, kind, to) = h.draw(proptest::sample::select(existing));
+        relation = super::relation(&from, &kind, &to);
+    }
+    let new_type = h.draw(prop_oneof![Just("next".to_owned()), text()]);
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&relation.from_entity), "from_entity");
+    blame.unless(name_ok(&relation.to_entity), "to_entity");
+    blame.unless(name_ok(&relation.relation_type), "old_type");
+    blame.unless(name_ok(&new_type), "new_type");
+    let input = (&relation, &new_type);
+    let m = h.memory.clone();
+    let call = m.rename_relation_type(h.ws, &relation, &new_type);
+    if let Some(renamed) = h.run("rename_relation_type", &input, &blame, call).await {
+        assert_eq!(renamed.relation_type, new_type);
+        let after = h.snapshot().await.relations();
+        assert!(after.contains(&triple(&renamed)), "{}", short(&input));
+    }
+}
+
+async fn delete_entities(h: &mut Harness) {
+    h.case().await;
+    let len = h.draw(batch_len());
+    let mut names: Vec<String> = (0..len).map(|_| h.name()).collect();
+    maybe_repeat(h, &mut names);
+    let mut blame = Blame::default();
+    blame.batch(names.len(), "entity_names");
+    for (i, name) in names.iter().enumerate() {
+        blame.unless(name_ok(name), format!("entity_names[{i}]"));
+    }
+    let m = h.memory.clone();
+    let call = m.delete_entities(h.ws, &names);
+    let Some(result) = h.run("delete_entities", &names, &blame, call).await else {
+        return;
+    };
+    let after = h.snapshot().await;
+    for name in &names {
+        assert!(after.node(name).is_none(), "{} left", short(name));
+        let existed = h.before.node(name).is_some();
+        assert!(
+            result.deleted.contains(name) == existed,
+            "{}",
+            short(&result)
+        );
+    }
+    assert!(result.not_found.iter().all(|n| h.before.node(n).is_none()));
+    for (from, _, to) in after.relations() {
+        assert!(
+            !names.contains(&from) && !names.contains(&to),
+            "relation left"
+        );
+    }
+    if after.nodes().count() < 3 {
+        h.reseed().await;
+    }
+}
