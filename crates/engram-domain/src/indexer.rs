@@ -122,7 +122,23 @@ impl Indexer {
             records = kept;
         }
         self.store.save_embeddings(model, &records).await?;
+        self.accepted(&records);
         Ok(records.len())
+    }
+
+    /// Forgets the set-aside texts of pairs now stored (an edited text was accepted, or the
+    /// embedder took it on a retry): they are no longer rejected.
+    fn accepted(&self, records: &[EmbeddingRecord]) {
+        let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        if rejected.is_empty() {
+            return;
+        }
+        let stored: std::collections::HashSet<(i64, i64)> = (records.iter())
+            .map(|r| (r.observation_id, r.perspective_id))
+            .collect();
+        rejected.retain(|(observation, perspective, _), _| {
+            !stored.contains(&(*observation, *perspective))
+        });
     }
 
     /// The keys of rejected texts whose back-off has not run out (the others are tried

@@ -469,9 +469,11 @@ impl Memory {
         self.store.get_pending_consolidation(workspace).await
     }
 
-    /// `get_stats`, with `embedding_coverage` for the configured embedder (0.0 without one).
+    /// `get_stats`, with `embedding_coverage` for the configured embedder (0.0 without one)
+    /// and the texts its embedder refused ([`Memory::rejected_texts`]).
     pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
         let mut stats = self.store.get_stats(workspace).await?;
+        stats.rejected_texts = self.rejected_texts(workspace).await?.len() as u64;
         stats.embedding_coverage = match &self.embedder {
             Some(embedder) => {
                 self.store

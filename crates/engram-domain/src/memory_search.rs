@@ -265,6 +265,12 @@ impl Memory {
         };
         let mut candidates = self.store.search(workspace, &request).await?;
         let embedding_matched = (candidates.iter()).any(|c| c.signals.nearest.contains(&true));
+        // Texts the embedder refused are found by full text only: say so (the store is read
+        // for them only while the indexer has set some aside).
+        let rejected = match mode {
+            SearchMode::Text => Vec::new(),
+            _ => self.rejected_texts(workspace).await?,
+        };
         let mut effective = mode;
         if mode != SearchMode::Text && !embedding_matched {
             effective = SearchMode::Text;
@@ -272,9 +278,11 @@ impl Memory {
                 notice = Some(if request.vectors.is_empty() {
                     "every perspective of this workspace is disabled; answered by full-text search"
                         .to_owned()
-                } else {
+                } else if rejected.is_empty() {
                     "no current embedding matched (indexing may still be running); answered by full-text search"
                         .to_owned()
+                } else {
+                    "no current embedding matched; answered by full-text search".to_owned()
                 });
             }
             if request.text.is_none() {
@@ -282,6 +290,20 @@ impl Memory {
                 request.vectors.clear();
                 candidates = self.store.search(workspace, &request).await?;
             }
+        }
+        if let Some(first) = rejected.first() {
+            let refused = format!(
+                "{} text(s) of this workspace were refused by the embedder (e.g. {} #{}: {}) \
+                 and are found by full text only until it accepts them",
+                rejected.len(),
+                first.name,
+                first.ordinal,
+                first.reason
+            );
+            notice = Some(match notice {
+                Some(notice) => format!("{notice}; {refused}"),
+                None => refused,
+            });
         }
         Ok(Retrieval {
             ranked: fusion::rank(&request, candidates, effective, &NamedDates::of(query)),

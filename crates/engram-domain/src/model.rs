@@ -366,6 +366,10 @@ pub struct Stats {
     pub relation_count: i64,
     /// Fraction (0.0–1.0) of observation × perspective pairs whose embedding is current.
     pub embedding_coverage: f64,
+    /// Observation × perspective texts of the workspace the embedder refused: set aside with
+    /// their reason, tried again after a back-off, found by full text meanwhile (an
+    /// extension; 0 when this process runs no indexer).
+    pub rejected_texts: u64,
     /// The workspace's name.
     pub workspace: String,
 }

@@ -360,7 +360,8 @@ impl EngramServer {
         Ok(Json(PendingConsolidationResult { nodes }))
     }
 
-    /// Counts of nodes, observations and relations in the workspace, and embedding coverage.
+    /// Counts of nodes, observations and relations in the workspace, embedding coverage, and
+    /// how many texts the embedder refused (found by full text only until it accepts them).
     #[tool(annotations(read_only_hint = true))]
     async fn get_stats(
         &self,

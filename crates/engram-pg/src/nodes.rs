@@ -381,6 +381,7 @@ pub(crate) async fn get_stats(
         relation_count: row.get("relation_count"),
         // No embedding pipeline writes vectors yet, so none is current.
         embedding_coverage: 0.0,
+        rejected_texts: 0,
         workspace: row.get("name"),
     })
 }

@@ -188,10 +188,15 @@ pub(crate) async fn save_embeddings(
 /// (migration V5 drops the ones earlier versions built). A large index takes longer than a
 /// call's time limit, so the build runs without `statement_timeout`, which is reset after.
 pub(crate) async fn ensure_hnsw_indexes(client: &impl GenericClient, dims: i32) -> Result<()> {
+    // Two statements, not one batch: a batch runs as one transaction, which `CREATE INDEX
+    // CONCURRENTLY` refuses.
+    client
+        .batch_execute("SET statement_timeout = 0")
+        .await
+        .map_err(db)?;
     let built = client
         .batch_execute(&format!(
-            "SET statement_timeout = 0;
-             CREATE INDEX CONCURRENTLY IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings
              USING hnsw ((embedding::vector({dims})) vector_cosine_ops)
              WHERE dims = {dims}"
         ))

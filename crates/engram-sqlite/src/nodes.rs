@@ -377,6 +377,7 @@ pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<
                 relation_count: row.get("relation_count")?,
                 // `Memory::get_stats` fills this in for its embedder's model.
                 embedding_coverage: 0.0,
+                rejected_texts: 0,
                 workspace: row.get("name")?,
             })
         },

@@ -771,6 +771,22 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     );
     let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
     assert!(memory.rejected_texts(elsewhere).await.unwrap().is_empty());
+    // And to the agent: counted by get_stats, named in a search's notice (not blamed on
+    // indexing still running).
+    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 1);
+    assert_eq!(memory.get_stats(elsewhere).await.unwrap().rejected_texts, 0);
+    let found = memory
+        .search_nodes(ws, "poison", 5, SearchMode::Hybrid)
+        .await
+        .unwrap();
+    let notice = found.notice.unwrap_or_default();
+    assert!(
+        notice.contains("1 text(s) of this workspace were refused by the embedder")
+            && notice.contains("Garden #8")
+            && notice.contains("answered 500"),
+        "{notice}"
+    );
+    assert_eq!(found.results[0].name, "Garden", "found by full text");
     // Set aside: the next passes do not call the embedder for it again.
     let calls = embedder.calls.load(Ordering::Relaxed);
     assert!(calls <= 12, "bisecting 20 texts took {calls} calls");
@@ -783,6 +799,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
         .unwrap();
     indexer.run_until_idle().await.unwrap();
     assert_eq!(memory.get_stats(ws).await.unwrap().embedding_coverage, 1.0);
+    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
 
     // An embedder that is down is not bisected: one call and its probe, nothing set aside.
     let down = Indexer::new(store.clone(), Arc::new(Down), 64);
