@@ -101,5 +101,21 @@ fn target_dir() -> PathBuf {
 
 /// A `Command` for the cargo that runs us (`$CARGO`), or `cargo` from PATH.
 fn cargo() -> Command {
-    Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut command = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    // `cargo run -p xtask` describes xtask in these; a build script watching them (ring's
+    // watches `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR`) would rebuild, with everything above
+    // it, whenever a build alternates between here and a shell.
+    for (name, _) in env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                &*name,
+                "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            command.env_remove(&*name);
+        }
+    }
+    command
 }

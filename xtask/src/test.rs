@@ -16,6 +16,9 @@ use crate::{
 
 /// The variable through which tests find their PostgreSQL server.
 const DATABASE_URL_VAR: &str = "ENGRAM_TEST_DATABASE_URL";
+/// The variable through which tests find PostgreSQL's server programs (`initdb`, `pg_ctl`),
+/// for clusters of their own (the fault tests restart one under load).
+const PG_BIN_VAR: &str = "ENGRAM_TEST_PG_BIN";
 
 /// Options of `cargo xtask test`.
 #[derive(Args)]
@@ -33,10 +36,13 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     let external = env::var(DATABASE_URL_VAR)
         .ok()
         .filter(|url| !url.is_empty());
-    let (url, cluster, psql) = match external {
+    let (url, cluster, psql, pg_bin) = match external {
         Some(url) => {
             println!("engram: testing against {DATABASE_URL_VAR}={url}");
-            (url, None, postgres::find_psql(None))
+            let pg_bin = env::var_os(PG_BIN_VAR)
+                .map(std::path::PathBuf::from)
+                .or_else(postgres::find_server_bin);
+            (url, None, postgres::find_psql(None), pg_bin)
         }
         None => {
             let pg = postgres::ensure_installed(&target_dir())?;
@@ -47,12 +53,13 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
                 pg.version,
                 cluster.dir().display()
             );
-            (url, Some(cluster), postgres::find_psql(Some(&pg)))
+            let pg_bin = pg.bin("pg_ctl").parent().map(std::path::Path::to_path_buf);
+            (url, Some(cluster), postgres::find_psql(Some(&pg)), pg_bin)
         }
     };
 
     let started = std::time::SystemTime::now();
-    let outcome = run_steps(args, &url);
+    let outcome = run_steps(args, &url, pg_bin.as_deref());
 
     match psql {
         Some(psql) => match postgres::report(&psql, &url) {
@@ -73,8 +80,9 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     }
 }
 
-/// fmt, clippy and the tests, stopping at the first failure.
-fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
+/// fmt, clippy and the tests, stopping at the first failure. `pg_bin` (the directory of
+/// `initdb` and `pg_ctl`, when known) reaches the tests as `ENGRAM_TEST_PG_BIN`.
+fn run_steps(args: &TestArgs, url: &str, pg_bin: Option<&std::path::Path>) -> Result<()> {
     let root = workspace_root();
     let mut steps = Vec::new();
     if !args.no_lint {
@@ -99,16 +107,24 @@ fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
     steps.push(model);
     let mut tests = cargo();
     if cmd::succeeds(cargo().args(["nextest", "--version"])) {
-        tests.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
+        tests.args(["nextest", "run", "--no-fail-fast"]);
     } else {
         println!("engram: cargo nextest is not installed; using cargo test");
-        tests.args(["test", "--workspace"]);
+        tests.arg("test");
+    }
+    // The whole workspace unless the arguments choose packages (`-- -p engram-fault-tests`):
+    // cargo would take `--workspace` over them and build everything.
+    if !chooses_packages(&args.runner_args) {
+        tests.arg("--workspace");
     }
     tests.args(&args.runner_args);
     steps.push(tests);
 
     for mut step in steps {
         step.current_dir(root).env(DATABASE_URL_VAR, url);
+        if let Some(pg_bin) = pg_bin {
+            step.env(PG_BIN_VAR, pg_bin);
+        }
         println!("engram: $ {}", show_cargo(&step));
         let status = step
             .status()
@@ -118,6 +134,13 @@ fn run_steps(args: &TestArgs, url: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether runner arguments select packages (`-p NAME`, `--package NAME`, `--package=NAME`).
+fn chooses_packages(runner_args: &[String]) -> bool {
+    runner_args
+        .iter()
+        .any(|arg| arg == "-p" || arg == "--package" || arg.starts_with("--package="))
 }
 
 /// A cargo command line as the user would type it (`cargo …`, not `$CARGO …`).

@@ -53,6 +53,13 @@ fn versions_with(name: &str) -> Vec<u32> {
     versions
 }
 
+/// The directory of the newest installed server's programs (`initdb`, `pg_ctl`), if any.
+pub fn find_server_bin() -> Option<PathBuf> {
+    let version = *versions_with("pg_ctl").last()?;
+    let pg_ctl = PgInstall { version }.bin("pg_ctl");
+    pg_ctl.parent().map(Path::to_path_buf)
+}
+
 /// A `psql` client: the one of `pg` if given, else from PATH, else the newest installed.
 pub fn find_psql(pg: Option<&PgInstall>) -> Option<PathBuf> {
     let own = pg.map(|pg| pg.bin("psql")).filter(|path| path.is_file());

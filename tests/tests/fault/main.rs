@@ -1,0 +1,53 @@
+//! Fault tests, black box: the real `engram` binary (built by the harness), real PostgreSQL
+//! (`ENGRAM_TEST_DATABASE_URL`, and a private cluster for the restart) and SQLite, real
+//! processes killed with SIGKILL, a fake Ollama switched down and hung, all on loopback and
+//! each test bounded in time. Every test prints one line of figures (`fault: …`); run with
+//! `--no-capture` (or nextest's `--success-output immediate`) to see them.
+//!
+//! - `concurrency`: two servers on one store, 8 clients each, 2,000 mixed writes;
+//! - `crash`: `kill -9` of the server during a batch load, of `engram import`, and of the
+//!   server while it indexes;
+//! - `embedder`: the embedder down, then hanging, then back;
+//! - `postgres_restart`: PostgreSQL crashed and restarted under load.
+
+mod concurrency;
+mod crash;
+mod embedder;
+mod harness;
+mod postgres_restart;
+
+/// Instantiates each `module::test(backend)` once per store: `postgres::test` and
+/// `sqlite::test`.
+macro_rules! per_backend {
+    ($($module:ident :: $test:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $test() {
+                    crate::$module::$test(crate::harness::Backend::Postgres).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $test() {
+                    crate::$module::$test(crate::harness::Backend::Sqlite).await;
+                }
+            )*
+        }
+    };
+}
+
+per_backend!(
+    concurrency::two_servers_share_a_store_under_mixed_writes,
+    crash::kill_9_during_a_batch_load,
+    crash::kill_9_during_import,
+    crash::kill_9_during_indexing,
+    embedder::the_embedder_down_then_hanging_then_back,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_restarted_under_load() {
+    postgres_restart::postgres_restarted_under_load().await;
+}
