@@ -321,7 +321,7 @@ pub async fn bind(State(binder): State<Binder>, mut request: Request, next: Next
         let address = request.extensions().get::<ClientAddress>().map(|a| a.0);
         match binder.counter.admit(address) {
             Ok(slot) => Some(slot),
-            Err(refusal) => return refusal,
+            Err(refusal) => return refusal.into_response(),
         }
     } else {
         None

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::binding::refuse;
 
@@ -74,9 +74,8 @@ impl SessionCounter {
     }
 
     /// A place for one more session from `address`, held until the slot is dropped; or the
-    /// refusal to send (503 when the server is full, 429 when this address has its share),
-    /// with `Retry-After`.
-    pub fn admit(&self, address: Option<IpAddr>) -> Result<SessionSlot, Response> {
+    /// refusal to send (503 when the server is full, 429 when this address has its share).
+    pub fn admit(&self, address: Option<IpAddr>) -> Result<SessionSlot, Refusal> {
         let mut counts = self.counts.lock().expect("session counts lock");
         let from_address = counts.per_address.get(&address).copied().unwrap_or(0);
         let refusal = if counts.total >= self.limits.max_sessions {
@@ -103,11 +102,7 @@ impl SessionCounter {
         if let Some((status, message)) = refusal {
             drop(counts);
             tracing::warn!(address = ?address, %status, "refusing a new session");
-            let mut response = refuse(status, message);
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            return Err(response);
+            return Err(Refusal { status, message });
         }
         counts.total += 1;
         *counts.per_address.entry(address).or_insert(0) += 1;
@@ -115,6 +110,24 @@ impl SessionCounter {
             counts: self.counts.clone(),
             address,
         })
+    }
+}
+
+/// A new session refused: answered with its status, a JSON-RPC error naming the limit, and
+/// `Retry-After`.
+#[derive(Debug)]
+pub struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut response = refuse(self.status, self.message);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        response
     }
 }
 
@@ -152,11 +165,11 @@ mod tests {
         let b = Some(IpAddr::from([127, 0, 0, 2]));
         let first = counter.admit(a).unwrap();
         let _second = counter.admit(a).unwrap();
-        let refused = counter.admit(a).err().unwrap();
+        let refused = counter.admit(a).err().unwrap().into_response();
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(refused.headers()[header::RETRY_AFTER], "5");
         let _third = counter.admit(b).unwrap();
-        let full = counter.admit(b).err().unwrap();
+        let full = counter.admit(b).err().unwrap().into_response();
         assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
         drop(first);
         assert!(counter.admit(a).is_ok(), "a dropped slot is given back");

@@ -122,7 +122,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let address = request.extensions().get::<ClientAddress>().map(|a| a.0);
     let slot = match state.binder.counter().admit(address) {
         Ok(slot) => slot,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();

@@ -305,3 +305,109 @@ async fn a_request_id_already_in_flight_is_refused_at_once() {
     assert_eq!(again.status(), 200);
     assert!(again.text().await.unwrap().contains("create_entities"));
 }
+
+/// Opens a legacy SSE stream from `client` and returns it with its message endpoint.
+async fn open_sse(client: &reqwest::Client, base: &str) -> (reqwest::Response, String) {
+    let mut stream = client
+        .get(format!("{base}/sse"))
+        .header("x-memory-workspace", "demo")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("session_id=") || !seen.ends_with("\n\n") {
+        let chunk = stream.chunk().await.unwrap().expect("the endpoint event");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let endpoint = (seen.lines())
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    (stream, format!("{base}{endpoint}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_streams_and_half_sent_requests_do_not_starve_another_client() {
+    use crate::scenario::ok;
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let server = TestServer::start(Backend::Sqlite, &["demo"]).await;
+    let base = server.base.as_str();
+    // The other client, an rmcp client on 127.0.0.2, and its latency on an idle server.
+    let headers = std::collections::HashMap::from([(
+        engram::http::WORKSPACE_HEADER.parse().unwrap(),
+        "demo".parse().unwrap(),
+    )]);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+        .custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(client_from(2), config);
+    let other = ().serve(transport).await.unwrap();
+    let entities = serde_json::json!({"entities": [{"name": "Ada", "entity_type": "person",
+        "observations": ["writes the first program"]}]});
+    ok(&other, "create_entities", entities).await;
+    let open = serde_json::json!({"names": ["Ada"]});
+    let mut idle = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        ok(&other, "open_nodes", open.clone()).await;
+        idle.push(started.elapsed());
+    }
+
+    // One client on 127.0.0.1 holds 40 legacy SSE streams it never reads, each sent 20
+    // requests whose answers pile up, and 20 half-sent requests.
+    let greedy = client_from(1);
+    let mut streams = Vec::new();
+    for _ in 0..40 {
+        let (stream, endpoint) = open_sse(&greedy, base).await;
+        for id in 0..20 {
+            let list = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+            let posted = greedy
+                .post(&endpoint)
+                .header("x-memory-workspace", "demo")
+                .json(&list)
+                .send()
+                .await
+                .unwrap();
+            assert!(posted.status().is_success() || posted.status() == 503);
+        }
+        streams.push(stream);
+    }
+    let address = base.trim_start_matches("http://").to_owned();
+    let mut half_sent = Vec::new();
+    for _ in 0..20 {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream
+            .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Memory-")
+            .await
+            .unwrap();
+        half_sent.push(stream);
+    }
+
+    // Meanwhile the other client's calls keep their latency.
+    let mut loaded = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        ok(&other, "open_nodes", open.clone()).await;
+        loaded.push(started.elapsed());
+    }
+    idle.sort();
+    loaded.sort();
+    println!(
+        "starvation: open_nodes p50 {:?} idle, {:?} with 40 unread streams (800 answers) and 20 \
+         half-sent requests; max {:?}",
+        idle[10], loaded[10], loaded[19]
+    );
+    assert!(
+        loaded[10] <= idle[10] * 5 + Duration::from_millis(20),
+        "p50 {:?} under load against {:?} idle",
+        loaded[10],
+        idle[10]
+    );
+    assert!(loaded[19] < Duration::from_secs(2), "max {:?}", loaded[19]);
+    drop((streams, half_sent));
+    other.cancel().await.unwrap();
+}
