@@ -76,7 +76,7 @@ pub async fn run_indexer(
                 .iter()
                 .any(|(o, p, _)| o == observation && p == perspective)
             {
-                tracing::warn!(observation, perspective, %reason, "the embedder rejected a text; set aside and tried again later");
+                tracing::warn!(observation, perspective = perspective.0, %reason, "the embedder rejected a text; set aside and tried again later");
             }
         }
         set_aside = rejected;

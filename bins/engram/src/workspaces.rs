@@ -69,7 +69,7 @@ async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()
                 .into_iter()
                 .find(|p| p.name == name);
             let perspective = engram_domain::perspectives::Perspective {
-                id: 0,
+                id: engram_domain::PerspectiveId(0),
                 document_template: document
                     .or_else(|| existing.as_ref().map(|p| p.document_template.clone()))
                     .unwrap_or_else(|| "{name}: {observation}".into()),

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use crate::dates::NamedDates;
 use crate::model::Timestamp;
-use crate::search::SearchMode;
+use crate::search_results::SearchMode;
 
 /// The weight of embedding similarity in the hybrid score; full text has the rest. Tuned on
 /// the LoCoMo dev split, both mappings (0.5–0.7 are within a point of each other).
@@ -43,7 +43,7 @@ pub const TEXT_DEPTH_FACTOR: usize = 2;
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryVector {
     /// The perspective's id.
-    pub perspective: i64,
+    pub perspective: crate::PerspectiveId,
     /// The perspective's name, for the result's signals.
     pub perspective_name: String,
     /// The vector.
@@ -316,7 +316,7 @@ mod tests {
             model: "m".into(),
             vectors: (perspectives.iter().enumerate())
                 .map(|(i, name)| QueryVector {
-                    perspective: i as i64,
+                    perspective: crate::PerspectiveId(i as i64),
                     perspective_name: (*name).into(),
                     vector: vec![1.0],
                 })

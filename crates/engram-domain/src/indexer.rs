@@ -16,8 +16,8 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::perspectives::render_document;
 use crate::retry::Failure;
-use crate::search::{EmbeddingRecord, text_hash};
 use crate::store::MemoryStore;
+use crate::vectors::{EmbeddingRecord, text_hash};
 
 /// Keeps a store's vectors for one embedder current. The loop that calls
 /// [`Indexer::run_once`] (and sleeps when idle) belongs to the binary.
@@ -31,7 +31,7 @@ pub struct Indexer {
 
 /// An (observation, perspective) pair and the hash of the text rendered for it: a changed
 /// text is a new key, tried at once.
-type PairKey = (i64, i64, Vec<u8>);
+type PairKey = (i64, crate::PerspectiveId, Vec<u8>);
 
 /// The first wait before a rejected text is tried again; doubled per failure up to
 /// [`MAX_REJECTION_WAIT`].
@@ -58,9 +58,9 @@ impl Indexer {
 
     /// The texts set aside because the embedder rejected them, as `(observation id,
     /// perspective id, reason)`.
-    pub fn rejected(&self) -> Vec<(i64, i64, String)> {
+    pub fn rejected(&self) -> Vec<(i64, crate::PerspectiveId, String)> {
         let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
-        let mut list: Vec<(i64, i64, String)> = (rejected.iter())
+        let mut list: Vec<(i64, crate::PerspectiveId, String)> = (rejected.iter())
             .map(|((observation, perspective, _), r)| {
                 (*observation, *perspective, r.reason().to_owned())
             })
@@ -133,7 +133,7 @@ impl Indexer {
         if rejected.is_empty() {
             return;
         }
-        let stored: std::collections::HashSet<(i64, i64)> = (records.iter())
+        let stored: std::collections::HashSet<(i64, crate::PerspectiveId)> = (records.iter())
             .map(|r| (r.observation_id, r.perspective_id))
             .collect();
         rejected.retain(|(observation, perspective, _), _| {

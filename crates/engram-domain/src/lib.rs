@@ -20,12 +20,13 @@ mod memory_transfer;
 mod model;
 pub mod perspectives;
 mod retry;
-mod search;
+mod search_results;
 pub mod similarity;
 mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 pub mod transfer;
+mod vectors;
 
 pub use consolidation::*;
 pub use embed::Embedder;
@@ -36,5 +37,6 @@ pub use memory::Memory;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
 pub use retry::Failure;
-pub use search::*;
+pub use search_results::*;
 pub use store::{Endpoints, MemoryStore, first_occurrences};
+pub use vectors::*;

@@ -13,8 +13,9 @@ use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
 use crate::retry::Failure;
-use crate::search::*;
+use crate::search_results::*;
 use crate::similarity::{self, Neighbour};
+use crate::vectors::*;
 
 /// Queries: bytes, inclusive.
 const QUERY_BYTES: std::ops::RangeInclusive<usize> = 1..=4_096;

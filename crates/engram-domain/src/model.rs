@@ -14,6 +14,17 @@ pub type Timestamp = DateTime<Utc>;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WorkspaceId(pub i64);
 
+/// The database id of a perspective (unique across workspaces): which rendering of an
+/// observation a vector was made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct PerspectiveId(pub i64);
+
+impl std::fmt::Display for PerspectiveId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A named namespace for nodes, relations and events. There is no implicit default workspace
 /// (specification, "Workspace").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -16,7 +16,7 @@ use crate::model::Timestamp;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Perspective {
     /// The database id.
-    pub id: i64,
+    pub id: crate::PerspectiveId,
     /// Its name, e.g. `general`.
     pub name: String,
     /// How an observation becomes the text embedded.

@@ -6,8 +6,9 @@ use crate::error::Result;
 use crate::fusion::{Candidate, CandidateQuery, QueryVector};
 use crate::model::*;
 use crate::perspectives::Perspective;
-use crate::search::*;
+use crate::search_results::*;
 use crate::transfer::*;
+use crate::vectors::*;
 
 /// `names` without repeats, first occurrence kept, in order: how a tool's result lists the
 /// names it was given (`deleted`/`not_found`, `entities`/`not_found`).
@@ -233,7 +234,7 @@ pub trait MemoryStore: Send + Sync + 'static {
         &self,
         workspace: WorkspaceId,
         model: &str,
-        perspective: i64,
+        perspective: PerspectiveId,
         vector: &[f32],
         k: usize,
         within: Option<&str>,
@@ -294,7 +295,7 @@ pub trait MemoryStore: Send + Sync + 'static {
         &self,
         workspace: WorkspaceId,
         model: &str,
-        perspective: i64,
+        perspective: PerspectiveId,
     ) -> Result<Vec<NodeVector>>;
     /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
     /// `model` vector is current; 1.0 for a workspace without observations.

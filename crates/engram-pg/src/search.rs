@@ -6,7 +6,7 @@
 
 use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
-use engram_domain::{Result, WorkspaceId};
+use engram_domain::{PerspectiveId, Result, WorkspaceId};
 use pgvector::Vector;
 
 use crate::error::db;
@@ -89,7 +89,7 @@ async fn nearest(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     request: &CandidateQuery,
-    perspective: i64,
+    perspective: PerspectiveId,
     vector: &[f32],
     filter: &Filter<'_>,
 ) -> Result<Vec<(i64, f64)>> {
@@ -121,7 +121,7 @@ async fn nearest(
     let statement = client.prepare_cached(&sql).await.map_err(db)?;
     let rows = if join.is_empty() {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&workspace.0, &request.model, &perspective, &query, &k];
+            [&workspace.0, &request.model, &perspective.0, &query, &k];
         client.query(&statement, &params).await
     } else {
         let types = filter.entity_types.map(<[String]>::to_vec);
@@ -131,7 +131,7 @@ async fn nearest(
                 &[
                     &workspace.0,
                     &request.model,
-                    &perspective,
+                    &perspective.0,
                     &query,
                     &k,
                     &filter.within,
@@ -149,7 +149,7 @@ async fn similarities(
     client: &impl GenericClient,
     ids: &[i64],
     model: &str,
-    perspective: i64,
+    perspective: PerspectiveId,
     vector: &[f32],
 ) -> Result<Vec<(i64, f64)>> {
     if ids.is_empty() {
@@ -166,7 +166,7 @@ async fn similarities(
     let statement = client.prepare_cached(&sql).await.map_err(db)?;
     let query = Vector::from(vector.to_vec());
     let rows = client
-        .query(&statement, &[&ids, &model, &perspective, &query])
+        .query(&statement, &[&ids, &model, &perspective.0, &query])
         .await
         .map_err(db)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())

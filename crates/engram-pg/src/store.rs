@@ -404,7 +404,7 @@ impl MemoryStore for PgStore {
         &self,
         workspace: WorkspaceId,
         model: &str,
-        perspective: i64,
+        perspective: PerspectiveId,
     ) -> Result<Vec<NodeVector>> {
         read!(self, |tx| vectors::node_vectors(
             &tx,

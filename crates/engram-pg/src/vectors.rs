@@ -55,7 +55,7 @@ pub(crate) async fn perspectives(
     Ok(rows
         .iter()
         .map(|row| Perspective {
-            id: row.get("id"),
+            id: PerspectiveId(row.get("id")),
             name: row.get("name"),
             document_template: row.get("document_template"),
             query_template: row.get("query_template"),
@@ -82,7 +82,7 @@ pub(crate) async fn pending_embeddings(
         .iter()
         .map(|row| EmbeddingTask {
             observation_id: row.get("observation_id"),
-            perspective_id: row.get("perspective_id"),
+            perspective_id: PerspectiveId(row.get("perspective_id")),
             document_template: row.get("document_template"),
             context: ObservationContext {
                 content: row.get("content"),
@@ -112,7 +112,7 @@ pub(crate) async fn save_embeddings(
     let mut dims: Vec<i32> = Vec::new();
     if !embedded.is_empty() {
         let observation_ids: Vec<i64> = embedded.iter().map(|r| r.observation_id).collect();
-        let perspective_ids: Vec<i64> = embedded.iter().map(|r| r.perspective_id).collect();
+        let perspective_ids: Vec<i64> = embedded.iter().map(|r| r.perspective_id.0).collect();
         let hashes: Vec<&[u8]> = embedded.iter().map(|r| r.text_hash.as_slice()).collect();
         let sources: Vec<Timestamp> = embedded.iter().map(|r| r.source_updated_at).collect();
         let vectors: Vec<Vector> = embedded
@@ -147,7 +147,7 @@ pub(crate) async fn save_embeddings(
     }
     if !unchanged.is_empty() {
         let observation_ids: Vec<i64> = unchanged.iter().map(|r| r.observation_id).collect();
-        let perspective_ids: Vec<i64> = unchanged.iter().map(|r| r.perspective_id).collect();
+        let perspective_ids: Vec<i64> = unchanged.iter().map(|r| r.perspective_id.0).collect();
         let sources: Vec<Timestamp> = unchanged.iter().map(|r| r.source_updated_at).collect();
         client
             .execute(
@@ -242,7 +242,7 @@ pub(crate) async fn node_vectors(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     model: &str,
-    perspective: i64,
+    perspective: PerspectiveId,
 ) -> Result<Vec<NodeVector>> {
     let rows = client
         .query(
@@ -250,7 +250,7 @@ pub(crate) async fn node_vectors(
              FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
              WHERE x.workspace_id = $1 AND x.model = $2 AND x.perspective_id = $3
              ORDER BY n.name",
-            &[&workspace.0, &model, &perspective],
+            &[&workspace.0, &model, &perspective.0],
         )
         .await
         .map_err(db)?;
@@ -373,7 +373,7 @@ pub(crate) async fn set_perspective(
         }
     }
     Ok(Perspective {
-        id,
+        id: PerspectiveId(id),
         ..perspective.clone()
     })
 }

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use engram_domain::*;
 use rusqlite::{Transaction, params};
 
-use crate::nodes::{id_list, node_id, node_pair, query, relation, relations_among, strings};
+use crate::nodes::{node_id, node_pair, relation, relations_among};
+use crate::sql::{id_list, query, strings};
 
 pub(crate) fn get_neighborhood(
     tx: &Transaction<'_>,

@@ -22,6 +22,7 @@ mod nodes;
 mod observations;
 mod relations;
 mod search;
+mod sql;
 mod store;
 mod tokens;
 mod transfer;

@@ -6,7 +6,8 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::{db, is_unique_violation};
-use crate::nodes::{node_ids, node_pair, query, relation};
+use crate::nodes::{node_ids, node_pair, relation};
+use crate::sql::query;
 
 /// The columns of the unique constraint on relations, as SQLite names them in its message.
 const RELATIONS_UNIQUE: &str = "relations.workspace_id, relations.from_node_id, \

@@ -7,7 +7,7 @@ use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, Observation
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
 
-use crate::nodes::{id_list, query, tags_json};
+use crate::sql::{id_list, query, tags_json};
 use crate::vectors::{has_vec_table, to_blob, vec_table};
 
 /// The largest `k` sqlite-vec accepts in one KNN query.
@@ -53,7 +53,7 @@ fn nearest(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     model: &str,
-    perspective: i64,
+    perspective: PerspectiveId,
     vector: &[f32],
     k: usize,
     filter: &Filter,
@@ -68,7 +68,7 @@ fn nearest(
         return query(
             tx,
             &sql,
-            params![workspace.0, model, perspective, to_blob(vector), k],
+            params![workspace.0, model, perspective.0, to_blob(vector), k],
             id_score,
         );
     }
@@ -86,7 +86,7 @@ fn nearest(
         params![
             workspace.0,
             model,
-            perspective,
+            perspective.0,
             to_blob(vector),
             dims,
             filter.within,
@@ -102,7 +102,7 @@ fn similarities(
     tx: &Transaction<'_>,
     ids: &[i64],
     model: &str,
-    perspective: i64,
+    perspective: PerspectiveId,
     vector: &[f32],
 ) -> Result<Vec<(i64, f64)>> {
     if ids.is_empty() {
@@ -118,7 +118,7 @@ fn similarities(
             id_list(ids),
             model,
             to_blob(vector),
-            perspective,
+            perspective.0,
             i64::try_from(vector.len()).unwrap_or(i64::MAX)
         ],
         id_score,

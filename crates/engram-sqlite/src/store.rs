@@ -9,7 +9,7 @@ use tracing::instrument;
 
 use crate::error::db;
 use crate::{
-    SqliteStore, graph, nodes, observations, relations, search, tokens, transfer, vectors,
+    SqliteStore, graph, nodes, observations, relations, search, sql, tokens, transfer, vectors,
     workspaces,
 };
 use engram_domain::auth;
@@ -300,10 +300,10 @@ impl MemoryStore for SqliteStore {
         workspace: WorkspaceId,
         ids: &[i64],
     ) -> Result<Vec<(i64, String, i64)>> {
-        let ids = nodes::id_list(ids);
+        let ids = sql::id_list(ids);
         self.pool
             .read(move |tx| {
-                nodes::query(
+                sql::query(
                     tx,
                     "SELECT o.id, n.name, o.ordinal FROM observations o
                      JOIN nodes n ON n.id = o.node_id
@@ -410,7 +410,7 @@ impl MemoryStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
         model: &str,
-        perspective: i64,
+        perspective: PerspectiveId,
     ) -> Result<Vec<NodeVector>> {
         let model = model.to_owned();
         self.pool

@@ -5,7 +5,7 @@ use engram_domain::{Error, Result, WorkspaceId};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use crate::error::db;
-use crate::nodes::query;
+use crate::sql::query;
 use crate::{micros, timestamp};
 
 const COLUMNS: &str = "t.id, w.name AS workspace, t.workspace_id, t.read_only, t.label, \

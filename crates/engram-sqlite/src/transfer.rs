@@ -8,7 +8,7 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
-use crate::nodes::{query, strings, tags_json};
+use crate::sql::{query, strings, tags_json};
 use crate::{micros, timestamp};
 
 pub(crate) fn graph_page(

@@ -21,7 +21,7 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
-use crate::nodes::{id_list, query, strings};
+use crate::sql::{id_list, query, strings};
 use crate::{micros, timestamp};
 
 pub(crate) fn seed_perspectives(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<()> {
@@ -58,7 +58,7 @@ pub(crate) fn perspectives(
         [workspace.0],
         |row| {
             Ok(Perspective {
-                id: row.get("id")?,
+                id: PerspectiveId(row.get("id")?),
                 name: row.get("name")?,
                 document_template: row.get("document_template")?,
                 query_template: row.get("query_template")?,
@@ -83,7 +83,7 @@ pub(crate) fn pending_embeddings(
             relations.extend(strings(row, "incoming")?);
             Ok(EmbeddingTask {
                 observation_id: row.get("observation_id")?,
-                perspective_id: row.get("perspective_id")?,
+                perspective_id: PerspectiveId(row.get("perspective_id")?),
                 document_template: row.get("document_template")?,
                 context: ObservationContext {
                     content: row.get("content")?,
@@ -193,7 +193,7 @@ pub(crate) fn save_embeddings(
     let mut ready: Vec<i64> = Vec::new();
     for record in records {
         let source = micros(record.source_updated_at);
-        let (observation, perspective) = (record.observation_id, record.perspective_id);
+        let (observation, perspective) = (record.observation_id, record.perspective_id.0);
         let Some(vector) = &record.vector else {
             mark_current
                 .execute(params![observation, perspective, model, source])
@@ -340,7 +340,7 @@ pub(crate) fn node_vectors(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     model: &str,
-    perspective: i64,
+    perspective: PerspectiveId,
 ) -> Result<Vec<NodeVector>> {
     query(
         tx,
@@ -348,7 +348,7 @@ pub(crate) fn node_vectors(
          FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
          WHERE x.workspace_id = ?1 AND x.model = ?2 AND x.perspective_id = ?3
          ORDER BY n.name",
-        params![workspace.0, model, perspective],
+        params![workspace.0, model, perspective.0],
         |row| {
             Ok(NodeVector {
                 name: row.get(0)?,
@@ -463,7 +463,7 @@ pub(crate) fn set_perspective(
         }
     }
     Ok(Perspective {
-        id,
+        id: PerspectiveId(id),
         ..perspective.clone()
     })
 }

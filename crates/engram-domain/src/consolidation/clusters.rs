@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use petgraph::unionfind::UnionFind;
 
 use crate::memory_search::NODE_NEIGHBOURS;
-use crate::search::NodeVector;
 use crate::similarity::{Neighbour, centroid, cosine};
+use crate::vectors::NodeVector;
 
 /// Neighbours per node in the mutual k-nearest-neighbour graph.
 pub const CLUSTER_NEIGHBOURS: usize = NODE_NEIGHBOURS;

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::limits::MAX_BATCH;
 use crate::memory::Memory;
 use crate::model::{NodeDetail, WorkspaceId};
-use crate::search::NodeVector;
+use crate::vectors::NodeVector;
 
 /// Observations quoted in an extractive draft.
 const DRAFT_OBSERVATIONS: usize = 3;
@@ -46,7 +46,7 @@ enum Slot {
 pub(super) async fn write(
     memory: &Memory,
     workspace: WorkspaceId,
-    perspective: Option<i64>,
+    perspective: Option<crate::PerspectiveId>,
     node_vectors: &[NodeVector],
     report: &mut ConsolidationReport,
 ) -> Result<()> {

@@ -12,8 +12,9 @@ use crate::limits;
 use crate::memory::Memory;
 use crate::memory_search::{neighbours_of, unrelated_pairs};
 use crate::model::*;
-use crate::search::{NodeVector, SimilarPair};
+use crate::search_results::SimilarPair;
 use crate::similarity::Neighbour;
+use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;
 
@@ -303,7 +304,7 @@ struct Similarity {
     /// Each node's nearest neighbours (indices into `vectors`).
     neighbours: Vec<Vec<Neighbour>>,
     /// The node perspective's id.
-    perspective: Option<i64>,
+    perspective: Option<PerspectiveId>,
 }
 
 impl From<SimilarPair> for RelationCandidate {

@@ -124,7 +124,7 @@ async fn set_perspective(h: &mut Harness) {
         any::<bool>(),
     ));
     let perspective = Perspective {
-        id: 0,
+        id: crate::PerspectiveId(0),
         name,
         document_template,
         query_template,

@@ -191,14 +191,14 @@ pub async fn perspectives_start_with_the_defaults_and_can_change(store: Arc<dyn 
     );
 
     let people = Perspective {
-        id: 0,
+        id: crate::PerspectiveId(0),
         name: "people".into(),
         document_template: "{entity_type} {name}: {observation}".into(),
         query_template: "{query}".into(),
         enabled: true,
     };
     let stored = memory.set_perspective(workspace, &people).await.unwrap();
-    assert!(stored.id > 0);
+    assert!(stored.id.0 > 0);
     let disabled = Perspective {
         enabled: false,
         ..general.clone()

@@ -1,9 +1,7 @@
-//! Search results and the embedding work items that move between the indexer and a store.
+//! What searches answer: the mode, the hits of each search tool, similar pairs, and the
+//! observations a store hands the domain to rank.
 
 use serde::{Deserialize, Serialize};
-
-use crate::model::Timestamp;
-use crate::perspectives::ObservationContext;
 
 /// How a search ranks: both signals fused (default), embedding similarity alone, or
 /// full-text rank alone.
@@ -133,17 +131,6 @@ pub struct SimilarPair {
     pub node_b_type: String,
 }
 
-/// A node's aggregate vector in one perspective (the mean of its observation vectors).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeVector {
-    /// The node's name.
-    pub name: String,
-    /// Its type.
-    pub entity_type: String,
-    /// The vector, as stored (not necessarily unit length).
-    pub vector: Vec<f32>,
-}
-
 /// An observation a store found, with its node and a score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObservationHit {
@@ -159,46 +146,4 @@ pub struct ObservationHit {
     pub content: String,
     /// Cosine similarity or text rank.
     pub score: f64,
-}
-
-/// An (observation, perspective) pair whose vector is missing or may be stale.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EmbeddingTask {
-    /// The observation.
-    pub observation_id: i64,
-    /// The perspective.
-    pub perspective_id: i64,
-    /// The perspective's document template.
-    pub document_template: String,
-    /// What the template renders.
-    pub context: ObservationContext,
-    /// The node's `updated_at` when the context was read.
-    pub source_updated_at: Timestamp,
-    /// The hash of the text the stored vector was made from, if there is one.
-    pub stored_hash: Option<Vec<u8>>,
-}
-
-/// The indexer's answer for one task.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EmbeddingRecord {
-    /// The observation.
-    pub observation_id: i64,
-    /// The perspective.
-    pub perspective_id: i64,
-    /// Hash of the rendered text ([`text_hash`]).
-    pub text_hash: Vec<u8>,
-    /// The task's `source_updated_at`.
-    pub source_updated_at: Timestamp,
-    /// The new vector, or `None` when the text is unchanged and the stored vector stays.
-    pub vector: Option<Vec<f32>>,
-}
-
-/// A stable 64-bit FNV-1a hash of a rendered text, for telling changed texts from unchanged.
-pub fn text_hash(text: &str) -> Vec<u8> {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash.to_be_bytes().to_vec()
 }
