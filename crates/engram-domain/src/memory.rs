@@ -211,8 +211,8 @@ impl Memory {
     pub async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        mut entities: Vec<NewEntity>,
-    ) -> Result<Vec<CreatedEntity>> {
+        mut entities: Vec<NewNode>,
+    ) -> Result<Vec<CreatedNode>> {
         limits::batch("entities", &entities)?;
         let mut observation_total = 0;
         for (i, entity) in entities.iter_mut().enumerate() {
@@ -243,7 +243,7 @@ impl Memory {
         &self,
         workspace: WorkspaceId,
         names: &[String],
-    ) -> Result<DeletedEntities> {
+    ) -> Result<DeletedNodes> {
         names_batch("entity_names", names)?;
         self.store.delete_entities(workspace, names).await
     }

@@ -51,7 +51,7 @@ pub struct WorkspaceInfo {
 
 /// A node to create (`create_entities`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NewEntity {
+pub struct NewNode {
     /// Unique within the workspace; 1–256 bytes, no control characters.
     pub name: String,
     /// Free-form type such as `person` or `project`; 1–256 bytes.
@@ -67,7 +67,9 @@ pub struct NewEntity {
 /// One row of `create_entities`' result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct CreatedEntity {
+// The published schema keeps the catalog's word (`create_entities`); the code says node.
+#[cfg_attr(feature = "schema", schemars(rename = "CreatedEntity"))]
+pub struct CreatedNode {
     /// The node's name.
     pub name: String,
     /// Its type: the one given, or for an existing node the one it already had.
@@ -81,7 +83,8 @@ pub struct CreatedEntity {
 /// Result of `delete_entities`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct DeletedEntities {
+#[cfg_attr(feature = "schema", schemars(rename = "DeletedEntities"))]
+pub struct DeletedNodes {
     /// Names that were deleted, in request order.
     pub deleted: Vec<String>,
     /// Names that did not exist, in request order.

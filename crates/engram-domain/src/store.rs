@@ -63,15 +63,15 @@ pub trait MemoryStore: Send + Sync + 'static {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewEntity],
-    ) -> Result<Vec<CreatedEntity>>;
+        entities: &[NewNode],
+    ) -> Result<Vec<CreatedNode>>;
     /// `delete_entities`: deletes nodes with their observations, relations (both
     /// directions), embeddings and events.
     async fn delete_entities(
         &self,
         workspace: WorkspaceId,
         names: &[String],
-    ) -> Result<DeletedEntities>;
+    ) -> Result<DeletedNodes>;
     /// `open_nodes`: nodes with observations in ordinal order, and every relation touching one.
     async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes>;
     /// `get_nodes_by_type`: nodes of one type, by name.

@@ -11,7 +11,7 @@ use serde::Serialize;
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CreateEntitiesResult {
     /// One row per requested entity, in request order.
-    pub entities: Vec<CreatedEntity>,
+    pub entities: Vec<CreatedNode>,
 }
 
 /// `get_nodes_by_type`'s result.

@@ -35,7 +35,7 @@ impl EngramServer {
         let entities = params
             .entities
             .into_iter()
-            .map(|e| NewEntity {
+            .map(|e| NewNode {
                 name: e.name,
                 entity_type: e.entity_type,
                 observations: e.observations,
@@ -53,7 +53,7 @@ impl EngramServer {
         &self,
         Parameters(params): Parameters<DeleteEntitiesParams>,
         extensions: Extensions,
-    ) -> Result<Json<DeletedEntities>, ToolError> {
+    ) -> Result<Json<DeletedNodes>, ToolError> {
         let workspace = self.workspace(&extensions)?;
         let deleted = self
             .memory

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use engram_domain::{Memory, NewEntity, RelationSpec};
+use engram_domain::{Memory, NewNode, RelationSpec};
 use engram_pg::PgStore;
 
 /// Runs the walkthrough against `database_url` in a workspace called `workspace` (created;
@@ -19,17 +19,17 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<S
     let memory = Memory::new(Arc::new(store));
     let workspace = memory.create_workspace(workspace).await?.id;
 
-    let alice = NewEntity {
+    let alice = NewNode {
         name: "Alice".into(),
         entity_type: "person".into(),
         observations: vec!["moved to Lisbon in March".into(), "works on engram".into()],
         tags: vec!["team".into()],
-        ..NewEntity::default()
+        ..NewNode::default()
     };
-    let engram = NewEntity {
+    let engram = NewNode {
         name: "engram".into(),
         entity_type: "project".into(),
-        ..NewEntity::default()
+        ..NewNode::default()
     };
     memory
         .create_entities(workspace, vec![alice, engram])

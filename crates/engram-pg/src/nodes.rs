@@ -23,8 +23,8 @@ struct EntityInput<'a> {
 pub(crate) async fn create_entities(
     client: &impl GenericClient,
     workspace: WorkspaceId,
-    entities: &[NewEntity],
-) -> Result<Vec<CreatedEntity>> {
+    entities: &[NewNode],
+) -> Result<Vec<CreatedNode>> {
     let input: Vec<EntityInput<'_>> = entities
         .iter()
         .map(|e| EntityInput {
@@ -69,7 +69,7 @@ pub(crate) async fn create_entities(
         .map(|row| {
             let name: String = row.get("name");
             if let Some(created_at) = row.get::<_, Option<Timestamp>>("created_at") {
-                return Ok(CreatedEntity {
+                return Ok(CreatedNode {
                     entity_type: row.get("entity_type"),
                     name,
                     created_at,
@@ -80,7 +80,7 @@ pub(crate) async fn create_entities(
             let (entity_type, created_at) = existing_rows
                 .remove(&name)
                 .ok_or_else(|| Error::Conflict(format!("node {name} was deleted concurrently")))?;
-            Ok(CreatedEntity {
+            Ok(CreatedNode {
                 name,
                 entity_type,
                 created_at,
@@ -94,7 +94,7 @@ pub(crate) async fn delete_entities(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     names: &[String],
-) -> Result<DeletedEntities> {
+) -> Result<DeletedNodes> {
     let rows = client
         .query(
             "DELETE FROM nodes WHERE workspace_id = $1 AND name = ANY($2) RETURNING name",
@@ -103,7 +103,7 @@ pub(crate) async fn delete_entities(
         .await
         .map_err(db)?;
     let deleted: HashSet<String> = rows.iter().map(|row| row.get(0)).collect();
-    let mut result = DeletedEntities::default();
+    let mut result = DeletedNodes::default();
     for name in first_occurrences(names) {
         if deleted.contains(name) {
             result.deleted.push(name.clone());

@@ -98,8 +98,8 @@ impl MemoryStore for PgStore {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewEntity],
-    ) -> Result<Vec<CreatedEntity>> {
+        entities: &[NewNode],
+    ) -> Result<Vec<CreatedNode>> {
         write!(self, |tx| nodes::create_entities(&tx, workspace, entities))
     }
 
@@ -108,7 +108,7 @@ impl MemoryStore for PgStore {
         &self,
         workspace: WorkspaceId,
         names: &[String],
-    ) -> Result<DeletedEntities> {
+    ) -> Result<DeletedNodes> {
         write!(self, |tx| nodes::delete_entities(&tx, workspace, names))
     }
 

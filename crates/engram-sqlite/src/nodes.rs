@@ -13,8 +13,8 @@ use crate::{micros, timestamp};
 pub(crate) fn create_entities(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
-    entities: &[NewEntity],
-) -> Result<Vec<CreatedEntity>> {
+    entities: &[NewNode],
+) -> Result<Vec<CreatedNode>> {
     let mut insert_node = tx
         .prepare_cached(
             "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
@@ -60,7 +60,7 @@ pub(crate) fn create_entities(
                     Ok((row.get(0)?, row.get(1)?))
                 })
                 .map_err(db)?;
-            created.push(CreatedEntity {
+            created.push(CreatedNode {
                 name: entity.name.clone(),
                 entity_type,
                 created_at: timestamp(created_at),
@@ -73,7 +73,7 @@ pub(crate) fn create_entities(
                 .execute(params![id, workspace.0, ordinal, content])
                 .map_err(db)?;
         }
-        created.push(CreatedEntity {
+        created.push(CreatedNode {
             name: entity.name.clone(),
             entity_type: entity.entity_type.clone(),
             created_at: timestamp(created_at),
@@ -87,11 +87,11 @@ pub(crate) fn delete_entities(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     names: &[String],
-) -> Result<DeletedEntities> {
+) -> Result<DeletedNodes> {
     let mut delete = tx
         .prepare_cached("DELETE FROM nodes WHERE workspace_id = ?1 AND name = ?2")
         .map_err(db)?;
-    let mut result = DeletedEntities::default();
+    let mut result = DeletedNodes::default();
     for name in first_occurrences(names) {
         if delete.execute(params![workspace.0, name]).map_err(db)? > 0 {
             result.deleted.push(name.clone());

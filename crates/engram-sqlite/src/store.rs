@@ -64,8 +64,8 @@ impl MemoryStore for SqliteStore {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewEntity],
-    ) -> Result<Vec<CreatedEntity>> {
+        entities: &[NewNode],
+    ) -> Result<Vec<CreatedNode>> {
         let entities = entities.to_vec();
         self.pool
             .write(move |tx| nodes::create_entities(tx, workspace, &entities))
@@ -77,7 +77,7 @@ impl MemoryStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
         names: &[String],
-    ) -> Result<DeletedEntities> {
+    ) -> Result<DeletedNodes> {
         let names = names.to_vec();
         self.pool
             .write(move |tx| nodes::delete_entities(tx, workspace, &names))

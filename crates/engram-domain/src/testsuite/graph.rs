@@ -5,7 +5,7 @@ use expect_test::expect;
 
 use super::*;
 use crate::{
-    Error, GraphPath, Memory, MemoryStore, Neighborhood, NewEntity, NodeBrief, UnlinkedReference,
+    Error, GraphPath, Memory, MemoryStore, Neighborhood, NewNode, NodeBrief, UnlinkedReference,
     WorkspaceId,
 };
 
@@ -41,7 +41,7 @@ fn render_path(path: &GraphPath) -> String {
 
 /// A -> B -> C -> A is a cycle; C -> D -> E hangs off it; X is unrelated.
 async fn cyclic_graph(memory: &Memory, ws: WorkspaceId) {
-    let a = NewEntity {
+    let a = NewNode {
         summary: Some("the start".into()),
         tags: strings(&["root", "x"]),
         ..entity("A", "hub", &["a fact"])
@@ -238,7 +238,7 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
     memory
         .create_entities(
             ws,
-            vec![NewEntity {
+            vec![NewNode {
                 summary: Some("alone".into()),
                 ..entity("E", "island", &["nobody here"])
             }],

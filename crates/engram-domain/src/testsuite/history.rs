@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
-use crate::{Error, Memory, MemoryStore, NewEntity, PendingConsolidation};
+use crate::{Error, Memory, MemoryStore, NewNode, PendingConsolidation};
 use crate::{Stats, Timestamp, WorkspaceId};
 
 /// The `updated_at` of a set of nodes, checked after each write.
@@ -102,7 +102,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
                 entity("N", "thing", &["n1"]),
                 entity("M", "place", &["m1"]),
                 entity("Empty", "thing", &[]),
-                NewEntity {
+                NewNode {
                     summary: Some("summarised at creation".into()),
                     ..entity("Done", "thing", &["d1"])
                 },

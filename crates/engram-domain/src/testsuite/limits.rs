@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use super::*;
-use crate::{Error, Memory, MemoryStore, NewEntity, ObservationDeletions, OpenedNodes, Result};
+use crate::{Error, Memory, MemoryStore, NewNode, ObservationDeletions, OpenedNodes, Result};
 
 /// Nodes N (one observation) and M, and N -r-> M: what a rejected call must leave alone.
 async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
@@ -144,7 +144,7 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
             m.create_entities(ws, vec![new]).await,
             "entities[0].observations[1]",
         );
-        let new = NewEntity {
+        let new = NewNode {
             summary: Some(bad.into()),
             ..entity("New", "thing", &[])
         };
@@ -202,7 +202,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
             .collect()
     };
     let contents = |n: usize| -> Vec<String> { (0..n).map(|i| format!("fact {i}")).collect() };
-    let entities = |n: usize| -> Vec<NewEntity> {
+    let entities = |n: usize| -> Vec<NewNode> {
         names(n)
             .iter()
             .map(|name| entity(&format!("new {name}"), "thing", &[]))
@@ -249,11 +249,11 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         "observations[].contents",
     );
     let spread = vec![
-        NewEntity {
+        NewNode {
             observations: contents(500),
             ..entity("New1", "thing", &[])
         },
-        NewEntity {
+        NewNode {
             observations: contents(501),
             ..entity("New2", "thing", &[])
         },
@@ -273,7 +273,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
     assert_eq!(footprint(m, ws).await, before);
 
     // A thousand of everything is fine.
-    let thousand: Vec<NewEntity> = (0..1_000)
+    let thousand: Vec<NewNode> = (0..1_000)
         .map(|i| entity(&format!("e{i}"), "thing", &["one fact"]))
         .collect();
     assert_eq!(m.create_entities(ws, thousand).await.unwrap().len(), 1_000);
@@ -289,7 +289,7 @@ pub async fn tags_are_bounded(store: Arc<dyn MemoryStore>) {
     let m = &memory;
     let many: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
     assert_invalid(m.set_tags(ws, "N", &many).await, "tags");
-    let tagged = |tags: &[String]| NewEntity {
+    let tagged = |tags: &[String]| NewNode {
         tags: tags.to_vec(),
         ..entity("New", "thing", &[])
     };

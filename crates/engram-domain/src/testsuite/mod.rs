@@ -50,7 +50,7 @@ pub use workspaces::*;
 use std::sync::Arc;
 
 use crate::{
-    Memory, MemoryStore, NewEntity, NodeDetail, Observation, ObservationAdditions,
+    Memory, MemoryStore, NewNode, NodeDetail, Observation, ObservationAdditions,
     ObservationDeletions, Relation, RelationSpec, Timestamp, WorkspaceId,
 };
 
@@ -184,12 +184,12 @@ pub async fn memory_with_every_perspective(
 }
 
 /// A node to create with a type and observations.
-pub fn entity(name: &str, entity_type: &str, observations: &[&str]) -> NewEntity {
-    NewEntity {
+pub fn entity(name: &str, entity_type: &str, observations: &[&str]) -> NewNode {
+    NewNode {
         name: name.into(),
         entity_type: entity_type.into(),
         observations: strings(observations),
-        ..NewEntity::default()
+        ..NewNode::default()
     }
 }
 

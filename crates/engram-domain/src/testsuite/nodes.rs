@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::{Error, MemoryStore, NewEntity, TypedNode};
+use crate::{Error, MemoryStore, NewNode, TypedNode};
 
 pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alone(
     store: Arc<dyn MemoryStore>,
@@ -10,7 +10,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
     let first = memory
         .create_entities(
             ws,
-            vec![NewEntity {
+            vec![NewNode {
                 summary: Some("a tea drinker".into()),
                 tags: strings(&["a", "b", "a"]),
                 ..entity("Alice", "person", &["likes tea", "lives in Lisbon"])
@@ -43,7 +43,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
             ws,
             vec![
                 entity("Bob", "person", &["plays chess"]),
-                NewEntity {
+                NewNode {
                     summary: Some("a robot".into()),
                     tags: strings(&["x"]),
                     ..entity("Alice", "robot", &["beeps"])
@@ -252,7 +252,7 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
             ws,
             vec![
                 entity("Zed", "person", &[]),
-                NewEntity {
+                NewNode {
                     summary: Some("the first".into()),
                     tags: strings(&["vip"]),
                     ..entity("Amy", "person", &[])

@@ -78,7 +78,7 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
                 memory.add_observations(ws, &additions).await.unwrap();
                 // Overlapping batches of new nodes, in opposite orders too.
                 let names = [format!("n{call}a"), format!("n{call}b")];
-                let mut batch: Vec<NewEntity> = names.iter().map(|n| entity(n, "t", &[])).collect();
+                let mut batch: Vec<NewNode> = names.iter().map(|n| entity(n, "t", &[])).collect();
                 if w % 2 == 1 {
                     batch.reverse();
                 }

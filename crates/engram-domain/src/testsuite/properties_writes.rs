@@ -7,7 +7,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::properties::*;
-use crate::{MemoryStore, NewEntity, ObservationAdditions, ObservationDeletions, RelationSpec};
+use crate::{MemoryStore, NewNode, ObservationAdditions, ObservationDeletions, RelationSpec};
 
 /// Cases per tool; writes that create things get more.
 const CASES: u32 = 90;
@@ -68,7 +68,7 @@ async fn create_entities(h: &mut Harness) {
         let few = || vec(text(), 0..3);
         let tags = prop_oneof![10 => few(), 1 => vec(tricky(), 65..=65)];
         let (observations, summary, tags) = h.draw((few(), proptest::option::of(text()), tags));
-        entities.push(NewEntity {
+        entities.push(NewNode {
             name,
             entity_type,
             observations,

@@ -57,7 +57,7 @@ fn link(from: &str, relation_type: &str, to: &str) -> RelationRecord {
 
 pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
-    let mut entities: Vec<NewEntity> = ["e", "c", "a", "g", "b", "f", "d"]
+    let mut entities: Vec<NewNode> = ["e", "c", "a", "g", "b", "f", "d"]
         .iter()
         .map(|n| entity(n, if *n < "d" { "early" } else { "late" }, &["x", "y"]))
         .collect();

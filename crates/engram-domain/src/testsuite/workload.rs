@@ -101,11 +101,11 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         let entities = chunk
             .iter()
             .enumerate()
-            .map(|(j, observations)| NewEntity {
+            .map(|(j, observations)| NewNode {
                 name: format!("node-{}", batch * 300 + j),
                 entity_type: format!("type-{}", (batch * 300 + j) % 7),
                 observations: observations.clone(),
-                ..NewEntity::default()
+                ..NewNode::default()
             })
             .collect();
         memory.create_entities(workspace, entities).await?;
