@@ -103,7 +103,7 @@ pub struct ObservationRow {
     /// The node's summary.
     pub summary: Option<String>,
     /// The observation's ordinal.
-    pub ordinal: i64,
+    pub ordinal: crate::Ordinal,
     /// The observation's text.
     pub content: String,
     /// When the observation was written.
@@ -334,7 +334,7 @@ mod tests {
             name: format!("n{id}"),
             entity_type: "t".into(),
             summary: None,
-            ordinal: 1,
+            ordinal: crate::Ordinal(1),
             content: format!("c{id}"),
             created_at: "2026-03-14T10:00:00Z".parse().unwrap(),
         }

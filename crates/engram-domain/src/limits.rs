@@ -128,8 +128,8 @@ pub fn batch<T>(field: &str, items: &[T]) -> Result<()> {
 }
 
 /// Checks an observation ordinal: 1 or more.
-pub fn ordinal(field: &str, ordinal: i64) -> Result<()> {
-    if ordinal < 1 {
+pub fn ordinal(field: &str, ordinal: crate::Ordinal) -> Result<()> {
+    if ordinal.0 < 1 {
         return Err(Error::invalid(
             field,
             format!("ordinals start at 1, got {ordinal}"),

@@ -95,7 +95,7 @@ impl Memory {
                 let (_, name, ordinal) = places.iter().find(|(place, _, _)| *place == id)?;
                 Some(RejectedText {
                     name: name.clone(),
-                    ordinal: *ordinal,
+                    ordinal: Ordinal(*ordinal),
                     perspective: (perspectives.iter())
                         .find(|p| p.id == perspective)
                         .map_or_else(|| perspective.to_string(), |p| p.name.clone()),
@@ -334,7 +334,7 @@ impl Memory {
         &self,
         workspace: WorkspaceId,
         entity_name: &str,
-        ordinal: i64,
+        ordinal: Ordinal,
         new_content: &str,
     ) -> Result<ReplacedObservation> {
         limits::name("entity_name", entity_name)?;

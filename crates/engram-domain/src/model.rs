@@ -4,7 +4,7 @@
 //! (`shared/reference/tool-catalog.md`), so every layer above can hand them on unchanged.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A point in time, always UTC.
 pub type Timestamp = DateTime<Utc>;
@@ -18,6 +18,41 @@ pub struct WorkspaceId(pub i64);
 /// observation a vector was made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct PerspectiveId(pub i64);
+
+/// An observation's position within its node, from 1: stable, never renumbered or reused
+/// (specification, "Observations"). Serialised as the plain integer.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Ordinal(pub i64);
+
+/// The plain integer's schema, inlined: the published tool schemas say `integer` (int64), as
+/// they did before the newtype.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Ordinal {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        i64::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        i64::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        i64::json_schema(generator)
+    }
+}
+
+impl std::fmt::Display for Ordinal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 impl std::fmt::Display for PerspectiveId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,7 +131,7 @@ pub struct DeletedNodes {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Observation {
     /// Position within the node, from 1; never renumbered or reused.
-    pub ordinal: i64,
+    pub ordinal: Ordinal,
     /// The fact, 1–65,536 bytes.
     pub content: String,
 }
@@ -248,7 +283,7 @@ pub struct ReplacedObservation {
     /// The node.
     pub entity_name: String,
     /// The ordinal, unchanged.
-    pub ordinal: i64,
+    pub ordinal: Ordinal,
     /// The text before.
     pub old_content: String,
     /// The text now.
@@ -261,7 +296,7 @@ pub struct ObservationDeletions {
     /// The node.
     pub entity_name: String,
     /// Ordinals to delete; the rest keep theirs.
-    pub ordinals: Vec<i64>,
+    pub ordinals: Vec<Ordinal>,
     /// Texts to delete (every observation of the node with exactly this content), as the
     /// reference memory server deletes; their ordinals are reported as deleted, and a text
     /// that matches nothing is not reported.
@@ -275,9 +310,9 @@ pub struct DeletedObservations {
     /// The node.
     pub entity_name: String,
     /// Ordinals that existed and are gone, ascending.
-    pub deleted_ordinals: Vec<i64>,
+    pub deleted_ordinals: Vec<Ordinal>,
     /// Ordinals that did not exist (all of them when the node does not exist), ascending.
-    pub not_found_ordinals: Vec<i64>,
+    pub not_found_ordinals: Vec<Ordinal>,
 }
 
 /// Result of `create_relations`.
@@ -408,7 +443,7 @@ pub struct RejectedText {
     /// The node.
     pub name: String,
     /// The observation's ordinal.
-    pub ordinal: i64,
+    pub ordinal: Ordinal,
     /// The perspective whose rendering was rejected.
     pub perspective: String,
     /// What the embedder said.

@@ -98,7 +98,7 @@ pub struct ObservationContext {
     /// The observation's text.
     pub content: String,
     /// Its ordinal.
-    pub ordinal: i64,
+    pub ordinal: crate::Ordinal,
     /// When it was created.
     pub created_at: Timestamp,
     /// Its node's name.
@@ -206,7 +206,7 @@ mod tests {
     fn alice() -> ObservationContext {
         ObservationContext {
             content: "moved to Lisbon in March".into(),
-            ordinal: 3,
+            ordinal: crate::Ordinal(3),
             created_at: "2026-03-14T10:00:00Z".parse().unwrap(),
             name: "Alice".into(),
             entity_type: "person".into(),

@@ -64,7 +64,7 @@ pub struct SearchResults {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScoredObservation {
     /// The observation's ordinal.
-    pub ordinal: i64,
+    pub ordinal: crate::Ordinal,
     /// Its text.
     pub content: String,
     /// As in [`SearchHit::score`].
@@ -94,7 +94,7 @@ pub struct FoundObservation {
     /// The node's type.
     pub entity_type: String,
     /// The observation's ordinal within its node.
-    pub ordinal: i64,
+    pub ordinal: crate::Ordinal,
     /// Its text.
     pub content: String,
     /// As in [`SearchHit::score`].
@@ -141,7 +141,7 @@ pub struct ObservationHit {
     /// Its summary.
     pub summary: Option<String>,
     /// The observation's ordinal.
-    pub ordinal: i64,
+    pub ordinal: crate::Ordinal,
     /// The observation's text.
     pub content: String,
     /// Cosine similarity or text rank.

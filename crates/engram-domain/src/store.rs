@@ -114,7 +114,7 @@ pub trait MemoryStore: Send + Sync + 'static {
         &self,
         workspace: WorkspaceId,
         entity_name: &str,
-        ordinal: i64,
+        ordinal: Ordinal,
         new_content: &str,
     ) -> Result<ReplacedObservation>;
     /// `delete_observations`: deletes by ordinal; the others keep theirs.

@@ -54,7 +54,7 @@ pub struct ObservationRecord {
     /// Position within the node, from 1; on import, a taken or missing ordinal becomes the
     /// node's next one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ordinal: Option<i64>,
+    pub ordinal: Option<crate::Ordinal>,
     /// The fact, 1–65,536 bytes.
     pub content: String,
     /// When it was written.
@@ -270,7 +270,7 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
     for (i, observation) in node.observations.iter().enumerate() {
         limits::content(&format!("observations[{i}].content"), &observation.content)?;
         if let Some(ordinal) = observation.ordinal {
-            limits::assigned_ordinal(&format!("observations[{i}].ordinal"), ordinal)?;
+            limits::assigned_ordinal(&format!("observations[{i}].ordinal"), ordinal.0)?;
         }
         for (field, at) in [
             ("created_at", observation.created_at),
@@ -318,7 +318,7 @@ pub fn place_observations(
     let mut unplaced = Vec::new();
     for &i in &kept {
         match node.observations[i].ordinal {
-            Some(ordinal) if taken.insert(ordinal) => placed.push((i, ordinal)),
+            Some(ordinal) if taken.insert(ordinal.0) => placed.push((i, ordinal.0)),
             _ => unplaced.push(i),
         }
     }
@@ -346,7 +346,7 @@ mod tests {
             observations: observations
                 .iter()
                 .map(|&(ordinal, content)| ObservationRecord {
-                    ordinal,
+                    ordinal: ordinal.map(crate::Ordinal),
                     content: content.into(),
                     ..ObservationRecord::default()
                 })
@@ -393,7 +393,7 @@ mod tests {
             place_observations(&record, &[], 1),
             (vec![(0, last), (1, last + 1)], last + 2)
         );
-        record.observations[0].ordinal = Some(i64::MAX);
+        record.observations[0].ordinal = Some(crate::Ordinal(i64::MAX));
         let error = validate_node(record.clone()).unwrap_err().to_string();
         assert!(error.contains("observations[0].ordinal"), "{error}");
         record.observations.clear();

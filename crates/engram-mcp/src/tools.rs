@@ -170,7 +170,7 @@ impl EngramServer {
             .replace_observation(
                 workspace,
                 &params.entity_name,
-                params.ordinal,
+                Ordinal(params.ordinal),
                 &params.new_content,
             )
             .await?;
@@ -190,7 +190,7 @@ impl EngramServer {
             .into_iter()
             .map(|d| ObservationDeletions {
                 entity_name: d.entity_name,
-                ordinals: d.ordinals,
+                ordinals: d.ordinals.into_iter().map(Ordinal).collect(),
                 contents: d.observations,
             })
             .collect();

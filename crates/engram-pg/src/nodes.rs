@@ -142,7 +142,7 @@ pub(crate) async fn open_nodes(
             .entry(row.get("node_id"))
             .or_default()
             .push(Observation {
-                ordinal: row.get("ordinal"),
+                ordinal: Ordinal(row.get("ordinal")),
                 content: row.get("content"),
             });
     }

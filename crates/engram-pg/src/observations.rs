@@ -35,7 +35,7 @@ pub(crate) async fn add_observations(
         .iter()
         .map(|row| {
             let observation = Observation {
-                ordinal: row.get("ordinal"),
+                ordinal: Ordinal(row.get("ordinal")),
                 content: row.get("content"),
             };
             (row.get("node_id"), observation)
@@ -145,7 +145,7 @@ pub(crate) async fn replace_observation(
     };
     Ok(ReplacedObservation {
         entity_name: entity_name.to_owned(),
-        ordinal,
+        ordinal: Ordinal(ordinal),
         old_content: row.get("old_content"),
         new_content: new_content.to_owned(),
     })
@@ -164,7 +164,7 @@ pub(crate) async fn delete_observations(
     for deletion in deletions {
         for ordinal in &deletion.ordinals {
             names.push(&deletion.entity_name);
-            ordinals.push(Some(*ordinal));
+            ordinals.push(Some(ordinal.0));
             contents.push(None);
         }
         for content in &deletion.contents {
@@ -194,7 +194,7 @@ pub(crate) async fn delete_observations(
     Ok(deletions
         .iter()
         .map(|deletion| {
-            let mut requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
+            let mut requested: BTreeSet<i64> = deletion.ordinals.iter().map(|o| o.0).collect();
             requested.extend(
                 (by_content.iter())
                     .filter(|(name, _)| *name == deletion.entity_name)
@@ -205,8 +205,8 @@ pub(crate) async fn delete_observations(
                 .partition(|o| deleted.remove(&(deletion.entity_name.clone(), *o)));
             DeletedObservations {
                 entity_name: deletion.entity_name.clone(),
-                deleted_ordinals: gone,
-                not_found_ordinals: missing,
+                deleted_ordinals: gone.into_iter().map(Ordinal).collect(),
+                not_found_ordinals: missing.into_iter().map(Ordinal).collect(),
             }
         })
         .collect())

@@ -6,7 +6,7 @@
 
 use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
-use engram_domain::{PerspectiveId, Result, WorkspaceId};
+use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
 use pgvector::Vector;
 
 use crate::error::db;
@@ -252,7 +252,7 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
             name: row.get(1),
             entity_type: row.get(2),
             summary: row.get(3),
-            ordinal: row.get(4),
+            ordinal: Ordinal(row.get(4)),
             content: row.get(5),
             created_at: row.get(6),
         })

@@ -178,14 +178,14 @@ impl MemoryStore for PgStore {
         &self,
         workspace: WorkspaceId,
         entity_name: &str,
-        ordinal: i64,
+        ordinal: Ordinal,
         new_content: &str,
     ) -> Result<ReplacedObservation> {
         write!(self, |tx| observations::replace_observation(
             &tx,
             workspace,
             entity_name,
-            ordinal,
+            ordinal.0,
             new_content
         ))
     }

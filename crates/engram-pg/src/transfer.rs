@@ -52,7 +52,7 @@ pub(crate) async fn graph_page(
                 .entry(row.get("node_id"))
                 .or_default()
                 .push(ObservationRecord {
-                    ordinal: Some(row.get("ordinal")),
+                    ordinal: Some(Ordinal(row.get("ordinal"))),
                     content: row.get("content"),
                     created_at: Some(row.get("created_at")),
                     updated_at: Some(row.get("updated_at")),

@@ -86,7 +86,7 @@ pub(crate) async fn pending_embeddings(
             document_template: row.get("document_template"),
             context: ObservationContext {
                 content: row.get("content"),
-                ordinal: row.get("ordinal"),
+                ordinal: Ordinal(row.get("ordinal")),
                 created_at: row.get("created_at"),
                 name: row.get("name"),
                 entity_type: row.get("entity_type"),

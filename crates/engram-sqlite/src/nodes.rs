@@ -141,7 +141,7 @@ pub(crate) fn open_nodes(
                     [id],
                     |row| {
                         Ok(Observation {
-                            ordinal: row.get(0)?,
+                            ordinal: Ordinal(row.get(0)?),
                             content: row.get(1)?,
                         })
                     },

@@ -53,7 +53,7 @@ pub(crate) fn add_observations(
                 .execute(params![node_id, workspace.0, ordinal, content])
                 .map_err(db)?;
             added.push(Observation {
-                ordinal,
+                ordinal: Ordinal(ordinal),
                 content: content.clone(),
             });
         }
@@ -101,7 +101,7 @@ pub(crate) fn replace_observation(
     .map_err(db)?;
     Ok(ReplacedObservation {
         entity_name: entity_name.to_owned(),
-        ordinal,
+        ordinal: Ordinal(ordinal),
         old_content,
         new_content: new_content.to_owned(),
     })
@@ -129,7 +129,7 @@ pub(crate) fn delete_observations(
         .map_err(db)?;
     let mut result = Vec::with_capacity(deletions.len());
     for deletion in deletions {
-        let mut requested: BTreeSet<i64> = deletion.ordinals.iter().copied().collect();
+        let mut requested: BTreeSet<i64> = deletion.ordinals.iter().map(|o| o.0).collect();
         let mut deleted_ordinals = Vec::new();
         for content in &deletion.contents {
             let ordinals = by_content
@@ -158,8 +158,8 @@ pub(crate) fn delete_observations(
         deleted_ordinals.sort_unstable();
         result.push(DeletedObservations {
             entity_name: deletion.entity_name.clone(),
-            deleted_ordinals,
-            not_found_ordinals,
+            deleted_ordinals: deleted_ordinals.into_iter().map(Ordinal).collect(),
+            not_found_ordinals: not_found_ordinals.into_iter().map(Ordinal).collect(),
         });
     }
     Ok(result)

@@ -143,7 +143,7 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<Observation
                 name: row.get(1)?,
                 entity_type: row.get(2)?,
                 summary: row.get(3)?,
-                ordinal: row.get(4)?,
+                ordinal: Ordinal(row.get(4)?),
                 content: row.get(5)?,
                 created_at: crate::timestamp(row.get(6)?),
             })

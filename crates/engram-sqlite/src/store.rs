@@ -159,13 +159,13 @@ impl MemoryStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
         entity_name: &str,
-        ordinal: i64,
+        ordinal: Ordinal,
         new_content: &str,
     ) -> Result<ReplacedObservation> {
         let (name, content) = (entity_name.to_owned(), new_content.to_owned());
         self.pool
             .write(move |tx| {
-                observations::replace_observation(tx, workspace, &name, ordinal, &content)
+                observations::replace_observation(tx, workspace, &name, ordinal.0, &content)
             })
             .await
     }

@@ -58,7 +58,7 @@ pub(crate) fn graph_page(
                 [*id],
                 |row| {
                     Ok(ObservationRecord {
-                        ordinal: Some(row.get(0)?),
+                        ordinal: Some(Ordinal(row.get(0)?)),
                         content: row.get(1)?,
                         created_at: Some(timestamp(row.get(2)?)),
                         updated_at: Some(timestamp(row.get(3)?)),

@@ -15,7 +15,7 @@ use super::{ConsolidationReport, TextSource};
 use crate::error::Result;
 use crate::limits::MAX_BATCH;
 use crate::memory::Memory;
-use crate::model::{NodeDetail, WorkspaceId};
+use crate::model::{NodeDetail, Ordinal, WorkspaceId};
 use crate::vectors::NodeVector;
 
 /// Observations quoted in an extractive draft.
@@ -244,8 +244,8 @@ fn truncate(text: &str, max: usize) -> String {
 
 /// The observations nearest the node's centroid, in ordinal order; without vectors the first
 /// and the newest observations.
-fn extractive_draft(node: &NodeDetail, nearest: Vec<(i64, String)>) -> String {
-    let chosen: BTreeMap<i64, String> = if nearest.is_empty() {
+fn extractive_draft(node: &NodeDetail, nearest: Vec<(Ordinal, String)>) -> String {
+    let chosen: BTreeMap<Ordinal, String> = if nearest.is_empty() {
         let observations = &node.observations;
         observations
             .iter()
@@ -406,7 +406,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, content)| Observation {
-                    ordinal: i as i64 + 1,
+                    ordinal: Ordinal(i as i64 + 1),
                     content: (*content).into(),
                 })
                 .collect(),
@@ -430,7 +430,10 @@ mod tests {
             extractive_draft(&alice, Vec::new()),
             "Lives in Lisbon; Likes tea; Has a cat."
         );
-        let nearest = vec![(3, "Works at Acme".into()), (1, "Lives in Lisbon.".into())];
+        let nearest = vec![
+            (Ordinal(3), "Works at Acme".into()),
+            (Ordinal(1), "Lives in Lisbon.".into()),
+        ];
         assert_eq!(
             extractive_draft(&alice, nearest),
             "Lives in Lisbon; Works at Acme."

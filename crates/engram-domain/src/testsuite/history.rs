@@ -56,7 +56,9 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
         .await
         .unwrap();
     clocks.check(m, ws, "add_observations", &["A"]).await;
-    m.replace_observation(ws, "A", 1, "uno").await.unwrap();
+    m.replace_observation(ws, "A", crate::Ordinal(1), "uno")
+        .await
+        .unwrap();
     clocks.check(m, ws, "replace_observation", &["A"]).await;
     m.delete_observations(ws, &[deletions("A", &[2])])
         .await
@@ -84,7 +86,11 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
     // Reads and rejected writes move nothing.
     m.get_neighborhood(ws, "A", 2).await.unwrap();
     m.get_pending_consolidation(ws).await.unwrap();
-    assert!(m.replace_observation(ws, "A", 2, "gone").await.is_err());
+    assert!(
+        m.replace_observation(ws, "A", crate::Ordinal(2), "gone")
+            .await
+            .is_err()
+    );
     assert!(
         m.create_entities(ws, vec![entity("A", "", &[])])
             .await
@@ -158,7 +164,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     tick().await;
     // Replacing an observation counts as writing it.
     memory
-        .replace_observation(ws, "N", 1, "n1, revised")
+        .replace_observation(ws, "N", crate::Ordinal(1), "n1, revised")
         .await
         .unwrap();
     let replaced = open_node(&memory, ws, "N").await.updated_at;
@@ -257,7 +263,7 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
     m.add_observations(ws, &[additions("A", &["a3"])])
         .await
         .unwrap();
-    m.replace_observation(ws, "A", 1, "a1, revised")
+    m.replace_observation(ws, "A", crate::Ordinal(1), "a1, revised")
         .await
         .unwrap();
     m.delete_observations(ws, &[deletions("A", &[2, 9])])

@@ -109,7 +109,10 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
             m.add_observations(ws, &[additions(bad, &["x"])]).await,
             "observations[0].entity_name",
         );
-        assert_invalid(m.replace_observation(ws, bad, 1, "x").await, "entity_name");
+        assert_invalid(
+            m.replace_observation(ws, bad, crate::Ordinal(1), "x").await,
+            "entity_name",
+        );
         assert_invalid(
             m.delete_observations(ws, &[deletions(bad, &[1])]).await,
             "deletions[0].entity_name",
@@ -158,7 +161,10 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
             m.add_observations(ws, &additions_).await,
             "observations[1].contents[2]",
         );
-        assert_invalid(m.replace_observation(ws, "N", 1, bad).await, "new_content");
+        assert_invalid(
+            m.replace_observation(ws, "N", crate::Ordinal(1), bad).await,
+            "new_content",
+        );
         assert_invalid(m.set_summary(ws, "N", bad).await, "summary");
     }
     assert_eq!(footprint(m, ws).await, before);
@@ -278,7 +284,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         .collect();
     assert_eq!(m.create_entities(ws, thousand).await.unwrap().len(), 1_000);
     let added = m.add_observations(ws, &[add("M", 1_000)]).await.unwrap();
-    assert_eq!(added[0].added.last().unwrap().ordinal, 1_000);
+    assert_eq!(added[0].added.last().unwrap().ordinal.0, 1_000);
     m.create_relations(ws, &relations(1_000)).await.unwrap();
     assert_eq!(counts(m, ws).await, (1_002, 2_001, 1_001));
 }
@@ -328,7 +334,8 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
     }
     for ordinal in [0, -1] {
         assert_invalid(
-            m.replace_observation(ws, "N", ordinal, "x").await,
+            m.replace_observation(ws, "N", crate::Ordinal(ordinal), "x")
+                .await,
             "ordinal",
         );
         let dels = [deletions("M", &[1]), deletions("N", &[1, ordinal])];

@@ -214,7 +214,7 @@ pub fn relation(from: &str, relation_type: &str, to: &str) -> RelationSpec {
 pub fn deletions(entity_name: &str, ordinals: &[i64]) -> ObservationDeletions {
     ObservationDeletions {
         entity_name: entity_name.into(),
-        ordinals: ordinals.to_vec(),
+        ordinals: ordinals.iter().copied().map(crate::Ordinal).collect(),
         contents: Vec::new(),
     }
 }
@@ -233,7 +233,7 @@ pub fn observations(items: &[(i64, &str)]) -> Vec<Observation> {
     items
         .iter()
         .map(|(ordinal, content)| Observation {
-            ordinal: *ordinal,
+            ordinal: crate::Ordinal(*ordinal),
             content: (*content).into(),
         })
         .collect()

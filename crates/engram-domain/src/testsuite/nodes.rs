@@ -203,7 +203,7 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
     tick().await;
     // Rewriting the first observation does not move it to the end.
     memory
-        .replace_observation(ws, "A", 1, "first, revised")
+        .replace_observation(ws, "A", crate::Ordinal(1), "first, revised")
         .await
         .unwrap();
     create_relations(

@@ -8,8 +8,8 @@ use crate::{
 fn deleted(entity_name: &str, deleted: &[i64], not_found: &[i64]) -> DeletedObservations {
     DeletedObservations {
         entity_name: entity_name.into(),
-        deleted_ordinals: deleted.to_vec(),
-        not_found_ordinals: not_found.to_vec(),
+        deleted_ordinals: deleted.iter().copied().map(crate::Ordinal).collect(),
+        not_found_ordinals: not_found.iter().copied().map(crate::Ordinal).collect(),
     }
 }
 
@@ -93,7 +93,7 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
         .unwrap();
     for node in &opened.entities {
         assert_eq!(node.observations.len(), WRITERS * CALLS, "{}", node.name);
-        let ordinals: Vec<i64> = node.observations.iter().map(|o| o.ordinal).collect();
+        let ordinals: Vec<i64> = node.observations.iter().map(|o| o.ordinal.0).collect();
         assert_eq!(ordinals, (1..=(WRITERS * CALLS) as i64).collect::<Vec<_>>());
     }
     let stats = memory.get_stats(ws).await.unwrap();
@@ -133,8 +133,8 @@ pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn Me
         let texts: Vec<&String> = row.added.iter().map(|o| &o.content).collect();
         assert_eq!(texts, contents.iter().collect::<Vec<_>>());
         // Each call's ordinals are consecutive, ascending in the call's own order.
-        let first = row.added[0].ordinal;
-        let ordinals: Vec<i64> = row.added.iter().map(|o| o.ordinal).collect();
+        let first = row.added[0].ordinal.0;
+        let ordinals: Vec<i64> = row.added.iter().map(|o| o.ordinal.0).collect();
         assert_eq!(
             ordinals,
             (first..first + PER_WRITER as i64).collect::<Vec<_>>()
@@ -142,7 +142,7 @@ pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn Me
         all.extend(row.added.iter().cloned());
     }
     all.sort_by_key(|o| o.ordinal);
-    let ordinals: Vec<i64> = all.iter().map(|o| o.ordinal).collect();
+    let ordinals: Vec<i64> = all.iter().map(|o| o.ordinal.0).collect();
     assert_eq!(
         ordinals,
         (1..=(WRITERS * PER_WRITER) as i64).collect::<Vec<_>>()
@@ -221,17 +221,23 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
         .await
         .unwrap();
 
-    let replaced = memory.replace_observation(ws, "N", 2, "B").await.unwrap();
+    let replaced = memory
+        .replace_observation(ws, "N", crate::Ordinal(2), "B")
+        .await
+        .unwrap();
     assert_eq!(
         replaced,
         ReplacedObservation {
             entity_name: "N".into(),
-            ordinal: 2,
+            ordinal: crate::Ordinal(2),
             old_content: "b".into(),
             new_content: "B".into(),
         }
     );
-    let again = memory.replace_observation(ws, "N", 2, "bee").await.unwrap();
+    let again = memory
+        .replace_observation(ws, "N", crate::Ordinal(2), "bee")
+        .await
+        .unwrap();
     assert_eq!(
         (again.old_content.as_str(), again.new_content.as_str()),
         ("B", "bee")
@@ -245,7 +251,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
     for ordinal in [3, 4] {
         assert_eq!(
             memory
-                .replace_observation(ws, "N", ordinal, "x")
+                .replace_observation(ws, "N", crate::Ordinal(ordinal), "x")
                 .await
                 .unwrap_err(),
             Error::NotFound {
@@ -256,7 +262,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
     }
     assert_eq!(
         memory
-            .replace_observation(ws, "Ghost", 1, "x")
+            .replace_observation(ws, "Ghost", crate::Ordinal(1), "x")
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")

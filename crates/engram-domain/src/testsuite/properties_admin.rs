@@ -227,7 +227,7 @@ fn node_record(h: &mut Harness) -> NodeRecord {
     let (name, entity_type) = (h.name(), h.entity_type());
     let observation = (of(ordinal()), text(), of(timestamp()), of(timestamp())).prop_map(
         |(ordinal, content, created_at, updated_at)| ObservationRecord {
-            ordinal,
+            ordinal: ordinal.map(crate::Ordinal),
             content,
             created_at,
             updated_at,
@@ -300,7 +300,7 @@ async fn import(h: &mut Harness) {
                 content_ok(&o.content),
                 at(&format!("observations[{j}].content")),
             );
-            let ordinal_ok = o.ordinal.is_none_or(|n| (1..1 << 53).contains(&n));
+            let ordinal_ok = o.ordinal.is_none_or(|n| (1..1 << 53).contains(&n.0));
             blame.unless(ordinal_ok, at(&format!("observations[{j}].ordinal")));
             for (field, time) in [("created_at", &o.created_at), ("updated_at", &o.updated_at)] {
                 let time_ok = time.as_ref().is_none_or(timestamp_ok);
@@ -332,7 +332,7 @@ async fn import(h: &mut Harness) {
         let ordinals: Vec<i64> = node
             .observations
             .iter()
-            .map(|o| o.ordinal.unwrap())
+            .map(|o| o.ordinal.unwrap().0)
             .collect();
         assert!(ordinals.windows(2).all(|w| w[0] < w[1]), "{}", short(node));
         let next = node.next_ordinal.unwrap_or(i64::MAX);

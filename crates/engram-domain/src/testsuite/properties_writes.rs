@@ -121,7 +121,7 @@ async fn create_entities(h: &mut Harness) {
             .iter()
             .map(|o| o.content.as_str())
             .collect();
-        let ordinals: Vec<i64> = node.observations.iter().map(|o| o.ordinal).collect();
+        let ordinals: Vec<i64> = node.observations.iter().map(|o| o.ordinal.0).collect();
         if let Some(old) = existed {
             // An existing node is left alone.
             let old: Vec<&str> = old
@@ -201,15 +201,18 @@ async fn add_observations(h: &mut Harness) {
         let contents: Vec<&String> = row.added.iter().map(|o| &o.content).collect();
         assert_eq!(contents, a.contents.iter().collect::<Vec<_>>());
         let floor = highest.entry(&a.entity_name).or_insert_with(|| {
-            let existing = before.observations.iter().filter_map(|o| o.ordinal);
+            let existing = before
+                .observations
+                .iter()
+                .filter_map(|o| o.ordinal.map(|n| n.0));
             existing
                 .chain(before.next_ordinal.map(|n| n - 1))
                 .max()
                 .unwrap_or(0)
         });
         for added in &row.added {
-            assert!(added.ordinal > *floor, "ordinal reused: {}", short(&rows));
-            *floor = added.ordinal;
+            assert!(added.ordinal.0 > *floor, "ordinal reused: {}", short(&rows));
+            *floor = added.ordinal.0;
         }
         let node = opened
             .entities
@@ -235,7 +238,7 @@ async fn delete_observations(h: &mut Harness) {
         let contents = h.draw(prop_oneof![4 => Just(Vec::new()), 1 => vec(text(), 1..3)]);
         deletions.push(ObservationDeletions {
             entity_name,
-            ordinals,
+            ordinals: ordinals.into_iter().map(crate::Ordinal).collect(),
             contents,
         });
     }
@@ -250,7 +253,7 @@ async fn delete_observations(h: &mut Harness) {
             blame.batch(d.ordinals.len(), format!("deletions[{i}].ordinals"));
         }
         for (j, ordinal) in d.ordinals.iter().enumerate() {
-            blame.unless(*ordinal >= 1, format!("deletions[{i}].ordinals[{j}]"));
+            blame.unless(ordinal.0 >= 1, format!("deletions[{i}].ordinals[{j}]"));
         }
         for (j, content) in d.contents.iter().enumerate() {
             blame.unless(
@@ -273,7 +276,8 @@ async fn delete_observations(h: &mut Harness) {
     assert_eq!(rows.len(), deletions.len());
     let after = h.snapshot().await;
     for (row, d) in rows.iter().zip(&deletions) {
-        let reported: Vec<i64> = [&row.deleted_ordinals[..], &row.not_found_ordinals[..]].concat();
+        let reported: Vec<crate::Ordinal> =
+            [&row.deleted_ordinals[..], &row.not_found_ordinals[..]].concat();
         assert!(
             d.ordinals.iter().all(|o| reported.contains(o)),
             "{}",
@@ -308,10 +312,13 @@ async fn replace_observation(h: &mut Harness) {
     blame.unless(ordinal >= 1, "ordinal");
     blame.unless(content_ok(&content), "new_content");
     let input = (&name, ordinal, &content);
-    let exists = (h.before.node(&name))
-        .is_some_and(|n| n.observations.iter().any(|o| o.ordinal == Some(ordinal)));
+    let exists = (h.before.node(&name)).is_some_and(|n| {
+        n.observations
+            .iter()
+            .any(|o| o.ordinal == Some(crate::Ordinal(ordinal)))
+    });
     let m = h.memory.clone();
-    let call = m.replace_observation(h.ws, &name, ordinal, &content);
+    let call = m.replace_observation(h.ws, &name, crate::Ordinal(ordinal), &content);
     let replaced = h.run("replace_observation", &input, &blame, call).await;
     assert_eq!(
         replaced.is_some(),
@@ -324,7 +331,7 @@ async fn replace_observation(h: &mut Harness) {
         let now = node
             .observations
             .iter()
-            .find(|o| o.ordinal == ordinal)
+            .find(|o| o.ordinal.0 == ordinal)
             .unwrap();
         assert_eq!(now.content, content);
     }

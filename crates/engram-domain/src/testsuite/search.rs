@@ -244,7 +244,12 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     f.indexer.run_until_idle().await.unwrap();
     f.embedder.take();
     f.memory
-        .replace_observation(f.ws, "Dave", 1, "Dave keeps bees on his roof")
+        .replace_observation(
+            f.ws,
+            "Dave",
+            crate::Ordinal(1),
+            "Dave keeps bees on his roof",
+        )
         .await
         .unwrap();
     let partial = coverage(&f).await;
@@ -317,7 +322,7 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
         .await
         .unwrap();
     assert_eq!(job.mode, SearchMode::Embedding);
-    let ordinals: Vec<i64> = job.observations.iter().map(|o| o.ordinal).collect();
+    let ordinals: Vec<i64> = job.observations.iter().map(|o| o.ordinal.0).collect();
     assert_eq!(ordinals.len(), 3, "only Alice's, each once: {ordinals:?}");
     assert_eq!(ordinals[0], 2);
     let text = f
@@ -590,7 +595,7 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
         assert_eq!(found.mode, mode);
         let hospital: Vec<(&str, i64)> = (found.observations.iter())
             .filter(|o| o.content.contains("hospital"))
-            .map(|o| (o.name.as_str(), o.ordinal))
+            .map(|o| (o.name.as_str(), o.ordinal.0))
             .collect();
         // Both of Alice's hospital facts, not only her best one.
         assert_eq!(hospital.len(), 4, "{mode:?}: {found:?}");
@@ -766,7 +771,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
             texts[0].ordinal,
             texts[0].perspective.as_str()
         ),
-        (1, "Garden", 8, "general"),
+        (1, "Garden", crate::Ordinal(8), "general"),
         "{texts:?}"
     );
     let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
@@ -794,7 +799,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert_eq!(embedder.calls.load(Ordering::Relaxed), calls);
     // A changed text is a new one, tried at once.
     memory
-        .replace_observation(ws, "Garden", 8, "a harmless fact")
+        .replace_observation(ws, "Garden", crate::Ordinal(8), "a harmless fact")
         .await
         .unwrap();
     indexer.run_until_idle().await.unwrap();

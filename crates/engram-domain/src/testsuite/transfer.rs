@@ -267,7 +267,7 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
         .await
         .unwrap();
     memory
-        .replace_observation(source, "Alice", 3, "three, revised")
+        .replace_observation(source, "Alice", crate::Ordinal(3), "three, revised")
         .await
         .unwrap();
     create_relations(

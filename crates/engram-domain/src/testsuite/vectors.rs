@@ -48,7 +48,13 @@ async fn perspective(store: &Arc<dyn MemoryStore>, ws: WorkspaceId, name: &str) 
 fn hits(found: &[crate::ObservationHit]) -> Vec<(String, i64, i64)> {
     found
         .iter()
-        .map(|h| (h.name.clone(), h.ordinal, (h.score * 1000.0).round() as i64))
+        .map(|h| {
+            (
+                h.name.clone(),
+                h.ordinal.0,
+                (h.score * 1000.0).round() as i64,
+            )
+        })
         .collect()
 }
 
@@ -152,7 +158,7 @@ pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn Memo
         .create_entities(ws, vec![entity("A", "thing", &["a1", "a2"])])
         .await
         .unwrap();
-    let ordinal_axis = |task: &EmbeddingTask, dims| axis(task.context.ordinal as usize, dims);
+    let ordinal_axis = |task: &EmbeddingTask, dims| axis(task.context.ordinal.0 as usize, dims);
     assert_eq!(
         save_vectors(&store, "three", |t| Some(ordinal_axis(t, 3))).await,
         10
@@ -193,7 +199,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         )
         .await
         .unwrap();
-    let by_ordinal = |task: &EmbeddingTask| Some(axis(task.context.ordinal as usize - 1, 2));
+    let by_ordinal = |task: &EmbeddingTask| Some(axis(task.context.ordinal.0 as usize - 1, 2));
     save_vectors(&store, "m", by_ordinal).await;
     let general = perspective(&store, ws, "general").await.id;
     let vectors = |store: Arc<dyn MemoryStore>| async move {
@@ -267,7 +273,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
             .await
             .unwrap();
         let mut found: Vec<(String, i64)> =
-            found.into_iter().map(|h| (h.name, h.ordinal)).collect();
+            found.into_iter().map(|h| (h.name, h.ordinal.0)).collect();
         found.sort();
         found
     };

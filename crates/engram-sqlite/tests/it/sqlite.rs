@@ -151,7 +151,7 @@ async fn deletions_leave_no_vector_behind() {
 
     // Re-embedding replaces vectors in place (all of A's: its `updated_at` moved).
     memory
-        .replace_observation(ws, "A", 1, "a1, revised")
+        .replace_observation(ws, "A", engram_domain::Ordinal(1), "a1, revised")
         .await
         .unwrap();
     assert_eq!(index(&store, "three", 3).await, 15);
