@@ -70,6 +70,19 @@ pub struct CandidateQuery {
     pub entity_types: Vec<String>,
 }
 
+impl CandidateQuery {
+    /// Whether the search is narrowed to one node or to some types; otherwise it covers the
+    /// whole workspace (and a store need not join nodes to filter).
+    pub fn is_narrowed(&self) -> bool {
+        self.within.is_some() || !self.entity_types.is_empty()
+    }
+
+    /// The types to keep, `None` for every type.
+    pub fn types(&self) -> Option<&[String]> {
+        (!self.entity_types.is_empty()).then_some(&self.entity_types[..])
+    }
+}
+
 /// An observation a store gathered, with each signal's raw score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {

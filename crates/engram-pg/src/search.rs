@@ -17,41 +17,23 @@ use crate::vectors::tune_hnsw;
 const TERMS: &str =
     "nullif(replace(plainto_tsquery('english', $1)::text, ' & ', ' | '), '')::tsquery";
 
-/// Which observations a search may return.
-struct Filter<'a> {
-    within: Option<&'a str>,
-    entity_types: Option<&'a [String]>,
-}
-
 /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
 pub(crate) async fn search(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     request: &CandidateQuery,
 ) -> Result<Vec<Candidate>> {
-    let filter = Filter {
-        within: request.within.as_deref(),
-        entity_types: (!request.entity_types.is_empty()).then_some(&request.entity_types[..]),
-    };
     let mut set = CandidateSet::new(request);
     if !request.vectors.is_empty() {
         tune_hnsw(client).await?;
     }
     // Independent statements go out together: tokio-postgres pipelines the queries of futures
     // polled at once on one connection, so a search costs few round trips.
-    let nearest = (request.vectors.iter()).map(|v| {
-        nearest(
-            client,
-            workspace,
-            request,
-            v.perspective,
-            &v.vector,
-            &filter,
-        )
-    });
+    let nearest = (request.vectors.iter())
+        .map(|v| nearest(client, workspace, request, v.perspective, &v.vector));
     let text = async {
         match &request.text {
-            Some(text) => text_matches(client, workspace, text, request.text_depth, &filter).await,
+            Some(text) => text_matches(client, workspace, text, request.text_depth, request).await,
             None => Ok(Vec::new()),
         }
     };
@@ -91,13 +73,12 @@ async fn nearest(
     request: &CandidateQuery,
     perspective: PerspectiveId,
     vector: &[f32],
-    filter: &Filter<'_>,
 ) -> Result<Vec<(i64, f64)>> {
     let dims = vector.len();
     let distance = format!("e.embedding::vector({dims}) <=> $4::vector({dims})");
     // Ordering by the indexed expression lets the planner walk the HNSW index; a narrowed
     // search orders by the similarity instead, an exact scan of the few rows it keeps.
-    let (join, order) = if filter.within.is_none() && filter.entity_types.is_none() {
+    let (join, order) = if !request.is_narrowed() {
         ("", distance.clone())
     } else {
         (
@@ -124,7 +105,7 @@ async fn nearest(
             [&workspace.0, &request.model, &perspective.0, &query, &k];
         client.query(&statement, &params).await
     } else {
-        let types = filter.entity_types.map(<[String]>::to_vec);
+        let types = request.types().map(<[String]>::to_vec);
         client
             .query(
                 &statement,
@@ -134,7 +115,7 @@ async fn nearest(
                     &perspective.0,
                     &query,
                     &k,
-                    &filter.within,
+                    &request.within,
                     &types,
                 ],
             )
@@ -178,18 +159,18 @@ async fn text_matches(
     workspace: WorkspaceId,
     text: &str,
     limit: usize,
-    filter: &Filter<'_>,
+    request: &CandidateQuery,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let types = filter.entity_types.map(<[String]>::to_vec);
+    let types = request.types().map(<[String]>::to_vec);
     let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
         vec![&text, &workspace.0, &limit];
     // Without a filter the nodes need not be joined (half the time of a common word's search:
     // every match would be joined to its node only to pass `NULL` tests).
-    let (join, narrowed) = if filter.within.is_none() && types.is_none() {
+    let (join, narrowed) = if !request.is_narrowed() {
         ("", "")
     } else {
-        parameters.push(&filter.within);
+        parameters.push(&request.within);
         parameters.push(&types);
         (
             "JOIN nodes n ON n.id = o.node_id",

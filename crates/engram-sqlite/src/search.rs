@@ -29,40 +29,27 @@ fn id_score(row: &Row<'_>) -> rusqlite::Result<(i64, f64)> {
     Ok((row.get(0)?, row.get(1)?))
 }
 
-/// Which observations a search may return.
-struct Filter {
-    within: Option<String>,
-    entity_types: Vec<String>,
+/// The types a search keeps as a JSON array for `json_each`, or `None` for every type.
+fn types_json(request: &CandidateQuery) -> Option<String> {
+    request.types().map(tags_json)
 }
 
-impl Filter {
-    fn is_empty(&self) -> bool {
-        self.within.is_none() && self.entity_types.is_empty()
-    }
-
-    /// The types as a JSON array for `json_each`, or `None` for every type.
-    fn types_json(&self) -> Option<String> {
-        (!self.entity_types.is_empty()).then(|| tags_json(&self.entity_types))
-    }
-}
-
-/// The `k` observations nearest `vector` in `perspective` as `(observation id, cosine
-/// similarity)`: a KNN query on the dimension's `vec0` table for the whole workspace, or an
-/// exact scan of the filtered observations' vectors.
+/// The `request.depth` observations nearest `vector` in `perspective` as `(observation id,
+/// cosine similarity)`: a KNN query on the dimension's `vec0` table for the whole workspace,
+/// or an exact scan of the observations a narrowed search keeps.
 fn nearest(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
-    model: &str,
+    request: &CandidateQuery,
     perspective: PerspectiveId,
     vector: &[f32],
-    k: usize,
-    filter: &Filter,
 ) -> Result<Vec<(i64, f64)>> {
+    let (model, k) = (&request.model, request.depth);
     let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
     if k == 0 || !has_vec_table(tx, dims)? {
         return Ok(Vec::new());
     }
-    if filter.is_empty() {
+    if !request.is_narrowed() {
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
         let k = k.min(MAX_K) as i64;
         return query(
@@ -89,8 +76,8 @@ fn nearest(
             perspective.0,
             to_blob(vector),
             dims,
-            filter.within,
-            filter.types_json(),
+            request.within,
+            types_json(request),
             i64::try_from(k).unwrap_or(i64::MAX)
         ],
         id_score,
@@ -158,24 +145,12 @@ pub(crate) fn search(
     workspace: WorkspaceId,
     request: &CandidateQuery,
 ) -> Result<Vec<Candidate>> {
-    let filter = Filter {
-        within: request.within.clone(),
-        entity_types: request.entity_types.clone(),
-    };
     let terms = request.text.as_deref().and_then(any_word);
     let mut set = CandidateSet::new(request);
     let mut complete_ranking = false;
     let model = &request.model;
     for (index, v) in request.vectors.iter().enumerate() {
-        let found = nearest(
-            tx,
-            workspace,
-            model,
-            v.perspective,
-            &v.vector,
-            request.depth,
-            &filter,
-        )?;
+        let found = nearest(tx, workspace, request, v.perspective, &v.vector)?;
         set.add_nearest(index, found);
     }
     if let Some(terms) = &terms {
@@ -185,7 +160,7 @@ pub(crate) fn search(
             true => request.text_depth,
             false => TEXT_RANKING_LIMIT.max(request.text_depth),
         };
-        let ranking = text_matches(tx, workspace, terms, limit, &filter)?;
+        let ranking = text_matches(tx, workspace, terms, limit, request)?;
         complete_ranking = ranking.len() < limit;
         set.add_text_ranking(ranking, request.text_depth);
     }
@@ -225,16 +200,16 @@ fn text_matches(
     workspace: WorkspaceId,
     terms: &str,
     limit: usize,
-    filter: &Filter,
+    request: &CandidateQuery,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let types = filter.types_json();
+    let types = types_json(request);
     let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&workspace.0, &terms, &limit];
     // Nodes are joined only for a filter: every match would pass its `NULL` tests.
-    let (join, narrowed) = if filter.is_empty() {
+    let (join, narrowed) = if !request.is_narrowed() {
         ("", "")
     } else {
-        parameters.push(&filter.within);
+        parameters.push(&request.within);
         parameters.push(&types);
         (
             "JOIN nodes n ON n.id = o.node_id",
