@@ -21,6 +21,7 @@ mod nodes;
 mod observations;
 mod relations;
 mod search;
+mod statistics;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -54,6 +55,8 @@ pub struct PgStore {
     pool: Pool,
     /// Dimensions whose HNSW indexes this process has made sure exist.
     hnsw_ready: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i32>>>,
+    /// Rows written, for keeping the planner's statistics current ([`statistics`]).
+    written: std::sync::Arc<statistics::WriteCounter>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -142,6 +145,7 @@ impl PgStore {
         let store = Self {
             pool,
             hnsw_ready: std::sync::Arc::default(),
+            written: std::sync::Arc::default(),
         };
         store.ping().await.map_err(|error| match error {
             // Say where: the driver's message names neither host nor port.

@@ -100,7 +100,10 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         entities: &[NewNode],
     ) -> Result<Vec<CreatedNode>> {
-        write!(self, |tx| nodes::create_entities(&tx, workspace, entities))
+        let created = write!(self, |tx| nodes::create_entities(&tx, workspace, entities))?;
+        let rows = entities.len() + entities.iter().map(|e| e.observations.len()).sum::<usize>();
+        self.written.wrote(rows, &self.pool);
+        Ok(created)
     }
 
     #[instrument(skip_all, fields(count = names.len()))]
@@ -168,9 +171,12 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         additions: &[ObservationAdditions],
     ) -> Result<Vec<AddedObservations>> {
-        write!(self, |tx| observations::add_observations(
+        let added = write!(self, |tx| observations::add_observations(
             &tx, workspace, additions
-        ))
+        ))?;
+        let rows = additions.iter().map(|a| a.contents.len()).sum();
+        self.written.wrote(rows, &self.pool);
+        Ok(added)
     }
 
     #[instrument(skip_all)]

@@ -279,31 +279,8 @@ pub(crate) async fn import(
             .await
             .map_err(db)?;
     }
-    refresh_statistics(client).await?;
+    crate::statistics::refresh(client).await?;
     Ok(outcome)
-}
-
-/// Analyzes the graph's tables when much has changed since their last analysis: a bulk load
-/// leaves the planner's statistics describing a far smaller table until autovacuum comes
-/// round (a minute or more), and searches planned on them scan every row (measured: 33 ms
-/// instead of 3 ms for a one-word search right after loading 30,000 observations).
-async fn refresh_statistics(client: &impl GenericClient) -> Result<()> {
-    let stale: bool = client
-        .query_one(
-            "SELECT coalesce(bool_or(n_mod_since_analyze > greatest(1000, 0.2 * n_live_tup)), false)
-             FROM pg_stat_user_tables WHERE relname IN ('nodes', 'observations')",
-            &[],
-        )
-        .await
-        .map_err(db)?
-        .get(0);
-    if stale {
-        client
-            .batch_execute("ANALYZE nodes, observations, relations")
-            .await
-            .map_err(db)?;
-    }
-    Ok(())
 }
 
 async fn import_relations(

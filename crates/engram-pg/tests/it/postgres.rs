@@ -105,3 +105,49 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         2
     );
 }
+
+#[tokio::test]
+async fn bulk_writes_bring_the_planner_statistics_up_to_date() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use engram_domain::testsuite::{entity, memory_with_workspace};
+
+    let url = fresh_database().await;
+    let store = PgStore::connect(&url).await.unwrap();
+    let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "bulk").await;
+    let last_analyze = || async {
+        let client = store.pool().get().await.unwrap();
+        let row = client
+            .query_one(
+                "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables
+                 WHERE relname = 'observations'",
+                &[],
+            )
+            .await
+            .unwrap();
+        row.get::<_, bool>(0)
+    };
+    assert!(!last_analyze().await, "analyzed before any write");
+    // Two bursts of 2,100 rows (100 nodes of 20 observations, in calls of 1,000
+    // observations), a second apart so the first's counts have reached the statistics views.
+    let facts: Vec<String> = (0..20).map(|i| format!("fact {i}")).collect();
+    let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
+    for burst in 0..2 {
+        for call in 0..2 {
+            let entities = (0..50)
+                .map(|i| entity(&format!("n{burst}-{call}-{i}"), "thing", &facts))
+                .collect();
+            memory.create_entities(workspace, entities).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+    }
+    let started = Instant::now();
+    while !last_analyze().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the tables were not analyzed after 4,200 rows"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,72 @@
+//! Keeping the planner's statistics current after bulk writes. A burst of writes leaves them
+//! describing a far smaller table until autovacuum comes round (a minute or more), and searches
+//! planned on them scan every row (measured: 33 ms instead of 3 ms for a one-word search right
+//! after loading 30,000 observations). So the store counts the rows it writes and, every
+//! [`CHECK_EVERY_ROWS`], looks in the background whether a table changed by more than a fifth
+//! since its last analysis, and analyzes it then.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use deadpool_postgres::{GenericClient, Pool};
+use engram_domain::Result;
+
+use crate::error::db;
+
+/// Rows written by this process between two looks at the statistics.
+pub(crate) const CHECK_EVERY_ROWS: u64 = 2_000;
+
+/// Rows written since the last look, and whether a look is under way.
+#[derive(Default)]
+pub(crate) struct WriteCounter {
+    rows: AtomicU64,
+    checking: AtomicBool,
+}
+
+impl WriteCounter {
+    /// Counts `rows` written; every [`CHECK_EVERY_ROWS`] starts one background look (and
+    /// analysis when due) on a pooled connection. Never delays the write that triggers it.
+    pub(crate) fn wrote(self: &Arc<Self>, rows: usize, pool: &Pool) {
+        let rows = rows as u64;
+        let before = self.rows.fetch_add(rows, Ordering::Relaxed);
+        if (before + rows) / CHECK_EVERY_ROWS == before / CHECK_EVERY_ROWS {
+            return;
+        }
+        if self.checking.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (counter, pool) = (self.clone(), pool.clone());
+        tokio::spawn(async move {
+            let outcome = async {
+                let client = pool.get().await.map_err(crate::error::pool)?;
+                refresh(&client).await
+            }
+            .await;
+            if let Err(error) = outcome {
+                tracing::debug!(%error, "refreshing the planner's statistics failed");
+            }
+            counter.checking.store(false, Ordering::Release);
+        });
+    }
+}
+
+/// Analyzes the graph's tables when `nodes` or `observations` changed by more than a fifth
+/// (and at least 1,000 rows) since their last analysis; returns whether it did.
+pub(crate) async fn refresh(client: &impl GenericClient) -> Result<bool> {
+    let stale: bool = client
+        .query_one(
+            "SELECT coalesce(bool_or(n_mod_since_analyze > greatest(1000, 0.2 * n_live_tup)), false)
+             FROM pg_stat_user_tables WHERE relname IN ('nodes', 'observations')",
+            &[],
+        )
+        .await
+        .map_err(db)?
+        .get(0);
+    if stale {
+        client
+            .batch_execute("ANALYZE nodes, observations, relations")
+            .await
+            .map_err(db)?;
+    }
+    Ok(stale)
+}
