@@ -5,7 +5,9 @@
 //!   PostgreSQL (as `cargo xtask eval` uses it: reused when running, only `engram_bench` is
 //!   touched);
 //!   and the same workload on a SQLite file under `target/bench/` (`sqlite_consolidation`);
-//! - `embed`: the local model's throughput (the `throughput` example of engram-embed).
+//! - `embed`: the local model's throughput (the `throughput` example of engram-embed);
+//! - `indexer`: the server's indexer against the raw model on the same texts, as a ratio (the
+//!   `indexer_ratio` example of the binary).
 //!
 //! Examples are built in release mode; each prints its own figures.
 
@@ -30,7 +32,8 @@ pub struct BenchArgs {
     /// Nodes in the consolidation benchmark's workspace.
     #[arg(long, default_value_t = 10_000)]
     nodes: usize,
-    /// Sentences the embedding benchmark embeds.
+    /// Sentences the embedding benchmark embeds, and observations the indexer benchmark
+    /// indexes.
     #[arg(long, default_value_t = 512)]
     sentences: usize,
     /// Also run the peers (installed under target/bench/peers when missing).
@@ -47,6 +50,8 @@ enum Benchmark {
     Consolidation,
     /// The local embedding model's throughput.
     Embed,
+    /// The indexer's throughput against the raw model's, on the same texts.
+    Indexer,
     /// The MCP calls every memory server has, and engram's own, side by side
     /// (`--peers` adds the reference server and mcp-memory).
     Peers,
@@ -59,6 +64,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if wanted(Benchmark::Embed) {
         println!("== embed: local model throughput");
         example("engram-embed", "throughput", &[&args.sentences.to_string()])?;
+    }
+    if wanted(Benchmark::Indexer) {
+        println!("== indexer: the server's indexer against the raw model");
+        example("engram", "indexer_ratio", &[&args.sentences.to_string()])?;
     }
     if wanted(Benchmark::Peers) || args.peers {
         println!("== peers: the shared MCP calls side by side");
