@@ -33,6 +33,7 @@ pub struct TestArgs {
 
 /// Runs `cargo xtask test`.
 pub fn run(args: &TestArgs) -> Result<ExitCode> {
+    let mut held_lock = None;
     let external = env::var(DATABASE_URL_VAR)
         .ok()
         .filter(|url| !url.is_empty());
@@ -46,6 +47,17 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         }
         None => {
             let pg = postgres::ensure_installed(&target_dir())?;
+            // One private cluster directory per checkout: a second run waits for the first
+            // instead of stopping its cluster under its tests.
+            let lock = std::fs::File::create(target_dir().join("engram-test-pg.lock"))
+                .context("creating the test cluster's lock file")?;
+            if lock.try_lock().is_err() {
+                println!(
+                    "engram: another `cargo xtask test` runs in this checkout; waiting for it"
+                );
+                lock.lock().context("waiting for the test cluster's lock")?;
+            }
+            held_lock = Some(lock);
             let cluster = Cluster::start(&pg, &ClusterConfig::test(&target_dir()))?;
             let url = cluster.url();
             println!(
@@ -69,6 +81,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         None => eprintln!("engram: warning: no psql found, cannot report on the test server"),
     }
     drop(cluster);
+    drop(held_lock);
     println!("{}", sqlite_report(started));
 
     match outcome {
