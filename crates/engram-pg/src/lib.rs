@@ -57,6 +57,8 @@ pub struct PgStore {
     hnsw_ready: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i32>>>,
     /// Rows written, for keeping the planner's statistics current ([`statistics`]).
     written: std::sync::Arc<statistics::WriteCounter>,
+    /// `server HOST:PORT, database NAME`, for errors.
+    place: std::sync::Arc<str>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -146,20 +148,29 @@ impl PgStore {
             pool,
             hnsw_ready: std::sync::Arc::default(),
             written: std::sync::Arc::default(),
+            place: format!("server {servers}, database {database}").into(),
         };
-        store.ping().await.map_err(|error| match error {
-            // Say where: the driver's message names neither host nor port.
-            Error::Unavailable(reason) => {
-                Error::Unavailable(format!("{reason} (server {servers}, database {database})"))
-            }
-            other => other,
-        })?;
+        store.ping().await?;
         Ok(store)
+    }
+
+    /// A pooled connection. When none can be had the error says which server and database
+    /// (the driver's message names neither host nor port).
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool
+            .get()
+            .await
+            .map_err(|error| match error::pool(error) {
+                Error::Unavailable(reason) => {
+                    Error::Unavailable(format!("{reason} ({})", self.place))
+                }
+                other => other,
+            })
     }
 
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<()> {
-        let client = self.pool.get().await.map_err(error::pool)?;
+        let client = self.client().await?;
         client.simple_query("SELECT 1").await.map_err(error::db)?;
         Ok(())
     }
@@ -167,7 +178,7 @@ impl PgStore {
     /// Applies the migrations this build embeds that the database lacks, and returns their
     /// names. Safe to run from several processes at once: they take turns on an advisory lock.
     pub async fn migrate(&self) -> Result<Vec<String>> {
-        let mut client = self.pool.get().await.map_err(error::pool)?;
+        let mut client = self.client().await?;
         // A migration (or waiting for another process's) may take longer than a call.
         client
             .batch_execute("SET statement_timeout = 0")
@@ -199,7 +210,7 @@ impl PgStore {
 
     /// Whether every migration this build embeds has been applied.
     pub async fn is_migrated(&self) -> Result<bool> {
-        let client = self.pool.get().await.map_err(error::pool)?;
+        let client = self.client().await?;
         let latest = embedded::migrations::runner()
             .get_migrations()
             .iter()

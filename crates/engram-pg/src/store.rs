@@ -5,7 +5,7 @@ use engram_domain::*;
 use tokio_postgres::IsolationLevel;
 use tracing::instrument;
 
-use crate::error::{db, pool};
+use crate::error::db;
 use crate::{
     PgStore, graph, nodes, observations, relations, search, tokens, transfer, vectors, workspaces,
 };
@@ -23,7 +23,7 @@ macro_rules! write {
         let mut attempt = 1;
         loop {
             let outcome = async {
-                let mut client = $store.pool.get().await.map_err(pool)?;
+                let mut client = $store.client().await?;
                 let $tx = client.transaction().await.map_err(db)?;
                 let value = $body.await?;
                 $tx.commit().await.map_err(db)?;
@@ -44,7 +44,7 @@ macro_rules! write {
 /// Runs `$body` in a read-only transaction on one snapshot, so multi-statement reads agree.
 macro_rules! read {
     ($store:expr, |$tx:ident| $body:expr) => {{
-        let mut client = $store.pool.get().await.map_err(pool)?;
+        let mut client = $store.client().await?;
         let $tx = client
             .build_transaction()
             .isolation_level(IsolationLevel::RepeatableRead)
@@ -75,7 +75,7 @@ impl MemoryStore for PgStore {
 
     #[instrument(skip_all)]
     async fn workspace(&self, name: &str) -> Result<Workspace> {
-        let client = self.pool.get().await.map_err(pool)?;
+        let client = self.client().await?;
         workspaces::get(&client, name).await
     }
 
@@ -307,7 +307,7 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         ids: &[i64],
     ) -> Result<Vec<(i64, String, i64)>> {
-        let client = self.pool.get().await.map_err(pool)?;
+        let client = self.client().await?;
         let rows = client
             .query(
                 "SELECT o.id, n.name, o.ordinal FROM observations o
@@ -335,7 +335,7 @@ impl MemoryStore for PgStore {
 
     #[instrument(skip_all)]
     async fn token(&self, id: &str) -> Result<Option<(auth::TokenInfo, Vec<u8>)>> {
-        let client = self.pool.get().await.map_err(pool)?;
+        let client = self.client().await?;
         tokens::lookup(&client, id).await
     }
 
@@ -381,7 +381,7 @@ impl MemoryStore for PgStore {
         for d in dims {
             let fresh = self.hnsw_ready.lock().expect("index cache lock").insert(d);
             if fresh {
-                let client = self.pool.get().await.map_err(pool)?;
+                let client = self.client().await?;
                 if let Err(error) = vectors::ensure_hnsw_indexes(&client, d).await {
                     self.hnsw_ready.lock().expect("index cache lock").remove(&d);
                     return Err(error);
@@ -428,7 +428,7 @@ impl MemoryStore for PgStore {
     }
 
     async fn change_marker(&self) -> Result<i64> {
-        let client = self.pool.get().await.map_err(pool)?;
+        let client = self.client().await?;
         let row = client
             .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
             .await
