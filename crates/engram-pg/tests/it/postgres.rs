@@ -151,3 +151,20 @@ async fn bulk_writes_bring_the_planner_statistics_up_to_date() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn an_unreachable_server_is_named_in_the_error() {
+    let error = PgStore::connect("postgres://postgres@127.0.0.1:1/nowhere")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, engram_domain::Error::Unavailable(_)),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("(server 127.0.0.1:1, database nowhere)"),
+        "{error}"
+    );
+}
