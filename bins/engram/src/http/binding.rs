@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::auth::Grant;
-use super::sessions::{ClientAddress, SessionCounter, SessionSlot};
+use super::sessions::{ClientAddress, SessionCounter, Share, publish_open};
 
 /// The header that binds a request to a workspace.
 pub const WORKSPACE_HEADER: &str = "x-memory-workspace";
@@ -36,7 +36,7 @@ pub struct Binder {
 struct StreamableSession {
     workspace: WorkspaceId,
     seen: Instant,
-    _slot: SessionSlot,
+    _slot: Share,
 }
 
 impl Binder {
@@ -73,8 +73,7 @@ impl Binder {
             for id in &expired {
                 sessions.remove(id);
             }
-            metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
-                .set(sessions.len() as f64);
+            publish_open("streamable_http", sessions.len());
             expired
         };
         for id in expired {
@@ -131,7 +130,7 @@ impl Binder {
         }
     }
 
-    fn remember(&self, session: &str, workspace: WorkspaceId, slot: SessionSlot) {
+    fn remember(&self, session: &str, workspace: WorkspaceId, slot: Share) {
         let mut sessions = self.sessions.lock().expect("session map lock");
         let session_state = StreamableSession {
             workspace,
@@ -139,8 +138,7 @@ impl Binder {
             _slot: slot,
         };
         sessions.insert(session.to_owned(), session_state);
-        metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
-            .set(sessions.len() as f64);
+        publish_open("streamable_http", sessions.len());
     }
 
     /// The workspace `session` started with, refreshing its last use.
@@ -155,8 +153,7 @@ impl Binder {
     fn forget(&self, session: &str) {
         let mut sessions = self.sessions.lock().expect("session map lock");
         sessions.remove(session);
-        metrics::gauge!("engram_sessions_active", "transport" => "streamable_http")
-            .set(sessions.len() as f64);
+        publish_open("streamable_http", sessions.len());
     }
 }
 
@@ -172,7 +169,8 @@ pub fn refuse(status: StatusCode, message: String) -> Response {
     rpc_error(status, code, message)
 }
 
-fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
+/// A JSON-RPC error body with `code` and an HTTP status.
+pub(super) fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,

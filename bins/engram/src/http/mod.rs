@@ -10,9 +10,7 @@ mod sessions;
 mod sse;
 mod ui;
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,7 +132,7 @@ pub async fn serve(
     let token = CancellationToken::new();
     let app = router(memory, guard, token.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let per_address: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>> = Arc::default();
+    let per_address = sessions::AddressCounts::default();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -159,7 +157,9 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some(held) = AddressSlot::take(&per_address, peer.ip()) else {
+        // The total is the semaphore's: over it a connection waits in the backlog.
+        let Ok(held) = per_address.take(Some(peer.ip()), MAX_CONNECTIONS_PER_ADDRESS, usize::MAX)
+        else {
             tracing::warn!(address = %peer.ip(), "refusing a connection: too many from one address");
             continue;
         };
@@ -186,40 +186,4 @@ pub async fn serve(
     token.cancel();
     graceful.shutdown().await;
     Ok(())
-}
-
-/// One connection's place in its address's count; gives it back when dropped.
-struct AddressSlot {
-    counts: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
-    address: IpAddr,
-}
-
-impl AddressSlot {
-    fn take(
-        counts: &Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
-        address: IpAddr,
-    ) -> Option<Self> {
-        let mut map = counts.lock().expect("address counts lock");
-        let count = map.entry(address).or_insert(0);
-        if *count >= MAX_CONNECTIONS_PER_ADDRESS {
-            return None;
-        }
-        *count += 1;
-        Some(Self {
-            counts: counts.clone(),
-            address,
-        })
-    }
-}
-
-impl Drop for AddressSlot {
-    fn drop(&mut self) {
-        let mut map = self.counts.lock().expect("address counts lock");
-        if let Some(count) = map.get_mut(&self.address) {
-            *count -= 1;
-            if *count == 0 {
-                map.remove(&self.address);
-            }
-        }
-    }
 }

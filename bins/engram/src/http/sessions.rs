@@ -48,12 +48,10 @@ impl Default for SessionLimits {
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddress(pub IpAddr);
 
-/// The open sessions' count, in all and per client address.
-#[derive(Clone)]
-pub struct SessionCounter {
-    limits: SessionLimits,
-    counts: Arc<Mutex<Counts>>,
-}
+/// What is held per client address and in all (connections, sessions); each [`Share`] is
+/// given back when dropped.
+#[derive(Clone, Default)]
+pub struct AddressCounts(Arc<Mutex<Counts>>);
 
 #[derive(Default)]
 struct Counts {
@@ -61,11 +59,72 @@ struct Counts {
     per_address: HashMap<Option<IpAddr>, usize>,
 }
 
+/// Why [`AddressCounts::take`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// Everyone together holds the most allowed.
+    Total,
+    /// This address holds its share.
+    Address,
+}
+
+impl AddressCounts {
+    /// One more for `address`, unless all together hold `max_total` already or the address
+    /// holds `max_per_address`.
+    pub fn take(
+        &self,
+        address: Option<IpAddr>,
+        max_per_address: usize,
+        max_total: usize,
+    ) -> Result<Share, Full> {
+        let mut counts = self.0.lock().expect("address counts lock");
+        if counts.total >= max_total {
+            return Err(Full::Total);
+        }
+        let held = counts.per_address.entry(address).or_insert(0);
+        if *held >= max_per_address {
+            return Err(Full::Address);
+        }
+        *held += 1;
+        counts.total += 1;
+        Ok(Share {
+            counts: self.clone(),
+            address,
+        })
+    }
+}
+
+/// One connection's or session's place in [`AddressCounts`]; given back when dropped.
+pub struct Share {
+    counts: AddressCounts,
+    address: Option<IpAddr>,
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        let mut counts = self.counts.0.lock().expect("address counts lock");
+        counts.total -= 1;
+        if let Some(held) = counts.per_address.get_mut(&self.address) {
+            *held -= 1;
+            if *held == 0 {
+                counts.per_address.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// The open sessions of both transports, against [`SessionLimits`].
+#[derive(Clone)]
+pub struct SessionCounter {
+    limits: SessionLimits,
+    counts: AddressCounts,
+}
+
 impl SessionCounter {
     pub fn new(limits: SessionLimits) -> Self {
         Self {
             limits,
-            counts: Arc::default(),
+            counts: AddressCounts::default(),
         }
     }
 
@@ -73,44 +132,44 @@ impl SessionCounter {
         self.limits
     }
 
-    /// A place for one more session from `address`, held until the slot is dropped; or the
+    /// A place for one more session from `address`, held until it is dropped; or the
     /// refusal to send (503 when the server is full, 429 when this address has its share).
-    pub fn admit(&self, address: Option<IpAddr>) -> Result<SessionSlot, Refusal> {
-        let mut counts = self.counts.lock().expect("session counts lock");
-        let from_address = counts.per_address.get(&address).copied().unwrap_or(0);
-        let refusal = if counts.total >= self.limits.max_sessions {
-            Some((
+    pub fn admit(&self, address: Option<IpAddr>) -> Result<Share, Refusal> {
+        let limits = self.limits;
+        let full = match self.counts.take(
+            address,
+            limits.max_sessions_per_address,
+            limits.max_sessions,
+        ) {
+            Ok(share) => return Ok(share),
+            Err(full) => full,
+        };
+        let (status, message) = match full {
+            Full::Total => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
                     "too many open sessions: the server holds at most {} at once; close \
                      sessions you no longer use, or retry later",
-                    self.limits.max_sessions
+                    limits.max_sessions
                 ),
-            ))
-        } else if from_address >= self.limits.max_sessions_per_address {
-            Some((
+            ),
+            Full::Address => (
                 StatusCode::TOO_MANY_REQUESTS,
                 format!(
                     "too many open sessions from this address: at most {} at once; close \
                      sessions you no longer use (HTTP DELETE /mcp), or retry later",
-                    self.limits.max_sessions_per_address
+                    limits.max_sessions_per_address
                 ),
-            ))
-        } else {
-            None
+            ),
         };
-        if let Some((status, message)) = refusal {
-            drop(counts);
-            tracing::warn!(address = ?address, %status, "refusing a new session");
-            return Err(Refusal { status, message });
-        }
-        counts.total += 1;
-        *counts.per_address.entry(address).or_insert(0) += 1;
-        Ok(SessionSlot {
-            counts: self.counts.clone(),
-            address,
-        })
+        tracing::warn!(address = ?address, %status, "refusing a new session");
+        Err(Refusal { status, message })
     }
+}
+
+/// Publishes how many sessions of `transport` are open (`engram_sessions_active`).
+pub fn publish_open(transport: &'static str, open: usize) {
+    metrics::gauge!("engram_sessions_active", "transport" => transport).set(open as f64);
 }
 
 /// A new session refused: answered with its status, a JSON-RPC error naming the limit, and
@@ -128,25 +187,6 @@ impl IntoResponse for Refusal {
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         response
-    }
-}
-
-/// One open session's place in the count; given back when dropped.
-pub struct SessionSlot {
-    counts: Arc<Mutex<Counts>>,
-    address: Option<IpAddr>,
-}
-
-impl Drop for SessionSlot {
-    fn drop(&mut self) {
-        let mut counts = self.counts.lock().expect("session counts lock");
-        counts.total -= 1;
-        if let Some(count) = counts.per_address.get_mut(&self.address) {
-            *count -= 1;
-            if *count == 0 {
-                counts.per_address.remove(&self.address);
-            }
-        }
     }
 }
 

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use axum::Json;
 use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -25,8 +24,8 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Grant;
-use super::binding::{Binder, refuse};
-use super::sessions::{ClientAddress, SessionSlot};
+use super::binding::{Binder, refuse, rpc_error};
+use super::sessions::{ClientAddress, Share, publish_open};
 
 /// Answers a session may have waiting for its client to read them. A client that stops
 /// reading its stream lets them pile up; once this many wait, its next message closes the
@@ -97,7 +96,7 @@ struct SessionGuard {
     id: String,
     sessions: SseSessions,
     stop: CancellationToken,
-    _slot: SessionSlot,
+    _slot: Share,
 }
 
 impl Drop for SessionGuard {
@@ -105,7 +104,7 @@ impl Drop for SessionGuard {
         self.stop.cancel();
         let mut sessions = self.sessions.inner.lock().expect("sse session lock");
         sessions.remove(&self.id);
-        metrics::gauge!("engram_sessions_active", "transport" => "sse").set(sessions.len() as f64);
+        publish_open("sse", sessions.len());
         drop(sessions);
         tracing::debug!(session = %self.id, "sse session closed");
     }
@@ -141,7 +140,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
                 stop: stop.clone(),
             },
         );
-        metrics::gauge!("engram_sessions_active", "transport" => "sse").set(sessions.len() as f64);
+        publish_open("sse", sessions.len());
     }
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
         .with_access(access);
@@ -227,11 +226,8 @@ pub async fn post_message(
     let message: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
         Ok(message) => message,
         Err(error) => {
-            let body = serde_json::json!({
-                "jsonrpc": "2.0", "id": null,
-                "error": {"code": -32700, "message": format!("parse error: {error}")},
-            });
-            return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+            let message = format!("parse error: {error}");
+            return rpc_error(StatusCode::BAD_REQUEST, -32700, message);
         }
     };
     let sender = {
