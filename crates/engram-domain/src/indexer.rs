@@ -8,16 +8,17 @@
 //! alone; those are set aside (in this process, with their reason) and tried again after a
 //! back-off, and everything else is stored.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
 use crate::perspectives::render_document;
 use crate::retry::Failure;
 use crate::store::MemoryStore;
-use crate::vectors::{EmbeddingRecord, text_hash};
+use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash};
 
 /// Keeps a store's vectors for one embedder current. The loop that calls
 /// [`Indexer::run_once`] (and sleeps when idle) belongs to the binary.
@@ -26,12 +27,22 @@ pub struct Indexer {
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
     batch_size: usize,
-    rejected: Arc<Mutex<HashMap<PairKey, Failure>>>,
+    rejected: Arc<Mutex<HashMap<PairKey, SetAside>>>,
 }
 
 /// An (observation, perspective) pair and the hash of the text rendered for it: a changed
 /// text is a new key, tried at once.
-type PairKey = (i64, crate::PerspectiveId, Vec<u8>);
+type PairKey = (i64, PerspectiveId, Vec<u8>);
+
+/// A text the embedder rejected: its failures so far, and where it is (as the task said, so
+/// saying so needs no read of the store).
+struct SetAside {
+    failure: Failure,
+    workspace: WorkspaceId,
+    name: String,
+    ordinal: Ordinal,
+    perspective: String,
+}
 
 /// The first wait before a rejected text is tried again; doubled per failure up to
 /// [`MAX_REJECTION_WAIT`].
@@ -58,15 +69,31 @@ impl Indexer {
 
     /// The texts set aside because the embedder rejected them, as `(observation id,
     /// perspective id, reason)`.
-    pub fn rejected(&self) -> Vec<(i64, crate::PerspectiveId, String)> {
+    pub fn rejected(&self) -> Vec<(i64, PerspectiveId, String)> {
         let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
-        let mut list: Vec<(i64, crate::PerspectiveId, String)> = (rejected.iter())
+        let mut list: Vec<(i64, PerspectiveId, String)> = (rejected.iter())
             .map(|((observation, perspective, _), r)| {
-                (*observation, *perspective, r.reason().to_owned())
+                (*observation, *perspective, r.failure.reason().to_owned())
             })
             .collect();
         list.sort();
         list
+    }
+
+    /// The texts of `workspace` set aside, by node name and ordinal.
+    pub fn rejected_in(&self, workspace: WorkspaceId) -> Vec<RejectedText> {
+        let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        let mut texts: Vec<RejectedText> = (rejected.values())
+            .filter(|r| r.workspace == workspace)
+            .map(|r| RejectedText {
+                name: r.name.clone(),
+                ordinal: r.ordinal,
+                perspective: r.perspective.clone(),
+                reason: r.failure.reason().to_owned(),
+            })
+            .collect();
+        texts.sort_by(|a, b| (&a.name, a.ordinal).cmp(&(&b.name, b.ordinal)));
+        texts
     }
 
     /// One pass: how many pairs it brought up to date (0 when nothing was pending).
@@ -75,23 +102,23 @@ impl Indexer {
     pub async fn run_once(&self) -> Result<usize> {
         let model = self.embedder.model_id();
         let waiting = self.waiting();
-        let tasks = self
-            .store
-            .pending_embeddings(model, self.batch_size + waiting.len())
-            .await?;
+        let limit = self.batch_size + waiting.len();
+        let tasks = self.store.pending_embeddings(model, limit).await?;
         let mut records = Vec::with_capacity(tasks.len());
         let mut texts = Vec::new();
         let mut to_embed = Vec::new();
+        let mut pending = HashSet::with_capacity(tasks.len());
         for task in &tasks {
             let text = render_document(&task.document_template, &task.context);
             let hash = text_hash(&text);
             let key = (task.observation_id, task.perspective_id, hash.clone());
+            pending.insert(key.clone());
             if waiting.contains(&key) || records.len() == self.batch_size {
                 continue;
             }
             if task.stored_hash.as_deref() != Some(hash.as_slice()) {
                 texts.push(text);
-                to_embed.push((records.len(), key));
+                to_embed.push((records.len(), key, task));
             }
             records.push(EmbeddingRecord {
                 observation_id: task.observation_id,
@@ -101,6 +128,9 @@ impl Indexer {
                 vector: None,
             });
         }
+        if tasks.len() < limit {
+            self.forget_gone(&pending);
+        }
         if records.is_empty() {
             return Ok(0);
         }
@@ -109,10 +139,10 @@ impl Indexer {
             let mut kept = Vec::with_capacity(records.len());
             let mut embedded = to_embed.into_iter().zip(vectors).peekable();
             for (i, mut record) in records.into_iter().enumerate() {
-                match embedded.next_if(|((index, _), _)| *index == i) {
+                match embedded.next_if(|((index, _, _), _)| *index == i) {
                     Some((_, Ok(vector))) => record.vector = Some(vector),
-                    Some(((_, key), Err(reason))) => {
-                        self.reject(key, reason);
+                    Some(((_, key, task), Err(reason))) => {
+                        self.reject(key, task, reason);
                         continue;
                     }
                     None => {}
@@ -133,7 +163,7 @@ impl Indexer {
         if rejected.is_empty() {
             return;
         }
-        let stored: std::collections::HashSet<(i64, crate::PerspectiveId)> = (records.iter())
+        let stored: HashSet<(i64, PerspectiveId)> = (records.iter())
             .map(|r| (r.observation_id, r.perspective_id))
             .collect();
         rejected.retain(|(observation, perspective, _), _| {
@@ -146,20 +176,34 @@ impl Indexer {
     fn waiting(&self) -> Vec<PairKey> {
         let rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
         (rejected.iter())
-            .filter(|(_, r)| r.wait_left().is_some())
+            .filter(|(_, r)| r.failure.wait_left().is_some())
             .map(|(key, _)| key.clone())
             .collect()
     }
 
-    fn reject(&self, key: PairKey, reason: String) {
+    /// Forgets the set-aside texts that are no longer pending (their observation was
+    /// deleted, or its text changed): `pending` holds the keys of the whole queue.
+    fn forget_gone(&self, pending: &HashSet<PairKey>) {
+        let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        rejected.retain(|key, _| pending.contains(key));
+    }
+
+    fn reject(&self, key: PairKey, task: &EmbeddingTask, reason: String) {
         let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
         let failure = Failure::after(
-            rejected.get(&key),
+            rejected.get(&key).map(|r| &r.failure),
             reason,
             FIRST_REJECTION_WAIT,
             MAX_REJECTION_WAIT,
         );
-        rejected.insert(key, failure);
+        let set_aside = SetAside {
+            failure,
+            workspace: task.workspace,
+            name: task.context.name.clone(),
+            ordinal: task.context.ordinal,
+            perspective: task.perspective_name.clone(),
+        };
+        rejected.insert(key, set_aside);
     }
 
     /// Embeds `texts`; when the batch fails but the embedder answers a probe, splits it until

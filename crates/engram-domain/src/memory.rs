@@ -74,37 +74,10 @@ impl Memory {
     }
 
     /// The workspace's texts the indexer set aside because the embedder rejected them (tried
-    /// again after a back-off), by node name and ordinal; empty without an indexer.
-    ///
-    /// # Errors
-    /// [`Error::Unavailable`] when the store cannot be read.
-    pub async fn rejected_texts(&self, workspace: WorkspaceId) -> Result<Vec<RejectedText>> {
-        let Some(indexer) = &self.indexer else {
-            return Ok(Vec::new());
-        };
-        let rejected = indexer.rejected();
-        if rejected.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<i64> = rejected.iter().map(|(id, _, _)| *id).collect();
-        let places = self.store.observation_places(workspace, &ids).await?;
-        let perspectives = self.store.perspectives(workspace).await?;
-        let mut texts: Vec<RejectedText> = rejected
-            .into_iter()
-            .filter_map(|(id, perspective, reason)| {
-                let (_, name, ordinal) = places.iter().find(|(place, _, _)| *place == id)?;
-                Some(RejectedText {
-                    name: name.clone(),
-                    ordinal: Ordinal(*ordinal),
-                    perspective: (perspectives.iter())
-                        .find(|p| p.id == perspective)
-                        .map_or_else(|| perspective.to_string(), |p| p.name.clone()),
-                    reason,
-                })
-            })
-            .collect();
-        texts.sort_by(|a, b| (&a.name, a.ordinal).cmp(&(&b.name, b.ordinal)));
-        Ok(texts)
+    /// again after a back-off), by node name and ordinal; empty without an indexer. The
+    /// indexer remembers where each one is, so this reads nothing from the store.
+    pub fn rejected_texts(&self, workspace: WorkspaceId) -> Vec<RejectedText> {
+        (self.indexer.as_ref()).map_or_else(Vec::new, |i| i.rejected_in(workspace))
     }
 
     /// How long a search may wait for the embedder (default [`QUERY_EMBEDDING_BUDGET`]).
@@ -473,7 +446,7 @@ impl Memory {
     /// and the texts its embedder refused ([`Memory::rejected_texts`]).
     pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
         let mut stats = self.store.get_stats(workspace).await?;
-        stats.rejected_texts = self.rejected_texts(workspace).await?.len() as u64;
+        stats.rejected_texts = self.rejected_texts(workspace).len() as u64;
         stats.embedding_coverage = match &self.embedder {
             Some(embedder) => {
                 self.store

@@ -266,11 +266,10 @@ impl Memory {
         };
         let mut candidates = self.store.search(workspace, &request).await?;
         let embedding_matched = (candidates.iter()).any(|c| c.signals.nearest.contains(&true));
-        // Texts the embedder refused are found by full text only: say so (the store is read
-        // for them only while the indexer has set some aside).
+        // Texts the embedder refused are found by full text only: say so.
         let rejected = match mode {
             SearchMode::Text => Vec::new(),
-            _ => self.rejected_texts(workspace).await?,
+            _ => self.rejected_texts(workspace),
         };
         let mut effective = mode;
         if mode != SearchMode::Text && !embedding_matched {

@@ -210,14 +210,6 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Deletes an access token; [`crate::Error::NotFound`] (kind `token`) when there is none.
     async fn revoke_token(&self, id: &str) -> Result<()>;
 
-    /// Where the observations `ids` are, as `(id, node name, ordinal)`, for those in the
-    /// workspace (others are left out).
-    async fn observation_places(
-        &self,
-        workspace: WorkspaceId,
-        ids: &[i64],
-    ) -> Result<Vec<(i64, String, i64)>>;
-
     /// The workspace's perspectives, by name. A workspace starts with
     /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].
     async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;

@@ -20,8 +20,12 @@ pub struct NodeVector {
 pub struct EmbeddingTask {
     /// The observation.
     pub observation_id: i64,
+    /// Its workspace.
+    pub workspace: crate::WorkspaceId,
     /// The perspective.
     pub perspective_id: crate::PerspectiveId,
+    /// The perspective's name.
+    pub perspective_name: String,
     /// The perspective's document template.
     pub document_template: String,
     /// What the template renders.

@@ -302,28 +302,6 @@ impl MemoryStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn observation_places(
-        &self,
-        workspace: WorkspaceId,
-        ids: &[i64],
-    ) -> Result<Vec<(i64, String, i64)>> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT o.id, n.name, o.ordinal FROM observations o
-                 JOIN nodes n ON n.id = o.node_id
-                 WHERE o.workspace_id = $1 AND o.id = ANY($2)",
-                &[&workspace.0, &ids],
-            )
-            .await
-            .map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect())
-    }
-
-    #[instrument(skip_all)]
     async fn create_token(&self, token: &auth::NewToken) -> Result<auth::TokenInfo> {
         write!(self, |tx| tokens::create(&tx, token))
     }

@@ -82,7 +82,9 @@ pub(crate) async fn pending_embeddings(
         .iter()
         .map(|row| EmbeddingTask {
             observation_id: row.get("observation_id"),
+            workspace: WorkspaceId(row.get("workspace_id")),
             perspective_id: PerspectiveId(row.get("perspective_id")),
+            perspective_name: row.get("perspective_name"),
             document_template: row.get("document_template"),
             context: ObservationContext {
                 content: row.get("content"),

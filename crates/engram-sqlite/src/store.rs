@@ -9,7 +9,7 @@ use tracing::instrument;
 
 use crate::error::db;
 use crate::{
-    SqliteStore, graph, nodes, observations, relations, search, sql, tokens, transfer, vectors,
+    SqliteStore, graph, nodes, observations, relations, search, tokens, transfer, vectors,
     workspaces,
 };
 use engram_domain::auth;
@@ -291,27 +291,6 @@ impl MemoryStore for SqliteStore {
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         self.pool
             .read(move |tx| nodes::event_counts(tx, workspace, since))
-            .await
-    }
-
-    #[instrument(skip_all)]
-    async fn observation_places(
-        &self,
-        workspace: WorkspaceId,
-        ids: &[i64],
-    ) -> Result<Vec<(i64, String, i64)>> {
-        let ids = sql::id_list(ids);
-        self.pool
-            .read(move |tx| {
-                sql::query(
-                    tx,
-                    "SELECT o.id, n.name, o.ordinal FROM observations o
-                     JOIN nodes n ON n.id = o.node_id
-                     WHERE o.workspace_id = ?1 AND o.id IN (SELECT value FROM json_each(?2))",
-                    rusqlite::params![workspace.0, ids],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-                )
-            })
             .await
     }
 

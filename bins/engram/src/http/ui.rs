@@ -169,14 +169,14 @@ async fn report(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Resp
 /// The indexer's state for the workspace: coverage and what remains.
 async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     let memory = binder.memory();
-    let (stats, pairs, rejected) = match tokio::try_join!(
+    let (stats, pairs) = match tokio::try_join!(
         memory.get_stats(workspace.id),
         memory.store().embedding_pairs(workspace.id),
-        memory.rejected_texts(workspace.id)
     ) {
         Ok(both) => both,
         Err(error) => return failure(&error),
     };
+    let rejected = memory.rejected_texts(workspace.id);
     let embedded = (stats.embedding_coverage * pairs as f64).round() as u64;
     axum::Json(json!({
         "model": memory.embedder().map(|e| e.model_id()),

@@ -763,7 +763,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert!(rejected[0].2.contains("answered 500"), "{rejected:?}");
     // Said by node and ordinal to whoever looks (the viewer), in its workspace only.
     let memory = memory.with_indexer(indexer.clone());
-    let texts = memory.rejected_texts(ws).await.unwrap();
+    let texts = memory.rejected_texts(ws);
     assert_eq!(
         (
             texts.len(),
@@ -775,7 +775,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
         "{texts:?}"
     );
     let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
-    assert!(memory.rejected_texts(elsewhere).await.unwrap().is_empty());
+    assert!(memory.rejected_texts(elsewhere).is_empty());
     // And to the agent: counted by get_stats, named in a search's notice (not blamed on
     // indexing still running).
     assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 1);
@@ -814,4 +814,32 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
         .unwrap();
     assert!(matches!(down.run_once().await, Err(Error::Unavailable(_))));
     assert!(down.rejected().is_empty());
+}
+
+/// The indexer remembers where a rejected text is; once its observation is deleted, the next
+/// pass that sees the whole queue forgets it, and it is no longer reported.
+pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<dyn MemoryStore>) {
+    let embedder = Arc::new(Picky::default());
+    let (memory, ws) = memory_with_workspace(store.clone(), "weeds").await;
+    memory
+        .create_entities(
+            ws,
+            vec![
+                entity("Weeds", "place", &["a poison fact"]),
+                entity("Roses", "place", &["roses need sun"]),
+            ],
+        )
+        .await
+        .unwrap();
+    let indexer = Indexer::new(store.clone(), embedder, 64);
+    indexer.run_until_idle().await.unwrap();
+    let memory = memory.with_indexer(indexer.clone());
+    assert_eq!(memory.rejected_texts(ws).len(), 1);
+    memory
+        .delete_entities(ws, &["Weeds".to_owned()])
+        .await
+        .unwrap();
+    indexer.run_once().await.unwrap();
+    assert!(memory.rejected_texts(ws).is_empty());
+    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
 }

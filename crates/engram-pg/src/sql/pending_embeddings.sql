@@ -2,7 +2,8 @@
 -- was rendered from an older state of the node (its `updated_at` moved since), with the
 -- context the perspective renders: the node, its tags and summary, and its relations as
 -- phrases (`works_on engram` outgoing, `Bob knows` incoming).
-SELECT o.id AS observation_id, p.id AS perspective_id, p.document_template,
+SELECT o.id AS observation_id, o.workspace_id, p.id AS perspective_id,
+       p.name AS perspective_name, p.document_template,
        o.content, o.ordinal, o.created_at,
        n.name, n.entity_type, n.tags, n.summary, n.updated_at AS source_updated_at,
        e.text_hash,
