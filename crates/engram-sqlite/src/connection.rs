@@ -103,7 +103,8 @@ impl Pool {
         }
     }
 
-    /// Runs `body` on the writer connection itself, outside any transaction (migrations).
+    /// Runs `body` on the writer connection itself, outside any transaction and without a
+    /// call's time limit (migrations, which may take long or wait for another process).
     pub(crate) async fn with_writer<T, F>(self: &Arc<Self>, body: F) -> Result<T>
     where
         T: Send + 'static,
@@ -113,6 +114,7 @@ impl Pool {
         tokio::task::spawn_blocking(move || {
             let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
             conn.tick();
+            conn.unlimited()?;
             body(&mut conn.db)
         })
         .await
@@ -244,6 +246,15 @@ impl Conn {
             .map_err(db)
     }
 
+    /// Lifts the last call's limit ([`Conn::limit_to`] sets it on the connection, where it
+    /// outlives the transaction): the busy timeout back to its default, no deadline.
+    fn unlimited(&mut self) -> Result<()> {
+        self.db.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+        self.db
+            .progress_handler(0, None::<fn() -> bool>)
+            .map_err(db)
+    }
+
     /// Sets this connection's `engram_now()` for the transaction about to start.
     fn tick(&mut self) {
         self.clock.store(now_micros(), Ordering::Relaxed);
@@ -331,5 +342,18 @@ mod tests {
             rows, 0,
             "the interrupted transaction's insert was rolled back"
         );
+        // The deadline belonged to that call: a migration afterwards runs unlimited.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        pool.with_writer(|conn| {
+            conn.query_row(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
+                 SELECT count(*) FROM c",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(db)
+        })
+        .await
+        .unwrap();
     }
 }
