@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use engram_domain::perspectives::{Perspective, render_document};
+use engram_domain::perspectives::render_document;
 use engram_domain::{Embedder, Memory, MemoryStore, NewNode};
 use engram_embed::LocalEmbedder;
 use engram_sqlite::SqliteStore;
@@ -49,12 +49,9 @@ async fn main() -> anyhow::Result<()> {
 
     let embedder = Arc::new(LocalEmbedder::new());
     embedder.embed_documents(&["warm up".to_owned()]).await?;
-    let general: Perspective = (memory.perspectives(workspace).await?.into_iter())
-        .find(|p| p.enabled)
-        .expect("a new workspace has an enabled perspective");
     let texts: Vec<String> = (store.pending_embeddings(embedder.model_id(), count).await?)
         .iter()
-        .map(|task| render_document(&general.document_template, &task.context))
+        .map(|task| render_document(&task.document_template, &task.context))
         .collect();
     let started = Instant::now();
     for batch in texts.chunks(engram::indexing::BATCH_SIZE) {
