@@ -178,8 +178,10 @@ impl PgStore {
     /// Applies the migrations this build embeds that the database lacks, and returns their
     /// names. Safe to run from several processes at once: they take turns on an advisory lock.
     pub async fn migrate(&self) -> Result<Vec<String>> {
-        let mut client = self.client().await?;
-        // A migration (or waiting for another process's) may take longer than a call.
+        // A migration (or waiting for another process's) may take longer than a call: this
+        // connection runs without the limit and leaves the pool, so the setting cannot
+        // outlive the migration on any path.
+        let mut client = deadpool_postgres::Object::take(self.client().await?);
         client
             .batch_execute("SET statement_timeout = 0")
             .await
@@ -189,15 +191,11 @@ impl PgStore {
             .await
             .map_err(error::db)?;
         let outcome = embedded::migrations::runner()
-            .run_async(&mut **client)
+            .run_async(&mut *client)
             .await
             .map_err(|e| error::migration(&e));
         client
             .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
-            .await
-            .map_err(error::db)?;
-        client
-            .batch_execute("RESET statement_timeout")
             .await
             .map_err(error::db)?;
         let applied = outcome?
