@@ -13,7 +13,7 @@ within 0.002 (R@5 0.596 both). Run from the repository root:
 Vectors are cached in target/ablation/. The numbers judge *rankings*; the server's own
 `cargo xtask eval locomo` is the end-to-end check.
 """
-import argparse, glob, json, math, os, re, subprocess, sys
+import argparse, datetime, glob, json, math, os, re, subprocess, sys
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -21,7 +21,7 @@ import snowballstemmer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "target", "ablation")
-STOP = set(open(os.path.join(ROOT, "crates/engram-sqlite/src/stop_words.txt")).read().split())
+STOP = set(open(os.path.join(ROOT, "crates/engram-domain/src/stop_words.txt")).read().split())
 STEM = snowballstemmer.stemmer("porter")
 
 
@@ -246,6 +246,62 @@ def main():
             s = 0.6 * en + 0.4 * tn + bonus * match
             out.append(ids[np.argsort(-s, kind="stable")[:10]])
         row(f"+ dates the question names, +{bonus}" + (" (shipped)" if bonus == 0.1 else ""), judge.recall(out))
+
+    # Term proximity (pairs of consecutive query terms at most `window` words apart, in order,
+    # Snowball English stems) and closeness to a day the question names, on top of the dates.
+    english = snowballstemmer.stemmer("english")
+    doc_stems = [english.stemWords(words(d)) for d in docs]
+    terms = []
+    for q in questions:
+        t = []
+        for w in words(q["q"]):
+            if w not in STOP and english.stemWord(w) not in t:
+                t.append(english.stemWord(w))
+        terms.append(t)
+
+    def pairs(qi, i, window):
+        s, near = doc_stems[i], set()
+        for k in range(1, window + 1):
+            near |= set(zip(s, s[k:]))
+        return sum((a, b) in near for a, b in zip(terms[qi], terms[qi][1:]))
+
+    def days(text):
+        found = set()
+        month = "(" + "|".join(m[:3] + "[a-z]*" for m in MONTHS) + ")"
+        for d, m, y in re.findall(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + month + r",?\s+(\d{4})", text):
+            found.add((int(y), next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, int(d)))
+        for m, d, y in re.findall(month + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", text):
+            found.add((int(y), next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, int(d)))
+        out = set()
+        for y, m, d in found:
+            try:
+                out.add(datetime.date(y, m, d))
+            except ValueError:
+                pass
+        return out
+
+    asked_days, doc_days = [days(q["q"]) for q in questions], [days(d) for d in docs]
+
+    def cues(proximity=0.0, window=2, cap=3, day=0.0):
+        out = []
+        for qi in range(len(questions)):
+            t, ee = T[qi], e[qi]
+            ids = np.union1d(top(ee, 50), [i for i in top(t, 100) if t[i] > 0])
+            en = np.maximum(ee[ids], 0) / max(ee[ids].max(), 1e-9)
+            tn = t[ids] / t[ids].max() if t[ids].max() > 0 else t[ids]
+            qm, qy = asked[qi]
+            s = 0.6 * en + 0.4 * tn + 0.1 * np.array(
+                [bool(qm or qy) and (not qm or bool(qm & dated[i][0])) and (not qy or bool(qy & dated[i][1])) for i in ids])
+            s += proximity * np.array([min(pairs(qi, i, window), cap) for i in ids])
+            if day and asked_days[qi]:
+                s += day * np.array([max([0.0] + [1 - abs((a - b).days) / 7 for a in asked_days[qi] for b in doc_days[i]]) for i in ids])
+            out.append(ids[np.argsort(-s, kind="stable")[:10]])
+        return judge.recall(out)
+
+    for window, cap, proximity in [(1, 2, 0.05), (2, 2, 0.05), (2, 3, 0.03), (2, 3, 0.05), (2, 3, 0.08), (3, 3, 0.05)]:
+        row(f"+ query terms side by side: window {window}, at most {cap} pairs, +{proximity} each", cues(proximity, window, cap))
+    for day in [0.05, 0.1, 0.2]:
+        row(f"+ both, and the day the question names (within a week), +{day}" + (" (shipped)" if day == 0.1 else ""), cues(0.05, 2, 3, day))
     docs_vectors = D[new]
     for m, beta in [(3, 0.3), (5, 0.3), (10, 0.5)]:
         out = []

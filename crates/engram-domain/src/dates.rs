@@ -1,13 +1,15 @@
-//! The dates a text names, as far as a search needs them: which months and years. A question
-//! that names a month or a year ("what did we decide in March 2024?") prefers observations
-//! dated then, by a date written in them or by when they were written ([`crate::fusion`]).
+//! The dates a text names, as far as a search needs them: which months, years and days. A
+//! question that names a month or a year ("what did we decide in March 2024?") prefers
+//! observations dated then, and one that names a day ("on 8 May, 2023") those dated on or
+//! near it, by a date written in them or by when they were written ([`crate::fusion`]).
 //!
 //! Months count only as capitalised English names or their three-letter abbreviations
 //! ("May", "Sept"), so the verb "may" is not a month, nor "May" opening a question unless a
 //! number follows; years are four-digit numbers from 1900 to 2099; ISO dates (`2024-03-12`,
-//! `2024-03`) give both.
+//! `2024-03`) give both. A day is a month with a day of the month on either side and a year
+//! after it ("8 May, 2023", "8th of May 2023", "May 8, 2023") or an ISO date.
 
-use chrono::Datelike;
+use chrono::{Datelike, NaiveDate};
 
 use crate::model::Timestamp;
 
@@ -26,13 +28,19 @@ const MONTHS: [&str; 12] = [
     "December",
 ];
 
-/// The months (1–12) and years a text names.
+/// How many days from a day a question names an observation's day still counts as near it:
+/// closeness falls linearly from 1 on the day to 0 this many days away ([`NamedDates::closeness`]).
+pub const NEAR_DAYS: i64 = 7;
+
+/// The months (1–12), years and days a text names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamedDates {
     /// Months, 1–12.
     pub months: Vec<u32>,
     /// Years.
     pub years: Vec<i32>,
+    /// Whole dates (day, month and year).
+    pub days: Vec<NaiveDate>,
 }
 
 impl NamedDates {
@@ -63,6 +71,14 @@ impl NamedDates {
             {
                 push(&mut dates.years, y);
                 push(&mut dates.months, m);
+                if let Some(day) = parts.next().and_then(day_of_month)
+                    && let Some(date) = NaiveDate::from_ymd_opt(y, m, day)
+                {
+                    push(&mut dates.days, date);
+                }
+            }
+            if let Some(date) = day_around(&words, index) {
+                push(&mut dates.days, date);
             }
         }
         dates
@@ -71,6 +87,23 @@ impl NamedDates {
     /// Whether nothing is named.
     pub fn is_empty(&self) -> bool {
         self.months.is_empty() && self.years.is_empty()
+    }
+
+    /// How near an observation with text `content`, written at `created_at`, is dated to a
+    /// day this (a question's dates) names: 1 on the day, falling linearly to 0 at
+    /// [`NEAR_DAYS`] away, the nearest of the days the text names and the day it was written
+    /// (UTC); 0 when this names no day.
+    pub fn closeness(&self, content: &str, created_at: Timestamp) -> f64 {
+        if self.days.is_empty() {
+            return 0.0;
+        }
+        let mut dated = Self::of(content).days;
+        dated.push(created_at.date_naive());
+        let gap = (self.days.iter())
+            .flat_map(|asked| dated.iter().map(move |d| (*asked - *d).num_days().abs()))
+            .min()
+            .unwrap_or(i64::MAX);
+        (1.0 - gap as f64 / NEAR_DAYS as f64).max(0.0)
     }
 
     /// Whether an observation with text `content`, written at `created_at`, is dated as this
@@ -83,6 +116,7 @@ impl NamedDates {
         let written = Self {
             months: vec![created_at.month()],
             years: vec![created_at.year()],
+            days: Vec::new(),
         };
         [Self::of(content), written]
             .iter()
@@ -112,6 +146,37 @@ fn month(word: &str) -> Option<u32> {
         lower == name || (lower.len() <= 4 && name.starts_with(&lower) && lower != "marc")
     })?;
     Some(position as u32 + 1)
+}
+
+/// The date around the month at `words[index]`: a day of the month before it ("8 May",
+/// "8th of May") or after it ("May 8"), and a year after both.
+fn day_around(words: &[&str], index: usize) -> Option<NaiveDate> {
+    let m = month(words[index])?;
+    let at = |i: Option<usize>| i.and_then(|i| words.get(i).copied());
+    let before = match at(index.checked_sub(1)) {
+        Some("of") => at(index.checked_sub(2)),
+        word => word,
+    };
+    let (day, y) = match before.and_then(day_of_month) {
+        Some(day) => (day, at(Some(index + 1)).and_then(year)?),
+        None => (
+            at(Some(index + 1)).and_then(day_of_month)?,
+            at(Some(index + 2)).and_then(year)?,
+        ),
+    };
+    NaiveDate::from_ymd_opt(y, m, day)
+}
+
+/// A day of the month, 1–31, with or without its ordinal suffix ("8", "08", "8th", "21st").
+fn day_of_month(word: &str) -> Option<u32> {
+    let digits = ["st", "nd", "rd", "th"]
+        .iter()
+        .find_map(|suffix| word.strip_suffix(suffix))
+        .unwrap_or(word);
+    (digits.len() <= 2)
+        .then(|| digits.parse::<u32>().ok())
+        .flatten()
+        .filter(|d| (1..=31).contains(d))
 }
 
 fn year(word: &str) -> Option<i32> {
@@ -148,5 +213,48 @@ mod tests {
         let march = NamedDates::of("decisions in March");
         assert!(march.match_observation("a fact without a date", written));
         assert!(!NamedDates::of("no dates").match_observation("May 2023", written));
+    }
+
+    #[test]
+    fn days_are_found_in_every_common_order() {
+        let day = |y, m, d| NaiveDate::from_ymd_opt(y, m, d).unwrap();
+        let of = |text| NamedDates::of(text).days;
+        assert_eq!(
+            of("What movie did Joanna watch on 1 May, 2022?"),
+            [day(2022, 5, 1)]
+        );
+        assert_eq!(of("the 8th of December 2023"), [day(2023, 12, 8)]);
+        assert_eq!(
+            of("on December 8th, 2023 and 2024-03-12"),
+            [day(2023, 12, 8), day(2024, 3, 12)]
+        );
+        assert_eq!(of("6:46 pm on 23 July, 2023: a fact"), [day(2023, 7, 23)]);
+        // A month and a year, a day without a year, and impossible days are not days.
+        assert!(of("in May 2023, on 8 May, on 31 February 2023, 2023-02-30").is_empty());
+    }
+
+    #[test]
+    fn closeness_falls_from_the_named_day_over_a_week() {
+        let written: Timestamp = "2026-03-14T10:00:00Z".parse().unwrap();
+        let asked = NamedDates::of("what did Joanna watch on 1 May, 2022?");
+        assert_eq!(
+            asked.closeness("2 May, 2022: watched a film", written),
+            1.0 - 1.0 / 7.0
+        );
+        assert_eq!(asked.closeness("1 May, 2022: watched a film", written), 1.0);
+        assert_eq!(
+            asked.closeness("20 May, 2022: watched a film", written),
+            0.0
+        );
+        assert_eq!(asked.closeness("a film without a date", written), 0.0);
+        let by_writing = NamedDates::of("on 2026-03-12");
+        assert_eq!(
+            by_writing.closeness("no date here", written),
+            1.0 - 2.0 / 7.0
+        );
+        assert_eq!(
+            NamedDates::of("in May 2022").closeness("1 May, 2022", written),
+            0.0
+        );
     }
 }

@@ -31,6 +31,53 @@ pub const EMBEDDING_WEIGHT: f64 = 0.6;
 /// small enough never to outweigh a clearly better match.
 pub const DATE_BONUS: f64 = 0.1;
 
+/// What hybrid adds for an observation dated on a day the question names, times its
+/// [`NamedDates::closeness`] (1 on the day, less up to a week away). On the LoCoMo dev split,
+/// with [`PROXIMITY_BONUS`], +0.1 gave R@5 +0.003 and R@1 +0.002 (BENCHMARKS.md).
+pub const DAY_BONUS: f64 = 0.1;
+
+/// What hybrid adds for each pair of consecutive query terms that stand together in an
+/// observation ([`crate::words::proximity`]), for at most [`PROXIMITY_PAIRS`] pairs. bm25 scores
+/// each word alone, so "support group" in a text counts no more than "support" and "group"
+/// far apart; on the LoCoMo dev split this gave R@1 +0.015, MRR +0.011, R@5 +0.004.
+pub const PROXIMITY_BONUS: f64 = 0.05;
+
+/// The most pairs [`PROXIMITY_BONUS`] counts for one observation.
+pub const PROXIMITY_PAIRS: usize = 3;
+
+/// The most hybrid adds to the weighted signals (which reach 1): every bonus at its most.
+pub const MAX_BONUS: f64 = DATE_BONUS + DAY_BONUS + PROXIMITY_BONUS * PROXIMITY_PAIRS as f64;
+
+/// What hybrid reads from the query's own text besides its words and vectors: the dates it
+/// names and its terms for proximity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryCues {
+    /// The months, years and days the query names.
+    pub dates: NamedDates,
+    /// Its terms ([`crate::words::query_terms`]).
+    pub terms: Vec<String>,
+}
+
+impl QueryCues {
+    /// The cues of `query`.
+    pub fn of(query: &str) -> Self {
+        Self {
+            dates: NamedDates::of(query),
+            terms: crate::words::query_terms(query),
+        }
+    }
+
+    /// What hybrid adds for `row`, and whether it was for its date and for proximity.
+    fn bonus(&self, row: &ObservationRow) -> (f64, bool, bool) {
+        let month = self.dates.match_observation(&row.content, row.created_at);
+        let day = self.dates.closeness(&row.content, row.created_at);
+        let pairs = crate::words::proximity(&self.terms, &row.content).min(PROXIMITY_PAIRS);
+        let bonus =
+            if month { DATE_BONUS } else { 0.0 } + DAY_BONUS * day + PROXIMITY_BONUS * pairs as f64;
+        (bonus, month || day > 0.0, pairs > 0)
+    }
+}
+
 /// Nearest observations gathered per query vector, at the least (more when a search asks for
 /// more results).
 pub const EMBEDDING_DEPTH: usize = 50;
@@ -249,13 +296,14 @@ pub struct Ranked {
 /// ordinal). Embedding mode keeps the candidates among some vector's nearest, scored by their
 /// best similarity; text mode those that match the words, by text score; hybrid all of them,
 /// by the weighted sum of each signal divided by its best value among the candidates
-/// (negative similarities count as 0), plus [`DATE_BONUS`] (signal `date`) for those dated
-/// as `dates`, the question's, ask.
+/// (negative similarities count as 0), plus [`DATE_BONUS`] and [`DAY_BONUS`] (signal `date`)
+/// for those dated as `cues`, the question's, ask and [`PROXIMITY_BONUS`] per pair of its
+/// terms standing together (signal `proximity`).
 pub fn rank(
     query: &CandidateQuery,
     candidates: Vec<Candidate>,
     mode: SearchMode,
-    dates: &NamedDates,
+    cues: &QueryCues,
 ) -> Vec<Ranked> {
     let best_similarity = |c: &Candidate| {
         (c.signals.similarities.iter().enumerate())
@@ -279,8 +327,10 @@ pub fn rank(
         .into_iter()
         .filter_map(|c| {
             let best = best_similarity(&c);
-            let dated = mode == SearchMode::Hybrid
-                && dates.match_observation(&c.row.content, c.row.created_at);
+            let (bonus, dated, near) = match mode {
+                SearchMode::Hybrid => cues.bonus(&c.row),
+                _ => (0.0, false, false),
+            };
             let score = match mode {
                 SearchMode::Embedding if c.signals.nearest.contains(&true) => best?.1,
                 SearchMode::Text => c.signals.text_score?,
@@ -288,7 +338,7 @@ pub fn rank(
                     EMBEDDING_WEIGHT * share(best.map_or(0.0, |b| b.1), top_similarity)
                         + (1.0 - EMBEDDING_WEIGHT)
                             * share(c.signals.text_score.unwrap_or(0.0), top_text)
-                        + if dated { DATE_BONUS } else { 0.0 }
+                        + bonus
                 }
                 SearchMode::Embedding => return None,
             };
@@ -301,6 +351,9 @@ pub fn rank(
             }
             if dated {
                 signals.push("date".to_owned());
+            }
+            if near {
+                signals.push("proximity".to_owned());
             }
             let perspective = best.map(|(i, _)| query.vectors[i].perspective_name.clone());
             Some(Ranked {
@@ -354,7 +407,7 @@ mod tests {
     }
 
     fn rank(q: &CandidateQuery, candidates: Vec<Candidate>, mode: SearchMode) -> Vec<Ranked> {
-        super::rank(q, candidates, mode, &NamedDates::default())
+        super::rank(q, candidates, mode, &QueryCues::default())
     }
 
     /// 1: near in both perspectives, no text; 2: text only (similarity filled in later);
@@ -471,7 +524,7 @@ mod tests {
         let mut dated = row(2);
         dated.content = "8 May, 2023: c2".into();
         let candidates = set.finish(vec![row(1), dated]);
-        let asked = NamedDates::of("what happened in May 2023");
+        let asked = QueryCues::of("what happened in May 2023");
         let ranked = super::rank(&q, candidates.clone(), SearchMode::Hybrid, &asked);
         let order: Vec<(i64, Vec<&str>)> = (ranked.iter())
             .map(|r| {
@@ -481,10 +534,51 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(order, [(2, vec!["text", "date"]), (1, vec!["text"])]);
+        // "May 2023" is also a pair of the query's terms side by side in the text.
+        assert_eq!(
+            order,
+            [(2, vec!["text", "date", "proximity"]), (1, vec!["text"])]
+        );
         // Single modes rank by their signal alone.
         let text = super::rank(&q, candidates, SearchMode::Text, &asked);
         assert_eq!(text[0].row.observation_id, 1);
         assert_eq!(text[0].signals, ["text"]);
+    }
+
+    #[test]
+    fn hybrid_prefers_terms_together_and_the_day_asked() {
+        let q = query(&[]);
+        let mut set = CandidateSet::new(&q);
+        set.add_text_matches([(1, 2.0), (2, 2.0), (3, 2.0)]);
+        let mut apart = row(1);
+        apart.content = "the group met for support".into();
+        let mut together = row(2);
+        together.content = "went to a support group meeting".into();
+        let mut near_day = row(3);
+        near_day.content = "2 May, 2022: support was given; a group formed".into();
+        let candidates = set.finish(vec![apart, together, near_day]);
+        let cues = QueryCues::of("When did she go to the support group on 1 May, 2022?");
+        let ranked = super::rank(&q, candidates, SearchMode::Hybrid, &cues);
+        let scores: Vec<(i64, f64, Vec<&str>)> = (ranked.iter())
+            .map(|r| {
+                let signals = r.signals.iter().map(String::as_str).collect();
+                (r.row.observation_id, r.score, signals)
+            })
+            .collect();
+        let text = 1.0 - EMBEDDING_WEIGHT;
+        assert_eq!(
+            scores,
+            [
+                // A day after the one asked; "May, 2022" is a pair too.
+                (
+                    3,
+                    text + (DATE_BONUS + DAY_BONUS * (1.0 - 1.0 / 7.0) + PROXIMITY_BONUS),
+                    vec!["text", "date", "proximity"]
+                ),
+                (2, text + PROXIMITY_BONUS, vec!["text", "proximity"]),
+                (1, text, vec!["text"]),
+            ]
+        );
+        assert!(ranked.iter().all(|r| r.score <= 1.0 + MAX_BONUS));
     }
 }

@@ -27,6 +27,7 @@ mod store;
 pub mod testsuite;
 pub mod transfer;
 mod vectors;
+pub mod words;
 
 pub use consolidation::*;
 pub use embed::Embedder;

@@ -4,10 +4,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::dates::NamedDates;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::fusion::{self, CandidateQuery, QueryVector, Ranked};
+use crate::fusion::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
 use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
@@ -306,7 +305,7 @@ impl Memory {
             });
         }
         Ok(Retrieval {
-            ranked: fusion::rank(&request, candidates, effective, &NamedDates::of(query)),
+            ranked: fusion::rank(&request, candidates, effective, &QueryCues::of(query)),
             mode: effective,
             notice,
         })

@@ -21,10 +21,6 @@ const MAX_K: usize = 4_096;
 /// one for the missing scores runs only when a query matches more than this.
 const TEXT_RANKING_LIMIT: usize = 2_000;
 
-/// Words that full-text queries drop, as PostgreSQL's `english` configuration does (its
-/// Snowball list): they occur nearly everywhere and would rank every observation.
-const STOP_WORDS: &str = include_str!("stop_words.txt");
-
 /// A row of `(observation id, score)`.
 fn id_score(row: &Row<'_>) -> rusqlite::Result<(i64, f64)> {
     Ok((row.get(0)?, row.get(1)?))
@@ -184,10 +180,8 @@ pub(crate) fn search(
 /// there is no such word.
 fn any_word(text: &str) -> Option<String> {
     let mut seen = HashSet::new();
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|w| !w.is_empty() && !STOP_WORDS.split_whitespace().any(|stop| stop == w))
+    let words: Vec<String> = words::words(text)
+        .filter(|w| !words::is_stop_word(w))
         .filter(|w| seen.insert(w.clone()))
         .map(|w| format!("\"{w}\""))
         .collect();

@@ -1,0 +1,106 @@
+//! Words as full-text search sees them, and term proximity: whether a text has a question's
+//! words next to each other ("support group", "connection pool"), which bm25, counting each
+//! word on its own, cannot tell.
+//!
+//! A word is a run of letters and digits, lower-cased. Stop words are the Snowball English
+//! list that PostgreSQL's `english` configuration drops (SQLite's full-text queries drop the
+//! same, [`is_stop_word`]); stems are Snowball English (Porter2).
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Words that full-text queries drop, one per line or space: they occur nearly everywhere and
+/// would rank every observation.
+const STOP_WORDS: &str = include_str!("stop_words.txt");
+
+/// How far apart (in words, stop words counted) two query terms may stand in a text and still
+/// count as a pair: next to each other, or with one word between ("support *the* group",
+/// "pool *of* connections" does not count: order matters).
+pub const PROXIMITY_WINDOW: usize = 2;
+
+/// Whether `word` (lower-case) is a stop word.
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.split_whitespace().any(|stop| stop == word)
+}
+
+/// The words of `text`, lower-cased, in order.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// A query's terms for proximity: its words that are not stop words, stemmed, each once, in
+/// the order they first appear.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let stemmer = Stemmer::create(Algorithm::English);
+    let mut terms: Vec<String> = Vec::new();
+    for word in words(query).filter(|w| !is_stop_word(w)) {
+        let stem = stemmer.stem(&word).into_owned();
+        if !terms.contains(&stem) {
+            terms.push(stem);
+        }
+    }
+    terms
+}
+
+/// How many pairs of consecutive `terms` (from [`query_terms`]) stand in `text` in the same
+/// order, at most [`PROXIMITY_WINDOW`] words apart. "When did Gina go to the dance class?"
+/// has the pairs (gina, go), (go, danc), (danc, class); "Gina took a dance class" holds one.
+pub fn proximity(terms: &[String], text: &str) -> usize {
+    if terms.len() < 2 {
+        return 0;
+    }
+    let stemmer = Stemmer::create(Algorithm::English);
+    let stems: Vec<String> = words(text).map(|w| stemmer.stem(&w).into_owned()).collect();
+    terms
+        .windows(2)
+        .filter(|pair| {
+            stems.iter().enumerate().any(|(i, first)| {
+                *first == pair[0]
+                    && (stems[i + 1..].iter().take(PROXIMITY_WINDOW)).any(|next| *next == pair[1])
+            })
+        })
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_terms_are_stemmed_without_stop_words_each_once() {
+        assert_eq!(
+            query_terms("When did the dancers go dancing at the Dance Class?"),
+            ["dancer", "go", "danc", "class"]
+        );
+        assert!(query_terms("what is it?").is_empty());
+        assert!(is_stop_word("the") && !is_stop_word("pool"));
+    }
+
+    #[test]
+    fn proximity_counts_ordered_pairs_at_most_two_words_apart() {
+        let terms = query_terms("connection pool timeout");
+        assert_eq!(proximity(&terms, "The connection pool has a timeout"), 1);
+        assert_eq!(proximity(&terms, "connection pools: timeout"), 2);
+        assert_eq!(
+            proximity(&terms, "a connection in the pool"),
+            0,
+            "three words apart"
+        );
+        assert_eq!(
+            proximity(&terms, "pool of connections, timeout"),
+            0,
+            "order matters"
+        );
+        assert_eq!(
+            proximity(&terms, "connection, then pool"),
+            1,
+            "one word between"
+        );
+        assert_eq!(
+            proximity(&query_terms("pool"), "pool pool"),
+            0,
+            "one term has no pair"
+        );
+    }
+}
