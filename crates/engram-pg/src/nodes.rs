@@ -364,12 +364,14 @@ pub(crate) async fn get_stats(
 ) -> Result<Stats> {
     let row = client
         .query_opt(
+            // The kept counts (migration V6): a few delta rows per workspace, folded now and
+            // then by `statistics::fold_counts`.
             "SELECT w.name,
-                    (SELECT count(*) FROM nodes WHERE workspace_id = w.id) AS node_count,
-                    (SELECT count(*) FROM observations WHERE workspace_id = w.id)
-                        AS observation_count,
-                    (SELECT count(*) FROM relations WHERE workspace_id = w.id) AS relation_count
-             FROM workspaces w WHERE w.id = $1",
+                    coalesce(sum(c.nodes), 0)::bigint AS node_count,
+                    coalesce(sum(c.observations), 0)::bigint AS observation_count,
+                    coalesce(sum(c.relations), 0)::bigint AS relation_count
+             FROM workspaces w LEFT JOIN workspace_counts c ON c.workspace_id = w.id
+             WHERE w.id = $1 GROUP BY w.id",
             &[&workspace.0],
         )
         .await

@@ -112,7 +112,9 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         names: &[String],
     ) -> Result<DeletedNodes> {
-        write!(self, |tx| nodes::delete_entities(&tx, workspace, names))
+        let deleted = write!(self, |tx| nodes::delete_entities(&tx, workspace, names))?;
+        self.written.wrote(names.len(), &self.pool);
+        Ok(deleted)
     }
 
     #[instrument(skip_all, fields(count = names.len()))]
@@ -202,9 +204,11 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         deletions: &[ObservationDeletions],
     ) -> Result<Vec<DeletedObservations>> {
-        write!(self, |tx| observations::delete_observations(
+        let deleted = write!(self, |tx| observations::delete_observations(
             &tx, workspace, deletions
-        ))
+        ))?;
+        self.written.wrote(deletions.len(), &self.pool);
+        Ok(deleted)
     }
 
     #[instrument(skip_all, fields(count = relations.len()))]
@@ -213,9 +217,11 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         relations: &[RelationSpec],
     ) -> Result<CreatedRelations> {
-        write!(self, |tx| relations::create_relations(
+        let created = write!(self, |tx| relations::create_relations(
             &tx, workspace, relations
-        ))
+        ))?;
+        self.written.wrote(relations.len(), &self.pool);
+        Ok(created)
     }
 
     #[instrument(skip_all, fields(count = relations.len()))]
@@ -224,9 +230,11 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         relations: &[RelationSpec],
     ) -> Result<DeletedRelations> {
-        write!(self, |tx| relations::delete_relations(
+        let deleted = write!(self, |tx| relations::delete_relations(
             &tx, workspace, relations
-        ))
+        ))?;
+        self.written.wrote(relations.len(), &self.pool);
+        Ok(deleted)
     }
 
     #[instrument(skip_all)]

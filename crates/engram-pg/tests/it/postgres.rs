@@ -153,6 +153,105 @@ async fn bulk_writes_bring_the_planner_statistics_up_to_date() {
 }
 
 #[tokio::test]
+async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds() {
+    use std::sync::Arc;
+
+    use engram_domain::testsuite::{deletions, entity, relation};
+
+    let url = fresh_database().await;
+    let store = PgStore::connect(&url).await.unwrap();
+    let memory = Arc::new(engram_domain::Memory::new(Arc::new(store.clone())));
+    let a = memory.create_workspace("a").await.unwrap().id;
+    let b = memory.create_workspace("b").await.unwrap().id;
+    // Four writers, two per workspace, each 25 rounds of: 20 nodes of 5 observations, 10
+    // relations, 3 nodes deleted (their observations and relations go with them), 2
+    // observations of 2 nodes deleted, 2 relations deleted. 3,000+ rows each, so the
+    // background folds run in the middle of the writes.
+    let writers = (0..4).map(|writer| {
+        let memory = memory.clone();
+        let workspace = if writer % 2 == 0 { a } else { b };
+        tokio::spawn(async move {
+            for round in 0..25 {
+                let name = |i: usize| format!("w{writer}-r{round}-n{i}");
+                let facts = ["one", "two", "three", "four", "five"];
+                let nodes = (0..20).map(|i| entity(&name(i), "thing", &facts)).collect();
+                memory.create_entities(workspace, nodes).await.unwrap();
+                let links: Vec<_> = (0..10)
+                    .map(|i| relation(&name(i), "links", &name(i + 10)))
+                    .collect();
+                memory.create_relations(workspace, &links).await.unwrap();
+                let gone: Vec<String> = [0, 11, 19].map(name).into();
+                memory.delete_entities(workspace, &gone).await.unwrap();
+                let trimmed = [deletions(&name(2), &[1, 2]), deletions(&name(3), &[5])];
+                memory
+                    .delete_observations(workspace, &trimmed)
+                    .await
+                    .unwrap();
+                let unlinked = [relation(&name(4), "links", &name(14))];
+                memory.delete_relations(workspace, &unlinked).await.unwrap();
+            }
+        })
+    });
+    for writer in writers.collect::<Vec<_>>() {
+        writer.await.unwrap();
+    }
+    let client = store.pool().get().await.unwrap();
+    let counted = |workspace: engram_domain::WorkspaceId| {
+        let client = &client;
+        async move {
+            let row = client
+                .query_one(
+                    "SELECT (SELECT count(*) FROM nodes WHERE workspace_id = $1),
+                            (SELECT count(*) FROM observations WHERE workspace_id = $1),
+                            (SELECT count(*) FROM relations WHERE workspace_id = $1)",
+                    &[&workspace.0],
+                )
+                .await
+                .unwrap();
+            (
+                row.get::<_, i64>(0),
+                row.get::<_, i64>(1),
+                row.get::<_, i64>(2),
+            )
+        }
+    };
+    for workspace in [a, b] {
+        let stats = memory.get_stats(workspace).await.unwrap();
+        let kept = (
+            stats.node_count as i64,
+            stats.observation_count as i64,
+            stats.relation_count as i64,
+        );
+        // Per writer and round: 17 nodes, 17 × 5 − 3 observations, 10 − 3 − 1 relations
+        // (0→10, 1→11 and 9→19 went with their nodes, 4→14 was deleted).
+        assert_eq!(kept, (2 * 25 * 17, 2 * 25 * 82, 2 * 25 * 6));
+        assert_eq!(kept, counted(workspace).await);
+    }
+    // 500 write statements added delta rows; the folds left far fewer.
+    let rows: i64 = (client
+        .query_one("SELECT count(*) FROM workspace_counts", &[])
+        .await)
+        .unwrap()
+        .get(0);
+    assert!(
+        rows < 300,
+        "{rows} delta rows: the counts were never folded"
+    );
+    // A deleted workspace takes its counts with it; the other's stay exact.
+    memory.delete_workspace("b", true).await.unwrap();
+    let left: i64 = (client.query_one(
+        "SELECT count(*) FROM workspace_counts WHERE workspace_id = $1",
+        &[&b.0],
+    ))
+    .await
+    .unwrap()
+    .get(0);
+    assert_eq!(left, 0);
+    let stats = memory.get_stats(a).await.unwrap();
+    assert_eq!(stats.node_count as i64, counted(a).await.0);
+}
+
+#[tokio::test]
 async fn an_unreachable_server_is_named_in_the_error() {
     let error = PgStore::connect("postgres://postgres@127.0.0.1:1/nowhere")
         .await
