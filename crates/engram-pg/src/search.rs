@@ -42,13 +42,12 @@ pub(crate) async fn search(
         set.add_nearest(index, found);
     }
     set.add_text_matches(text);
-    // ts_rank of a few rows by id is cheap here, unlike ranking every match.
-    let fills = (request.vectors.iter().enumerate()).map(|(index, v)| {
-        let missing = set.without_similarity(index);
-        async move {
-            similarities(client, &missing, &request.model, v.perspective, &v.vector).await
-        }
-    });
+    // Every candidate's vector: hybrid ranking compares candidates with one another, and
+    // the similarity of those the embeddings did not find comes from it. ts_rank of a few
+    // rows by id is cheap here, unlike ranking every match.
+    let ids = set.ids();
+    let fills = (request.vectors.iter())
+        .map(|v| candidate_vectors(client, &ids, &request.model, v.perspective, v.vector.len()));
     let missing_text = set.without_text_score();
     let text_fill = async {
         match &request.text {
@@ -58,7 +57,7 @@ pub(crate) async fn search(
     };
     let (fills, text_fill) = futures::try_join!(futures::future::try_join_all(fills), text_fill)?;
     for (index, found) in fills.into_iter().enumerate() {
-        set.set_similarities(index, found);
+        set.set_vectors(index, found);
     }
     set.set_text_scores(text_fill);
     let rows = observation_rows(client, &set.ids()).await?;
@@ -125,32 +124,34 @@ async fn nearest(
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
-/// The cosine similarity to `vector` of the given observations' vectors in `perspective`.
-async fn similarities(
+/// The stored vectors of the observations `ids` in `perspective`, as `(observation id,
+/// vector)`.
+async fn candidate_vectors(
     client: &impl GenericClient,
     ids: &[i64],
     model: &str,
     perspective: PerspectiveId,
-    vector: &[f32],
-) -> Result<Vec<(i64, f64)>> {
+    dims: usize,
+) -> Result<Vec<(i64, Vec<f32>)>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let dims = vector.len();
-    let sql = format!(
-        "SELECT observation_id,
-                (1 - (embedding::vector({dims}) <=> $4::vector({dims})))::float8
-         FROM embeddings
-         WHERE observation_id = ANY($1) AND model = $2 AND perspective_id = $3
-           AND dims = {dims}"
-    );
-    let statement = client.prepare_cached(&sql).await.map_err(db)?;
-    let query = Vector::from(vector.to_vec());
-    let rows = client
-        .query(&statement, &[&ids, &model, &perspective.0, &query])
+    let statement = client
+        .prepare_cached(
+            "SELECT observation_id, embedding FROM embeddings
+             WHERE observation_id = ANY($1) AND model = $2 AND perspective_id = $3
+               AND dims = $4",
+        )
         .await
         .map_err(db)?;
-    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    let dims = i32::try_from(dims).unwrap_or(i32::MAX);
+    let rows = client
+        .query(&statement, &[&ids, &model, &perspective.0, &dims])
+        .await
+        .map_err(db)?;
+    Ok((rows.iter())
+        .map(|row| (row.get(0), row.get::<_, Vector>(1).to_vec()))
+        .collect())
 }
 
 /// The `limit` best full-text matches of `text` as `(observation id, ts_rank)`.

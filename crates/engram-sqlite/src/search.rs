@@ -9,7 +9,7 @@ use rusqlite::{Row, Transaction, params};
 
 use crate::error::db;
 use crate::sql::{id_list, query, tags_json};
-use crate::vectors::{has_vec_table, to_blob, vec_table};
+use crate::vectors::{from_blob, has_vec_table, to_blob, vec_table};
 
 /// The largest `k` sqlite-vec accepts in one KNN query.
 const MAX_K: usize = 4_096;
@@ -81,31 +81,31 @@ fn nearest(
     )
 }
 
-/// The similarity to `vector` of the given observations' vectors in `perspective`.
-fn similarities(
+/// The stored vectors of the given observations in `perspective`, as `(observation id,
+/// vector)`.
+fn candidate_vectors(
     tx: &Transaction<'_>,
     ids: &[i64],
     model: &str,
     perspective: PerspectiveId,
-    vector: &[f32],
-) -> Result<Vec<(i64, f64)>> {
+    dims: usize,
+) -> Result<Vec<(i64, Vec<f32>)>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     query(
         tx,
-        "SELECT e.observation_id, 1.0 - vec_distance_cosine(e.embedding, ?3)
+        "SELECT e.observation_id, e.embedding
          FROM embeddings e
          WHERE e.observation_id IN (SELECT value FROM json_each(?1))
-           AND e.model = ?2 AND e.perspective_id = ?4 AND e.dims = ?5",
+           AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?4",
         params![
             id_list(ids),
             model,
-            to_blob(vector),
             perspective.0,
-            i64::try_from(vector.len()).unwrap_or(i64::MAX)
+            i64::try_from(dims).unwrap_or(i64::MAX)
         ],
-        id_score,
+        |row| Ok((row.get(0)?, from_blob(&row.get::<_, Vec<u8>>(1)?))),
     )
 }
 
@@ -161,12 +161,12 @@ pub(crate) fn search(
         complete_ranking = ranking.len() < limit;
         set.add_text_ranking(ranking, request.text_depth);
     }
+    // Every candidate's vector: hybrid ranking compares candidates with one another, and
+    // the similarity of those the embeddings did not find comes from it.
+    let ids = set.ids();
     for (index, v) in request.vectors.iter().enumerate() {
-        let missing = set.without_similarity(index);
-        set.set_similarities(
-            index,
-            similarities(tx, &missing, model, v.perspective, &v.vector)?,
-        );
+        let vectors = candidate_vectors(tx, &ids, model, v.perspective, v.vector.len())?;
+        set.set_vectors(index, vectors);
     }
     if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
         let missing = set.without_text_score();
