@@ -282,12 +282,24 @@ def main():
 
     asked_days, doc_days = [days(q["q"]) for q in questions], [days(d) for d in docs]
 
-    def cues(proximity=0.0, window=2, cap=3, day=0.0):
+    doc_vectors = D[new]
+
+    def cues(proximity=0.0, window=2, cap=3, day=0.0, hub_k=0, hub=0.0, corpus_hubness=None):
         out = []
         for qi in range(len(questions)):
             t, ee = T[qi], e[qi]
             ids = np.union1d(top(ee, 50), [i for i in top(t, 100) if t[i] > 0])
-            en = np.maximum(ee[ids], 0) / max(ee[ids].max(), 1e-9)
+            sim = ee[ids].copy()
+            if hub:
+                if corpus_hubness is not None:
+                    sim -= hub * corpus_hubness[ids]
+                else:
+                    # Each candidate's mean similarity to its `hub_k` most similar fellows.
+                    pair = doc_vectors[ids] @ doc_vectors[ids].T
+                    np.fill_diagonal(pair, -np.inf)
+                    k = min(hub_k, len(ids) - 1)
+                    sim -= hub * np.sort(pair, 1)[:, -k:].mean(1)
+            en = np.maximum(sim, 0) / max(sim.max(), 1e-9)
             tn = t[ids] / t[ids].max() if t[ids].max() > 0 else t[ids]
             qm, qy = asked[qi]
             s = 0.6 * en + 0.4 * tn + 0.1 * np.array(
@@ -301,7 +313,18 @@ def main():
     for window, cap, proximity in [(1, 2, 0.05), (2, 2, 0.05), (2, 3, 0.03), (2, 3, 0.05), (2, 3, 0.08), (3, 3, 0.05)]:
         row(f"+ query terms side by side: window {window}, at most {cap} pairs, +{proximity} each", cues(proximity, window, cap))
     for day in [0.05, 0.1, 0.2]:
-        row(f"+ both, and the day the question names (within a week), +{day}" + (" (shipped)" if day == 0.1 else ""), cues(0.05, 2, 3, day))
+        row(f"+ both, and the day the question names (within a week), +{day}", cues(0.05, 2, 3, day))
+    header("Hubness (on top of the dates and proximity): similarity less weight x mean similarity to the k most similar")
+    for k in [5, 10, 20]:
+        for hub in [0.3, 0.4, 0.5]:
+            row(f"among the candidates, k={k}, weight {hub}" + (" (shipped)" if (k, hub) == (10, 0.4) else ""), cues(0.05, 2, 3, 0.1, k, hub))
+    pair = doc_vectors @ doc_vectors.T
+    np.fill_diagonal(pair, -np.inf)
+    for k in [5, 10]:
+        corpus = np.sort(pair, 1)[:, -k:].mean(1)
+        for hub in [0.4, 0.5]:
+            row(f"over the whole corpus (CSLS), k={k}, weight {hub}", cues(0.05, 2, 3, 0.1, k, hub, corpus))
+            row(f"over the whole corpus (CSLS), k={k}, weight {hub}: embedding alone", judge.recall([top(s - hub * corpus) for s in e]))
     docs_vectors = D[new]
     for m, beta in [(3, 0.3), (5, 0.3), (10, 0.5)]:
         out = []
