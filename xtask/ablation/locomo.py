@@ -245,7 +245,7 @@ def main():
                               and (not qy or bool(qy & dated[i][1])) for i in ids])
             s = 0.6 * en + 0.4 * tn + bonus * match
             out.append(ids[np.argsort(-s, kind="stable")[:10]])
-        row(f"+ dates the question names, +{bonus}" + (" (shipped)" if bonus == 0.1 else ""), judge.recall(out))
+        row(f"+ dates the question names, +{bonus}" + (" (kept)" if bonus == 0.1 else ""), judge.recall(out))
 
     # Term proximity (pairs of consecutive query terms at most `window` words apart, in order,
     # Snowball English stems) and closeness to a day the question names, on top of the dates.
@@ -311,9 +311,9 @@ def main():
         return judge.recall(out)
 
     for window, cap, proximity in [(1, 2, 0.05), (2, 2, 0.05), (2, 3, 0.03), (2, 3, 0.05), (2, 3, 0.08), (3, 3, 0.05)]:
-        row(f"+ query terms side by side: window {window}, at most {cap} pairs, +{proximity} each", cues(proximity, window, cap))
+        row(f"+ query terms side by side: window {window}, at most {cap} pairs, +{proximity} each" + (" (kept)" if (window, cap, proximity) == (2, 3, 0.05) else ""), cues(proximity, window, cap))
     for day in [0.05, 0.1, 0.2]:
-        row(f"+ both, and the day the question names (within a week), +{day}", cues(0.05, 2, 3, day))
+        row(f"+ both, and the day the question names (within a week), +{day}" + (" (kept)" if day == 0.1 else ""), cues(0.05, 2, 3, day))
     header("Hubness (on top of the dates and proximity): similarity less weight x mean similarity to the k most similar")
     for k in [5, 10, 20]:
         for hub in [0.3, 0.4, 0.5]:
@@ -325,6 +325,7 @@ def main():
         for hub in [0.4, 0.5]:
             row(f"over the whole corpus (CSLS), k={k}, weight {hub}", cues(0.05, 2, 3, 0.1, k, hub, corpus))
             row(f"over the whole corpus (CSLS), k={k}, weight {hub}: embedding alone", judge.recall([top(s - hub * corpus) for s in e]))
+    header("Not kept (on hybrid with the month-or-year signal alone)")
     docs_vectors = D[new]
     for m, beta in [(3, 0.3), (5, 0.3), (10, 0.5)]:
         out = []
