@@ -252,6 +252,50 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
 }
 
 #[tokio::test]
+async fn text_search_leaves_out_words_most_observations_contain() {
+    use std::sync::Arc;
+
+    use engram_domain::SearchMode;
+    use engram_domain::testsuite::{entity, memory_with_workspace};
+
+    let url = fresh_database().await;
+    let store = PgStore::connect(&url).await.unwrap();
+    let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "common").await;
+    // Every observation says "widget"; one also says "sprocket".
+    let mut nodes: Vec<_> = (0..40)
+        .map(|i| {
+            entity(
+                &format!("part-{i:02}"),
+                "part",
+                &["a widget of the usual kind"],
+            )
+        })
+        .collect();
+    nodes.push(entity("odd", "part", &["a widget with a sprocket"]));
+    memory.create_entities(workspace, nodes).await.unwrap();
+    let client = store.pool().get().await.unwrap();
+    client.batch_execute("ANALYZE observations").await.unwrap();
+    let names = |query: &'static str| {
+        let memory = &memory;
+        async move {
+            let found = memory
+                .search_nodes(workspace, query, 10, SearchMode::Text)
+                .await
+                .unwrap();
+            found
+                .results
+                .into_iter()
+                .map(|hit| hit.name)
+                .collect::<Vec<_>>()
+        }
+    };
+    // "widget" is in every observation: it ranks nothing, so only the rare word matches.
+    assert_eq!(names("which widget has a sprocket").await, ["odd"]);
+    // A query of common words alone still finds them.
+    assert_eq!(names("widget").await.len(), 10);
+}
+
+#[tokio::test]
 async fn an_unreachable_server_is_named_in_the_error() {
     let error = PgStore::connect("postgres://postgres@127.0.0.1:1/nowhere")
         .await
