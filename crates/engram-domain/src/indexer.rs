@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -28,7 +28,14 @@ pub struct Indexer {
     embedder: Arc<dyn Embedder>,
     batch_size: usize,
     rejected: Arc<Mutex<HashMap<PairKey, SetAside>>>,
+    /// The store's change marker read before the last pass, when that pass found nothing to
+    /// embed but the texts set aside, and when it ended; `None` while there is work.
+    idle: Arc<Mutex<Option<(i64, Instant)>>>,
 }
+
+/// How long an idle pass vouches that nothing is pending (the binary's loop runs a pass at
+/// least every 30 s, sooner after any write).
+pub const IDLE_VOUCHES_FOR: Duration = Duration::from_secs(60);
 
 /// An (observation, perspective) pair and the hash of the text rendered for it: a changed
 /// text is a new key, tried at once.
@@ -64,7 +71,22 @@ impl Indexer {
             embedder,
             batch_size: batch_size.max(1),
             rejected: Arc::default(),
+            idle: Arc::default(),
         }
+    }
+
+    /// The store's change marker at which the last pass found every vector current but those
+    /// of the texts set aside ([`Indexer::rejected_in`]), if it did within
+    /// [`IDLE_VOUCHES_FOR`]. While the store's marker still reads the same, nothing has been
+    /// written since and only the set-aside texts lack a vector.
+    pub fn idle_at(&self) -> Option<i64> {
+        let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.filter(|(_, at)| at.elapsed() < IDLE_VOUCHES_FOR)
+            .map(|(marker, _)| marker)
+    }
+
+    fn set_idle(&self, idle: Option<(i64, Instant)>) {
+        *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = idle;
     }
 
     /// The texts set aside because the embedder rejected them, as `(observation id,
@@ -101,6 +123,7 @@ impl Indexer {
     /// Errors: the embedder's or the store's; nothing is lost, the pairs stay pending.
     pub async fn run_once(&self) -> Result<usize> {
         let model = self.embedder.model_id();
+        let marker = self.store.change_marker().await.ok();
         let waiting = self.waiting();
         let limit = self.batch_size + waiting.len();
         let tasks = self.store.pending_embeddings(model, limit).await?;
@@ -132,8 +155,12 @@ impl Indexer {
             self.forget_gone(&pending);
         }
         if records.is_empty() {
+            // Everything pending was set aside (or nothing was): idle as of `marker`.
+            let idle = tasks.len() < limit;
+            self.set_idle(marker.filter(|_| idle).map(|m| (m, Instant::now())));
             return Ok(0);
         }
+        self.set_idle(None);
         if !texts.is_empty() {
             let vectors = self.embed_isolating(&texts).await?;
             let mut kept = Vec::with_capacity(records.len());

@@ -448,14 +448,45 @@ impl Memory {
         let mut stats = self.store.get_stats(workspace).await?;
         stats.rejected_texts = self.rejected_texts(workspace).len() as u64;
         stats.embedding_coverage = match &self.embedder {
-            Some(embedder) => {
-                self.store
-                    .embedding_coverage(workspace, embedder.model_id())
-                    .await?
-            }
+            Some(embedder) => match self.coverage_when_idle(workspace, &stats).await? {
+                Some(coverage) => coverage,
+                None => {
+                    self.store
+                        .embedding_coverage(workspace, embedder.model_id())
+                        .await?
+                }
+            },
             None => 0.0,
         };
         Ok(stats)
+    }
+
+    /// The embedding coverage without counting vectors, when the indexer vouches that only
+    /// the texts it set aside lack one and nothing was written since
+    /// ([`crate::Indexer::idle_at`]): every (observation, enabled perspective) pair but those
+    /// is current. Counting them costs a join over every vector (128 ms at 100,000 on
+    /// PostgreSQL); this reads the change marker and the perspectives. `None` otherwise.
+    async fn coverage_when_idle(
+        &self,
+        workspace: WorkspaceId,
+        stats: &Stats,
+    ) -> Result<Option<f64>> {
+        let Some(idle) = self.indexer.as_ref().and_then(crate::Indexer::idle_at) else {
+            return Ok(None);
+        };
+        if self.store.change_marker().await? != idle {
+            return Ok(None);
+        }
+        let enabled = (self.store.perspectives(workspace).await?.iter())
+            .filter(|p| p.enabled)
+            .count() as i64;
+        let pairs = stats.observation_count.saturating_mul(enabled);
+        let rejected = i64::try_from(stats.rejected_texts).unwrap_or(i64::MAX);
+        Ok(Some(if pairs <= 0 {
+            1.0
+        } else {
+            pairs.saturating_sub(rejected).max(0) as f64 / pairs as f64
+        }))
     }
 }
 

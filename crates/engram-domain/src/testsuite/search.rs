@@ -774,6 +774,13 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
         (1, "Garden", crate::Ordinal(8), "general"),
         "{texts:?}"
     );
+    // The indexer's last pass found only the rejected text pending, and nothing was written
+    // since: the coverage is taken from that, without counting vectors, and agrees with the
+    // count.
+    assert!(indexer.idle_at().is_some());
+    let counted = (store.embedding_coverage(ws, embedder.model_id()).await).unwrap();
+    let vouched = memory.get_stats(ws).await.unwrap().embedding_coverage;
+    assert!((vouched - 19.0 / 20.0).abs() < 1e-9 && (counted - vouched).abs() < 1e-9);
     let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
     assert!(memory.rejected_texts(elsewhere).is_empty());
     // And to the agent: counted by get_stats, named in a search's notice (not blamed on
@@ -805,6 +812,15 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     indexer.run_until_idle().await.unwrap();
     assert_eq!(memory.get_stats(ws).await.unwrap().embedding_coverage, 1.0);
     assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
+    // A write after the idle pass: the coverage is counted again, not vouched for.
+    memory
+        .add_observations(ws, &[additions("Garden", &["a late fact"])])
+        .await
+        .unwrap();
+    // (The node changed, so all its vectors are stale until the indexer renders them again.)
+    let late = memory.get_stats(ws).await.unwrap().embedding_coverage;
+    let counted = (store.embedding_coverage(ws, embedder.model_id()).await).unwrap();
+    assert!(late < 1.0 && late == counted, "{late} {counted}");
 
     // An embedder that is down is not bisected: one call and its probe, nothing set aside.
     let down = Indexer::new(store.clone(), Arc::new(Down), 64);
