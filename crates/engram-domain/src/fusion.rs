@@ -4,9 +4,10 @@
 //!
 //! A store answers one [`CandidateQuery`] in one snapshot: the `depth` nearest observations
 //! per query vector, the `text_depth` best full-text matches, and then, for every candidate
-//! found by either, the scores of the signals that did not find it (its cosine similarity in
-//! each perspective, its full-text score), so that fusion compares like with like.
-//! [`CandidateSet`] does the bookkeeping so that stores only run SQL.
+//! found by either, its stored vector in each perspective (from which [`CandidateSet`]
+//! computes the similarities the nearest-neighbour search did not give) and its full-text
+//! score, so that fusion compares like with like and can compare candidates with one another
+//! (hubness). [`CandidateSet`] does the bookkeeping so that stores only run SQL.
 //!
 //! Hybrid scores are *score-level* fusion: each signal divided by its best value among the
 //! candidates, then `EMBEDDING_WEIGHT × similarity + (1 − EMBEDDING_WEIGHT) × text`. On the

@@ -271,7 +271,9 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full
     /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
     /// within `query.within` and `query.entity_types` when given; then, for every candidate,
-    /// the scores of the signals that did not find it. Candidates come back in any order.
+    /// its stored vector per query vector's perspective and its full-text score
+    /// ([`crate::fusion::CandidateSet::set_vectors`], `set_text_scores`). Candidates come
+    /// back in any order.
     async fn search(
         &self,
         workspace: WorkspaceId,

@@ -1,8 +1,8 @@
 //! One search's candidates ([`search`], `MemoryStore::search`): the nearest observations per
 //! query vector (pgvector; HNSW over the whole workspace, an exact scan when the search is
 //! narrowed to a node or to types) and the best full-text matches (`english` configuration,
-//! any of the query's terms, `ts_rank`), then each candidate's missing similarities and text
-//! score. Every statement runs in the caller's read-only snapshot.
+//! any of the query's terms less the very common ones, `ts_rank`), then each candidate's
+//! vectors and missing text score. Every statement runs in the caller's read-only snapshot.
 
 use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};

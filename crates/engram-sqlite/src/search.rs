@@ -136,7 +136,7 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<Observation
 }
 
 /// One search's candidates ([`MemoryStore::search`]): the nearest per vector and the best
-/// text matches, then each candidate's missing similarities and text score.
+/// text matches, then each candidate's vectors and missing text score.
 pub(crate) fn search(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
