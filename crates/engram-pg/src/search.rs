@@ -13,19 +13,21 @@ use crate::error::db;
 use crate::vectors::tune_hnsw;
 
 /// The query's terms, any of them, as a `tsquery` (NULL when every word is a stop word),
-/// less the terms more than half of all observations contain, unless every term is such a
-/// term. bm25 gives a word in half the documents no weight at all; `ts_rank` does not weigh
-/// words by rarity, so such a word would rank every observation that has it (all 100,000 for
-/// "entity" in a store where every text says "entity", 426 ms) and outweigh the rare word the
-/// question is about. The share is PostgreSQL's own, `pg_stats.most_common_elem_freqs` of
-/// `content_tsv`, kept by ANALYZE (which the store runs after bulk writes, `statistics.rs`).
+/// less the terms that more than half of all observations, and more than
+/// [`engram_domain::words::COMMON_TERM_FLOOR`] (the literal 2000 below), contain, unless every
+/// term is such a term. `ts_rank` does not weigh words by rarity, so such a word would also
+/// outweigh the rare word the question is about. The share is PostgreSQL's own,
+/// `pg_stats.most_common_elem_freqs` of `content_tsv` times the table's estimated rows, kept
+/// by ANALYZE (which the store runs after bulk writes, `statistics.rs`).
 const TERMS: &str = r#"(WITH lexemes AS (
         SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l),
     common AS (
         SELECT t.l FROM pg_stats s,
             unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS t (l, share)
         WHERE s.schemaname = current_schema() AND s.tablename = 'observations'
-          AND s.attname = 'content_tsv' AND t.share > 0.5 AND t.l IS NOT NULL),
+          AND s.attname = 'content_tsv' AND t.share > 0.5 AND t.l IS NOT NULL
+          AND t.share * (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)
+              > 2000),
     kept AS (SELECT l FROM lexemes WHERE l NOT IN (SELECT l FROM common)),
     chosen AS (
         SELECT l FROM kept
@@ -256,4 +258,17 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
             created_at: row.get(6),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_common_term_floor_in_the_sql_is_the_domains() {
+        let floor = engram_domain::words::COMMON_TERM_FLOOR;
+        assert!(
+            super::TERMS.contains(&format!("> {floor})")),
+            "{}",
+            super::TERMS
+        );
+    }
 }

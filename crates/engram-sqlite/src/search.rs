@@ -142,7 +142,10 @@ pub(crate) fn search(
     workspace: WorkspaceId,
     request: &CandidateQuery,
 ) -> Result<Vec<Candidate>> {
-    let terms = request.text.as_deref().and_then(any_word);
+    let terms = match request.text.as_deref() {
+        Some(text) => any_word(tx, text)?,
+        None => None,
+    };
     let mut set = CandidateSet::new(request);
     let mut complete_ranking = false;
     let model = &request.model;
@@ -176,16 +179,42 @@ pub(crate) fn search(
     Ok(set.finish(rows))
 }
 
-/// An FTS5 query matching any of the words of `text` that are not stop words, or `None` when
-/// there is no such word.
-fn any_word(text: &str) -> Option<String> {
+/// An FTS5 query matching any of the words of `text` that are not stop words, less those
+/// that more than half of all observations (and more than [`words::COMMON_TERM_FLOOR`])
+/// contain unless every word is one; `None` when there is no word. A word's share is counted
+/// by FTS5 up to the point where it is common, so a rare word costs a few index pages.
+fn any_word(tx: &Transaction<'_>, text: &str) -> Result<Option<String>> {
     let mut seen = HashSet::new();
-    let words: Vec<String> = words::words(text)
+    let mut terms: Vec<String> = words::words(text)
         .filter(|w| !words::is_stop_word(w))
         .filter(|w| seen.insert(w.clone()))
         .map(|w| format!("\"{w}\""))
         .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+    if terms.len() > 1 {
+        let total: i64 =
+            (tx.query_row("SELECT count(*) FROM observations", [], |r| r.get(0))).map_err(db)?;
+        let common = (total / 2 + 1).max(words::COMMON_TERM_FLOOR + 1);
+        if total >= common {
+            let mut matches = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT rowid FROM observations_fts
+                                           WHERE observations_fts MATCH ?1 LIMIT ?2)",
+                )
+                .map_err(db)?;
+            let mut rare = Vec::new();
+            for term in &terms {
+                let found: i64 =
+                    (matches.query_row(params![term, common], |r| r.get(0))).map_err(db)?;
+                if found < common {
+                    rare.push(term.clone());
+                }
+            }
+            if !rare.is_empty() {
+                terms = rare;
+            }
+        }
+    }
+    Ok((!terms.is_empty()).then(|| terms.join(" OR ")))
 }
 
 /// The `limit` best full-text matches of `terms` (an FTS5 query from [`any_word`]) as

@@ -261,19 +261,23 @@ async fn text_search_leaves_out_words_most_observations_contain() {
     let url = fresh_database().await;
     let store = PgStore::connect(&url).await.unwrap();
     let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "common").await;
-    // Every observation says "widget"; one also says "sprocket".
-    let mut nodes: Vec<_> = (0..40)
-        .map(|i| {
-            entity(
-                &format!("part-{i:02}"),
-                "part",
-                &["a widget of the usual kind"],
-            )
-        })
-        .collect();
+    let client = store.pool().get().await.unwrap();
+    let parts = |from: usize, to: usize| {
+        (from..to)
+            .map(|i| {
+                entity(
+                    &format!("part-{i:05}"),
+                    "part",
+                    &["a widget of the usual kind"],
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    // Every observation says "widget"; one also says "sprocket". 41 of them: a small store
+    // keeps every word, and the rare one ranks first.
+    let mut nodes = parts(0, 40);
     nodes.push(entity("odd", "part", &["a widget with a sprocket"]));
     memory.create_entities(workspace, nodes).await.unwrap();
-    let client = store.pool().get().await.unwrap();
     client.batch_execute("ANALYZE observations").await.unwrap();
     let names = |query: &'static str| {
         let memory = &memory;
@@ -289,7 +293,15 @@ async fn text_search_leaves_out_words_most_observations_contain() {
                 .collect::<Vec<_>>()
         }
     };
-    // "widget" is in every observation: it ranks nothing, so only the rare word matches.
+    let small = names("which widget has a sprocket").await;
+    assert_eq!((small.len(), small[0].as_str()), (10, "odd"));
+    // 4,041: "widget" is in more than half of them and in more than 2,000, so it ranks
+    // nothing and only the rare word matches.
+    for from in (40..4_040).step_by(1_000) {
+        let batch = parts(from, from + 1_000);
+        memory.create_entities(workspace, batch).await.unwrap();
+    }
+    client.batch_execute("ANALYZE observations").await.unwrap();
     assert_eq!(names("which widget has a sprocket").await, ["odd"]);
     // A query of common words alone still finds them.
     assert_eq!(names("widget").await.len(), 10);
