@@ -89,6 +89,11 @@ pub const HUBNESS_WEIGHT: f64 = 0.4;
 /// How many of a candidate's most similar fellow candidates measure its hubness.
 pub const HUBNESS_NEIGHBOURS: usize = 10;
 
+/// Hubness is measured against at most this many candidates, those most similar to the
+/// query: a search of the default depth has about as many candidates, and a deep one (limit
+/// 100: 600 candidates) costs 2 ms instead of 9 for the comparisons.
+pub const HUBNESS_POOL: usize = 150;
+
 /// Nearest observations gathered per query vector, at the least (more when a search asks for
 /// more results).
 pub const EMBEDDING_DEPTH: usize = 50;
@@ -414,13 +419,22 @@ fn less_hubness(candidates: &[Candidate], perspectives: usize) -> Vec<Vec<Option
 }
 
 /// Each candidate's hubness in the perspective of query vector `index` (0 without a vector
-/// there or without another candidate that has one).
+/// there or without another candidate that has one), its neighbours sought among the
+/// [`HUBNESS_POOL`] candidates most similar to the query.
 fn hubness(candidates: &[Candidate], index: usize) -> Vec<f64> {
     let (with, vectors): (Vec<usize>, Vec<&[f32]>) = (candidates.iter().enumerate())
         .filter_map(|(c, candidate)| Some((c, candidate.signals.vectors[index].as_deref()?)))
         .unzip();
     let mut hubness = vec![0.0; candidates.len()];
-    let neighbours = crate::similarity::nearest_neighbours(&vectors, HUBNESS_NEIGHBOURS, -1.0);
+    let similarity = |i: usize| candidates[with[i]].signals.similarities[index].unwrap_or(f64::MIN);
+    let mut pool: Vec<usize> = (0..with.len()).collect();
+    if pool.len() > HUBNESS_POOL {
+        pool.select_nth_unstable_by(HUBNESS_POOL - 1, |a, b| {
+            similarity(*b).total_cmp(&similarity(*a))
+        });
+        pool.truncate(HUBNESS_POOL);
+    }
+    let neighbours = crate::similarity::nearest_in_pool(&vectors, &pool, HUBNESS_NEIGHBOURS);
     for (c, found) in with.into_iter().zip(neighbours) {
         if !found.is_empty() {
             let sum: f64 = found.iter().map(|n| f64::from(n.similarity)).sum();

@@ -48,12 +48,15 @@ pub fn nearest_neighbours<V: AsRef<[f32]>>(
                 .filter(|&(j, &similarity)| j != i && similarity >= min_score)
                 .map(|(index, &similarity)| Neighbour { index, similarity })
                 .collect();
-            best.sort_by(|a, b| {
-                b.similarity
-                    .total_cmp(&a.similarity)
-                    .then(a.index.cmp(&b.index))
-            });
-            best.truncate(k);
+            let order = |a: &Neighbour, b: &Neighbour| {
+                (b.similarity.total_cmp(&a.similarity)).then(a.index.cmp(&b.index))
+            };
+            // The best k first (a selection, linear), then only those sorted.
+            if best.len() > k {
+                best.select_nth_unstable_by(k - 1, order);
+                best.truncate(k);
+            }
+            best.sort_by(order);
             result[i] = best;
         }
     }
@@ -110,6 +113,44 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 fn norm(vector: &[f32]) -> f32 {
     vector.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+/// For every vector, its up to `k` most similar vectors among those at the indices `pool`
+/// (itself excluded), best first (ties by index); cosine similarity, as
+/// [`nearest_neighbours`] (which is this with every vector in the pool). Costs n × |pool|
+/// products rather than n², for a large set compared with its most relevant part.
+pub fn nearest_in_pool<V: AsRef<[f32]>>(
+    vectors: &[V],
+    pool: &[usize],
+    k: usize,
+) -> Vec<Vec<Neighbour>> {
+    let n = vectors.len();
+    let mut result = vec![Vec::new(); n];
+    let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
+        return result;
+    };
+    if k == 0 || dims == 0 || pool.is_empty() {
+        return result;
+    }
+    let unit = normalised(vectors, dims);
+    let members = unit.select(Axis(0), pool);
+    let block = unit.dot(&members.t());
+    let order = |a: &Neighbour, b: &Neighbour| {
+        (b.similarity.total_cmp(&a.similarity)).then(a.index.cmp(&b.index))
+    };
+    for (i, row) in block.axis_iter(Axis(0)).enumerate() {
+        let mut best: Vec<Neighbour> = (pool.iter().zip(row))
+            .filter(|&(&j, _)| j != i)
+            .map(|(&index, &similarity)| Neighbour { index, similarity })
+            .collect();
+        if best.len() > k {
+            best.select_nth_unstable_by(k - 1, order);
+            best.truncate(k);
+        }
+        best.sort_by(order);
+        result[i] = best;
+    }
+    result
 }
 
 /// The vectors as rows of a matrix, each scaled to unit length (zero rows and rows of another
@@ -180,5 +221,25 @@ mod tests {
     fn centroid_is_the_normalised_mean_direction() {
         let c = centroid(&[&[2.0, 0.0], &[0.0, 1.0]]);
         assert!((c[0] - c[1]).abs() < 1e-6 && (norm(&c) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn neighbours_in_a_pool_are_the_pool_members_most_similar() {
+        let vectors = vec![
+            vec![1.0, 0.0],
+            vec![0.9, 0.1],
+            vec![0.0, 1.0],
+            vec![0.95, 0.05],
+        ];
+        // With everything in the pool, the same as nearest_neighbours.
+        let everything = nearest_in_pool(&vectors, &[0, 1, 2, 3], 2);
+        assert_eq!(everything, nearest_neighbours(&vectors, 2, -1.0));
+        // With a pool of 1 and 2: 0's nearest is 1, 1's is 2 (itself left out).
+        let pooled = nearest_in_pool(&vectors, &[1, 2], 1);
+        let indices: Vec<Vec<usize>> = pooled
+            .iter()
+            .map(|n| n.iter().map(|x| x.index).collect())
+            .collect();
+        assert_eq!(indices, vec![vec![1], vec![2], vec![1], vec![1]]);
     }
 }
