@@ -37,15 +37,16 @@ pub struct SearchHit {
     /// The perspective whose vector is closest to the query's (when the observation has a
     /// vector; embedding and hybrid mode).
     pub matched_perspective: Option<String>,
-    /// Hybrid mode: the fused score, 0 to 1.35 (1 = best on both signals; up to +0.2 when
+    /// Hybrid mode: the fused score, 0 to 1.4 (1 = best on both signals; up to +0.2 when
     /// the observation is dated as the question asks, signal `date`; +0.05 for each of up to
-    /// 3 pairs of the query's words it has side by side, signal `proximity`). Embedding mode:
+    /// 3 pairs of the query's words it has side by side, signal `proximity`; +0.05 when the
+    /// query names the node's type or name, signal `named`). Embedding mode:
     /// cosine similarity, −1 to 1 (higher is closer). Text mode: the full-text rank (a
     /// keyword weight, comparable only within one result).
     pub score: f64,
     /// The signals that found the matched observation: `embedding:<perspective>` for each
     /// perspective among whose nearest it was, `text` when it matched the query's words,
-    /// `date` and `proximity` for the hybrid bonuses above.
+    /// `date`, `proximity` and `named` for the hybrid bonuses above.
     pub signals: Vec<String>,
 }
 
