@@ -284,7 +284,9 @@ def main():
 
     doc_vectors = D[new]
 
-    def cues(proximity=0.0, window=2, cap=3, day=0.0, hub_k=0, hub=0.0, corpus_hubness=None):
+    speakers = np.array([f["speaker"].lower() for f in facts])
+
+    def cues(proximity=0.0, window=2, cap=3, day=0.0, hub_k=0, hub=0.0, corpus_hubness=None, named=0.0):
         out = []
         for qi in range(len(questions)):
             t, ee = T[qi], e[qi]
@@ -305,6 +307,9 @@ def main():
             s = 0.6 * en + 0.4 * tn + 0.1 * np.array(
                 [bool(qm or qy) and (not qm or bool(qm & dated[i][0])) and (not qy or bool(qy & dated[i][1])) for i in ids])
             s += proximity * np.array([min(pairs(qi, i, window), cap) for i in ids])
+            if named:
+                # The node's type (here the speaker) is a word of the question.
+                s += named * np.isin(speakers[ids], words(questions[qi]["q"]))
             if day and asked_days[qi]:
                 s += day * np.array([max([0.0] + [1 - abs((a - b).days) / 7 for a in asked_days[qi] for b in doc_days[i]]) for i in ids])
             out.append(ids[np.argsort(-s, kind="stable")[:10]])
@@ -317,7 +322,7 @@ def main():
     header("Hubness (on top of the dates and proximity): similarity less weight x mean similarity to the k most similar")
     for k in [5, 10, 20]:
         for hub in [0.3, 0.4, 0.5]:
-            row(f"among the candidates, k={k}, weight {hub}" + (" (shipped)" if (k, hub) == (10, 0.4) else ""), cues(0.05, 2, 3, 0.1, k, hub))
+            row(f"among the candidates, k={k}, weight {hub}" + (" (kept)" if (k, hub) == (10, 0.4) else ""), cues(0.05, 2, 3, 0.1, k, hub))
     pair = doc_vectors @ doc_vectors.T
     np.fill_diagonal(pair, -np.inf)
     for k in [5, 10]:
@@ -325,6 +330,8 @@ def main():
         for hub in [0.4, 0.5]:
             row(f"over the whole corpus (CSLS), k={k}, weight {hub}", cues(0.05, 2, 3, 0.1, k, hub, corpus))
             row(f"over the whole corpus (CSLS), k={k}, weight {hub}: embedding alone", judge.recall([top(s - hub * corpus) for s in e]))
+    for named in [0.03, 0.05, 0.1]:
+        row(f"+ a question that names a node's type, +{named}" + (" (shipped)" if named == 0.05 else ""), cues(0.05, 2, 3, 0.1, 10, 0.4, None, named))
     header("Not kept (on hybrid with the month-or-year signal alone)")
     docs_vectors = D[new]
     for m, beta in [(3, 0.3), (5, 0.3), (10, 0.5)]:
