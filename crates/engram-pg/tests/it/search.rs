@@ -100,7 +100,8 @@ async fn a_paraphrase_finds_its_observation() {
         .unwrap();
     assert_eq!(pet.results[0].name, "Carol");
 
-    // Hybrid, the default: the paraphrase by meaning, the name by both signals.
+    // Hybrid, the default: the paraphrase by meaning, the name by both signals (and the
+    // node is one the query names).
     let hybrid = f
         .memory
         .search_nodes(
@@ -113,7 +114,10 @@ async fn a_paraphrase_finds_its_observation() {
         .unwrap();
     assert_eq!(hybrid.mode, SearchMode::Hybrid);
     assert_eq!(hybrid.results[0].name, "Alice");
-    assert_eq!(hybrid.results[0].signals, ["embedding:general", "text"]);
+    assert_eq!(
+        hybrid.results[0].signals,
+        ["embedding:general", "text", "named"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
