@@ -54,6 +54,11 @@ struct Args {
     /// Also run engram's own calls.
     #[arg(long)]
     engram: bool,
+    /// The engram server embeds (an embedder other than `none`): also measure embedding-mode
+    /// search, `find_similar_nodes` and `get_consolidation_report` (at most 10 samples: it
+    /// compares every node with every other), once the indexer has caught up.
+    #[arg(long, requires = "engram")]
+    model: bool,
     /// Samples per call and size.
     #[arg(long, default_value_t = 200)]
     samples: usize,
@@ -116,6 +121,22 @@ async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<V
         .context(tool)?;
     anyhow::ensure!(result.is_error != Some(true), "{tool} failed: {result:?}");
     Ok(result.structured_content.unwrap_or(Value::Null))
+}
+
+/// Waits until `get_stats` says every vector is current (at most 30 minutes).
+async fn wait_for_indexing(client: &Client) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let stats = call(client, "get_stats", json!({})).await?;
+        if stats["embedding_coverage"].as_f64() == Some(1.0) {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(1_800),
+            "indexing did not catch up in 30 minutes: {stats}"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 fn entity(i: usize) -> Value {
@@ -333,6 +354,47 @@ async fn main() -> Result<()> {
             })
             .await?;
             report.calls.insert(format!("{label} @{size}"), latency);
+        }
+        if args.model {
+            wait_for_indexing(&client).await?;
+            let embedding = measure(samples, |k| {
+                let client = &client;
+                let query = format!(
+                    "which entity mentions {} and {}",
+                    WORDS[k % 16],
+                    WORDS[(k + 5) % 16]
+                );
+                let arguments = json!({"query": query, "limit": 10, "mode": "embedding"});
+                async move { call(client, "search_nodes", arguments).await.map(drop) }
+            })
+            .await?;
+            report
+                .calls
+                .insert(format!("search_nodes embedding @{size}"), embedding);
+            let similar = measure(samples, |_| {
+                let client = &client;
+                async move {
+                    call(client, "find_similar_nodes", json!({"limit": 20}))
+                        .await
+                        .map(drop)
+                }
+            })
+            .await?;
+            report
+                .calls
+                .insert(format!("find_similar_nodes @{size}"), similar);
+            let report_call = measure(samples.min(10), |_| {
+                let client = &client;
+                async move {
+                    call(client, "get_consolidation_report", json!({}))
+                        .await
+                        .map(drop)
+                }
+            })
+            .await?;
+            report
+                .calls
+                .insert(format!("get_consolidation_report @{size}"), report_call);
         }
     }
 
