@@ -89,15 +89,15 @@ impl NamedDates {
         self.months.is_empty() && self.years.is_empty()
     }
 
-    /// How near an observation with text `content`, written at `created_at`, is dated to a
-    /// day this (a question's dates) names: 1 on the day, falling linearly to 0 at
-    /// [`NEAR_DAYS`] away, the nearest of the days the text names and the day it was written
-    /// (UTC); 0 when this names no day.
-    pub fn closeness(&self, content: &str, created_at: Timestamp) -> f64 {
+    /// How near an observation whose text names `named` (its [`NamedDates::of`]), written at
+    /// `created_at`, is dated to a day this (a question's dates) names: 1 on the day, falling
+    /// linearly to 0 at [`NEAR_DAYS`] away, the nearest of the days the text names and the
+    /// day it was written (UTC); 0 when this names no day.
+    pub fn closeness(&self, named: &NamedDates, created_at: Timestamp) -> f64 {
         if self.days.is_empty() {
             return 0.0;
         }
-        let mut dated = Self::of(content).days;
+        let mut dated = named.days.clone();
         dated.push(created_at.date_naive());
         let gap = (self.days.iter())
             .flat_map(|asked| dated.iter().map(move |d| (*asked - *d).num_days().abs()))
@@ -106,10 +106,11 @@ impl NamedDates {
         (1.0 - gap as f64 / NEAR_DAYS as f64).max(0.0)
     }
 
-    /// Whether an observation with text `content`, written at `created_at`, is dated as this
-    /// (a question's dates) asks: one of its months if it names any, and one of its years if
-    /// it names any, both from the text or both from the time it was written.
-    pub fn match_observation(&self, content: &str, created_at: Timestamp) -> bool {
+    /// Whether an observation whose text names `named` (its [`NamedDates::of`]), written at
+    /// `created_at`, is dated as this (a question's dates) asks: one of its months if it
+    /// names any, and one of its years if it names any, both from the text or both from the
+    /// time it was written.
+    pub fn match_observation(&self, named: &NamedDates, created_at: Timestamp) -> bool {
         if self.is_empty() {
             return false;
         }
@@ -118,7 +119,7 @@ impl NamedDates {
             years: vec![created_at.year()],
             days: Vec::new(),
         };
-        [Self::of(content), written]
+        [named, &written]
             .iter()
             .any(|dates| agrees(&self.months, &dates.months) && agrees(&self.years, &dates.years))
     }
@@ -207,12 +208,16 @@ mod tests {
     fn an_observation_matches_by_its_text_or_when_it_was_written() {
         let written: Timestamp = "2026-03-14T10:00:00Z".parse().unwrap();
         let may_2023 = NamedDates::of("what happened in May 2023?");
-        assert!(may_2023.match_observation("1:56 pm on 8 May, 2023: a fact", written));
-        assert!(!may_2023.match_observation("8 May, 2024: a fact", written));
-        assert!(!may_2023.match_observation("a fact without a date", written));
+        assert!(
+            may_2023.match_observation(&NamedDates::of("1:56 pm on 8 May, 2023: a fact"), written)
+        );
+        assert!(!may_2023.match_observation(&NamedDates::of("8 May, 2024: a fact"), written));
+        assert!(!may_2023.match_observation(&NamedDates::of("a fact without a date"), written));
         let march = NamedDates::of("decisions in March");
-        assert!(march.match_observation("a fact without a date", written));
-        assert!(!NamedDates::of("no dates").match_observation("May 2023", written));
+        assert!(march.match_observation(&NamedDates::of("a fact without a date"), written));
+        assert!(
+            !NamedDates::of("no dates").match_observation(&NamedDates::of("May 2023"), written)
+        );
     }
 
     #[test]
@@ -238,22 +243,28 @@ mod tests {
         let written: Timestamp = "2026-03-14T10:00:00Z".parse().unwrap();
         let asked = NamedDates::of("what did Joanna watch on 1 May, 2022?");
         assert_eq!(
-            asked.closeness("2 May, 2022: watched a film", written),
+            asked.closeness(&NamedDates::of("2 May, 2022: watched a film"), written),
             1.0 - 1.0 / 7.0
         );
-        assert_eq!(asked.closeness("1 May, 2022: watched a film", written), 1.0);
         assert_eq!(
-            asked.closeness("20 May, 2022: watched a film", written),
+            asked.closeness(&NamedDates::of("1 May, 2022: watched a film"), written),
+            1.0
+        );
+        assert_eq!(
+            asked.closeness(&NamedDates::of("20 May, 2022: watched a film"), written),
             0.0
         );
-        assert_eq!(asked.closeness("a film without a date", written), 0.0);
+        assert_eq!(
+            asked.closeness(&NamedDates::of("a film without a date"), written),
+            0.0
+        );
         let by_writing = NamedDates::of("on 2026-03-12");
         assert_eq!(
-            by_writing.closeness("no date here", written),
+            by_writing.closeness(&NamedDates::of("no date here"), written),
             1.0 - 2.0 / 7.0
         );
         assert_eq!(
-            NamedDates::of("in May 2022").closeness("1 May, 2022", written),
+            NamedDates::of("in May 2022").closeness(&NamedDates::of("1 May, 2022"), written),
             0.0
         );
     }

@@ -95,8 +95,18 @@ impl QueryCues {
 
     /// What hybrid adds for `row`.
     fn bonus(&self, row: &ObservationRow) -> Bonus {
-        let month = self.dates.match_observation(&row.content, row.created_at);
-        let day = self.dates.closeness(&row.content, row.created_at);
+        // The observation's own dates, read once and only when the query names any (a day
+        // implies its month and year).
+        let (month, day) = match self.dates.is_empty() {
+            true => (false, 0.0),
+            false => {
+                let named = NamedDates::of(&row.content);
+                (
+                    self.dates.match_observation(&named, row.created_at),
+                    self.dates.closeness(&named, row.created_at),
+                )
+            }
+        };
         let pairs = crate::words::proximity(&self.terms, &row.content).min(PROXIMITY_PAIRS);
         let named = self.names(&row.entity_type) || self.names(&row.name);
         let value = if month { DATE_BONUS } else { 0.0 }
