@@ -346,55 +346,47 @@ async fn main() -> Result<()> {
                 }),
             ),
         ];
-        for (label, arguments) in &engram_calls {
+        let run = async |label: &str, samples: usize, arguments: &Arguments<'_>| {
             let latency = measure(samples, |k| {
                 let client = &client;
                 let (tool, arguments) = arguments(k);
                 async move { call(client, tool, arguments).await.map(drop) }
             })
             .await?;
-            report.calls.insert(format!("{label} @{size}"), latency);
+            anyhow::Ok((format!("{label} @{size}"), latency))
+        };
+        for (label, arguments) in &engram_calls {
+            let (name, latency) = run(label, samples, arguments).await?;
+            report.calls.insert(name, latency);
         }
         if args.model {
             wait_for_indexing(&client).await?;
-            let embedding = measure(samples, |k| {
-                let client = &client;
-                let query = format!(
-                    "which entity mentions {} and {}",
-                    WORDS[k % 16],
-                    WORDS[(k + 5) % 16]
-                );
-                let arguments = json!({"query": query, "limit": 10, "mode": "embedding"});
-                async move { call(client, "search_nodes", arguments).await.map(drop) }
-            })
-            .await?;
-            report
-                .calls
-                .insert(format!("search_nodes embedding @{size}"), embedding);
-            let similar = measure(samples, |_| {
-                let client = &client;
-                async move {
-                    call(client, "find_similar_nodes", json!({"limit": 20}))
-                        .await
-                        .map(drop)
-                }
-            })
-            .await?;
-            report
-                .calls
-                .insert(format!("find_similar_nodes @{size}"), similar);
-            let report_call = measure(samples.min(10), |_| {
-                let client = &client;
-                async move {
-                    call(client, "get_consolidation_report", json!({}))
-                        .await
-                        .map(drop)
-                }
-            })
-            .await?;
-            report
-                .calls
-                .insert(format!("get_consolidation_report @{size}"), report_call);
+            let model_calls: [(&str, usize, Arguments<'_>); 3] = [
+                (
+                    "search_nodes embedding",
+                    samples,
+                    Box::new(|k| {
+                        (
+                            "search_nodes",
+                            json!({"query": format!("which entity mentions {} and {}", WORDS[k % 16], WORDS[(k + 5) % 16]), "limit": 10, "mode": "embedding"}),
+                        )
+                    }),
+                ),
+                (
+                    "find_similar_nodes",
+                    samples,
+                    Box::new(|_| ("find_similar_nodes", json!({"limit": 20}))),
+                ),
+                (
+                    "get_consolidation_report",
+                    samples.min(10),
+                    Box::new(|_| ("get_consolidation_report", json!({}))),
+                ),
+            ];
+            for (label, samples, arguments) in &model_calls {
+                let (name, latency) = run(label, *samples, arguments).await?;
+                report.calls.insert(name, latency);
+            }
         }
     }
 
