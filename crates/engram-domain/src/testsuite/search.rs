@@ -859,3 +859,58 @@ pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<d
     assert!(memory.rejected_texts(ws).is_empty());
     assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
 }
+
+/// A text query leaves out a word that more than half of a large store contains
+/// (`words::COMMON_TERM_FLOOR`), unless it has only such words; a small store keeps every
+/// word. Not in the suite's list: PostgreSQL reads the words' shares from statistics that
+/// `refresh` must bring up to date after each write, so each store's tests call this.
+pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
+    store: Arc<dyn MemoryStore>,
+    refresh: F,
+) where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (memory, workspace) = memory_with_workspace(store, "common").await;
+    let parts = |from: usize, to: usize| {
+        (from..to)
+            .map(|i| {
+                entity(
+                    &format!("part-{i:05}"),
+                    "part",
+                    &["a widget of the usual kind"],
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let names = |query: &'static str| {
+        let memory = &memory;
+        async move {
+            let found = memory
+                .search_nodes(workspace, query, 10, SearchMode::Text)
+                .await
+                .unwrap();
+            (found.results.into_iter())
+                .map(|hit| hit.name)
+                .collect::<Vec<_>>()
+        }
+    };
+    // Every observation says "widget"; one also says "sprocket". 41 of them: a small store
+    // keeps every word, and the rare one ranks first.
+    let mut nodes = parts(0, 40);
+    nodes.push(entity("odd", "part", &["a widget with a sprocket"]));
+    memory.create_entities(workspace, nodes).await.unwrap();
+    refresh().await;
+    let small = names("which widget has a sprocket").await;
+    assert_eq!((small.len(), small[0].as_str()), (10, "odd"));
+    // 4,041: "widget" is in more than half of them and in more than 2,000, so it ranks
+    // nothing and only the rare word matches.
+    for from in (40..4_040).step_by(1_000) {
+        let batch = parts(from, from + 1_000);
+        memory.create_entities(workspace, batch).await.unwrap();
+    }
+    refresh().await;
+    assert_eq!(names("which widget has a sprocket").await, ["odd"]);
+    // A query of common words alone still finds them.
+    assert_eq!(names("widget").await.len(), 10);
+}

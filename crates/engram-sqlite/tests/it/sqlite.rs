@@ -257,49 +257,10 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
 
 #[tokio::test]
 async fn text_search_leaves_out_words_most_observations_contain() {
-    use engram_domain::SearchMode;
-
     let store = crate::open_fresh().await;
-    let (memory, workspace) = memory_with_workspace(Arc::new(store), "common").await;
-    let parts = |from: usize, to: usize| {
-        (from..to)
-            .map(|i| {
-                entity(
-                    &format!("part-{i:05}"),
-                    "part",
-                    &["a widget of the usual kind"],
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    let names = |query: &'static str| {
-        let memory = &memory;
-        async move {
-            let found = memory
-                .search_nodes(workspace, query, 10, SearchMode::Text)
-                .await
-                .unwrap();
-            found
-                .results
-                .into_iter()
-                .map(|hit| hit.name)
-                .collect::<Vec<_>>()
-        }
-    };
-    // Every observation says "widget"; one also says "sprocket". 41 of them: a small store
-    // keeps every word, and the rare one ranks first.
-    let mut nodes = parts(0, 40);
-    nodes.push(entity("odd", "part", &["a widget with a sprocket"]));
-    memory.create_entities(workspace, nodes).await.unwrap();
-    let small = names("which widget has a sprocket").await;
-    assert_eq!((small.len(), small[0].as_str()), (10, "odd"));
-    // 4,041: "widget" is in more than half of them and in more than 2,000, so it ranks
-    // nothing and only the rare word matches.
-    for from in (40..4_040).step_by(1_000) {
-        let batch = parts(from, from + 1_000);
-        memory.create_entities(workspace, batch).await.unwrap();
-    }
-    assert_eq!(names("which widget has a sprocket").await, ["odd"]);
-    // A query of common words alone still finds them.
-    assert_eq!(names("widget").await.len(), 10);
+    engram_domain::testsuite::common_words_are_left_out_of_text_queries(
+        Arc::new(store),
+        || async {},
+    )
+    .await;
 }
