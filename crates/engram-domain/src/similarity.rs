@@ -28,31 +28,8 @@ pub fn nearest_neighbours<V: AsRef<[f32]>>(
     k: usize,
     min_score: f32,
 ) -> Vec<Vec<Neighbour>> {
-    let n = vectors.len();
-    let mut result = vec![Vec::new(); n];
-    let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
-        return result;
-    };
-    if k == 0 || dims == 0 {
-        return result;
-    }
-    let unit = normalised(vectors, dims);
-    let mut row_buffer = Vec::with_capacity(n);
-    for start in (0..n).step_by(BLOCK_ROWS) {
-        let end = (start + BLOCK_ROWS).min(n);
-        let block = unit.slice_axis(Axis(0), (start..end).into()).dot(&unit.t());
-        for (offset, row) in block.axis_iter(Axis(0)).enumerate() {
-            let i = start + offset;
-            row_buffer.clear();
-            row_buffer.extend(
-                (row.iter().enumerate())
-                    .filter(|&(j, &similarity)| j != i && similarity >= min_score)
-                    .map(|(index, &similarity)| Neighbour { index, similarity }),
-            );
-            result[i] = best_k(&mut row_buffer, k);
-        }
-    }
-    result
+    let everyone: Vec<usize> = (0..vectors.len()).collect();
+    neighbours_among(vectors, &everyone, k, min_score)
 }
 
 /// The distinct pairs `(i, j)`, `i < j`, of `neighbours` (as [`nearest_neighbours`] returns
@@ -116,6 +93,17 @@ pub fn nearest_in_pool<V: AsRef<[f32]>>(
     pool: &[usize],
     k: usize,
 ) -> Vec<Vec<Neighbour>> {
+    neighbours_among(vectors, pool, k, f32::MIN)
+}
+
+/// Both of the above: for every vector its up to `k` most similar among `pool` with
+/// similarity ≥ `min_score`, the similarity matrix computed [`BLOCK_ROWS`] rows at a time.
+fn neighbours_among<V: AsRef<[f32]>>(
+    vectors: &[V],
+    pool: &[usize],
+    k: usize,
+    min_score: f32,
+) -> Vec<Vec<Neighbour>> {
     let n = vectors.len();
     let mut result = vec![Vec::new(); n];
     let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
@@ -126,16 +114,22 @@ pub fn nearest_in_pool<V: AsRef<[f32]>>(
     }
     let unit = normalised(vectors, dims);
     let members = unit.select(Axis(0), pool);
-    let block = unit.dot(&members.t());
     let mut row_buffer = Vec::with_capacity(pool.len());
-    for (i, row) in block.axis_iter(Axis(0)).enumerate() {
-        row_buffer.clear();
-        row_buffer.extend(
-            (pool.iter().zip(row))
-                .filter(|&(&j, _)| j != i)
-                .map(|(&index, &similarity)| Neighbour { index, similarity }),
-        );
-        result[i] = best_k(&mut row_buffer, k);
+    for start in (0..n).step_by(BLOCK_ROWS) {
+        let end = (start + BLOCK_ROWS).min(n);
+        let block = unit
+            .slice_axis(Axis(0), (start..end).into())
+            .dot(&members.t());
+        for (offset, row) in block.axis_iter(Axis(0)).enumerate() {
+            let i = start + offset;
+            row_buffer.clear();
+            row_buffer.extend(
+                (pool.iter().zip(row))
+                    .filter(|&(&j, &similarity)| j != i && similarity >= min_score)
+                    .map(|(&index, &similarity)| Neighbour { index, similarity }),
+            );
+            result[i] = best_k(&mut row_buffer, k);
+        }
     }
     result
 }
