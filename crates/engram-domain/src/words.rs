@@ -26,6 +26,22 @@ pub const PROXIMITY_WINDOW: usize = 2;
 /// millisecond, and smaller stores keep every word without counting any.
 pub const COMMON_TERM_FLOOR: i64 = 2_000;
 
+/// BM25's inverse document frequency of a term that `containing` of `rows` documents hold:
+/// ln((rows − containing + 0.5) / (containing + 0.5)), at least 1e-6 (as SQLite's FTS5 has
+/// it), so a term in half the documents or more weighs next to nothing and a rare one most.
+/// Shapes: both counts ≥ 0 (estimates may be fractional); the result is > 0.
+pub fn idf(rows: f64, containing: f64) -> f64 {
+    ((rows - containing + 0.5) / (containing + 0.5))
+        .ln()
+        .max(1e-6)
+}
+
+/// Whether a term that `containing` of `rows` observations hold is too common to search by:
+/// more than half of them and more than [`COMMON_TERM_FLOOR`].
+pub fn is_common_term(rows: f64, containing: f64) -> bool {
+    containing * 2.0 > rows && containing > COMMON_TERM_FLOOR as f64
+}
+
 /// Whether `word` (lower-case) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.split_whitespace().any(|stop| stop == word)
@@ -75,6 +91,18 @@ pub fn proximity(terms: &[String], text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rare_terms_weigh_most_and_common_ones_next_to_nothing() {
+        assert!(idf(1_000.0, 1.0) > idf(1_000.0, 10.0));
+        assert!((idf(1_000.0, 1.0) - (999.5_f64 / 1.5).ln()).abs() < 1e-12);
+        assert_eq!(idf(1_000.0, 600.0), 1e-6);
+        assert_eq!(idf(0.0, 0.0), 1e-6);
+        // A common term: in more than half, and more than the floor.
+        assert!(is_common_term(100_000.0, 60_000.0));
+        assert!(!is_common_term(100_000.0, 40_000.0));
+        assert!(!is_common_term(3_000.0, 1_900.0));
+    }
 
     #[test]
     fn query_terms_are_stemmed_without_stop_words_each_once() {

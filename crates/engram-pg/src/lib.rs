@@ -25,6 +25,7 @@ mod statistics;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod text_query;
 mod tokens;
 mod transfer;
 mod vectors;

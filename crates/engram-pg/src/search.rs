@@ -1,8 +1,9 @@
 //! One search's candidates ([`search`], `MemoryStore::search`): the nearest observations per
 //! query vector (pgvector; HNSW over the whole workspace, an exact scan when the search is
 //! narrowed to a node or to types) and the best full-text matches (`english` configuration,
-//! any of the query's terms less the very common ones, `ts_rank`), then each candidate's
-//! vectors and missing text score. Every statement runs in the caller's read-only snapshot.
+//! any of the query's terms less the very common ones, each weighted by its rarity:
+//! [`TextQuery`]), then each candidate's vectors and missing text score. Every statement runs
+//! in the caller's read-only snapshot.
 
 use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
@@ -10,31 +11,8 @@ use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
 use pgvector::Vector;
 
 use crate::error::db;
+use crate::text_query::TextQuery;
 use crate::vectors::tune_hnsw;
-
-/// The query's terms, any of them, as a `tsquery` (NULL when every word is a stop word),
-/// less the terms that more than half of all observations, and more than
-/// [`engram_domain::words::COMMON_TERM_FLOOR`] (the literal 2000 below), contain, unless every
-/// term is such a term. `ts_rank` does not weigh words by rarity, so such a word would also
-/// outweigh the rare word the question is about. The share is PostgreSQL's own,
-/// `pg_stats.most_common_elem_freqs` of `content_tsv` times the table's estimated rows, kept
-/// by ANALYZE (which the store runs after bulk writes, `statistics.rs`).
-const TERMS: &str = r#"(WITH lexemes AS (
-        SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l),
-    common AS (
-        SELECT t.l FROM pg_stats s,
-            unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS t (l, share)
-        WHERE s.schemaname = current_schema() AND s.tablename = 'observations'
-          AND s.attname = 'content_tsv' AND t.share > 0.5 AND t.l IS NOT NULL
-          AND t.share * (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)
-              > 2000),
-    kept AS (SELECT l FROM lexemes WHERE l NOT IN (SELECT l FROM common)),
-    chosen AS (
-        SELECT l FROM kept
-        UNION ALL SELECT l FROM lexemes WHERE NOT EXISTS (SELECT 1 FROM kept))
-    -- Each lexeme quoted as tsquery input wants it: backslashes and quotes escaped.
-    SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery
-    FROM chosen)"#;
 
 /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
 pub(crate) async fn search(
@@ -51,12 +29,17 @@ pub(crate) async fn search(
     let nearest = (request.vectors.iter())
         .map(|v| nearest(client, workspace, request, v.perspective, &v.vector));
     let text = async {
-        match &request.text {
-            Some(text) => text_matches(client, workspace, text, request.text_depth, request).await,
-            None => Ok(Vec::new()),
-        }
+        let Some(text) = &request.text else {
+            return Ok((None, Vec::new()));
+        };
+        let Some(query) = TextQuery::of(client, text).await? else {
+            return Ok((None, Vec::new()));
+        };
+        let matches = text_matches(client, workspace, &query, request.text_depth, request).await?;
+        Ok((Some(query), matches))
     };
-    let (nearest, text) = futures::try_join!(futures::future::try_join_all(nearest), text)?;
+    let (nearest, (query, text)) =
+        futures::try_join!(futures::future::try_join_all(nearest), text)?;
     for (index, found) in nearest.into_iter().enumerate() {
         set.add_nearest(index, found);
     }
@@ -69,8 +52,8 @@ pub(crate) async fn search(
         .map(|v| candidate_vectors(client, &ids, &request.model, v.perspective, v.vector.len()));
     let missing_text = set.without_text_score();
     let text_fill = async {
-        match &request.text {
-            Some(text) => text_scores(client, text, &missing_text).await,
+        match &query {
+            Some(query) => text_scores(client, query, &missing_text).await,
             None => Ok(Vec::new()),
         }
     };
@@ -173,18 +156,19 @@ async fn candidate_vectors(
         .collect())
 }
 
-/// The `limit` best full-text matches of `text` as `(observation id, ts_rank)`.
+/// The `limit` best full-text matches of `query` as `(observation id, score)`.
 async fn text_matches(
     client: &impl GenericClient,
     workspace: WorkspaceId,
-    text: &str,
+    query: &TextQuery,
     limit: usize,
     request: &CandidateQuery,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let types = request.types().map(<[String]>::to_vec);
+    let any = query.any();
     let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-        vec![&text, &workspace.0, &limit];
+        vec![&any, &workspace.0, &limit];
     // Without a filter the nodes need not be joined (half the time of a common word's search:
     // every match would be joined to its node only to pass `NULL` tests).
     let (join, narrowed) = if !request.is_narrowed() {
@@ -198,11 +182,12 @@ async fn text_matches(
              AND ($5::text[] IS NULL OR n.entity_type = ANY($5))",
         )
     };
+    let rank = query.rank("o.content_tsv", parameters.len() + 1);
+    query.parameters(&mut parameters);
     let sql = format!(
-        "WITH q AS (SELECT {TERMS} AS terms)
-         SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8 AS score
-         FROM q, observations o {join}
-         WHERE o.workspace_id = $2 AND o.content_tsv @@ q.terms {narrowed}
+        "SELECT o.id, {rank}::float8 AS score
+         FROM observations o {join}
+         WHERE o.workspace_id = $2 AND o.content_tsv @@ $1::text::tsquery {narrowed}
          ORDER BY score DESC, o.id
          LIMIT $3"
     );
@@ -211,23 +196,26 @@ async fn text_matches(
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
-/// The full-text scores of `text` for the observations `ids` that match it.
+/// The full-text scores of `query` for the observations `ids` that match it.
 async fn text_scores(
     client: &impl GenericClient,
-    text: &str,
+    query: &TextQuery,
     ids: &[i64],
 ) -> Result<Vec<(i64, f64)>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let any = query.any();
+    let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&any, &ids];
+    let rank = query.rank("o.content_tsv", parameters.len() + 1);
+    query.parameters(&mut parameters);
     let sql = format!(
-        "WITH q AS (SELECT {TERMS} AS terms)
-         SELECT o.id, ts_rank(o.content_tsv, q.terms)::float8
-         FROM q, observations o
-         WHERE o.id = ANY($2) AND o.content_tsv @@ q.terms"
+        "SELECT o.id, {rank}::float8
+         FROM observations o
+         WHERE o.id = ANY($2) AND o.content_tsv @@ $1::text::tsquery"
     );
     let statement = client.prepare_cached(&sql).await.map_err(db)?;
-    let rows = client.query(&statement, &[&text, &ids]).await.map_err(db)?;
+    let rows = client.query(&statement, &parameters).await.map_err(db)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
@@ -258,17 +246,4 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
             created_at: row.get(6),
         })
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_common_term_floor_in_the_sql_is_the_domains() {
-        let floor = engram_domain::words::COMMON_TERM_FLOOR;
-        assert!(
-            super::TERMS.contains(&format!("> {floor})")),
-            "{}",
-            super::TERMS
-        );
-    }
 }

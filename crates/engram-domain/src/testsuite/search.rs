@@ -914,3 +914,40 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
     // A query of common words alone still finds them.
     assert_eq!(names("widget").await.len(), 10);
 }
+
+/// Text ranking weighs a word by its rarity: an observation with the query's rare word once
+/// ranks above one that repeats a word most observations hold. Not in the suite's list for
+/// the same reason as [`common_words_are_left_out_of_text_queries`]: PostgreSQL reads the
+/// words' shares from statistics that `refresh` brings up to date.
+pub async fn rare_words_outrank_common_ones<F, Fut>(store: Arc<dyn MemoryStore>, refresh: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (memory, workspace) = memory_with_workspace(store, "rarity").await;
+    let mut nodes: Vec<_> = (0..30)
+        .map(|i| {
+            entity(
+                &format!("part-{i:02}"),
+                "part",
+                &["a widget of the usual kind"],
+            )
+        })
+        .collect();
+    nodes.push(entity("plain", "part", &["a crate of parts"]));
+    nodes.push(entity(
+        "heavy",
+        "part",
+        &["widget widget widget, widgets galore"],
+    ));
+    nodes.push(entity("odd", "part", &["a sprocket"]));
+    memory.create_entities(workspace, nodes).await.unwrap();
+    refresh().await;
+    for mode in [SearchMode::Text, SearchMode::Hybrid] {
+        let found = memory
+            .search_nodes(workspace, "widget sprocket", 5, mode)
+            .await
+            .unwrap();
+        assert_eq!(found.results[0].name, "odd", "{mode:?}: {found:?}");
+    }
+}

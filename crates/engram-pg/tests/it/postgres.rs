@@ -268,6 +268,19 @@ async fn text_search_leaves_out_words_most_observations_contain() {
 }
 
 #[tokio::test]
+async fn text_ranking_weighs_words_by_rarity() {
+    let url = fresh_database().await;
+    let store = PgStore::connect(&url).await.unwrap();
+    let pool = store.pool().clone();
+    let analyze = || async {
+        let client = pool.get().await.unwrap();
+        client.batch_execute("ANALYZE observations").await.unwrap();
+    };
+    engram_domain::testsuite::rare_words_outrank_common_ones(std::sync::Arc::new(store), analyze)
+        .await;
+}
+
+#[tokio::test]
 async fn an_unreachable_server_is_named_in_the_error() {
     let error = PgStore::connect("postgres://postgres@127.0.0.1:1/nowhere")
         .await

@@ -264,3 +264,9 @@ async fn text_search_leaves_out_words_most_observations_contain() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn text_ranking_weighs_words_by_rarity() {
+    let store = crate::open_fresh().await;
+    engram_domain::testsuite::rare_words_outrank_common_ones(Arc::new(store), || async {}).await;
+}

@@ -1,0 +1,175 @@
+//! A search's full-text query: the query's lexemes (PostgreSQL's `english` configuration),
+//! each weighted by how rare it is among the observations.
+//!
+//! `ts_rank` scores a word by how often it occurs in a text but not by how rare it is, so a
+//! word most texts hold ranked as high as the rare word a question is about. Here each lexeme
+//! gets BM25's inverse document frequency ([`words::idf`]) from the share of observations
+//! that hold it, read from the statistics ANALYZE keeps (`pg_stats.most_common_elem_freqs` of
+//! `content_tsv`, over all workspaces; the store analyzes after bulk writes,
+//! `statistics.rs`), and a text's score is the sum over lexemes of weight × `ts_rank` of that
+//! lexeme alone. A lexeme rarer than any the statistics list counts as holding half the
+//! share of the rarest listed one; without statistics (a table never analyzed) every lexeme
+//! weighs 1.
+
+use deadpool_postgres::GenericClient;
+use engram_domain::{Result, words};
+use tokio_postgres::types::ToSql;
+
+use crate::error::db;
+
+/// The lexemes of `$1`, each with the share of observations that hold it (NULL when the
+/// statistics do not list it), the smallest share they list (NULL without statistics), and
+/// the table's estimated rows (−1 before its first ANALYZE).
+const LEXEMES: &str = r#"
+WITH lexemes AS (
+    SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l),
+stats AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'observations'
+      AND s.attname = 'content_tsv')
+SELECT x.l,
+    (SELECT t.share FROM stats, unnest(stats.elems, stats.freqs) AS t (l, share)
+     WHERE t.l = x.l LIMIT 1),
+    -- The frequencies end with the smallest and the largest of them.
+    (SELECT freqs[array_length(freqs, 1) - 1] FROM stats),
+    (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)
+FROM lexemes x
+ORDER BY x.l"#;
+
+/// The weighted lexemes of one query.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TextQuery {
+    /// Each lexeme as `tsquery` input (quoted) with its weight.
+    terms: Vec<(String, f64)>,
+}
+
+impl TextQuery {
+    /// The lexemes of `text` less the very common ones ([`words::is_common_term`]), unless
+    /// every lexeme is one; `None` when `text` has no lexeme (only stop words).
+    pub(crate) async fn of(client: &impl GenericClient, text: &str) -> Result<Option<Self>> {
+        let statement = client.prepare_cached(LEXEMES).await.map_err(db)?;
+        let rows = client.query(&statement, &[&text]).await.map_err(db)?;
+        let lexemes = rows.iter().map(|row| Lexeme {
+            text: row.get(0),
+            share: row.get(1),
+            rarest: row.get(2),
+            rows: row.get(3),
+        });
+        Ok(Self::weigh(lexemes.collect()))
+    }
+
+    fn weigh(lexemes: Vec<Lexeme>) -> Option<Self> {
+        let weighed: Vec<(String, f64, bool)> = (lexemes.into_iter())
+            .map(|lexeme| {
+                let (weight, common) = lexeme.weight();
+                (quoted(&lexeme.text), weight, common)
+            })
+            .collect();
+        let rare = weighed.iter().any(|(_, _, common)| !common);
+        let terms: Vec<(String, f64)> = (weighed.into_iter())
+            .filter(|(_, _, common)| !rare || !common)
+            .map(|(term, weight, _)| (term, weight))
+            .collect();
+        (!terms.is_empty()).then_some(Self { terms })
+    }
+
+    /// Any of the lexemes, as `tsquery` input: what a text must match.
+    pub(crate) fn any(&self) -> String {
+        let terms = self.terms.iter().map(|(term, _)| term.as_str());
+        terms.collect::<Vec<_>>().join(" | ")
+    }
+
+    /// The SQL expression of a text's score against `tsvector` (a column), its parameters
+    /// numbered from `$first` (appended by [`TextQuery::parameters`] in the same order).
+    pub(crate) fn rank(&self, tsvector: &str, first: usize) -> String {
+        let terms = (0..self.terms.len()).map(|i| {
+            let (weight, term) = (first + 2 * i, first + 2 * i + 1);
+            format!("${weight}::float8 * ts_rank({tsvector}, ${term}::text::tsquery)")
+        });
+        format!("({})", terms.collect::<Vec<_>>().join(" + "))
+    }
+
+    /// Appends the parameters of [`TextQuery::rank`] to `parameters`.
+    pub(crate) fn parameters<'a>(&'a self, parameters: &mut Vec<&'a (dyn ToSql + Sync)>) {
+        for (term, weight) in &self.terms {
+            parameters.push(weight);
+            parameters.push(term);
+        }
+    }
+}
+
+/// One lexeme of a query as the statistics see it.
+struct Lexeme {
+    text: String,
+    share: Option<f32>,
+    rarest: Option<f32>,
+    rows: f32,
+}
+
+impl Lexeme {
+    /// Its weight and whether it is too common to search by.
+    fn weight(&self) -> (f64, bool) {
+        let Some(rarest) = self.rarest.filter(|_| self.rows > 0.0) else {
+            return (1.0, false);
+        };
+        let rows = f64::from(self.rows);
+        let containing = f64::from(self.share.unwrap_or(rarest / 2.0)) * rows;
+        (
+            words::idf(rows, containing),
+            words::is_common_term(rows, containing),
+        )
+    }
+}
+
+/// `lexeme` quoted as `tsquery` input wants it: backslashes and quotes escaped.
+fn quoted(lexeme: &str) -> String {
+    format!("'{}'", lexeme.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lexeme(text: &str, share: Option<f32>) -> Lexeme {
+        Lexeme {
+            text: text.to_owned(),
+            share,
+            rarest: Some(0.001),
+            rows: 100_000.0,
+        }
+    }
+
+    #[test]
+    fn rare_lexemes_weigh_more_and_very_common_ones_are_left_out() {
+        let query = TextQuery::weigh(vec![
+            lexeme("widget", Some(0.9)),
+            lexeme("gear", Some(0.01)),
+            lexeme("sprocket", None),
+        ])
+        .unwrap();
+        assert_eq!(query.any(), "'gear' | 'sprocket'");
+        let (gear, sprocket) = (query.terms[0].1, query.terms[1].1);
+        assert!(sprocket > gear && gear > 1.0, "{query:?}");
+        // Only common lexemes: they are kept, weighing next to nothing.
+        let common = TextQuery::weigh(vec![lexeme("widget", Some(0.9))]).unwrap();
+        assert_eq!(common.any(), "'widget'");
+        assert_eq!(TextQuery::weigh(Vec::new()), None);
+    }
+
+    #[test]
+    fn without_statistics_every_lexeme_weighs_one() {
+        let unknown = Lexeme {
+            text: "it's".to_owned(),
+            share: None,
+            rarest: None,
+            rows: -1.0,
+        };
+        let query = TextQuery::weigh(vec![unknown]).unwrap();
+        assert_eq!(query.terms, [("'it''s'".to_owned(), 1.0)]);
+        assert_eq!(
+            query.rank("o.content_tsv", 4),
+            "($4::float8 * ts_rank(o.content_tsv, $5::text::tsquery))"
+        );
+    }
+}
