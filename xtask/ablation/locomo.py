@@ -347,6 +347,27 @@ def main():
     row("question without stop words, embedded", judge.recall(hybrid(ek, T)))
     row("question and its keywords, best of both", judge.recall(hybrid(np.maximum(e, ek), T)))
     row("bm25 k1=0.9 b=0.4", judge.recall(hybrid(e, T2)))
+
+    # PostgreSQL's ranking: `ts_rank` gives a word's k-th occurrence 1/k² of the first's weight
+    # and does not normalise by length; of the whole query it weighs no word by rarity, per
+    # lexeme × BM25's idf (what the store does since) it does. Hybrid with every signal above.
+    header("PostgreSQL-like text ranking (ts_rank), with every hybrid signal")
+    tf = [Counter(STEM.stemWords(words(d))) for d in docs]
+    df = Counter(w for c in tf for w in c)
+    for weighted in [False, True]:
+        P = np.zeros_like(T)
+        for qi, q in enumerate(questions):
+            for w in query_terms(q["q"]):
+                idf = max(1e-6, math.log((len(docs) - df[w] + 0.5) / (df[w] + 0.5))) if weighted else 1.0
+                for i, c in enumerate(tf):
+                    if c.get(w):
+                        P[qi, i] += idf * sum(1 / (j + 1) ** 2 for j in range(c[w]))
+        name = "each lexeme x its idf (shipped)" if weighted else "the whole query, no idf (before)"
+        row(f"{name}: text", judge.recall([top(s) for s in P]))
+        T_saved = T
+        T = P
+        row(f"{name}: hybrid", cues(0.05, 2, 3, 0.1, 10, 0.4, None, 0.05))
+        T = T_saved
     row("bm25 over type + content", judge.recall(hybrid(e, bm25([f"{f['speaker']} {d}" for f, d in zip(facts, docs)], [q["q"] for q in questions]))))
 
 
