@@ -347,6 +347,7 @@ def main():
     row("question without stop words, embedded", judge.recall(hybrid(ek, T)))
     row("question and its keywords, best of both", judge.recall(hybrid(np.maximum(e, ek), T)))
     row("bm25 k1=0.9 b=0.4", judge.recall(hybrid(e, T2)))
+    row("bm25 over type + content", judge.recall(hybrid(e, bm25([f"{f['speaker']} {d}" for f, d in zip(facts, docs)], [q["q"] for q in questions]))))
 
     # PostgreSQL's ranking: `ts_rank` gives a word's k-th occurrence 1/k² of the first's weight
     # and does not normalise by length; of the whole query it weighs no word by rarity, per
@@ -368,7 +369,6 @@ def main():
         T = P
         row(f"{name}: hybrid", cues(0.05, 2, 3, 0.1, 10, 0.4, None, 0.05))
         T = T_saved
-    row("bm25 over type + content", judge.recall(hybrid(e, bm25([f"{f['speaker']} {d}" for f, d in zip(facts, docs)], [q["q"] for q in questions]))))
 
 
 if __name__ == "__main__":

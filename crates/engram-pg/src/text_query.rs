@@ -27,14 +27,15 @@ stats AS (
     SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
     FROM pg_stats s
     WHERE s.schemaname = current_schema() AND s.tablename = 'observations'
-      AND s.attname = 'content_tsv')
-SELECT x.l,
-    (SELECT t.share FROM stats, unnest(stats.elems, stats.freqs) AS t (l, share)
-     WHERE t.l = x.l LIMIT 1),
-    -- The frequencies end with the smallest and the largest of them.
+      AND s.attname = 'content_tsv'),
+-- The frequencies end with the smallest and the largest of them, paired with no lexeme.
+listed AS (
+    SELECT t.l, t.share FROM stats, unnest(stats.elems, stats.freqs) AS t (l, share)
+    WHERE t.l IS NOT NULL)
+SELECT x.l, listed.share,
     (SELECT freqs[array_length(freqs, 1) - 1] FROM stats),
     (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)
-FROM lexemes x
+FROM lexemes x LEFT JOIN listed ON listed.l = x.l
 ORDER BY x.l"#;
 
 /// The weighted lexemes of one query.
