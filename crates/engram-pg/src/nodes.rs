@@ -395,9 +395,9 @@ pub(crate) async fn event_counts(
 ) -> Result<EventCounts> {
     let row = client
         .query_one(
-            "SELECT count(*) FILTER (WHERE operation = 'create') AS creates,
-                    count(*) FILTER (WHERE operation = 'update') AS updates,
-                    count(*) FILTER (WHERE operation = 'delete') AS deletes
+            "SELECT coalesce(sum(count) FILTER (WHERE operation = 'create'), 0) AS creates,
+                    coalesce(sum(count) FILTER (WHERE operation = 'update'), 0) AS updates,
+                    coalesce(sum(count) FILTER (WHERE operation = 'delete'), 0) AS deletes
              FROM events WHERE workspace_id = $1 AND at >= $2",
             &[&workspace.0, &since],
         )

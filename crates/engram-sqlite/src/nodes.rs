@@ -73,6 +73,7 @@ pub(crate) fn create_entities(
                 .execute(params![id, workspace.0, ordinal, content])
                 .map_err(db)?;
         }
+        observations_created(tx, id, entity.observations.len())?;
         created.push(CreatedNode {
             name: entity.name.clone(),
             entity_type: entity.entity_type.clone(),
@@ -356,15 +357,31 @@ pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<
     .ok_or_else(|| Error::workspace_not_found(format!("#{}", workspace.0)))
 }
 
+/// Records that `count` observations of node `node_id` were created, as one event row (none
+/// when `count` is 0): migration V4 took that row out of the per-observation trigger.
+pub(crate) fn observations_created(tx: &Transaction<'_>, node_id: i64, count: usize) -> Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    tx.prepare_cached(
+        "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, at, count)
+         SELECT n.workspace_id, n.id, n.name, 'observation', 'create', engram_now(), ?2
+         FROM nodes n WHERE n.id = ?1",
+    )
+    .and_then(|mut insert| insert.execute(params![node_id, count as i64]))
+    .map_err(db)?;
+    Ok(())
+}
+
 pub(crate) fn event_counts(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     since: Timestamp,
 ) -> Result<EventCounts> {
     tx.query_row(
-        "SELECT count(*) FILTER (WHERE operation = 'create'),
-                count(*) FILTER (WHERE operation = 'update'),
-                count(*) FILTER (WHERE operation = 'delete')
+        "SELECT coalesce(sum(count) FILTER (WHERE operation = 'create'), 0),
+                coalesce(sum(count) FILTER (WHERE operation = 'update'), 0),
+                coalesce(sum(count) FILTER (WHERE operation = 'delete'), 0)
          FROM events WHERE workspace_id = ?1 AND at >= ?2",
         params![workspace.0, micros(since)],
         |row| {

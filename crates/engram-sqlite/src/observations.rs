@@ -6,7 +6,7 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
-use crate::nodes::node_ids;
+use crate::nodes::{node_ids, observations_created};
 
 pub(crate) fn add_observations(
     tx: &Transaction<'_>,
@@ -57,6 +57,7 @@ pub(crate) fn add_observations(
                 content: content.clone(),
             });
         }
+        observations_created(tx, node_id, added.len())?;
         result.push(AddedObservations {
             entity_name: addition.entity_name.clone(),
             added,

@@ -180,6 +180,7 @@ pub(crate) fn import(
             )?,
         };
         let (placed, new_next) = place_observations(node, &present, next);
+        let placed_count = placed.len();
         outcome.observations_added += placed.len() as u64;
         outcome.observations_existing += (node.observations.len() - placed.len()) as u64;
         for (i, ordinal) in placed {
@@ -195,6 +196,7 @@ pub(crate) fn import(
                 ])
                 .map_err(db)?;
         }
+        crate::nodes::observations_created(tx, id, placed_count)?;
         if new_next != next {
             tx.execute(
                 "UPDATE nodes SET next_ordinal = ?2 WHERE id = ?1",
