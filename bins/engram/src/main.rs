@@ -20,16 +20,34 @@ use engram::http::Guard;
 use engram_domain::{Memory, MemoryStore};
 use tokio_util::sync::CancellationToken;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    fix_model_threads();
     let cli = Cli::parse();
     init_tracing(cli.log_format);
-    match run(cli).await {
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+        .and_then(|runtime| runtime.block_on(run(cli)));
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Sets `RAYON_NUM_THREADS`, when unset, to the thread count the local model would choose
+/// ([`engram_embed::local::model_threads`]), so that it stops reading `/proc/cpuinfo` on every
+/// matrix product.
+#[allow(unsafe_code)]
+fn fix_model_threads() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let threads = engram_embed::local::model_threads();
+        // SAFETY: the first thing `main` does: no other thread exists yet (the runtime starts
+        // after), so nothing can read the environment while it changes.
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", threads.to_string()) };
     }
 }
 

@@ -227,6 +227,15 @@ impl Embedder for LocalEmbedder {
     }
 }
 
+/// How many threads the local model computes with: candle's own choice (`RAYON_NUM_THREADS`,
+/// else the machine's physical cores). candle looks it up again on every matrix product, and
+/// without `RAYON_NUM_THREADS` that means reading `/proc/cpuinfo` each time, a quarter of a
+/// question's embedding (9.6 → 7.2 ms on a 2-core machine; BENCHMARKS.md): the server sets the
+/// variable to this count once, before its threads start.
+pub fn model_threads() -> usize {
+    candle_core::utils::get_num_threads()
+}
+
 /// Runs `work` on tokio's blocking threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T> + Send + 'static,
