@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Signals tried on top of the shipped hybrid ranking and not kept (BENCHMARKS.md, "Tried on
+2026-11-24 and not kept"). Each variant re-scores the shipped candidates (50 nearest ∪ 100 best
+bm25 matches) with every shipped signal (similarity less hubness, text, month/year, day,
+proximity, named type) plus or instead of one new one. Run from the repository root after
+`locomo.py` (it reuses that script's loading, bm25 and cached vectors):
+
+    python3 xtask/ablation/not_kept.py [--data ../shared/data/locomo-dev]
+"""
+import argparse, datetime, math, os, re, sys
+from collections import Counter
+
+import numpy as np
+import snowballstemmer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import locomo as L  # noqa: E402
+
+MONTHS = "January February March April May June July August September October November December".split()
+ENGLISH = snowballstemmer.stemmer("english")
+
+
+def named_dates(text):
+    months = {i + 1 for i, m in enumerate(MONTHS) for w in re.findall(r"[A-Z][a-z]+", text)
+              if w == m or (3 <= len(w) <= 4 and m.startswith(w) and w != "Marc")}
+    return months, set(re.findall(r"\b(19\d\d|20\d\d)\b", text))
+
+
+def days(text):
+    month = "(" + "|".join(m[:3] + "[a-z]*" for m in MONTHS) + ")"
+    found = {(int(y), m, int(d)) for d, m, y in re.findall(
+        r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + month + r",?\s+(\d{4})", text)}
+    found |= {(int(y), m, int(d)) for m, d, y in re.findall(
+        month + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", text)}
+    out = set()
+    for y, m, d in found:
+        try:
+            out.add(datetime.date(y, next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, d))
+        except ValueError:
+            pass
+    return out
+
+
+class Shipped:
+    """The shipped hybrid's candidates and signals, per question."""
+
+    def __init__(self, data):
+        self.facts, self.questions = L.load(data)
+        self.judge = L.Judge(self.facts, self.questions)
+        self.Q = L.embed([q["q"] for q in self.questions], "questions")
+        name = "new general {entity_type} {name}: {observation}"
+        self.D = L.embed([L.RENDERINGS[name](f) for f in self.facts], f"docs-{list(L.RENDERINGS).index(name)}")
+        self.E = self.Q @ self.D.T
+        self.docs = [f"{f['date']}: {f['fact']}" for f in self.facts]
+        self.T = L.bm25(self.docs, [q["q"] for q in self.questions])
+        self.speakers = np.array([f["speaker"].lower() for f in self.facts])
+        self.asked = [named_dates(q["q"]) for q in self.questions]
+        self.dated = [named_dates(d) for d in self.docs]
+        self.asked_days = [days(q["q"]) for q in self.questions]
+        self.doc_days = [days(d) for d in self.docs]
+        self.doc_stems = [ENGLISH.stemWords(L.words(d)) for d in self.docs]
+        self.terms = []
+        for q in self.questions:
+            t = []
+            for w in L.words(q["q"]):
+                if w not in L.STOP and ENGLISH.stemWord(w) not in t:
+                    t.append(ENGLISH.stemWord(w))
+            self.terms.append(t)
+        self.parts = [self.signals(qi) for qi in range(len(self.questions))]
+
+    def pairs(self, qi, i, window=2):
+        s, near = self.doc_stems[i], set()
+        for k in range(1, window + 1):
+            near |= set(zip(s, s[k:]))
+        return sum((a, b) in near for a, b in zip(self.terms[qi], self.terms[qi][1:]))
+
+    def signals(self, qi, E=None, T=None, hub=0.4, hub_k=10):
+        E = self.E if E is None else E
+        T = self.T if T is None else T
+        t, e = T[qi], E[qi]
+        ids = np.union1d(L.top(e, 50), [i for i in L.top(t, 100) if t[i] > 0])
+        pair = self.D[ids] @ self.D[ids].T
+        np.fill_diagonal(pair, -np.inf)
+        sim = e[ids] - hub * np.sort(pair, 1)[:, -min(hub_k, len(ids) - 1):].mean(1)
+        qm, qy = self.asked[qi]
+        day = np.zeros(len(ids))
+        if self.asked_days[qi]:
+            day = np.array([max([0.0] + [1 - abs((a - b).days) / 7 for a in self.asked_days[qi]
+                                         for b in self.doc_days[i]]) for i in ids])
+        return ids, dict(
+            en=np.maximum(sim, 0) / max(sim.max(), 1e-9),
+            tn=t[ids] / t[ids].max() if t[ids].max() > 0 else t[ids],
+            date=np.array([bool(qm or qy) and (not qm or bool(qm & self.dated[i][0]))
+                           and (not qy or bool(qy & self.dated[i][1])) for i in ids], float),
+            prox=np.array([min(self.pairs(qi, i), 3) for i in ids], float),
+            named=np.isin(self.speakers[ids], L.words(self.questions[qi]["q"])).astype(float),
+            day=day, sim=e[ids], t=t[ids])
+
+    @staticmethod
+    def score(c, weight=0.6):
+        return (weight * c["en"] + (1 - weight) * c["tn"] + 0.1 * c["date"] + 0.05 * c["prox"]
+                + 0.05 * c["named"] + 0.1 * c["day"])
+
+    def run(self, fn, parts=None):
+        out = []
+        for qi, (ids, c) in enumerate(parts or self.parts):
+            out.append(ids[np.argsort(-fn(qi, ids, c), kind="stable")[:10]])
+        return self.judge.recall(out)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", default=os.path.join(L.ROOT, "..", "shared", "data", "locomo-dev"))
+    s = Shipped(parser.parse_args().data)
+    qs, facts = s.questions, s.facts
+    L.header("Not kept, on top of the shipped hybrid (facts mapping)")
+    L.row("shipped", s.run(lambda qi, ids, c: s.score(c)))
+
+    first = [next((w for w in L.words(q["q"]) if w in set(s.speakers)), None) for q in qs]
+    for bonus in [0.03, 0.05, 0.08]:
+        L.row(f"+ the type a question names first, +{bonus}",
+              s.run(lambda qi, ids, c: s.score(c) + bonus * (s.speakers[ids] == first[qi])))
+
+    tf = [Counter(L.STEM.stemWords(L.words(d))) for d in s.docs]
+    df = Counter(w for c in tf for w in c)
+    n = len(s.docs)
+    idf = lambda w: max(1e-6, math.log((n - df[w] + 0.5) / (df[w] + 0.5)))
+    ideal = np.array([sum(idf(w) for w in L.query_terms(q["q"]) if df[w]) for q in qs])
+    for lo, hi in [(0.5, 0.7), (0.55, 0.65)]:
+        L.row(f"text weight from {1 - hi:.2f} to {1 - lo:.2f} as the best match covers the question",
+              s.run(lambda qi, ids, c: s.score(c, hi - (hi - lo) * min(1, c["t"].max() / max(ideal[qi], 1e-9)))))
+    for g, k in [(0.05, 5), (0.1, 20), (0.2, 5)]:
+        def rrf(qi, ids, c, g=g, k=k):
+            rt = np.argsort(np.argsort(-c["t"], kind="stable"), kind="stable")
+            re_ = np.argsort(np.argsort(-c["en"], kind="stable"), kind="stable")
+            return s.score(c) + g * k * (1 / (k + rt + 1) + 1 / (k + re_ + 1))
+        L.row(f"+ an RRF term, weight {g}, k {k}", s.run(rrf))
+    L.row("text divided by the question's ideal bm25",
+          s.run(lambda qi, ids, c: s.score(dict(c, tn=np.minimum(c["t"] / max(ideal[qi], 1e-9), 1)))))
+
+    for lam in [0.05, 0.1, 0.2]:
+        def diffusion(qi, ids, c, lam=lam):
+            score = s.score(c)
+            best = np.argsort(-score)[:20]
+            sim = s.D[ids] @ s.D[ids].T
+            np.fill_diagonal(sim, -1)
+            sim = sim[:, best]
+            near = np.argsort(-sim, 1)[:, :3]
+            return score + lam * (np.take_along_axis(sim, near, 1) * score[best][near]).mean(1)
+        L.row(f"+ score diffusion among the top 20, lambda {lam}", s.run(diffusion))
+
+    for k1, b in [(1.2, 0.0), (0.6, 0.0)]:
+        T = L.bm25(s.docs, [q["q"] for q in qs], k1=k1, b=b)
+        L.row(f"bm25 k1={k1} b={b}", s.run(lambda qi, ids, c: s.score(c),
+                                           [s.signals(qi, T=T) for qi in range(len(qs))]))
+
+    # Soft term matching: each question word's best cosine to the observation's words (every
+    # word embedded alone by the same model) above a threshold, times its idf.
+    doc_words = [[w for w in L.words(f["fact"]) if w not in L.STOP and not w.isdigit()] for f in facts]
+    q_words = [list(dict.fromkeys(w for w in L.words(q["q"]) if w not in L.STOP and not w.isdigit())) for q in qs]
+    vocab = sorted(set(w for ws in doc_words + q_words for w in ws))
+    W = L.embed(vocab, "vocab")
+    at = {w: i for i, w in enumerate(vocab)}
+    wdf = Counter(w for ws in doc_words for w in set(ws))
+    widf = lambda w: max(1e-6, math.log((n - wdf.get(w, 0) + 0.5) / (wdf.get(w, 0) + 0.5)))
+    for threshold in [0.5, 0.6]:
+        soft = []
+        for qi, (ids, c) in enumerate(s.parts):
+            out = np.zeros(len(ids))
+            if q_words[qi]:
+                qv = W[[at[w] for w in q_words[qi]]]
+                for k, i in enumerate(ids):
+                    if doc_words[i]:
+                        best = (qv @ W[[at[w] for w in set(doc_words[i])]].T).max(1)
+                        out[k] = sum(widf(w) * x for w, x in zip(q_words[qi], best) if x >= threshold)
+            soft.append(out / out.max() if out.max() > 0 else out)
+        L.row(f"+ soft term matching above {threshold}, weight 0.2",
+              s.run(lambda qi, ids, c: s.score(c) + 0.2 * soft[qi]))
+
+    aux = set("did does do is are was were has have had can would will could should might may".split())
+    wh = set("what when where who whom whose which why how kind type types of many much long often sort".split())
+
+    def statement(q):
+        w = re.findall(r"[\w'’-]+", q)
+        i = next((k for k, x in enumerate(w) if x.lower() not in wh), len(w))
+        j = i + 1 if i < len(w) and w[i].lower() in aux else i
+        return " ".join(w[j:]) or q
+    E2 = L.embed([statement(q["q"]) for q in qs], "questions-declarative") @ s.D.T
+    for a in [0.3, 0.5]:
+        L.row(f"the question and its statement form mixed, {a}",
+              s.run(lambda qi, ids, c: s.score(c), [s.signals(qi, E=(1 - a) * s.E + a * E2) for qi in range(len(qs))]))
+
+    time_words = re.compile(r"\b(yesterday|today|tonight|tomorrow|ago|recently|lately|last|next|"
+                            r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
+                            + "|".join(m.lower() for m in MONTHS) + r"|\d{4}|since|until|earlier|soon)\b", re.I)
+    timed = np.array([bool(time_words.search(f["fact"])) for f in facts])
+    when = np.array([bool(re.match(r"\s*(when|what (year|month|day|date|time)|how long ago)\b", q["q"], re.I)) for q in qs])
+    for bonus in [0.05, 0.1]:
+        L.row(f"+ a time expression when the question asks when, +{bonus}",
+              s.run(lambda qi, ids, c: s.score(c) + (bonus * timed[ids] if when[qi] else 0)))
+
+    for lam in [0.8, 0.9]:
+        out = []
+        for ids, c in s.parts:
+            score = s.score(c)
+            order = list(np.argsort(-score, kind="stable")[:20])
+            sim = s.D[ids[order]] @ s.D[ids[order]].T
+            chosen = []
+            while len(chosen) < min(10, len(order)):
+                rest = [j for j in range(len(order)) if j not in chosen]
+                pick = max(rest, key=lambda j: lam * score[order[j]] - (1 - lam) * max((sim[j, k] for k in chosen), default=0))
+                chosen.append(pick)
+            out.append(ids[[order[j] for j in chosen]])
+        L.row(f"MMR over the top 20, lambda {lam}", s.judge.recall(out))
+
+
+if __name__ == "__main__":
+    main()
