@@ -414,6 +414,8 @@ pub struct Stats {
     /// Relations in the workspace.
     pub relation_count: i64,
     /// Fraction (0.0–1.0) of observation × perspective pairs whose embedding is current.
+    /// While the indexer is working it may be up to 5 seconds old, unless something was
+    /// written since.
     pub embedding_coverage: f64,
     /// Observation × perspective texts of the workspace the embedder refused: set aside with
     /// their reason, tried again after a back-off, found by full text meanwhile (an

@@ -127,6 +127,7 @@ macro_rules! memory_store_test_suite {
             a_hung_embedder_costs_one_budget_not_one_per_search,
             a_text_the_embedder_rejects_does_not_stop_the_others,
             a_rejected_text_is_forgotten_when_its_observation_goes,
+            coverage_counts_are_reused_while_indexing_until_a_write,
             // transfer
             read_graph_pages_hold_every_node_and_relation_once,
             import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph,

@@ -832,6 +832,39 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert!(down.rejected().is_empty());
 }
 
+/// While an indexer works, `get_stats` reuses its last count of the embedding coverage (for
+/// `COVERAGE_REUSE`) until something is written, and counts again after a write.
+pub async fn coverage_counts_are_reused_while_indexing_until_a_write(store: Arc<dyn MemoryStore>) {
+    let f = fixture(store.clone()).await;
+    let memory = f.memory.clone().with_indexer(f.indexer.clone());
+    people(&f).await;
+    // The indexer has not passed yet: counted, nothing embedded.
+    assert_eq!(
+        memory.get_stats(f.ws).await.unwrap().embedding_coverage,
+        0.0
+    );
+    // One pass embeds everything, but the indexer has not vouched for it (its pass found
+    // work), and nothing was written: the count is reused, where counting says 1.
+    assert!(f.indexer.run_once().await.unwrap() > 0);
+    assert!(f.indexer.idle_at().is_none());
+    assert_eq!(coverage(&f).await, 1.0);
+    assert_eq!(
+        memory.get_stats(f.ws).await.unwrap().embedding_coverage,
+        0.0
+    );
+    // A write: counted again (the node changed, so its vectors are stale until re-rendered).
+    memory
+        .add_observations(f.ws, &[additions("Alice", &["Alice learns Portuguese"])])
+        .await
+        .unwrap();
+    let counted = coverage(&f).await;
+    assert!(counted > 0.0 && counted < 1.0, "{counted}");
+    assert_eq!(
+        memory.get_stats(f.ws).await.unwrap().embedding_coverage,
+        counted
+    );
+}
+
 /// The indexer remembers where a rejected text is; once its observation is deleted, the next
 /// pass that sees the whole queue forgets it, and it is no longer reported.
 pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<dyn MemoryStore>) {
