@@ -18,12 +18,12 @@ const STOP_WORDS: &str = include_str!("stop_words.txt");
 pub const PROXIMITY_WINDOW: usize = 2;
 
 /// A full-text query leaves out a term that more than half of all observations contain, and
-/// more than this many, unless every term of the query is such a term. bm25 gives a word in
-/// half the documents no weight, so ranking is unchanged, but every observation holding it
-/// would be a match to rank: a question with "entity" in a store where every text says
-/// "entity" ranked all 100,000 observations (426 ms on PostgreSQL, whose `ts_rank` also does
-/// not weigh words by rarity). Below this many matches ranking them all costs about a
-/// millisecond, and smaller stores keep every word without counting any.
+/// more than this many, unless every term of the query is such a term. bm25 (and
+/// PostgreSQL's weighting by [`idf`]) gives a word in half the documents no weight, so ranking
+/// is unchanged, but every observation holding it would be a match to rank: a question with
+/// "entity" in a store where every text says "entity" ranked all 100,000 observations (426 ms
+/// on PostgreSQL). Below this many matches ranking them all costs about a millisecond, and
+/// smaller stores keep every word without counting any.
 pub const COMMON_TERM_FLOOR: i64 = 2_000;
 
 /// BM25's inverse document frequency of a term that `containing` of `rows` documents hold:
@@ -37,9 +37,15 @@ pub fn idf(rows: f64, containing: f64) -> f64 {
 }
 
 /// Whether a term that `containing` of `rows` observations hold is too common to search by:
-/// more than half of them and more than [`COMMON_TERM_FLOOR`].
+/// more than half of them and more than [`COMMON_TERM_FLOOR`]. Counts may be estimates.
 pub fn is_common_term(rows: f64, containing: f64) -> bool {
     containing * 2.0 > rows && containing > COMMON_TERM_FLOOR as f64
+}
+
+/// The fewest of `rows` observations that make a term common ([`is_common_term`]): a store
+/// that counts a term's matches can stop there. Larger than `rows` when no term can be.
+pub fn common_term_count(rows: i64) -> i64 {
+    (rows / 2 + 1).max(COMMON_TERM_FLOOR + 1)
 }
 
 /// Whether `word` (lower-case) is a stop word.
@@ -102,6 +108,12 @@ mod tests {
         assert!(is_common_term(100_000.0, 60_000.0));
         assert!(!is_common_term(100_000.0, 40_000.0));
         assert!(!is_common_term(3_000.0, 1_900.0));
+        // The count agrees with the rule: the fewest that are common.
+        for rows in [0, 10, 3_000, 4_001, 4_002, 100_000] {
+            let count = common_term_count(rows);
+            assert!(is_common_term(rows as f64, count as f64), "{rows}");
+            assert!(!is_common_term(rows as f64, (count - 1) as f64), "{rows}");
+        }
     }
 
     #[test]

@@ -193,7 +193,8 @@ fn any_word(tx: &Transaction<'_>, text: &str) -> Result<Option<String>> {
     if terms.len() > 1 {
         let total: i64 =
             (tx.query_row("SELECT count(*) FROM observations", [], |r| r.get(0))).map_err(db)?;
-        let common = (total / 2 + 1).max(words::COMMON_TERM_FLOOR + 1);
+        // Each term's matches are counted only up to the fewest that make it common.
+        let common = words::common_term_count(total);
         if total >= common {
             let mut matches = tx
                 .prepare_cached(
@@ -205,7 +206,7 @@ fn any_word(tx: &Transaction<'_>, text: &str) -> Result<Option<String>> {
             for term in &terms {
                 let found: i64 =
                     (matches.query_row(params![term, common], |r| r.get(0))).map_err(db)?;
-                if found < common {
+                if !words::is_common_term(total as f64, found as f64) {
                     rare.push(term.clone());
                 }
             }
