@@ -69,7 +69,9 @@ pub struct QueryCues {
     pub words: Vec<String>,
 }
 
-/// What hybrid adds for one candidate, and which cues it was for (the result's signals).
+/// What hybrid adds for one candidate, and which cues it was for (the result's signals);
+/// nothing in the other modes.
+#[derive(Default)]
 struct Bonus {
     value: f64,
     dated: bool,
@@ -402,12 +404,7 @@ pub fn rank(
             let best = best_similarity(similarities);
             let bonus = match mode {
                 SearchMode::Hybrid => cues.bonus(&c.row),
-                _ => Bonus {
-                    value: 0.0,
-                    dated: false,
-                    near: false,
-                    named: false,
-                },
+                _ => Bonus::default(),
             };
             let score = match mode {
                 SearchMode::Embedding if c.signals.nearest.contains(&true) => best?.1,

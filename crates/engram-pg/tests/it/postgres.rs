@@ -251,33 +251,26 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
     assert_eq!(stats.node_count as i64, counted(a).await.0);
 }
 
+/// Brings the statistics of `store`'s observations up to date, for the testsuite's full-text
+/// tests that read them.
+async fn analyze(store: &PgStore) {
+    let client = store.pool().get().await.unwrap();
+    client.batch_execute("ANALYZE observations").await.unwrap();
+}
+
 #[tokio::test]
 async fn text_search_leaves_out_words_most_observations_contain() {
-    let url = fresh_database().await;
-    let store = PgStore::connect(&url).await.unwrap();
-    let pool = store.pool().clone();
-    let analyze = || async {
-        let client = pool.get().await.unwrap();
-        client.batch_execute("ANALYZE observations").await.unwrap();
-    };
-    engram_domain::testsuite::common_words_are_left_out_of_text_queries(
-        std::sync::Arc::new(store),
-        analyze,
-    )
-    .await;
+    let store = std::sync::Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
+    let refresh = || analyze(&store);
+    engram_domain::testsuite::common_words_are_left_out_of_text_queries(store.clone(), refresh)
+        .await;
 }
 
 #[tokio::test]
 async fn text_ranking_weighs_words_by_rarity() {
-    let url = fresh_database().await;
-    let store = PgStore::connect(&url).await.unwrap();
-    let pool = store.pool().clone();
-    let analyze = || async {
-        let client = pool.get().await.unwrap();
-        client.batch_execute("ANALYZE observations").await.unwrap();
-    };
-    engram_domain::testsuite::rare_words_outrank_common_ones(std::sync::Arc::new(store), analyze)
-        .await;
+    let store = std::sync::Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
+    let refresh = || analyze(&store);
+    engram_domain::testsuite::rare_words_outrank_common_ones(store.clone(), refresh).await;
 }
 
 #[tokio::test]
