@@ -113,6 +113,33 @@ def bm25(docs, queries, k1=1.2, b=0.75):
     return out
 
 
+MONTHS = "January February March April May June July August September October November December".split()
+
+
+def named_dates(text):
+    """The months and years `text` names (as the server's `dates.rs`)."""
+    months = {i + 1 for i, m in enumerate(MONTHS) for w in re.findall(r"[A-Z][a-z]+", text)
+              if w == m or (3 <= len(w) <= 4 and m.startswith(w) and w != "Marc")}
+    return months, set(re.findall(r"\b(19\d\d|20\d\d)\b", text))
+
+
+def days(text):
+    """The days `text` names ("1 May, 2022", "8th of December 2023", "May 8, 2023")."""
+    found = set()
+    month = "(" + "|".join(m[:3] + "[a-z]*" for m in MONTHS) + ")"
+    for d, m, y in re.findall(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + month + r",?\s+(\d{4})", text):
+        found.add((int(y), next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, int(d)))
+    for m, d, y in re.findall(month + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", text):
+        found.add((int(y), next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, int(d)))
+    out = set()
+    for y, m, d in found:
+        try:
+            out.add(datetime.date(y, m, d))
+        except ValueError:
+            pass
+    return out
+
+
 class Judge:
     def __init__(self, facts, questions):
         self.facts, self.questions = facts, questions
@@ -224,15 +251,8 @@ def main():
             s = 0.6 * ee + 0.4 * tn + beta * np.isin(types, words(q["q"]))
             boosted.append(top(s))
         row(f"+ a question that names a node's type: +{beta}", judge.recall(boosted))
-    MONTHS = "January February March April May June July August September October November December".split()
-
-    def named(text):
-        months = {i + 1 for i, m in enumerate(MONTHS) for w in re.findall(r"[A-Z][a-z]+", text)
-                  if w == m or (3 <= len(w) <= 4 and m.startswith(w) and w != "Marc")}
-        return months, set(re.findall(r"\b(19\d\d|20\d\d)\b", text))
-
-    asked = [named(q["q"]) for q in questions]
-    dated = [named(d) for d in docs]
+    asked = [named_dates(q["q"]) for q in questions]
+    dated = [named_dates(d) for d in docs]
     for bonus in [0.05, 0.1, 0.2]:
         out = []
         for qi in range(len(questions)):
@@ -264,21 +284,6 @@ def main():
         for k in range(1, window + 1):
             near |= set(zip(s, s[k:]))
         return sum((a, b) in near for a, b in zip(terms[qi], terms[qi][1:]))
-
-    def days(text):
-        found = set()
-        month = "(" + "|".join(m[:3] + "[a-z]*" for m in MONTHS) + ")"
-        for d, m, y in re.findall(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + month + r",?\s+(\d{4})", text):
-            found.add((int(y), next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, int(d)))
-        for m, d, y in re.findall(month + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", text):
-            found.add((int(y), next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, int(d)))
-        out = set()
-        for y, m, d in found:
-            try:
-                out.add(datetime.date(y, m, d))
-            except ValueError:
-                pass
-        return out
 
     asked_days, doc_days = [days(q["q"]) for q in questions], [days(d) for d in docs]
 

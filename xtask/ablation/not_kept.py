@@ -7,7 +7,7 @@ proximity, named type) plus or instead of one new one. Run from the repository r
 
     python3 xtask/ablation/not_kept.py [--data ../shared/data/locomo-dev]
 """
-import argparse, datetime, math, os, re, sys
+import argparse, math, os, re, sys
 from collections import Counter
 
 import numpy as np
@@ -16,29 +16,7 @@ import snowballstemmer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import locomo as L  # noqa: E402
 
-MONTHS = "January February March April May June July August September October November December".split()
 ENGLISH = snowballstemmer.stemmer("english")
-
-
-def named_dates(text):
-    months = {i + 1 for i, m in enumerate(MONTHS) for w in re.findall(r"[A-Z][a-z]+", text)
-              if w == m or (3 <= len(w) <= 4 and m.startswith(w) and w != "Marc")}
-    return months, set(re.findall(r"\b(19\d\d|20\d\d)\b", text))
-
-
-def days(text):
-    month = "(" + "|".join(m[:3] + "[a-z]*" for m in MONTHS) + ")"
-    found = {(int(y), m, int(d)) for d, m, y in re.findall(
-        r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + month + r",?\s+(\d{4})", text)}
-    found |= {(int(y), m, int(d)) for m, d, y in re.findall(
-        month + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", text)}
-    out = set()
-    for y, m, d in found:
-        try:
-            out.add(datetime.date(y, next(i for i, n in enumerate(MONTHS) if n.startswith(m[:3])) + 1, d))
-        except ValueError:
-            pass
-    return out
 
 
 class Shipped:
@@ -54,10 +32,10 @@ class Shipped:
         self.docs = [f"{f['date']}: {f['fact']}" for f in self.facts]
         self.T = L.bm25(self.docs, [q["q"] for q in self.questions])
         self.speakers = np.array([f["speaker"].lower() for f in self.facts])
-        self.asked = [named_dates(q["q"]) for q in self.questions]
-        self.dated = [named_dates(d) for d in self.docs]
-        self.asked_days = [days(q["q"]) for q in self.questions]
-        self.doc_days = [days(d) for d in self.docs]
+        self.asked = [L.named_dates(q["q"]) for q in self.questions]
+        self.dated = [L.named_dates(d) for d in self.docs]
+        self.asked_days = [L.days(q["q"]) for q in self.questions]
+        self.doc_days = [L.days(d) for d in self.docs]
         self.doc_stems = [ENGLISH.stemWords(L.words(d)) for d in self.docs]
         self.terms = []
         for q in self.questions:
@@ -192,7 +170,7 @@ def main():
 
     time_words = re.compile(r"\b(yesterday|today|tonight|tomorrow|ago|recently|lately|last|next|"
                             r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
-                            + "|".join(m.lower() for m in MONTHS) + r"|\d{4}|since|until|earlier|soon)\b", re.I)
+                            + "|".join(m.lower() for m in L.MONTHS) + r"|\d{4}|since|until|earlier|soon)\b", re.I)
     timed = np.array([bool(time_words.search(f["fact"])) for f in facts])
     when = np.array([bool(re.match(r"\s*(when|what (year|month|day|date|time)|how long ago)\b", q["q"], re.I)) for q in qs])
     for bonus in [0.05, 0.1]:
