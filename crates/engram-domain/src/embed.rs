@@ -4,6 +4,28 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 
+/// A text's embedding: its vector and, from a model that exposes them, the packed signs of
+/// its content tokens' vectors for late interaction ([`crate::late_interaction`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedding {
+    /// The pooled, L2-normalised vector.
+    pub vector: Vec<f32>,
+    /// [`crate::late_interaction::pack_signs`] of the content tokens' vectors (of the
+    /// vector's dimension); `None` when the model gives no token vectors or the text has no
+    /// content token.
+    pub token_signs: Option<Vec<u8>>,
+}
+
+impl From<Vec<f32>> for Embedding {
+    /// An embedding without token signs.
+    fn from(vector: Vec<f32>) -> Self {
+        Self {
+            vector,
+            token_signs: None,
+        }
+    }
+}
+
 /// A text-embedding model.
 ///
 /// Vectors from different models are never compared: every stored vector carries the
@@ -35,5 +57,19 @@ pub trait Embedder: Send + Sync + 'static {
             vectors.push(self.embed_query(text).await?);
         }
         Ok(vectors)
+    }
+
+    /// Embeds documents with their token signs ([`Embedding`]); one per text, in order. The
+    /// default gives [`Embedder::embed_documents`]'s vectors without token signs.
+    async fn embed_documents_with_tokens(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let vectors = self.embed_documents(texts).await?;
+        Ok(vectors.into_iter().map(Embedding::from).collect())
+    }
+
+    /// Embeds search queries with their token signs ([`Embedding`]); one per text, in order.
+    /// The default gives [`Embedder::embed_queries`]'s vectors without token signs.
+    async fn embed_queries_with_tokens(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let vectors = self.embed_queries(texts).await?;
+        Ok(vectors.into_iter().map(Embedding::from).collect())
     }
 }

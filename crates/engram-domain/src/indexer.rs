@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::embed::Embedder;
+use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
 use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
 use crate::perspectives::render_document;
@@ -149,6 +149,7 @@ impl Indexer {
                 text_hash: hash,
                 source_updated_at: task.source_updated_at,
                 vector: None,
+                token_signs: None,
             });
         }
         if tasks.len() < limit {
@@ -167,7 +168,10 @@ impl Indexer {
             let mut embedded = to_embed.into_iter().zip(vectors).peekable();
             for (i, mut record) in records.into_iter().enumerate() {
                 match embedded.next_if(|((index, _, _), _)| *index == i) {
-                    Some((_, Ok(vector))) => record.vector = Some(vector),
+                    Some((_, Ok(embedding))) => {
+                        record.vector = Some(embedding.vector);
+                        record.token_signs = embedding.token_signs;
+                    }
                     Some(((_, key, task), Err(reason))) => {
                         self.reject(key, task, reason);
                         continue;
@@ -239,7 +243,7 @@ impl Indexer {
     async fn embed_isolating(
         &self,
         texts: &[String],
-    ) -> Result<Vec<std::result::Result<Vec<f32>, String>>> {
+    ) -> Result<Vec<std::result::Result<Embedding, String>>> {
         match self.embed_checked(texts).await {
             Ok(vectors) => Ok(vectors.into_iter().map(Ok).collect()),
             Err(error) => {
@@ -256,7 +260,7 @@ impl Indexer {
         &'a self,
         texts: &'a [String],
         error: Error,
-    ) -> futures::future::BoxFuture<'a, Vec<std::result::Result<Vec<f32>, String>>> {
+    ) -> futures::future::BoxFuture<'a, Vec<std::result::Result<Embedding, String>>> {
         Box::pin(async move {
             if texts.len() == 1 {
                 return vec![Err(error.to_string())];
@@ -273,9 +277,9 @@ impl Indexer {
         })
     }
 
-    /// `embed_documents`, with the count of vectors checked.
-    async fn embed_checked(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let vectors = self.embedder.embed_documents(texts).await?;
+    /// `embed_documents_with_tokens`, with the count of vectors checked.
+    async fn embed_checked(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let vectors = self.embedder.embed_documents_with_tokens(texts).await?;
         if vectors.len() != texts.len() {
             return Err(Error::Internal(format!(
                 "embedder {} returned {} vectors for {} texts",

@@ -13,6 +13,7 @@ mod error;
 pub mod fusion;
 mod generate;
 mod indexer;
+pub mod late_interaction;
 pub mod limits;
 mod memory;
 mod memory_search;
@@ -30,7 +31,7 @@ mod vectors;
 pub mod words;
 
 pub use consolidation::*;
-pub use embed::Embedder;
+pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use indexer::Indexer;

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::embed::Embedder;
+use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
 use crate::fusion::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
 use crate::limits;
@@ -368,7 +368,8 @@ impl Memory {
     }
 
     /// The query rendered for every enabled perspective and embedded: identical renderings
-    /// once, cached ones from the cache, the rest in one [`Embedder::embed_queries`] call.
+    /// once, cached ones from the cache, the rest in one [`Embedder::embed_queries_with_tokens`]
+    /// call.
     /// Returns the model id and one vector per enabled perspective (none when all are
     /// disabled).
     async fn query_vectors(
@@ -386,7 +387,7 @@ impl Memory {
                 (p, text)
             })
             .collect();
-        let mut known: HashMap<String, Arc<[f32]>> = HashMap::new();
+        let mut known: HashMap<String, Arc<Embedding>> = HashMap::new();
         let mut missing: Vec<String> = Vec::new();
         {
             let mut cache = self.lock_query_vectors();
@@ -412,23 +413,24 @@ impl Memory {
                 )));
             }
             let mut cache = self.lock_query_vectors();
-            for (text, vector) in missing.into_iter().zip(vectors) {
-                let vector: Arc<[f32]> = vector.into();
-                cache.put((model.clone(), text.clone()), vector.clone());
-                known.insert(text, vector);
+            for (text, embedding) in missing.into_iter().zip(vectors) {
+                let embedding = Arc::new(embedding);
+                cache.put((model.clone(), text.clone()), embedding.clone());
+                known.insert(text, embedding);
             }
         }
         let vectors = (rendered.into_iter())
             .map(|(perspective, text)| QueryVector {
                 perspective: perspective.id,
                 perspective_name: perspective.name,
-                vector: known[&text].to_vec(),
+                vector: known[&text].vector.clone(),
+                token_signs: known[&text].token_signs.clone(),
             })
             .collect();
         Ok((model, vectors))
     }
 
-    /// `embedder.embed_queries(texts)` within the query budget, unless the embedder is paused
+    /// `embedder.embed_queries_with_tokens(texts)` within the query budget, unless the embedder is paused
     /// after a failure; a failure or an overrun pauses it ([`crate::memory::EMBEDDER_PAUSE`]).
     ///
     /// Errors: [`Error::Unavailable`] saying why, so the search answers from text.
@@ -436,7 +438,7 @@ impl Memory {
         &self,
         embedder: &Arc<dyn Embedder>,
         texts: &[String],
-    ) -> Result<Vec<Vec<f32>>> {
+    ) -> Result<Vec<Embedding>> {
         let pause = |reason: String| {
             let pause = crate::memory::EMBEDDER_PAUSE;
             *self.lock_embedder_pause() = Some(Failure::after(None, reason.clone(), pause, pause));
@@ -452,7 +454,7 @@ impl Memory {
             )));
         }
         let budget = self.query_embedding_budget;
-        match tokio::time::timeout(budget, embedder.embed_queries(texts)).await {
+        match tokio::time::timeout(budget, embedder.embed_queries_with_tokens(texts)).await {
             Ok(Ok(vectors)) => Ok(vectors),
             Ok(Err(Error::Unavailable(reason))) => Err(pause(reason)),
             Ok(Err(other)) => Err(other),

@@ -238,6 +238,7 @@ pub trait MemoryStore: Send + Sync + 'static {
                 perspective,
                 perspective_name: String::new(),
                 vector: vector.to_vec(),
+                token_signs: None,
             }],
             depth: k,
             text_depth: 0,

@@ -49,6 +49,9 @@ pub struct EmbeddingRecord {
     pub source_updated_at: Timestamp,
     /// The new vector, or `None` when the text is unchanged and the stored vector stays.
     pub vector: Option<Vec<f32>>,
+    /// The new vector's token signs ([`crate::Embedding::token_signs`]); `None` with no new
+    /// vector or from a model that gives none.
+    pub token_signs: Option<Vec<u8>>,
 }
 
 /// A stable 64-bit FNV-1a hash of a rendered text, for telling changed texts from unchanged.

@@ -6,7 +6,9 @@
 //! in the caller's read-only snapshot.
 
 use deadpool_postgres::GenericClient;
-use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
+use engram_domain::fusion::{
+    Candidate, CandidateQuery, CandidateSet, ObservationRow, StoredVector,
+};
 use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
 use pgvector::Vector;
 
@@ -134,13 +136,13 @@ async fn candidate_vectors(
     model: &str,
     perspective: PerspectiveId,
     dims: usize,
-) -> Result<Vec<(i64, Vec<f32>)>> {
+) -> Result<Vec<StoredVector>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let statement = client
         .prepare_cached(
-            "SELECT observation_id, embedding FROM embeddings
+            "SELECT observation_id, embedding, token_signs FROM embeddings
              WHERE observation_id = ANY($1) AND model = $2 AND perspective_id = $3
                AND dims = $4",
         )
@@ -152,7 +154,11 @@ async fn candidate_vectors(
         .await
         .map_err(db)?;
     Ok((rows.iter())
-        .map(|row| (row.get(0), row.get::<_, Vector>(1).to_vec()))
+        .map(|row| StoredVector {
+            observation_id: row.get(0),
+            vector: row.get::<_, Vector>(1).to_vec(),
+            token_signs: row.get(2),
+        })
         .collect())
 }
 

@@ -122,6 +122,8 @@ pub(crate) async fn save_embeddings(
             .filter_map(|r| r.vector.clone())
             .map(Vector::from)
             .collect();
+        let token_signs: Vec<Option<&[u8]>> =
+            embedded.iter().map(|r| r.token_signs.as_deref()).collect();
         for vector in &vectors {
             let d = i32::try_from(vector.as_slice().len()).unwrap_or(i32::MAX);
             if !dims.contains(&d) {
@@ -142,6 +144,7 @@ pub(crate) async fn save_embeddings(
                     &hashes,
                     &sources,
                     &vectors,
+                    &token_signs,
                 ],
             )
             .await

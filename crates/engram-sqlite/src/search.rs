@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use engram_domain::fusion::{Candidate, CandidateQuery, CandidateSet, ObservationRow};
+use engram_domain::fusion::{
+    Candidate, CandidateQuery, CandidateSet, ObservationRow, StoredVector,
+};
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
 
@@ -89,13 +91,13 @@ fn candidate_vectors(
     model: &str,
     perspective: PerspectiveId,
     dims: usize,
-) -> Result<Vec<(i64, Vec<f32>)>> {
+) -> Result<Vec<StoredVector>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     query(
         tx,
-        "SELECT e.observation_id, e.embedding
+        "SELECT e.observation_id, e.embedding, e.token_signs
          FROM embeddings e
          WHERE e.observation_id IN (SELECT value FROM json_each(?1))
            AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?4",
@@ -105,7 +107,13 @@ fn candidate_vectors(
             perspective.0,
             i64::try_from(dims).unwrap_or(i64::MAX)
         ],
-        |row| Ok((row.get(0)?, from_blob(&row.get::<_, Vec<u8>>(1)?))),
+        |row| {
+            Ok(StoredVector {
+                observation_id: row.get(0)?,
+                vector: from_blob(&row.get::<_, Vec<u8>>(1)?),
+                token_signs: row.get(2)?,
+            })
+        },
     )
 }
 

@@ -174,15 +174,17 @@ pub(crate) fn save_embeddings(
     let mut update = tx
         .prepare_cached(
             "UPDATE embeddings SET dims = ?2, text_hash = ?3, embedding = ?4,
-                                   source_updated_at = ?5, embedded_at = engram_now()
+                                   source_updated_at = ?5, token_signs = ?6,
+                                   embedded_at = engram_now()
              WHERE id = ?1",
         )
         .map_err(db)?;
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO embeddings (observation_id, perspective_id, workspace_id, model, dims,
-                                     text_hash, embedding, source_updated_at, embedded_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, engram_now())
+                                     text_hash, embedding, source_updated_at, token_signs,
+                                     embedded_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, engram_now())
              RETURNING id",
         )
         .map_err(db)?;
@@ -231,7 +233,14 @@ pub(crate) fn save_embeddings(
                     .map_err(db)?;
                 }
                 update
-                    .execute(params![id, dims, record.text_hash, blob, source])
+                    .execute(params![
+                        id,
+                        dims,
+                        record.text_hash,
+                        blob,
+                        source,
+                        record.token_signs
+                    ])
                     .map_err(db)?;
                 id
             }
@@ -245,7 +254,8 @@ pub(crate) fn save_embeddings(
                         dims,
                         record.text_hash,
                         blob,
-                        source
+                        source,
+                        record.token_signs
                     ],
                     |row| row.get(0),
                 )

@@ -16,6 +16,7 @@ mod consolidation;
 mod embedder;
 mod graph;
 mod history;
+mod late_interaction;
 mod limits;
 mod nodes;
 mod observations;
@@ -34,6 +35,7 @@ pub use consolidation::*;
 pub use embedder::*;
 pub use graph::*;
 pub use history::*;
+pub use late_interaction::*;
 pub use limits::*;
 pub use nodes::*;
 pub use observations::*;
@@ -128,6 +130,7 @@ macro_rules! memory_store_test_suite {
             a_text_the_embedder_rejects_does_not_stop_the_others,
             a_rejected_text_is_forgotten_when_its_observation_goes,
             coverage_counts_are_reused_while_indexing_until_a_write,
+            late_interaction_decides_what_the_other_signals_tie,
             // transfer
             read_graph_pages_hold_every_node_and_relation_once,
             import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph,

@@ -26,6 +26,7 @@ async fn save_vectors(
                 text_hash: text_hash(&text),
                 source_updated_at: task.source_updated_at,
                 vector: Some(vector(task)?),
+                token_signs: None,
             })
         })
         .collect();
@@ -241,6 +242,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
                 text_hash: text_hash(&text),
                 source_updated_at: task.source_updated_at,
                 vector: None,
+                token_signs: None,
             }
         })
         .collect();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use engram_domain::{Embedder, Error, Failure, Result};
+use engram_domain::{Embedder, Embedding, Error, Failure, Result};
 use tokio::sync::OnceCell;
 
 pub use files::{
@@ -207,6 +207,15 @@ impl Embedder for LocalEmbedder {
     }
 
     async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let embeddings = self.embed_documents_with_tokens(texts).await?;
+        Ok(embeddings.into_iter().map(|e| e.vector).collect())
+    }
+
+    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed_documents(texts).await
+    }
+
+    async fn embed_documents_with_tokens(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -215,8 +224,8 @@ impl Embedder for LocalEmbedder {
         blocking(move || model.embed(&texts)).await
     }
 
-    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.embed_documents(texts).await
+    async fn embed_queries_with_tokens(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        self.embed_documents_with_tokens(texts).await
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {

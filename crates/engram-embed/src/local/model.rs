@@ -6,7 +6,8 @@ use std::path::Path;
 use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config, DTYPE};
-use engram_domain::{Error, Result};
+use engram_domain::late_interaction::{is_content_piece, pack_signs};
+use engram_domain::{Embedding, Error, Result};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 /// Texts per forward pass.
@@ -60,22 +61,23 @@ impl Model {
         Ok(Self { bert, tokenizer })
     }
 
-    /// Embeds `texts`: one unit vector per text, in order.
-    pub(super) fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+    /// Embeds `texts`: one unit vector per text, in order, with the packed signs of its
+    /// content tokens' vectors ([`engram_domain::late_interaction`]).
+    pub(super) fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         // Longest first, so that each batch pads little.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&index| std::cmp::Reverse(texts[index].len()));
-        let mut vectors = vec![Vec::new(); texts.len()];
+        let mut embeddings = vec![Embedding::from(Vec::new()); texts.len()];
         for chunk in order.chunks(BATCH_SIZE) {
             let batch = chunk.iter().map(|&index| texts[index].as_str()).collect();
-            for (&index, vector) in chunk.iter().zip(self.embed_batch(batch)?) {
-                vectors[index] = vector;
+            for (&index, embedding) in chunk.iter().zip(self.embed_batch(batch)?) {
+                embeddings[index] = embedding;
             }
         }
-        Ok(vectors)
+        Ok(embeddings)
     }
 
-    fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Embedding>> {
         let encodings = self
             .tokenizer
             .encode_batch(texts, true)
@@ -91,18 +93,36 @@ impl Model {
         let ids = column(tokenizers::Encoding::get_ids);
         let type_ids = column(tokenizers::Encoding::get_type_ids);
         let mask = column(tokenizers::Encoding::get_attention_mask);
-        self.forward(ids, type_ids, mask, (rows, columns))
-            .map_err(|err| Error::Internal(format!("running the local model: {err}")))
+        let (vectors, hidden) = self
+            .forward(ids, type_ids, mask, (rows, columns))
+            .map_err(|err| Error::Internal(format!("running the local model: {err}")))?;
+        let embeddings = (vectors.into_iter().zip(hidden).zip(&encodings))
+            .map(|((vector, tokens), encoding)| {
+                let content = (encoding.get_tokens().iter())
+                    .zip(encoding.get_attention_mask())
+                    .zip(&tokens)
+                    .filter(|((piece, mask), _)| **mask == 1 && is_content_piece(piece))
+                    .map(|(_, token)| token.as_slice());
+                let signs = pack_signs(vector.len(), content);
+                Embedding {
+                    vector,
+                    token_signs: (!signs.is_empty()).then_some(signs),
+                }
+            })
+            .collect();
+        Ok(embeddings)
     }
 
-    /// BERT, then mean pooling over the attention mask, then L2 normalisation.
+    /// BERT, then mean pooling over the attention mask, then L2 normalisation; returns the
+    /// pooled vectors and every token's vector (`[text][token][dimension]`).
+    #[allow(clippy::type_complexity)]
     fn forward(
         &self,
         ids: Vec<u32>,
         type_ids: Vec<u32>,
         mask: Vec<u32>,
         shape: (usize, usize),
-    ) -> candle_core::Result<Vec<Vec<f32>>> {
+    ) -> candle_core::Result<(Vec<Vec<f32>>, Vec<Vec<Vec<f32>>>)> {
         let device = &self.bert.device;
         let ids = Tensor::from_vec(ids, shape, device)?;
         let type_ids = Tensor::from_vec(type_ids, shape, device)?;
@@ -113,6 +133,6 @@ impl Model {
         let counts = mask.sum(1)?.maximum(1e-9)?;
         let means = sums.broadcast_div(&counts)?;
         let norms = means.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
-        means.broadcast_div(&norms)?.to_vec2()
+        Ok((means.broadcast_div(&norms)?.to_vec2()?, hidden.to_vec3()?))
     }
 }

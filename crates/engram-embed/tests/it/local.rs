@@ -44,6 +44,38 @@ async fn vectors_have_384_dimensions_and_unit_length() {
 }
 
 #[tokio::test]
+async fn content_tokens_come_with_their_signs() {
+    use engram_domain::late_interaction::{bytes_per_token, max_sim};
+    let texts = [
+        "Alice moved to Lisbon in March",
+        "the build uses cargo",
+        "it is what it was",
+    ]
+    .map(str::to_owned);
+    let embeddings = EMBEDDER.embed_documents_with_tokens(&texts).await.unwrap();
+    let width = bytes_per_token(DIMENSION);
+    // alice, moved, lisbon, march: "to" and "in" are stop words.
+    let alice = embeddings[0].token_signs.clone().unwrap();
+    assert_eq!(alice.len(), 4 * width);
+    // The pooled vector is the one `embed_documents` gives.
+    assert_eq!(embeddings[0].vector, embed(&[&texts[0]]).await[0]);
+    // Nothing but stop words: no token signs.
+    assert_eq!(embeddings[2].token_signs, None);
+    let query = EMBEDDER
+        .embed_queries_with_tokens(&["where does Alice live now".to_owned()])
+        .await
+        .unwrap();
+    let query = query[0].token_signs.as_deref().unwrap();
+    let cargo = embeddings[1].token_signs.as_deref().unwrap();
+    let related = max_sim(query, &alice, DIMENSION).unwrap();
+    let unrelated = max_sim(query, cargo, DIMENSION).unwrap();
+    assert!(
+        related > unrelated + 0.1,
+        "related {related}, unrelated {unrelated}"
+    );
+}
+
+#[tokio::test]
 async fn a_paraphrase_is_closer_than_an_unrelated_text() {
     let query = EMBEDDER
         .embed_query("where does Alice live now")

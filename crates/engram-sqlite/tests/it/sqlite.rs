@@ -118,6 +118,7 @@ async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize 
             text_hash: text_hash(&render_document(&task.document_template, &task.context)),
             source_updated_at: task.source_updated_at,
             vector: Some(vec![1.0; dims]),
+            token_signs: None,
         })
         .collect();
     store.save_embeddings(model, &records).await.unwrap();
