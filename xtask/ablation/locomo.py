@@ -84,6 +84,34 @@ def embed(lines, name):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def embed_tokens(lines, name):
+    """The token signs of each line (late interaction), as ±1 matrices of 384 columns, one row
+    per content token; cached beside the vectors."""
+    os.makedirs(OUT, exist_ok=True)
+    src, vec, dst = (os.path.join(OUT, f"{name}.{x}") for x in ("txt", "f32", "signs"))
+    text = "\n".join(l.replace("\n", " ") for l in lines) + "\n"
+    if not (os.path.exists(dst) and os.path.exists(src) and open(src).read() == text):
+        open(src, "w").write(text)
+        subprocess.run(["cargo", "run", "--quiet", "--release", "-p", "engram-embed", "--example",
+                        "embed_lines", src, vec, dst], cwd=ROOT, check=True)
+    raw, out, at = open(dst, "rb").read(), [], 0
+    while at < len(raw):
+        n = int.from_bytes(raw[at:at + 4], "little")
+        bits = np.unpackbits(np.frombuffer(raw[at + 4:at + 4 + n], np.uint8), bitorder="little")
+        out.append(bits.reshape(-1, 384).astype(np.float32) * 2 - 1)
+        at += 4 + n
+    assert len(out) == len(lines)
+    return out
+
+
+def max_sim(query, doc):
+    """Late interaction of two token-sign matrices: each query token's best agreement with a
+    document token (1 - 2 x Hamming distance / 384), averaged over the query's tokens."""
+    if len(query) == 0 or len(doc) == 0:
+        return None
+    return float((query @ doc.T).max(1).mean() / 384)
+
+
 def words(t):
     return [w for w in re.split(r"[^0-9a-zA-Z]+", t.lower()) if w]
 
@@ -374,6 +402,41 @@ def main():
         T = P
         row(f"{name}: hybrid", cues(0.05, 2, 3, 0.1, 10, 0.4, None, 0.05))
         T = T_saved
+
+
+    # Late interaction (crates/engram-domain/src/late_interaction.rs): each candidate's MaxSim
+    # over the signs of its content tokens' vectors and the question's, scaled among the
+    # candidates from 0 to 1, times a weight, on top of every signal above.
+    header("Late interaction (token signs) on top of every signal above")
+    q_signs = embed_tokens([q["q"] for q in questions], "questions")
+    sp = "sp new general {entity_type} {name}: {observation}"
+    for mapping, rendering, vectors in [("facts", new, D[new]), ("speakers", sp, D[sp])]:
+        d_signs = embed_tokens([RENDERINGS[rendering](f) for f in facts], f"docs-{list(RENDERINGS).index(rendering)}")
+        ee = Q @ vectors.T
+        for weight in [0.0, 0.3, 0.5, 0.7, 1.0]:
+            out = []
+            for qi in range(len(questions)):
+                t = T[qi]
+                ids = np.union1d(top(ee[qi], 50), [i for i in top(t, 100) if t[i] > 0])
+                sim = ee[qi][ids].copy()
+                pair = vectors[ids] @ vectors[ids].T
+                np.fill_diagonal(pair, -np.inf)
+                sim -= 0.4 * np.sort(pair, 1)[:, -min(10, len(ids) - 1):].mean(1)
+                en = np.maximum(sim, 0) / max(sim.max(), 1e-9)
+                tn = t[ids] / t[ids].max() if t[ids].max() > 0 else t[ids]
+                qm, qy = asked[qi]
+                s = 0.6 * en + 0.4 * tn + 0.1 * np.array(
+                    [bool(qm or qy) and (not qm or bool(qm & dated[i][0])) and (not qy or bool(qy & dated[i][1])) for i in ids])
+                s += 0.05 * np.array([min(pairs(qi, i, 2), 3) for i in ids])
+                if mapping == "facts":  # A speaker node's name (`conv-26:Caroline`) is never named whole.
+                    s += 0.05 * np.isin(speakers[ids], words(questions[qi]["q"]))
+                if asked_days[qi]:
+                    s += 0.1 * np.array([max([0.0] + [1 - abs((a - b).days) / 7 for a in asked_days[qi] for b in doc_days[i]]) for i in ids])
+                m = np.array([max_sim(q_signs[qi], d_signs[i]) or np.nan for i in ids])
+                if np.isfinite(m).sum() > 1 and np.nanmax(m) > np.nanmin(m):
+                    s += weight * np.nan_to_num((m - np.nanmin(m)) / (np.nanmax(m) - np.nanmin(m)))
+                out.append(ids[np.argsort(-s, kind="stable")[:10]])
+            row(f"{mapping}: weight {weight}" + (" (shipped)" if weight == 0.7 else ""), judge.recall(out))
 
 
 if __name__ == "__main__":

@@ -72,11 +72,16 @@ pub(crate) async fn fold_counts(client: &impl GenericClient) -> Result<u64> {
 }
 
 /// Analyzes the graph's tables when `nodes` or `observations` changed by more than a fifth
-/// (and at least 1,000 rows) since their last analysis; returns whether it did.
+/// (and at least 1,000 rows) since their last analysis, or when `observations` holds rows but
+/// was never analyzed (a first import: until then full-text ranking weighs every word alike,
+/// see `text_query`, and plans assume an empty table; `reltuples` tells it at once, where the
+/// statistics views lag behind the writes); returns whether it did.
 pub(crate) async fn refresh(client: &impl GenericClient) -> Result<bool> {
     let stale: bool = client
         .query_one(
             "SELECT coalesce(bool_or(n_mod_since_analyze > greatest(1000, 0.2 * n_live_tup)), false)
+                    OR ((SELECT reltuples < 0 FROM pg_class WHERE oid = 'observations'::regclass)
+                        AND EXISTS (SELECT 1 FROM observations))
              FROM pg_stat_user_tables WHERE relname IN ('nodes', 'observations')",
             &[],
         )
