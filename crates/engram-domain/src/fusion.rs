@@ -166,7 +166,8 @@ pub struct QueryVector {
     pub perspective_name: String,
     /// The vector.
     pub vector: Vec<f32>,
-    /// Its token signs ([`crate::Embedding::token_signs`]), when the model gives them.
+    /// Its token signs ([`crate::Embedding::token_signs`]), when the model gives them and
+    /// the search ranks by them; a store reads the candidates' token signs only then.
     pub token_signs: Option<Vec<u8>>,
 }
 

@@ -254,6 +254,11 @@ impl Memory {
                 }
             }
         };
+        let mut vectors = vectors;
+        if mode != SearchMode::Hybrid {
+            // Only hybrid ranks by late interaction: the store need not read token signs.
+            vectors.iter_mut().for_each(|v| v.token_signs = None);
+        }
         let mut request = CandidateQuery {
             text: (mode != SearchMode::Embedding || vectors.is_empty()).then(|| query.to_owned()),
             model,

@@ -7,7 +7,7 @@
 
 use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{
-    Candidate, CandidateQuery, CandidateSet, ObservationRow, StoredVector,
+    Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
 use pgvector::Vector;
@@ -23,11 +23,16 @@ pub(crate) async fn search(
     request: &CandidateQuery,
 ) -> Result<Vec<Candidate>> {
     let mut set = CandidateSet::new(request);
-    if !request.vectors.is_empty() {
-        tune_hnsw(client).await?;
-    }
     // Independent statements go out together: tokio-postgres pipelines the queries of futures
-    // polled at once on one connection, so a search costs few round trips.
+    // polled at once on one connection, in the order they are first polled, so a search
+    // costs three round trips. The HNSW settings go first, ahead of the nearest-neighbour
+    // queries they are for.
+    let tune = async {
+        match request.vectors.is_empty() {
+            true => Ok(()),
+            false => tune_hnsw(client).await,
+        }
+    };
     let nearest = (request.vectors.iter())
         .map(|v| nearest(client, workspace, request, v.perspective, &v.vector));
     let text = async {
@@ -40,18 +45,19 @@ pub(crate) async fn search(
         let matches = text_matches(client, workspace, &query, request.text_depth, request).await?;
         Ok((Some(query), matches))
     };
-    let (nearest, (query, text)) =
-        futures::try_join!(futures::future::try_join_all(nearest), text)?;
+    let ((), nearest, (query, text)) =
+        futures::try_join!(tune, futures::future::try_join_all(nearest), text)?;
     for (index, found) in nearest.into_iter().enumerate() {
         set.add_nearest(index, found);
     }
     set.add_text_matches(text);
     // Every candidate's vector: hybrid ranking compares candidates with one another, and
     // the similarity of those the embeddings did not find comes from it. ts_rank of a few
-    // rows by id is cheap here, unlike ranking every match.
+    // rows by id is cheap here, unlike ranking every match. The candidates are known now, so
+    // their rows come in the same round trip.
     let ids = set.ids();
-    let fills = (request.vectors.iter())
-        .map(|v| candidate_vectors(client, &ids, &request.model, v.perspective, v.vector.len()));
+    let fills =
+        (request.vectors.iter()).map(|v| candidate_vectors(client, &ids, &request.model, v));
     let missing_text = set.without_text_score();
     let text_fill = async {
         match &query {
@@ -59,12 +65,15 @@ pub(crate) async fn search(
             None => Ok(Vec::new()),
         }
     };
-    let (fills, text_fill) = futures::try_join!(futures::future::try_join_all(fills), text_fill)?;
+    let (fills, text_fill, rows) = futures::try_join!(
+        futures::future::try_join_all(fills),
+        text_fill,
+        observation_rows(client, &ids)
+    )?;
     for (index, found) in fills.into_iter().enumerate() {
         set.set_vectors(index, found);
     }
     set.set_text_scores(text_fill);
-    let rows = observation_rows(client, &set.ids()).await?;
     Ok(set.finish(rows))
 }
 
@@ -134,23 +143,26 @@ async fn candidate_vectors(
     client: &impl GenericClient,
     ids: &[i64],
     model: &str,
-    perspective: PerspectiveId,
-    dims: usize,
+    query: &QueryVector,
 ) -> Result<Vec<StoredVector>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let signs = match query.token_signs {
+        Some(_) => "token_signs",
+        None => "NULL::bytea",
+    };
     let statement = client
-        .prepare_cached(
-            "SELECT observation_id, embedding, token_signs FROM embeddings
+        .prepare_cached(&format!(
+            "SELECT observation_id, embedding, {signs} FROM embeddings
              WHERE observation_id = ANY($1) AND model = $2 AND perspective_id = $3
-               AND dims = $4",
-        )
+               AND dims = $4"
+        ))
         .await
         .map_err(db)?;
-    let dims = i32::try_from(dims).unwrap_or(i32::MAX);
+    let dims = i32::try_from(query.vector.len()).unwrap_or(i32::MAX);
     let rows = client
-        .query(&statement, &[&ids, &model, &perspective.0, &dims])
+        .query(&statement, &[&ids, &model, &query.perspective.0, &dims])
         .await
         .map_err(db)?;
     Ok((rows.iter())

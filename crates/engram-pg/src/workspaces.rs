@@ -36,13 +36,12 @@ pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Wo
 }
 
 pub(crate) async fn get(client: &impl GenericClient, name: &str) -> Result<Workspace> {
-    let row = client
-        .query_opt(
-            "SELECT id, name, created_at FROM workspaces WHERE name = $1",
-            &[&name],
-        )
+    // Every tool call resolves its workspace: prepared once per connection, not per call.
+    let statement = client
+        .prepare_cached("SELECT id, name, created_at FROM workspaces WHERE name = $1")
         .await
         .map_err(db)?;
+    let row = client.query_opt(&statement, &[&name]).await.map_err(db)?;
     row.map(|row| workspace(&row))
         .ok_or_else(|| Error::workspace_not_found(name))
 }

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use engram_domain::fusion::{
-    Candidate, CandidateQuery, CandidateSet, ObservationRow, StoredVector,
+    Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params};
@@ -83,29 +83,34 @@ fn nearest(
     )
 }
 
-/// The stored vectors of the given observations in `perspective`, as `(observation id,
-/// vector)`.
+/// The stored vectors of the given observations in `query`'s perspective, model and
+/// dimension, with their token signs when the query has some.
 fn candidate_vectors(
     tx: &Transaction<'_>,
     ids: &[i64],
     model: &str,
-    perspective: PerspectiveId,
-    dims: usize,
+    query_vector: &QueryVector,
 ) -> Result<Vec<StoredVector>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let signs = match query_vector.token_signs {
+        Some(_) => "e.token_signs",
+        None => "NULL",
+    };
     query(
         tx,
-        "SELECT e.observation_id, e.embedding, e.token_signs
-         FROM embeddings e
-         WHERE e.observation_id IN (SELECT value FROM json_each(?1))
-           AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?4",
+        &format!(
+            "SELECT e.observation_id, e.embedding, {signs}
+             FROM embeddings e
+             WHERE e.observation_id IN (SELECT value FROM json_each(?1))
+               AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?4"
+        ),
         params![
             id_list(ids),
             model,
-            perspective.0,
-            i64::try_from(dims).unwrap_or(i64::MAX)
+            query_vector.perspective.0,
+            i64::try_from(query_vector.vector.len()).unwrap_or(i64::MAX)
         ],
         |row| {
             Ok(StoredVector {
@@ -176,7 +181,7 @@ pub(crate) fn search(
     // the similarity of those the embeddings did not find comes from it.
     let ids = set.ids();
     for (index, v) in request.vectors.iter().enumerate() {
-        let vectors = candidate_vectors(tx, &ids, model, v.perspective, v.vector.len())?;
+        let vectors = candidate_vectors(tx, &ids, model, v)?;
         set.set_vectors(index, vectors);
     }
     if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
