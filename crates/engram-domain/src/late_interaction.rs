@@ -54,7 +54,7 @@ pub fn pack_signs<'a>(dims: usize, tokens: impl IntoIterator<Item = &'a [f32]>) 
 /// tokens. `None` when either has no token or a length that is not whole tokens.
 pub fn max_sim(query: &[u8], document: &[u8], dims: usize) -> Option<f64> {
     let width = bytes_per_token(dims);
-    let whole = |signs: &[u8]| !signs.is_empty() && signs.len() % width == 0;
+    let whole = |signs: &[u8]| !signs.is_empty() && signs.len().is_multiple_of(width);
     if width == 0 || !whole(query) || !whole(document) {
         return None;
     }
