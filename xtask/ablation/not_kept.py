@@ -52,12 +52,13 @@ class Shipped:
             near |= set(zip(s, s[k:]))
         return sum((a, b) in near for a, b in zip(self.terms[qi], self.terms[qi][1:]))
 
-    def signals(self, qi, E=None, T=None, hub=0.4, hub_k=10):
+    def signals(self, qi, E=None, T=None, hub=0.4, hub_k=10, D=None):
         E = self.E if E is None else E
         T = self.T if T is None else T
+        D = self.D if D is None else D
         t, e = T[qi], E[qi]
         ids = np.union1d(L.top(e, 50), [i for i in L.top(t, 100) if t[i] > 0])
-        pair = self.D[ids] @ self.D[ids].T
+        pair = D[ids] @ D[ids].T
         np.fill_diagonal(pair, -np.inf)
         sim = e[ids] - hub * np.sort(pair, 1)[:, -min(hub_k, len(ids) - 1):].mean(1)
         qm, qy = self.asked[qi]
@@ -190,6 +191,87 @@ def main():
                 chosen.append(pick)
             out.append(ids[[order[j] for j in chosen]])
         L.row(f"MMR over the top 20, lambda {lam}", s.judge.recall(out))
+
+    second_session(s)
+
+
+def second_session(s):
+    """Tried in the session that added late interaction (BENCHMARKS.md)."""
+    qs, facts = s.questions, s.facts
+    L.header("Not kept, second round (facts mapping)")
+
+    def fused(norm, weight):
+        def f(qi, ids, c):
+            if norm == "min-max":
+                en, tn = [(x - x.min()) / max(x.max() - x.min(), 1e-9) for x in (c["en"], c["t"])]
+            else:
+                en, tn = [(x - x.mean()) / (3 * x.std()) if x.std() > 0 else 0 * x for x in (c["en"], c["t"])]
+            return (weight * en + (1 - weight) * tn + 0.1 * c["date"] + 0.05 * c["prox"]
+                    + 0.05 * c["named"] + 0.1 * c["day"])
+        return f
+    for norm in ["min-max", "z-score"]:
+        for weight in [0.6, 0.7]:
+            L.row(f"each signal {norm} among the candidates, similarity weight {weight}", s.run(fused(norm, weight)))
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+    mean = s.D.mean(0)
+    _, _, top_directions = np.linalg.svd(s.D - mean, full_matrices=False)
+    for name, project in [("centred on the corpus mean", lambda x: unit(x - mean))] + [
+            (f"all-but-the-top, {k} direction(s) removed", lambda x, k=k: unit((x - mean) - ((x - mean) @ top_directions[:k].T) @ top_directions[:k]))
+            for k in (1, 2)]:
+        D2 = project(s.D)
+        E2 = project(s.Q) @ D2.T
+        L.row(f"vectors {name}", s.run(lambda qi, ids, c: s.score(c), [s.signals(qi, E=E2, D=D2) for qi in range(len(qs))]))
+
+    # Irregular verbs and nouns: a query word's other forms count as the word (one term, its
+    # document frequency over all forms).
+    forms = {}
+    for line in open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "irregular_forms.txt")):
+        stems = {L.STEM.stemWord(w) for w in line.split()}
+        for stem in stems:
+            forms.setdefault(stem, set()).update(stems)
+    tf = [Counter(L.STEM.stemWords(L.words(d))) for d in s.docs]
+    dl = np.array([sum(c.values()) for c in tf], float)
+    T2 = np.zeros_like(s.T)
+    for qi, q in enumerate(qs):
+        for w in L.query_terms(q["q"]):
+            counts = {i: sum(c.get(f, 0) for f in forms.get(w, {w})) for i, c in enumerate(tf)}
+            counts = {i: n for i, n in counts.items() if n}
+            idf = max(1e-6, math.log((len(s.docs) - len(counts) + 0.5) / (len(counts) + 0.5)))
+            for i, n in counts.items():
+                T2[qi, i] += idf * n * 2.2 / (n + 1.2 * (0.25 + 0.75 * dl[i] / dl.mean()))
+    L.row("irregular forms as one term: text", s.judge.recall([L.top(x) for x in T2]))
+    L.row("irregular forms as one term: hybrid", s.run(lambda qi, ids, c: s.score(c), [s.signals(qi, T=T2) for qi in range(len(qs))]))
+
+    for name, render in [("type name: fact", lambda f: f"{f['speaker']} {f['name']}: {f['fact']}"),
+                         ("type: fact", lambda f: f"{f['speaker']}: {f['fact']}")]:
+        D2 = L.embed([render(f) for f in facts], "docs-" + name.replace(" ", "").replace(":", "-"))
+        L.row(f"rendered without the date, {name}", s.run(lambda qi, ids, c: s.score(c), [s.signals(qi, E=s.Q @ D2.T, D=D2) for qi in range(len(qs))]))
+
+    # With late interaction (0.7 x MaxSim, scaled among the candidates): the observation's own
+    # coverage of the question (each of its tokens' best match in the question) beside it, or
+    # the F1 of the two instead.
+    q_signs = L.embed_tokens([q["q"] for q in qs], "questions")
+    name = "new general {entity_type} {name}: {observation}"
+    d_signs = L.embed_tokens([L.RENDERINGS[name](f) for f in facts], f"docs-{list(L.RENDERINGS).index(name)}")
+
+    def scaled(m):
+        ok = np.isfinite(m)
+        if ok.sum() < 2 or np.nanmax(m) == np.nanmin(m):
+            return np.zeros_like(m)
+        return np.nan_to_num((m - np.nanmin(m)) / (np.nanmax(m) - np.nanmin(m)))
+    coverage = []
+    for qi, (ids, _) in enumerate(s.parts):
+        both = [((q @ d.T).max(1).mean() / 384, (q @ d.T).max(0).mean() / 384)
+                if len(q) and len(d) else (np.nan, np.nan) for q, d in ((q_signs[qi], d_signs[i]) for i in ids)]
+        coverage.append(np.array(both).reshape(-1, 2))
+    L.row("late interaction (shipped)", s.run(lambda qi, ids, c: s.score(c) + 0.7 * scaled(coverage[qi][:, 0])))
+    for a in [0.1, 0.3]:
+        L.row(f"late interaction and the observation's coverage, +{a}",
+              s.run(lambda qi, ids, c: s.score(c) + 0.7 * scaled(coverage[qi][:, 0]) + a * scaled(coverage[qi][:, 1])))
+    f1 = [2 * x[:, 0] * x[:, 1] / (x[:, 0] + x[:, 1]) for x in coverage]
+    L.row("late interaction as F1 of both coverages, 0.7", s.run(lambda qi, ids, c: s.score(c) + 0.7 * scaled(f1[qi])))
 
 
 if __name__ == "__main__":
