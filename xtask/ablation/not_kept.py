@@ -266,7 +266,7 @@ def second_session(s):
         both = [((q @ d.T).max(1).mean() / 384, (q @ d.T).max(0).mean() / 384)
                 if len(q) and len(d) else (np.nan, np.nan) for q, d in ((q_signs[qi], d_signs[i]) for i in ids)]
         coverage.append(np.array(both).reshape(-1, 2))
-    L.row("late interaction (shipped)", s.run(lambda qi, ids, c: s.score(c) + 0.7 * scaled(coverage[qi][:, 0])))
+    L.row("late interaction, tokens alike (as first built)", s.run(lambda qi, ids, c: s.score(c) + 0.7 * scaled(coverage[qi][:, 0])))
     for a in [0.1, 0.3]:
         L.row(f"late interaction and the observation's coverage, +{a}",
               s.run(lambda qi, ids, c: s.score(c) + 0.7 * scaled(coverage[qi][:, 0]) + a * scaled(coverage[qi][:, 1])))

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use crate::dates::NamedDates;
-use crate::late_interaction::max_sim;
+use crate::late_interaction::{best_agreements, token_weights, weighted_mean};
 use crate::model::Timestamp;
 use crate::search_results::SearchMode;
 
@@ -483,20 +483,32 @@ pub fn rank(
     ranked
 }
 
-/// Each candidate's late interaction with the query (its best [`max_sim`] over the
-/// perspectives where both have token signs), scaled among the candidates: 0 for the lowest
-/// (and for those without token signs), 1 for the highest; all 0 when fewer than two
-/// differ.
+/// Each candidate's late interaction with the query, scaled among the candidates: 0 for the
+/// lowest (and for those without token signs), 1 for the highest; all 0 when fewer than two
+/// differ. Per perspective where the query has token signs, each candidate's
+/// [`best_agreements`] are averaged with the query tokens' [`token_weights`] among the
+/// candidates; a candidate keeps its best perspective.
 fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<f64> {
-    let values: Vec<Option<f64>> = (candidates.iter())
-        .map(|c| {
-            (query.vectors.iter().zip(&c.signals.token_signs))
-                .filter_map(|(q, signs)| {
-                    max_sim(q.token_signs.as_deref()?, signs.as_deref()?, q.vector.len())
-                })
-                .reduce(f64::max)
-        })
-        .collect();
+    let mut values: Vec<Option<f64>> = vec![None; candidates.len()];
+    for (index, q) in query.vectors.iter().enumerate() {
+        let Some(query_signs) = q.token_signs.as_deref() else {
+            continue;
+        };
+        let agreements: Vec<Option<Vec<f64>>> = (candidates.iter())
+            .map(|c| {
+                let signs = c.signals.token_signs[index].as_deref()?;
+                best_agreements(query_signs, signs, q.vector.len())
+            })
+            .collect();
+        let held: Vec<&[f64]> = agreements.iter().flatten().map(Vec::as_slice).collect();
+        let weights = token_weights(&held);
+        for (value, agreements) in values.iter_mut().zip(&agreements) {
+            if let Some(agreements) = agreements {
+                let mean = weighted_mean(agreements, &weights);
+                *value = Some(value.map_or(mean, |v| v.max(mean)));
+            }
+        }
+    }
     let (low, high) = (values.iter().flatten()).fold((f64::MAX, f64::MIN), |(low, high), v| {
         (low.min(*v), high.max(*v))
     });

@@ -48,25 +48,70 @@ pub fn pack_signs<'a>(dims: usize, tokens: impl IntoIterator<Item = &'a [f32]>) 
     packed
 }
 
-/// How well `document` answers `query`, both packed signs of `dims`-dimensional token vectors
-/// ([`pack_signs`]): for each query token, the best agreement of its signs with a document
-/// token's (1 − 2 × Hamming distance / `dims`, from −1 to 1), averaged over the query's
-/// tokens. `None` when either has no token or a length that is not whole tokens.
-pub fn max_sim(query: &[u8], document: &[u8], dims: usize) -> Option<f64> {
+/// For each token of `query`, the best agreement of its signs with a token of `document`'s
+/// (1 − 2 × Hamming distance / `dims`, from −1 to 1), both packed signs of `dims`-dimensional
+/// token vectors ([`pack_signs`]). `None` when either has no token or a length that is not
+/// whole tokens.
+pub fn best_agreements(query: &[u8], document: &[u8], dims: usize) -> Option<Vec<f64>> {
     let width = bytes_per_token(dims);
     let whole = |signs: &[u8]| !signs.is_empty() && signs.len().is_multiple_of(width);
     if width == 0 || !whole(query) || !whole(document) {
         return None;
     }
-    let mut sum = 0.0;
-    for q in query.chunks_exact(width) {
-        let nearest = (document.chunks_exact(width))
-            .map(|d| hamming(q, d))
-            .min()
-            .unwrap_or(dims as u32);
-        sum += 1.0 - 2.0 * f64::from(nearest) / dims as f64;
-    }
-    Some(sum / (query.len() / width) as f64)
+    let agreements = (query.chunks_exact(width))
+        .map(|q| {
+            let nearest = (document.chunks_exact(width))
+                .map(|d| hamming(q, d))
+                .min()
+                .unwrap_or(dims as u32);
+            1.0 - 2.0 * f64::from(nearest) / dims as f64
+        })
+        .collect();
+    Some(agreements)
+}
+
+/// How well `document` answers `query` (MaxSim): their [`best_agreements`] averaged over the
+/// query's tokens, each weighing the same.
+pub fn max_sim(query: &[u8], document: &[u8], dims: usize) -> Option<f64> {
+    let agreements = best_agreements(query, document, dims)?;
+    Some(agreements.iter().sum::<f64>() / agreements.len() as f64)
+}
+
+/// The agreement ([`best_agreements`]) from which a candidate counts as holding a query
+/// token: the same word in another context agrees in 0.6 and more of its signs, a merely
+/// related one less. On the LoCoMo dev split any threshold from 0.4 to 0.7 gave R@5 within
+/// 0.006 of the best (BENCHMARKS.md).
+pub const MATCH_AGREEMENT: f64 = 0.6;
+
+/// The least weight a query token gets in [`token_weights`], so that a token every candidate
+/// holds still counts a little.
+pub const MIN_TOKEN_WEIGHT: f64 = 0.05;
+
+/// Weights for the query's tokens from the candidates of one search, each candidate given by
+/// its [`best_agreements`] (all of the query's length): a token's inverse document frequency
+/// among the candidates, ln((candidates + 1) / (holding + 0.5)), where a candidate holds it
+/// when its agreement reaches [`MATCH_AGREEMENT`]; at least [`MIN_TOKEN_WEIGHT`]. A word most
+/// candidates share (the person every question about her names, a project's name) then
+/// counts for less than the rare word the question is about, as in bm25; the store keeps no
+/// document frequency per token, and the candidates are the observations that matter.
+pub fn token_weights(candidates: &[&[f64]]) -> Vec<f64> {
+    let tokens = candidates.first().map_or(0, |c| c.len());
+    let total = candidates.len() as f64;
+    (0..tokens)
+        .map(|t| {
+            let holding = (candidates.iter())
+                .filter(|c| c.get(t).is_some_and(|a| *a >= MATCH_AGREEMENT))
+                .count() as f64;
+            ((total + 1.0) / (holding + 0.5)).ln().max(MIN_TOKEN_WEIGHT)
+        })
+        .collect()
+}
+
+/// The mean of `agreements` weighted by `weights` (as many; [`token_weights`]).
+pub fn weighted_mean(agreements: &[f64], weights: &[f64]) -> f64 {
+    let total: f64 = weights.iter().sum();
+    let sum: f64 = agreements.iter().zip(weights).map(|(a, w)| a * w).sum();
+    if total > 0.0 { sum / total } else { 0.0 }
 }
 
 /// The number of bits in which `a` and `b`, of one length, differ.
@@ -135,9 +180,32 @@ mod tests {
     }
 
     #[test]
+    fn tokens_most_candidates_hold_weigh_less() {
+        // Three candidates; the first query token is held by all (a name every observation
+        // carries), the second by one.
+        let candidates: [&[f64]; 3] = [&[0.9, 0.8], &[0.7, 0.1], &[0.65, -0.2]];
+        let weights = token_weights(&candidates);
+        let expected = [(4.0_f64 / 3.5).ln(), (4.0_f64 / 1.5).ln()];
+        assert!((weights[0] - expected[0]).abs() < 1e-12, "{weights:?}");
+        assert!((weights[1] - expected[1]).abs() < 1e-12, "{weights:?}");
+        // The first candidate answers the rare token: it gains on the others.
+        let means: Vec<f64> = candidates
+            .iter()
+            .map(|c| weighted_mean(c, &weights))
+            .collect();
+        assert!(means[0] - means[1] > (0.85 - 0.4) + 0.1, "{means:?}");
+        // A token every one of many candidates holds keeps the least weight.
+        let many = vec![&[1.0][..]; 100];
+        assert_eq!(token_weights(&many), [MIN_TOKEN_WEIGHT]);
+        assert!(token_weights(&[]).is_empty());
+        assert_eq!(weighted_mean(&[0.5], &[0.0]), 0.0);
+    }
+
+    #[test]
     fn max_sim_needs_whole_tokens_on_both_sides() {
         let one = pack_signs(16, [&[1.0; 16][..]]);
         assert_eq!(max_sim(&one, &[], 16), None);
+        assert_eq!(best_agreements(&one, &[], 16), None);
         assert_eq!(max_sim(&[], &one, 16), None);
         assert_eq!(max_sim(&one, &one[..1], 16), None);
         assert_eq!(max_sim(&one, &one, 0), None);
