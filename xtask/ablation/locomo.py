@@ -425,7 +425,9 @@ def main():
     for mapping, rendering, vectors in [("facts", new, D[new]), ("speakers", sp, D[sp])]:
         d_signs = embed_tokens([RENDERINGS[rendering](f) for f in facts], f"docs-{list(RENDERINGS).index(rendering)}")
         ee = Q @ vectors.T
-        for weighted, weight in [(False, w) for w in (0.0, 0.3, 0.5, 0.7, 1.0)] + [(True, w) for w in (0.5, 0.7, 1.0)]:
+        variants = [(False, w, 0.6) for w in (0.0, 0.3, 0.5, 0.7, 1.0)]
+        variants += [(True, w, 0.6) for w in (0.5, 0.7, 1.0)] + [(True, 0.7, h) for h in (0.4, 0.5, 0.7, 0.8)]
+        for weighted, weight, held in variants:
             out = []
             for qi in range(len(questions)):
                 t = T[qi]
@@ -444,12 +446,13 @@ def main():
                     s += 0.05 * np.isin(speakers[ids], words(questions[qi]["q"]))
                 if asked_days[qi]:
                     s += 0.1 * np.array([max([0.0] + [1 - abs((a - b).days) / 7 for a in asked_days[qi] for b in doc_days[i]]) for i in ids])
-                m = max_sims(q_signs[qi], [d_signs[i] for i in ids], weighted)
+                m = max_sims(q_signs[qi], [d_signs[i] for i in ids], weighted, held)
                 if np.isfinite(m).sum() > 1 and np.nanmax(m) > np.nanmin(m):
                     s += weight * np.nan_to_num((m - np.nanmin(m)) / (np.nanmax(m) - np.nanmin(m)))
                 out.append(ids[np.argsort(-s, kind="stable")[:10]])
-            tokens = "tokens weighted by their idf among the candidates" if weighted else "tokens alike"
-            row(f"{mapping}: weight {weight}, {tokens}" + (" (shipped)" if weighted and weight == 0.7 else ""), judge.recall(out))
+            tokens = f"tokens weighted by their idf among the candidates (held from {held})" if weighted else "tokens alike"
+            shipped = weighted and weight == 0.7 and held == 0.6
+            row(f"{mapping}: weight {weight}, {tokens}" + (" (shipped)" if shipped else ""), judge.recall(out))
 
 
 if __name__ == "__main__":

@@ -5,16 +5,18 @@
 //! did Melanie paint recently?" is close to every observation about Melanie and painting.
 //! Keeping the token vectors lets a search ask, for each word of the query, how well the
 //! observation's best-matching token answers it (MaxSim, as in ColBERT, Khattab & Zaharia
-//! 2020), which rewards an observation that covers every part of the question. The model
-//! need not be trained for it: with all-MiniLM-L6-v2's own token vectors this signal alone
-//! ranks LoCoMo's dev questions about as well as hybrid did before it (R@5 0.663 against
-//! 0.675), and added to hybrid it raises R@5 from 0.675 to 0.681 on the facts mapping and
-//! from 0.665 to 0.681 on the speakers mapping (BENCHMARKS.md).
+//! 2020), which rewards an observation that covers every part of the question. The query's
+//! tokens are weighted by how few of the search's candidates hold them ([`token_weights`]), so
+//! the rare word a question is about outweighs the name most candidates share. The model need
+//! not be trained for it: with all-MiniLM-L6-v2's own token vectors this signal alone ranks
+//! LoCoMo's dev questions about as well as hybrid did before it (R@5 0.663 against 0.675),
+//! and added to hybrid it raises R@5 from 0.675 to 0.692 on the facts mapping and from 0.665
+//! to 0.690 on the speakers mapping (BENCHMARKS.md).
 //!
 //! Only the *signs* of the token vectors are kept, one bit per dimension ([`pack_signs`]):
 //! 48 bytes per token at 384 dimensions, about 1.2 kB per observation, less than its pooled
 //! vector; two tokens are compared by the Hamming distance of their bits, and the ranking is
-//! as good as with the full vectors (R@5 0.681 both). Only content tokens count
+//! as good as with the full vectors (R@5 0.681 both, tokens alike). Only content tokens count
 //! ([`is_content_piece`]): no stop words, punctuation or the model's markers.
 
 /// Whether `piece`, a token of the model's vocabulary (a word or a word piece such as
