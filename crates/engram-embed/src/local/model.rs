@@ -16,6 +16,10 @@ const BATCH_SIZE: usize = 32;
 /// Longer texts are truncated to this many tokens (sentence-transformers' `max_seq_length`).
 const MAX_TOKENS: usize = 256;
 
+/// Every token's vector of every text of a batch: `[text][token][dimension]`, padding
+/// included.
+type TokenVectors = Vec<Vec<Vec<f32>>>;
+
 pub(super) struct Model {
     bert: BertModel,
     tokenizer: Tokenizer,
@@ -114,15 +118,14 @@ impl Model {
     }
 
     /// BERT, then mean pooling over the attention mask, then L2 normalisation; returns the
-    /// pooled vectors and every token's vector (`[text][token][dimension]`).
-    #[allow(clippy::type_complexity)]
+    /// pooled vectors and every token's vector.
     fn forward(
         &self,
         ids: Vec<u32>,
         type_ids: Vec<u32>,
         mask: Vec<u32>,
         shape: (usize, usize),
-    ) -> candle_core::Result<(Vec<Vec<f32>>, Vec<Vec<Vec<f32>>>)> {
+    ) -> candle_core::Result<(Vec<Vec<f32>>, TokenVectors)> {
         let device = &self.bert.device;
         let ids = Tensor::from_vec(ids, shape, device)?;
         let type_ids = Tensor::from_vec(type_ids, shape, device)?;
