@@ -373,10 +373,9 @@ impl Memory {
     }
 
     /// The query rendered for every enabled perspective and embedded: identical renderings
-    /// once, cached ones from the cache, the rest in one [`Embedder::embed_queries_with_tokens`]
-    /// call.
-    /// Returns the model id and one vector per enabled perspective (none when all are
-    /// disabled).
+    /// once, cached ones from the cache, the rest in one
+    /// [`Embedder::embed_queries_with_tokens`] call. Returns the model id and one vector (with
+    /// its token signs) per enabled perspective (none when all are disabled).
     async fn query_vectors(
         &self,
         workspace: WorkspaceId,
@@ -435,8 +434,9 @@ impl Memory {
         Ok((model, vectors))
     }
 
-    /// `embedder.embed_queries_with_tokens(texts)` within the query budget, unless the embedder is paused
-    /// after a failure; a failure or an overrun pauses it ([`crate::memory::EMBEDDER_PAUSE`]).
+    /// `embedder.embed_queries_with_tokens(texts)` within the query budget, unless the
+    /// embedder is paused after a failure; a failure or an overrun pauses it
+    /// ([`crate::memory::EMBEDDER_PAUSE`]).
     ///
     /// Errors: [`Error::Unavailable`] saying why, so the search answers from text.
     async fn embed_within_budget(
