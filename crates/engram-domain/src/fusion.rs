@@ -60,8 +60,10 @@ pub const NAMED_BONUS: f64 = 0.05;
 /// this, is added to the weighted signals. On the LoCoMo dev split 0.7 raised R@1 / R@5 /
 /// R@10 from 0.501 / 0.675 / 0.730 to 0.522 / 0.692 / 0.731 on the facts mapping and from
 /// 0.493 / 0.665 / 0.722 to 0.518 / 0.690 / 0.728 on the speakers mapping (0.5–1.0 within
-/// half a point of each other; BENCHMARKS.md). Candidates without token signs (a model that
-/// gives none) add nothing.
+/// half a point of each other; BENCHMARKS.md). When no candidate has token signs (a model
+/// that gives none) it adds nothing; a candidate without them among others that have them
+/// (its vector made before token signs were kept and not yet made again, or a text with no
+/// content token) gets their mean, neither lifted nor sunk by a signal it cannot have.
 pub const TOKEN_WEIGHT: f64 = 0.7;
 
 /// The most hybrid adds to the weighted signals (which reach 1) besides late interaction:
@@ -486,8 +488,9 @@ pub fn rank(
 }
 
 /// Each candidate's late interaction with the query, scaled among the candidates: 0 for the
-/// lowest (and for those without token signs), 1 for the highest; all 0 when fewer than two
-/// differ. Per perspective where the query has token signs, each candidate's
+/// lowest, 1 for the highest, and the mean of the others for those without token signs; all 0
+/// when fewer than two differ. Per perspective where the query has token signs, each
+/// candidate's
 /// [`best_agreements`] are averaged with the query tokens' [`token_weights`] among the
 /// candidates; a candidate keeps its best perspective.
 fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<f64> {
@@ -514,12 +517,15 @@ fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<f64
     let (low, high) = (values.iter().flatten()).fold((f64::MAX, f64::MIN), |(low, high), v| {
         (low.min(*v), high.max(*v))
     });
-    (values.into_iter())
-        .map(|v| match v {
-            Some(v) if high > low => (v - low) / (high - low),
-            _ => 0.0,
-        })
-        .collect()
+    if high <= low {
+        return vec![0.0; candidates.len()];
+    }
+    let scaled: Vec<Option<f64>> = (values.into_iter())
+        .map(|v| v.map(|v| (v - low) / (high - low)))
+        .collect();
+    let known: Vec<f64> = scaled.iter().flatten().copied().collect();
+    let mean = known.iter().sum::<f64>() / known.len() as f64;
+    scaled.into_iter().map(|v| v.unwrap_or(mean)).collect()
 }
 
 /// Each candidate's similarities (per query vector) less [`HUBNESS_WEIGHT`] × its hubness in
@@ -887,16 +893,22 @@ mod tests {
             .map(|r| (r.row.observation_id, r.score))
             .collect();
         // 2 holds a token equal to the query's (1.0), 3 one that differs in 4 bits (0.5), 1
-        // in 8 (0.0, the lowest); 4 has no token signs and adds nothing.
+        // in 8 (0.0, the lowest); 4 has no token signs and gets the others' mean (0.5), a
+        // tie with 3 broken by name.
         assert_eq!(
             scores,
             [
                 (2, text + TOKEN_WEIGHT),
                 (3, text + TOKEN_WEIGHT * 0.5),
+                (4, text + TOKEN_WEIGHT * 0.5),
                 (1, text),
-                (4, text)
             ]
         );
+        // Without token signs on the query's side, nothing is added.
+        let mut plain = q.clone();
+        plain.vectors[0].token_signs = None;
+        let ranked = rank(&plain, candidates.clone(), SearchMode::Hybrid);
+        assert!(ranked.iter().all(|r| r.score == text), "{ranked:?}");
         // The other modes ignore it.
         let text_mode = rank(&q, candidates, SearchMode::Text);
         assert!(text_mode.iter().all(|r| r.score == 1.0));
