@@ -37,7 +37,8 @@ pub struct SearchHit {
     /// The perspective whose vector is closest to the query's (when the observation has a
     /// vector; embedding and hybrid mode).
     pub matched_perspective: Option<String>,
-    /// Hybrid mode: the fused score, 0 to 1.4 (1 = best on both signals; up to +0.2 when
+    /// Hybrid mode: the fused score, 0 to 2.1 (1 = best on both signals; up to +0.7 for
+    /// late interaction, the best among the candidates getting all of it; up to +0.2 when
     /// the observation is dated as the question asks, signal `date`; +0.05 for each of up to
     /// 3 pairs of the query's words it has side by side, signal `proximity`; +0.05 when the
     /// query names the node's type or name, signal `named`). Embedding mode:
