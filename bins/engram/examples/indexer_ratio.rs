@@ -47,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
         memory.create_entities(workspace, batch.to_vec()).await?;
     }
 
-    let embedder = Arc::new(LocalEmbedder::new());
+    let embedder = Arc::new(LocalEmbedder::default());
     embedder.embed_documents(&["warm up".to_owned()]).await?;
     let texts: Vec<String> = (store.pending_embeddings(embedder.model_id(), count).await?)
         .iter()

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use engram_domain::{GenerationBudget, TextGenerator};
+use engram_embed::LocalModel;
 
 /// engram: a knowledge-graph memory server for AI agents, over MCP.
 #[derive(Debug, Parser)]
@@ -46,9 +47,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply the database migrations this build carries that the database lacks.
     Migrate,
-    /// Download the local embedding model (all-MiniLM-L6-v2) into its cache now, for
-    /// machines that will run offline; prints where it is.
-    FetchModel,
+    /// Download a local embedding model into its cache now, for machines that will run
+    /// offline; prints where it is.
+    FetchModel {
+        /// The model (`engram serve --model`); `all` fetches every one.
+        #[arg(long, env = "ENGRAM_MODEL", default_value = "multilingual-e5-small")]
+        model: String,
+    },
     /// Re-embed every observation of a workspace from scratch (after changing models or
     /// perspectives), with a progress bar.
     Reindex {
@@ -160,11 +165,16 @@ pub struct ReportArgs {
 /// The embedding model.
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
-    /// Embedding model: `local` (all-MiniLM-L6-v2 in-process, fetched on first use),
-    /// `ollama` (an Ollama server), or `none` (full-text search only). Default: `ollama` when
-    /// OLLAMA_HOST is set, else `local`.
+    /// Embedding model: `local` (a sentence model in-process, `--model`, fetched on first
+    /// use), `ollama` (an Ollama server), or `none` (full-text search only). Default: `ollama`
+    /// when OLLAMA_HOST is set, else `local`.
     #[arg(long, env = "ENGRAM_EMBEDDER", value_parser = ["local", "ollama", "none"])]
     pub embedder: Option<String>,
+    /// The local embedder's model: `multilingual-e5-small` (the default: best recall, about
+    /// 100 languages) or `all-minilm-l6-v2` (English only, about twice as fast). Switching
+    /// re-embeds every workspace in the background; searches answer from full text meanwhile.
+    #[arg(long, env = "ENGRAM_MODEL", default_value_t = LocalModel::default(), value_parser = parse_model)]
+    pub model: LocalModel,
     /// The Ollama server.
     #[arg(long, env = "OLLAMA_HOST", default_value = "http://127.0.0.1:11434")]
     pub ollama_host: String,
@@ -182,7 +192,7 @@ impl EmbedArgs {
             Some("none") => EmbedderChoice::None,
             Some("ollama") => self.ollama(),
             None if ollama_configured => self.ollama(),
-            _ => EmbedderChoice::Local,
+            _ => EmbedderChoice::Local(self.model),
         }
     }
 
@@ -404,4 +414,9 @@ pub enum PerspectiveCommand {
         #[arg(long)]
         enable: bool,
     },
+}
+
+/// Parses `--model` ([`LocalModel`]'s names).
+fn parse_model(name: &str) -> Result<LocalModel, String> {
+    name.parse()
 }

@@ -19,8 +19,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Which embedding model serves semantic search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmbedderChoice {
-    /// all-MiniLM-L6-v2 in-process.
-    Local,
+    /// A sentence model in-process.
+    Local(engram_embed::LocalModel),
     /// An Ollama server at `host` with `model`.
     Ollama {
         /// `http://host:port`.
@@ -36,7 +36,7 @@ impl EmbedderChoice {
     /// Builds the embedder (cheap: the local model loads on first use).
     pub fn build(&self) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
         Ok(match self {
-            Self::Local => Some(Arc::new(engram_embed::LocalEmbedder::new())),
+            Self::Local(model) => Some(Arc::new(engram_embed::LocalEmbedder::new(*model))),
             Self::Ollama { host, model } => {
                 Some(Arc::new(engram_embed::OllamaEmbedder::new(host, model)?))
             }
@@ -104,9 +104,12 @@ pub async fn run_indexer(
                 }
                 tokio::select! {
                     () = shutdown.cancelled() => {}
-                    () = tokio::time::sleep(backoff) => {}
+                    () = tokio::time::sleep(backoff) => {
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                    }
+                    // A model that finished loading: index now, not after the back-off.
+                    () = indexer.embedder_ready() => backoff = IDLE_POLL,
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }

@@ -112,10 +112,19 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Man => Ok(clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?),
-        Command::FetchModel => {
-            let dir =
-                tokio::task::spawn_blocking(engram_embed::local::ensure_model_files).await??;
-            println!("all-MiniLM-L6-v2 is in {}", dir.display());
+        Command::FetchModel { model } => {
+            use engram_embed::LocalModel;
+            let models = match model.as_str() {
+                "all" => LocalModel::ALL.to_vec(),
+                name => vec![name.parse::<LocalModel>().map_err(anyhow::Error::msg)?],
+            };
+            for model in models {
+                let dir = tokio::task::spawn_blocking(move || {
+                    engram_embed::local::ensure_model_files(model)
+                })
+                .await??;
+                println!("{} is in {}", model.display_name(), dir.display());
+            }
             Ok(())
         }
         Command::Serve(args) => {
@@ -194,7 +203,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
         Command::Workspace(command) => workspaces::run(&Memory::new(store.shared()), command).await,
         Command::Migrate
         | Command::Serve(_)
-        | Command::FetchModel
+        | Command::FetchModel { .. }
         | Command::Completions { .. }
         | Command::Man => unreachable!("handled by run"),
     }

@@ -72,4 +72,12 @@ pub trait Embedder: Send + Sync + 'static {
         let vectors = self.embed_queries(texts).await?;
         Ok(vectors.into_iter().map(Embedding::from).collect())
     }
+
+    /// Resolves when the embedder becomes able to answer after being unavailable (a model
+    /// that finished downloading and loading), so that an indexer backing off after its
+    /// failures starts at once; an embedder already able to answer never resolves it. The
+    /// default never resolves: such an embedder is asked again when the back-off ends.
+    async fn ready(&self) {
+        std::future::pending::<()>().await;
+    }
 }

@@ -61,6 +61,12 @@ const PROBE: &str = "engram";
 
 impl Indexer {
     /// An indexer embedding at most `batch_size` pairs per pass.
+    /// Resolves when the embedder has become able to answer after being unavailable
+    /// ([`Embedder::ready`]): a loop backing off after failed passes can start at once.
+    pub async fn embedder_ready(&self) {
+        self.embedder.ready().await;
+    }
+
     pub fn new(
         store: Arc<dyn MemoryStore>,
         embedder: Arc<dyn Embedder>,

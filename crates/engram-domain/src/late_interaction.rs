@@ -20,11 +20,16 @@
 //! ([`is_content_piece`]): no stop words, punctuation or the model's markers.
 
 /// Whether `piece`, a token of the model's vocabulary (a word or a word piece such as
-/// `##ing`), carries content: it has a letter or digit, it is no marker such as `[CLS]`, and
-/// it is no stop word ([`crate::words::is_stop_word`]).
+/// `##ing` of WordPiece, or `▁the` of SentencePiece, whose `▁` marks a word's start), carries
+/// content: it has a letter or digit, it is no marker such as `[CLS]` or `<s>`, and it is no
+/// stop word ([`crate::words::is_stop_word`], whatever its case).
 pub fn is_content_piece(piece: &str) -> bool {
-    let marker = piece.starts_with('[') && piece.ends_with(']');
-    !marker && piece.chars().any(char::is_alphanumeric) && !crate::words::is_stop_word(piece)
+    let marker = (piece.starts_with('[') && piece.ends_with(']'))
+        || (piece.starts_with('<') && piece.ends_with('>'));
+    let word = piece.trim_start_matches('\u{2581}');
+    !marker
+        && word.chars().any(char::is_alphanumeric)
+        && !crate::words::is_stop_word(&word.to_lowercase())
 }
 
 /// The bytes one token takes in packed signs of `dims`-dimensional token vectors.
@@ -135,10 +140,18 @@ mod tests {
 
     #[test]
     fn content_pieces_are_words_and_word_pieces_that_are_not_stop_words() {
-        for piece in ["painting", "##ing", "lgbt", "2023", "melanie"] {
+        let sentence_pieces = ["\u{2581}Melanie", "anie", "\u{2581}北京", "\u{2581}Straße"];
+        for piece in ["painting", "##ing", "lgbt", "2023", "melanie"]
+            .into_iter()
+            .chain(sentence_pieces)
+        {
             assert!(is_content_piece(piece), "{piece}");
         }
-        for piece in ["[CLS]", "[SEP]", "[PAD]", "the", "did", ",", "?", "-"] {
+        let markers = ["<s>", "</s>", "<pad>", "\u{2581}", "\u{2581}The", "\u{2581},"];
+        for piece in ["[CLS]", "[SEP]", "[PAD]", "the", "did", ",", "?", "-"]
+            .into_iter()
+            .chain(markers)
+        {
             assert!(!is_content_piece(piece), "{piece}");
         }
     }

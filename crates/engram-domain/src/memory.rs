@@ -466,6 +466,7 @@ impl Memory {
     pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
         let mut stats = self.store.get_stats(workspace).await?;
         stats.rejected_texts = self.rejected_texts(workspace).len() as u64;
+        stats.embedding_model = (self.embedder.as_ref()).map(|e| e.model_id().to_owned());
         stats.embedding_coverage = match &self.embedder {
             Some(embedder) => {
                 self.coverage(workspace, &stats, embedder.model_id())

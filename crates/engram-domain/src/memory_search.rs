@@ -16,6 +16,10 @@ use crate::search_results::*;
 use crate::similarity::{self, Neighbour};
 use crate::vectors::*;
 
+/// An embedder's refusal faster than this does not pause it: the pause spares searches a
+/// wait, and such a refusal makes none (a local model that is still being fetched).
+pub const FAST_REFUSAL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Queries: bytes, inclusive.
 const QUERY_BYTES: std::ops::RangeInclusive<usize> = 1..=4_096;
 
@@ -435,8 +439,8 @@ impl Memory {
     }
 
     /// `embedder.embed_queries_with_tokens(texts)` within the query budget, unless the
-    /// embedder is paused after a failure; a failure or an overrun pauses it
-    /// ([`crate::memory::EMBEDDER_PAUSE`]).
+    /// embedder is paused after a failure; a failure that took [`FAST_REFUSAL`] or longer, or
+    /// an overrun, pauses it ([`crate::memory::EMBEDDER_PAUSE`]).
     ///
     /// Errors: [`Error::Unavailable`] saying why, so the search answers from text.
     async fn embed_within_budget(
@@ -459,8 +463,14 @@ impl Memory {
             )));
         }
         let budget = self.query_embedding_budget;
+        let asked = std::time::Instant::now();
         match tokio::time::timeout(budget, embedder.embed_queries_with_tokens(texts)).await {
             Ok(Ok(vectors)) => Ok(vectors),
+            // An embedder that says no at once (a model still downloading) costs nothing to
+            // ask again, and the next search may find it ready: no pause.
+            Ok(Err(Error::Unavailable(reason))) if asked.elapsed() < FAST_REFUSAL => {
+                Err(Error::Unavailable(reason))
+            }
             Ok(Err(Error::Unavailable(reason))) => Err(pause(reason)),
             Ok(Err(other)) => Err(other),
             Err(_) => Err(pause(format!(

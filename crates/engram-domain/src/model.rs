@@ -421,6 +421,10 @@ pub struct Stats {
     /// their reason, tried again after a back-off, found by full text meanwhile (an
     /// extension; 0 when this process runs no indexer).
     pub rejected_texts: u64,
+    /// The model the embeddings are made with (`local/multilingual-e5-small`,
+    /// `ollama/nomic-embed-text`); absent without an embedder (an extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
     /// The workspace's name.
     pub workspace: String,
 }

@@ -1,10 +1,11 @@
 //! Fetches the local model's files (if missing), loads the model and measures its
-//! throughput: `cargo run -p engram-embed --example throughput [SENTENCES]`.
+//! throughput: `cargo run -p engram-embed --example throughput [SENTENCES]`, of the model
+//! `ENGRAM_MODEL` names (default multilingual-e5-small).
 
 use std::time::Instant;
 
 use engram_domain::Embedder;
-use engram_embed::LocalEmbedder;
+use engram_embed::{LocalEmbedder, LocalModel};
 use engram_embed::local::ensure_model_files;
 
 #[tokio::main]
@@ -15,12 +16,15 @@ async fn main() -> Result<(), engram_domain::Error> {
         .unwrap_or(512);
 
     let started = Instant::now();
-    let dir = tokio::task::spawn_blocking(ensure_model_files)
+    let model: LocalModel = std::env::var("ENGRAM_MODEL")
+        .map_or(Ok(LocalModel::default()), |name| name.parse())
+        .expect("ENGRAM_MODEL names a local model");
+    let dir = tokio::task::spawn_blocking(move || ensure_model_files(model))
         .await
         .map_err(|err| engram_domain::Error::Internal(err.to_string()))??;
     println!("model files: {} ({:.2?})", dir.display(), started.elapsed());
 
-    let embedder = LocalEmbedder::from_dir(dir);
+    let embedder = LocalEmbedder::from_dir(model, dir);
     let started = Instant::now();
     embedder.load().await?;
     println!("model load: {:.2?}", started.elapsed());

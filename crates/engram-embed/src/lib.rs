@@ -1,7 +1,8 @@
 //! engram's embedders: implementations of [`engram_domain::Embedder`].
 //!
-//! - [`LocalEmbedder`]: all-MiniLM-L6-v2 (384 dimensions) in-process with candle, the
-//!   default; its files are fetched on first use (see [`local::ensure_model_files`]).
+//! - [`LocalEmbedder`]: a [`LocalModel`] (multilingual-e5-small, the default, or
+//!   all-MiniLM-L6-v2; 384 dimensions) in-process with candle; its files are fetched on first
+//!   use (see [`local::ensure_model_files`]).
 //! - [`OllamaEmbedder`]: any embedding model served by Ollama (`/api/embed`).
 //!
 //! Both return L2-normalised vectors, so cosine similarity is a dot product.
@@ -16,7 +17,7 @@ pub mod ollama;
 pub mod testing;
 
 pub use generate::OllamaGenerator;
-pub use local::LocalEmbedder;
+pub use local::{LocalEmbedder, LocalModel};
 pub use ollama::OllamaEmbedder;
 
 /// Scales `vector` to unit length (a zero vector is left as it is).

@@ -384,6 +384,7 @@ pub(crate) async fn get_stats(
         // No embedding pipeline writes vectors yet, so none is current.
         embedding_coverage: 0.0,
         rejected_texts: 0,
+        embedding_model: None,
         workspace: row.get("name"),
     })
 }

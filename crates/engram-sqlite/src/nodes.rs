@@ -348,6 +348,7 @@ pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<
                 // `Memory::get_stats` fills this in for its embedder's model.
                 embedding_coverage: 0.0,
                 rejected_texts: 0,
+                embedding_model: None,
                 workspace: row.get("name")?,
             })
         },

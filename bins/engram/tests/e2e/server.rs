@@ -97,7 +97,7 @@ impl TestServer {
             }
         };
         let embedder: Arc<dyn engram_domain::Embedder> =
-            Arc::new(engram_embed::LocalEmbedder::new());
+            Arc::new(engram_embed::LocalEmbedder::default());
         let indexer = engram::indexing::indexer(store.clone(), embedder.clone());
         let mut memory = Memory::new(store.clone())
             .with_embedder(embedder.clone())

@@ -203,6 +203,7 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
         relation_count,
         embedding_coverage: 0.0,
         rejected_texts: 0,
+        embedding_model: None,
         workspace: "w".into(),
     };
     assert_eq!(memory.get_stats(ws).await.unwrap(), stats(0, 0, 0));

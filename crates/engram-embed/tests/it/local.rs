@@ -3,13 +3,14 @@
 use std::sync::LazyLock;
 
 use engram_domain::{Embedder, Error};
-use engram_embed::LocalEmbedder;
+use engram_embed::{LocalEmbedder, LocalModel};
 use engram_embed::local::{self, DIMENSION, MODEL_FILES};
 
 use crate::{dot, norm};
 
 /// One embedder for every test, so the model loads once per test binary.
-static EMBEDDER: LazyLock<LocalEmbedder> = LazyLock::new(LocalEmbedder::new);
+static EMBEDDER: LazyLock<LocalEmbedder> =
+    LazyLock::new(|| LocalEmbedder::new(LocalModel::AllMiniLmL6V2));
 
 async fn embed(texts: &[&str]) -> Vec<Vec<f32>> {
     let texts: Vec<String> = texts.iter().map(|text| (*text).to_owned()).collect();
@@ -18,7 +19,7 @@ async fn embed(texts: &[&str]) -> Vec<Vec<f32>> {
 
 #[tokio::test]
 async fn model_files_are_fetched_once_into_a_directory() {
-    let dir = tokio::task::spawn_blocking(local::ensure_model_files)
+    let dir = tokio::task::spawn_blocking(|| local::ensure_model_files(LocalModel::AllMiniLmL6V2))
         .await
         .unwrap()
         .unwrap();
@@ -111,13 +112,13 @@ async fn batches_give_the_vectors_of_one_by_one() {
 
 #[tokio::test]
 async fn empty_input_gives_empty_output_without_loading() {
-    let embedder = LocalEmbedder::from_dir("/nonexistent/model");
+    let embedder = LocalEmbedder::from_dir(LocalModel::AllMiniLmL6V2, "/nonexistent/model");
     assert!(embedder.embed_documents(&[]).await.unwrap().is_empty());
 }
 
 #[tokio::test]
 async fn missing_files_are_unavailable_and_say_how_to_fix_it() {
-    let embedder = LocalEmbedder::from_dir("/nonexistent/model");
+    let embedder = LocalEmbedder::from_dir(LocalModel::AllMiniLmL6V2, "/nonexistent/model");
     let err = embedder.embed_query("hello").await.unwrap_err();
     assert!(
         matches!(&err, Error::Unavailable(message) if message.contains("ENGRAM_MODEL_DIR")),
@@ -133,7 +134,7 @@ async fn files_that_fail_to_load_are_not_read_again_on_every_call() {
     for file in MODEL_FILES {
         std::fs::write(dir.path().join(file), b"truncated").unwrap();
     }
-    let embedder = LocalEmbedder::from_dir(dir.path());
+    let embedder = LocalEmbedder::from_dir(LocalModel::AllMiniLmL6V2, dir.path());
     let first = embedder.embed_query("hello").await.unwrap_err();
     assert!(!first.to_string().contains("next attempt"), "{first}");
     // Within the back-off the files are not read again: the call fails at once, saying why.

@@ -1,6 +1,7 @@
 //! engram-embed's integration tests: the local model against its real files, Ollama against
 //! an Ollama-compatible server inside the test.
 
+mod e5;
 mod generate;
 mod local;
 mod ollama;

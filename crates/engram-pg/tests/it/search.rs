@@ -20,7 +20,7 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let store = Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
-    let embedder: Arc<dyn Embedder> = Arc::new(LocalEmbedder::new());
+    let embedder: Arc<dyn Embedder> = Arc::new(LocalEmbedder::default());
     let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder, 64);
     let workspace = memory.create_workspace("search").await.unwrap().id;
