@@ -80,4 +80,11 @@ pub trait Embedder: Send + Sync + 'static {
     async fn ready(&self) {
         std::future::pending::<()>().await;
     }
+
+    /// How this model's similarities become calibrated scores
+    /// ([`crate::calibration`]); `None` (the default) leaves hybrid and embedding scores
+    /// uncalibrated (ranking scores, comparable within one search only) and drops nothing.
+    fn calibration(&self) -> Option<crate::calibration::ModelCalibration> {
+        None
+    }
 }

@@ -389,6 +389,8 @@ pub struct Ranked {
     /// `embedding:<perspective>` per perspective among whose nearest it was; `text` when it
     /// matched the query's words.
     pub signals: Vec<String>,
+    /// What a calibrated score is computed from ([`crate::calibration`]).
+    pub features: crate::calibration::Features,
 }
 
 /// Ranks `candidates` gathered for `query` in `mode`, best first (ties by node name, then
@@ -423,10 +425,11 @@ pub fn rank(
         .iter()
         .filter_map(|s| best_similarity(s).map(|b| b.1)));
     let top_text = top(&mut candidates.iter().filter_map(|c| c.signals.text_score));
-    let late = match mode {
+    let late_raw = match mode {
         SearchMode::Hybrid => late_interaction(query, &candidates),
-        _ => vec![0.0; candidates.len()],
+        _ => vec![None; candidates.len()],
     };
+    let late = scaled_among(&late_raw);
     let share = |value: f64, best: f64| {
         if best > 0.0 {
             value.max(0.0) / best
@@ -435,8 +438,9 @@ pub fn rank(
         }
     };
 
-    let mut ranked: Vec<Ranked> = (candidates.into_iter().zip(&similarities).zip(late))
-        .filter_map(|((c, similarities), late)| {
+    let mut ranked: Vec<Ranked> = (candidates.into_iter().zip(&similarities))
+        .zip(late.into_iter().zip(late_raw))
+        .filter_map(|((c, similarities), (late, late_raw))| {
             let best = best_similarity(similarities);
             let bonus = match mode {
                 SearchMode::Hybrid => cues.bonus(&c.row),
@@ -471,29 +475,59 @@ pub fn rank(
                 }
             }
             let perspective = best.map(|(i, _)| query.vectors[i].perspective_name.clone());
+            let features = crate::calibration::Features {
+                similarity: (c.signals.similarities.iter().flatten().copied())
+                    .fold(None, |best: Option<f64>, s| Some(best.map_or(s, |b| b.max(s))))
+                    .unwrap_or(0.0),
+                late: late_raw.unwrap_or(0.0),
+                coverage: crate::calibration::coverage(&cues.terms, &c.row.content),
+                share: 0.0,
+            };
             Some(Ranked {
                 row: c.row,
                 score,
                 perspective,
                 signals,
+                features,
             })
         })
         .collect();
+    sort(&mut ranked);
+    let top = ranked.first().map_or(0.0, |r| r.score);
+    for r in &mut ranked {
+        r.features.share = if top > 0.0 { (r.score / top).max(0.0) } else { 0.0 };
+    }
+    ranked
+}
+
+/// Best score first; ties by node name, then ordinal.
+fn sort(ranked: &mut [Ranked]) {
     ranked.sort_by(|a, b| {
         (b.score.total_cmp(&a.score))
             .then_with(|| a.row.name.cmp(&b.row.name))
             .then(a.row.ordinal.cmp(&b.row.ordinal))
     });
-    ranked
 }
 
-/// Each candidate's late interaction with the query, scaled among the candidates: 0 for the
-/// lowest, 1 for the highest, and the mean of the others for those without token signs; all 0
-/// when fewer than two differ. Per perspective where the query has token signs, each
-/// candidate's
-/// [`best_agreements`] are averaged with the query tokens' [`token_weights`] among the
-/// candidates; a candidate keeps its best perspective.
-fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<f64> {
+/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 3 decimals,
+/// re-sorts them, and leaves out those below `min_score`.
+pub fn calibrate(
+    ranked: &mut Vec<Ranked>,
+    calibration: &crate::calibration::Calibration,
+    min_score: f64,
+) {
+    for r in ranked.iter_mut() {
+        r.score = crate::calibration::round(calibration.score(&r.features));
+    }
+    sort(ranked);
+    ranked.retain(|r| r.score >= min_score);
+}
+
+/// Each candidate's late interaction with the query (−1–1; `None` without token signs; the
+/// ranking scales it among the candidates, [`scaled_among`]). Per perspective where the query
+/// has token signs, each candidate's [`best_agreements`] are averaged with the query tokens'
+/// [`token_weights`] among the candidates; a candidate keeps its best perspective.
+fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<Option<f64>> {
     let mut values: Vec<Option<f64>> = vec![None; candidates.len()];
     for (index, q) in query.vectors.iter().enumerate() {
         let Some(query_signs) = q.token_signs.as_deref() else {
@@ -514,13 +548,19 @@ fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<f64
             }
         }
     }
+    values
+}
+
+/// `values` scaled among themselves: 0 for the lowest, 1 for the highest, and the mean of the
+/// others for those without one; all 0 when fewer than two differ.
+fn scaled_among(values: &[Option<f64>]) -> Vec<f64> {
     let (low, high) = (values.iter().flatten()).fold((f64::MAX, f64::MIN), |(low, high), v| {
         (low.min(*v), high.max(*v))
     });
     if high <= low {
-        return vec![0.0; candidates.len()];
+        return vec![0.0; values.len()];
     }
-    let scaled: Vec<Option<f64>> = (values.into_iter())
+    let scaled: Vec<Option<f64>> = (values.iter())
         .map(|v| v.map(|v| (v - low) / (high - low)))
         .collect();
     let known: Vec<f64> = scaled.iter().flatten().copied().collect();

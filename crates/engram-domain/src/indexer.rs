@@ -60,13 +60,13 @@ const MAX_REJECTION_WAIT: Duration = Duration::from_secs(3_600);
 const PROBE: &str = "engram";
 
 impl Indexer {
-    /// An indexer embedding at most `batch_size` pairs per pass.
     /// Resolves when the embedder has become able to answer after being unavailable
     /// ([`Embedder::ready`]): a loop backing off after failed passes can start at once.
     pub async fn embedder_ready(&self) {
         self.embedder.ready().await;
     }
 
+    /// An indexer embedding at most `batch_size` pairs per pass.
     pub fn new(
         store: Arc<dyn MemoryStore>,
         embedder: Arc<dyn Embedder>,

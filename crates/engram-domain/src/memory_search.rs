@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::calibration;
 use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
 use crate::fusion::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
@@ -19,6 +20,17 @@ use crate::vectors::*;
 /// An embedder's refusal faster than this does not pause it: the pause spares searches a
 /// wait, and such a refusal makes none (a local model that is still being fetched).
 pub const FAST_REFUSAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Checks a search's `min_score`: a number from 0 to 1.
+fn check_min_score(min_score: Option<f64>) -> Result<()> {
+    match min_score {
+        Some(score) if !(0.0..=1.0).contains(&score) => Err(Error::invalid(
+            "min_score",
+            format!("must be from 0 to 1 (a calibrated score), got {score}"),
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// Queries: bytes, inclusive.
 const QUERY_BYTES: std::ops::RangeInclusive<usize> = 1..=4_096;
@@ -111,14 +123,16 @@ impl Memory {
         query: &str,
         limit: u32,
         mode: SearchMode,
+        min_score: Option<f64>,
     ) -> Result<SearchResults> {
         check_query(query)?;
         limits::within("limit", limit, limits::LIMIT)?;
+        check_min_score(min_score)?;
         let limit = limit as usize;
         // Several observations of one node may rank high: gather twice the nodes asked for.
         let depth = fusion::EMBEDDING_DEPTH.max(limit * 2);
         let found = self
-            .retrieve(workspace, query, mode, Scope::default(), depth)
+            .retrieve(workspace, query, mode, Scope::default(), depth, min_score)
             .await?;
         let mut seen = HashSet::new();
         let results = (found.ranked.into_iter())
@@ -153,9 +167,11 @@ impl Memory {
         limit: u32,
         mode: SearchMode,
         entity_types: &[String],
+        min_score: Option<f64>,
     ) -> Result<FoundObservations> {
         check_query(query)?;
         limits::within("limit", limit, limits::LIMIT)?;
+        check_min_score(min_score)?;
         if entity_types.len() > MAX_ENTITY_TYPES {
             return Err(Error::invalid(
                 "entity_types",
@@ -174,7 +190,7 @@ impl Memory {
             entity_types,
         };
         let depth = fusion::EMBEDDING_DEPTH.max(limit);
-        let found = self.retrieve(workspace, query, mode, scope, depth).await?;
+        let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
         let observations = (found.ranked.into_iter().take(limit))
             .map(|hit| FoundObservation {
                 name: hit.row.name,
@@ -202,9 +218,11 @@ impl Memory {
         entity_name: &str,
         query: &str,
         mode: SearchMode,
+        min_score: Option<f64>,
     ) -> Result<ObservationResults> {
         limits::name("entity_name", entity_name)?;
         check_query(query)?;
+        check_min_score(min_score)?;
         // Unknown nodes are an error, not an empty answer.
         let opened = self
             .store
@@ -218,7 +236,7 @@ impl Memory {
             entity_types: &[],
         };
         let depth = node.observations.len().max(1);
-        let found = self.retrieve(workspace, query, mode, scope, depth).await?;
+        let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
         let observations = (found.ranked.into_iter())
             .map(|hit| ScoredObservation {
                 ordinal: hit.row.ordinal,
@@ -245,6 +263,7 @@ impl Memory {
         mode: SearchMode,
         scope: Scope<'_>,
         depth: usize,
+        min_score: Option<f64>,
     ) -> Result<Retrieval> {
         let mut notice = None;
         let (model, vectors) = if mode == SearchMode::Text {
@@ -313,8 +332,26 @@ impl Memory {
                 None => refused,
             });
         }
+        let mut ranked = fusion::rank(&request, candidates, effective, &QueryCues::of(query));
+        let model = self.embedder.as_ref().and_then(|e| e.calibration());
+        if let Some((calibration, default)) = calibration::of_mode(effective, model.as_ref()) {
+            let found = ranked.len();
+            fusion::calibrate(&mut ranked, &calibration, min_score.unwrap_or(default));
+            if ranked.is_empty() && found > 0 {
+                let nothing = format!(
+                    "nothing in memory matched: {found} candidate(s) scored below min_score {}",
+                    min_score.unwrap_or(default)
+                );
+                notice = Some(match notice {
+                    Some(notice) => format!("{notice}; {nothing}"),
+                    None => nothing,
+                });
+            }
+        } else if let Some(least) = min_score {
+            ranked.retain(|r| r.score >= least);
+        }
         Ok(Retrieval {
-            ranked: fusion::rank(&request, candidates, effective, &QueryCues::of(query)),
+            ranked,
             mode: effective,
             notice,
         })

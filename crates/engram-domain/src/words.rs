@@ -74,6 +74,12 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// The stems of `text`'s words, in order, as [`query_terms`] stems a query's.
+pub fn stems(text: &str) -> Vec<String> {
+    let stemmer = Stemmer::create(Algorithm::English);
+    words(text).map(|w| stemmer.stem(&w).into_owned()).collect()
+}
+
 /// How many pairs of consecutive `terms` (from [`query_terms`]) stand in `text` in the same
 /// order, at most [`PROXIMITY_WINDOW`] words apart. "When did Gina go to the dance class?"
 /// has the pairs (gina, go), (go, danc), (danc, class); "Gina took a dance class" holds one.
@@ -81,8 +87,7 @@ pub fn proximity(terms: &[String], text: &str) -> usize {
     if terms.len() < 2 {
         return 0;
     }
-    let stemmer = Stemmer::create(Algorithm::English);
-    let stems: Vec<String> = words(text).map(|w| stemmer.stem(&w).into_owned()).collect();
+    let stems = stems(text);
     terms
         .windows(2)
         .filter(|pair| {

@@ -386,7 +386,7 @@ impl EngramServer {
         let workspace = self.workspace(&extensions)?;
         let results = self
             .memory
-            .search_nodes(workspace, &params.query, params.limit, params.mode)
+            .search_nodes(workspace, &params.query, params.limit, params.mode, None)
             .await?;
         Ok(Json(results))
     }
@@ -402,7 +402,7 @@ impl EngramServer {
         let workspace = self.workspace(&extensions)?;
         let results = self
             .memory
-            .query_observations(workspace, &params.entity_name, &params.query, params.mode)
+            .query_observations(workspace, &params.entity_name, &params.query, params.mode, None)
             .await?;
         Ok(Json(results))
     }
@@ -424,7 +424,7 @@ impl EngramServer {
                 &params.query,
                 params.limit,
                 params.mode,
-                &params.entity_types,
+                &params.entity_types, None,
             )
             .await?;
         Ok(Json(results))

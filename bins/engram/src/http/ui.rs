@@ -120,7 +120,7 @@ async fn search(
     Query(query): Query<SearchQuery>,
 ) -> Response {
     let memory = binder.memory();
-    match (memory.search_nodes(workspace.id, &query.q, query.limit, SearchMode::Hybrid)).await {
+    match (memory.search_nodes(workspace.id, &query.q, query.limit, SearchMode::Hybrid, None)).await {
         Ok(found) => axum::Json(found).into_response(),
         Err(error) => failure(&error),
     }

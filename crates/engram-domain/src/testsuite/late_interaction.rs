@@ -118,7 +118,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
     // "kiwi" is answered by "banana" in the orchard alone.
     let search = async |mode| {
         memory
-            .search_nodes(ws, "apples kiwi", 10, mode)
+            .search_nodes(ws, "apples kiwi", 10, mode, None)
             .await
             .unwrap()
     };

@@ -169,7 +169,7 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
     }
     assert_eq!(footprint(m, ws).await, before);
     assert_invalid(
-        m.search_nodes(ws, "nul\0query", 10, crate::SearchMode::Text)
+        m.search_nodes(ws, "nul\0query", 10, crate::SearchMode::Text, None)
             .await,
         "query",
     );

@@ -151,7 +151,7 @@ async fn search_nodes(h: &mut Harness) {
     blame.unless((1..=1_000).contains(&limit), "limit");
     let input = (&q, limit, mode);
     let m = h.memory.clone();
-    let call = m.search_nodes(h.ws, &q, limit, mode);
+    let call = m.search_nodes(h.ws, &q, limit, mode, None);
     if let Some(found) = h.run("search_nodes", &input, &blame, call).await {
         assert!(found.results.len() <= limit as usize);
         assert!(
@@ -184,7 +184,7 @@ async fn search_observations(h: &mut Harness) {
     }
     let input = (&q, limit, mode, &types);
     let m = h.memory.clone();
-    let call = m.search_observations(h.ws, &q, limit, mode, &types);
+    let call = m.search_observations(h.ws, &q, limit, mode, &types, None);
     if let Some(found) = h.run("search_observations", &input, &blame, call).await {
         assert!(found.observations.len() <= limit as usize);
         for hit in &found.observations {
@@ -205,7 +205,7 @@ async fn query_observations(h: &mut Harness) {
     blame.unless(query_ok(&q), "query");
     let input = (&name, &q, mode);
     let m = h.memory.clone();
-    let call = m.query_observations(h.ws, &name, &q, mode);
+    let call = m.query_observations(h.ws, &name, &q, mode, None);
     let found = h.run("query_observations", &input, &blame, call).await;
     let node = h.before.node(&name);
     assert_eq!(

@@ -213,7 +213,7 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
 
     let found = f
         .memory
-        .search_nodes(f.ws, "who moved to Lisbon", 10, SearchMode::Embedding)
+        .search_nodes(f.ws, "who moved to Lisbon", 10, SearchMode::Embedding, None)
         .await
         .unwrap();
     assert_eq!(found.mode, SearchMode::Embedding);
@@ -231,7 +231,7 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
 
     let pet = f
         .memory
-        .search_nodes(f.ws, "golden retriever", 1, SearchMode::Embedding)
+        .search_nodes(f.ws, "golden retriever", 1, SearchMode::Embedding, None)
         .await
         .unwrap();
     assert_eq!(pet.results.len(), 1);
@@ -258,7 +258,7 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     assert_eq!(f.embedder.take().len(), 5);
     let bees = f
         .memory
-        .search_nodes(f.ws, "bees", 1, SearchMode::Embedding)
+        .search_nodes(f.ws, "bees", 1, SearchMode::Embedding, None)
         .await
         .unwrap();
     assert_eq!(bees.results[0].name, "Dave");
@@ -318,7 +318,7 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     f.indexer.run_until_idle().await.unwrap();
     let job = f
         .memory
-        .query_observations(f.ws, "Alice", "which hospital", SearchMode::Embedding)
+        .query_observations(f.ws, "Alice", "which hospital", SearchMode::Embedding, None)
         .await
         .unwrap();
     assert_eq!(job.mode, SearchMode::Embedding);
@@ -327,7 +327,7 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     assert_eq!(ordinals[0], 2);
     let text = f
         .memory
-        .query_observations(f.ws, "Alice", "cats", SearchMode::Text)
+        .query_observations(f.ws, "Alice", "cats", SearchMode::Text, None)
         .await
         .unwrap();
     assert_eq!(text.mode, SearchMode::Text);
@@ -335,7 +335,7 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     assert_eq!(text.observations[0].content, "has two cats");
     assert_eq!(
         f.memory
-            .query_observations(f.ws, "Nobody", "x", SearchMode::Embedding)
+            .query_observations(f.ws, "Nobody", "x", SearchMode::Embedding, None)
             .await
             .unwrap_err(),
         Error::node_not_found("Nobody")
@@ -413,7 +413,7 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     // Nothing indexed yet: no vector can match.
     let unindexed = f
         .memory
-        .search_nodes(f.ws, "Lisbon", 10, SearchMode::Embedding)
+        .search_nodes(f.ws, "Lisbon", 10, SearchMode::Embedding, None)
         .await
         .unwrap();
     assert_eq!(unindexed.mode, SearchMode::Text);
@@ -427,7 +427,7 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
             f.ws,
             "which tools build the project",
             10,
-            SearchMode::Embedding,
+            SearchMode::Embedding, None,
         )
         .await
         .unwrap();
@@ -453,7 +453,7 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
             f.ws,
             "What does Dave drink in the morning?",
             10,
-            SearchMode::Text,
+            SearchMode::Text, None,
         )
         .await
         .unwrap();
@@ -464,14 +464,14 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
     // Stop words alone match nothing; other workspaces are not searched.
     let none = f
         .memory
-        .search_nodes(f.ws, "the of and", 10, SearchMode::Text)
+        .search_nodes(f.ws, "the of and", 10, SearchMode::Text, None)
         .await
         .unwrap();
     assert!(none.results.is_empty(), "{none:?}");
     let other = f.memory.create_workspace("other").await.unwrap().id;
     let elsewhere = f
         .memory
-        .search_nodes(other, "Dave morning", 10, SearchMode::Text)
+        .search_nodes(other, "Dave morning", 10, SearchMode::Text, None)
         .await
         .unwrap();
     assert!(elsewhere.results.is_empty(), "{elsewhere:?}");
@@ -482,7 +482,7 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
         .unwrap();
     let gone = f
         .memory
-        .search_nodes(f.ws, "Dave morning", 10, SearchMode::Text)
+        .search_nodes(f.ws, "Dave morning", 10, SearchMode::Text, None)
         .await
         .unwrap();
     assert!(gone.results.is_empty(), "{gone:?}");
@@ -536,7 +536,7 @@ pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) 
         .run_until_idle()
         .await
         .unwrap();
-    let search = async |query: &str, mode| memory.search_nodes(ws, query, 10, mode).await.unwrap();
+    let search = async |query: &str, mode| memory.search_nodes(ws, query, 10, mode, None).await.unwrap();
 
     // A paraphrase shares no word with the fact: only the embedding finds it.
     let paraphrase = "who can mend my automobile";
@@ -586,7 +586,7 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     f.indexer.run_until_idle().await.unwrap();
     let search = async |limit, mode, types: &[&str]| {
         (f.memory)
-            .search_observations(f.ws, "hospital", limit, mode, &strings(types))
+            .search_observations(f.ws, "hospital", limit, mode, &strings(types), None)
             .await
             .unwrap()
     };
@@ -633,25 +633,25 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     let memory = &f.memory;
     refused(
         memory
-            .search_observations(f.ws, "x", 10, SearchMode::Text, &many)
+            .search_observations(f.ws, "x", 10, SearchMode::Text, &many, None)
             .await,
         "entity_types",
     );
     refused(
         memory
-            .search_observations(f.ws, "x", 10, SearchMode::Text, &strings(&[""]))
+            .search_observations(f.ws, "x", 10, SearchMode::Text, &strings(&[""]), None)
             .await,
         "entity_types[0]",
     );
     refused(
         memory
-            .search_observations(f.ws, "x", 0, SearchMode::Text, &[])
+            .search_observations(f.ws, "x", 0, SearchMode::Text, &[], None)
             .await,
         "limit",
     );
     refused(
         memory
-            .search_observations(f.ws, " ", 10, SearchMode::Text, &[])
+            .search_observations(f.ws, " ", 10, SearchMode::Text, &[], None)
             .await,
         "query",
     );
@@ -665,18 +665,18 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     let texts = || f.embedder.queries.load(Ordering::Relaxed);
     // Five perspectives, one rendering of the query: one text in one call.
     let found = (f.memory)
-        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid)
+        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid, None)
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "Carol");
     assert_eq!((calls(), texts()), (1, 1));
     // The same query again, from any tool: no model call.
     (f.memory)
-        .search_observations(f.ws, "golden retriever", 10, SearchMode::Embedding, &[])
+        .search_observations(f.ws, "golden retriever", 10, SearchMode::Embedding, &[], None)
         .await
         .unwrap();
     (f.memory)
-        .query_observations(f.ws, "Carol", "golden retriever", SearchMode::Hybrid)
+        .query_observations(f.ws, "Carol", "golden retriever", SearchMode::Hybrid, None)
         .await
         .unwrap();
     assert_eq!((calls(), texts()), (1, 1));
@@ -687,13 +687,13 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     temporal.query_template = "when: {query}".into();
     f.memory.set_perspective(f.ws, &temporal).await.unwrap();
     (f.memory)
-        .search_nodes(f.ws, "tea in the morning", 10, SearchMode::Hybrid)
+        .search_nodes(f.ws, "tea in the morning", 10, SearchMode::Hybrid, None)
         .await
         .unwrap();
     assert_eq!((calls(), texts()), (2, 3));
     // Text mode never calls the model.
     (f.memory)
-        .search_nodes(f.ws, "cargo builds", 10, SearchMode::Text)
+        .search_nodes(f.ws, "cargo builds", 10, SearchMode::Text, None)
         .await
         .unwrap();
     assert_eq!(calls(), 2);
@@ -709,7 +709,7 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
         .with_query_embedding_budget(budget);
     let started = std::time::Instant::now();
     let first = memory
-        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid)
+        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid, None)
         .await
         .unwrap();
     let waited = started.elapsed();
@@ -727,7 +727,7 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
     // The embedder is skipped for a while: the next searches do not wait for it.
     for mode in [SearchMode::Embedding, SearchMode::Hybrid] {
         let started = std::time::Instant::now();
-        let next = memory.search_nodes(f.ws, "tea", 10, mode).await.unwrap();
+        let next = memory.search_nodes(f.ws, "tea", 10, mode, None).await.unwrap();
         assert!(started.elapsed() < budget, "{:?}", started.elapsed());
         assert_eq!(next.mode, SearchMode::Text);
         assert!(
@@ -788,7 +788,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 1);
     assert_eq!(memory.get_stats(elsewhere).await.unwrap().rejected_texts, 0);
     let found = memory
-        .search_nodes(ws, "poison", 5, SearchMode::Hybrid)
+        .search_nodes(ws, "poison", 5, SearchMode::Hybrid, None)
         .await
         .unwrap();
     let notice = found.notice.unwrap_or_default();
@@ -920,7 +920,7 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
         let memory = &memory;
         async move {
             let found = memory
-                .search_nodes(workspace, query, 10, SearchMode::Text)
+                .search_nodes(workspace, query, 10, SearchMode::Text, None)
                 .await
                 .unwrap();
             (found.results.into_iter())
@@ -978,7 +978,7 @@ where
     refresh().await;
     for mode in [SearchMode::Text, SearchMode::Hybrid] {
         let found = memory
-            .search_nodes(workspace, "widget sprocket", 5, mode)
+            .search_nodes(workspace, "widget sprocket", 5, mode, None)
             .await
             .unwrap();
         assert_eq!(found.results[0].name, "odd", "{mode:?}: {found:?}");

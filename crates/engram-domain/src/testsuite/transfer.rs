@@ -300,7 +300,7 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
     assert_eq!(added[1].added, observations(&[(2, "again")]));
     // And the imported text is searchable.
     let found = memory
-        .search_nodes(copy, "revised", 5, SearchMode::Text)
+        .search_nodes(copy, "revised", 5, SearchMode::Text, None)
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "Alice");

@@ -77,7 +77,7 @@ async fn a_paraphrase_finds_its_observation() {
             f.workspace,
             "where does Alice live now",
             10,
-            SearchMode::Embedding,
+            SearchMode::Embedding, None,
         )
         .await
         .unwrap();
@@ -95,7 +95,7 @@ async fn a_paraphrase_finds_its_observation() {
 
     let pet = f
         .memory
-        .search_nodes(f.workspace, "who has a dog", 1, SearchMode::Embedding)
+        .search_nodes(f.workspace, "who has a dog", 1, SearchMode::Embedding, None)
         .await
         .unwrap();
     assert_eq!(pet.results[0].name, "Carol");
@@ -108,7 +108,7 @@ async fn a_paraphrase_finds_its_observation() {
             f.workspace,
             "where does Alice live now",
             10,
-            SearchMode::default(),
+            SearchMode::default(), None,
         )
         .await
         .unwrap();

@@ -1,0 +1,147 @@
+//! Scores that mean the same in every search: the probability that a result is relevant,
+//! estimated from absolute signals, so that a client can compare scores across queries and a
+//! search can say that nothing in memory matched.
+//!
+//! Ranking ([`crate::fusion::rank`]) divides each signal by its best value among the
+//! candidates, which orders one query's candidates well but makes the best of any query look
+//! good: nonsense scored 0.96. A calibrated score is a logistic function of what does not
+//! depend on the other candidates (the cosine similarity to the query, the late interaction's
+//! mean agreement, the share of the query's terms the text holds) and of the candidate's
+//! standing within its query ([`Features::share`]); its weights are fitted on LoCoMo's dev
+//! conversations, with another conversation's questions and nonsense strings as negatives
+//! (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores"). The cosine's weight
+//! depends on the model (e5's cosines lie in 0.7–0.95, MiniLM's in 0–0.8), so the embedder
+//! supplies its calibration ([`crate::Embedder::calibration`]); text mode's needs no model.
+
+use crate::search_results::SearchMode;
+
+/// The signals of one ranked candidate a calibrated score is computed from.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Features {
+    /// Its best cosine similarity to the query (raw, −1–1), 0 without a vector.
+    pub similarity: f64,
+    /// Its late interaction with the query: the weighted mean of the query tokens' best
+    /// agreements (−1–1, [`crate::late_interaction`]); 0 without token signs.
+    pub late: f64,
+    /// The share (0–1) of the query's terms ([`crate::words::query_terms`]) its text holds.
+    pub coverage: f64,
+    /// Its ranking score over the best ranking score among the query's candidates (0–1).
+    pub share: f64,
+}
+
+/// A logistic model of relevance: `1 / (1 + e^−(intercept + Σ weight × feature))`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// The intercept.
+    pub intercept: f64,
+    /// The weight of [`Features::similarity`].
+    pub similarity: f64,
+    /// The weight of [`Features::late`].
+    pub late: f64,
+    /// The weight of [`Features::coverage`].
+    pub coverage: f64,
+    /// The weight of [`Features::share`].
+    pub share: f64,
+}
+
+/// An embedding model's calibrations for the modes that use its vectors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelCalibration {
+    /// Hybrid mode's.
+    pub hybrid: Calibration,
+    /// Embedding mode's.
+    pub embedding: Calibration,
+    /// The default `min_score` of searches with this model: results below it are left out.
+    pub min_score: f64,
+}
+
+/// Text mode's calibration, whatever the model: the share of the query's terms a text holds
+/// and its standing among the matches.
+pub const TEXT: Calibration = Calibration {
+    intercept: -4.0,
+    similarity: 0.0,
+    late: 0.0,
+    coverage: 5.0,
+    share: 1.0,
+};
+
+/// Text mode's default `min_score`.
+pub const TEXT_MIN_SCORE: f64 = 0.1;
+
+impl Calibration {
+    /// The probability (0–1) that a candidate with `features` is relevant.
+    pub fn score(&self, features: &Features) -> f64 {
+        let z = self.intercept
+            + self.similarity * features.similarity
+            + self.late * features.late
+            + self.coverage * features.coverage
+            + self.share * features.share;
+        1.0 / (1.0 + (-z).exp())
+    }
+}
+
+/// The calibration of `mode` with an embedder calibrated as `model` (`None`: uncalibrated).
+pub fn of_mode(mode: SearchMode, model: Option<&ModelCalibration>) -> Option<(Calibration, f64)> {
+    match mode {
+        SearchMode::Text => Some((TEXT, TEXT_MIN_SCORE)),
+        SearchMode::Hybrid => model.map(|m| (m.hybrid, m.min_score)),
+        SearchMode::Embedding => model.map(|m| (m.embedding, m.min_score)),
+    }
+}
+
+/// The share (0–1) of `terms` (a query's, [`crate::words::query_terms`]) that `text` holds,
+/// stemmed alike; 0 for a query without terms.
+pub fn coverage(terms: &[String], text: &str) -> f64 {
+    if terms.is_empty() {
+        return 0.0;
+    }
+    let stems = crate::words::stems(text);
+    let held = terms.iter().filter(|term| stems.contains(term)).count();
+    held as f64 / terms.len() as f64
+}
+
+/// Rounds a score to 3 decimals, which is all the precision a calibrated probability has.
+pub fn round(score: f64) -> f64 {
+    (score * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_rise_with_each_signal_and_stay_probabilities() {
+        let low = Features::default();
+        let high = Features {
+            similarity: 0.9,
+            late: 0.5,
+            coverage: 1.0,
+            share: 1.0,
+        };
+        let model = Calibration {
+            intercept: -10.0,
+            similarity: 10.0,
+            late: 2.0,
+            coverage: 2.0,
+            share: 1.0,
+        };
+        let (a, b) = (model.score(&low), model.score(&high));
+        assert!(a < b && a > 0.0 && b < 1.0, "{a} {b}");
+    }
+
+    #[test]
+    fn coverage_counts_the_query_terms_a_text_holds() {
+        let terms = crate::words::query_terms("When did Melanie paint the sunrise?");
+        assert_eq!(terms, ["melani", "paint", "sunris"]);
+        let covered = coverage(&terms, "Melanie painted a lake sunrise");
+        assert!((covered - 1.0).abs() < 1e-12, "{covered}");
+        let partly = coverage(&terms, "Melanie went camping");
+        assert!((partly - 1.0 / 3.0).abs() < 1e-12, "{partly}");
+        assert_eq!(coverage(&[], "anything"), 0.0);
+    }
+
+    #[test]
+    fn rounding_keeps_three_decimals() {
+        assert_eq!(round(0.693_097_184_309_653_6), 0.693);
+    }
+}
