@@ -37,13 +37,15 @@ pub struct SearchHit {
     /// The perspective whose vector is closest to the query's (when the observation has a
     /// vector; embedding and hybrid mode).
     pub matched_perspective: Option<String>,
-    /// Hybrid mode: the fused score, 0 to 2.1 (1 = best on both signals; up to +0.7 for
-    /// late interaction, the best among the candidates getting all of it; up to +0.2 when
-    /// the observation is dated as the question asks, signal `date`; +0.05 for each of up to
-    /// 3 pairs of the query's words it has side by side, signal `proximity`; +0.05 when the
-    /// query names the node's type or name, signal `named`). Embedding mode:
-    /// cosine similarity, −1 to 1 (higher is closer). Text mode: the full-text rank (a
-    /// keyword weight, comparable only within one result).
+    /// How likely the observation is relevant, 0 to 1 (3 decimals), comparable across
+    /// queries: a logistic function of its cosine similarity to the query, its late
+    /// interaction, the share of the query's terms it holds and its standing among the
+    /// candidates ([`crate::calibration`]); results below the search's `min_score` are left
+    /// out. With an embedding model engram has no calibration for (an Ollama model), hybrid
+    /// and embedding scores are ranking scores instead, comparable within one result only:
+    /// hybrid the fused score (0 to 2.1: each signal over its best among the candidates, plus
+    /// late interaction and the `date`, `proximity` and `named` bonuses), embedding the
+    /// cosine similarity.
     pub score: f64,
     /// The signals that found the matched observation: `embedding:<perspective>` for each
     /// perspective among whose nearest it was, `text` when it matched the query's words,

@@ -269,6 +269,12 @@ pub struct SearchNodesParams {
     /// keyword match alone, for exact terms.
     #[serde(default)]
     pub mode: engram_domain::SearchMode,
+    /// Leave out results scoring below this (0–1). Scores are calibrated probabilities of
+    /// relevance, comparable across queries; by default results unlikely to be relevant are
+    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_score: Option<f64>,
 }
 
 /// Parameters of `search_observations`.
@@ -287,6 +293,12 @@ pub struct SearchObservationsParams {
     /// Only observations of nodes of these types (at most 100); all types when omitted.
     #[serde(default)]
     pub entity_types: Vec<String>,
+    /// Leave out results scoring below this (0–1), as in `search_nodes`. Scores are calibrated probabilities of
+    /// relevance, comparable across queries; by default results unlikely to be relevant are
+    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_score: Option<f64>,
 }
 
 /// Parameters of `query_observations`.
@@ -300,6 +312,12 @@ pub struct QueryObservationsParams {
     /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
     #[serde(default)]
     pub mode: engram_domain::SearchMode,
+    /// Leave out results scoring below this (0–1), as in `search_nodes`. Scores are calibrated probabilities of
+    /// relevance, comparable across queries; by default results unlikely to be relevant are
+    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_score: Option<f64>,
 }
 
 fn default_similar_limit() -> u32 {

@@ -376,7 +376,9 @@ impl EngramServer {
     /// against every observation both by embedding similarity (in each enabled perspective)
     /// and by full text, and the two are fused; each node comes back once with its
     /// best-matching observation and the signals that found it. Mode "embedding" or "text"
-    /// uses one signal alone.
+    /// uses one signal alone. `score` is the probability (0–1) that the result is relevant,
+    /// comparable across queries; results below `min_score` are left out, and when nothing
+    /// relevant is in memory the results are empty and `notice` says so.
     #[tool(annotations(read_only_hint = true))]
     async fn search_nodes(
         &self,
@@ -386,7 +388,7 @@ impl EngramServer {
         let workspace = self.workspace(&extensions)?;
         let results = self
             .memory
-            .search_nodes(workspace, &params.query, params.limit, params.mode, None)
+            .search_nodes(workspace, &params.query, params.limit, params.mode, params.min_score)
             .await?;
         Ok(Json(results))
     }
@@ -402,7 +404,13 @@ impl EngramServer {
         let workspace = self.workspace(&extensions)?;
         let results = self
             .memory
-            .query_observations(workspace, &params.entity_name, &params.query, params.mode, None)
+            .query_observations(
+                workspace,
+                &params.entity_name,
+                &params.query,
+                params.mode,
+                params.min_score,
+            )
             .await?;
         Ok(Json(results))
     }
@@ -424,7 +432,8 @@ impl EngramServer {
                 &params.query,
                 params.limit,
                 params.mode,
-                &params.entity_types, None,
+                &params.entity_types,
+                params.min_score,
             )
             .await?;
         Ok(Json(results))

