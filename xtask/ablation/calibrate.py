@@ -265,21 +265,23 @@ def gather(args):
 
 # ---------------------------------------------------------------- logistic regression
 
-def fit(X, y, l2=1e-3, iters=50):
-    """Newton's method on standardised features; coefficients returned in raw units."""
+L2 = 1e-6  # ridge on standardised weights, only for numerical safety (plain maximum likelihood)
+
+
+def fit(X, y, l2=L2, iters=100):
+    """Newton's method on standardised features; returns (coefficients in raw units: intercept
+    first, standardised weights)."""
     mu, sd = X.mean(0), X.std(0) + 1e-12
     Z = np.hstack([np.ones((len(X), 1)), (X - mu) / sd])
     w = np.zeros(Z.shape[1])
+    ridge = l2 * len(y) * np.diag(np.r_[0, np.ones(Z.shape[1] - 1)])
     for _ in range(iters):
         p = 1 / (1 + np.exp(-Z @ w))
-        g = Z.T @ (p - y) + l2 * np.r_[0, w[1:]] * len(y)
-        H = (Z * (p * (1 - p))[:, None]).T @ Z + l2 * len(y) * np.diag(np.r_[0, np.ones(len(w) - 1)])
-        step = np.linalg.solve(H, g)
+        step = np.linalg.solve((Z * (p * (1 - p))[:, None]).T @ Z + ridge, Z.T @ (p - y) + ridge @ w)
         w -= step
-        if np.abs(step).max() < 1e-9:
+        if np.abs(step).max() < 1e-10:
             break
-    b = w[1:] / sd
-    return np.r_[w[0] - (w[1:] * mu / sd).sum(), b], w[1:]
+    return np.r_[w[0] - (w[1:] * mu / sd).sum(), w[1:] / sd], w[1:]
 
 
 def predict(coef, X):
@@ -287,14 +289,16 @@ def predict(coef, X):
 
 
 def stack(data, feats):
-    X = np.vstack([np.column_stack([d[f] for f in feats]) for _, d in data if len(d["label"])])
-    y = np.concatenate([d["label"] for _, d in data if len(d["label"])]).astype(float)
-    fold = np.concatenate([np.full(len(d["label"]), m["fold"]) for m, d in data if len(d["label"])])
+    rows = [(m, d) for m, d in data if len(d["label"])]
+    X = np.vstack([np.column_stack([d[f] for f in feats]) for _, d in rows])
+    y = np.concatenate([d["label"] for _, d in rows]).astype(float)
+    fold = np.concatenate([np.full(len(d["label"]), m["fold"]) for m, d in rows])
     return X, y, fold
 
 
 def cross_val(data, feats):
-    """Out-of-fold predictions per query (leave one conversation out) and the full fit."""
+    """Leave-one-conversation-out predictions (per query), the fit on everything, its
+    standardised weights and the CV log-loss."""
     X, y, fold = stack(data, feats)
     oof = np.zeros(len(y))
     for f in np.unique(fold):
@@ -302,61 +306,81 @@ def cross_val(data, feats):
         oof[fold == f] = predict(coef, X[fold == f])
     coef, std = fit(X, y)
     out, at = [], 0
-    for m, d in data:
-        n = len(d["label"])
-        out.append(oof[at:at + n])
-        at += n
-    ll = -np.mean(y * np.log(np.clip(oof, 1e-12, 1)) + (1 - y) * np.log(np.clip(1 - oof, 1e-12, 1)))
-    return out, coef, std, ll
+    for _, d in data:
+        out.append(oof[at:at + len(d["label"])])
+        at += len(d["label"])
+    p = np.clip(oof, 1e-12, 1 - 1e-12)
+    return out, coef, std, float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
 
 # ---------------------------------------------------------------- evaluation
 
-def recall(data, scores, kind="on", t=None):
+def recall(data, scores, t=None):
+    """On-topic R@1/5/10 of the candidates ordered by `scores`, those below `t` left out."""
     hits, n = np.zeros(3), 0
     for (m, d), s in zip(data, scores):
-        if m["kind"] != kind:
+        if m["kind"] != "on":
             continue
         n += 1
-        if len(s) == 0:
-            continue
         order = np.argsort(-s, kind="stable")
         if t is not None:
             order = order[s[order] >= t]
         rel = d["label"][order]
-        for j, k in enumerate([1, 5, 10]):
-            hits[j] += rel[:k].any()
+        hits += [rel[:k].any() for k in (1, 5, 10)]
     return hits / n
 
 
-def any_share(data, scores, kind, t):
-    got = [(len(s) and s.max() >= t) for (m, d), s in zip(data, scores) if m["kind"] == kind]
-    return float(np.mean(got))
+def extremes(data, scores):
+    """Per on-topic question the best score of an evidence among its top 5 (-1: a miss), and
+    the best score of each off-topic and nonsense query (-1: no candidate)."""
+    need, off, non = [], [], []
+    for (m, d), s in zip(data, scores):
+        if m["kind"] == "on":
+            o = np.argsort(-s, kind="stable")[:5]
+            ev = s[o][d["label"][o]]
+            need.append(ev.max() if len(ev) else -1)
+        else:
+            (off if m["kind"] == "off" else non).append(s.max() if len(s) else -1)
+    return np.array(need), np.array(off), np.array(non)
 
 
-THRESHOLDS = [round(0.05 * i, 2) for i in range(13)]
+def threshold_at_drop(need, drop=0.01):
+    """The highest threshold that loses at most `drop` of R@5."""
+    hits = np.sort(need[need >= 0])
+    return hits[int(np.floor(drop * len(need)))]
 
 
-def threshold_table(name, data, scores, fine=False):
-    base = recall(data, scores)[1]
-    print(f"\n#### {name}\n\n| t | off-topic any | nonsense any | on-topic R@5 | drop |\n|---|---|---|---|---|")
-    ts = THRESHOLDS + ([round(0.01 * i, 2) for i in range(61) if i % 5] if fine else [])
-    best = None
-    for t in sorted(ts):
-        off, non, r5 = any_share(data, scores, "off", t), any_share(data, scores, "nonsense", t), recall(data, scores, t=t)[1]
-        ok = off <= 0.10 and non == 0 and base - r5 <= 0.01
-        if ok and best is None:
-            best = t
-        if t in THRESHOLDS or ok:
-            print(f"| {t:.2f} | {off:.3f} | {non:.3f} | {r5:.3f} | {base - r5:+.3f}{' ✓' if ok else ''} |")
-    print(f"\ntarget (off ≤ 0.10, nonsense 0, R@5 drop ≤ 0.01): {'reached from t=' + str(best) if best is not None else 'not reached'}")
-    return best
+def nested(data, scores, drop=0.01):
+    """min_score chosen on four conversations (R@5 drop ≤ `drop`), judged on the fifth."""
+    folds = np.array([m["fold"] for m, _ in data])
+    off = non = lost = n_on = n_off = n_non = 0
+    ts = []
+    for f in range(5):
+        tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
+        t = threshold_at_drop(extremes([data[i] for i in tr], [scores[i] for i in tr])[0], drop)
+        need, o, n = extremes([data[i] for i in te], [scores[i] for i in te])
+        off, non, lost = off + (o >= t).sum(), non + (n >= t).sum(), lost + ((need >= 0) & (need < t)).sum()
+        n_on, n_off, n_non = n_on + len(need), n_off + len(o), n_non + len(n)
+        ts.append(t)
+    return off / n_off, non / n_non, lost / n_on, ts
 
 
-def describe(name, feats, coef, std, ll):
-    terms = " + ".join(f"{c:.3f}·{f}" for f, c in zip(feats, coef[1:]))
-    stds = ", ".join(f"{f} {s:+.2f}" for f, s in zip(feats, std))
-    print(f"- {name}: σ({coef[0]:.3f} + {terms}); CV log-loss {ll:.4f}; standardised weights: {stds}")
+GRID = [round(0.05 * i, 2) for i in range(13)]
+FINE = [0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007, 0.008, 0.01, 0.015, 0.02, 0.03]
+
+
+def threshold_table(name, data, scores):
+    need, off, non = extremes(data, scores)
+    base = (need >= 0).mean()
+    print(f"\n#### {name}\n\n| t | off-topic ≥1 result | nonsense ≥1 result | on-topic R@5 | R@5 drop |\n|---|---|---|---|---|")
+    for t in sorted(set(GRID + FINE)):
+        r5 = (need >= t).mean()
+        ok = (off >= t).mean() <= 0.10 and (non >= t).mean() == 0 and base - r5 <= 0.01
+        print(f"| {t:g} | {(off >= t).mean():.3f} | {(non >= t).mean():.3f} | {r5:.3f} | {base - r5:.3f}{' ✓' if ok else ''} |")
+
+
+def formula(feats, coef):
+    return f"σ({coef[0]:.2f} " + " ".join(f"{'+' if c >= 0 else '−'} {abs(c):.2f}·{f}" for f, c in zip(feats, coef[1:])) + ")"
 
 
 def main():
@@ -366,68 +390,87 @@ def main():
     args = parser.parse_args()
     hyb, emb, txt = gather(args)
     counts = Counter(m["kind"] for m, _ in hyb)
-    print(f"# Calibration ({args.model}): {dict(counts)} queries; "
-          f"{sum(len(d['label']) for _, d in hyb)} hybrid candidates, "
-          f"{int(sum(d['label'].sum() for _, d in hyb))} relevant")
+    print(f"# Calibration ({args.model}, facts mapping, one memory per conversation)\n\n"
+          f"{dict(counts)} queries; {sum(len(d['label']) for _, d in hyb)} hybrid candidates, "
+          f"{int(sum(d['label'].sum() for _, d in hyb))} relevant.")
 
-    # The cosine's scale: positives against the best of off-topic and nonsense queries.
-    pos = np.concatenate([d["cos"][d["label"]] for m, d in hyb if m["kind"] == "on"])
-    tops = {k: np.array([d["cos"].max() for m, d in hyb if m["kind"] == k]) for k in ("on", "off", "nonsense")}
     q = lambda a: " / ".join(f"{x:.3f}" for x in np.percentile(a, [5, 25, 50, 75, 95]))
-    print("\n## Cosine distribution (5/25/50/75/95th percentiles)\n")
-    print(f"- relevant candidates (on-topic): {q(pos)}")
-    for k, a in tops.items():
-        print(f"- best candidate of {k} queries: {q(a)}")
-    negs = np.concatenate([d["cos"][~d["label"]] for m, d in hyb if m["kind"] == "on"])
-    print(f"- irrelevant on-topic candidates: {q(negs)}")
-    for f in ["late", "coverage", "idfcov", "found", "tokmin", "rare", "gap"]:
-        p = np.concatenate([d[f][d["label"]] for m, d in hyb if m["kind"] == "on"])
-        o = np.array([d[f][np.argmax(d["share"])] for m, d in hyb if m["kind"] == "off"])
-        print(f"- {f}: relevant {q(p)}; off-topic top-ranked {q(o)}")
+    on = [d for m, d in hyb if m["kind"] == "on"]
+    print("\n## Feature distributions (5/25/50/75/95th percentiles)\n")
+    print(f"- cos, relevant candidates: {q(np.concatenate([d['cos'][d['label']] for d in on]))}")
+    print(f"- cos, irrelevant on-topic candidates: {q(np.concatenate([d['cos'][~d['label']] for d in on]))}")
+    for k in ("on", "off", "nonsense"):
+        print(f"- cos, best candidate of {k} queries: {q([d['cos'].max() for m, d in hyb if m['kind'] == k])}")
+    for f in ["late", "coverage"] + list(EXTRA):
+        p = np.concatenate([d[f][d["label"]] for d in on])
+        o = [d[f][np.argmax(d["score"])] for m, d in hyb if m["kind"] == "off"]
+        print(f"- {f}: relevant {q(p)}; off-topic first-ranked {q(o)}")
 
-    print("\n## Fits (leave-one-conversation-out CV; coefficients fitted on all five)\n")
-    variants = {
-        "hybrid (cos, late, coverage, share)": BASE,
-        "hybrid without share": ["cos", "late", "coverage"],
-        "hybrid + idfcov": BASE + ["idfcov"],
-        "hybrid + found": BASE + ["found"],
-        "hybrid + tokmin": BASE + ["tokmin"],
-        "hybrid + rare": BASE + ["rare"],
-        "hybrid + gap": BASE + ["gap"],
-        "hybrid + idfcov + found + tokmin": BASE + ["idfcov", "found", "tokmin"],
-        "hybrid, idfcov for coverage": ["cos", "late", "idfcov", "share"],
-    }
-    results = {}
-    for name, feats in variants.items():
-        oof, coef, std, ll = cross_val(hyb, feats)
-        results[name] = (oof, coef, feats)
-        describe(name, feats, coef, std, ll)
-    eo, ecoef, estd, ell = cross_val(emb, ["cos"])
-    describe("embedding", ["cos"], ecoef, estd, ell)
-    to, tcoef, tstd, tll = cross_val(txt, ["coverage"])
-    describe("text", ["coverage"], tcoef, tstd, tll)
-    to2, tcoef2, tstd2, tll2 = cross_val(txt, ["coverage", "share"])
-    describe("text + share", ["coverage", "share"], tcoef2, tstd2, tll2)
+    nos = ["cos", "late", "coverage"]
+    variants = [("hybrid", hyb, f) for f in
+                [BASE, nos, ["cos", "coverage"], ["cos", "late"], ["late", "coverage"]]
+                + [nos + [x] for x in EXTRA] + [BASE + ["named"]]]
+    variants += [("embedding", emb, ["cos"]), ("embedding", emb, ["cos", "coverage"]),
+                 ("text", txt, ["coverage"]), ("text", txt, ["coverage", "share"])]
+    print("\n## Fits: leave-one-conversation-out CV (coefficients fitted on all five)\n")
+    print("R@k: on-topic, candidates ordered by the CV score. Off/nonsense at drop 0.01: the share "
+          "returning anything at the highest threshold that costs ≤ 0.01 of R@5 (pooled CV scores). "
+          "Held-out: that threshold chosen on four conversations, judged on the fifth.\n")
+    print("| mode | features | CV log-loss | R@1 | R@5 | R@10 | off / nonsense at drop 0.01 | held-out off / nonsense / drop | formula | standardised weights |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ref = {"hybrid": [d["score"] for _, d in hyb], "embedding": [d["cos"] for _, d in emb],
+           "text": [d["share"] for _, d in txt]}
+    for mode, data in (("hybrid", hyb), ("embedding", emb), ("text", txt)):
+        r = recall(data, ref[mode])
+        need, off, non = extremes(data, ref[mode])
+        t = threshold_at_drop(need)
+        name = {"hybrid": "rank score (uncalibrated)", "embedding": "raw cos", "text": "bm25 / best"}[mode]
+        print(f"| {mode} | {name} | – | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {(off >= t).mean():.3f} / {(non >= t).mean():.3f} | – | – | – |")
+    oofs = {}
+    for mode, data, feats in variants:
+        oof, coef, std, ll = cross_val(data, feats)
+        oofs[(mode, tuple(feats))] = (oof, coef)
+        r = recall(data, oof)
+        need, off, non = extremes(data, oof)
+        t = threshold_at_drop(need)
+        ho, hn, hd, _ = nested(data, oof)
+        print(f"| {mode} | {'+'.join(feats)} | {ll:.4f} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | "
+              f"{(off >= t).mean():.3f} / {(non >= t).mean():.3f} | {ho:.3f} / {hn:.3f} / {hd:.3f} | "
+              f"{formula(feats, coef)} | {', '.join(f'{s:+.2f}' for s in std)} |")
 
-    print("\n## On-topic recall (CV scores) against the plain ranking\n\n| ordering | R@1 | R@5 | R@10 |\n|---|---|---|---|")
-    r = recall(hyb, [d["score"] for _, d in hyb])
-    print(f"| hybrid rank score | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} |")
-    for name, (oof, _, _) in results.items():
-        r = recall(hyb, oof)
-        print(f"| calibrated: {name} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} |")
-    r = recall(emb, [d["cos"] for _, d in emb])
-    print(f"| embedding (cos) | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} |")
-    r = recall(txt, [d["share"] for _, d in txt])
-    print(f"| text (bm25) | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} |")
-    r = recall(txt, to2)
-    print(f"| text calibrated (coverage + share) | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} |")
+    print("\n## Thresholds on the calibrated score (CV scores; ✓ meets off ≤ 0.10, nonsense 0, R@5 drop ≤ 0.01)")
+    for mode, data, feats in [("hybrid", hyb, BASE), ("hybrid", hyb, nos), ("hybrid", hyb, ["cos", "coverage"]),
+                              ("hybrid", hyb, nos + ["named"]), ("embedding", emb, ["cos", "coverage"]),
+                              ("embedding", emb, ["cos"]), ("text", txt, ["coverage"])]:
+        threshold_table(f"{mode}: {formula(feats, oofs[(mode, tuple(feats))][1])}", data, oofs[(mode, tuple(feats))][0])
 
-    print("\n## Thresholds on the calibrated score (CV)")
-    for name, (oof, _, _) in results.items():
-        threshold_table(name, hyb, oof, fine=True)
-    threshold_table("embedding", emb, eo, fine=True)
-    threshold_table("text (coverage)", txt, to, fine=True)
-    threshold_table("text (coverage + share)", txt, to2, fine=True)
+    print("\n## Recommended (CV scores rounded to 3 decimals, as `fusion::calibrate` does; ties by id)\n")
+    print("| mode | formula (fitted on all five) | min_score | R@1 / R@5 / R@10 unfiltered | off-topic ≥1 | nonsense ≥1 | R@5 at min_score | drop |")
+    print("|---|---|---|---|---|---|---|---|")
+    for mode, data, feats, mins in [("hybrid", hyb, nos, (0.004, 0.005, 0.006)),
+                                    ("embedding", emb, ["cos", "coverage"], (0.005, 0.006, 0.007)),
+                                    ("text", txt, ["coverage"], (0.006, 0.007))]:
+        oof, coef = oofs[(mode, tuple(feats))]
+        rounded = [np.round(s, 3) for s in oof]
+        hits, n = np.zeros(3), 0
+        for (m, d), s in zip(data, rounded):
+            if m["kind"] == "on":
+                n += 1
+                rel = d["label"][np.lexsort((np.arange(len(s)), -s))]
+                hits += [rel[:k].any() for k in (1, 5, 10)]
+        need, off, non = extremes(data, rounded)
+        for t in mins:
+            print(f"| {mode} | {formula(feats, coef)} | {t} | {' / '.join(f'{h:.3f}' for h in hits / n)} | "
+                  f"{(off >= t).mean():.3f} | {(non >= t).mean():.3f} | {(need >= t).mean():.3f} | {(need >= 0).mean() - (need >= t).mean():.3f} |")
+
+    print("\n## Reliability of the hybrid cos+late+coverage score (CV, all candidates)\n")
+    oof = np.concatenate(oofs[("hybrid", tuple(nos))][0])
+    y = np.concatenate([d["label"] for _, d in hyb])
+    print("| predicted | candidates | mean predicted | observed |\n|---|---|---|---|")
+    for lo, hi in [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 0.05), (0.05, 0.1), (0.1, 0.2), (0.2, 0.4), (0.4, 1.01)]:
+        s = (oof >= lo) & (oof < hi)
+        if s.any():
+            print(f"| {lo:g}–{min(hi, 1):g} | {s.sum()} | {oof[s].mean():.4f} | {y[s].mean():.4f} |")
 
 
 if __name__ == "__main__":

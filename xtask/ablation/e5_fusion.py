@@ -62,6 +62,7 @@ class Prepared:
         for s in doc_stems:
             near2.append(set(zip(s, s[1:])) | set(zip(s, s[2:])))
         speakers = np.array([f["speaker"].lower() for f in facts])
+        self.corpus_p = (np.concatenate([x for x in d_signs if len(x)]) > 0).mean(0)
         E = Q @ D.T
         for qi, q in enumerate(questions):
             terms = []
@@ -85,14 +86,42 @@ class Prepared:
                 bonus += 0.1 * np.array([max([0.0] + [1 - abs((a - b).days) / 7 for a in asked_days[qi]
                                                       for b in doc_days[i]]) for i in ids])
             qs = q_signs[qi]
-            if len(qs):
-                agree = np.full((len(ids), len(qs)), np.nan)
-                for j, i in enumerate(ids):
-                    if len(d_signs[i]):
-                        agree[j] = (qs @ d_signs[i].T).max(1) / qs.shape[1]
+            has = np.array([len(d_signs[i]) > 0 for i in ids])
+            toks = np.concatenate([d_signs[i] for i in ids if len(d_signs[i])]) if has.any() else None
+            starts = np.cumsum([0] + [len(d_signs[i]) for i in ids if len(d_signs[i])])[:-1]
+            self.rows.append(dict(ids=ids, sim=sim, hub=hub, text=t[ids], bonus=bonus, qs=qs,
+                                  has=has, toks=toks, starts=starts))
+        self.cache = {}
+
+    def agreements(self, dims="all"):
+        """Per question, candidates x query tokens best agreements (NaN without tokens); `dims`:
+        'all' (the server), ('corpus', c) the dimensions whose sign is balanced over every
+        stored token (|share positive - 0.5| < c), ('cand', c) the same among the candidates'
+        tokens, ('soft', src) each dimension weighted by its sign variance 1-(2p-1)^2."""
+        key = str(dims)
+        if key in self.cache:
+            return self.cache[key]
+        out = []
+        for r in self.rows:
+            qs, toks = r["qs"], r["toks"]
+            if not len(qs) or toks is None:
+                out.append(None)
+                continue
+            if dims == "all":
+                w = np.ones(qs.shape[1])
             else:
-                agree = None
-            self.rows.append(dict(ids=ids, sim=sim, hub=hub, text=t[ids], bonus=bonus, agree=agree))
+                kind, c = dims
+                p = self.corpus_p if kind == "corpus" or c == "corpus" else (toks > 0).mean(0)
+                if kind == "soft":
+                    w = 1 - (2 * p - 1) ** 2
+                else:
+                    w = (np.abs(p - 0.5) < c).astype(float)
+            a = np.maximum.reduceat((qs * w) @ toks.T, r["starts"], axis=1).T / w.sum()
+            agree = np.full((len(r["ids"]), len(qs)), np.nan)
+            agree[r["has"]] = a
+            out.append(agree)
+        self.cache[key] = out
+        return out
 
 
 def late(agree, weighted=True, held=0.6, floor=0.05, mode="mean"):
@@ -160,12 +189,13 @@ def text_scaled(t, how="max"):
 
 def rank_all(P, w_emb=0.6, w_late=0.7, hub=0.4, sim_norm="max", text_norm="max",
              weighted=True, held=0.6, late_mode="mean", late_norm="minmax", bonus=1.0,
-             rrf=None):
+             rrf=None, dims="all"):
     out = []
-    for r in P.rows:
+    A = P.agreements(dims) if w_late else [None] * len(P.rows)
+    for r, agree in zip(P.rows, A):
         ids = r["ids"]
         sim = r["sim"] - hub * r["hub"]
-        m = late(r["agree"], weighted, held, mode=late_mode) if w_late else None
+        m = late(agree, weighted, held, mode=late_mode) if w_late else None
         if rrf is not None:
             k = rrf
             s = np.zeros(len(ids))
@@ -229,9 +259,19 @@ def main():
     row("server (baseline: max, 0.6/0.4, late 0.7 weighted held 0.6, hub 0.4)")
     row("server without late interaction", w_late=0)
     row("server without hubness", hub=0)
-    if args.part == "base":
-        return
+    parts = args.part.split(",")
+    if "all" in parts or "old" in parts:
+        old_sections(row, header)
+    if "all" in parts or "dims" in parts:
+        header("3b. Late interaction over the informative sign dimensions (else as server)")
+        for dims in [("corpus", 0.45), ("corpus", 0.4), ("corpus", 0.3), ("cand", 0.45), ("cand", 0.4),
+                     ("cand", 0.3), ("soft", "corpus"), ("soft", "cand")]:
+            for held in [0.5, 0.6, 0.7]:
+                row(f"dims {dims}, weighted, held {held}", dims=dims, held=held)
+            row(f"dims {dims}, tokens alike", dims=dims, weighted=False)
 
+
+def old_sections(row, header):
     header("1. Similarity scaling among candidates (else as server)")
     for how in ["max", "minmax", "median", "top10", "top20", "z"]:
         row(f"similarity {how}", sim_norm=how)
@@ -256,3 +296,34 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def components(P, hub=0.4, sim_norm="max", text_norm="max", dims="all", weighted=True, held=0.6,
+               late_norm="minmax"):
+    """Per question the scaled signals (similarity, text, late interaction) and the bonuses."""
+    A = P.agreements(dims)
+    out = []
+    for r, agree in zip(P.rows, A):
+        en = scaled(r["sim"] - hub * r["hub"], sim_norm)
+        tn = text_scaled(r["text"], text_norm)
+        m = late(agree, weighted, held)
+        ln = scaled(m, late_norm) if m is not None else np.zeros(len(en))
+        out.append((r["ids"], en, tn, ln, r["bonus"]))
+    return out
+
+
+def fuse(C, w_emb, w_late, bonus=1.0):
+    return [ids[np.argsort(-(w_emb * en + (1 - w_emb) * tn + w_late * ln + bonus * b), kind="stable")[:10]]
+            for ids, en, tn, ln, b in C]
+
+
+def grid(maps, judge, sim_norms, text_norms, late_norms, lates, hubs, w_embs, w_lates):
+    """Every combination, both mappings; rows as (config, facts recall, speakers recall)."""
+    res = []
+    for sn, tn_, ln_, (dims, weighted, held), hub in itertools.product(sim_norms, text_norms, late_norms, lates, hubs):
+        C = {m: components(maps[m][1], hub, sn, tn_, dims, weighted, held, ln_) for m in maps}
+        for we, wl in itertools.product(w_embs, w_lates):
+            rec = [judge.recall(fuse(C[m], we, wl)) for m in ["facts", "speakers"]]
+            res.append((dict(sim=sn, text=tn_, late_norm=ln_, dims=dims, weighted=weighted, held=held,
+                             hub=hub, w_emb=we, w_late=wl), *rec))
+    return res

@@ -46,5 +46,20 @@ async fn main() -> Result<(), engram_domain::Error> {
         vectors.len(),
         vectors.len() as f64 / elapsed.as_secs_f64()
     );
+
+    // One short question at a time, as a search embeds it.
+    let mut times: Vec<std::time::Duration> = Vec::new();
+    for i in 0..60 {
+        let question = format!("What did the team measure on the build machine in run {i}?");
+        let started = Instant::now();
+        embedder.embed_query(&question).await?;
+        times.push(started.elapsed());
+    }
+    times.sort();
+    println!(
+        "one query: p50 {:.2?}, p90 {:.2?}",
+        times[times.len() / 2],
+        times[times.len() * 9 / 10]
+    );
     Ok(())
 }
