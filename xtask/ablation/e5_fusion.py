@@ -184,7 +184,7 @@ def text_scaled(t, how="max"):
         return t / t.max()
     if how == "minmax":
         return (t - t.min()) / (t.max() - t.min())
-    return scaled(np.where(t > 0, t, np.nan), how) * (t > 0)
+    return scaled(t.astype(float), how)
 
 
 def rank_all(P, w_emb=0.6, w_late=0.7, hub=0.4, sim_norm="max", text_norm="max",

@@ -509,7 +509,7 @@ fn sort(ranked: &mut [Ranked]) {
     });
 }
 
-/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 3 decimals,
+/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals,
 /// re-sorts them, and leaves out those below `min_score`.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,

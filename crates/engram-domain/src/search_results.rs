@@ -37,7 +37,7 @@ pub struct SearchHit {
     /// The perspective whose vector is closest to the query's (when the observation has a
     /// vector; embedding and hybrid mode).
     pub matched_perspective: Option<String>,
-    /// How likely the observation is relevant, 0 to 1 (3 decimals), comparable across
+    /// How likely the observation is relevant, 0 to 1 (4 decimals), comparable across
     /// queries: a logistic function of its cosine similarity to the query, its late
     /// interaction, the share of the query's terms it holds and its standing among the
     /// candidates ([`crate::calibration`]); results below the search's `min_score` are left

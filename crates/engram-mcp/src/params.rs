@@ -293,9 +293,7 @@ pub struct SearchObservationsParams {
     /// Only observations of nodes of these types (at most 100); all types when omitted.
     #[serde(default)]
     pub entity_types: Vec<String>,
-    /// Leave out results scoring below this (0–1), as in `search_nodes`. Scores are calibrated probabilities of
-    /// relevance, comparable across queries; by default results unlikely to be relevant are
-    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
+    /// Leave out results scoring below this, 0–1, as in `search_nodes`; 0 keeps everything.
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub min_score: Option<f64>,
@@ -312,9 +310,7 @@ pub struct QueryObservationsParams {
     /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
     #[serde(default)]
     pub mode: engram_domain::SearchMode,
-    /// Leave out results scoring below this (0–1), as in `search_nodes`. Scores are calibrated probabilities of
-    /// relevance, comparable across queries; by default results unlikely to be relevant are
-    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
+    /// Leave out results scoring below this, 0–1, as in `search_nodes`; 0 keeps everything.
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub min_score: Option<f64>,

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use engram_domain::calibration::{Calibration, ModelCalibration};
+
 /// A sentence model the local embedder runs in-process (`--model`, `ENGRAM_MODEL`).
 ///
 /// Both are BERT encoders of 384 dimensions with mean pooling over the attention mask and L2
@@ -176,6 +178,35 @@ impl LocalModel {
                     sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
                 },
             },
+        }
+    }
+
+    /// How its similarities become calibrated scores ([`engram_domain::calibration`]):
+    /// logistic weights fitted on LoCoMo's dev conversations with leave-one-conversation-out
+    /// checks (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores"). `None` for
+    /// MiniLM, which has not been fitted: its scores stay ranking scores.
+    pub fn calibration(self) -> Option<ModelCalibration> {
+        match self {
+            Self::AllMiniLmL6V2 => None,
+            Self::MultilingualE5Small => Some(ModelCalibration {
+                hybrid: Calibration {
+                    intercept: -29.66,
+                    similarity: 25.87,
+                    late: 1.83,
+                    coverage: 5.56,
+                    share: 0.0,
+                },
+                embedding: Calibration {
+                    intercept: -26.78,
+                    similarity: 24.19,
+                    late: 0.0,
+                    coverage: 5.70,
+                    share: 0.0,
+                },
+                // Off-topic questions (another conversation's) return anything 7.7 % of the
+                // time, nonsense never, on-topic R@5 −0.009 (calibrate.py).
+                min_score: 0.005,
+            }),
         }
     }
 

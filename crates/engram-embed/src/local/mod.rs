@@ -238,6 +238,10 @@ impl Embedder for LocalEmbedder {
         self.inner.spec.model_id()
     }
 
+    fn calibration(&self) -> Option<engram_domain::calibration::ModelCalibration> {
+        self.inner.spec.calibration()
+    }
+
     async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let embeddings = self.embed(texts, Role::Document).await?;
         Ok(embeddings.into_iter().map(|e| e.vector).collect())
