@@ -116,7 +116,16 @@ fn run_steps(args: &TestArgs, url: &str, pg_bin: Option<&std::path::Path>) -> Re
     crate::browser::ensure();
     // The local embedding model, fetched once into its cache before tests run in parallel.
     let mut model = cargo();
-    model.args(["run", "--quiet", "-p", "engram", "--", "fetch-model", "--model", "all"]);
+    model.args([
+        "run",
+        "--quiet",
+        "-p",
+        "engram",
+        "--",
+        "fetch-model",
+        "--model",
+        "all",
+    ]);
     steps.push(model);
     let mut tests = cargo();
     if cmd::succeeds(cargo().args(["nextest", "--version"])) {

@@ -477,7 +477,9 @@ pub fn rank(
             let perspective = best.map(|(i, _)| query.vectors[i].perspective_name.clone());
             let features = crate::calibration::Features {
                 similarity: (c.signals.similarities.iter().flatten().copied())
-                    .fold(None, |best: Option<f64>, s| Some(best.map_or(s, |b| b.max(s))))
+                    .fold(None, |best: Option<f64>, s| {
+                        Some(best.map_or(s, |b| b.max(s)))
+                    })
                     .unwrap_or(0.0),
                 late: late_raw.unwrap_or(0.0),
                 coverage: crate::calibration::coverage(&cues.terms, &c.row.content),
@@ -495,7 +497,11 @@ pub fn rank(
     sort(&mut ranked);
     let top = ranked.first().map_or(0.0, |r| r.score);
     for r in &mut ranked {
-        r.features.share = if top > 0.0 { (r.score / top).max(0.0) } else { 0.0 };
+        r.features.share = if top > 0.0 {
+            (r.score / top).max(0.0)
+        } else {
+            0.0
+        };
     }
     ranked
 }

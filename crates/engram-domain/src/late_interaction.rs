@@ -147,7 +147,14 @@ mod tests {
         {
             assert!(is_content_piece(piece), "{piece}");
         }
-        let markers = ["<s>", "</s>", "<pad>", "\u{2581}", "\u{2581}The", "\u{2581},"];
+        let markers = [
+            "<s>",
+            "</s>",
+            "<pad>",
+            "\u{2581}",
+            "\u{2581}The",
+            "\u{2581},",
+        ];
         for piece in ["[CLS]", "[SEP]", "[PAD]", "the", "did", ",", "?", "-"]
             .into_iter()
             .chain(markers)

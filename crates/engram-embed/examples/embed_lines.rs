@@ -7,8 +7,8 @@
 //! offline retrieval experiments.
 
 use engram_domain::Embedder;
-use engram_embed::{LocalEmbedder, LocalModel};
 use engram_embed::local::ensure_model_files;
+use engram_embed::{LocalEmbedder, LocalModel};
 
 #[tokio::main]
 async fn main() -> Result<(), engram_domain::Error> {

@@ -388,7 +388,13 @@ impl EngramServer {
         let workspace = self.workspace(&extensions)?;
         let results = self
             .memory
-            .search_nodes(workspace, &params.query, params.limit, params.mode, params.min_score)
+            .search_nodes(
+                workspace,
+                &params.query,
+                params.limit,
+                params.mode,
+                params.min_score,
+            )
             .await?;
         Ok(Json(results))
     }

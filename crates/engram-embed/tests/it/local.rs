@@ -3,8 +3,8 @@
 use std::sync::LazyLock;
 
 use engram_domain::{Embedder, Error};
-use engram_embed::{LocalEmbedder, LocalModel};
 use engram_embed::local::{self, DIMENSION, MODEL_FILES};
+use engram_embed::{LocalEmbedder, LocalModel};
 
 use crate::{dot, norm};
 

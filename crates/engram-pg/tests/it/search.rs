@@ -77,7 +77,8 @@ async fn a_paraphrase_finds_its_observation() {
             f.workspace,
             "where does Alice live now",
             10,
-            SearchMode::Embedding, None,
+            SearchMode::Embedding,
+            None,
         )
         .await
         .unwrap();
@@ -108,7 +109,8 @@ async fn a_paraphrase_finds_its_observation() {
             f.workspace,
             "where does Alice live now",
             10,
-            SearchMode::default(), None,
+            SearchMode::default(),
+            None,
         )
         .await
         .unwrap();
