@@ -17,7 +17,9 @@ candidate comes from an evidence dia_id. Three query sets: on-topic (a conversat
 against its own facts), off-topic (conversation i's questions against conversation i+1's facts:
 every candidate negative) and nonsense (50 strings against every conversation's facts).
 Logistic regressions are fitted with leave-one-conversation-out cross-validation (nonsense
-strings split into five folds as well), then on everything. Run from the repository root:
+strings split into five folds as well), then on everything. A last section (`rescue`) tries
+rules that keep a query's clearly best match by cosine alone, for questions whose terms the
+text cannot share (another language). Run from the repository root:
 
     pip install numpy snowballstemmer
     OMP_NUM_THREADS=1 RAYON_NUM_THREADS=1 nice -n 10 python3 xtask/ablation/calibrate.py \
@@ -383,6 +385,56 @@ def formula(feats, coef):
     return f"σ({coef[0]:.2f} " + " ".join(f"{'+' if c >= 0 else '−'} {abs(c):.2f}·{f}" for f, c in zip(feats, coef[1:])) + ")"
 
 
+# ---------------------------------------------------------------- rescue of a clear best match
+
+def rescue(hyb, emb, coef, min_score=0.005):
+    """Rules that keep a query's best candidate by cos (only it) when the calibrated score drops
+    it: its coverage is ~0 across languages (English stems), leaving cos alone. Statistics of the
+    query's 50 nearest (`emb`): top − median cos, top − second, z = (top − mean) / std. Figures
+    with the shipped gate (scores to 4 decimals, ties in ranking order, `min_score`) + the rule;
+    "fires, evidence": on-topic questions whose best candidate is evidence and the rule keeps it
+    by itself (how often it would help were coverage 0); "coverage 0": R@5 of the on-topic
+    questions with every coverage set to 0 (as for a question in another language)."""
+    rows = []
+    for (m, d), (_, e) in zip(hyb, emb):
+        c = np.sort(e["cos"])[::-1]
+        b = int(np.argmax(d["cos"]))
+        X = lambda cov: np.column_stack([d["cos"], d["late"], cov])
+        p, p0 = (np.round(predict(coef, X(cov)), 4) for cov in (d["coverage"], np.zeros(len(d["cos"]))))
+        kept = lambda p: [i for i in np.lexsort((-d["score"], -p)) if p[i] >= min_score]
+        rows.append(dict(kind=m["kind"], top=c[0], dmed=c[0] - np.median(c), d2=c[0] - c[1],
+                         z=(c[0] - c.mean()) / (c.std() + 1e-12), rel=bool(d["label"][b]), best=b,
+                         late=d["late"][b], cov=d["coverage"][b], kept=kept(p), kept0=kept(p0), label=d["label"]))
+    col = lambda k: np.array([r[k] for r in rows])
+    kind, rel = col("kind"), col("rel")
+    q = lambda a: " / ".join(f"{x:.3f}" for x in np.percentile(a, [5, 25, 50, 75, 95])) + f" (max {np.max(a):.3f})"
+    print("\n## Rescue of a clear best match (top = the best cos among the query's 50 nearest)\n")
+    groups = [("on-topic, top is evidence", (kind == "on") & rel), ("on-topic, top not evidence", (kind == "on") & ~rel),
+              ("off-topic", kind == "off"), ("nonsense", kind == "nonsense")]
+    for f, name in [("top", "top cos"), ("dmed", "top − median cos"), ("d2", "top − second cos"), ("z", "z of top")]:
+        print(f"- {name} (5/25/50/75/95th): " + "; ".join(f"{g} {q(col(f)[s])}" for g, s in groups))
+    on, off, non = kind == "on", kind == "off", kind == "nonsense"
+    rules = [("none", lambda a: np.zeros(len(a["top"]), bool))]
+    rules += [(f"top − median ≥ {x}", (lambda x: lambda a: a["dmed"] >= x)(x)) for x in (0.04, 0.05, 0.06, 0.07, 0.08, 0.1)]
+    rules += [(f"top − second ≥ {x}", (lambda x: lambda a: a["d2"] >= x)(x)) for x in (0.02, 0.03, 0.04)]
+    rules += [(f"z ≥ {x}", (lambda x: lambda a: a["z"] >= x)(x)) for x in (3, 4, 5, 6)]
+    rules += [(f"coverage 0, late ≥ {x}", (lambda x: lambda a: (a["cov"] == 0) & (a["late"] >= x))(x)) for x in (0.75, 0.78, 0.8)]
+    rules += [(f"top ≥ {c}", (lambda c: lambda a: a["top"] >= c)(c)) for c in (0.84, 0.86)]
+    rules += [(f"top ≥ {c} and top − median ≥ {x}", (lambda c, x: lambda a: (a["top"] >= c) & (a["dmed"] >= x))(c, x))
+              for c in (0.80, 0.82, 0.84) for x in (0.04, 0.05, 0.06)]
+    a = {k: col(k) for k in ("top", "dmed", "d2", "z", "late", "cov")}
+    print("\n| rule | off-topic ≥1 result | nonsense ≥1 result | on-topic R@5 | fires, on-topic | fires, evidence | coverage 0: R@5 |")
+    print("|---|---|---|---|---|---|---|")
+    for name, rule in rules:
+        fire = rule(a)
+        res = lambda r, f, k: r[k] + ([r["best"]] if f and r["best"] not in r[k] else [])
+        anyr = np.array([len(res(r, f, "kept")) > 0 for r, f in zip(rows, fire)])
+        r5 = np.mean([r["label"][res(r, f, "kept")[:5]].any() for r, f in zip(rows, fire) if r["kind"] == "on"])
+        r50 = np.mean([r["label"][res(r, f, "kept0")[:5]].any() for r, f in zip(rows, fire) if r["kind"] == "on"])
+        print(f"| {name} | {anyr[off].mean():.3f} | {anyr[non].mean():.3f} | {r5:.3f} | {fire[on].mean():.3f} | "
+              f"{(fire & rel)[on].mean():.3f} | {r50:.3f} |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo-dev"))
@@ -471,6 +523,8 @@ def main():
         s = (oof >= lo) & (oof < hi)
         if s.any():
             print(f"| {lo:g}–{min(hi, 1):g} | {s.sum()} | {oof[s].mean():.4f} | {y[s].mean():.4f} |")
+
+    rescue(hyb, emb, oofs[("hybrid", tuple(nos))][1])
 
 
 if __name__ == "__main__":

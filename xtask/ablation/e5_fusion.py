@@ -50,7 +50,7 @@ def embed(lines, name, out, query=False):
 class Prepared:
     """Per question: candidates and every raw signal of the server's hybrid."""
 
-    def __init__(self, facts, questions, Q, q_signs, D, d_signs, T, named_on):
+    def __init__(self, facts, questions, Q, q_signs, D, d_signs, T, named_on, depth=50, text_depth=100, hub_k=10):
         self.rows = []
         asked = [L.named_dates(q["q"]) for q in questions]
         docs = [f"{f['date']}: {f['fact']}" for f in facts]
@@ -70,11 +70,11 @@ class Prepared:
                 if w not in L.STOP and english.stemWord(w) not in terms:
                     terms.append(english.stemWord(w))
             t, e = T[qi], E[qi]
-            ids = np.union1d(L.top(e, 50), [i for i in L.top(t, 100) if t[i] > 0]).astype(int)
+            ids = np.union1d(L.top(e, depth), [i for i in L.top(t, text_depth) if t[i] > 0]).astype(int)
             sim = e[ids]
             pair = D[ids] @ D[ids].T
             np.fill_diagonal(pair, -np.inf)
-            hub = np.sort(pair, 1)[:, -min(10, len(ids) - 1):].mean(1)
+            hub = np.sort(pair, 1)[:, -min(hub_k, len(ids) - 1):].mean(1)
             qm, qy = asked[qi]
             bonus = 0.1 * np.array([bool(qm or qy) and (not qm or bool(qm & dated[i][0]))
                                     and (not qy or bool(qy & dated[i][1])) for i in ids])
@@ -262,6 +262,15 @@ def main():
     parts = args.part.split(",")
     if "all" in parts or "old" in parts:
         old_sections(row, header)
+    if "all" in parts or "final" in parts:
+        header("Proposal: similarity scaled from the candidates' median; late interaction over the sign "
+               "dimensions that vary among the candidates (10-90% positive); else as the server")
+        row("similarity median only", sim_norm="median")
+        row("late interaction mask only", dims=("cand", 0.4))
+        row("both (proposal)", sim_norm="median", dims=("cand", 0.4))
+        row("both, embedding 0.5 / text 0.5, late 0.5", sim_norm="median", dims=("cand", 0.4), w_emb=0.5, w_late=0.5)
+        row("similarity (s - 20th best) / (best - 20th), 0.5/0.5, late 0.5 tokens alike",
+            sim_norm="top20", w_emb=0.5, w_late=0.5, weighted=False)
     if "all" in parts or "dims" in parts:
         header("3b. Late interaction over the informative sign dimensions (else as server)")
         for dims in [("corpus", 0.45), ("corpus", 0.4), ("corpus", 0.3), ("cand", 0.45), ("cand", 0.4),

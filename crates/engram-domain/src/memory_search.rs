@@ -334,13 +334,15 @@ impl Memory {
         }
         let mut ranked = fusion::rank(&request, candidates, effective, &QueryCues::of(query));
         let model = self.embedder.as_ref().and_then(|e| e.calibration());
-        if let Some((calibration, default)) = calibration::of_mode(effective, model.as_ref()) {
+        if let Some((calibration, default, rescue)) =
+            calibration::of_mode(effective, model.as_ref())
+        {
             let found = ranked.len();
-            fusion::calibrate(&mut ranked, &calibration, min_score.unwrap_or(default));
+            let least = min_score.unwrap_or(default);
+            fusion::calibrate(&mut ranked, &calibration, least, rescue.as_ref());
             if ranked.is_empty() && found > 0 {
                 let nothing = format!(
-                    "nothing in memory matched: {found} candidate(s) scored below min_score {}",
-                    min_score.unwrap_or(default)
+                    "nothing in memory matched: {found} candidate(s) scored below min_score {least}"
                 );
                 notice = Some(match notice {
                     Some(notice) => format!("{notice}; {nothing}"),

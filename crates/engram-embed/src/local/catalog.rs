@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use engram_domain::calibration::{Calibration, ModelCalibration};
+use engram_domain::calibration::{Calibration, ModelCalibration, Rescue};
 
 /// A sentence model the local embedder runs in-process (`--model`, `ENGRAM_MODEL`).
 ///
@@ -203,9 +203,13 @@ impl LocalModel {
                     coverage: 5.70,
                     share: 0.0,
                 },
-                // Off-topic questions (another conversation's) return anything 7.7 % of the
-                // time, nonsense never, on-topic R@5 −0.009 (calibrate.py).
-                min_score: 0.005,
+                // Off-topic questions (another conversation's) return anything about 6–10 %
+                // of the time, nonsense never, on-topic R@5 −0.010 (calibrate.py).
+                min_score: 0.004,
+                rescue: Rescue {
+                    similarity: 0.82,
+                    margin: 0.06,
+                },
             }),
         }
     }
