@@ -495,8 +495,9 @@ async fn wait_for_index(client: &Client, mapping: &str, perspectives: usize) -> 
 }
 
 /// Asks `query`: `search_nodes` (limit 10) for `facts`, `search_observations` (limit 10) for
-/// `speakers`. Returns the turns of each result, best first, and whether the server answered
-/// in another mode than asked.
+/// `speakers`, at the server's default `min_score` unless `ENGRAM_EVAL_MIN_SCORE` sets one
+/// (0: keep everything). Returns the turns of each result, best first, and whether the server
+/// answered in another mode than asked.
 async fn ask(
     client: &Client,
     mapping: &str,
@@ -504,7 +505,13 @@ async fn ask(
     mode: &str,
     turns_of: &TurnsOf,
 ) -> Result<(Ranked, bool)> {
-    let arguments = json!({"query": query, "limit": LIMIT, "mode": mode});
+    let mut arguments = json!({"query": query, "limit": LIMIT, "mode": mode});
+    if let Some(least) = std::env::var("ENGRAM_EVAL_MIN_SCORE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        arguments["min_score"] = json!(least);
+    }
     let turns = |key: &str| turns_of.get(key).cloned().unwrap_or_default();
     if mapping != "speakers" {
         let found = call(client, "search_nodes", arguments).await?;

@@ -549,31 +549,31 @@ fn sort(ranked: &mut [Ranked]) {
     });
 }
 
-/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals,
-/// re-sorts them (equal calibrated scores in their ranking order), and leaves out those below
-/// `min_score`, except a clear best match by meaning (`rescue`,
-/// [`crate::calibration::Rescue`]), which is kept last.
+/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals, and
+/// leaves out those below `min_score`, except a clear best match by meaning (`rescue`,
+/// [`crate::calibration::Rescue`]). The order stays the ranking's: it finds more (the
+/// calibrated scores gate, they do not rank), so a later result may score higher than an
+/// earlier one.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
     calibration: &crate::calibration::Calibration,
     min_score: f64,
     rescue: Option<&crate::calibration::Rescue>,
 ) {
-    // `ranked` is in ranking order: a stable sort keeps it among equal scores.
     for r in ranked.iter_mut() {
         r.score = crate::calibration::round(calibration.score(&r.features));
     }
-    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
     let nearest: Vec<(usize, f64)> = (ranked.iter().enumerate())
         .filter(|(_, r)| r.signals.iter().any(|s| s.starts_with("embedding:")))
         .map(|(i, r)| (i, r.features.similarity))
         .collect();
-    let rescued = rescue
-        .and_then(|rescue| rescue.pick(&nearest))
-        .filter(|&i| ranked[i].score < min_score);
-    let kept = rescued.map(|i| ranked[i].clone());
-    ranked.retain(|r| r.score >= min_score);
-    ranked.extend(kept);
+    let rescued = rescue.and_then(|rescue| rescue.pick(&nearest));
+    let mut index = 0;
+    ranked.retain(|r| {
+        let keep = r.score >= min_score || Some(index) == rescued;
+        index += 1;
+        keep
+    });
 }
 
 /// Each candidate's late interaction with the query (−1–1; `None` without token signs; the

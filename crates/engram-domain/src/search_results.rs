@@ -39,13 +39,14 @@ pub struct SearchHit {
     pub matched_perspective: Option<String>,
     /// How likely the observation is relevant, 0 to 1 (4 decimals), comparable across
     /// queries: a logistic function of its cosine similarity to the query, its late
-    /// interaction, the share of the query's terms it holds and its standing among the
-    /// candidates ([`crate::calibration`]); results below the search's `min_score` are left
-    /// out. With an embedding model engram has no calibration for (an Ollama model), hybrid
-    /// and embedding scores are ranking scores instead, comparable within one result only:
-    /// hybrid the fused score (0 to 2.1: each signal over its best among the candidates, plus
-    /// late interaction and the `date`, `proximity` and `named` bonuses), embedding the
-    /// cosine similarity.
+    /// interaction and the share of the query's terms it holds ([`crate::calibration`]);
+    /// results below the search's `min_score` are left out. Results come in ranking order,
+    /// which finds more than ordering by this score, so a later result may score higher than
+    /// an earlier one. With an embedding model engram has no calibration for (an Ollama
+    /// model), hybrid and embedding scores are ranking scores instead, comparable within one
+    /// result only: hybrid the fused score (0 to 2.1: each signal scaled among the
+    /// candidates, plus late interaction and the `date`, `proximity` and `named` bonuses),
+    /// embedding the cosine similarity.
     pub score: f64,
     /// The signals that found the matched observation: `embedding:<perspective>` for each
     /// perspective among whose nearest it was, `text` when it matched the query's words,
