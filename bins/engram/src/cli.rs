@@ -51,7 +51,7 @@ pub enum Command {
     /// offline; prints where it is.
     FetchModel {
         /// The model (`engram serve --model`); `all` fetches every one.
-        #[arg(long, env = "ENGRAM_MODEL", default_value = "multilingual-e5-small")]
+        #[arg(long, env = "ENGRAM_MODEL", default_value = "all-minilm-l6-v2")]
         model: String,
     },
     /// Re-embed every observation of a workspace from scratch (after changing models or
@@ -170,9 +170,10 @@ pub struct EmbedArgs {
     /// when OLLAMA_HOST is set, else `local`.
     #[arg(long, env = "ENGRAM_EMBEDDER", value_parser = ["local", "ollama", "none"])]
     pub embedder: Option<String>,
-    /// The local embedder's model: `multilingual-e5-small` (the default: best recall, about
-    /// 100 languages) or `all-minilm-l6-v2` (English only, about twice as fast). Switching
-    /// re-embeds every workspace in the background; searches answer from full text meanwhile.
+    /// The local embedder's model: `all-minilm-l6-v2` (the default: English, the best hybrid
+    /// recall on our benchmarks) or `multilingual-e5-small` (about 100 languages, better by
+    /// meaning alone, about half as fast). Switching re-embeds every workspace in the
+    /// background; searches answer from full text meanwhile.
     #[arg(long, env = "ENGRAM_MODEL", default_value_t = LocalModel::default(), value_parser = parse_model)]
     pub model: LocalModel,
     /// The Ollama server.

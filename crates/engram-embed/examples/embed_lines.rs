@@ -2,7 +2,7 @@
 //! f32, 384 per line: `cargo run --release -p engram-embed --example embed_lines IN OUT
 //! [TOKENS]`. With TOKENS, also writes each line's token signs (late interaction) there: a
 //! little-endian u32 byte count, then the packed signs (48 bytes per content token; none for
-//! a line without one). The model is `ENGRAM_MODEL` (default multilingual-e5-small); lines
+//! a line without one). The model is `ENGRAM_MODEL` (default all-minilm-l6-v2); lines
 //! are embedded as stored texts, or as search queries with `ENGRAM_EMBED_AS=query`. For
 //! offline retrieval experiments.
 

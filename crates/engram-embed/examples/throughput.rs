@@ -1,6 +1,6 @@
 //! Fetches the local model's files (if missing), loads the model and measures its
 //! throughput: `cargo run -p engram-embed --example throughput [SENTENCES]`, of the model
-//! `ENGRAM_MODEL` names (default multilingual-e5-small).
+//! `ENGRAM_MODEL` names (default all-minilm-l6-v2).
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! engram's embedders: implementations of [`engram_domain::Embedder`].
 //!
-//! - [`LocalEmbedder`]: a [`LocalModel`] (multilingual-e5-small, the default, or
-//!   all-MiniLM-L6-v2; 384 dimensions) in-process with candle; its files are fetched on first
+//! - [`LocalEmbedder`]: a [`LocalModel`] (all-MiniLM-L6-v2, the default, or
+//!   multilingual-e5-small; 384 dimensions) in-process with candle; its files are fetched on first
 //!   use (see [`local::ensure_model_files`]).
 //! - [`OllamaEmbedder`]: any embedding model served by Ollama (`/api/embed`).
 //!

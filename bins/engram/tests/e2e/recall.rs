@@ -1,5 +1,5 @@
-//! What search finds with the real default model over MCP: a multilingual memory answers its
-//! questions in their languages and across them, and nonsense finds nothing and says so.
+//! What search finds with the real multilingual model over MCP: a multilingual memory answers
+//! its questions in their languages and across them, and nonsense finds nothing and says so.
 
 use serde_json::{Value, json};
 
@@ -21,12 +21,15 @@ async fn wait_for_indexing(client: &Client) {
     panic!("the indexer did not finish");
 }
 
-/// Every question finds a node that answers it among the first five, in hybrid mode, at the
-/// default `min_score` (R@5 = 1.0 measured; 0.9 required, so that one borderline question
-/// does not fail the suite); nonsense and an off-topic question find nothing and say so; a
-/// `min_score` outside 0–1 is refused naming it.
+/// With multilingual-e5-small, every question in the language of its fact finds it among the
+/// first five, in hybrid mode, at the default `min_score`, and so do most questions in another
+/// language than their fact (English about German, Spanish and Chinese facts: 24 of 30 in
+/// all were measured; the ones missed are English questions about Chinese facts, which the
+/// model places no nearer than nonsense); nonsense and an off-topic question find nothing and
+/// say so; a `min_score` outside 0–1 is refused naming it.
 pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: Backend) {
-    let server = TestServer::start(backend, &["team"]).await;
+    let model = engram_embed::LocalModel::MultilingualE5Small;
+    let server = TestServer::start_with_model(backend, &["team"], model).await;
     let client = server.streamable_client("team").await;
     let memory: Value = serde_json::from_str(MULTILINGUAL).unwrap();
     ok(
@@ -45,7 +48,7 @@ pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: B
 
     let questions = memory["questions"].as_array().unwrap();
     let mut missed = Vec::new();
-    for question in questions {
+    for (index, question) in questions.iter().enumerate() {
         let found = ok(
             &client,
             "search_nodes",
@@ -62,6 +65,9 @@ pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: B
         let answers = question["answers"].as_array().unwrap();
         if !answers.iter().any(|a| names.contains(&a)) {
             missed.push(format!("{} → {names:?}", question["question"]));
+            // The set's first 17 questions (German, Spanish, Chinese) are in their facts'
+            // language: each finds its fact.
+            assert!(index >= 17, "{}: {found}", question["question"]);
         }
         for result in found["results"].as_array().unwrap() {
             let score = result["score"].as_f64().unwrap();
@@ -69,7 +75,7 @@ pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: B
         }
     }
     let recall = 1.0 - missed.len() as f64 / questions.len() as f64;
-    assert!(recall >= 0.9, "R@5 {recall}: missed {missed:#?}");
+    assert!(recall >= 0.75, "R@5 {recall}: missed {missed:#?}");
 
     for nonsense in [
         "zzzzqqq",

@@ -48,6 +48,15 @@ impl TestServer {
         Self::start_with_generator(backend, workspaces, None).await
     }
 
+    /// Starts a server with workspaces `names` whose local embedder runs `model`.
+    pub async fn start_with_model(
+        backend: Backend,
+        workspaces: &[&str],
+        model: engram_embed::LocalModel,
+    ) -> Self {
+        Self::launch_with(backend, workspaces, None, Guard::default(), model).await
+    }
+
     /// Starts a server with workspaces `names` already created whose consolidation report
     /// asks `generator` for its texts.
     pub async fn start_with_generator(
@@ -78,6 +87,17 @@ impl TestServer {
         generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
         guard: Guard,
     ) -> Self {
+        let model = engram_embed::LocalModel::default();
+        Self::launch_with(backend, workspaces, generator, guard, model).await
+    }
+
+    async fn launch_with(
+        backend: Backend,
+        workspaces: &[&str],
+        generator: Option<(Arc<dyn TextGenerator>, GenerationBudget)>,
+        guard: Guard,
+        model: engram_embed::LocalModel,
+    ) -> Self {
         let (store, database_url): (Arc<dyn engram_domain::MemoryStore>, _) = match backend {
             Backend::Postgres => {
                 let url = engram_pg::testing::fresh_database().await;
@@ -97,7 +117,7 @@ impl TestServer {
             }
         };
         let embedder: Arc<dyn engram_domain::Embedder> =
-            Arc::new(engram_embed::LocalEmbedder::default());
+            Arc::new(engram_embed::LocalEmbedder::new(model));
         let indexer = engram::indexing::indexer(store.clone(), embedder.clone());
         let mut memory = Memory::new(store.clone())
             .with_embedder(embedder.clone())

@@ -13,12 +13,13 @@ use engram_domain::calibration::{Calibration, ModelCalibration, Rescue};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum LocalModel {
     /// sentence-transformers/all-MiniLM-L6-v2: 6 layers, English WordPiece vocabulary
-    /// (30,522 pieces), no prefixes, 256 tokens. Apache-2.0.
+    /// (30,522 pieces), no prefixes, 256 tokens. Apache-2.0. The default: the best hybrid
+    /// recall on LoCoMo's dev split within the cost targets (BENCHMARKS.md, "Two models").
+    #[default]
     AllMiniLmL6V2,
     /// intfloat/multilingual-e5-small: 12 layers, XLM-R SentencePiece vocabulary (about 100
-    /// languages), `query: ` / `passage: ` prefixes, 512 tokens. MIT. The default: hybrid
-    /// recall on LoCoMo's dev split R@5 0.73 against MiniLM's 0.69 (BENCHMARKS.md).
-    #[default]
+    /// languages), `query: ` / `passage: ` prefixes, 512 tokens. MIT. Better by meaning alone
+    /// and across languages, about 2.2× MiniLM's time per text.
     MultilingualE5Small,
 }
 
@@ -67,7 +68,7 @@ pub enum WheelLayout {
 
 impl LocalModel {
     /// Every supported model, the default first.
-    pub const ALL: [LocalModel; 2] = [Self::MultilingualE5Small, Self::AllMiniLmL6V2];
+    pub const ALL: [LocalModel; 2] = [Self::AllMiniLmL6V2, Self::MultilingualE5Small];
 
     /// The name `--model` takes: `multilingual-e5-small`, `all-minilm-l6-v2`.
     pub fn name(self) -> &'static str {
@@ -183,11 +184,33 @@ impl LocalModel {
 
     /// How its similarities become calibrated scores ([`engram_domain::calibration`]):
     /// logistic weights fitted on LoCoMo's dev conversations with leave-one-conversation-out
-    /// checks (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores"). `None` for
-    /// MiniLM, which has not been fitted: its scores stay ranking scores.
+    /// checks (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores").
     pub fn calibration(self) -> Option<ModelCalibration> {
         match self {
-            Self::AllMiniLmL6V2 => None,
+            Self::AllMiniLmL6V2 => Some(ModelCalibration {
+                hybrid: Calibration {
+                    intercept: -10.46,
+                    similarity: 5.49,
+                    late: 8.19,
+                    coverage: 1.92,
+                    share: 0.0,
+                },
+                embedding: Calibration {
+                    intercept: -9.80,
+                    similarity: 6.52,
+                    late: 0.0,
+                    coverage: 5.60,
+                    share: 0.0,
+                },
+                // Off-topic questions return anything 14 % of the time, nonsense never,
+                // on-topic R@5 −0.010 (calibrate.py --model all-minilm-l6-v2).
+                min_score: 0.006,
+                // MiniLM's cosines spread wider: a floor its nonsense never reached.
+                rescue: Rescue {
+                    similarity: 0.84,
+                    margin: 0.06,
+                },
+            }),
             Self::MultilingualE5Small => Some(ModelCalibration {
                 hybrid: Calibration {
                     intercept: -29.66,

@@ -1,6 +1,6 @@
 //! Sentence models run in-process with candle: the default embedder.
 //!
-//! [`LocalModel`] lists them (multilingual-e5-small, the default, and all-MiniLM-L6-v2); each
+//! [`LocalModel`] lists them (all-MiniLM-L6-v2, the default, and multilingual-e5-small); each
 //! reproduces its reference vectors: its tokenizer with its prefixes, BERT, mean pooling over
 //! the attention mask, L2 normalisation; 384 dimensions.
 
