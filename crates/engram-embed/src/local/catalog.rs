@@ -202,9 +202,11 @@ impl LocalModel {
                     coverage: 5.60,
                     share: 0.0,
                 },
-                // Off-topic questions return anything 14 % of the time, nonsense never,
-                // on-topic R@5 −0.010 (calibrate.py --model all-minilm-l6-v2).
-                min_score: 0.006,
+                // Nonsense returns nothing, off-topic questions something 18 % of the time,
+                // on-topic R@5 −0.004 (calibrate.py --model all-minilm-l6-v2; at 0.006: 14 %
+                // and −0.010 there, −0.013 end to end). MiniLM cannot have both ≤ 10 % and
+                // ≤ 0.01: recall is kept.
+                min_score: 0.005,
                 // MiniLM's cosines spread wider: a floor its nonsense never reached.
                 rescue: Rescue {
                     similarity: 0.84,
@@ -282,7 +284,7 @@ mod tests {
         }
         let error = "bge-small".parse::<LocalModel>().unwrap_err();
         assert!(
-            error.contains("multilingual-e5-small, all-minilm-l6-v2"),
+            error.contains("all-minilm-l6-v2, multilingual-e5-small"),
             "{error}"
         );
     }

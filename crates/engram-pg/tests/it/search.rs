@@ -78,7 +78,7 @@ async fn a_paraphrase_finds_its_observation() {
             "where does Alice live now",
             10,
             SearchMode::Embedding,
-            None,
+            Some(0.0),
         )
         .await
         .unwrap();
