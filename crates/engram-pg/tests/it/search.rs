@@ -96,7 +96,13 @@ async fn a_paraphrase_finds_its_observation() {
 
     let pet = f
         .memory
-        .search_nodes(f.workspace, "who has a dog", 1, SearchMode::Embedding, None)
+        .search_nodes(
+            f.workspace,
+            "who has a dog",
+            1,
+            SearchMode::Embedding,
+            Some(0.0),
+        )
         .await
         .unwrap();
     assert_eq!(pet.results[0].name, "Carol");
