@@ -325,7 +325,7 @@ pub async fn exercise_every_tool(client: &Client) {
 }
 
 /// Semantic search through MCP: the indexer embeds in the background; once coverage is
-/// complete, a paraphrase finds its node.
+/// complete, a paraphrase finds its node, and nonsense finds nothing.
 pub async fn a_paraphrase_finds_its_node_over_mcp(backend: Backend) {
     let server = TestServer::start(backend, &["demo"]).await;
     let client = server.streamable_client("demo").await;
@@ -355,6 +355,11 @@ pub async fn a_paraphrase_finds_its_node_over_mcp(backend: Backend) {
     assert_eq!(found["results"][0]["matched_perspective"], "general");
     let signals = found["results"][0]["signals"].as_array().unwrap();
     assert!(signals.contains(&json!("embedding:general")), "{found}");
+    // Nonsense finds nothing with the default model either, and says so.
+    let nothing = ok(&client, "search_nodes", json!({"query": "zzzzqqq"})).await;
+    assert_eq!(nothing["results"], json!([]), "{nothing}");
+    let notice = nothing["notice"].as_str().unwrap_or_default();
+    assert!(notice.contains("nothing in memory matched"), "{nothing}");
     client.cancel().await.unwrap();
 }
 
