@@ -99,15 +99,7 @@ def embed(lines, name, role, model):
         subprocess.run(["nice", "-n", "10", BINARY, src, vec, sig], cwd=ROOT, env=env, check=True)
     v = np.fromfile(vec, dtype="<f4").reshape(len(lines), -1)
     v = v / np.linalg.norm(v, axis=1, keepdims=True)
-    raw, signs, at = open(sig, "rb").read(), [], 0
-    dims = v.shape[1]
-    while at < len(raw):
-        n = int.from_bytes(raw[at:at + 4], "little")
-        bits = np.unpackbits(np.frombuffer(raw[at + 4:at + 4 + n], np.uint8), bitorder="little")
-        signs.append(bits.reshape(-1, dims).astype(np.float32) * 2 - 1)
-        at += 4 + n
-    assert len(signs) == len(lines)
-    return v, signs
+    return v, locomo.read_signs(sig, len(lines), v.shape[1])
 
 
 def terms_of(q):

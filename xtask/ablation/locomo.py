@@ -94,13 +94,19 @@ def embed_tokens(lines, name):
         open(src, "w").write(text)
         subprocess.run(["cargo", "run", "--quiet", "--release", "-p", "engram-embed", "--example",
                         "embed_lines", src, vec, dst], cwd=ROOT, check=True)
-    raw, out, at = open(dst, "rb").read(), [], 0
+    return read_signs(dst, len(lines), 384)
+
+
+def read_signs(path, count, dims):
+    """The token signs `embed_lines` wrote to `path` for `count` lines of `dims`-dimensional
+    vectors: one ±1 matrix per line, a row per content token."""
+    raw, out, at = open(path, "rb").read(), [], 0
     while at < len(raw):
         n = int.from_bytes(raw[at:at + 4], "little")
         bits = np.unpackbits(np.frombuffer(raw[at + 4:at + 4 + n], np.uint8), bitorder="little")
-        out.append(bits.reshape(-1, 384).astype(np.float32) * 2 - 1)
+        out.append(bits.reshape(-1, dims).astype(np.float32) * 2 - 1)
         at += 4 + n
-    assert len(out) == len(lines)
+    assert len(out) == count
     return out
 
 

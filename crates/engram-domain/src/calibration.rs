@@ -10,9 +10,8 @@
 //! LoCoMo's dev conversations, each conversation its own memory, with another conversation's
 //! questions and nonsense strings as negatives, and checked on the conversation left out
 //! (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores"). The candidate's
-//! standing within its query ([`Features::share`]) is there for ordering but weighs 0 in the
-//! shipped fits: it gives every query's best candidate the same lift and so blurs "nothing
-//! relevant". The cosine's weight depends on the model (e5's cosines lie in 0.75–0.92), so the
+//! standing within its query is left out: it gives every query's best candidate the same
+//! lift and so blurs "nothing relevant". The cosine's weight depends on the model (e5's cosines lie in 0.75–0.92), so the
 //! embedder supplies its calibration ([`crate::Embedder::calibration`]); text mode's needs no
 //! model. The scores are probabilities per observation: an on-topic question's best result
 //! scored a median 0.14 on the dev split, and the default thresholds are small (0.005).
@@ -29,8 +28,6 @@ pub struct Features {
     pub late: f64,
     /// The share (0–1) of the query's terms ([`crate::words::query_terms`]) its text holds.
     pub coverage: f64,
-    /// Its ranking score over the best ranking score among the query's candidates (0–1).
-    pub share: f64,
 }
 
 /// A logistic model of relevance: `1 / (1 + e^−(intercept + Σ weight × feature))`.
@@ -44,8 +41,6 @@ pub struct Calibration {
     pub late: f64,
     /// The weight of [`Features::coverage`].
     pub coverage: f64,
-    /// The weight of [`Features::share`].
-    pub share: f64,
 }
 
 /// An embedding model's calibrations for the modes that use its vectors.
@@ -100,7 +95,6 @@ pub const TEXT: Calibration = Calibration {
     similarity: 0.0,
     late: 0.0,
     coverage: 8.09,
-    share: 0.0,
 };
 
 /// Text mode's default `min_score`: a text must hold a fifth of the query's terms. Full text
@@ -116,8 +110,7 @@ impl Calibration {
         let z = self.intercept
             + self.similarity * features.similarity
             + self.late * features.late
-            + self.coverage * features.coverage
-            + self.share * features.share;
+            + self.coverage * features.coverage;
         1.0 / (1.0 + (-z).exp())
     }
 }
@@ -163,14 +156,12 @@ mod tests {
             similarity: 0.9,
             late: 0.5,
             coverage: 1.0,
-            share: 1.0,
         };
         let model = Calibration {
             intercept: -10.0,
             similarity: 10.0,
             late: 2.0,
             coverage: 2.0,
-            share: 1.0,
         };
         let (a, b) = (model.score(&low), model.score(&high));
         assert!(a < b && a > 0.0 && b < 1.0, "{a} {b}");

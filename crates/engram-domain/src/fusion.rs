@@ -392,7 +392,8 @@ pub struct Ranked {
     /// `embedding:<perspective>` per perspective among whose nearest it was; `text` when it
     /// matched the query's words.
     pub signals: Vec<String>,
-    /// What a calibrated score is computed from ([`crate::calibration`]).
+    /// What a calibrated score is computed from ([`crate::calibration`]): the similarity and
+    /// late interaction; the term coverage stays 0 until [`calibrate`] needs it.
     pub features: crate::calibration::Features,
 }
 
@@ -491,8 +492,7 @@ pub fn rank(
                     })
                     .unwrap_or(0.0),
                 late: late_raw.unwrap_or(0.0),
-                coverage: crate::calibration::coverage(&cues.terms, &c.row.content),
-                share: 0.0,
+                coverage: 0.0,
             };
             Some(Ranked {
                 row: c.row,
@@ -503,15 +503,11 @@ pub fn rank(
             })
         })
         .collect();
-    sort(&mut ranked);
-    let top = ranked.first().map_or(0.0, |r| r.score);
-    for r in &mut ranked {
-        r.features.share = if top > 0.0 {
-            (r.score / top).max(0.0)
-        } else {
-            0.0
-        };
-    }
+    ranked.sort_by(|a, b| {
+        (b.score.total_cmp(&a.score))
+            .then_with(|| a.row.name.cmp(&b.row.name))
+            .then(a.row.ordinal.cmp(&b.row.ordinal))
+    });
     ranked
 }
 
@@ -540,27 +536,21 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Best score first; ties by node name, then ordinal.
-fn sort(ranked: &mut [Ranked]) {
-    ranked.sort_by(|a, b| {
-        (b.score.total_cmp(&a.score))
-            .then_with(|| a.row.name.cmp(&b.row.name))
-            .then(a.row.ordinal.cmp(&b.row.ordinal))
-    });
-}
-
-/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals, and
-/// leaves out those below `min_score`, except a clear best match by meaning (`rescue`,
+/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals (each
+/// candidate's coverage of the query's `terms` counted here, only for searches that
+/// calibrate), and leaves out those below `min_score`, except a clear best match by meaning (`rescue`,
 /// [`crate::calibration::Rescue`]). The order stays the ranking's: it finds more (the
 /// calibrated scores gate, they do not rank), so a later result may score higher than an
 /// earlier one.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
+    terms: &[String],
     calibration: &crate::calibration::Calibration,
     min_score: f64,
     rescue: Option<&crate::calibration::Rescue>,
 ) {
     for r in ranked.iter_mut() {
+        r.features.coverage = crate::calibration::coverage(terms, &r.row.content);
         r.score = crate::calibration::round(calibration.score(&r.features));
     }
     let nearest: Vec<(usize, f64)> = (ranked.iter().enumerate())

@@ -332,14 +332,16 @@ impl Memory {
                 None => refused,
             });
         }
-        let mut ranked = fusion::rank(&request, candidates, effective, &QueryCues::of(query));
+        let cues = QueryCues::of(query);
+        let mut ranked = fusion::rank(&request, candidates, effective, &cues);
         let model = self.embedder.as_ref().and_then(|e| e.calibration());
         if let Some((calibration, default, rescue)) =
             calibration::of_mode(effective, model.as_ref())
         {
             let found = ranked.len();
             let least = min_score.unwrap_or(default);
-            fusion::calibrate(&mut ranked, &calibration, least, rescue.as_ref());
+            let rescue = rescue.as_ref();
+            fusion::calibrate(&mut ranked, &cues.terms, &calibration, least, rescue);
             if ranked.is_empty() && found > 0 {
                 let nothing = format!(
                     "nothing in memory matched: {found} candidate(s) scored below min_score {least}"

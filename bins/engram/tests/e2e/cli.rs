@@ -420,7 +420,7 @@ async fn the_model_comes_from_the_hub_pinned_checked_and_cached() {
     let stdout = text(&fetched.stdout);
     let snapshot = home.path().join(format!(
         "hf/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/{}",
-        engram_embed::local::HUB_REVISION
+        engram_embed::LocalModel::AllMiniLmL6V2.hub().revision
     ));
     assert!(stdout.contains(&snapshot.display().to_string()), "{stdout}");
     for file in engram_embed::local::MODEL_FILES {

@@ -193,14 +193,12 @@ impl LocalModel {
                     similarity: 5.49,
                     late: 8.19,
                     coverage: 1.92,
-                    share: 0.0,
                 },
                 embedding: Calibration {
                     intercept: -9.80,
                     similarity: 6.52,
                     late: 0.0,
                     coverage: 5.60,
-                    share: 0.0,
                 },
                 // Nonsense returns nothing, off-topic questions something 18 % of the time,
                 // on-topic R@5 −0.004 (calibrate.py --model all-minilm-l6-v2; at 0.006: 14 %
@@ -219,14 +217,12 @@ impl LocalModel {
                     similarity: 25.87,
                     late: 1.83,
                     coverage: 5.56,
-                    share: 0.0,
                 },
                 embedding: Calibration {
                     intercept: -26.78,
                     similarity: 24.19,
                     late: 0.0,
                     coverage: 5.70,
-                    share: 0.0,
                 },
                 // Off-topic questions (another conversation's) return anything about 6–10 %
                 // of the time, nonsense never, on-topic R@5 −0.010 (calibrate.py).

@@ -26,8 +26,6 @@ pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "conf
 
 /// The hub's address unless `HF_ENDPOINT` names a mirror (as Hugging Face's own tools read it).
 const HUB_ENDPOINT: &str = "https://huggingface.co";
-/// The hub revision (commit) all-MiniLM-L6-v2 is pinned to.
-pub const HUB_REVISION: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
 /// Set (to anything but `0` or `false`) to use the caches only, as the hub's own tools do.
 pub const OFFLINE_ENV: &str = "HF_HUB_OFFLINE";
 /// How long the whole hub download may take once the hub has answered (hf-hub's client has

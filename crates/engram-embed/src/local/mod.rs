@@ -20,8 +20,7 @@ use tokio::sync::OnceCell;
 
 pub use catalog::{HubSource, LocalModel, PypiSource, WheelLayout};
 pub use files::{
-    HUB_REVISION, MODEL_DIR_ENV, MODEL_FILES, OFFLINE_ENV, PYPI_URL_ENV, ensure_model_files,
-    local_model_dir,
+    MODEL_DIR_ENV, MODEL_FILES, OFFLINE_ENV, PYPI_URL_ENV, ensure_model_files, local_model_dir,
 };
 use model::{Model, Role};
 
