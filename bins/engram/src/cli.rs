@@ -312,6 +312,12 @@ pub struct ServeArgs {
     /// given). When tokens are required, a scrape needs one too.
     #[arg(long, env = "ENGRAM_METRICS_BIND", value_name = "ADDR")]
     pub metrics_bind: Option<SocketAddr>,
+    /// The tools to offer (the others are neither listed nor callable): `all`, or tools and
+    /// groups separated by commas: `core` (the reference memory server's nine and
+    /// `search_observations`), `read` (every tool that changes nothing), tool names, e.g.
+    /// `core,get_stats`. Fewer tools cost a model less context.
+    #[arg(long, env = "ENGRAM_TOOLS", default_value = "all")]
+    pub tools: engram_mcp::ToolSet,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,

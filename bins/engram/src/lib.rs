@@ -9,10 +9,14 @@ use engram_domain::{Memory, Workspace};
 use engram_mcp::{Binding, EngramServer};
 use rmcp::ServiceExt;
 
-/// Serves the tools over stdin/stdout, bound to `workspace`, until the client closes stdin.
+/// Serves `tools` over stdin/stdout, bound to `workspace`, until the client closes stdin.
 /// Logs must go to stderr: stdout carries the protocol.
-pub async fn serve_stdio(memory: Memory, workspace: Workspace) -> anyhow::Result<()> {
-    let server = EngramServer::new(memory, Binding::Fixed(workspace));
+pub async fn serve_stdio(
+    memory: Memory,
+    workspace: Workspace,
+    tools: &engram_mcp::ToolSet,
+) -> anyhow::Result<()> {
+    let server = EngramServer::new(memory, Binding::Fixed(workspace)).with_tools(tools);
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())

@@ -278,7 +278,7 @@ async fn serve(
             format!("workspace {name:?}: create it with `engram workspace create {name}`")
         })?;
         tracing::info!(workspace = %workspace.name, "serving MCP over stdio");
-        let served = engram::serve_stdio(memory, workspace).await;
+        let served = engram::serve_stdio(memory, workspace, &args.tools).await;
         shutdown.cancel();
         return served;
     }
@@ -332,6 +332,7 @@ async fn serve(
         allowed_origins: args.allowed_origins,
         require_auth,
         max_body_bytes: args.max_body_bytes,
+        tools: args.tools,
         sessions: engram::http::SessionLimits {
             max_sessions: args.max_sessions,
             max_sessions_per_address: args.max_sessions_per_address,

@@ -82,7 +82,7 @@ function draw(centre, around) {
   for (const n of around.nodes) {
     if (cy.getElementById(n.name).empty()) cy.add({ group: "nodes", data: { id: n.name, label: n.name } });
   }
-  for (const r of around.relations) {
+  for (const r of around.relations ?? []) {
     const id = `${r.from}\u0000${r.relation_type}\u0000${r.to}`;
     if (cy.getElementById(id).empty()) cy.add({ group: "edges", data: { id, source: r.from, target: r.to, label: r.relation_type } });
   }
@@ -97,7 +97,7 @@ async function openNode(name) {
   $("node-name").textContent = node.name;
   $("node-type").textContent = node.entity_type;
   $("node-summary").textContent = node.summary ?? "";
-  $("node-tags").textContent = node.tags.length ? `tags: ${node.tags.join(", ")}` : "";
+  $("node-tags").textContent = node.tags?.length ? `tags: ${node.tags.join(", ")}` : "";
   const observations = $("observations");
   observations.replaceChildren();
   for (const o of node.observations) item(observations, o.content).value = o.ordinal;

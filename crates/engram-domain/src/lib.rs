@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod calibration;
+pub mod compact;
 mod consolidation;
 pub mod dates;
 mod embed;

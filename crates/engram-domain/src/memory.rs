@@ -1,6 +1,6 @@
 //! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -227,7 +227,27 @@ impl Memory {
                 format!("repeats entities[{first}].name within one call"),
             ));
         }
-        self.store.create_entities(workspace, &entities).await
+        // A text given twice for one node is stored once, at its first place.
+        let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
+            .map(|entity| {
+                let (kept, repeated) = once_each(std::mem::take(&mut entity.observations));
+                entity.observations = kept;
+                repeated
+                    .into_iter()
+                    .map(|(kept_at, content)| Observation {
+                        ordinal: Ordinal(kept_at as i64 + 1),
+                        content,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut created = self.store.create_entities(workspace, &entities).await?;
+        for (row, repeated) in created.iter_mut().zip(repeated) {
+            if !row.already_existed {
+                row.skipped_duplicates = repeated;
+            }
+        }
+        Ok(created)
     }
 
     /// `delete_entities`.
@@ -318,7 +338,57 @@ impl Memory {
             total += addition.contents.len();
         }
         batch_total("observations[].contents", total)?;
-        self.store.add_observations(workspace, additions).await
+        // A text given twice for one node (in one entry or two) is stored once; the store
+        // skips the texts the node already holds.
+        let mut given: HashMap<&str, HashSet<&str>> = HashMap::new();
+        let mut repeats = false;
+        let once: Vec<ObservationAdditions> = (additions.iter())
+            .map(|addition| {
+                let seen = given.entry(addition.entity_name.as_str()).or_default();
+                let contents: Vec<String> = (addition.contents.iter())
+                    .filter(|content| seen.insert(content.as_str()))
+                    .cloned()
+                    .collect();
+                repeats |= contents.len() < addition.contents.len();
+                ObservationAdditions {
+                    entity_name: addition.entity_name.clone(),
+                    contents,
+                }
+            })
+            .collect();
+        let mut results = self.store.add_observations(workspace, &once).await?;
+        if !repeats {
+            return Ok(results);
+        }
+        // Every skipped text in request order, with the ordinal that holds it.
+        let placed: HashMap<(String, String), Ordinal> = (results.iter())
+            .flat_map(|r| {
+                (r.added.iter().chain(&r.skipped_duplicates))
+                    .map(|o| ((r.entity_name.clone(), o.content.clone()), o.ordinal))
+            })
+            .collect();
+        let mut stored: HashSet<(&str, &str)> = HashSet::new();
+        for (result, addition) in results.iter_mut().zip(additions) {
+            if result.not_found {
+                continue;
+            }
+            let name = addition.entity_name.as_str();
+            let added: HashSet<&str> = result.added.iter().map(|o| o.content.as_str()).collect();
+            let mut skipped = Vec::new();
+            for content in &addition.contents {
+                if added.contains(content.as_str()) && stored.insert((name, content)) {
+                    continue;
+                }
+                if let Some(&ordinal) = placed.get(&(name.to_owned(), content.clone())) {
+                    skipped.push(Observation {
+                        ordinal,
+                        content: content.clone(),
+                    });
+                }
+            }
+            result.skipped_duplicates = skipped;
+        }
+        Ok(results)
     }
 
     /// `replace_observation`.
@@ -573,4 +643,32 @@ pub(crate) fn first_duplicate<'a>(
         }
     }
     None
+}
+
+/// `texts` with each text once, at its first place, and the repeats left out: each with the
+/// index its first occurrence keeps.
+fn once_each(texts: Vec<String>) -> (Vec<String>, Vec<(usize, String)>) {
+    use std::collections::hash_map::Entry;
+    // Per text, `None` when it is kept, else the kept index of its first occurrence.
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let places: Vec<Option<usize>> = (texts.iter())
+        .map(|text| {
+            let next = first.len();
+            match first.entry(text.as_str()) {
+                Entry::Occupied(at) => Some(*at.get()),
+                Entry::Vacant(slot) => {
+                    slot.insert(next);
+                    None
+                }
+            }
+        })
+        .collect();
+    let (mut kept, mut repeated) = (Vec::with_capacity(texts.len()), Vec::new());
+    for (text, place) in texts.into_iter().zip(places) {
+        match place {
+            Some(at) => repeated.push((at, text)),
+            None => kept.push(text),
+        }
+    }
+    (kept, repeated)
 }

@@ -139,13 +139,13 @@ impl Memory {
             .filter(|hit| seen.insert(hit.row.name.clone()))
             .take(limit)
             .map(|hit| SearchHit {
+                signals: unsaid(hit.signals, found.mode, hit.perspective.as_deref()),
                 name: hit.row.name,
                 entity_type: hit.row.entity_type,
                 summary: hit.row.summary,
                 matched_observation: hit.row.content,
                 matched_perspective: hit.perspective,
                 score: hit.score,
-                signals: hit.signals,
             })
             .collect();
         Ok(SearchResults {
@@ -198,7 +198,7 @@ impl Memory {
                 ordinal: hit.row.ordinal,
                 content: hit.row.content,
                 score: hit.score,
-                signals: hit.signals,
+                signals: unsaid(hit.signals, found.mode, None),
             })
             .collect();
         Ok(FoundObservations {
@@ -242,7 +242,7 @@ impl Memory {
                 ordinal: hit.row.ordinal,
                 content: hit.row.content,
                 score: hit.score,
-                signals: hit.signals,
+                signals: unsaid(hit.signals, found.mode, None),
             })
             .collect();
         Ok(ObservationResults {
@@ -556,4 +556,17 @@ fn fallback_notice(error: &Error) -> Result<String> {
         )),
         other => Err(other.clone()),
     }
+}
+
+/// A hit's signals less what the result says already: `text` in text mode, and in embedding
+/// mode the matched perspective's `embedding:<perspective>` (when the result names it).
+fn unsaid(mut signals: Vec<String>, mode: SearchMode, perspective: Option<&str>) -> Vec<String> {
+    signals.retain(|signal| match mode {
+        SearchMode::Hybrid => true,
+        SearchMode::Text => signal != "text",
+        SearchMode::Embedding => {
+            perspective.is_none() || signal.strip_prefix("embedding:") != perspective
+        }
+    });
+    signals
 }

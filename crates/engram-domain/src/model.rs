@@ -111,8 +111,14 @@ pub struct CreatedNode {
     pub entity_type: String,
     /// When the node was created (for an existing node, originally).
     pub created_at: Timestamp,
-    /// `true` when a node of this name existed already and was left exactly as it was.
+    /// `true` when a node of this name existed already and was left exactly as it was;
+    /// absent when the node was created now.
+    #[serde(skip_serializing_if = "crate::compact::is_false")]
     pub already_existed: bool,
+    /// Observations given more than once for the new node: stored once, at this ordinal
+    /// (the reference memory server's habit); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_duplicates: Vec<Observation>,
 }
 
 /// Result of `delete_entities`.
@@ -123,6 +129,7 @@ pub struct DeletedNodes {
     /// Names that were deleted, in request order.
     pub deleted: Vec<String>,
     /// Names that did not exist, in request order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found: Vec<String>,
 }
 
@@ -180,8 +187,10 @@ pub struct NodeDetail {
     /// Its type.
     pub entity_type: String,
     /// Its summary, if one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Its tags, in the order they were set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// Its observations in ordinal order.
     pub observations: Vec<Observation>,
@@ -198,8 +207,10 @@ pub struct OpenedNodes {
     /// The nodes found, in request order.
     pub entities: Vec<NodeDetail>,
     /// Every relation with at least one endpoint among the requested nodes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relations: Vec<Relation>,
     /// Requested names that do not exist.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found: Vec<String>,
 }
 
@@ -212,8 +223,10 @@ pub struct TypedNode {
     /// Its type.
     pub entity_type: String,
     /// Its summary, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Its tags.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// When it or any child was last written.
     pub updated_at: Timestamp,
@@ -228,6 +241,7 @@ pub struct NodeBrief {
     /// Its type.
     pub entity_type: String,
     /// Its summary, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// When it or any child was last written.
     pub updated_at: Timestamp,
@@ -272,8 +286,13 @@ pub struct AddedObservations {
     pub entity_name: String,
     /// What was added with the ordinals it got (empty when the node does not exist).
     pub added: Vec<Observation>,
-    /// `true` when no node has this name; nothing was added for it.
+    /// `true` when no node has this name; nothing was added for it. Absent when it exists.
+    #[serde(skip_serializing_if = "crate::compact::is_false")]
     pub not_found: bool,
+    /// Given texts the node already held (or that the call repeated), not stored again: each
+    /// with the ordinal that holds it (the reference memory server's habit); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_duplicates: Vec<Observation>,
 }
 
 /// Result of `replace_observation`.
@@ -312,6 +331,7 @@ pub struct DeletedObservations {
     /// Ordinals that existed and are gone, ascending.
     pub deleted_ordinals: Vec<Ordinal>,
     /// Ordinals that did not exist (all of them when the node does not exist), ascending.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found_ordinals: Vec<Ordinal>,
 }
 
@@ -322,8 +342,10 @@ pub struct CreatedRelations {
     /// Relations created now.
     pub created: Vec<RelationSpec>,
     /// Relations that existed already (unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub already_existed: Vec<RelationSpec>,
     /// Endpoint names that do not exist, each once; relations naming them were skipped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found: Vec<String>,
 }
 
@@ -346,8 +368,10 @@ pub struct GraphNode {
     /// Its type.
     pub entity_type: String,
     /// Its summary, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Its tags.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
 }
 
@@ -359,6 +383,7 @@ pub struct Neighborhood {
     /// The nodes, nearest first, then by name.
     pub nodes: Vec<GraphNode>,
     /// The relations whose both endpoints are among `nodes`, sorted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relations: Vec<Relation>,
 }
 
@@ -399,7 +424,8 @@ pub struct PendingConsolidation {
     pub observation_count: i64,
     /// When its newest observation was written (added or replaced).
     pub last_observation_at: Timestamp,
-    /// When its summary was last set; `None` when never.
+    /// When its summary was last set; absent when never.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_updated_at: Option<Timestamp>,
 }
 
@@ -416,6 +442,7 @@ pub struct Stats {
     /// Fraction (0.0–1.0) of observation × perspective pairs whose embedding is current.
     /// While the indexer is working it may be up to 5 seconds old, unless something was
     /// written since.
+    #[serde(serialize_with = "crate::compact::share")]
     pub embedding_coverage: f64,
     /// Observation × perspective texts of the workspace the embedder refused: set aside with
     /// their reason, tried again after a back-off, found by full text meanwhile (an

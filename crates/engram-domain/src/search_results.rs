@@ -31,13 +31,15 @@ pub struct SearchHit {
     /// Its type.
     pub entity_type: String,
     /// Its summary, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// The observation that matched best.
     pub matched_observation: String,
     /// The perspective whose vector is closest to the query's (when the observation has a
     /// vector; embedding and hybrid mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_perspective: Option<String>,
-    /// How likely the observation is relevant, 0 to 1 (4 decimals), comparable across
+    /// How likely the observation is relevant, 0 to 1 (4 significant digits), comparable across
     /// queries: a logistic function of its cosine similarity to the query, its late
     /// interaction and the share of the query's terms it holds ([`crate::calibration`]);
     /// results below the search's `min_score` are left out. Results come in ranking order,
@@ -47,10 +49,13 @@ pub struct SearchHit {
     /// result only: hybrid the fused score (0 to 2.1: each signal scaled among the
     /// candidates, plus late interaction and the `date`, `proximity` and `named` bonuses),
     /// embedding the cosine similarity.
+    #[serde(serialize_with = "crate::compact::score")]
     pub score: f64,
     /// The signals that found the matched observation: `embedding:<perspective>` for each
     /// perspective among whose nearest it was, `text` when it matched the query's words,
-    /// `date`, `proximity` and `named` for the hybrid bonuses above.
+    /// `date`, `proximity` and `named` for the hybrid bonuses above. In text and embedding
+    /// mode, what `mode` and `matched_perspective` say is not repeated; absent when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signals: Vec<String>,
 }
 
@@ -63,6 +68,7 @@ pub struct SearchResults {
     /// The mode that produced them (text when embedding mode had to fall back).
     pub mode: SearchMode,
     /// Why the mode differs from the one asked for, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
 }
 
@@ -75,8 +81,10 @@ pub struct ScoredObservation {
     /// Its text.
     pub content: String,
     /// As in [`SearchHit::score`].
+    #[serde(serialize_with = "crate::compact::score")]
     pub score: f64,
     /// As in [`SearchHit::signals`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signals: Vec<String>,
 }
 
@@ -89,6 +97,7 @@ pub struct ObservationResults {
     /// The mode that produced them.
     pub mode: SearchMode,
     /// Why the mode differs from the one asked for, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
 }
 
@@ -105,8 +114,10 @@ pub struct FoundObservation {
     /// Its text.
     pub content: String,
     /// As in [`SearchHit::score`].
+    #[serde(serialize_with = "crate::compact::score")]
     pub score: f64,
     /// As in [`SearchHit::signals`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signals: Vec<String>,
 }
 
@@ -119,6 +130,7 @@ pub struct FoundObservations {
     /// The mode that produced them.
     pub mode: SearchMode,
     /// Why the mode differs from the one asked for, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
 }
 
@@ -131,6 +143,7 @@ pub struct SimilarPair {
     /// The other node.
     pub node_b: String,
     /// Cosine similarity of their aggregate vectors.
+    #[serde(serialize_with = "crate::compact::score")]
     pub similarity: f64,
     /// `node_a`'s type.
     pub node_a_type: String,

@@ -193,6 +193,7 @@ pub struct GraphPageResult {
     /// Relations from those nodes, over all pages.
     pub total_relations: u64,
     /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 

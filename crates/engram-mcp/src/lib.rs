@@ -3,21 +3,27 @@
 //!
 //! Transports live in the binary; this crate knows no HTTP beyond reading the bound
 //! workspace and the token's [`Access`] that the HTTP layer leaves in the request's
-//! extensions ([`BoundWorkspace`]). A read-only session may call only the tools annotated
-//! `readOnlyHint`; the others are refused as tool errors that say why.
+//! extensions ([`BoundWorkspace`]). A read-only session is offered, and may call, only the
+//! tools annotated `readOnlyHint`; a call to another is refused as a tool error that says why.
+//! The operator may offer a subset of the tools ([`ToolSet`]). Every schema is made portable
+//! ([`schema::portable`]), and an argument of the wrong type is answered naming it.
 //! Tool errors a model can fix come back as results with `isError: true`; outages as
 //! JSON-RPC errors (see [`error`]).
 
+mod arguments;
 pub mod error;
 pub mod params;
 pub mod results;
+pub mod schema;
 mod tools;
+mod toolset;
 
 pub use engram_domain::auth::Access;
 use engram_domain::{Memory, Workspace, WorkspaceId};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Extensions, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool_handler};
+pub use toolset::{CORE, ToolSet, UnknownTool};
 
 use crate::error::ToolError;
 
@@ -65,15 +71,48 @@ pub struct EngramServer {
     tool_router: ToolRouter<Self>,
 }
 
+/// Every tool with portable schemas, built once per process.
+static TOOLS: std::sync::LazyLock<ToolRouter<EngramServer>> = std::sync::LazyLock::new(|| {
+    let mut router = EngramServer::tool_router();
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        tool.input_schema = std::sync::Arc::new(schema::portable(&tool.input_schema));
+        if let Some(output) = &tool.output_schema {
+            tool.output_schema = Some(std::sync::Arc::new(schema::portable(output)));
+        }
+    }
+    router
+});
+
 impl EngramServer {
-    /// A server over `memory`, finding its workspace by `binding`.
+    /// A server over `memory` offering every tool, finding its workspace by `binding`.
     pub fn new(memory: Memory, binding: Binding) -> Self {
         Self {
             memory,
             binding,
             access: Access::ReadWrite,
-            tool_router: Self::tool_router(),
+            tool_router: TOOLS.clone(),
         }
+    }
+
+    /// Offers only the tools in `tools`; the others are neither listed nor callable.
+    #[must_use]
+    pub fn with_tools(mut self, tools: &ToolSet) -> Self {
+        let left_out: Vec<String> = (self.tool_router.map.values())
+            .filter(|route| !tools.offers(&route.attr.name, is_read_only(&route.attr)))
+            .map(|route| route.attr.name.to_string())
+            .collect();
+        for name in left_out {
+            self.tool_router.remove_route(&name);
+        }
+        self
+    }
+
+    /// The names of every tool engram has, sorted.
+    pub fn tool_names() -> Vec<String> {
+        let mut names: Vec<String> = TOOLS.map.keys().map(|name| name.to_string()).collect();
+        names.sort();
+        names
     }
 
     /// Limits a [`Binding::Fixed`] connection (legacy SSE) to `access`. Per-request
@@ -129,18 +168,24 @@ impl EngramServer {
             );
         }
         let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(context).await
+        match self.tool_router.call(context).await {
+            // A bad argument is the model's to fix: a tool error naming it.
+            Err(error) if arguments::is_argument_error(&error) => Ok(
+                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    error.message,
+                )])
+                .into(),
+            ),
+            other => other,
+        }
     }
 
     /// Whether `tool` is annotated as changing nothing.
     fn is_read_only(&self, tool: &str) -> bool {
-        (self.tool_router.get(tool))
-            .and_then(|t| t.annotations.as_ref())
-            .and_then(|a| a.read_only_hint)
-            == Some(true)
+        self.tool_router.get(tool).is_some_and(is_read_only)
     }
 
-    /// Every tool this server offers, as `tools/list` returns them.
+    /// Every tool this server offers, as `tools/list` returns them to a read-write session.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         self.tool_router.list_all()
     }
@@ -154,8 +199,34 @@ impl EngramServer {
     }
 }
 
+/// Whether `tool` is annotated as changing nothing.
+fn is_read_only(tool: &rmcp::model::Tool) -> bool {
+    tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for EngramServer {
+    /// The tools offered, and to a read-only session only those that change nothing.
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        if self.access(&context.extensions) == Access::ReadOnly {
+            tools.retain(is_read_only);
+        }
+        let mut result = rmcp::model::ListToolsResult::with_all_items(tools);
+        // The list depends on the session's token: fresh for this client only.
+        if (context.protocol_version())
+            .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28)
+        {
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
+        Ok(result)
+    }
+
     /// Every tool call: one span (tool, workspace) with a closing event giving its outcome
     /// and duration, and the metrics `engram_tool_calls_total{tool, workspace, outcome}` and
     /// `engram_tool_call_duration_seconds{tool}`. Arguments and results (observation texts)

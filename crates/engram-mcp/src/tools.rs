@@ -2,7 +2,9 @@
 //! returns the catalog's result as structured JSON.
 
 use engram_domain::*;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Json;
+
+use crate::arguments::Parameters;
 use rmcp::model::Extensions;
 use rmcp::{tool, tool_router};
 

@@ -74,6 +74,7 @@ pub(crate) async fn create_entities(
                     name,
                     created_at,
                     already_existed: false,
+                    skipped_duplicates: Vec::new(),
                 });
             }
             // Skipped as taken, then deleted by another writer before the lookup.
@@ -85,6 +86,7 @@ pub(crate) async fn create_entities(
                 entity_type,
                 created_at,
                 already_existed: true,
+                skipped_duplicates: Vec::new(),
             })
         })
         .collect()

@@ -1,6 +1,6 @@
 //! Observation tools: add, replace, delete.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 
 use deadpool_postgres::GenericClient;
 use engram_domain::*;
@@ -20,6 +20,20 @@ pub(crate) async fn add_observations(
                 .map(|c| (a.entity_name.as_str(), c.as_str()))
         })
         .unzip();
+    // Node rows are locked in id order, whatever the request's order, so two calls that touch
+    // the same nodes queue instead of deadlocking; the next statement then sees every text
+    // the other call committed.
+    let lock = client
+        .prepare_cached(
+            "SELECT id FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
+             ORDER BY id FOR UPDATE",
+        )
+        .await
+        .map_err(db)?;
+    client
+        .query(&lock, &[&workspace.0, &names])
+        .await
+        .map_err(db)?;
     let statement = client
         .prepare_cached(include_str!("sql/add_observations.sql"))
         .await
@@ -29,39 +43,48 @@ pub(crate) async fn add_observations(
         .await
         .map_err(db)?;
     let node_ids = node_ids(client, workspace, additions.iter().map(|a| &a.entity_name)).await?;
-    // Per node, ordinals were handed out in request order: pop them in that order.
-    let mut added: HashMap<i64, VecDeque<Observation>> = HashMap::new();
-    let mut sorted: Vec<(i64, Observation)> = rows
-        .iter()
-        .map(|row| {
-            let observation = Observation {
-                ordinal: Ordinal(row.get("ordinal")),
-                content: row.get("content"),
-            };
-            (row.get("node_id"), observation)
-        })
-        .collect();
-    sorted.sort_by_key(|(node_id, observation)| (*node_id, observation.ordinal));
-    for (node_id, observation) in sorted {
-        added.entry(node_id).or_default().push_back(observation);
+    // Per node, what was stored and what it held already, by ordinal.
+    let mut stored: HashMap<i64, Vec<(bool, Observation)>> = HashMap::new();
+    for row in &rows {
+        let observation = Observation {
+            ordinal: Ordinal(row.get("ordinal")),
+            content: row.get("content"),
+        };
+        (stored.entry(row.get("node_id")).or_default()).push((row.get("duplicate"), observation));
     }
     Ok(additions
         .iter()
         .map(|addition| {
-            let queue = node_ids
-                .get(&addition.entity_name)
-                .and_then(|id| added.get_mut(id));
-            match queue {
-                Some(queue) => AddedObservations {
-                    entity_name: addition.entity_name.clone(),
-                    added: queue.drain(..addition.contents.len()).collect(),
-                    not_found: false,
-                },
-                None => AddedObservations {
+            let Some(id) = node_ids.get(&addition.entity_name) else {
+                return AddedObservations {
                     entity_name: addition.entity_name.clone(),
                     added: Vec::new(),
                     not_found: true,
-                },
+                    skipped_duplicates: Vec::new(),
+                };
+            };
+            // Each given text was stored or held once (the caller sends no text twice for
+            // one node); an addition takes its own texts, in its order.
+            let rows = stored.entry(*id).or_default();
+            let mut added = Vec::new();
+            let mut skipped_duplicates = Vec::new();
+            for content in &addition.contents {
+                let Some(at) = rows.iter().position(|(_, o)| &o.content == content) else {
+                    continue;
+                };
+                let (duplicate, observation) = rows.swap_remove(at);
+                if duplicate {
+                    skipped_duplicates.push(observation);
+                } else {
+                    added.push(observation);
+                }
+            }
+            added.sort_by_key(|o| o.ordinal);
+            AddedObservations {
+                entity_name: addition.entity_name.clone(),
+                added,
+                not_found: false,
+                skipped_duplicates,
             }
         })
         .collect())

@@ -65,6 +65,7 @@ pub(crate) fn create_entities(
                 entity_type,
                 created_at: timestamp(created_at),
                 already_existed: true,
+                skipped_duplicates: Vec::new(),
             });
             continue;
         };
@@ -79,6 +80,7 @@ pub(crate) fn create_entities(
             entity_type: entity.entity_type.clone(),
             created_at: timestamp(created_at),
             already_existed: false,
+            skipped_duplicates: Vec::new(),
         });
     }
     Ok(created)

@@ -33,6 +33,11 @@ pub(crate) fn add_observations(
              VALUES (?1, ?2, ?3, ?4, engram_now(), engram_now())",
         )
         .map_err(db)?;
+    // A text the node already holds is not stored again; the transaction holds the write
+    // lock, so no other writer adds it meanwhile.
+    let mut held = tx
+        .prepare_cached("SELECT min(ordinal) FROM observations WHERE node_id = ?1 AND content = ?2")
+        .map_err(db)?;
     let mut result = Vec::with_capacity(additions.len());
     for addition in additions {
         let Some(&node_id) = ids.get(&addition.entity_name) else {
@@ -40,15 +45,30 @@ pub(crate) fn add_observations(
                 entity_name: addition.entity_name.clone(),
                 added: Vec::new(),
                 not_found: true,
+                skipped_duplicates: Vec::new(),
             });
             continue;
         };
-        let count = addition.contents.len() as i64;
+        let mut fresh = Vec::with_capacity(addition.contents.len());
+        let mut skipped_duplicates = Vec::new();
+        for content in &addition.contents {
+            let ordinal: Option<i64> = held
+                .query_row(params![node_id, content], |row| row.get(0))
+                .map_err(db)?;
+            match ordinal {
+                Some(ordinal) => skipped_duplicates.push(Observation {
+                    ordinal: Ordinal(ordinal),
+                    content: content.clone(),
+                }),
+                None => fresh.push(content),
+            }
+        }
+        let count = fresh.len() as i64;
         let first: i64 = take
             .query_row(params![node_id, count], |row| row.get(0))
             .map_err(db)?;
-        let mut added = Vec::with_capacity(addition.contents.len());
-        for (ordinal, content) in (first..).zip(&addition.contents) {
+        let mut added = Vec::with_capacity(fresh.len());
+        for (ordinal, content) in (first..).zip(fresh) {
             insert
                 .execute(params![node_id, workspace.0, ordinal, content])
                 .map_err(db)?;
@@ -62,6 +82,7 @@ pub(crate) fn add_observations(
             entity_name: addition.entity_name.clone(),
             added,
             not_found: false,
+            skipped_duplicates,
         });
     }
     Ok(result)

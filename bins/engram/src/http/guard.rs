@@ -26,6 +26,8 @@ pub struct Guard {
     pub max_body_bytes: usize,
     /// How many sessions may be open, from whom, and for how long unused.
     pub sessions: super::SessionLimits,
+    /// The tools sessions are offered (`--tools`).
+    pub tools: engram_mcp::ToolSet,
 }
 
 /// The default of [`Guard::max_body_bytes`]: a full batch of 1,000 observations of 64 KiB,
@@ -33,7 +35,7 @@ pub struct Guard {
 pub const MAX_BODY_BYTES: usize = 80 * 1024 * 1024;
 
 impl Default for Guard {
-    /// Loopback only, no tokens, [`MAX_BODY_BYTES`], the default session limits.
+    /// Loopback only, no tokens, [`MAX_BODY_BYTES`], the default session limits, every tool.
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
@@ -41,6 +43,7 @@ impl Default for Guard {
             require_auth: false,
             max_body_bytes: MAX_BODY_BYTES,
             sessions: super::SessionLimits::default(),
+            tools: engram_mcp::ToolSet::all(),
         }
     }
 }

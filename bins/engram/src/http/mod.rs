@@ -38,6 +38,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let counter = sessions::SessionCounter::new(guard.sessions);
     let binder = binding::Binder::new(memory.clone(), counter, manager.clone());
     let factory_memory = memory.clone();
+    let factory_tools = guard.tools.clone();
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(guard.max_body_bytes)
@@ -45,10 +46,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         .disable_allowed_hosts();
     let streamable = StreamableHttpService::new(
         move || {
-            Ok(EngramServer::new(
-                factory_memory.clone(),
-                Binding::PerRequest,
-            ))
+            Ok(
+                EngramServer::new(factory_memory.clone(), Binding::PerRequest)
+                    .with_tools(&factory_tools),
+            )
         },
         manager,
         config,
@@ -73,6 +74,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             sessions: sse::SseSessions::default(),
             shutdown,
             max_body_bytes: guard.max_body_bytes,
+            tools: guard.tools.clone(),
         });
     let auth = auth::Auth {
         memory: memory.clone(),

@@ -89,6 +89,8 @@ pub struct SseState {
     pub shutdown: CancellationToken,
     /// The largest message body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// The tools sessions are offered.
+    pub tools: engram_mcp::ToolSet,
 }
 
 /// Removes the session and stops its server when the event stream is dropped.
@@ -143,6 +145,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         publish_open("sse", sessions.len());
     }
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
+        .with_tools(&state.tools)
         .with_access(access);
     let server_stop = stop.clone();
     let unread_by_server = unread.clone();

@@ -41,11 +41,14 @@ pub struct StaleSummary {
     pub last_modified: Timestamp,
     /// How many observations it holds.
     pub observation_count: i64,
-    /// When its summary was last set; `None` when never.
+    /// When its summary was last set; absent when never.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_updated_at: Option<Timestamp>,
     /// A proposed summary, for the model to check and pass to `set_summary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub draft_summary: Option<String>,
     /// Who wrote `draft_summary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub draft_source: Option<TextSource>,
 }
 
@@ -62,10 +65,13 @@ pub struct RelationCandidate {
     /// `node_b`'s type.
     pub node_b_type: String,
     /// Cosine similarity of their aggregate vectors, −1 to 1.
+    #[serde(serialize_with = "crate::compact::score")]
     pub similarity_score: f64,
     /// Why they may belong together.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rationale: Option<String>,
     /// Who wrote `rationale`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rationale_source: Option<TextSource>,
 }
 
@@ -80,8 +86,10 @@ pub struct Cluster {
     /// How many nodes it has (may exceed `node_names`' length).
     pub size: i64,
     /// A short name for what the nodes share.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub centroid_label: Option<String>,
     /// Who wrote `centroid_label`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub label_source: Option<TextSource>,
 }
 
@@ -104,6 +112,7 @@ pub struct ConsolidationReport {
     pub event_summary: EventCounts,
     /// What the report could not do fully, and why (lists cut at `limit`, no embedding model,
     /// vectors still being computed, generation that ran out of time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
 }
 

@@ -86,6 +86,7 @@ macro_rules! memory_store_test_suite {
             concurrent_additions_get_unique_gap_free_ordinals,
             crossing_writers_never_deadlock,
             add_observations_reports_unknown_nodes_and_repeated_nodes,
+            a_text_the_node_holds_is_not_stored_again,
             replace_observation_keeps_the_ordinal,
             delete_observations_reports_deleted_and_missing_ordinals,
             // relations

@@ -181,6 +181,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
         entity_name: name.into(),
         added: observations(added),
         not_found,
+        skipped_duplicates: Vec::new(),
     };
     assert_eq!(
         result,
@@ -208,6 +209,84 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
         before
     );
     assert_eq!(before.0, (2, 5, 0));
+}
+
+/// The reference memory server's habit: a text a node already holds is not stored again,
+/// and the call says where it is.
+pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let created = memory
+        .create_entities(
+            ws,
+            vec![
+                entity("N", "thing", &["a", "b", "a", "c", "b"]),
+                entity("M", "thing", &["m"]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created[0].skipped_duplicates,
+        observations(&[(1, "a"), (2, "b")])
+    );
+    assert!(created[1].skipped_duplicates.is_empty());
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "a"), (2, "b"), (3, "c")])
+    );
+    // An existing node is left alone by create_entities: nothing to skip.
+    let again = (memory.create_entities(ws, vec![entity("N", "thing", &["a", "a"])]))
+        .await
+        .unwrap();
+    assert!(again[0].already_existed && again[0].skipped_duplicates.is_empty());
+
+    let before = events(&memory, ws).await;
+    let result = memory
+        .add_observations(
+            ws,
+            &[
+                additions("N", &["c", "d", "d", "a"]),
+                additions("M", &["m", "n"]),
+                additions("N", &["d", "e"]),
+            ],
+        )
+        .await
+        .unwrap();
+    let row = |name: &str, added: &[(i64, &str)], skipped: &[(i64, &str)]| AddedObservations {
+        entity_name: name.into(),
+        added: observations(added),
+        not_found: false,
+        skipped_duplicates: observations(skipped),
+    };
+    assert_eq!(
+        result,
+        [
+            row("N", &[(4, "d")], &[(3, "c"), (4, "d"), (1, "a")]),
+            row("M", &[(2, "n")], &[(1, "m")]),
+            row("N", &[(5, "e")], &[(4, "d")]),
+        ]
+    );
+    assert_eq!(
+        open_node(&memory, ws, "N").await.observations,
+        observations(&[(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")])
+    );
+    // Three observations were created, nothing else.
+    let after = events(&memory, ws).await;
+    assert_eq!(
+        (after.0 - before.0, after.1, after.2),
+        (3, before.1, before.2)
+    );
+
+    // Only texts the node holds: nothing changes.
+    let before = (counts(&memory, ws).await, events(&memory, ws).await);
+    let result = (memory.add_observations(ws, &[additions("M", &["n", "m"])]))
+        .await
+        .unwrap();
+    assert_eq!(result, [row("M", &[], &[(2, "n"), (1, "m")])]);
+    assert_eq!(
+        (counts(&memory, ws).await, events(&memory, ws).await),
+        before
+    );
 }
 
 pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) {

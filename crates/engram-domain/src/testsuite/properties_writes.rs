@@ -135,8 +135,22 @@ async fn create_entities(h: &mut Harness) {
                 (&node.entity_type, &node.summary),
                 (&e.entity_type, &e.summary)
             );
-            assert_eq!(contents, e.observations, "{}", short(e));
+            // Each text once, at its first place; the repeats are reported where it is.
+            let mut once: Vec<&str> = Vec::new();
+            for text in &e.observations {
+                if !once.contains(&text.as_str()) {
+                    once.push(text);
+                }
+            }
+            assert_eq!(contents, once, "{}", short(e));
             assert_eq!(ordinals, (1..=contents.len() as i64).collect::<Vec<_>>());
+            assert_eq!(
+                row.skipped_duplicates.len(),
+                e.observations.len() - once.len()
+            );
+            for skipped in &row.skipped_duplicates {
+                assert!(node.observations.contains(skipped), "{skipped:?}");
+            }
             let mut tags: Vec<&String> = Vec::new();
             for tag in &e.tags {
                 if !tags.contains(&tag) {
@@ -198,8 +212,19 @@ async fn add_observations(h: &mut Harness) {
             continue;
         };
         assert!(!row.not_found);
-        let contents: Vec<&String> = row.added.iter().map(|o| &o.content).collect();
-        assert_eq!(contents, a.contents.iter().collect::<Vec<_>>());
+        // Every given text was stored now, or skipped as one the node held before or the call
+        // gave before; none is stored twice.
+        let mut reported: Vec<&String> = (row.added.iter().chain(&row.skipped_duplicates))
+            .map(|o| &o.content)
+            .collect();
+        let mut given: Vec<&String> = a.contents.iter().collect();
+        reported.sort();
+        given.sort();
+        assert_eq!(reported, given, "{}", short(&row));
+        for added in &row.added {
+            let held = (before.observations.iter()).any(|o| o.content == added.content);
+            assert!(!held, "stored again: {added:?}");
+        }
         let floor = highest.entry(&a.entity_name).or_insert_with(|| {
             let existing = before
                 .observations
@@ -219,10 +244,22 @@ async fn add_observations(h: &mut Harness) {
             .iter()
             .find(|n| n.name == a.entity_name)
             .unwrap();
-        for added in &row.added {
+        for added in row.added.iter().chain(&row.skipped_duplicates) {
             assert!(node.observations.contains(added), "{added:?} absent");
         }
+        let texts = node.observations.iter().map(|o| &o.content);
+        assert!(
+            repeats(texts) <= repeats(before.observations.iter().map(|o| &o.content)),
+            "a text stored twice: {}",
+            short(&node)
+        );
     }
+}
+
+/// How many of `texts` repeat an earlier one.
+fn repeats<'a>(texts: impl Iterator<Item = &'a String>) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    texts.filter(|text| !seen.insert(*text)).count()
 }
 
 async fn delete_observations(h: &mut Harness) {

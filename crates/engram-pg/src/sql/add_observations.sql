@@ -1,29 +1,36 @@
 -- $1 workspace id, $2 node names, $3 contents (parallel arrays, in request order).
--- Takes `count` ordinals per node from its counter in one UPDATE, after locking the node rows:
--- concurrent writers queue on it, so ordinals are unique, gap-free and never reused.
+-- The caller has locked the node rows (in id order) in an earlier statement of the same
+-- transaction, so this statement's snapshot sees every text committed to them before.
+-- A text the node already holds is not stored again: it comes back with `duplicate` and the
+-- ordinal that holds it. The others take `count` ordinals per node from its counter in one
+-- UPDATE, so ordinals are unique, gap-free and never reused.
 WITH input AS (
     SELECT name, content, idx
     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t (name, content, idx)
+), held AS (
+    SELECT i.idx, nodes.id AS node_id, min(o.ordinal) AS ordinal
+    FROM input i
+    JOIN nodes ON nodes.workspace_id = $1 AND nodes.name = i.name
+    JOIN observations o ON o.node_id = nodes.id AND o.content = i.content
+    GROUP BY i.idx, nodes.id
+), fresh AS (
+    SELECT * FROM input WHERE idx NOT IN (SELECT idx FROM held)
 ), counts AS (
-    SELECT name, count(*) AS n FROM input GROUP BY name
-), locked AS MATERIALIZED (
-    -- Node rows are locked in id order, whatever the request's order, so two calls that
-    -- touch the same nodes queue instead of deadlocking.
-    SELECT nodes.id
-    FROM nodes JOIN counts ON nodes.name = counts.name
-    WHERE nodes.workspace_id = $1
-    ORDER BY nodes.id
-    FOR UPDATE OF nodes
+    SELECT name, count(*) AS n FROM fresh GROUP BY name
 ), taken AS (
     UPDATE nodes SET next_ordinal = nodes.next_ordinal + counts.n
     FROM counts
-    WHERE nodes.id IN (SELECT id FROM locked) AND nodes.name = counts.name
+    WHERE nodes.workspace_id = $1 AND nodes.name = counts.name
     RETURNING nodes.id, nodes.name, nodes.next_ordinal - counts.n AS first_ordinal
+), inserted AS (
+    INSERT INTO observations (node_id, workspace_id, ordinal, content)
+    SELECT t.id, $1,
+           t.first_ordinal + row_number() OVER (PARTITION BY f.name ORDER BY f.idx) - 1,
+           f.content
+    FROM fresh f
+    JOIN taken t ON t.name = f.name
+    RETURNING node_id, ordinal, content
 )
-INSERT INTO observations (node_id, workspace_id, ordinal, content)
-SELECT t.id, $1,
-       t.first_ordinal + row_number() OVER (PARTITION BY i.name ORDER BY i.idx) - 1,
-       i.content
-FROM input i
-JOIN taken t ON t.name = i.name
-RETURNING node_id, ordinal, content
+SELECT node_id, ordinal, content, false AS duplicate FROM inserted
+UNION ALL
+SELECT h.node_id, h.ordinal, i.content, true FROM held h JOIN input i ON i.idx = h.idx

@@ -1,0 +1,128 @@
+//! Which tools a server offers (`engram serve --tools`): every tool, or a subset named by
+//! tools and groups. A tool left out is neither listed nor callable. Independently, a
+//! read-only session is offered only the tools that change nothing.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+/// The reference memory server's nine tools (`@modelcontextprotocol/server-memory`), by
+/// engram's names, and `search_observations`: group `core`.
+pub const CORE: &[&str] = &[
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+    "search_observations",
+];
+
+/// The tools a server offers: `all` (the default), or the union of the named tools and
+/// groups (`core`, [`CORE`]; `read`, every tool that changes nothing), such as
+/// `core,get_stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSet {
+    /// `None`: every tool.
+    names: Option<BTreeSet<String>>,
+    /// Whether group `read` was named.
+    read: bool,
+}
+
+impl ToolSet {
+    /// Every tool.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// Whether `tool` (annotated read-only or not) is offered.
+    pub fn offers(&self, tool: &str, read_only: bool) -> bool {
+        match &self.names {
+            None => true,
+            Some(names) => names.contains(tool) || (self.read && read_only),
+        }
+    }
+}
+
+/// A name in `--tools` that is neither a tool nor a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool(pub String);
+
+impl fmt::Display for UnknownTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown tool or group {:?}: use `all`, `core`, `read` or tool names such as \
+             `search_nodes` (`engram serve --help` lists them), separated by commas",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownTool {}
+
+impl FromStr for ToolSet {
+    type Err = UnknownTool;
+
+    /// Parses `all`, or names and groups separated by commas (spaces ignored).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let known = crate::EngramServer::tool_names();
+        let mut set = Self {
+            names: Some(BTreeSet::new()),
+            read: false,
+        };
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "all" => return Ok(Self::all()),
+                "core" => set
+                    .names
+                    .iter_mut()
+                    .for_each(|n| n.extend(CORE.iter().map(|c| c.to_string()))),
+                "read" => set.read = true,
+                tool if known.iter().any(|k| k == tool) => {
+                    set.names.iter_mut().for_each(|n| {
+                        n.insert(tool.to_string());
+                    });
+                }
+                other => return Err(UnknownTool(other.to_string())),
+            }
+        }
+        if set.names.as_ref().is_some_and(BTreeSet::is_empty) && !set.read {
+            return Err(UnknownTool(text.to_string()));
+        }
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_and_names_combine() {
+        let core: ToolSet = "core, get_stats".parse().unwrap();
+        assert!(core.offers("search_nodes", true));
+        assert!(core.offers("create_entities", false));
+        assert!(core.offers("get_stats", true));
+        assert!(!core.offers("get_neighborhood", true));
+        let read: ToolSet = "read".parse().unwrap();
+        assert!(read.offers("get_neighborhood", true));
+        assert!(!read.offers("create_entities", false));
+        let all: ToolSet = "all".parse().unwrap();
+        assert!(all.offers("set_tags", false));
+    }
+
+    #[test]
+    fn every_core_tool_exists_and_unknown_names_are_refused() {
+        let known = crate::EngramServer::tool_names();
+        for tool in CORE {
+            assert!(known.iter().any(|k| k == tool), "{tool}");
+        }
+        let error = "core,serch_nodes".parse::<ToolSet>().unwrap_err();
+        assert!(error.to_string().contains("\"serch_nodes\""), "{error}");
+        assert!(" , ".parse::<ToolSet>().is_err());
+    }
+}
