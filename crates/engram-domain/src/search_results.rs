@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// Embedding similarity and full-text rank, each divided by its best value among the
-    /// candidates, weighted 0.6 and 0.4 (`engram_domain::fusion`).
+    /// Embedding similarity, full-text rank and late interaction fused ([`crate::fusion`]).
     #[default]
     Hybrid,
     /// Cosine similarity of embeddings, across every enabled perspective.

@@ -76,7 +76,7 @@ static TOOLS: std::sync::LazyLock<ToolRouter<EngramServer>> = std::sync::LazyLoc
     let mut router = EngramServer::tool_router();
     for route in router.map.values_mut() {
         let tool = &mut route.attr;
-        tool.input_schema = std::sync::Arc::new(schema::portable(&tool.input_schema));
+        tool.input_schema = std::sync::Arc::new(schema::model_facing(&tool.input_schema));
         if let Some(output) = &tool.output_schema {
             tool.output_schema = Some(std::sync::Arc::new(schema::portable(output)));
         }

@@ -43,6 +43,59 @@ pub fn portable(schema: &Map<String, Value>) -> Map<String, Value> {
     schema
 }
 
+/// An input schema as a model reads it: [`portable`], with every `$ref` replaced by its
+/// definition (tool inputs are small and not recursive, so nothing repeats), and without
+/// the documentation of the Rust types behind them (the property's own description says
+/// what the model needs) or defaults that are empty lists.
+pub fn model_facing(schema: &Map<String, Value>) -> Map<String, Value> {
+    let mut schema = portable(schema);
+    let definitions = schema.remove("$defs").unwrap_or(Value::Null);
+    let mut schema = Value::Object(schema);
+    inline(&mut schema, &definitions, 0);
+    let Value::Object(schema) = schema else {
+        unreachable!("an object stays an object")
+    };
+    schema
+}
+
+/// Replaces `{"$ref": "#/$defs/Name", …}` by the definition (its description left out) and
+/// the reference's own keywords; definitions may refer to each other, up to a depth of 8.
+fn inline(value: &mut Value, definitions: &Value, depth: usize) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::String(reference)) = object.get("$ref")
+                && let Some(name) = reference.strip_prefix("#/$defs/")
+                && let Some(Value::Object(definition)) = definitions.get(name)
+                && depth < 8
+            {
+                let definition = definition.clone();
+                object.remove("$ref");
+                for (key, value) in definition {
+                    if key != "description" {
+                        object.entry(key).or_insert(value);
+                    }
+                }
+                let mut inlined = Value::Object(std::mem::take(object));
+                inline(&mut inlined, definitions, depth + 1);
+                *value = inlined;
+                return;
+            }
+            if object.get("default") == Some(&Value::Array(Vec::new())) {
+                object.remove("default");
+            }
+            for child in object.values_mut() {
+                inline(child, definitions, depth);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                inline(item, definitions, depth);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn rewrite(value: &mut Value) {
     match value {
         Value::Object(object) => {
@@ -83,6 +136,19 @@ fn rewrite_object(object: &mut Map<String, Value>) {
     // A `"const": null` / `"enum"` with null among the values of an optional enum.
     if let Some(Value::Array(values)) = object.get_mut("enum") {
         values.retain(|v| !v.is_null());
+    }
+    // An enumeration as `oneOf` of documented constants → `enum`: the variants' Rust
+    // documentation is not for the model, and `enum` is what every validator knows.
+    if let Some(Value::Array(alternatives)) = object.get("oneOf")
+        && !alternatives.is_empty()
+        && alternatives
+            .iter()
+            .all(|a| a.get("const").is_some_and(Value::is_string))
+    {
+        let values: Vec<Value> = alternatives.iter().map(|a| a["const"].clone()).collect();
+        object.remove("oneOf");
+        object.insert("type".into(), Value::from("string"));
+        object.insert("enum".into(), Value::Array(values));
     }
     if object.get("default") == Some(&Value::Null) {
         object.remove("default");
@@ -173,6 +239,43 @@ mod tests {
             })
         );
         assert!(unportable_parts(&schema).is_empty());
+    }
+
+    #[test]
+    fn enumerations_become_enums_and_inputs_are_inlined() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"description": "How.", "$ref": "#/$defs/Mode", "default": "a"},
+                "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}, "default": []}
+            },
+            "$defs": {
+                "Mode": {"description": "Rust docs.", "oneOf": [
+                    {"description": "A.", "type": "string", "const": "a"},
+                    {"description": "B.", "type": "string", "const": "b"}
+                ]},
+                "Item": {"description": "Rust docs.", "type": "object",
+                         "properties": {"mode": {"$ref": "#/$defs/Mode"}}}
+            }
+        });
+        let inlined = Value::Object(model_facing(schema.as_object().unwrap()));
+        assert_eq!(
+            inlined,
+            json!({
+                "type": "object",
+                "properties": {
+                    "mode": {"description": "How.", "type": "string", "enum": ["a", "b"],
+                             "default": "a"},
+                    "items": {"type": "array", "items": {"type": "object", "properties": {
+                        "mode": {"type": "string", "enum": ["a", "b"]}}}}
+                }
+            })
+        );
+        let portable = Value::Object(portable(schema.as_object().unwrap()));
+        assert_eq!(
+            portable["$defs"]["Mode"],
+            json!({"description": "Rust docs.", "type": "string", "enum": ["a", "b"]})
+        );
     }
 
     #[test]

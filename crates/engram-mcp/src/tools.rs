@@ -326,10 +326,9 @@ impl EngramServer {
         Ok(Json(UnlinkedReferencesResult { references }))
     }
 
-    /// Where the graph needs attention: stale summaries (with a draft to check and pass to
-    /// set_summary), unrelated similar pairs (with a rationale: relate or merge them?),
-    /// orphaned nodes, clusters of similar nodes (with a label), and counts of writes since
-    /// `since`. The backend proposes; you decide. `notices` says what was cut or unavailable.
+    /// Where the graph needs attention: stale summaries (with drafts for set_summary),
+    /// unrelated similar pairs (relate or merge them?), orphaned nodes, clusters of similar
+    /// nodes, and counts of writes since `since`. It proposes; you decide.
     #[tool(annotations(read_only_hint = true))]
     async fn get_consolidation_report(
         &self,
@@ -362,8 +361,8 @@ impl EngramServer {
         Ok(Json(PendingConsolidationResult { nodes }))
     }
 
-    /// Counts of nodes, observations and relations in the workspace, embedding coverage, and
-    /// how many texts the embedder refused (found by full text only until it accepts them).
+    /// Counts of nodes, observations and relations, embedding coverage, and texts the
+    /// embedder refused (found by full text meanwhile).
     #[tool(annotations(read_only_hint = true))]
     async fn get_stats(
         &self,
@@ -374,13 +373,9 @@ impl EngramServer {
         Ok(Json(self.memory.get_stats(workspace).await?))
     }
 
-    /// Find nodes by meaning and keywords: by default (mode "hybrid") the query is matched
-    /// against every observation both by embedding similarity (in each enabled perspective)
-    /// and by full text, and the two are fused; each node comes back once with its
-    /// best-matching observation and the signals that found it. Mode "embedding" or "text"
-    /// uses one signal alone. `score` is the probability (0–1) that the result is relevant,
-    /// comparable across queries; results below `min_score` are left out, and when nothing
-    /// relevant is in memory the results are empty and `notice` says so.
+    /// Find nodes by meaning and keywords, each once with its best-matching observation.
+    /// `score` is the probability (0–1) that a result is relevant, comparable across
+    /// queries; when nothing relevant is in memory, `results` is empty and `notice` says so.
     #[tool(annotations(read_only_hint = true))]
     async fn search_nodes(
         &self,
@@ -401,8 +396,7 @@ impl EngramServer {
         Ok(Json(results))
     }
 
-    /// Search within one node's observations, best match first (mode "hybrid" by default, as
-    /// in search_nodes).
+    /// Search within one node's observations, best match first (modes as in search_nodes).
     #[tool(annotations(read_only_hint = true))]
     async fn query_observations(
         &self,
@@ -423,9 +417,8 @@ impl EngramServer {
         Ok(Json(results))
     }
 
-    /// Find observations across the whole workspace, best first, each with its node: unlike
-    /// search_nodes, a node with many matching observations shows every one of them.
-    /// Optionally only nodes of some entity types. Modes as in search_nodes (default "hybrid").
+    /// Find single facts (observations) across the workspace, best first, each with its node;
+    /// unlike search_nodes, every matching observation of a node is listed.
     #[tool(annotations(read_only_hint = true))]
     async fn search_observations(
         &self,
@@ -463,10 +456,8 @@ impl EngramServer {
         Ok(Json(SimilarNodesResult { pairs }))
     }
 
-    /// Walk the whole graph a page at a time (an extension beyond the catalog, named as in
-    /// the reference memory server): nodes in name order with the relations leaving them,
-    /// the totals, and a `next_cursor` to pass back for the next page. Ask for `detail:
-    /// "names"` to skim a large graph, `"full"` for every observation.
+    /// Walk the whole graph a page at a time: nodes in name order with the relations leaving
+    /// them, the totals, and a `next_cursor` to pass back for the next page.
     #[tool(annotations(read_only_hint = true))]
     async fn read_graph(
         &self,

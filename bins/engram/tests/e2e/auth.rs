@@ -116,6 +116,23 @@ pub async fn tokens_grant_one_workspace_and_read_only_tokens_only_read(backend: 
         streamable_client_with_token(&server.base, "demo", Some(&reader)).await,
         sse_client::connect_with_token(&server.base, "demo", Some(&reader)).await,
     ] {
+        // It is offered only the tools that change nothing.
+        let listed = read_only.list_all_tools().await.unwrap();
+        assert_eq!(
+            listed.len(),
+            16,
+            "{:?}",
+            listed.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
+        for tool in &listed {
+            let read = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+            assert_eq!(
+                read,
+                Some(true),
+                "{} listed to a read-only token",
+                tool.name
+            );
+        }
         let opened = ok(&read_only, "open_nodes", json!({"names": ["Alice"]})).await;
         assert_eq!(
             opened["entities"][0]["observations"][0]["content"],

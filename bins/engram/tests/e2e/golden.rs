@@ -62,6 +62,34 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
             tool.name
         );
     }
+    // Every schema is valid JSON Schema 2020-12 that a strict validator accepts: no unknown
+    // format, no type arrays, no null types.
+    for tool in &tools {
+        let input = serde_json::to_value(&tool.input_schema).unwrap();
+        let output = serde_json::to_value(tool.output_schema.as_ref().unwrap()).unwrap();
+        for (which, schema) in [("input", &input), ("output", &output)] {
+            if let Err(error) = jsonschema::draft202012::meta::validate(schema) {
+                panic!("{} {which} schema: {error}", tool.name);
+            }
+            let strict = jsonschema::draft202012::options()
+                .should_validate_formats(true)
+                .should_ignore_unknown_formats(false)
+                .build(schema);
+            assert!(strict.is_ok(), "{} {which} schema: {strict:?}", tool.name);
+            let unportable = engram_mcp::schema::unportable_parts(schema);
+            assert!(
+                unportable.is_empty(),
+                "{} {which}: {unportable:?}",
+                tool.name
+            );
+            assert!(schema.get("$schema").is_none(), "{} {which}", tool.name);
+        }
+        assert!(
+            input.get("$defs").is_none(),
+            "{}: inlined for models",
+            tool.name
+        );
+    }
     let snapshot = serde_json::to_string_pretty(&tools).unwrap();
     expect_test::expect_file!["tools.golden.json"].assert_eq(&snapshot);
     client.cancel().await.unwrap();

@@ -9,6 +9,7 @@ mod binding;
 mod browser;
 mod cli;
 mod consolidation;
+mod contract;
 mod golden;
 mod limits;
 mod observability;
@@ -55,6 +56,9 @@ per_backend!(
     binding::workspaces_stay_isolated_across_clients,
     consolidation::drafts_come_from_the_model_when_it_answers_in_time,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
+    contract::every_tool_names_an_argument_of_the_wrong_type,
+    contract::the_tool_list_fits_the_caller,
+    contract::a_text_the_node_holds_is_skipped_and_reported,
     golden::tools_list_matches_the_golden_contract,
     observability::metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_out,
     observability::the_viewer_api_reads_a_workspace_behind_the_same_tokens,

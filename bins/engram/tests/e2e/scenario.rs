@@ -27,9 +27,44 @@ pub async fn call(
 pub async fn ok(client: &Client, tool: &'static str, arguments: Value) -> Value {
     let result = call(client, tool, arguments).await;
     assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
-    result
+    let structured = result
         .structured_content
-        .unwrap_or_else(|| panic!("{tool}: no structured content"))
+        .unwrap_or_else(|| panic!("{tool}: no structured content"));
+    // The text twin is the same JSON, and both match the published output schema.
+    let text = serde_json::to_value(&result.content).unwrap()[0]["text"].clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(text.as_str().unwrap()).unwrap(),
+        structured,
+        "{tool}: the text twin differs"
+    );
+    let schema = output_schema(client, tool).await;
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    if let Err(error) = validator.validate(&structured) {
+        panic!("{tool}: the result does not match its output schema: {error}\n{structured}");
+    }
+    structured
+}
+
+/// `tool`'s output schema as `tools/list` publishes it (read once per test process).
+async fn output_schema(client: &Client, tool: &str) -> Value {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static SCHEMAS: Mutex<Option<HashMap<String, Value>>> = Mutex::new(None);
+    if let Some(schema) = (SCHEMAS.lock().unwrap().as_ref()).and_then(|s| s.get(tool)) {
+        return schema.clone();
+    }
+    let tools = client.list_all_tools().await.unwrap();
+    let mut schemas = SCHEMAS.lock().unwrap();
+    let schemas = schemas.get_or_insert_with(HashMap::new);
+    for listed in tools {
+        if let Some(output) = listed.output_schema {
+            schemas.insert(listed.name.to_string(), Value::Object((*output).clone()));
+        }
+    }
+    schemas
+        .get(tool)
+        .cloned()
+        .unwrap_or_else(|| panic!("{tool} has no output schema"))
 }
 
 /// Calls `tool`, expects a tool error (`isError: true`), and returns its text.
@@ -262,7 +297,7 @@ pub async fn exercise_every_tool(client: &Client) {
     .await;
     assert_eq!(
         within["observations"],
-        json!([{"ordinal": 3, "content": "likes tea", "score": within["observations"][0]["score"], "signals": ["text"]}])
+        json!([{"ordinal": 3, "content": "likes tea", "score": within["observations"][0]["score"]}])
     );
     let facts = ok(
         client,
@@ -295,7 +330,11 @@ pub async fn exercise_every_tool(client: &Client) {
         Ok(result) => serde_json::to_string(&result).unwrap(),
         Err(error) => error.to_string(),
     };
-    assert!(unknown.contains("unknown field `workspace`"), "{unknown}");
+    assert!(
+        unknown.contains("unknown argument `workspace`: this tool takes no arguments")
+            && unknown.contains("\"isError\":true"),
+        "{unknown}"
+    );
     let bare = client
         .call_tool(CallToolRequestParams::new("get_stats"))
         .await
