@@ -292,6 +292,21 @@ fn table(reports: &[Value]) -> String {
             .collect();
         let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
     }
+    let mut sized: Vec<String> = (reports.iter())
+        .flat_map(|r| (r["result_bytes"].as_object().into_iter()).flat_map(|b| b.keys().cloned()))
+        .collect();
+    sized.sort();
+    sized.dedup();
+    for call in &sized {
+        let cells: Vec<String> = (reports.iter())
+            .map(|r| {
+                r["result_bytes"][call]
+                    .as_u64()
+                    .map_or("—".into(), |b| b.to_string())
+            })
+            .collect();
+        let _ = writeln!(out, "| result bytes: {call} | {} |", cells.join(" | "));
+    }
     let cells: Vec<String> = (reports.iter())
         .map(|r| {
             r["initialize_ms"]

@@ -108,9 +108,23 @@ struct Report {
     calls: BTreeMap<String, Latency>,
     /// Resident memory of the server process at the end (stdio only), MB.
     rss_mb: Option<f64>,
+    /// Bytes of one call's result as it travels (`content` and `structuredContent`, compact
+    /// JSON): `call @size` → bytes. What a client must carry and check, and a model read.
+    result_bytes: BTreeMap<String, usize>,
 }
 
 async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<Value> {
+    Ok(call_result(client, tool, arguments)
+        .await?
+        .structured_content
+        .unwrap_or(Value::Null))
+}
+
+async fn call_result(
+    client: &Client,
+    tool: &'static str,
+    arguments: Value,
+) -> Result<rmcp::model::CallToolResult> {
     let arguments = arguments
         .as_object()
         .cloned()
@@ -120,7 +134,16 @@ async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<V
         .await
         .context(tool)?;
     anyhow::ensure!(result.is_error != Some(true), "{tool} failed: {result:?}");
-    Ok(result.structured_content.unwrap_or(Value::Null))
+    Ok(result)
+}
+
+/// Bytes of `result`'s content and structured content, as compact JSON.
+fn result_bytes(result: &rmcp::model::CallToolResult) -> usize {
+    let content = serde_json::to_vec(&result.content).map_or(0, |v| v.len());
+    let structured = (result.structured_content.as_ref())
+        .and_then(|v| serde_json::to_vec(v).ok())
+        .map_or(0, |v| v.len());
+    content + structured
 }
 
 /// Waits until `get_stats` says every vector is current (at most 30 minutes).
@@ -214,8 +237,14 @@ async fn main() -> Result<()> {
         let first = created;
         while created < size {
             let batch: Vec<Value> = (created..(created + BATCH).min(size)).map(entity).collect();
+            let first_batch = created == 0 && batch.len() == BATCH;
             created += batch.len();
-            call(&client, "create_entities", json!({"entities": batch})).await?;
+            let result =
+                call_result(&client, "create_entities", json!({"entities": batch})).await?;
+            if first_batch {
+                (report.result_bytes)
+                    .insert(format!("create_entities {BATCH}"), result_bytes(&result));
+            }
         }
         let seconds = started.elapsed().as_secs_f64();
         report.create_seconds.insert(size, seconds);
@@ -238,6 +267,8 @@ async fn main() -> Result<()> {
         })
         .await?;
         report.calls.insert(format!("open_nodes 1 @{size}"), open1);
+        let one = call_result(&client, "open_nodes", json!({"names": [name(42)]})).await?;
+        (report.result_bytes).insert(format!("open_nodes 1 @{size}"), result_bytes(&one));
         let open10 = measure(samples, |k| {
             let client = &client;
             let names: Vec<String> = (0..10).map(|j| name(pick(k * 10 + j, size))).collect();
@@ -263,6 +294,12 @@ async fn main() -> Result<()> {
         })
         .await?;
         report.calls.insert(format!("search_nodes @{size}"), search);
+        let mut arguments = json!({"query": WORDS[0], "limit": 10});
+        if engram {
+            arguments["mode"] = json!("text");
+        }
+        let found = call_result(&client, "search_nodes", arguments).await?;
+        (report.result_bytes).insert(format!("search_nodes 10 @{size}"), result_bytes(&found));
         let add = measure(samples, |k| {
             let client = &client;
             let arguments = json!({"observations": [{"entityName": name(pick(k, size)),

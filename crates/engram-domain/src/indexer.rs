@@ -170,11 +170,22 @@ impl Indexer {
         self.set_idle(None);
         if !texts.is_empty() {
             let vectors = self.embed_isolating(&texts).await?;
+            // A vector that cannot be searched (empty, ragged, NaN, zero) is a rejected text:
+            // it is never stored.
+            let dimension = crate::vectors::usual_dimension(
+                (vectors.iter().flatten()).map(|embedding| embedding.vector.as_slice()),
+            );
             let mut kept = Vec::with_capacity(records.len());
             let mut embedded = to_embed.into_iter().zip(vectors).peekable();
             for (i, mut record) in records.into_iter().enumerate() {
                 match embedded.next_if(|((index, _, _), _)| *index == i) {
-                    Some((_, Ok(embedding))) => {
+                    Some(((_, key, task), Ok(embedding))) => {
+                        if let Some(defect) =
+                            crate::vectors::vector_defect(&embedding.vector, dimension)
+                        {
+                            self.reject(key, task, defect);
+                            continue;
+                        }
                         record.vector = Some(embedding.vector);
                         record.token_signs = embedding.token_signs;
                     }

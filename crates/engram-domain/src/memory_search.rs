@@ -454,12 +454,21 @@ impl Memory {
         }
         if !missing.is_empty() {
             let vectors = self.embed_within_budget(embedder, &missing).await?;
+            // A malformed answer is never cached, and the search answers from full text.
             if vectors.len() != missing.len() {
-                return Err(Error::Internal(format!(
+                return Err(Error::Unavailable(format!(
                     "the embedder returned {} vectors for {} queries",
                     vectors.len(),
                     missing.len()
                 )));
+            }
+            let dimension = known.values().next().map(|e| e.vector.len()).or_else(|| {
+                crate::vectors::usual_dimension(vectors.iter().map(|e| e.vector.as_slice()))
+            });
+            if let Some(defect) =
+                (vectors.iter()).find_map(|e| crate::vectors::vector_defect(&e.vector, dimension))
+            {
+                return Err(Error::Unavailable(defect));
             }
             let mut cache = self.lock_query_vectors();
             for (text, embedding) in missing.into_iter().zip(vectors) {
@@ -513,7 +522,9 @@ impl Memory {
                 Err(Error::Unavailable(reason))
             }
             Ok(Err(Error::Unavailable(reason))) => Err(pause(reason)),
-            Ok(Err(other)) => Err(other),
+            // Any other failure of the embedder (a malformed answer) is not the search's:
+            // it answers from full text.
+            Ok(Err(other)) => Err(Error::Unavailable(format!("the embedder failed: {other}"))),
             Err(_) => Err(pause(format!(
                 "the embedder did not answer within {} ms",
                 budget.as_millis()

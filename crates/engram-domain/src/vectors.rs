@@ -1,5 +1,7 @@
 //! What the indexer and a store hand each other about vectors: the pairs to embed, the
-//! vectors to save, a node's aggregate vector, and the hash that tells a changed text.
+//! vectors to save, a node's aggregate vector, the hash that tells a changed text, and the
+//! check every vector from an embedder passes before it is stored, cached or searched
+//! ([`vector_defect`]).
 
 use crate::model::Timestamp;
 use crate::perspectives::ObservationContext;
@@ -62,4 +64,76 @@ pub fn text_hash(text: &str) -> Vec<u8> {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash.to_be_bytes().to_vec()
+}
+
+/// Why `vector` cannot be stored or searched, or `None` when it can: it is empty, its length
+/// is not `dimension` (when one is expected), a value is not finite (NaN, infinity), or its
+/// norm is zero (cosine similarity is undefined). A faulty embedder answers such vectors
+/// (issue: a NaN or zero vector once broke every search of its workspace).
+pub fn vector_defect(vector: &[f32], dimension: Option<usize>) -> Option<String> {
+    if vector.is_empty() {
+        return Some("the embedder answered an empty vector".into());
+    }
+    if let Some(dimension) = dimension
+        && vector.len() != dimension
+    {
+        return Some(format!(
+            "the embedder answered a vector of {} dimensions among vectors of {dimension}",
+            vector.len()
+        ));
+    }
+    if vector.iter().any(|x| !x.is_finite()) {
+        return Some("the embedder answered a vector with a value that is not a number".into());
+    }
+    if vector.iter().all(|x| *x == 0.0) {
+        return Some("the embedder answered a zero vector".into());
+    }
+    None
+}
+
+/// The dimension most of `vectors` have (the first such on a tie), `None` for none.
+pub fn usual_dimension<'a>(vectors: impl Iterator<Item = &'a [f32]>) -> Option<usize> {
+    let mut counts: Vec<(usize, usize)> = Vec::new();
+    for vector in vectors {
+        match counts.iter_mut().find(|(d, _)| *d == vector.len()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((vector.len(), 1)),
+        }
+    }
+    let most = counts.iter().map(|(_, n)| *n).max()?;
+    counts.into_iter().find(|(_, n)| *n == most).map(|(d, _)| d)
+}
+
+#[cfg(test)]
+mod defect_tests {
+    use super::*;
+
+    #[test]
+    fn empty_ragged_nan_infinite_and_zero_vectors_are_refused() {
+        assert_eq!(vector_defect(&[0.6, 0.8], Some(2)), None);
+        assert!(vector_defect(&[], None).unwrap().contains("empty"));
+        assert!(
+            vector_defect(&[0.6, 0.8, 0.0], Some(2))
+                .unwrap()
+                .contains("3 dimensions")
+        );
+        assert!(
+            vector_defect(&[f32::NAN, 1.0], None)
+                .unwrap()
+                .contains("not a number")
+        );
+        assert!(vector_defect(&[f32::INFINITY, 1.0], None).is_some());
+        assert!(
+            vector_defect(&[0.0, 0.0], Some(2))
+                .unwrap()
+                .contains("zero")
+        );
+    }
+
+    #[test]
+    fn the_usual_dimension_is_the_most_common() {
+        let vectors = [vec![1.0; 3], vec![1.0; 2], vec![1.0; 3]];
+        assert_eq!(usual_dimension(vectors.iter().map(Vec::as_slice)), Some(3));
+        assert_eq!(usual_dimension(std::iter::empty()), None);
+    }
 }

@@ -28,6 +28,18 @@ fn id_score(row: &Row<'_>) -> rusqlite::Result<(i64, f64)> {
     Ok((row.get(0)?, row.get(1)?))
 }
 
+fn id_similarity(row: &Row<'_>) -> rusqlite::Result<(i64, Option<f64>)> {
+    Ok((row.get(0)?, row.get(1)?))
+}
+
+/// The rows that have a similarity: a zero or NaN vector stored by an older engram has none
+/// (NULL) and is skipped, never an error.
+fn scored(rows: Vec<(i64, Option<f64>)>) -> Vec<(i64, f64)> {
+    (rows.into_iter())
+        .filter_map(|(id, similarity)| Some((id, similarity?)))
+        .collect()
+}
+
 /// The types a search keeps as a JSON array for `json_each`, or `None` for every type.
 fn types_json(request: &CandidateQuery) -> Option<String> {
     request.types().map(tags_json)
@@ -55,8 +67,9 @@ fn nearest(
             tx,
             &sql,
             params![workspace.0, model, perspective.0, to_blob(vector), k],
-            id_score,
-        );
+            id_similarity,
+        )
+        .map(scored);
     }
     query(
         tx,
@@ -79,8 +92,9 @@ fn nearest(
             types_json(request),
             i64::try_from(k).unwrap_or(i64::MAX)
         ],
-        id_score,
+        id_similarity,
     )
+    .map(scored)
 }
 
 /// The stored vectors of the given observations in `query`'s perspective, model and

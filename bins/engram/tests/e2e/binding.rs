@@ -27,33 +27,40 @@ pub async fn missing_malformed_and_unknown_workspaces_are_refused_with_the_fix(b
     let server = TestServer::start(backend, &["alpha"]).await;
     let missing = post_mcp(&server, &[]).await;
     assert_eq!(missing.status(), 400);
-    let body = missing.text().await.unwrap();
+    let body_missing = missing.text().await.unwrap();
     assert!(
-        body.contains("missing X-Memory-Workspace") && body.contains("engram workspace create"),
-        "{body}"
+        body_missing.contains("missing X-Memory-Workspace")
+            && body_missing.contains("engram workspace create"),
+        "{body_missing}"
     );
 
     let unknown = post_mcp(&server, &[(WORKSPACE_HEADER, "ghost")]).await;
     assert_eq!(unknown.status(), 400);
-    let body = unknown.text().await.unwrap();
-    assert!(body.contains("engram workspace create ghost"), "{body}");
+    let body_unknown = unknown.text().await.unwrap();
+    assert!(
+        body_unknown.contains("engram workspace create ghost"),
+        "{body_unknown}"
+    );
 
     let malformed = post_mcp(&server, &[(WORKSPACE_HEADER, "two words")]).await;
     assert_eq!(malformed.status(), 400);
     assert!(malformed.text().await.unwrap().contains("malformed"));
 
-    let sse = reqwest::Client::new()
-        .get(format!("{}/sse", server.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(sse.status(), 400);
-    assert!(
-        sse.text()
-            .await
-            .unwrap()
-            .contains("engram workspace create")
-    );
+    // The legacy SSE endpoint refuses with the same JSON-RPC body, missing or unknown.
+    for (header, refused_on_mcp) in [(None, body_missing), (Some("ghost"), body_unknown)] {
+        let mut request = reqwest::Client::new().get(format!("{}/sse", server.base));
+        if let Some(workspace) = header {
+            request = request.header(WORKSPACE_HEADER, workspace);
+        }
+        let sse = request.send().await.unwrap();
+        assert_eq!(sse.status(), 400);
+        assert_eq!(
+            sse.headers()["content-type"],
+            "application/json",
+            "{header:?}"
+        );
+        assert_eq!(sse.text().await.unwrap(), refused_on_mcp, "{header:?}");
+    }
 }
 
 pub async fn a_streamable_session_keeps_its_workspace(backend: Backend) {

@@ -168,7 +168,10 @@ pub async fn the_tool_list_fits_the_caller(backend: Backend) {
     // The reference server's whole list is 11.2k characters; engram's was 19.7k before its
     // schemas were made portable and inlined and its descriptions cut to what a model needs.
     assert!(all_chars <= 14_000, "{all_chars} characters");
-    assert!(core_chars * 5 < all_chars * 3, "{core_chars} of {all_chars}");
+    assert!(
+        core_chars * 5 < all_chars * 3,
+        "{core_chars} of {all_chars}"
+    );
     client.cancel().await.unwrap();
 }
 

@@ -14,6 +14,7 @@
 
 mod consolidation;
 mod embedder;
+mod faults;
 mod graph;
 mod history;
 mod late_interaction;
@@ -33,6 +34,7 @@ mod workspaces;
 
 pub use consolidation::*;
 pub use embedder::*;
+pub use faults::*;
 pub use graph::*;
 pub use history::*;
 pub use late_interaction::*;
@@ -87,6 +89,7 @@ macro_rules! memory_store_test_suite {
             crossing_writers_never_deadlock,
             add_observations_reports_unknown_nodes_and_repeated_nodes,
             a_text_the_node_holds_is_not_stored_again,
+            a_misbehaving_embedder_never_breaks_search,
             replace_observation_keeps_the_ordinal,
             delete_observations_reports_deleted_and_missing_ordinals,
             // relations

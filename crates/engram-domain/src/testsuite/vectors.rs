@@ -10,7 +10,7 @@ use crate::perspectives::{Perspective, render_document};
 use crate::{EmbeddingRecord, EmbeddingTask, MemoryStore, WorkspaceId, text_hash};
 
 /// Saves a hand-made vector for every pending task of `model` for which `vector` gives one.
-async fn save_vectors(
+pub(super) async fn save_vectors(
     store: &Arc<dyn MemoryStore>,
     model: &str,
     vector: impl Fn(&EmbeddingTask) -> Option<Vec<f32>>,

@@ -1,0 +1,165 @@
+//! A misbehaving embedder never breaks search: vectors that cannot be searched (NaN, zero,
+//! ragged, too few) are rejected texts when they are documents and a full-text answer when
+//! they are queries, never cached; a bad vector an older engram stored is skipped.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::{Embedder, Error, Indexer, MemoryStore, Result, SearchMode};
+
+/// What [`Faulty`] answers for queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum QueryFault {
+    None,
+    Nan,
+    Zero,
+    TooFew,
+    Malformed,
+}
+
+/// [`TermEmbedder`]'s vectors, except for documents naming a fault ("nan", "zero", "ragged")
+/// and for queries while a [`QueryFault`] is set.
+#[derive(Default)]
+struct Faulty {
+    query_fault: AtomicU8,
+}
+
+impl Faulty {
+    fn set(&self, fault: QueryFault) {
+        self.query_fault.store(fault as u8, Ordering::Relaxed);
+    }
+}
+
+fn document_vector(text: &str) -> Vec<f32> {
+    let mut vector = TermEmbedder::vector(text);
+    if text.contains("nan") {
+        vector[3] = f32::NAN;
+    } else if text.contains("zero") {
+        vector.iter_mut().for_each(|x| *x = 0.0);
+    } else if text.contains("ragged") {
+        vector.truncate(TERM_DIMS / 2);
+    }
+    vector
+}
+
+#[async_trait]
+impl Embedder for Faulty {
+    fn model_id(&self) -> &str {
+        TermEmbedder.model_id()
+    }
+
+    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| document_vector(t)).collect())
+    }
+
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self.embed_queries(&[text.to_owned()]).await?.remove(0))
+    }
+
+    async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let good = || texts.iter().map(|t| TermEmbedder::vector(t));
+        let fault = self.query_fault.load(Ordering::Relaxed);
+        Ok(match fault {
+            f if f == QueryFault::Nan as u8 => good().map(|_| vec![f32::NAN; TERM_DIMS]).collect(),
+            f if f == QueryFault::Zero as u8 => good().map(|_| vec![0.0; TERM_DIMS]).collect(),
+            f if f == QueryFault::TooFew as u8 => Vec::new(),
+            f if f == QueryFault::Malformed as u8 => {
+                return Err(Error::Internal("the embedder's answer is not JSON".into()));
+            }
+            _ => good().collect(),
+        })
+    }
+}
+
+pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemoryStore>) {
+    let embedder = Arc::new(Faulty::default());
+    let (memory, ws) = memory_with_workspace(store.clone(), "faults").await;
+    let memory = memory.with_embedder(embedder.clone());
+    let mut facts: Vec<String> = (0..8).map(|i| format!("garden fact {i} roses")).collect();
+    facts.extend(["a nan fact about roses", "a zero fact", "a ragged fact"].map(String::from));
+    let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
+    memory
+        .create_entities(ws, vec![entity("Garden", "place", &facts)])
+        .await
+        .unwrap();
+    let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
+    // The good vectors are stored; the three bad ones are rejected texts, with their reasons.
+    assert_eq!(indexer.run_until_idle().await.unwrap(), 8);
+    let mut reasons: Vec<String> = indexer.rejected().into_iter().map(|r| r.2).collect();
+    reasons.sort();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons[0].contains("128 dimensions among vectors of 256"),
+        "{reasons:?}"
+    );
+    assert!(reasons[1].contains("not a number"), "{reasons:?}");
+    assert!(reasons[2].contains("zero vector"), "{reasons:?}");
+    let memory = memory.with_indexer(indexer.clone());
+    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 3);
+
+    // A vector an older engram stored without this check (zero: every store takes it) is
+    // skipped by every search, never an error.
+    memory
+        .create_entities(ws, vec![entity("Shed", "place", &["a shed full of roses"])])
+        .await
+        .unwrap();
+    let saved = vectors::save_vectors(&store, embedder.model_id(), |task| {
+        (task.context.name == "Shed").then(|| vec![0.0; TERM_DIMS])
+    })
+    .await;
+    assert!(saved >= 1);
+    for mode in [SearchMode::Hybrid, SearchMode::Embedding] {
+        let found = (memory.search_nodes(ws, "roses", 10, mode, Some(0.0)).await).unwrap();
+        assert_eq!(found.results[0].name, "Garden", "{mode:?}: {found:?}");
+        let facts = memory
+            .search_observations(ws, "roses", 20, mode, &[], Some(0.0))
+            .await
+            .unwrap();
+        assert!(!facts.observations.is_empty(), "{mode:?}");
+        for name in ["Garden", "Shed"] {
+            let within = memory
+                .query_observations(ws, name, "roses", mode, Some(0.0))
+                .await
+                .unwrap();
+            assert!(
+                !within.observations.is_empty(),
+                "{mode:?} {name}: {within:?}"
+            );
+        }
+    }
+
+    // A bad query vector: the search answers from full text and says why; nothing is cached,
+    // so the next search, with the embedder well again, is hybrid.
+    for (fault, said) in [
+        (QueryFault::Nan, "not a number"),
+        (QueryFault::Zero, "zero vector"),
+        (QueryFault::TooFew, "returned 0 vectors for 1 queries"),
+        (QueryFault::Malformed, "not JSON"),
+    ] {
+        let query = format!("roses {fault:?}");
+        embedder.set(fault);
+        let found = (memory
+            .search_nodes(ws, &query, 5, SearchMode::Hybrid, Some(0.0))
+            .await)
+            .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        assert_eq!(found.mode, SearchMode::Text, "{fault:?}");
+        let notice = found.notice.unwrap_or_default();
+        assert!(notice.contains(said), "{fault:?}: {notice}");
+        assert_eq!(found.results[0].name, "Garden");
+        let within = memory
+            .query_observations(ws, "Garden", &query, SearchMode::Embedding, Some(0.0))
+            .await
+            .unwrap();
+        assert_eq!(within.mode, SearchMode::Text, "{fault:?}");
+        embedder.set(QueryFault::None);
+        let again = (memory
+            .search_nodes(ws, &query, 5, SearchMode::Hybrid, Some(0.0))
+            .await)
+            .unwrap();
+        assert_eq!(again.mode, SearchMode::Hybrid, "{fault:?}: {again:?}");
+    }
+}
