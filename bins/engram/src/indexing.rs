@@ -86,7 +86,7 @@ pub async fn run_indexer(
                 if failing.take().is_some() {
                     tracing::info!(done, "indexing works again");
                 }
-                if done == 0 {
+                if done == 0 && !indexer.has_suspects() {
                     wait_for_change(&*store, marker, &shutdown).await;
                 } else {
                     tracing::debug!(done, "indexed");

@@ -4,11 +4,13 @@
 //! that is down (the pairs simply stay pending).
 //!
 //! A text the embedder rejects does not hold the others up: when a batch fails while the
-//! embedder answers a probe, the batch is split in halves until the rejected texts stand
-//! alone; those are set aside (in this process, with their reason) and tried again after a
-//! back-off, and everything else is stored.
+//! embedder answers a probe, its texts become suspects, tried again in halves, one group per
+//! pass beside the pass's fresh batch, until the rejected texts stand alone; those are set
+//! aside (in this process, with their reason) and tried again after a back-off. So finding
+//! rejected texts costs each pass at most one extra call, and texts of other workspaces (or
+//! other texts of the same one) keep being indexed meanwhile.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +20,7 @@ use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
 use crate::perspectives::render_document;
 use crate::retry::Failure;
 use crate::store::MemoryStore;
-use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash};
+use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash, usual_dimension, vector_defect};
 
 /// Keeps a store's vectors for one embedder current. The loop that calls
 /// [`Indexer::run_once`] (and sleeps when idle) belongs to the binary.
@@ -28,6 +30,8 @@ pub struct Indexer {
     embedder: Arc<dyn Embedder>,
     batch_size: usize,
     rejected: Arc<Mutex<HashMap<PairKey, SetAside>>>,
+    /// Groups of texts from batches the embedder refused, to try again in halves.
+    suspects: Arc<Mutex<VecDeque<Vec<Suspect>>>>,
     /// The store's change marker read before the last pass, when that pass found nothing to
     /// embed but the texts set aside, and when it ended; `None` while there is work.
     idle: Arc<Mutex<Option<(i64, Instant)>>>,
@@ -49,6 +53,14 @@ struct SetAside {
     name: String,
     ordinal: Ordinal,
     perspective: String,
+}
+
+/// A text of a batch the embedder refused while answering a probe: one of them may be the
+/// reason.
+struct Suspect {
+    key: PairKey,
+    task: EmbeddingTask,
+    text: String,
 }
 
 /// The first wait before a rejected text is tried again; doubled per failure up to
@@ -77,6 +89,7 @@ impl Indexer {
             embedder,
             batch_size: batch_size.max(1),
             rejected: Arc::default(),
+            suspects: Arc::default(),
             idle: Arc::default(),
         }
     }
@@ -130,7 +143,8 @@ impl Indexer {
     pub async fn run_once(&self) -> Result<usize> {
         let model = self.embedder.model_id();
         let marker = self.store.change_marker().await.ok();
-        let waiting = self.waiting();
+        let mut waiting: HashSet<PairKey> = self.waiting().into_iter().collect();
+        waiting.extend(self.suspect_keys());
         let limit = self.batch_size + waiting.len();
         let tasks = self.store.pending_embeddings(model, limit).await?;
         let mut records = Vec::with_capacity(tasks.len());
@@ -161,7 +175,8 @@ impl Indexer {
         if tasks.len() < limit {
             self.forget_gone(&pending);
         }
-        if records.is_empty() {
+        let suspects = self.next_suspects();
+        if records.is_empty() && suspects.is_none() {
             // Everything pending was set aside (or nothing was): idle as of `marker`.
             let idle = tasks.len() < limit;
             self.set_idle(marker.filter(|_| idle).map(|m| (m, Instant::now())));
@@ -169,39 +184,132 @@ impl Indexer {
         }
         self.set_idle(None);
         if !texts.is_empty() {
-            let vectors = self.embed_isolating(&texts).await?;
-            // A vector that cannot be searched (empty, ragged, NaN, zero) is a rejected text:
-            // it is never stored.
-            let dimension = crate::vectors::usual_dimension(
-                (vectors.iter().flatten()).map(|embedding| embedding.vector.as_slice()),
-            );
-            let mut kept = Vec::with_capacity(records.len());
-            let mut embedded = to_embed.into_iter().zip(vectors).peekable();
-            for (i, mut record) in records.into_iter().enumerate() {
-                match embedded.next_if(|((index, _, _), _)| *index == i) {
-                    Some(((_, key, task), Ok(embedding))) => {
-                        if let Some(defect) =
-                            crate::vectors::vector_defect(&embedding.vector, dimension)
+            match self.embed_checked(&texts).await {
+                Ok(embeddings) => {
+                    let dimension = usual_dimension_of(embeddings.iter());
+                    let mut embedded = to_embed.into_iter().zip(embeddings).peekable();
+                    let mut kept = Vec::with_capacity(records.len());
+                    for (i, mut record) in records.into_iter().enumerate() {
+                        if let Some(((_, key, task), embedding)) =
+                            embedded.next_if(|((index, _, _), _)| *index == i)
                         {
-                            self.reject(key, task, defect);
-                            continue;
+                            // A vector that cannot be searched (empty, ragged, NaN, zero) is a
+                            // rejected text: it is never stored.
+                            if let Some(defect) = vector_defect(&embedding.vector, dimension) {
+                                self.reject(key, task, defect);
+                                continue;
+                            }
+                            record.vector = Some(embedding.vector);
+                            record.token_signs = embedding.token_signs;
                         }
-                        record.vector = Some(embedding.vector);
-                        record.token_signs = embedding.token_signs;
+                        kept.push(record);
                     }
-                    Some(((_, key, task), Err(reason))) => {
-                        self.reject(key, task, reason);
-                        continue;
-                    }
-                    None => {}
+                    records = kept;
                 }
-                kept.push(record);
+                Err(error) => {
+                    if let Err(down) = self.embed_checked(&[PROBE.to_owned()]).await {
+                        // Down, not picky: nothing is set aside.
+                        self.requeue(suspects);
+                        return Err(down);
+                    }
+                    let refused: HashSet<usize> = to_embed.iter().map(|(i, _, _)| *i).collect();
+                    let group: Vec<Suspect> = (to_embed.into_iter().zip(texts))
+                        .map(|((_, key, task), text)| Suspect {
+                            key,
+                            task: task.clone(),
+                            text,
+                        })
+                        .collect();
+                    self.suspect(group, &error);
+                    records = (records.into_iter().enumerate())
+                        .filter(|(i, _)| !refused.contains(i))
+                        .map(|(_, record)| record)
+                        .collect();
+                }
             }
-            records = kept;
+        }
+        if let Some(group) = suspects {
+            records.extend(self.try_suspects(group).await?);
         }
         self.store.save_embeddings(model, &records).await?;
         self.accepted(&records);
         Ok(records.len())
+    }
+
+    /// Whether texts of a refused batch are still to be tried again (the loop calling
+    /// [`Indexer::run_once`] should not wait for a write meanwhile).
+    pub fn has_suspects(&self) -> bool {
+        !self.lock_suspects().is_empty()
+    }
+
+    fn lock_suspects(&self) -> std::sync::MutexGuard<'_, VecDeque<Vec<Suspect>>> {
+        self.suspects.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn suspect_keys(&self) -> Vec<PairKey> {
+        (self.lock_suspects().iter().flatten())
+            .map(|s| s.key.clone())
+            .collect()
+    }
+
+    fn next_suspects(&self) -> Option<Vec<Suspect>> {
+        self.lock_suspects().pop_front()
+    }
+
+    fn requeue(&self, group: Option<Vec<Suspect>>) {
+        if let Some(group) = group {
+            self.lock_suspects().push_front(group);
+        }
+    }
+
+    /// A refused group: alone, the text is rejected with the `error`; else its halves are
+    /// tried again (first in line).
+    fn suspect(&self, mut group: Vec<Suspect>, error: &Error) {
+        if group.len() == 1 {
+            let Suspect { key, task, .. } = group.remove(0);
+            self.reject(key, &task, error.to_string());
+            return;
+        }
+        let right = group.split_off(group.len() / 2);
+        let mut suspects = self.lock_suspects();
+        suspects.push_front(right);
+        suspects.push_front(group);
+    }
+
+    /// Tries a group of suspects: their records when the embedder takes them, else the group
+    /// split (or its text rejected, once a probe says the embedder is up).
+    async fn try_suspects(&self, group: Vec<Suspect>) -> Result<Vec<EmbeddingRecord>> {
+        let texts: Vec<String> = group.iter().map(|s| s.text.clone()).collect();
+        let embeddings = match self.embed_checked(&texts).await {
+            Ok(embeddings) => embeddings,
+            Err(error) => {
+                if group.len() == 1
+                    && let Err(down) = self.embed_checked(&[PROBE.to_owned()]).await
+                {
+                    self.requeue(Some(group));
+                    return Err(down);
+                }
+                self.suspect(group, &error);
+                return Ok(Vec::new());
+            }
+        };
+        let dimension = usual_dimension_of(embeddings.iter());
+        let mut records = Vec::with_capacity(group.len());
+        for (suspect, embedding) in group.into_iter().zip(embeddings) {
+            if let Some(defect) = vector_defect(&embedding.vector, dimension) {
+                self.reject(suspect.key, &suspect.task, defect);
+                continue;
+            }
+            records.push(EmbeddingRecord {
+                observation_id: suspect.task.observation_id,
+                perspective_id: suspect.task.perspective_id,
+                text_hash: suspect.key.2,
+                source_updated_at: suspect.task.source_updated_at,
+                vector: Some(embedding.vector),
+                token_signs: embedding.token_signs,
+            });
+        }
+        Ok(records)
     }
 
     /// Forgets the set-aside texts of pairs now stored (an edited text was accepted, or the
@@ -234,6 +342,11 @@ impl Indexer {
     fn forget_gone(&self, pending: &HashSet<PairKey>) {
         let mut rejected = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
         rejected.retain(|key, _| pending.contains(key));
+        let mut suspects = self.lock_suspects();
+        suspects
+            .iter_mut()
+            .for_each(|g| g.retain(|s| pending.contains(&s.key)));
+        suspects.retain(|g| !g.is_empty());
     }
 
     fn reject(&self, key: PairKey, task: &EmbeddingTask, reason: String) {
@@ -252,46 +365,6 @@ impl Indexer {
             perspective: task.perspective_name.clone(),
         };
         rejected.insert(key, set_aside);
-    }
-
-    /// Embeds `texts`; when the batch fails but the embedder answers a probe, splits it until
-    /// each rejected text stands alone and returns its reason in its place. When the probe
-    /// fails too, the embedder is down: the error is returned and nothing is set aside.
-    async fn embed_isolating(
-        &self,
-        texts: &[String],
-    ) -> Result<Vec<std::result::Result<Embedding, String>>> {
-        match self.embed_checked(texts).await {
-            Ok(vectors) => Ok(vectors.into_iter().map(Ok).collect()),
-            Err(error) => {
-                // Down, not picky: nothing is set aside.
-                self.embed_checked(&[PROBE.to_owned()]).await?;
-                Ok(self.bisect(texts, error).await)
-            }
-        }
-    }
-
-    /// Splits a batch that failed with `error` (the embedder being up) into halves, down to
-    /// single texts, which get the error's text as their reason.
-    fn bisect<'a>(
-        &'a self,
-        texts: &'a [String],
-        error: Error,
-    ) -> futures::future::BoxFuture<'a, Vec<std::result::Result<Embedding, String>>> {
-        Box::pin(async move {
-            if texts.len() == 1 {
-                return vec![Err(error.to_string())];
-            }
-            let (left, right) = texts.split_at(texts.len() / 2);
-            let mut out = Vec::with_capacity(texts.len());
-            for half in [left, right] {
-                match self.embed_checked(half).await {
-                    Ok(vectors) => out.extend(vectors.into_iter().map(Ok)),
-                    Err(error) => out.extend(self.bisect(half, error).await),
-                }
-            }
-            out
-        })
     }
 
     /// `embed_documents_with_tokens`, with the count of vectors checked.
@@ -314,10 +387,15 @@ impl Indexer {
         let mut total = 0;
         loop {
             let done = self.run_once().await?;
-            if done == 0 {
+            if done == 0 && !self.has_suspects() {
                 return Ok(total);
             }
             total += done;
         }
     }
+}
+
+/// The dimension most of `embeddings` have.
+fn usual_dimension_of<'a>(embeddings: impl Iterator<Item = &'a Embedding>) -> Option<usize> {
+    usual_dimension(embeddings.map(|e| e.vector.as_slice()))
 }

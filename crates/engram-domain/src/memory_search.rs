@@ -462,11 +462,12 @@ impl Memory {
                     missing.len()
                 )));
             }
-            let dimension = known.values().next().map(|e| e.vector.len()).or_else(|| {
-                crate::vectors::usual_dimension(vectors.iter().map(|e| e.vector.as_slice()))
-            });
-            if let Some(defect) =
-                (vectors.iter()).find_map(|e| crate::vectors::vector_defect(&e.vector, dimension))
+            let dimension = known
+                .values()
+                .next()
+                .map(|e| e.vector.len())
+                .or_else(|| usual_dimension(vectors.iter().map(|e| e.vector.as_slice())));
+            if let Some(defect) = (vectors.iter()).find_map(|e| vector_defect(&e.vector, dimension))
             {
                 return Err(Error::Unavailable(defect));
             }

@@ -22,7 +22,7 @@ pub(crate) async fn add_observations(
         .unzip();
     // Node rows are locked in id order, whatever the request's order, so two calls that touch
     // the same nodes queue instead of deadlocking; the next statement then sees every text
-    // the other call committed.
+    // the other call committed. The two are pipelined: one round trip, run in order.
     let lock = client
         .prepare_cached(
             "SELECT id FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
@@ -30,18 +30,26 @@ pub(crate) async fn add_observations(
         )
         .await
         .map_err(db)?;
-    client
-        .query(&lock, &[&workspace.0, &names])
-        .await
-        .map_err(db)?;
     let statement = client
         .prepare_cached(include_str!("sql/add_observations.sql"))
         .await
         .map_err(db)?;
-    let rows = client
-        .query(&statement, &[&workspace.0, &names, &contents])
-        .await
-        .map_err(db)?;
+    let (lock_parameters, parameters) = (
+        [
+            &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
+            &names,
+        ],
+        [
+            &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
+            &names,
+            &contents,
+        ],
+    );
+    let (_, rows) = futures::try_join!(
+        client.query(&lock, &lock_parameters),
+        client.query(&statement, &parameters),
+    )
+    .map_err(db)?;
     let node_ids = node_ids(client, workspace, additions.iter().map(|a| &a.entity_name)).await?;
     // Per node, what was stored and what it held already, by ordinal.
     let mut stored: HashMap<i64, Vec<(bool, Observation)>> = HashMap::new();

@@ -163,3 +163,70 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         assert_eq!(again.mode, SearchMode::Hybrid, "{fault:?}: {again:?}");
     }
 }
+
+/// [`TermEmbedder`], refusing any batch holding "poison" (as a server answers 500 for one
+/// input), counting its calls.
+#[derive(Default)]
+struct Refusing {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl Embedder for Refusing {
+    fn model_id(&self) -> &str {
+        TermEmbedder.model_id()
+    }
+
+    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if texts.iter().any(|t| t.contains("poison")) {
+            return Err(Error::Internal("the embedder answered 500".into()));
+        }
+        TermEmbedder.embed_documents(texts).await
+    }
+
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        TermEmbedder.embed_query(text).await
+    }
+}
+
+/// Finding the texts an embedder refuses costs each pass at most two calls beside its fresh
+/// batch: a workspace full of them does not hold another's indexing up.
+pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dyn MemoryStore>) {
+    let embedder = Arc::new(Refusing::default());
+    let (memory, troubled) = memory_with_workspace(store.clone(), "troubled").await;
+    let poison: Vec<String> = (0..40).map(|i| format!("poison fact {i}")).collect();
+    let poison: Vec<&str> = poison.iter().map(String::as_str).collect();
+    memory
+        .create_entities(troubled, vec![entity("Bad", "thing", &poison)])
+        .await
+        .unwrap();
+    let fine = memory.create_workspace("fine").await.unwrap().id;
+    let facts: Vec<String> = (0..10).map(|i| format!("good fact {i}")).collect();
+    let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
+    memory
+        .create_entities(fine, vec![entity("Good", "thing", &facts)])
+        .await
+        .unwrap();
+    let indexer = Indexer::new(store.clone(), embedder.clone(), 8);
+    // The refused texts take the fresh batches they are in (5 of 8), the good ones theirs
+    // (2): the fine workspace is done within those passes, however deep the
+    // search for the refused ones goes (before, each refused batch of 8 was bisected within
+    // its pass: 15 calls).
+    let mut passes = 0;
+    let model = embedder.model_id();
+    while store.embedding_coverage(fine, model).await.unwrap() < 1.0 {
+        indexer.run_once().await.unwrap();
+        passes += 1;
+        assert!(passes <= 5 + 2, "the fine workspace waited {passes} passes");
+    }
+    // Each pass: its fresh batch, a probe when that fails, and one group of suspects.
+    let calls = embedder.calls.load(Ordering::Relaxed);
+    assert!(calls <= 3 * passes, "{calls} calls in {passes} passes");
+    // The refused texts are all found in the end, each alone, and nothing else is refused.
+    indexer.run_until_idle().await.unwrap();
+    let rejected = indexer.rejected();
+    assert_eq!(rejected.len(), 40, "{rejected:?}");
+    assert!(rejected.iter().all(|r| r.2.contains("answered 500")));
+    assert!(!indexer.has_suspects());
+}

@@ -90,6 +90,7 @@ macro_rules! memory_store_test_suite {
             add_observations_reports_unknown_nodes_and_repeated_nodes,
             a_text_the_node_holds_is_not_stored_again,
             a_misbehaving_embedder_never_breaks_search,
+            refused_texts_in_one_workspace_do_not_hold_up_another,
             replace_observation_keeps_the_ordinal,
             delete_observations_reports_deleted_and_missing_ordinals,
             // relations

@@ -8,11 +8,18 @@ WITH input AS (
     SELECT name, content, idx
     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t (name, content, idx)
 ), held AS (
-    SELECT i.idx, nodes.id AS node_id, min(o.ordinal) AS ordinal
+    -- Per given text, an index lookup of its node and of the node's observations (LATERAL:
+    -- a join would let the planner scan every observation of the workspace).
+    SELECT i.idx, n.id AS node_id, h.ordinal
     FROM input i
-    JOIN nodes ON nodes.workspace_id = $1 AND nodes.name = i.name
-    JOIN observations o ON o.node_id = nodes.id AND o.content = i.content
-    GROUP BY i.idx, nodes.id
+    CROSS JOIN LATERAL (
+        SELECT id FROM nodes WHERE workspace_id = $1 AND name = i.name
+    ) n
+    CROSS JOIN LATERAL (
+        SELECT min(o.ordinal) AS ordinal FROM observations o
+        WHERE o.node_id = n.id AND o.content = i.content
+    ) h
+    WHERE h.ordinal IS NOT NULL
 ), fresh AS (
     SELECT * FROM input WHERE idx NOT IN (SELECT idx FROM held)
 ), counts AS (
