@@ -44,7 +44,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the MCP tools: Streamable HTTP at /mcp and legacy SSE at /sse, or stdio.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply the database migrations this build carries that the database lacks.
     Migrate,
     /// Download a local embedding model into its cache now, for machines that will run

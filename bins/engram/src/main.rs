@@ -139,7 +139,7 @@ async fn run(cli: Cli) -> Result<()> {
                 ),
             };
             let store = Store::open(&location, args.call_timeout).await?;
-            serve(store, &location, args, listener).await
+            serve(store, &location, *args, listener).await
         }
         command => with_store(&location()?, command).await,
     }

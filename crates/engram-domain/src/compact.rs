@@ -46,7 +46,7 @@ mod tests {
 
     #[test]
     fn scores_keep_four_significant_digits() {
-        assert_eq!(significant(0.6930971843096536, 4), 0.6931);
+        assert_eq!(significant(0.1234567890123, 4), 0.1235);
         assert_eq!(significant(0.0023456789, 4), 0.002346);
         assert_eq!(significant(1.2999999, 4), 1.3);
         assert_eq!(significant(-0.123456, 4), -0.1235);

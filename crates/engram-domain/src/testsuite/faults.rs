@@ -107,7 +107,7 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         .create_entities(ws, vec![entity("Shed", "place", &["a shed full of roses"])])
         .await
         .unwrap();
-    let saved = vectors::save_vectors(&store, embedder.model_id(), |task| {
+    let saved = save_vectors(&store, embedder.model_id(), |task| {
         (task.context.name == "Shed").then(|| vec![0.0; TERM_DIMS])
     })
     .await;
