@@ -29,6 +29,68 @@ const BATCH_NODES: usize = 500;
 const BATCH_RELATIONS: usize = limits::MAX_BATCH;
 /// Problems printed in full; the rest are counted.
 const SHOWN_PROBLEMS: usize = 50;
+/// The longest line read: a longer one is refused (and skipped without being held in memory).
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// One line of the file as read: its text, or why it cannot be read as text.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RawLine {
+    /// The line, without its line break.
+    Text(String),
+    /// Longer than [`MAX_LINE_BYTES`]: this many bytes.
+    TooLong(usize),
+    /// Not UTF-8: the first invalid byte's offset.
+    NotUtf8(usize),
+}
+
+/// Reads the next line of `reader` (`None` at the end) and how many bytes it took, never
+/// holding more than `max` bytes of it.
+///
+/// # Errors
+/// The reader's.
+pub fn read_line(
+    reader: &mut impl BufRead,
+    buffer: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<(RawLine, usize)>> {
+    buffer.clear();
+    let (mut taken, mut skipped) = (0, 0);
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            if taken == 0 {
+                return Ok(None);
+            }
+            break;
+        }
+        let (chunk, ends) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (&available[..=at], true),
+            None => (available, false),
+        };
+        let used = chunk.len();
+        if skipped == 0 && buffer.len() + used <= max + 1 {
+            buffer.extend_from_slice(chunk);
+        } else {
+            skipped += used;
+        }
+        reader.consume(used);
+        taken += used;
+        if ends {
+            break;
+        }
+    }
+    if skipped > 0 {
+        return Ok(Some((RawLine::TooLong(taken), taken)));
+    }
+    while buffer.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        buffer.pop();
+    }
+    let line = match std::str::from_utf8(buffer) {
+        Ok(text) => RawLine::Text(text.to_owned()),
+        Err(error) => RawLine::NotUtf8(error.valid_up_to()),
+    };
+    Ok(Some((line, taken)))
+}
 
 /// One meaningful line of an import file.
 #[derive(Debug, PartialEq)]
@@ -173,11 +235,13 @@ struct Importer<'a> {
     /// In a dry run, every node name the file holds.
     seen: HashSet<String>,
     batches: usize,
+    /// The first line of the batch being gathered (`None` when it is empty).
+    batch_start: Option<usize>,
     report: Report,
 }
 
 impl Importer<'_> {
-    async fn add_node(&mut self, mut node: NodeRecord) -> Result<()> {
+    async fn add_node(&mut self, line: usize, mut node: NodeRecord) -> Result<()> {
         loop {
             let room = IMPORT_BATCH_OBSERVATIONS - self.observations;
             let full = self.nodes.len() >= BATCH_NODES;
@@ -187,6 +251,7 @@ impl Importer<'_> {
             }
             if node.observations.len() <= room {
                 self.push(node);
+                self.batch_start.get_or_insert(line);
                 return Ok(());
             }
             // More observations than a batch holds: in over several batches.
@@ -196,6 +261,7 @@ impl Importer<'_> {
                 ..node.clone()
             };
             self.push(head);
+            self.batch_start.get_or_insert(line);
             self.flush().await?;
         }
     }
@@ -220,6 +286,7 @@ impl Importer<'_> {
             self.flush().await?;
         }
         self.relations.push((line, relation));
+        self.batch_start.get_or_insert(line);
         Ok(())
     }
 
@@ -232,6 +299,8 @@ impl Importer<'_> {
         if nodes.is_empty() && relations.is_empty() {
             return Ok(());
         }
+        // Until it is written, the batch's first line is where a re-run must start.
+        let batch_start = self.batch_start.take();
         self.batches += 1;
         if self.dry_run {
             let outcome = &mut self.report.outcome;
@@ -250,10 +319,13 @@ impl Importer<'_> {
             return Ok(());
         }
         let records: Vec<RelationRecord> = relations.iter().map(|(_, r)| r.clone()).collect();
-        let mut outcome = (self.memory)
-            .import(self.workspace, nodes, &records)
-            .await
-            .with_context(|| format!("writing batch {}", self.batches))?;
+        let mut outcome = match self.memory.import(self.workspace, nodes, &records).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                self.batch_start = batch_start;
+                return Err(error).with_context(|| format!("writing batch {}", self.batches));
+            }
+        };
         // Missing relations come back in input order: find their lines in the same order.
         let mut lines = relations.into_iter();
         for missing in std::mem::take(&mut outcome.relations_missing) {
@@ -267,7 +339,7 @@ impl Importer<'_> {
 
     /// Writes what is left, then the relations that waited for their endpoints, and reports
     /// the ones whose endpoints never appeared.
-    async fn finish(mut self) -> Result<Report> {
+    async fn finish(&mut self) -> Result<()> {
         self.flush().await?;
         let waiting = std::mem::take(&mut self.waiting);
         let mut dangling = Vec::new();
@@ -318,7 +390,7 @@ impl Importer<'_> {
             ));
         }
         self.report.problems.sort_by_key(|(line, _)| *line);
-        Ok(self.report)
+        Ok(())
     }
 
     /// Which of `names` neither the file (in a dry run) nor the workspace holds.
@@ -380,25 +452,75 @@ pub async fn run(memory: &Memory, args: ImportArgs) -> Result<()> {
         waiting: Vec::new(),
         seen: HashSet::new(),
         batches: 0,
+        batch_start: None,
         report: Report::default(),
     };
-    let mut reader = BufReader::new(reader);
-    let mut text = String::new();
     let mut number = 0;
-    loop {
-        text.clear();
-        let read = reader
-            .read_line(&mut text)
-            .with_context(|| format!("reading {} after line {number}", args.file.display()))?;
-        if read == 0 {
-            break;
-        }
-        number += 1;
+    let read = read_all(&mut importer, reader, &progress, &mut number).await;
+    progress.set_message("writing relations that waited for their nodes");
+    let finished = match read {
+        Ok(()) => importer.finish().await,
+        Err(error) => Err(error),
+    };
+    progress.finish_and_clear();
+    // The table is printed whatever happened, so a stopped import says how far it got.
+    print!(
+        "{}",
+        render(&importer.report, &args, &workspace.name, number)
+    );
+    if let Err(error) = finished {
+        let resume = importer.batch_start.unwrap_or(number);
+        return Err(error.context(format!(
+            "the import stopped at line {number}; every batch before line {resume} is written. \
+             Run the same command again to go on: what is there already is skipped"
+        )));
+    }
+    anyhow::ensure!(
+        importer.report.problems.is_empty(),
+        "{} line(s) were not imported (listed above); everything else was",
+        importer.report.problems.len()
+    );
+    Ok(())
+}
+
+/// Reads every line of `reader` into `importer`, counting lines in `number`. A line that
+/// cannot be read as text (not UTF-8, longer than [`MAX_LINE_BYTES`]) or parsed is refused
+/// with its number and the import goes on; a byte-order mark before the first line is
+/// skipped.
+async fn read_all(
+    importer: &mut Importer<'_>,
+    reader: Box<dyn Read>,
+    progress: &ProgressBar,
+    number: &mut usize,
+) -> Result<()> {
+    let mut reader = BufReader::new(reader);
+    let mut buffer = Vec::new();
+    while let Some((line, read)) =
+        read_line(&mut reader, &mut buffer, MAX_LINE_BYTES).context("reading the file")?
+    {
+        *number += 1;
         progress.inc(read as u64);
-        match parse_line(&text) {
+        let parsed = match &line {
+            RawLine::Text(text) if *number == 1 => {
+                parse_line(text.strip_prefix('\u{feff}').unwrap_or(text))
+            }
+            RawLine::Text(text) => parse_line(text),
+            RawLine::TooLong(bytes) => Err(Rejected {
+                kind: Kind::Unknown,
+                reason: format!(
+                    "a line of {bytes} bytes, longer than the {} MiB a line may have",
+                    MAX_LINE_BYTES / (1024 * 1024)
+                ),
+            }),
+            RawLine::NotUtf8(at) => Err(Rejected {
+                kind: Kind::Unknown,
+                reason: format!("not UTF-8 text (an invalid byte at offset {at})"),
+            }),
+        };
+        match parsed {
             Ok(None | Some(Line::Header)) => {}
-            Ok(Some(Line::Node(node))) => importer.add_node(node).await?,
-            Ok(Some(Line::Relation(relation))) => importer.add_relation(number, relation).await?,
+            Ok(Some(Line::Node(node))) => importer.add_node(*number, node).await?,
+            Ok(Some(Line::Relation(relation))) => importer.add_relation(*number, relation).await?,
             Err(Rejected { kind, reason }) => {
                 let report = &mut importer.report;
                 match kind {
@@ -409,19 +531,10 @@ pub async fn run(memory: &Memory, args: ImportArgs) -> Result<()> {
                     Kind::Relation => report.relations_rejected += 1,
                     Kind::Unknown => {}
                 }
-                report.problems.push((number, reason));
+                report.problems.push((*number, reason));
             }
         }
     }
-    progress.set_message("writing relations that waited for their nodes");
-    let report = importer.finish().await?;
-    progress.finish_and_clear();
-    print!("{}", render(&report, &args, &workspace.name, number));
-    anyhow::ensure!(
-        report.problems.is_empty(),
-        "{} line(s) were not imported (listed above); everything else was",
-        report.problems.len()
-    );
     Ok(())
 }
 
@@ -538,6 +651,32 @@ pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_read_within_their_limit_and_bad_bytes_are_named() {
+        let mut bytes = b"first\nsecond\r\n".to_vec();
+        bytes.extend_from_slice(&[b'o', b'k', 0xff, b'\n']);
+        bytes.extend_from_slice(&[b'x'; 40]);
+        bytes.extend_from_slice(b"\nlast");
+        let mut reader = BufReader::with_capacity(8, bytes.as_slice());
+        let mut buffer = Vec::new();
+        let mut lines = Vec::new();
+        while let Some(line) = read_line(&mut reader, &mut buffer, 16).unwrap() {
+            lines.push(line);
+        }
+        assert_eq!(
+            lines,
+            [
+                (RawLine::Text("first".into()), 6),
+                (RawLine::Text("second".into()), 8),
+                (RawLine::NotUtf8(2), 4),
+                (RawLine::TooLong(41), 41),
+                (RawLine::Text("last".into()), 4),
+            ]
+        );
+        // Only what fits the limit was ever held.
+        assert!(buffer.capacity() < 64, "{}", buffer.capacity());
+    }
 
     #[test]
     fn both_formats_parse_and_bad_lines_say_why() {

@@ -337,13 +337,14 @@ fn record(ledger: &mut Ledger, own: &mut Own, tool: &str, arguments: &Value, res
                 let name = text(&entity["name"]);
                 ledger.node(&name);
                 own.nodes.push(name.clone());
-                for (i, content) in entity["observations"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .enumerate()
-                {
-                    ledger.observation(&name, i as i64 + 1, content.as_str().unwrap());
+                // A text given twice is stored once, at its first place.
+                let mut kept: Vec<&str> = Vec::new();
+                for content in entity["observations"].as_array().unwrap() {
+                    let content = content.as_str().unwrap();
+                    if !kept.contains(&content) {
+                        kept.push(content);
+                        ledger.observation(&name, kept.len() as i64, content);
+                    }
                 }
             }
         }
@@ -380,7 +381,9 @@ fn record(ledger: &mut Ledger, own: &mut Own, tool: &str, arguments: &Value, res
                     ledger.observations.insert(key.clone(), None);
                     own.observations.retain(|o| *o != key);
                 }
-                for ordinal in row["not_found_ordinals"].as_array().expect("not found") {
+                // Absent when every ordinal was found.
+                let none = Vec::new();
+                for ordinal in row["not_found_ordinals"].as_array().unwrap_or(&none) {
                     let key = (node.clone(), ordinal.as_i64().unwrap());
                     own.observations.retain(|o| *o != key);
                 }
@@ -388,7 +391,9 @@ fn record(ledger: &mut Ledger, own: &mut Own, tool: &str, arguments: &Value, res
         }
         "create_relations" => {
             for list in ["created", "already_existed"] {
-                for relation in result[list].as_array().expect(list) {
+                // `already_existed` is absent when empty.
+                let none = Vec::new();
+                for relation in result[list].as_array().unwrap_or(&none) {
                     let triple = (
                         text(&relation["from_entity"]),
                         text(&relation["to_entity"]),

@@ -80,31 +80,37 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         memory: memory.clone(),
         required: guard.require_auth,
     };
-    let guarded = (mcp.merge(sse).merge(ui_api))
+    (mcp.merge(sse).merge(ui_api))
         .layer(middleware::from_fn_with_state(auth, auth::authenticate))
         // The page itself needs no token (it asks for one); its API does.
         .merge(ui::assets())
+        // A health probe needs no token, but passes the Host check like everything else.
+        .merge(
+            Router::new()
+                .route("/healthz", get(healthz))
+                .with_state(memory),
+        )
         .layer(middleware::from_fn_with_state(
             Arc::new(guard),
             guard::check,
-        ));
-    Router::new()
-        .route("/healthz", get(healthz))
-        .with_state(memory)
-        .merge(guarded)
+        ))
 }
 
-/// `GET /healthz`: 200 when the database answers and its schema is current, else 503.
+/// `GET /healthz`: 200 when the database answers and its schema is current, else 503. The
+/// reason is logged, not answered: a probe learns nothing about the database.
 async fn healthz(State(memory): State<Memory>) -> impl IntoResponse {
     match memory.health().await {
         Ok(()) => (
             StatusCode::OK,
             axum::Json(serde_json::json!({"status": "ok"})),
         ),
-        Err(error) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(serde_json::json!({"status": "unavailable", "error": error.to_string()})),
-        ),
+        Err(error) => {
+            tracing::warn!(%error, "health check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(serde_json::json!({"status": "unavailable"})),
+            )
+        }
     }
 }
 

@@ -142,6 +142,23 @@ pub async fn healthz_reports_a_ready_database(backend: Backend) {
         response.json::<serde_json::Value>().await.unwrap(),
         json!({"status": "ok"})
     );
+    // Behind the Host check like every other route.
+    let foreign = reqwest::Client::new()
+        .get(format!("{}/healthz", server.base))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    // The viewer's page: its own scripts only, never framed.
+    let page = reqwest::get(format!("{}/ui", server.base)).await.unwrap();
+    let policy = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"),
+        "{policy}"
+    );
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert_eq!(page.headers()["x-content-type-options"], "nosniff");
 }
 
 pub async fn workspaces_stay_isolated_across_clients(backend: Backend) {

@@ -75,4 +75,5 @@ per_backend!(
     transfer::the_reference_servers_file_imports_once_and_reports_what_it_refused,
     transfer::a_large_file_on_standard_input_waits_for_late_nodes,
     transfer::an_export_imports_into_an_empty_workspace_unchanged,
+    transfer::bad_bytes_and_long_lines_never_stop_an_import,
 );

@@ -276,3 +276,47 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
         "{refused:?}"
     );
 }
+
+/// A file with a byte-order mark, a line that is not UTF-8 and one longer than a line may be:
+/// every good line is imported, each bad one is refused with its number, the table printed.
+pub async fn bad_bytes_and_long_lines_never_stop_an_import(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let url = &server.database_url;
+    let mut file = b"\xef\xbb\xbf".to_vec();
+    file.extend_from_slice(
+        br#"{"type":"entity","name":"Alice","entityType":"person","observations":["lives in Lisbon"]}"#,
+    );
+    file.extend_from_slice(
+        b"\n{\"type\":\"entity\",\"name\":\"Bro\xffken\",\"entityType\":\"x\"}\n",
+    );
+    file.extend_from_slice(br#"{"type":"entity","name":"Huge","entityType":"x","observations":[""#);
+    file.resize(file.len() + 17 * 1024 * 1024, b'a');
+    file.extend_from_slice(b"\"]}\n");
+    file.extend_from_slice(
+        br#"{"type":"entity","name":"Bob","entityType":"person","observations":["knows Alice"]}"#,
+    );
+    file.extend_from_slice(b"\n");
+    file.extend_from_slice(
+        br#"{"type":"relation","from":"Bob","to":"Alice","relationType":"knows"}"#,
+    );
+    let imported = engram(
+        url,
+        &["import", "-", "--workspace", "demo"],
+        Some(file.as_slice()),
+    );
+    let report = stdout(&imported);
+    assert_eq!(imported.status.code(), Some(1), "{imported:?}");
+    assert_eq!(row(&report, "entities"), [2, 0, 0], "{report}");
+    assert_eq!(row(&report, "relations"), [1, 0, 0], "{report}");
+    assert!(
+        report.contains("line 2: not UTF-8 text (an invalid byte at offset 28)"),
+        "{report}"
+    );
+    assert!(report.contains("line 3: a line of 1"), "{report}");
+    assert!(report.contains("longer than the 16 MiB"), "{report}");
+    let client = server.streamable_client("demo").await;
+    let opened = ok(&client, "open_nodes", json!({"names": ["Alice", "Bob"]})).await;
+    assert_eq!(opened["entities"].as_array().unwrap().len(), 2, "{opened}");
+    assert_eq!(opened["relations"][0]["relation_type"], "knows");
+    client.cancel().await.unwrap();
+}
