@@ -288,6 +288,26 @@ pub struct ServeArgs {
     /// full batch of 1,000 observations of 64 KiB.
     #[arg(long, env = "ENGRAM_MAX_BODY_BYTES", default_value_t = engram::http::MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// How long a client may take to send a request body, e.g. `30s`; a slower one gets 408.
+    #[arg(long, env = "ENGRAM_BODY_READ_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_read_timeout: Duration,
+    /// Connections open at once from one client address; over it, a new connection is closed
+    /// at once. A trusted proxy's own connections are not counted.
+    #[arg(
+        long,
+        env = "ENGRAM_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = engram::http::MAX_CONNECTIONS_PER_ADDRESS
+    )]
+    pub max_connections_per_address: usize,
+    /// A reverse proxy whose `Forwarded` or `X-Forwarded-For` header names the client (for the
+    /// limits per address); from any other peer those headers are ignored. Repeatable.
+    #[arg(
+        long = "trusted-proxy",
+        env = "ENGRAM_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_name = "ADDRESS"
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     /// MCP sessions open at once, Streamable HTTP and SSE together; a new one over it gets
     /// 503 with `Retry-After`.
     #[arg(long, env = "ENGRAM_MAX_SESSIONS", default_value_t = engram::http::MAX_SESSIONS)]

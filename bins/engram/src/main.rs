@@ -332,7 +332,10 @@ async fn serve(
         allowed_origins: args.allowed_origins,
         require_auth,
         max_body_bytes: args.max_body_bytes,
+        body_read_timeout: args.body_read_timeout,
         tools: args.tools,
+        max_connections_per_address: args.max_connections_per_address,
+        trusted_proxies: args.trusted_proxies,
         sessions: engram::http::SessionLimits {
             max_sessions: args.max_sessions,
             max_sessions_per_address: args.max_sessions_per_address,

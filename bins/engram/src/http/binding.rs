@@ -169,6 +169,58 @@ pub fn refuse(status: StatusCode, message: String) -> Response {
     rpc_error(status, code, message)
 }
 
+/// How large a request body may be and how long it may take to arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    /// The largest body, in bytes.
+    pub max_bytes: usize,
+    /// The longest it may take to arrive.
+    pub timeout: std::time::Duration,
+}
+
+/// A request body within `limits`; else the refusal to send: 408 when it came too slowly, 413
+/// when it is too large, 400 when it could not be read (a malformed chunk).
+pub(super) async fn read_body(
+    body: axum::body::Body,
+    limits: BodyLimits,
+) -> Result<axum::body::Bytes, Response> {
+    let limit = limits.max_bytes;
+    let read = tokio::time::timeout(limits.timeout, axum::body::to_bytes(body, limit));
+    match read.await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Err(_) => Err(rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
+            -32600,
+            format!(
+                "the request body did not arrive within {} s",
+                limits.timeout.as_secs_f64()
+            ),
+        )),
+        Ok(Err(error)) if is_over_limit(&error) => Err(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!("request body over {limit} bytes"),
+        )),
+        Ok(Err(error)) => Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            format!("the request body could not be read: {error}"),
+        )),
+    }
+}
+
+/// Whether reading a body failed on its size limit.
+fn is_over_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = source {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
 /// A JSON-RPC error body with `code` and an HTTP status.
 pub(super) fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
     let body = serde_json::json!({
@@ -182,15 +234,15 @@ pub(super) fn rpc_error(status: StatusCode, code: i32, message: String) -> Respo
 /// State of [`check_json`]: the largest body, and the requests in flight in each session.
 #[derive(Clone)]
 pub struct JsonCheck {
-    max_body_bytes: usize,
+    body: BodyLimits,
     /// `(session id, request id)` of every request whose answer has not been sent yet.
     in_flight: Arc<Mutex<HashSet<(String, String)>>>,
 }
 
 impl JsonCheck {
-    pub fn new(max_body_bytes: usize) -> Self {
+    pub fn new(body: BodyLimits) -> Self {
         Self {
-            max_body_bytes,
+            body,
             in_flight: Arc::default(),
         }
     }
@@ -217,14 +269,10 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
     if request.method() != Method::POST {
         return next.run(request).await;
     }
-    let limit = check.max_body_bytes;
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, limit).await {
+    let bytes = match read_body(body, check.body).await {
         Ok(bytes) => bytes,
-        Err(error) => {
-            let message = format!("request body over {limit} bytes: {error}");
-            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message);
-        }
+        Err(refusal) => return refusal,
     };
     let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(error) => {

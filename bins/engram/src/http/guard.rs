@@ -24,10 +24,19 @@ pub struct Guard {
     pub require_auth: bool,
     /// The largest request body accepted, in bytes (larger ones get 413).
     pub max_body_bytes: usize,
+    /// How long a client may take to send a request's body (of `/mcp` and `/sse/messages`),
+    /// tokens or not; a slower one gets 408 and its connection is freed.
+    pub body_read_timeout: std::time::Duration,
     /// How many sessions may be open, from whom, and for how long unused.
     pub sessions: super::SessionLimits,
     /// The tools sessions are offered (`--tools`).
     pub tools: engram_mcp::ToolSet,
+    /// Connections open at once from one client address (over it, a connection is closed at
+    /// once); a trusted proxy's own connections are not counted.
+    pub max_connections_per_address: usize,
+    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client
+    /// ([`super::forwarded`]).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// The default of [`Guard::max_body_bytes`]: a full batch of 1,000 observations of 64 KiB,
@@ -35,15 +44,19 @@ pub struct Guard {
 pub const MAX_BODY_BYTES: usize = 80 * 1024 * 1024;
 
 impl Default for Guard {
-    /// Loopback only, no tokens, [`MAX_BODY_BYTES`], the default session limits, every tool.
+    /// Loopback only, no tokens, [`MAX_BODY_BYTES`], the default session and connection
+    /// limits, every tool, no trusted proxy.
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             require_auth: false,
             max_body_bytes: MAX_BODY_BYTES,
+            body_read_timeout: super::BODY_READ_TIMEOUT,
             sessions: super::SessionLimits::default(),
             tools: engram_mcp::ToolSet::all(),
+            max_connections_per_address: super::MAX_CONNECTIONS_PER_ADDRESS,
+            trusted_proxies: Vec::new(),
         }
     }
 }

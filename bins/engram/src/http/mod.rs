@@ -4,6 +4,7 @@
 
 mod auth;
 mod binding;
+pub mod forwarded;
 mod guard;
 pub mod metrics;
 mod sessions;
@@ -39,6 +40,11 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let binder = binding::Binder::new(memory.clone(), counter, manager.clone());
     let factory_memory = memory.clone();
     let factory_tools = guard.tools.clone();
+    let trusted_proxies = guard.trusted_proxies.clone();
+    let body = binding::BodyLimits {
+        max_bytes: guard.max_body_bytes,
+        timeout: guard.body_read_timeout,
+    };
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(guard.max_body_bytes)
@@ -61,7 +67,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binding::bind,
         ))
         .layer(middleware::from_fn_with_state(
-            binding::JsonCheck::new(guard.max_body_bytes),
+            binding::JsonCheck::new(body),
             binding::check_json,
         ));
     let ui_api = ui::api(binder.clone());
@@ -73,7 +79,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binder,
             sessions: sse::SseSessions::default(),
             shutdown,
-            max_body_bytes: guard.max_body_bytes,
+            body,
             tools: guard.tools.clone(),
         });
     let auth = auth::Auth {
@@ -93,6 +99,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         .layer(middleware::from_fn_with_state(
             Arc::new(guard),
             guard::check,
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(trusted_proxies),
+            forwarded::resolve,
         ))
 }
 
@@ -116,8 +126,12 @@ async fn healthz(State(memory): State<Memory>) -> impl IntoResponse {
 
 /// Connections served at once; more wait in the listen backlog until one closes.
 pub const MAX_CONNECTIONS: usize = 512;
-/// Connections served at once from one client address, so one client cannot take them all.
+/// The default of [`Guard::max_connections_per_address`]: connections served at once from one
+/// client address, so one client cannot take them all.
 pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
+/// The default of [`Guard::body_read_timeout`].
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long a client may take to send a request's headers before the connection is closed
 /// (a half-sent request holds a connection no longer than this).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -125,8 +139,8 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Serves [`router`] on `listener` until `shutdown` completes; then stops accepting, ends the
 /// open streams and sessions, and lets in-flight requests finish.
 ///
-/// At most [`MAX_CONNECTIONS`] connections at once and [`MAX_CONNECTIONS_PER_ADDRESS`] from
-/// one address (over it, a connection is closed at once), each allowed
+/// At most [`MAX_CONNECTIONS`] connections at once and [`Guard::max_connections_per_address`]
+/// from one address (over it, a connection is closed at once), each allowed
 /// [`HEADER_READ_TIMEOUT`] to send its headers.
 pub async fn serve(
     memory: Memory,
@@ -138,6 +152,10 @@ pub async fn serve(
     use hyper_util::server::conn::auto;
 
     let token = CancellationToken::new();
+    let (per_address_cap, trusted) = (
+        guard.max_connections_per_address,
+        guard.trusted_proxies.clone(),
+    );
     let app = router(memory, guard, token.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let per_address = sessions::AddressCounts::default();
@@ -165,9 +183,14 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        // The total is the semaphore's: over it a connection waits in the backlog.
-        let Ok(held) = per_address.take(Some(peer.ip()), MAX_CONNECTIONS_PER_ADDRESS, usize::MAX)
-        else {
+        // The total is the semaphore's: over it a connection waits in the backlog. A trusted
+        // proxy carries many clients: its connections are not capped per address.
+        let cap = if trusted.contains(&peer.ip()) {
+            usize::MAX
+        } else {
+            per_address_cap
+        };
+        let Ok(held) = per_address.take(Some(peer.ip()), cap, usize::MAX) else {
             tracing::warn!(address = %peer.ip(), "refusing a connection: too many from one address");
             continue;
         };
@@ -178,7 +201,7 @@ pub async fn serve(
         }
         let app = app
             .clone()
-            .layer(axum::Extension(sessions::ClientAddress(peer.ip())));
+            .layer(axum::Extension(forwarded::Peer(peer.ip())));
         let service = hyper_util::service::TowerToHyperService::new(app);
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)

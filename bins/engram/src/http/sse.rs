@@ -87,8 +87,8 @@ pub struct SseState {
     pub binder: Binder,
     pub sessions: SseSessions,
     pub shutdown: CancellationToken,
-    /// The largest message body accepted, in bytes.
-    pub max_body_bytes: usize,
+    /// How large a message body may be and how long it may take to arrive.
+    pub body: super::binding::BodyLimits,
     /// The tools sessions are offered.
     pub tools: engram_mcp::ToolSet,
 }
@@ -222,9 +222,9 @@ pub async fn post_message(
         Ok(bound) => bound,
         Err(refusal) => return refusal,
     };
-    let body = match axum::body::to_bytes(request.into_body(), state.max_body_bytes).await {
+    let body = match super::binding::read_body(request.into_body(), state.body).await {
         Ok(body) => body,
-        Err(error) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, error.to_string()),
+        Err(refusal) => return refusal,
     };
     let message: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
         Ok(message) => message,

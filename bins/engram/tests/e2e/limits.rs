@@ -1,7 +1,8 @@
 //! Bounded connections and sessions: one client holding many half-sent requests gets at most
 //! its share of connections (the rest are closed at once), cannot lock another client out, and
 //! each half-sent request is closed once the header read timeout passes; sessions are capped
-//! per address and in all, idle ones close; a request id already in flight is refused.
+//! per address and in all, idle ones close; a request id already in flight is refused; a
+//! trusted proxy names its clients (nobody else can); a body that trickles in gets 408.
 
 use std::time::{Duration, Instant};
 
@@ -410,4 +411,85 @@ async fn slow_streams_and_half_sent_requests_do_not_starve_another_client() {
     assert!(loaded[19] < Duration::from_secs(2), "max {:?}", loaded[19]);
     drop((streams, half_sent));
     other.cancel().await.unwrap();
+}
+
+/// `initialize` from `client` claiming to come from `forwarded`: the status.
+async fn open_forwarded(client: &reqwest::Client, base: &str, forwarded: &str) -> u16 {
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "limits", "version": "1"}}});
+    let response = client
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-memory-workspace", "demo")
+        .header("x-forwarded-for", forwarded)
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_proxy_names_its_clients_and_nobody_else_can() {
+    let guard = engram::http::Guard {
+        trusted_proxies: vec![std::net::IpAddr::from([127, 0, 0, 1])],
+        sessions: engram::http::SessionLimits {
+            max_sessions: 16,
+            max_sessions_per_address: 1,
+            idle: Duration::from_secs(60),
+        },
+        ..engram::http::Guard::default()
+    };
+    let server = TestServer::start_with_guard(Backend::Sqlite, &["demo"], guard).await;
+    let base = server.base.as_str();
+    let (proxy, other) = (client_from(1), client_from(2));
+    // Behind the proxy, each client has its own share...
+    assert_eq!(open_forwarded(&proxy, base, "203.0.113.1").await, 200);
+    assert_eq!(
+        open_forwarded(&proxy, base, "198.51.100.9, 203.0.113.2").await,
+        200
+    );
+    assert_eq!(open_forwarded(&proxy, base, "203.0.113.1").await, 429);
+    // ...and a peer that is not trusted is counted as itself, whatever it claims.
+    assert_eq!(open_forwarded(&other, base, "203.0.113.3").await, 200);
+    assert_eq!(open_forwarded(&other, base, "203.0.113.4").await, 429);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_in_is_refused_when_its_time_is_up() {
+    let guard = engram::http::Guard {
+        body_read_timeout: Duration::from_secs(1),
+        ..engram::http::Guard::default()
+    };
+    let server = TestServer::start_with_guard(Backend::Sqlite, &["demo"], guard).await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nX-Memory-Workspace: demo\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: 1000\r\n\r\n{{\"jsonrpc\":"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut buffer = [0_u8; 4096];
+        loop {
+            let n = stream.read(&mut buffer).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buffer[..n]);
+            if answer.windows(4).any(|w| w == b"\r\n\r\n") && answer.ends_with(b"}}") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer to a trickling body");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive within 1 s"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
