@@ -69,22 +69,51 @@ fn limit_malloc_arenas() {
     }
 }
 
+/// Libraries whose debug and trace events carry what passes through them (MCP messages with
+/// observation texts, SQL parameters, HTTP headers with tokens): capped at `info` whatever
+/// `ENGRAM_LOG` asks, so no level of logging writes memory contents or secrets.
+const CONTENT_CARRYING_TARGETS: [&str; 7] = [
+    "rmcp",
+    "tokio_postgres",
+    "postgres_protocol",
+    "hyper",
+    "h2",
+    "reqwest",
+    "ollama_rs",
+];
+
 /// Logs go to stderr (stdout is the protocol under `--stdio`); `ENGRAM_LOG` (else
-/// `RUST_LOG`) filters them. Colour only on a terminal and without `NO_COLOR` (no-color.org):
-/// clients such as Claude Desktop keep the server's stderr in a log file.
+/// `RUST_LOG`) filters them, except that [`CONTENT_CARRYING_TARGETS`] never log below `info`.
+/// Colour only on a terminal and without `NO_COLOR` (no-color.org): clients such as Claude
+/// Desktop keep the server's stderr in a log file.
 fn init_tracing(format: cli::LogFormat) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::FilterExt;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter = tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let cap = tracing_subscriber::filter::filter_fn(|metadata| {
+        *metadata.level() <= tracing::Level::INFO
+            || !(CONTENT_CARRYING_TARGETS.iter())
+                .any(|target| metadata.target().split("::").next() == Some(*target))
+    });
+    let filter = filter.and(cap);
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry();
     match format {
-        cli::LogFormat::Json => builder.json().with_current_span(true).init(),
+        cli::LogFormat::Json => {
+            let layer = layer.json().with_current_span(true).with_filter(filter);
+            registry.with(layer).init();
+        }
         cli::LogFormat::Pretty => {
             let colour = std::io::stderr().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-            builder.with_ansi(colour).init();
+            registry
+                .with(layer.with_ansi(colour).with_filter(filter))
+                .init();
         }
     }
 }

@@ -60,12 +60,22 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .args(["--metrics-bind", &format!("127.0.0.1:{metrics_port}")])
         .env("ENGRAM_DATABASE_URL", &database_url)
-        .env("ENGRAM_LOG", "info,rmcp=warn")
+        // Every level of every library: none may write what the memory holds.
+        .env("ENGRAM_LOG", "trace,candle_core=info,tokenizers=info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    // Read the logs as they come: at trace level they would fill the pipe and stall the
+    // server.
+    let mut stderr = server.stderr.take().unwrap();
+    let logs = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut bytes = Vec::new();
+        let _ = stderr.read_to_end(&mut bytes).await;
+        bytes
+    });
     let base = format!("http://127.0.0.1:{port}");
     let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
     wait_until_up(&format!("{base}/healthz")).await;
@@ -153,8 +163,9 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
     client.cancel().await.unwrap();
 
     server.start_kill().unwrap();
-    let output = server.wait_with_output().await.unwrap();
-    let logs = String::from_utf8_lossy(&output.stderr);
+    server.wait().await.unwrap();
+    let logs = logs.await.unwrap();
+    let logs = String::from_utf8_lossy(&logs);
     assert!(!logs.contains(secret), "memory contents in the logs");
     let calls: Vec<Value> = (logs.lines())
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
