@@ -363,6 +363,10 @@ async fn serve(
         max_body_bytes: args.max_body_bytes,
         body_read_timeout: args.body_read_timeout,
         tools: args.tools,
+        unread: engram::http::UnreadBudget {
+            per_session: args.max_unread_bytes_per_session,
+            total: args.max_unread_bytes,
+        },
         max_connections_per_address: args.max_connections_per_address,
         trusted_proxies: args.trusted_proxies,
         sessions: engram::http::SessionLimits {

@@ -69,7 +69,14 @@ pub struct EngramServer {
     binding: Binding,
     access: Access,
     tool_router: ToolRouter<Self>,
+    /// The session's calls running at once (at most [`CALLS_PER_SESSION`]); the others wait.
+    running: std::sync::Arc<tokio::sync::Semaphore>,
 }
+
+/// Tool calls of one session that run at once. A client may send many requests without
+/// waiting; each answer is built in memory (a large one is several times its JSON size), so
+/// the rest wait their turn instead of all being built together.
+pub const CALLS_PER_SESSION: usize = 4;
 
 /// Every tool with portable schemas, built once per process.
 static TOOLS: std::sync::LazyLock<ToolRouter<EngramServer>> = std::sync::LazyLock::new(|| {
@@ -92,6 +99,7 @@ impl EngramServer {
             binding,
             access: Access::ReadWrite,
             tool_router: TOOLS.clone(),
+            running: std::sync::Arc::new(tokio::sync::Semaphore::new(CALLS_PER_SESSION)),
         }
     }
 
@@ -242,6 +250,7 @@ impl ServerHandler for EngramServer {
             (self.bound(&context.extensions)).map_or_else(String::new, |w| w.name.clone());
         let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);
         let started = std::time::Instant::now();
+        let _turn = self.running.acquire().await.ok();
         let response = self
             .authorised_call(request, context)
             .instrument(span.clone())

@@ -8,12 +8,14 @@
 //! - `crash`: `kill -9` of the server during a batch load, of `engram import`, and of the
 //!   server while it indexes;
 //! - `embedder`: the embedder down, then hanging, then back;
-//! - `postgres_restart`: PostgreSQL crashed and restarted under load.
+//! - `postgres_restart`: PostgreSQL crashed and restarted under load;
+//! - `memory`: clients that never read their SSE streams, asking for large answers.
 
 mod concurrency;
 mod crash;
 mod embedder;
 mod harness;
+mod memory;
 mod postgres_restart;
 
 /// Instantiates each `module::test(backend)` once per store: `postgres::test` and
@@ -50,4 +52,10 @@ per_backend!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_restarted_under_load() {
     postgres_restart::postgres_restarted_under_load().await;
+}
+
+/// The memory budget does not depend on the store: SQLite only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clients_that_never_read_stay_within_the_memory_budget() {
+    memory::clients_that_never_read_stay_within_the_memory_budget(harness::Backend::Sqlite).await;
 }

@@ -31,6 +31,8 @@ pub struct Guard {
     pub sessions: super::SessionLimits,
     /// The tools sessions are offered (`--tools`).
     pub tools: engram_mcp::ToolSet,
+    /// How many bytes of answers may wait for legacy SSE clients to read them.
+    pub unread: super::UnreadBudget,
     /// Connections open at once from one client address (over it, a connection is closed at
     /// once); a trusted proxy's own connections are not counted.
     pub max_connections_per_address: usize,
@@ -55,6 +57,10 @@ impl Default for Guard {
             body_read_timeout: super::BODY_READ_TIMEOUT,
             sessions: super::SessionLimits::default(),
             tools: engram_mcp::ToolSet::all(),
+            unread: super::UnreadBudget {
+                per_session: super::MAX_UNREAD_BYTES_PER_SESSION,
+                total: super::MAX_UNREAD_BYTES,
+            },
             max_connections_per_address: super::MAX_CONNECTIONS_PER_ADDRESS,
             trusted_proxies: Vec::new(),
         }

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub use binding::WORKSPACE_HEADER;
 pub use guard::{Guard, MAX_BODY_BYTES};
 pub use sessions::{MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, SESSION_IDLE, SessionLimits};
+pub use sse::{MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_PER_SESSION, UnreadBudget};
 
 /// The whole HTTP application. `shutdown` ends open streams and sessions when cancelled.
 pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Router {
@@ -81,6 +82,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             shutdown,
             body,
             tools: guard.tools.clone(),
+            unread: guard.unread,
         });
     let auth = auth::Auth {
         memory: memory.clone(),
@@ -152,6 +154,8 @@ pub async fn serve(
     use hyper_util::server::conn::auto;
 
     let token = CancellationToken::new();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::spawn(give_memory_back(token.clone()));
     let (per_address_cap, trusted) = (
         guard.max_connections_per_address,
         guard.trusted_proxies.clone(),
@@ -217,4 +221,25 @@ pub async fn serve(
     token.cancel();
     graceful.shutdown().await;
     Ok(())
+}
+
+/// How often freed memory is handed back to the system.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TRIM_EVERY: Duration = Duration::from_secs(10);
+
+/// Hands memory the server freed back to the system every [`TRIM_EVERY`] until `stop`:
+/// glibc keeps freed chunks in its arenas, so after a burst of large answers (a client asking
+/// for 4 MB answers it never reads) the resident size would stay at its peak.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+async fn give_memory_back(stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(TRIM_EVERY) => {}
+            () = stop.cancelled() => return,
+        }
+        // SAFETY: `malloc_trim` only returns free memory of glibc's arenas to the system; it
+        // takes the arenas' locks itself and may run beside any other thread.
+        let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+    }
 }

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use engram_domain::WorkspaceId;
 use engram_mcp::{Access, Binding, EngramServer};
@@ -27,16 +27,65 @@ use super::auth::Grant;
 use super::binding::{Binder, refuse, rpc_error};
 use super::sessions::{ClientAddress, Share, publish_open};
 
-/// Answers a session may have waiting for its client to read them. A client that stops
-/// reading its stream lets them pile up; once this many wait, its next message closes the
-/// session (503): a client that does not read is dropped, not buffered without limit.
-const UNREAD_LIMIT: usize = 64;
+/// How many bytes of answers may wait for clients to read them: per session and for every
+/// session together. A client that stops reading its stream lets its answers pile up; past
+/// either budget its session is closed (its next message gets 503, then 404): a client that
+/// does not read is dropped, not buffered without limit.
+#[derive(Debug, Clone, Copy)]
+pub struct UnreadBudget {
+    /// Bytes waiting in one session.
+    pub per_session: usize,
+    /// Bytes waiting in all sessions together.
+    pub total: usize,
+}
 
-/// The server's side of a session's stream: delivers each message to the event stream and
-/// counts it as unread until the stream hands it to the connection.
+/// The default of [`UnreadBudget::per_session`]: room for the largest answers (a type of
+/// 2,000 nodes with long summaries is about 12 MB of JSON) twice over.
+pub const MAX_UNREAD_BYTES_PER_SESSION: usize = 32 * 1024 * 1024;
+/// The default of [`UnreadBudget::total`].
+pub const MAX_UNREAD_BYTES: usize = 128 * 1024 * 1024;
+
+/// Bytes of answers a session's client has not read yet, counted in the session and in all.
+#[derive(Clone)]
+struct Unread {
+    session: Arc<AtomicUsize>,
+    all: Arc<AtomicUsize>,
+    budget: UnreadBudget,
+    /// Set when an answer did not fit: the session is being closed for it.
+    overflowed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Unread {
+    /// Counts `bytes` more, unless that would pass a budget (then nothing is counted).
+    fn add(&self, bytes: usize) -> bool {
+        let all = self.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        let session = self.session.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        if all > self.budget.total || session > self.budget.per_session {
+            self.take(bytes);
+            return false;
+        }
+        true
+    }
+
+    /// `bytes` were read (or dropped).
+    fn take(&self, bytes: usize) {
+        self.all.fetch_sub(bytes, Ordering::AcqRel);
+        self.session.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// Whether the session's client has let its budget fill.
+    fn full(&self) -> bool {
+        self.session.load(Ordering::Acquire) >= self.budget.per_session
+    }
+}
+
+/// The server's side of a session's stream: serialises each message, counts its bytes as
+/// unread until the stream hands it to the connection, and ends the session when its client
+/// leaves too much unread.
 struct ToClient {
-    sender: mpsc::UnboundedSender<ServerJsonRpcMessage>,
-    unread: Arc<AtomicUsize>,
+    sender: mpsc::UnboundedSender<String>,
+    unread: Unread,
+    stop: CancellationToken,
 }
 
 impl futures::Sink<ServerJsonRpcMessage> for ToClient {
@@ -47,10 +96,23 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
     }
 
     fn start_send(self: Pin<&mut Self>, message: ServerJsonRpcMessage) -> Result<(), Self::Error> {
-        self.unread.fetch_add(1, Ordering::Relaxed);
-        self.sender
-            .unbounded_send(message)
-            .map_err(|_| std::io::Error::other("the session's stream is closed"))
+        let data = serde_json::to_string(&message).map_err(std::io::Error::other)?;
+        if !self.unread.add(data.len()) {
+            self.unread.overflowed.store(true, Ordering::Release);
+            tracing::warn!(
+                bytes = data.len(),
+                "closing an sse session whose client leaves more unread than its budget"
+            );
+            self.stop.cancel();
+            return Err(std::io::Error::other(
+                "the session's client does not read its stream",
+            ));
+        }
+        let bytes = data.len();
+        self.sender.unbounded_send(data).map_err(|_| {
+            self.unread.take(bytes);
+            std::io::Error::other("the session's stream is closed")
+        })
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -63,10 +125,40 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
     }
 }
 
-/// Open legacy SSE sessions: where to deliver each session's incoming messages.
+/// Open legacy SSE sessions: where to deliver each session's incoming messages, and the
+/// bytes their clients have not read yet, all together.
 #[derive(Clone, Default)]
 pub struct SseSessions {
     inner: Arc<Mutex<HashMap<String, SseSession>>>,
+    unread: Arc<AtomicUsize>,
+    /// The last sessions closed because their clients did not read, so that their next
+    /// message is told why (at most [`DROPPED_REMEMBERED`]).
+    dropped: Arc<Mutex<std::collections::VecDeque<String>>>,
+}
+
+impl SseSessions {
+    /// Remembers that session `id` was closed because its client did not read.
+    fn remember_dropped(&self, id: &str) {
+        let mut dropped = self.dropped.lock().expect("sse dropped lock");
+        if dropped.iter().any(|d| d == id) {
+            return;
+        }
+        if dropped.len() == DROPPED_REMEMBERED {
+            dropped.pop_front();
+        }
+        dropped.push_back(id.to_owned());
+    }
+}
+
+/// How many sessions closed for not reading are remembered.
+const DROPPED_REMEMBERED: usize = 256;
+
+/// The answer to a message for a session closed because its client did not read.
+fn not_read() -> Response {
+    refuse(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this session's event stream is not being read; the session is closed".into(),
+    )
 }
 
 struct SseSession {
@@ -75,8 +167,8 @@ struct SseSession {
     /// message must come with the same token.
     token: Option<String>,
     to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
-    /// Answers sent to the stream that the connection has not taken yet.
-    unread: Arc<AtomicUsize>,
+    /// Bytes sent to the stream that the connection has not taken yet.
+    unread: Unread,
     /// Ends the session (its stream and its server).
     stop: CancellationToken,
 }
@@ -91,6 +183,8 @@ pub struct SseState {
     pub body: super::binding::BodyLimits,
     /// The tools sessions are offered.
     pub tools: engram_mcp::ToolSet,
+    /// How many bytes may wait for clients to read them.
+    pub unread: UnreadBudget,
 }
 
 /// Removes the session and stops its server when the event stream is dropped.
@@ -98,12 +192,20 @@ struct SessionGuard {
     id: String,
     sessions: SseSessions,
     stop: CancellationToken,
+    unread: Unread,
     _slot: Share,
 }
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.stop.cancel();
+        // What was never read goes with the stream.
+        let left = self.unread.session.swap(0, Ordering::AcqRel);
+        self.unread.all.fetch_sub(left, Ordering::AcqRel);
+        // Remembered before the session goes, so its next message is told why.
+        if self.unread.overflowed.load(Ordering::Acquire) {
+            self.sessions.remember_dropped(&self.id);
+        }
         let mut sessions = self.sessions.inner.lock().expect("sse session lock");
         sessions.remove(&self.id);
         publish_open("sse", sessions.len());
@@ -127,8 +229,13 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     };
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
-    let (to_client, from_server) = mpsc::unbounded::<ServerJsonRpcMessage>();
-    let unread = Arc::new(AtomicUsize::new(0));
+    let (to_client, from_server) = mpsc::unbounded::<String>();
+    let unread = Unread {
+        session: Arc::default(),
+        all: state.sessions.unread.clone(),
+        budget: state.unread,
+        overflowed: Arc::default(),
+    };
     let stop = state.shutdown.child_token();
     {
         let mut sessions = state.sessions.inner.lock().expect("sse session lock");
@@ -153,6 +260,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         let sink = ToClient {
             sender: to_client,
             unread: unread_by_server,
+            stop: server_stop.clone(),
         };
         let transport = (sink, from_client);
         match server.serve_with_ct(transport, server_stop).await {
@@ -163,41 +271,85 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         }
     });
     tracing::debug!(session = %id, "sse session opened");
-    let endpoint = Event::default()
-        .event("endpoint")
-        .data(format!("/sse/messages/?session_id={id}"));
+    let endpoint = format!("/sse/messages/?session_id={id}");
     let guard = SessionGuard {
         id,
         sessions: state.sessions.clone(),
         stop: stop.clone(),
+        unread: unread.clone(),
         _slot: slot,
     };
-    Sse::new(events(endpoint, from_server, unread, guard, stop))
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    let stream = events(endpoint, from_server, unread, guard, stop);
+    Response::builder()
+        .header(axum::http::header::CONTENT_TYPE, "text/event-stream")
+        .header(axum::http::header::CACHE_CONTROL, "no-cache")
+        .body(axum::body::Body::from_stream(stream))
+        .expect("a valid response")
 }
 
+/// The bytes of one event stream piece handed to the connection at a time: a client that
+/// does not read leaves at most this much of an answer with the connection; the rest waits,
+/// counted, in the session.
+const PIECE_BYTES: usize = 64 * 1024;
+/// How often an idle stream sends a comment, so proxies and clients keep it open.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The event stream: the `endpoint` event, then every message as a `message` event, handed to
+/// the connection in pieces of at most [`PIECE_BYTES`] (each piece leaves the unread count as
+/// it goes), and a keep-alive comment after [`KEEP_ALIVE`] of silence; ends with `stop`.
 fn events(
-    endpoint: Event,
-    from_server: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    unread: Arc<AtomicUsize>,
+    endpoint: String,
+    from_server: mpsc::UnboundedReceiver<String>,
+    unread: Unread,
     guard: SessionGuard,
     stop: CancellationToken,
-) -> impl Stream<Item = Result<Event, Infallible>> {
-    let messages = from_server.map(move |message| {
-        unread.fetch_sub(1, Ordering::Relaxed);
-        Event::default()
-            .event("message")
-            .json_data(&message)
-            .unwrap_or_else(|_| Event::default().event("message").data("{}"))
+) -> impl Stream<Item = Result<Bytes, Infallible>> {
+    struct State {
+        from_server: mpsc::UnboundedReceiver<String>,
+        unread: Unread,
+        stop: CancellationToken,
+        _guard: SessionGuard,
+        /// The event being sent, from `at`, and how many of its bytes are still counted.
+        sending: Option<(Bytes, usize, usize)>,
+    }
+    let first = Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n"));
+    let state = State {
+        from_server,
+        unread,
+        stop,
+        _guard: guard,
+        sending: None,
+    };
+    let rest = futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some((event, at, counted)) = state.sending.take() {
+                let end = (at + PIECE_BYTES).min(event.len());
+                let piece = event.slice(at..end);
+                let released = counted.min(piece.len());
+                state.unread.take(released);
+                if end < event.len() {
+                    state.sending = Some((event, end, counted - released));
+                } else if counted > released {
+                    state.unread.take(counted - released);
+                }
+                return Some((Ok(piece), state));
+            }
+            tokio::select! {
+                message = state.from_server.next() => {
+                    let data = message?;
+                    let counted = data.len();
+                    // Serialised JSON holds no line break: one `data:` line.
+                    let event = Bytes::from(format!("event: message\ndata: {data}\n\n"));
+                    state.sending = Some((event, 0, counted));
+                }
+                () = tokio::time::sleep(KEEP_ALIVE) => {
+                    return Some((Ok(Bytes::from_static(b":\n\n")), state));
+                }
+                () = state.stop.cancelled() => return None,
+            }
+        }
     });
-    futures::stream::once(async { endpoint })
-        .chain(messages)
-        .take_until(stop.cancelled_owned())
-        .map(move |event| {
-            let _session = &guard;
-            Ok(event)
-        })
+    futures::stream::once(async move { Ok(first) }).chain(rest)
 }
 
 /// The query of `POST /sse/messages/`.
@@ -252,26 +404,31 @@ pub async fn post_message(
                     "this session was opened with another token".into(),
                 );
             }
-            Some(session) if session.unread.load(Ordering::Relaxed) >= UNREAD_LIMIT => {
+            Some(session)
+                if session.unread.full() || session.unread.overflowed.load(Ordering::Acquire) =>
+            {
                 tracing::warn!(session = %query.session_id, "closing an sse session whose client does not read its stream");
+                session.unread.overflowed.store(true, Ordering::Release);
                 session.stop.cancel();
                 let id = query.session_id.clone();
                 drop(sessions);
+                state.sessions.remember_dropped(&id);
                 state
                     .sessions
                     .inner
                     .lock()
                     .expect("sse session lock")
                     .remove(&id);
-                return refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "this session's event stream is not being read; the session is closed".into(),
-                );
+                return not_read();
             }
             Some(session) => Some(session.to_server.clone()),
         }
     };
     let Some(sender) = sender else {
+        let dropped = state.sessions.dropped.lock().expect("sse dropped lock");
+        if dropped.contains(&query.session_id) {
+            return not_read();
+        }
         return (StatusCode::NOT_FOUND, "unknown or closed session").into_response();
     };
     if sender.unbounded_send(message).is_err() {

@@ -125,7 +125,15 @@ pub async fn a_session_keeps_its_workspace(backend: Backend) {
 /// full (503, then the session is gone), instead of the server buffering its answers without
 /// limit; other clients carry on.
 pub async fn a_client_that_does_not_read_its_stream_is_dropped(backend: Backend) {
-    let server = crate::server::TestServer::start(backend, &["alpha"]).await;
+    // A budget of 1 MiB of unread answers: some twenty tool lists.
+    let guard = engram::http::Guard {
+        unread: engram::http::UnreadBudget {
+            per_session: 1 << 20,
+            total: engram::http::MAX_UNREAD_BYTES,
+        },
+        ..engram::http::Guard::default()
+    };
+    let server = crate::server::TestServer::start_with_guard(backend, &["alpha"], guard).await;
     let http = reqwest::Client::new();
     let (endpoint, events) = open_stream(&http, &server.base, "alpha").await;
     let url = format!("{}{endpoint}", server.base);
@@ -155,6 +163,8 @@ pub async fn a_client_that_does_not_read_its_stream_is_dropped(backend: Backend)
     for id in 1..3_000 {
         let status =
             post(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})).await;
+        // Answers take a moment; asks alone would outrun them.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         if status != 202 {
             assert_eq!(status, 503, "message {id}");
             refused_after = Some(id);
@@ -163,9 +173,10 @@ pub async fn a_client_that_does_not_read_its_stream_is_dropped(backend: Backend)
     }
     let refused_after =
         refused_after.expect("a client that never reads was buffered without limit");
+    // Closed, and its next message is told why.
     let again = post(serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"})).await;
     assert_eq!(
-        again, 404,
+        again, 503,
         "the session is closed after {refused_after} messages"
     );
     drop(events);

@@ -1,0 +1,144 @@
+//! Clients that never read their legacy SSE streams, each asking for large answers: the
+//! server keeps what waits for them within its byte budget (per session and in all), closes
+//! their sessions saying why, stays within a bound of resident memory, and gives the memory
+//! back once they leave.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::{Backend, Embedder, Figures, Server, Store, bounded};
+
+/// Clients that never read their stream.
+const SESSIONS: usize = 20;
+/// Large answers each one asks for.
+const ASKS: usize = 30;
+/// Nodes of the type each answer lists, and the bytes of each one's summary: an answer of
+/// about 4 MB.
+const NODES: usize = 2_000;
+const SUMMARY_BYTES: usize = 2_000;
+/// The bound on resident memory: without a byte budget the answers alone would be 5 GB (9 MB
+/// each as JSON-RPC, structured content and its text twin). Measured 483–489 MB on the
+/// project's machine (48 before): 128 MB of unread answers, the answers being built, and what
+/// glibc keeps between its trims; the bound leaves room for another machine's allocator.
+const MAX_RSS_MB: f64 = 640.0;
+
+/// Resident memory of process `pid`, MB.
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    (status.lines())
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kb| kb.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Opens a legacy SSE session and reads its first event only: the message endpoint. The
+/// response is returned unread from there on.
+async fn open_unread(http: &reqwest::Client, base: &str) -> (String, reqwest::Response) {
+    let mut response = http
+        .get(format!("{base}/sse"))
+        .header("x-memory-workspace", "fault")
+        .send()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = response.chunk().await.unwrap().expect("the endpoint event");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let endpoint = (text.lines())
+        .find_map(|line| line.strip_prefix("data: "))
+        .expect("an endpoint")
+        .trim()
+        .to_owned();
+    (format!("{base}{endpoint}"), response)
+}
+
+async fn post(http: &reqwest::Client, url: &str, message: Value) -> u16 {
+    let response = http
+        .post(url)
+        .header("x-memory-workspace", "fault")
+        .json(&message)
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+pub async fn clients_that_never_read_stay_within_the_memory_budget(backend: Backend) {
+    bounded(Duration::from_secs(300), async {
+        let store = Store::fresh(backend).await;
+        let server = Server::start(&store, &Embedder::None, "server").await;
+        let client = server.client().await;
+        let summary = "s".repeat(SUMMARY_BYTES);
+        for batch in 0..NODES / 500 {
+            let entities: Vec<Value> = (0..500)
+                .map(|i| {
+                    json!({"name": format!("n{batch}-{i}"), "entity_type": "big",
+                                "summary": summary})
+                })
+                .collect();
+            client
+                .ok("create_entities", json!({"entities": entities}))
+                .await;
+        }
+        let before = rss_mb(server.pid);
+
+        let http = reqwest::Client::new();
+        let mut streams = Vec::new();
+        let (mut accepted, mut refused, mut peak) = (0, 0, before);
+        for _ in 0..SESSIONS {
+            let (url, stream) = open_unread(&http, &server.base).await;
+            streams.push(stream);
+            let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                           "clientInfo": {"name": "never-reads", "version": "1"}}});
+            assert_eq!(post(&http, &url, initialize).await, 202);
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            assert_eq!(post(&http, &url, initialized).await, 202);
+            for id in 1..=ASKS {
+                let ask = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "get_nodes_by_type", "arguments": {"entity_type": "big"}}});
+                match post(&http, &url, ask).await {
+                    202 => accepted += 1,
+                    status => {
+                        // Closed, and told why.
+                        assert_eq!(status, 503, "ask {id}");
+                        refused += 1;
+                        break;
+                    }
+                }
+                // Let the server answer before the next ask, so the answers pile up.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                peak = peak.max(rss_mb(server.pid));
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        peak = peak.max(rss_mb(server.pid));
+        drop(streams);
+        // Once the clients leave, the memory goes back to the system.
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let after = rss_mb(server.pid);
+        Figures::new("clients_that_never_read")
+            .add("sessions", SESSIONS)
+            .add("answers accepted", accepted)
+            .add("sessions closed", refused)
+            .add("rss before MB", format!("{before:.0}"))
+            .add("rss peak MB", format!("{peak:.0}"))
+            .add("rss after MB", format!("{after:.0}"))
+            .print();
+        assert!(
+            refused >= SESSIONS / 2,
+            "{refused} of {SESSIONS} sessions were closed"
+        );
+        assert!(peak <= MAX_RSS_MB, "resident memory reached {peak:.0} MB");
+        assert!(
+            after <= before + 64.0,
+            "{after:.0} MB resident after the clients left (before {before:.0} MB)"
+        );
+        // The server still serves.
+        let stats = server.client().await.ok("get_stats", json!({})).await;
+        assert_eq!(stats["node_count"], NODES);
+    })
+    .await;
+}
