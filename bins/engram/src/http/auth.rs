@@ -3,7 +3,9 @@
 //! every request (so a revocation by any process takes effect at once). A missing, malformed,
 //! unknown, revoked or expired token is 401 with the same words for each, so a guesser learns
 //! nothing; the token's grant goes on in the request's extensions for the workspace binding
-//! (403 for another workspace) and the tools (read-only tokens call read tools only).
+//! (403 for another workspace) and the tools (read-only tokens call read tools only). An
+//! address whose tokens fail [`FAILED_CHECKS_PER_WINDOW`] times in a minute gets 429 for the
+//! rest of it; failed checks are logged (never the token).
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -12,13 +14,70 @@ use axum::response::Response;
 use engram_domain::Memory;
 use engram_domain::auth::TokenInfo;
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use super::binding::refuse;
+use super::sessions::ClientAddress;
 
 /// What the auth middleware knows.
 #[derive(Clone)]
 pub struct Auth {
     pub memory: Memory,
     pub required: bool,
+    /// Failed token checks per client address in the current window.
+    pub failures: Arc<Mutex<HashMap<IpAddr, Failures>>>,
+}
+
+/// Failed token checks an address may make in a [`FAILURE_WINDOW`]; past them its requests
+/// get 429 until the window ends (a guesser is slowed to this rate).
+pub const FAILED_CHECKS_PER_WINDOW: u32 = 20;
+/// The window of [`FAILED_CHECKS_PER_WINDOW`].
+pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses remembered at most; older windows are forgotten first.
+const REMEMBERED_ADDRESSES: usize = 10_000;
+
+/// One address's failed checks since `since`.
+#[derive(Debug, Clone, Copy)]
+pub struct Failures {
+    since: Instant,
+    count: u32,
+}
+
+impl Auth {
+    /// How long `address` must wait before its token is checked again, if it must.
+    fn throttled(&self, address: IpAddr) -> Option<Duration> {
+        let failures = self.failures.lock().expect("auth failures lock");
+        let entry = failures.get(&address)?;
+        let left = FAILURE_WINDOW.checked_sub(entry.since.elapsed())?;
+        (entry.count >= FAILED_CHECKS_PER_WINDOW).then_some(left)
+    }
+
+    /// Counts a failed check from `address`, and logs it (once the limit is reached, once).
+    fn failed(&self, address: IpAddr) {
+        let mut failures = self.failures.lock().expect("auth failures lock");
+        if failures.len() >= REMEMBERED_ADDRESSES {
+            failures.retain(|_, f| f.since.elapsed() < FAILURE_WINDOW);
+        }
+        let entry = failures.entry(address).or_insert(Failures {
+            since: Instant::now(),
+            count: 0,
+        });
+        if entry.since.elapsed() >= FAILURE_WINDOW {
+            *entry = Failures {
+                since: Instant::now(),
+                count: 0,
+            };
+        }
+        entry.count += 1;
+        if entry.count == FAILED_CHECKS_PER_WINDOW {
+            tracing::warn!(%address, failed = entry.count, "refusing token checks from this address for the rest of the minute");
+        } else if entry.count < FAILED_CHECKS_PER_WINDOW {
+            tracing::info!(%address, failed = entry.count, "a token check failed");
+        }
+    }
 }
 
 /// The token a request was authenticated with, in its extensions.
@@ -39,11 +98,26 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
+    let address = request.extensions().get::<ClientAddress>().map(|a| a.0);
+    if let Some(wait) = address.and_then(|a| auth.throttled(a)) {
+        let mut response = refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many failed token checks from this address; wait and retry".into(),
+        );
+        let seconds = wait.as_secs().max(1).to_string();
+        if let Ok(value) = HeaderValue::from_str(&seconds) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
     let now = chrono::Utc::now();
     let granted = match presented {
         Some(token) => auth.memory.authenticate(token, now).await,
         None => Ok(None),
     };
+    if let (Ok(None), Some(_), Some(address)) = (&granted, presented, address) {
+        auth.failed(address);
+    }
     match granted {
         Ok(Some(info)) => {
             request.extensions_mut().insert(info.access);

@@ -169,6 +169,30 @@ pub fn refuse(status: StatusCode, message: String) -> Response {
     rpc_error(status, code, message)
 }
 
+/// What makes `message` no JSON-RPC 2.0 message MCP accepts, if anything: it must be an
+/// object with `"jsonrpc": "2.0"`, a string `method` when it has one, a string or integer `id`
+/// (MCP allows no `null`), and `params`, when given, an object (MCP names its parameters).
+fn envelope_problem(message: &serde_json::Value) -> Option<String> {
+    let Some(object) = message.as_object() else {
+        return Some("invalid request: a JSON-RPC message is an object".into());
+    };
+    if object.get("jsonrpc").and_then(|v| v.as_str()) != Some("2.0") {
+        return Some("invalid request: `jsonrpc` must be \"2.0\"".into());
+    }
+    if object.get("method").is_some_and(|m| !m.is_string()) {
+        return Some("invalid request: `method` must be a string".into());
+    }
+    if let Some(id) = object.get("id")
+        && !(id.is_string() || id.is_i64() || id.is_u64())
+    {
+        return Some("invalid request: `id` must be a string or an integer".into());
+    }
+    if object.get("params").is_some_and(|p| !p.is_object()) {
+        return Some("invalid request: `params` must be an object (named parameters)".into());
+    }
+    None
+}
+
 /// How large a request body may be and how long it may take to arrive.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimits {
@@ -288,7 +312,10 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
                 .to_owned();
             return rpc_error(StatusCode::BAD_REQUEST, -32600, message);
         }
-        Ok(message) => message,
+        Ok(message) => match envelope_problem(&message) {
+            Some(problem) => return rpc_error(StatusCode::BAD_REQUEST, -32600, problem),
+            None => message,
+        },
     };
     let session = parts
         .headers

@@ -85,6 +85,7 @@ pub fn router(
             Auth {
                 memory: memory.clone(),
                 required: require_auth,
+                failures: Arc::default(),
             },
             authenticate,
         ))

@@ -27,6 +27,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+pub use auth::{FAILED_CHECKS_PER_WINDOW, FAILURE_WINDOW};
 pub use binding::WORKSPACE_HEADER;
 pub use guard::{Guard, MAX_BODY_BYTES};
 pub use sessions::{MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, SESSION_IDLE, SessionLimits};
@@ -87,6 +88,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let auth = auth::Auth {
         memory: memory.clone(),
         required: guard.require_auth,
+        failures: Arc::default(),
     };
     (mcp.merge(sse).merge(ui_api))
         .layer(middleware::from_fn_with_state(auth, auth::authenticate))

@@ -227,3 +227,43 @@ pub async fn a_non_loopback_bind_requires_tokens(backend: Backend) {
         assert_eq!(status, expected, "{args:?}");
     }
 }
+
+/// A guesser gets 401 for each wrong token, then 429 for the rest of the minute; another
+/// address is not affected.
+pub async fn failed_token_checks_are_throttled_per_address(backend: Backend) {
+    let server = TestServer::start_requiring_tokens(backend, &["demo"]).await;
+    let token = create_token(&server.database_url, &["--workspace", "demo"]);
+    let from = |octet: u8| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from([127, 0, 0, octet]))
+            .build()
+            .unwrap()
+    };
+    let status = |client: reqwest::Client, token: String| {
+        let url = format!("{}/sse", server.base);
+        async move {
+            let response = client
+                .get(url)
+                .header("x-memory-workspace", "demo")
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            (
+                response.status().as_u16(),
+                response.headers().get("retry-after").cloned(),
+            )
+        }
+    };
+    let guesser = from(7);
+    for guess in 0..engram::http::FAILED_CHECKS_PER_WINDOW {
+        let (code, _) = status(guesser.clone(), format!("engram_wrong{guess}")).await;
+        assert_eq!(code, 401, "guess {guess}");
+    }
+    let (code, retry) = status(guesser.clone(), "engram_wrong".into()).await;
+    assert_eq!(code, 429);
+    assert!(retry.is_some());
+    // Even the right token waits, from that address; from another it works.
+    assert_eq!(status(guesser, token.clone()).await.0, 429);
+    assert_eq!(status(from(8), token).await.0, 200);
+}

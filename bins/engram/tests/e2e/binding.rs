@@ -185,6 +185,20 @@ pub async fn malformed_bodies_get_json_rpc_errors(backend: Backend) {
             "[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}]",
             -32600,
         ),
+        // Not the JSON-RPC MCP speaks: each named, not a 415.
+        (
+            "{\"jsonrpc\": \"2.0\", \"id\": null, \"method\": \"ping\"}",
+            -32600,
+        ),
+        (
+            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\", \"params\": [1]}",
+            -32600,
+        ),
+        (
+            "{\"jsonrpc\": \"1.0\", \"id\": 1, \"method\": \"ping\"}",
+            -32600,
+        ),
+        ("\"ping\"", -32600),
     ] {
         let response = reqwest::Client::new()
             .post(format!("{}/mcp", server.base))
@@ -199,4 +213,18 @@ pub async fn malformed_bodies_get_json_rpc_errors(backend: Backend) {
         let answer: serde_json::Value = response.json().await.unwrap();
         assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
     }
+    // Both framings at once are refused, whichever the server would have read.
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nX-Memory-Workspace: alpha\r\n\
+         Content-Type: application/json\r\nContent-Length: 4\r\n\
+         Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = vec![0_u8; 1024];
+    let n = stream.read(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
 }
