@@ -59,3 +59,12 @@ async fn postgres_restarted_under_load() {
 async fn clients_that_never_read_stay_within_the_memory_budget() {
     memory::clients_that_never_read_stay_within_the_memory_budget(harness::Backend::Sqlite).await;
 }
+
+/// Parsing does not depend on the store: SQLite only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_body_of_millions_of_items_is_refused_at_the_cost_of_its_bytes() {
+    memory::a_body_of_millions_of_items_is_refused_at_the_cost_of_its_bytes(
+        harness::Backend::Sqlite,
+    )
+    .await;
+}

@@ -142,3 +142,53 @@ pub async fn clients_that_never_read_stay_within_the_memory_budget(backend: Back
     })
     .await;
 }
+
+/// A body just under the size limit made of millions of tiny items is refused for its item
+/// count at the cost of its bytes: nothing is built from it.
+pub async fn a_body_of_millions_of_items_is_refused_at_the_cost_of_its_bytes(backend: Backend) {
+    bounded(Duration::from_secs(120), async {
+        let store = Store::fresh(backend).await;
+        let server = Server::start(&store, &Embedder::None, "server").await;
+        let entity = br#"{"name":"e","entity_type":"t"},"#;
+        let count = 2_500_000;
+        let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_entities","arguments":{"entities":["#.to_vec();
+        body.reserve(entity.len() * count);
+        for _ in 0..count {
+            body.extend_from_slice(entity);
+        }
+        body.pop();
+        body.extend_from_slice(b"]}}}");
+        let megabytes = body.len() as f64 / 1e6;
+        let before = rss_mb(server.pid);
+        let pid = server.pid;
+        let watching = tokio::spawn(async move {
+            let mut peak: f64 = 0.0;
+            for _ in 0..400 {
+                peak = peak.max(rss_mb(pid));
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            peak
+        });
+        let response = reqwest::Client::new()
+            .post(format!("{}/mcp", server.base))
+            .header("x-memory-workspace", "fault")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let answer = response.text().await.unwrap();
+        let peak = watching.await.unwrap();
+        Figures::new("a_body_of_millions_of_items")
+            .add("body MB", format!("{megabytes:.0}"))
+            .add("rss before MB", format!("{before:.0}"))
+            .add("rss peak MB", format!("{peak:.0}"))
+            .print();
+        assert_eq!(status, 400, "{answer}");
+        assert!(answer.contains("an array of more than 10000 items"), "{answer}");
+        assert!(peak <= 400.0, "resident memory reached {peak:.0} MB");
+    })
+    .await;
+}

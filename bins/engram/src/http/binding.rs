@@ -298,6 +298,13 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
+    if let Some(problem) = super::json_shape::problem(&bytes, super::json_shape::MAX_ITEMS) {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            format!("invalid request: {problem}"),
+        );
+    }
     let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(error) => {
             return rpc_error(

@@ -6,6 +6,7 @@ mod auth;
 mod binding;
 pub mod forwarded;
 mod guard;
+mod json_shape;
 pub mod metrics;
 mod sessions;
 mod sse;

@@ -378,6 +378,12 @@ pub async fn post_message(
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
+    if let Some(problem) = super::json_shape::problem(&body, super::json_shape::MAX_ITEMS) {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!("invalid request: {problem}"),
+        );
+    }
     let message: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
         Ok(message) => message,
         Err(error) => {

@@ -164,36 +164,10 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     }
 }
 
-/// [`TermEmbedder`], refusing any batch holding "poison" (as a server answers 500 for one
-/// input), counting its calls.
-#[derive(Default)]
-struct Refusing {
-    calls: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait]
-impl Embedder for Refusing {
-    fn model_id(&self) -> &str {
-        TermEmbedder.model_id()
-    }
-
-    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        if texts.iter().any(|t| t.contains("poison")) {
-            return Err(Error::Internal("the embedder answered 500".into()));
-        }
-        TermEmbedder.embed_documents(texts).await
-    }
-
-    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        TermEmbedder.embed_query(text).await
-    }
-}
-
 /// Finding the texts an embedder refuses costs each pass at most two calls beside its fresh
 /// batch: a workspace full of them does not hold another's indexing up.
 pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dyn MemoryStore>) {
-    let embedder = Arc::new(Refusing::default());
+    let embedder = Arc::new(Picky::default());
     let (memory, troubled) = memory_with_workspace(store.clone(), "troubled").await;
     let poison: Vec<String> = (0..40).map(|i| format!("poison fact {i}")).collect();
     let poison: Vec<&str> = poison.iter().map(String::as_str).collect();

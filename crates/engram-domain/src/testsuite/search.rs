@@ -110,8 +110,8 @@ impl Embedder for Hung {
 /// An embedder that refuses any batch holding the word "poison" (as a server answers 500 for
 /// one input), counting its calls.
 #[derive(Default)]
-struct Picky {
-    calls: AtomicUsize,
+pub(super) struct Picky {
+    pub(super) calls: AtomicUsize,
 }
 
 #[async_trait]
