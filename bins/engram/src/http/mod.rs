@@ -38,6 +38,9 @@ pub use sse::{MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_PER_SESSION, UnreadBudget};
 pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Router {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(guard.sessions.idle);
+    // rmcp keeps each answered request's events for a client that reconnects to resume them;
+    // 60 s by default holds every large answer a minute after it was sent.
+    manager.session_config.completed_cache_ttl = ANSWERS_KEPT_FOR_RESUMING;
     let manager = Arc::new(manager);
     let counter = sessions::SessionCounter::new(guard.sessions);
     let binder = binding::Binder::new(memory.clone(), counter, manager.clone());
@@ -134,6 +137,10 @@ pub const MAX_CONNECTIONS: usize = 512;
 /// The default of [`Guard::max_connections_per_address`]: connections served at once from one
 /// client address, so one client cannot take them all.
 pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
+/// How long a Streamable HTTP session keeps an answered request's events for a client that
+/// reconnects with `Last-Event-ID` to resume them.
+pub const ANSWERS_KEPT_FOR_RESUMING: Duration = Duration::from_secs(10);
+
 /// The default of [`Guard::body_read_timeout`].
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
