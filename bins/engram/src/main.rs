@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 fn main() -> std::process::ExitCode {
     fix_model_threads();
     limit_malloc_arenas();
+    quiet_on_closed_pipes();
     let cli = Cli::parse();
     init_tracing(cli.log_format);
     let outcome = tokio::runtime::Builder::new_multi_thread()
@@ -32,11 +33,38 @@ fn main() -> std::process::ExitCode {
         .and_then(|runtime| runtime.block_on(run(cli)));
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // `engram export | head`: the reader has what it wanted.
+        Err(error) if is_closed_pipe(&error) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `error` comes from writing to a pipe whose reader is gone.
+fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// A command whose output is cut short (`engram report demo | head`) ends quietly with status
+/// 0, as `cat` does: Rust ignores SIGPIPE, so `println!` panics on a closed standard output;
+/// that one panic becomes a quiet exit, every other keeps its message.
+fn quiet_on_closed_pipes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = (info.payload().downcast_ref::<String>().map(String::as_str))
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
 
 /// Sets `RAYON_NUM_THREADS`, when unset, to the thread count the local model would choose

@@ -453,3 +453,66 @@ async fn the_model_comes_from_the_hub_pinned_checked_and_cached() {
     let stderr = text(&refused.stderr);
     assert!(stderr.contains("config.json: sha256"), "{stderr}");
 }
+
+/// `engram … | head`: a command whose reader goes away ends quietly with status 0 (no panic,
+/// no error line), whether it prints a line or streams a whole graph.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("engram.db").display().to_string();
+    let created = engram(&["workspace", "create", "demo", "--database-url", &url]);
+    assert!(created.status.success(), "{created:?}");
+    let token = engram(&[
+        "token",
+        "create",
+        "--workspace",
+        "demo",
+        "--database-url",
+        &url,
+    ]);
+    assert!(token.status.success(), "{token:?}");
+    let nodes: String = (0..2_000)
+        .map(|i| {
+            format!(
+                "{{\"type\":\"entity\",\"name\":\"node-{i}\",\"entityType\":\"thing\",\
+                 \"observations\":[\"fact {i} about something\"]}}\n"
+            )
+        })
+        .collect();
+    let file = dir.path().join("graph.jsonl");
+    std::fs::write(&file, nodes).unwrap();
+    let file = file.display().to_string();
+    let imported = engram(&[
+        "import",
+        &file,
+        "--workspace",
+        "demo",
+        "--database-url",
+        &url,
+    ]);
+    assert!(imported.status.success(), "{imported:?}");
+    for args in [
+        vec!["export", "--workspace", "demo"],
+        vec!["report", "demo"],
+        vec!["token", "list"],
+        vec!["workspace", "list"],
+    ] {
+        // The reader is gone before the command writes a byte.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(&args)
+            .args(["--database-url", &url])
+            .env("ENGRAM_LOG", "warn")
+            .env("ENGRAM_EMBEDDER", "none")
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("error"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
