@@ -58,10 +58,17 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                     "{:<17} {:<24} {:<11} {:<17} {:<17} label",
                     "id", "workspace", "access", "created", "expires"
                 );
+                let now = chrono::Utc::now();
                 for token in tokens {
                     let access = match token.access {
                         Access::ReadWrite => "read-write",
                         Access::ReadOnly => "read-only",
+                    };
+                    // An expired token is refused: say so where its date is.
+                    let expires = match token.expires_at {
+                        None => "never".to_owned(),
+                        Some(at) if at <= now => "expired".to_owned(),
+                        Some(at) => at.format("%Y-%m-%d %H:%M").to_string(),
                     };
                     println!(
                         "{:<17} {:<24} {:<11} {:<17} {:<17} {}",
@@ -69,9 +76,7 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                         token.workspace,
                         access,
                         token.created_at.format("%Y-%m-%d %H:%M"),
-                        token
-                            .expires_at
-                            .map_or("never".into(), |at| at.format("%Y-%m-%d %H:%M").to_string()),
+                        expires,
                         token.label.unwrap_or_default(),
                     );
                 }

@@ -184,6 +184,23 @@ pub async fn tokens_grant_one_workspace_and_read_only_tokens_only_read(backend: 
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     let (status, _, body) = raw(&server.base, "demo", Some(&brief)).await;
     assert_eq!((status, &body), (401, &missing));
+    // And `token list` says so.
+    let listed = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["token", "list"])
+        .env("ENGRAM_DATABASE_URL", url)
+        .env("ENGRAM_LOG", "warn")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let id = brief
+        .trim_start_matches("engram_")
+        .split('_')
+        .next()
+        .unwrap();
+    let row = (listed.lines())
+        .find(|line| line.starts_with(id))
+        .unwrap_or_else(|| panic!("no row for {id} in {listed}"));
+    assert!(row.contains(" expired "), "{row}");
 }
 
 /// `engram serve` on a non-loopback address requires tokens unless told otherwise.
