@@ -51,6 +51,8 @@ pub fn assets() -> Router {
         })
     };
     Router::new()
+        // Whoever opens the server's address in a browser lands on the viewer.
+        .route("/", get(|| async { axum::response::Redirect::to("/ui") }))
         .route("/ui", file(INDEX, "text/html; charset=utf-8"))
         .route("/ui/", file(INDEX, "text/html; charset=utf-8"))
         .route("/ui/app.js", file(APP, "text/javascript; charset=utf-8"))

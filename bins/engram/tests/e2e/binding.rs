@@ -159,6 +159,17 @@ pub async fn healthz_reports_a_ready_database(backend: Backend) {
     );
     assert_eq!(page.headers()["x-frame-options"], "DENY");
     assert_eq!(page.headers()["x-content-type-options"], "nosniff");
+    // The server's address in a browser lands on the viewer.
+    let root = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{}/", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(root.status(), 303);
+    assert_eq!(root.headers()["location"], "/ui");
 }
 
 pub async fn workspaces_stay_isolated_across_clients(backend: Backend) {
