@@ -73,8 +73,13 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): `engram man > ~/.local/share/man/man1/engram.1`.
-    Man,
+    /// Print the manual page (roff): `engram man > ~/.local/share/man/man1/engram.1`; with
+    /// `--dir`, write it and one page per subcommand (`engram-serve.1`, …) there instead.
+    Man {
+        /// Write every page into this directory (e.g. `~/.local/share/man/man1`).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Import a graph from a JSONL file: the reference memory server's `memory.jsonl` (or its
     /// older `memory.json`), or engram's own export. Streams the file in batches (each one
     /// transaction); running it twice adds nothing. Prints what was imported, already present

@@ -168,7 +168,19 @@ async fn run(cli: Cli) -> Result<()> {
             clap_complete::generate(shell, &mut command, "engram", &mut std::io::stdout());
             Ok(())
         }
-        Command::Man => Ok(clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?),
+        // The `help` subcommand has no page of its own: the pages leave it out.
+        Command::Man { dir: None } => {
+            let command = Cli::command().disable_help_subcommand(true);
+            Ok(clap_mangen::Man::new(command).render(&mut std::io::stdout())?)
+        }
+        Command::Man { dir: Some(dir) } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let command = Cli::command().disable_help_subcommand(true);
+            clap_mangen::generate_to(command, &dir)
+                .with_context(|| format!("writing the manual pages to {}", dir.display()))?;
+            println!("wrote the manual pages to {}", dir.display());
+            Ok(())
+        }
         Command::FetchModel { model } => {
             use engram_embed::LocalModel;
             let models = match model.as_str() {
@@ -262,7 +274,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
         | Command::Serve(_)
         | Command::FetchModel { .. }
         | Command::Completions { .. }
-        | Command::Man => unreachable!("handled by run"),
+        | Command::Man { .. } => unreachable!("handled by run"),
     }
 }
 

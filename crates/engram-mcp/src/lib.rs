@@ -237,15 +237,21 @@ impl ServerHandler for EngramServer {
 
     /// Every tool call: one span (tool, workspace) with a closing event giving its outcome
     /// and duration, and the metrics `engram_tool_calls_total{tool, workspace, outcome}` and
-    /// `engram_tool_call_duration_seconds{tool}`. Arguments and results (observation texts)
-    /// are never logged.
+    /// `engram_tool_call_duration_seconds{tool}` (`tool` is `other` for a name engram does not
+    /// have). Arguments and results (observation texts) are never logged.
     async fn call_tool(
         &self,
         request: rmcp::model::CallToolRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
         use tracing::Instrument;
-        let tool = request.name.to_string();
+        // A name a client makes up is `other` in metrics and logs: label values come from a
+        // closed set (the tools engram has), however many names clients invent.
+        let tool = if TOOLS.has_route(&request.name) {
+            request.name.to_string()
+        } else {
+            "other".to_owned()
+        };
         let workspace =
             (self.bound(&context.extensions)).map_or_else(String::new, |w| w.name.clone());
         let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);

@@ -166,6 +166,24 @@ fn completions_and_the_man_page_cover_every_command() {
         page.contains("serve") && page.contains("ENGRAM_DATABASE_URL"),
         "{page}"
     );
+    // Every page the main page refers to is one `engram man --dir` installs.
+    let dir = tempfile::tempdir().unwrap();
+    let written = engram(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert!(written.status.success(), "{written:?}");
+    let referred: Vec<String> = (page.split("(1)").filter_map(|before| {
+        let name = before.rsplit(|c: char| c.is_whitespace()).next()?;
+        name.starts_with("engram").then(|| name.replace("\\-", "-"))
+    }))
+    .collect();
+    assert!(referred.len() >= 8, "{referred:?}");
+    for name in referred {
+        let file = dir.path().join(format!("{name}.1"));
+        assert!(
+            file.exists(),
+            "the man page refers to {name}(1), which is not installed"
+        );
+    }
+    assert!(dir.path().join("engram.1").exists());
 }
 
 /// A network that accepts connections and never answers (a silent proxy) while the model is

@@ -98,6 +98,11 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
         json!({"name": "Nobody", "summary": "x"}),
     )
     .await;
+    // A tool name a client makes up is counted as `other`, never as a label of its own.
+    let made_up = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("made_up_tool_x9"))
+        .await;
+    assert!(made_up.is_err(), "{made_up:?}");
     // Wait for the indexer to embed the observation.
     let started = Instant::now();
     let page = loop {
@@ -129,6 +134,8 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
     assert_eq!(calls("create_entities", "ok"), Some(1.0), "{page}");
     assert_eq!(calls("open_nodes", "ok"), Some(2.0), "{page}");
     assert_eq!(calls("set_summary", "tool_error"), Some(1.0), "{page}");
+    assert_eq!(calls("other", "error"), Some(1.0), "{page}");
+    assert!(!page.contains("made_up_tool_x9"), "{page}");
     assert_eq!(
         sample(
             &page,
@@ -171,7 +178,11 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|line| line["fields"]["message"] == "tool call")
         .collect();
-    assert_eq!(calls.len(), 4, "{logs}");
+    assert_eq!(calls.len(), 5, "{logs}");
+    assert!(
+        !logs.contains("made_up_tool_x9"),
+        "a made-up name in the logs"
+    );
     assert_eq!(calls[0]["span"]["tool"], "create_entities");
     assert_eq!(calls[0]["span"]["workspace"], "demo");
     assert_eq!(calls[0]["fields"]["outcome"], "ok");
