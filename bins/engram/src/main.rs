@@ -367,15 +367,6 @@ async fn serve(
              with `engram token create --workspace NAME`"
         );
     }
-    tracing::info!(
-        store = kind,
-        tokens = if require_auth {
-            "required"
-        } else {
-            "not required"
-        },
-        "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
-    );
     if let Some(metrics_bind) = args.metrics_bind {
         let handle = engram::http::metrics::install()?;
         let metrics_listener = tokio::net::TcpListener::bind(metrics_bind)
@@ -396,6 +387,16 @@ async fn serve(
             }
         });
     }
+    // Said only once every listener is bound: a port in use stops the server before.
+    tracing::info!(
+        store = kind,
+        tokens = if require_auth {
+            "required"
+        } else {
+            "not required"
+        },
+        "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
+    );
     let guard = Guard {
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,

@@ -88,6 +88,27 @@ fn a_port_in_use_is_reported_before_anything_else() {
         "{output:?}"
     );
     assert!(!file.exists(), "the database was opened before binding");
+
+    // A metrics port in use stops the server before it says it listens.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().to_string();
+    drop(free);
+    let output = engram(&[
+        "serve",
+        "--bind",
+        &port,
+        "--metrics-bind",
+        &address,
+        "--database-url",
+        file.to_str().unwrap(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success(), "{output:?}");
+    assert!(
+        stderr.contains(&format!("binding --metrics-bind {address}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("listening on"), "{stderr}");
 }
 
 /// Logs written to a pipe (as Claude Desktop keeps them) carry no ANSI colour codes.
