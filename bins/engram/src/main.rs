@@ -301,6 +301,7 @@ async fn serve(
         }
     }
     let kind = store.kind();
+    let _serving = announce_shared_file(location);
     let pool: engram::http::metrics::PoolProbe = match &store {
         Store::Postgres(pg) => {
             let pg = pg.clone();
@@ -436,4 +437,29 @@ async fn shutdown_signal() {
         _ = terminate.recv() => {}
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// For a SQLite file, holds a lock on `<file>.serving` while the server runs, and says so
+/// when another server holds it already: both then serve the same memory (each sees the
+/// other's writes), which is allowed but should be known. `None` for PostgreSQL.
+fn announce_shared_file(location: &Location) -> Option<std::fs::File> {
+    let Location::Sqlite(path) = location else {
+        return None;
+    };
+    let mut marker = path.clone().into_os_string();
+    marker.push(".serving");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&marker)
+        .ok()?;
+    if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+        tracing::warn!(
+            file = %path.display(),
+            "another engram server is serving this SQLite file: both serve the same memory \
+             and each sees the other's writes"
+        );
+    }
+    Some(file)
 }

@@ -555,3 +555,51 @@ fn a_closed_pipe_ends_a_command_quietly() {
         );
     }
 }
+
+/// A second server on one SQLite file starts (both serve the same memory) and says so.
+#[test]
+fn a_second_server_on_one_sqlite_file_says_it_shares_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("engram.db").display().to_string();
+    let start = |name: &str| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = dir.path().join(format!("{name}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+            .args(["--database-url", &file, "--embedder", "none"])
+            .env("ENGRAM_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        (child, log)
+    };
+    let listening = |log: &std::path::Path| {
+        let started = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            if text.contains("listening on") {
+                return text;
+            }
+            assert!(started.elapsed().as_secs() < 30, "never listened: {text}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let (mut first, first_log) = start("first");
+    let first_text = listening(&first_log);
+    let (mut second, second_log) = start("second");
+    let second_text = listening(&second_log);
+    let _ = (first.kill(), second.kill(), first.wait(), second.wait());
+    assert!(
+        !first_text.contains("another engram server"),
+        "{first_text}"
+    );
+    assert!(
+        second_text.contains("another engram server is serving this SQLite file"),
+        "{second_text}"
+    );
+}
