@@ -57,8 +57,8 @@ pub enum Command {
     /// Re-embed every observation of a workspace from scratch (after changing models or
     /// perspectives), with a progress bar.
     Reindex {
-        /// The workspace.
-        workspace: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
         #[command(flatten)]
         embed: EmbedArgs,
     },
@@ -144,10 +144,35 @@ pub struct ExportArgs {
 }
 
 /// Arguments of `engram report`.
+/// A workspace named either way, as every subcommand that takes one accepts it:
+/// `engram report demo` or `engram report --workspace demo`.
+#[derive(Debug, Args)]
+pub struct WorkspaceArg {
+    /// The workspace (or `--workspace NAME`).
+    #[arg(
+        value_name = "WORKSPACE",
+        required_unless_present = "workspace",
+        conflicts_with = "workspace"
+    )]
+    positional: Option<String>,
+    /// The workspace.
+    #[arg(long = "workspace", value_name = "NAME")]
+    workspace: Option<String>,
+}
+
+impl WorkspaceArg {
+    /// The name given.
+    pub fn name(&self) -> &str {
+        (self.positional.as_deref())
+            .or(self.workspace.as_deref())
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The workspace.
-    pub workspace: String,
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
     /// Start of the event counts' window (RFC 3339, e.g. 2026-11-01T00:00:00Z); default 7
     /// days ago.
     #[arg(long)]
@@ -433,8 +458,8 @@ pub enum WorkspaceCommand {
 pub enum PerspectiveCommand {
     /// List a workspace's perspectives with their templates.
     List {
-        /// The workspace.
-        workspace: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
     },
     /// Add a perspective, or change or enable/disable one. Templates use `{observation}`,
     /// `{name}`, `{entity_type}`, `{tags}`, `{summary}`, `{relations}`, `{ordinal}`, `{date}`

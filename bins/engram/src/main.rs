@@ -250,7 +250,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
     }
     match command {
         Command::Reindex { workspace, embed } => {
-            reindex::run(store.shared(), &workspace, &embed.choice()).await
+            reindex::run(store.shared(), workspace.name(), &embed.choice()).await
         }
         Command::Report(args) => report::run(store.shared(), args).await,
         Command::Token(command) => tokens::run(&Memory::new(store.shared()), command).await,

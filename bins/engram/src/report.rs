@@ -7,7 +7,7 @@ use engram_domain::{Memory, MemoryStore, ReportOptions};
 
 use crate::cli::ReportArgs;
 
-/// Prints the report of `args.workspace`, with the embedder and generator `args` select.
+/// Prints the report of `args.workspace`'s workspace, with the embedder and generator `args` select.
 pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
     let mut memory = Memory::new(store);
     if let Some(embedder) = args.embed.choice().build()? {
@@ -16,12 +16,11 @@ pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
     if let Some((generator, budget)) = args.generate.build(&args.embed.ollama_host)? {
         memory = memory.with_generator(generator, budget);
     }
-    let workspace = memory.workspace(&args.workspace).await.with_context(|| {
-        format!(
-            "workspace {:?}: `engram workspace list` shows them",
-            args.workspace
-        )
-    })?;
+    let name = args.workspace.name();
+    let workspace = memory
+        .workspace(name)
+        .await
+        .with_context(|| format!("workspace {name:?}: `engram workspace list` shows them"))?;
     let options = ReportOptions {
         since: args.since,
         limit: args.limit,

@@ -46,7 +46,7 @@ pub async fn run(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
 async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()> {
     match command {
         PerspectiveCommand::List { workspace } => {
-            let workspace = memory.workspace(&workspace).await?;
+            let workspace = memory.workspace(workspace.name()).await?;
             for p in memory.perspectives(workspace.id).await? {
                 let state = if p.enabled { "enabled" } else { "disabled" };
                 println!("{} ({state})", p.name);

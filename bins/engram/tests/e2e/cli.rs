@@ -603,3 +603,38 @@ fn a_second_server_on_one_sqlite_file_says_it_shares_it() {
         "{second_text}"
     );
 }
+
+/// Every subcommand that takes a workspace takes it the same way: `--workspace NAME`, with
+/// the positional form kept.
+#[test]
+fn the_workspace_is_named_the_same_way_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("engram.db").display().to_string();
+    let created = engram(&["workspace", "create", "demo", "--database-url", &url]);
+    assert!(created.status.success(), "{created:?}");
+    for command in [vec!["report"], vec!["workspace", "perspectives", "list"]] {
+        let flagged = engram(
+            &[
+                &command[..],
+                &["--workspace", "demo", "--database-url", &url],
+            ]
+            .concat(),
+        );
+        let positional = engram(&[&command[..], &["demo", "--database-url", &url]].concat());
+        assert!(flagged.status.success(), "{command:?}: {flagged:?}");
+        assert!(positional.status.success(), "{command:?}: {positional:?}");
+        if command == ["workspace", "perspectives", "list"] {
+            assert_eq!(text(&flagged.stdout), text(&positional.stdout));
+        }
+        let both = engram(
+            &[
+                &command[..],
+                &["demo", "--workspace", "demo", "--database-url", &url],
+            ]
+            .concat(),
+        );
+        assert!(!both.status.success(), "{command:?}: {both:?}");
+        let neither = engram(&[&command[..], &["--database-url", &url]].concat());
+        assert!(!neither.status.success(), "{command:?}: {neither:?}");
+    }
+}
