@@ -86,7 +86,11 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
             .await?;
         }
         ExportFormat::Anthropic => {
+            // What the reference server's format has no field for, counted to be said.
+            let (summaries, tagged) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
             let entity = |node: &NodeRecord| {
+                summaries.set(summaries.get() + usize::from(node.summary.is_some()));
+                tagged.set(tagged.get() + usize::from(!node.tags.is_empty()));
                 serde_json::to_string(&ReferenceEntity {
                     r#type: "entity",
                     name: &node.name,
@@ -107,6 +111,14 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                 })
             };
             write_lines(memory, workspace.id, out, entity, relation).await?;
+            let (summaries, tagged) = (summaries.get(), tagged.get());
+            if summaries + tagged > 0 {
+                eprintln!(
+                    "the reference server's format has no summaries, tags, ordinals or \
+                     timestamps: {summaries} summaries and the tags of {tagged} nodes were left \
+                     out (`--format jsonl` keeps everything)"
+                );
+            }
         }
         ExportFormat::Mermaid | ExportFormat::Dot => {
             let (nodes, relations) = match &args.around {

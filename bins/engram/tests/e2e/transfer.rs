@@ -181,6 +181,18 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
     .await;
     client.cancel().await.unwrap();
 
+    // The reference server's format says what it cannot carry.
+    let reference = engram(
+        url,
+        &["export", "--workspace", "source", "--format", "anthropic"],
+        None,
+    );
+    assert!(reference.status.success(), "{reference:?}");
+    let said = String::from_utf8_lossy(&reference.stderr);
+    assert!(
+        said.contains("1 summaries and the tags of 1 nodes were left out"),
+        "{said}"
+    );
     let exported = engram(url, &["export", "--workspace", "source"], None);
     assert!(exported.status.success(), "{exported:?}");
     let dir = tempfile::tempdir().unwrap();
