@@ -111,17 +111,26 @@ async fn bodies_over_the_configured_size_are_refused() {
 
 /// `initialize` over raw HTTP from `client`: the status and the new session's id.
 async fn open_session(client: &reqwest::Client, base: &str) -> (u16, Option<String>) {
+    open_session_from(client, base, None).await
+}
+
+/// [`open_session`], claiming with `X-Forwarded-For` to come from `forwarded` when given.
+async fn open_session_from(
+    client: &reqwest::Client,
+    base: &str,
+    forwarded: Option<&str>,
+) -> (u16, Option<String>) {
     let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "limits", "version": "1"}}});
-    let response = client
+    let mut request = client
         .post(format!("{base}/mcp"))
         .header("accept", "application/json, text/event-stream")
-        .header("x-memory-workspace", "demo")
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
+        .header("x-memory-workspace", "demo");
+    if let Some(forwarded) = forwarded {
+        request = request.header("x-forwarded-for", forwarded);
+    }
+    let response = request.json(&initialize).send().await.unwrap();
     let session =
         (response.headers().get("mcp-session-id")).map(|id| id.to_str().unwrap().to_owned());
     let status = response.status().as_u16();
@@ -413,23 +422,6 @@ async fn slow_streams_and_half_sent_requests_do_not_starve_another_client() {
     other.cancel().await.unwrap();
 }
 
-/// `initialize` from `client` claiming to come from `forwarded`: the status.
-async fn open_forwarded(client: &reqwest::Client, base: &str, forwarded: &str) -> u16 {
-    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "limits", "version": "1"}}});
-    let response = client
-        .post(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("x-memory-workspace", "demo")
-        .header("x-forwarded-for", forwarded)
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
-    response.status().as_u16()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trusted_proxy_names_its_clients_and_nobody_else_can() {
     let guard = engram::http::Guard {
@@ -445,15 +437,13 @@ async fn a_trusted_proxy_names_its_clients_and_nobody_else_can() {
     let base = server.base.as_str();
     let (proxy, other) = (client_from(1), client_from(2));
     // Behind the proxy, each client has its own share...
-    assert_eq!(open_forwarded(&proxy, base, "203.0.113.1").await, 200);
-    assert_eq!(
-        open_forwarded(&proxy, base, "198.51.100.9, 203.0.113.2").await,
-        200
-    );
-    assert_eq!(open_forwarded(&proxy, base, "203.0.113.1").await, 429);
+    let open = |client, forwarded| open_session_from(client, base, Some(forwarded));
+    assert_eq!(open(&proxy, "203.0.113.1").await.0, 200);
+    assert_eq!(open(&proxy, "198.51.100.9, 203.0.113.2").await.0, 200);
+    assert_eq!(open(&proxy, "203.0.113.1").await.0, 429);
     // ...and a peer that is not trusted is counted as itself, whatever it claims.
-    assert_eq!(open_forwarded(&other, base, "203.0.113.3").await, 200);
-    assert_eq!(open_forwarded(&other, base, "203.0.113.4").await, 429);
+    assert_eq!(open(&other, "203.0.113.3").await.0, 200);
+    assert_eq!(open(&other, "203.0.113.4").await.0, 429);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
