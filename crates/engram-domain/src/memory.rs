@@ -339,27 +339,30 @@ impl Memory {
         }
         batch_total("observations[].contents", total)?;
         // A text given twice for one node (in one entry or two) is stored once; the store
-        // skips the texts the node already holds.
+        // skips the texts the node already holds. Repeats are rare: the call is copied
+        // without them only when it has some.
         let mut given: HashMap<&str, HashSet<&str>> = HashMap::new();
-        let mut repeats = false;
-        let once: Vec<ObservationAdditions> = (additions.iter())
+        let kept: Vec<Vec<bool>> = (additions.iter())
             .map(|addition| {
                 let seen = given.entry(addition.entity_name.as_str()).or_default();
-                let contents: Vec<String> = (addition.contents.iter())
-                    .filter(|content| seen.insert(content.as_str()))
-                    .cloned()
-                    .collect();
-                repeats |= contents.len() < addition.contents.len();
-                ObservationAdditions {
-                    entity_name: addition.entity_name.clone(),
-                    contents,
-                }
+                (addition.contents.iter())
+                    .map(|content| seen.insert(content.as_str()))
+                    .collect()
+            })
+            .collect();
+        if kept.iter().flatten().all(|first| *first) {
+            return self.store.add_observations(workspace, additions).await;
+        }
+        let once: Vec<ObservationAdditions> = (additions.iter().zip(&kept))
+            .map(|(addition, kept)| ObservationAdditions {
+                entity_name: addition.entity_name.clone(),
+                contents: (addition.contents.iter().zip(kept))
+                    .filter(|(_, kept)| **kept)
+                    .map(|(content, _)| content.clone())
+                    .collect(),
             })
             .collect();
         let mut results = self.store.add_observations(workspace, &once).await?;
-        if !repeats {
-            return Ok(results);
-        }
         // Every skipped text in request order, with the ordinal that holds it.
         let placed: HashMap<(String, String), Ordinal> = (results.iter())
             .flat_map(|r| {

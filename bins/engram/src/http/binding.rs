@@ -203,7 +203,9 @@ pub struct BodyLimits {
 }
 
 /// A request body within `limits`; else the refusal to send: 408 when it came too slowly, 413
-/// when it is too large, 400 when it could not be read (a malformed chunk).
+/// when it is too large, 400 when it could not be read (a malformed chunk) or holds an array or
+/// object of more than [`super::json_shape::MAX_ITEMS`] items (found before anything is built
+/// from it).
 pub(super) async fn read_body(
     body: axum::body::Body,
     limits: BodyLimits,
@@ -211,7 +213,14 @@ pub(super) async fn read_body(
     let limit = limits.max_bytes;
     let read = tokio::time::timeout(limits.timeout, axum::body::to_bytes(body, limit));
     match read.await {
-        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Ok(bytes)) => match super::json_shape::problem(&bytes, super::json_shape::MAX_ITEMS) {
+            None => Ok(bytes),
+            Some(problem) => Err(rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                format!("invalid request: {problem}"),
+            )),
+        },
         Err(_) => Err(rpc_error(
             StatusCode::REQUEST_TIMEOUT,
             -32600,
@@ -298,13 +307,6 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
-    if let Some(problem) = super::json_shape::problem(&bytes, super::json_shape::MAX_ITEMS) {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            format!("invalid request: {problem}"),
-        );
-    }
     let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(error) => {
             return rpc_error(

@@ -70,13 +70,7 @@ impl<'de> Visitor<'de> for Walk {
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
         let mut count = 0;
         while items.next_element_seed(self)?.is_some() {
-            count += 1;
-            if count > self.max_items {
-                return Err(serde::de::Error::custom(format!(
-                    "an array of more than {} items",
-                    self.max_items
-                )));
-            }
+            self.counted(&mut count, "an array of more than {} items")?;
         }
         Ok(())
     }
@@ -85,13 +79,20 @@ impl<'de> Visitor<'de> for Walk {
         let mut count = 0;
         while entries.next_key::<IgnoredAny>()?.is_some() {
             entries.next_value_seed(self)?;
-            count += 1;
-            if count > self.max_items {
-                return Err(serde::de::Error::custom(format!(
-                    "an object of more than {} members",
-                    self.max_items
-                )));
-            }
+            self.counted(&mut count, "an object of more than {} members")?;
+        }
+        Ok(())
+    }
+}
+
+impl Walk {
+    /// Counts one more item, refusing it past `max_items` with `message` (its `{}` the limit).
+    fn counted<E: serde::de::Error>(self, count: &mut usize, message: &str) -> Result<(), E> {
+        *count += 1;
+        if *count > self.max_items {
+            return Err(E::custom(
+                message.replace("{}", &self.max_items.to_string()),
+            ));
         }
         Ok(())
     }
