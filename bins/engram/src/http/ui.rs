@@ -1,6 +1,6 @@
-//! `/ui`: a small read-only page to look at a workspace (search, a node's observations and
-//! neighbourhood drawn as a graph, the consolidation report, the indexer's state), and the
-//! JSON API under `/ui/api` it reads. The page and its graph library (cytoscape.js, vendored
+//! `/ui`: a small read-only page to look at a workspace (an overview first, search, a node's
+//! observations and neighbourhood drawn as a graph, the consolidation report, the indexer's
+//! state), and the JSON API under `/ui/api` it reads. The page and its graph library (cytoscape.js, vendored
 //! from npm) are compiled into the binary: no CDN. The API binds to `X-Memory-Workspace` and
 //! checks tokens exactly as the MCP routes do; the static files need neither, so the page can
 //! load and ask for a token.
@@ -11,9 +11,12 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use engram_domain::{Error, ReportOptions, SearchMode};
+use std::collections::{HashMap, HashSet};
+
+use engram_domain::transfer::{GraphPageQuery, RelationRecord};
+use engram_domain::{Error, Memory, ReportOptions, SearchMode, WorkspaceId};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::auth::Grant;
 use super::binding::Binder;
@@ -67,6 +70,7 @@ pub fn assets() -> Router {
 pub fn api(binder: Binder) -> Router {
     Router::new()
         .route("/ui/api/workspaces", get(workspaces))
+        .route("/ui/api/overview", get(overview))
         .route("/ui/api/search", get(search))
         .route("/ui/api/node", get(node))
         .route("/ui/api/report", get(report))
@@ -114,6 +118,117 @@ async fn workspaces(State(binder): State<Binder>, request: Request) -> Response 
             axum::Json(json!({"workspaces": names})).into_response()
         }
         Err(error) => failure(&error),
+    }
+}
+
+/// How many nodes each of the overview's lists holds.
+const OVERVIEW_LIST: usize = 8;
+/// How many of the most connected nodes the overview's graph draws.
+const OVERVIEW_GRAPH: usize = 16;
+/// The overview ranks at most this many nodes (the first by name, read 1,000 a page); past
+/// that its rankings are of those and it says so (`complete: false`).
+const OVERVIEW_SCAN: usize = 20_000;
+/// Nodes changed within this many days (the most `get_recently_modified` takes) count as recent.
+const ALL_DAYS: u32 = 36_500;
+
+/// The first screen: counts, embedding coverage, the nodes changed last, the largest nodes
+/// (most observations) and the most connected ones with the relations among them.
+async fn overview(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
+    let memory = binder.memory();
+    let (stats, recent, scan) = match tokio::try_join!(
+        memory.get_stats(workspace.id),
+        memory.get_recently_modified(workspace.id, ALL_DAYS, OVERVIEW_LIST as u32),
+        Scan::read(memory, workspace.id),
+    ) {
+        Ok(all) => all,
+        Err(error) => return failure(&error),
+    };
+    let (connected, connected_relations) = scan.most_connected();
+    axum::Json(json!({
+        "workspace": workspace.name,
+        "nodes": stats.node_count,
+        "observations": stats.observation_count,
+        "relations": stats.relation_count,
+        "embedding_coverage": stats.embedding_coverage,
+        "embedding_model": stats.embedding_model,
+        "recent": recent,
+        "largest": scan.largest(),
+        "connected": connected,
+        "connected_relations": connected_relations,
+        "complete": scan.complete,
+    }))
+    .into_response()
+}
+
+/// The nodes and relations the overview ranks, read page by page.
+#[derive(Default)]
+struct Scan {
+    /// Each node read: name, type and how many observations it holds.
+    nodes: Vec<(String, String, u64)>,
+    /// The relations leaving them.
+    relations: Vec<RelationRecord>,
+    /// Whether every node of the workspace was read.
+    complete: bool,
+}
+
+impl Scan {
+    /// Reads the workspace's nodes (without their observations), at most [`OVERVIEW_SCAN`].
+    async fn read(memory: &Memory, workspace: WorkspaceId) -> Result<Self, Error> {
+        let mut scan = Self::default();
+        let mut query = GraphPageQuery {
+            limit: 1_000,
+            ..GraphPageQuery::default()
+        };
+        while scan.nodes.len() < OVERVIEW_SCAN {
+            let page = memory.graph_page(workspace, &query).await?;
+            let last_page = page.nodes.len() < query.limit as usize;
+            query.after = page.nodes.last().map(|(node, _)| node.name.clone());
+            let nodes = page.nodes.into_iter();
+            (scan.nodes).extend(nodes.map(|(node, count)| (node.name, node.entity_type, count)));
+            scan.relations.extend(page.relations);
+            if last_page {
+                scan.complete = true;
+                break;
+            }
+        }
+        Ok(scan)
+    }
+
+    /// The nodes holding the most observations, most first (then by name).
+    fn largest(&self) -> Vec<Value> {
+        let mut nodes: Vec<_> = self.nodes.iter().filter(|n| n.2 > 0).collect();
+        nodes.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        (nodes.iter().take(OVERVIEW_LIST))
+            .map(|(name, kind, count)| {
+                json!({"name": name, "entity_type": kind, "observations": count})
+            })
+            .collect()
+    }
+
+    /// The nodes with the most relations (either way), most first (then by name), and the
+    /// relations among them.
+    fn most_connected(&self) -> (Vec<Value>, Vec<Value>) {
+        let mut degree: HashMap<&str, u64> = HashMap::new();
+        for relation in &self.relations {
+            *degree.entry(&relation.from).or_default() += 1;
+            if relation.to != relation.from {
+                *degree.entry(&relation.to).or_default() += 1;
+            }
+        }
+        let mut nodes: Vec<_> = (self.nodes.iter())
+            .filter_map(|(name, kind, _)| Some((name, kind, *degree.get(name.as_str())?)))
+            .collect();
+        nodes.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+        nodes.truncate(OVERVIEW_GRAPH);
+        let chosen: HashSet<&str> = nodes.iter().map(|n| n.0.as_str()).collect();
+        let relations = (self.relations.iter())
+            .filter(|r| chosen.contains(r.from.as_str()) && chosen.contains(r.to.as_str()))
+            .map(|r| json!({"from": r.from, "to": r.to, "relation_type": r.relation_type}))
+            .collect();
+        let nodes = (nodes.into_iter())
+            .map(|(name, kind, count)| json!({"name": name, "entity_type": kind, "relations": count}))
+            .collect();
+        (nodes, relations)
     }
 }
 
@@ -207,4 +322,41 @@ async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Res
         "failed_texts": rejected,
     }))
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relation(from: &str, to: &str) -> RelationRecord {
+        RelationRecord {
+            from: from.into(),
+            to: to.into(),
+            relation_type: "knows".into(),
+            created_at: None,
+        }
+    }
+
+    #[test]
+    fn the_overview_ranks_by_observations_and_by_relations() {
+        let node = |name: &str, count| (name.to_owned(), "person".to_owned(), count);
+        let scan = Scan {
+            nodes: vec![node("a", 1), node("b", 3), node("c", 0), node("d", 3)],
+            relations: vec![relation("a", "b"), relation("c", "b"), relation("a", "a")],
+            complete: true,
+        };
+        let names = |values: &[Value]| -> Vec<String> {
+            values
+                .iter()
+                .map(|v| v["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // Most observations first, ties by name; a node without any is not "large".
+        assert_eq!(names(&scan.largest()), ["b", "d", "a"]);
+        let (connected, relations) = scan.most_connected();
+        assert_eq!(names(&connected), ["a", "b", "c"]);
+        assert_eq!(connected[0]["relations"], 2, "a loop counts once");
+        assert_eq!(relations.len(), 3);
+        assert!(Scan::default().most_connected().0.is_empty());
+    }
 }
