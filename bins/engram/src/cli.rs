@@ -104,9 +104,16 @@ pub struct ImportArgs {
     /// Create the workspace if it does not exist.
     #[arg(long)]
     pub create_workspace: bool,
-    /// Read and check every line, and say what would be imported, without writing anything.
+    /// Read and check every line, and say what would be imported, without writing anything:
+    /// not the workspace, not even the database file (a workspace or database that does not
+    /// exist yet is checked as empty).
     #[arg(long)]
     pub dry_run: bool,
+    /// Keep relations whose endpoint neither the file nor the workspace holds, as the
+    /// reference memory server does: a node of type `unknown` is made for each such endpoint
+    /// (listed after the table). Without it those relations are refused and listed.
+    #[arg(long)]
+    pub create_missing_nodes: bool,
 }
 
 /// What `engram export` writes.

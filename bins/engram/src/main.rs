@@ -35,6 +35,10 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         // `engram export | head`: the reader has what it wanted.
         Err(error) if is_closed_pipe(&error) => std::process::ExitCode::SUCCESS,
+        Err(error) if error.is::<import::Interrupted>() => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::from(import::INTERRUPTED_STATUS)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE
@@ -152,6 +156,7 @@ fn reads_only(command: &Command) -> bool {
         command,
         Command::Report(_)
             | Command::Export(_)
+            | Command::Import(cli::ImportArgs { dry_run: true, .. })
             | Command::Token(cli::TokenCommand::List { .. })
             | Command::Workspace(
                 WorkspaceCommand::List { .. }
@@ -219,6 +224,12 @@ async fn run(cli: Cli) -> Result<()> {
 /// first.
 async fn with_store(location: &Location, command: Command) -> Result<()> {
     let reads_only = reads_only(&command);
+    let no_file = matches!(location, Location::Sqlite(path) if !path.exists());
+    let command = match command {
+        // A dry run creates nothing, the database file included: check against nothing.
+        Command::Import(args) if args.dry_run && no_file => return import::run(None, args).await,
+        command => command,
+    };
     if reads_only
         && let Location::Sqlite(path) = location
         && !path.exists()
@@ -254,7 +265,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
         }
         Command::Report(args) => report::run(store.shared(), args).await,
         Command::Token(command) => tokens::run(&Memory::new(store.shared()), command).await,
-        Command::Import(args) => import::run(&Memory::new(store.shared()), args).await,
+        Command::Import(args) => import::run(Some(&Memory::new(store.shared())), args).await,
         Command::Export(args) => {
             let memory = Memory::new(store.shared());
             match &args.output {
@@ -429,6 +440,12 @@ async fn serve(
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
 async fn shutdown_signal() {
+    stop_signal().await;
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// Completes on the next SIGINT (Ctrl-C) or SIGTERM.
+pub(crate) async fn stop_signal() {
     let interrupt = tokio::signal::ctrl_c();
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("installing the SIGTERM handler");
@@ -436,7 +453,6 @@ async fn shutdown_signal() {
         _ = interrupt => {}
         _ = terminate.recv() => {}
     }
-    tracing::info!("shutting down: finishing in-flight requests");
 }
 
 /// For a SQLite file, holds a lock on `<file>.serving` while the server runs, and says so

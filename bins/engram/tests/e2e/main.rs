@@ -77,4 +77,7 @@ per_backend!(
     transfer::a_large_file_on_standard_input_waits_for_late_nodes,
     transfer::an_export_imports_into_an_empty_workspace_unchanged,
     transfer::bad_bytes_and_long_lines_never_stop_an_import,
+    transfer::missing_endpoints_become_nodes_when_asked,
+    transfer::a_dry_run_creates_nothing_anywhere,
+    transfer::an_interrupted_import_says_where_to_resume,
 );

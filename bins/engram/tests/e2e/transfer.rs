@@ -84,7 +84,13 @@ pub async fn the_reference_servers_file_imports_once_and_reports_what_it_refused
         "{report}"
     );
     let stderr = String::from_utf8_lossy(&first.stderr);
-    assert!(stderr.contains("2 line(s) were not imported"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "2 line(s) were not imported (listed above); wrote 3 entities, 4 observations and \
+             2 relations; the rest was already there"
+        ),
+        "{stderr}"
+    );
 
     let john = ok(&client, "open_nodes", json!({"names": ["John_Smith"]})).await;
     let contents: Vec<&str> = (john["entities"][0]["observations"]
@@ -105,6 +111,11 @@ pub async fn the_reference_servers_file_imports_once_and_reports_what_it_refused
 
     let second = engram(url, &["import", FIXTURE, "--workspace", "demo"], None);
     let report = stdout(&second);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("nothing was written: everything else was already there"),
+        "the closing line says nothing was written: {stderr}"
+    );
     assert_eq!(row(&report, "entities"), [0, 3, 1], "{report}");
     assert_eq!(row(&report, "observations"), [0, 5, 0], "{report}");
     assert_eq!(row(&report, "relations"), [0, 3, 1], "{report}");
@@ -330,5 +341,168 @@ pub async fn bad_bytes_and_long_lines_never_stop_an_import(backend: Backend) {
     let opened = ok(&client, "open_nodes", json!({"names": ["Alice", "Bob"]})).await;
     assert_eq!(opened["entities"].as_array().unwrap().len(), 2, "{opened}");
     assert_eq!(opened["relations"][0]["relation_type"], "knows");
+    client.cancel().await.unwrap();
+}
+
+/// `--create-missing-nodes` keeps a relation to a node no line provides, as the reference
+/// server did, by making that node (type `unknown`); the table names it.
+pub async fn missing_endpoints_become_nodes_when_asked(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let url = &server.database_url;
+    let args = [
+        "import",
+        FIXTURE,
+        "--workspace",
+        "demo",
+        "--create-missing-nodes",
+    ];
+    let dry = engram(url, &[&args[..], &["--dry-run"]].concat(), None);
+    let report = stdout(&dry);
+    assert_eq!(row(&report, "entities"), [4, 1], "{report}");
+    assert_eq!(row(&report, "relations"), [4, 0], "{report}");
+    assert!(
+        report.contains("1 node(s) of type unknown would be made for relations whose endpoint the file did not hold: Nobody"),
+        "{report}"
+    );
+
+    let output = engram(url, &args, None);
+    let report = stdout(&output);
+    // The malformed line is still refused (exit 1); the dangling relation is not.
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(row(&report, "entities"), [4, 0, 1], "{report}");
+    assert_eq!(row(&report, "relations"), [3, 1, 0], "{report}");
+    assert!(
+        report.contains("1 node(s) of type unknown made for relations whose endpoint the file did not hold: Nobody"),
+        "{report}"
+    );
+    assert!(!report.contains("line 5:"), "{report}");
+    let client = server.streamable_client("demo").await;
+    let nobody = ok(&client, "open_nodes", json!({"names": ["Nobody"]})).await;
+    assert_eq!(nobody["entities"][0]["entity_type"], "unknown", "{nobody}");
+    let john = ok(&client, "open_nodes", json!({"names": ["John_Smith"]})).await;
+    assert_eq!(john["relations"].as_array().unwrap().len(), 2, "{john}");
+    client.cancel().await.unwrap();
+}
+
+/// A dry run into a workspace, or a database, that does not exist yet checks every line
+/// against an empty one and creates nothing: no workspace, no file.
+pub async fn a_dry_run_creates_nothing_anywhere(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let dry = engram(
+        &server.database_url,
+        &["import", FIXTURE, "--workspace", "later", "--dry-run"],
+        None,
+    );
+    let report = stdout(&dry);
+    assert!(
+        report.starts_with("checked (dry run: nothing written)") && report.contains("later (new)"),
+        "{report}"
+    );
+    assert_eq!(row(&report, "entities"), [3, 1], "{report}");
+    let stderr = String::from_utf8_lossy(&dry.stderr);
+    assert!(
+        stderr.contains("dry run: nothing was written; valid: 3 entities, 5 observations and 3 relations; 2 line(s) would be refused")
+            && stderr.contains("the import needs --create-workspace"),
+        "{stderr}"
+    );
+    let list = engram(&server.database_url, &["workspace", "list"], None);
+    assert!(!stdout(&list).contains("later"), "{}", stdout(&list));
+
+    // No database at all: the file is not created.
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("fresh.db");
+    let url = format!("sqlite://{}", file.display());
+    let dry = engram(
+        &url,
+        &[
+            "import",
+            FIXTURE,
+            "--workspace",
+            "w",
+            "--create-workspace",
+            "--dry-run",
+        ],
+        None,
+    );
+    assert_eq!(row(&stdout(&dry), "relations"), [3, 1], "{dry:?}");
+    let created: Vec<_> = std::fs::read_dir(directory.path()).unwrap().collect();
+    assert!(created.is_empty(), "a dry run created {created:?}");
+}
+
+/// SIGINT stops an import after the batch being written: the table so far, the line to
+/// resume from, status 130; running the same command again completes it.
+pub async fn an_interrupted_import_says_where_to_resume(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let line = |i: usize| {
+        let node = json!({"type": "entity", "name": format!("n{i:05}"), "entityType": "item",
+                          "observations": [format!("item number {i}")]});
+        format!("{node}\n")
+    };
+    let (first, total) = (3_000, 6_000);
+    let whole: String = (0..total).map(line).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["import", "-", "--workspace", "demo"])
+        .env("ENGRAM_DATABASE_URL", &server.database_url)
+        .env("ENGRAM_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input
+        .write_all((0..first).map(line).collect::<String>().as_bytes())
+        .unwrap();
+    input.flush().unwrap();
+    // Wait for the first batches to land, then interrupt while the file is still open.
+    let client = server.streamable_client("demo").await;
+    let started = std::time::Instant::now();
+    loop {
+        let stats = ok(&client, "get_stats", json!({})).await;
+        if stats["node_count"].as_u64().unwrap() >= 500 {
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no batch written: {stats}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let interrupt = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The next line read sees the signal; a closed pipe is fine too.
+    let _ = input.write_all((first..total).map(line).collect::<String>().as_bytes());
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{output:?}");
+    let report = stdout(&output);
+    let imported = row(&report, "entities")[0];
+    assert!(imported >= 500 && imported < total as u64, "{report}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("interrupted at line") && stderr.contains("Run the same command again"),
+        "{stderr}"
+    );
+    let stats = ok(&client, "get_stats", json!({})).await;
+    assert_eq!(
+        stats["node_count"].as_u64(),
+        Some(imported),
+        "the table says what is in: {stats}"
+    );
+
+    let again = engram(
+        &server.database_url,
+        &["import", "-", "--workspace", "demo"],
+        Some(whole.as_bytes()),
+    );
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(
+        row(&stdout(&again), "entities"),
+        [total as u64 - imported, imported, 0]
+    );
     client.cancel().await.unwrap();
 }
