@@ -8,8 +8,8 @@
 //! - `cargo xtask bench`: the consolidation report at 10,000 nodes, embedding throughput.
 
 mod bench;
-mod browser;
 mod cmd;
+mod debian;
 mod deny;
 mod eval;
 mod peers;

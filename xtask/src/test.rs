@@ -113,7 +113,7 @@ fn run_steps(args: &TestArgs, url: &str, pg_bin: Option<&std::path::Path>) -> Re
     if !args.no_lint {
         crate::deny::check()?;
     }
-    crate::browser::ensure();
+    crate::debian::ensure();
     // The local embedding model, fetched once into its cache before tests run in parallel.
     let mut model = cargo();
     model.args([

@@ -377,9 +377,16 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGRAM_CALL_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub call_timeout: Duration,
     /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own (off unless
-    /// given). When tokens are required, a scrape needs one too.
+    /// given). When tokens are required, a scrape needs one too: a workspace's token shows
+    /// that workspace's series only; `--metrics-token` shows them all.
     #[arg(long, env = "ENGRAM_METRICS_BIND", value_name = "ADDR")]
     pub metrics_bind: Option<SocketAddr>,
+    /// The operator's secret for scraping every workspace's metrics (`Authorization: Bearer
+    /// SECRET`), at least 24 characters; better given in the environment than on the command
+    /// line.
+    #[arg(long, env = "ENGRAM_METRICS_TOKEN", value_name = "SECRET", hide_env_values = true,
+          requires = "metrics_bind", value_parser = operator_secret)]
+    pub metrics_token: Option<String>,
     /// The tools to offer (the others are neither listed nor callable): `all`, or tools and
     /// groups separated by commas: `core` (the reference memory server's nine and
     /// `search_observations`), `read` (every tool that changes nothing), tool names, e.g.
@@ -494,4 +501,18 @@ pub enum PerspectiveCommand {
 /// Parses `--model` ([`LocalModel`]'s names).
 fn parse_model(name: &str) -> Result<LocalModel, String> {
     name.parse()
+}
+
+/// The shortest `--metrics-token` accepted.
+const OPERATOR_SECRET_MIN: usize = 24;
+
+/// Checks `--metrics-token`: long enough not to be guessed.
+fn operator_secret(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if value.chars().count() < OPERATOR_SECRET_MIN {
+        return Err(format!(
+            "at least {OPERATOR_SECRET_MIN} characters (e.g. `openssl rand -hex 24`)"
+        ));
+    }
+    Ok(value.to_owned())
 }

@@ -384,7 +384,13 @@ async fn serve(
         let metrics_listener = tokio::net::TcpListener::bind(metrics_bind)
             .await
             .with_context(|| format!("binding --metrics-bind {metrics_bind}"))?;
-        let app = engram::http::metrics::router(handle, memory.clone(), pool, require_auth);
+        let app = engram::http::metrics::router(
+            handle,
+            memory.clone(),
+            pool,
+            require_auth,
+            args.metrics_token.clone(),
+        );
         tracing::info!(
             "metrics at http://{}/metrics",
             metrics_listener.local_addr()?

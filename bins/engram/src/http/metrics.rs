@@ -4,21 +4,37 @@
 //! Counted where they happen: tool calls by tool, workspace and outcome, and their latency
 //! (`engram-mcp`); active sessions by transport (the HTTP layer); vectors written and failed
 //! passes (the indexer). Read from the store at each scrape: embedding coverage and indexer
-//! backlog per workspace, and PostgreSQL's connection pool. When the server requires tokens,
-//! a scrape needs one too (any workspace's).
+//! backlog per workspace, and PostgreSQL's connection pool.
+//!
+//! What a scrape shows: every label value comes from a closed set (tool names as served,
+//! `other` for a name a client makes up; workspaces that exist), so the series stay bounded.
+//! A workspace's series leave the page when it is deleted or renamed. When the server
+//! requires tokens a scrape needs one: a workspace's token sees only that workspace's series;
+//! the operator's `--metrics-token` sees every workspace. Counters are on the page at 0 from
+//! the start (per workspace, from the first scrape that shows it).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::header;
-use axum::middleware;
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use engram_domain::Memory;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use super::auth::{Auth, authenticate};
+use super::auth::{Auth, Grant, authenticate};
+
+/// The outcomes a tool call is counted under.
+const OUTCOMES: [&str; 3] = ["ok", "tool_error", "error"];
+/// The transports sessions are counted under.
+const TRANSPORTS: [&str; 2] = ["streamable_http", "sse"];
+/// Workspaces whose tool-call counters one scrape puts on the page at 0; past this many, a
+/// workspace's series appear with its first call (bounds the work and the series of a
+/// server with very many workspaces).
+const ZEROED_WORKSPACES: usize = 64;
 
 /// Reads the PostgreSQL pool's state, when the store has one.
 pub type PoolProbe = Arc<dyn Fn() -> Option<engram_pg::PoolStatus> + Send + Sync>;
@@ -61,6 +77,12 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         "engram_db_pool_connections",
         "PostgreSQL pool connections by state (open, idle, max)"
     );
+    // Present at 0 before their first event, so a rate over them starts at the start.
+    metrics::counter!("engram_indexer_embedded_total").absolute(0);
+    metrics::counter!("engram_indexer_failures_total").absolute(0);
+    for transport in TRANSPORTS {
+        metrics::gauge!("engram_sessions_active", "transport" => transport).set(0.0);
+    }
     Ok(handle)
 }
 
@@ -71,24 +93,38 @@ struct Scrape {
     pool: PoolProbe,
 }
 
-/// The metrics listener's application.
+/// Who may scrape, and what they see.
+#[derive(Clone)]
+struct Access {
+    auth: Auth,
+    /// The operator's token (`--metrics-token`), which sees every workspace.
+    operator_token: Option<Arc<str>>,
+}
+
+/// In a scrape's extensions: made with the operator's token.
+#[derive(Clone, Copy)]
+struct Operator;
+
+/// The metrics listener's application. `operator_token` (`--metrics-token`) sees every
+/// workspace when tokens are required; a workspace's token sees that workspace.
 pub fn router(
     handle: PrometheusHandle,
     memory: Memory,
     pool: PoolProbe,
     require_auth: bool,
+    operator_token: Option<String>,
 ) -> Router {
+    let access = Access {
+        auth: Auth {
+            memory: memory.clone(),
+            required: require_auth,
+            failures: Arc::default(),
+        },
+        operator_token: operator_token.map(Arc::from),
+    };
     Router::new()
         .route("/metrics", get(scrape))
-        // The same token check as the MCP routes (any workspace's token will do).
-        .layer(middleware::from_fn_with_state(
-            Auth {
-                memory: memory.clone(),
-                required: require_auth,
-                failures: Arc::default(),
-            },
-            authenticate,
-        ))
+        .layer(middleware::from_fn_with_state(access, operator_or_token))
         .with_state(Scrape {
             handle,
             memory,
@@ -96,19 +132,117 @@ pub fn router(
         })
 }
 
-async fn scrape(State(scrape): State<Scrape>) -> Response {
-    if let Err(error) = refresh(&scrape).await {
+/// Middleware: the operator's token passes as [`Operator`]; anything else goes through the
+/// same token check as the MCP routes.
+async fn operator_or_token(
+    State(access): State<Access>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let presented = (request.headers().get(header::AUTHORIZATION))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    if let (Some(presented), Some(expected)) = (presented, &access.operator_token)
+        && same_secret(presented.as_bytes(), expected.as_bytes())
+    {
+        request.extensions_mut().insert(Operator);
+        return next.run(request).await;
+    }
+    authenticate(State(access.auth), request, next).await
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+async fn scrape(State(scrape): State<Scrape>, request: Request) -> Response {
+    let grant = request.extensions().get::<Grant>();
+    let operator = request.extensions().get::<Operator>().is_some();
+    let visible = match grant {
+        Some(Grant(token)) if !operator => Ok(HashSet::from([token.workspace.clone()])),
+        _ => (scrape.memory.list_workspaces().await)
+            .map(|list| list.into_iter().map(|w| w.workspace.name).collect()),
+    };
+    let visible = match visible {
+        Ok(visible) => visible,
+        Err(error) => {
+            tracing::warn!(%error, "reading the store for metrics failed");
+            return (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                error.to_string(),
+            )
+                .into_response();
+        }
+    };
+    if let Err(error) = refresh(&scrape, &visible).await {
         tracing::warn!(%error, "reading the store for metrics failed");
     }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        scrape.handle.render(),
+        only_workspaces(&scrape.handle.render(), &visible),
     )
         .into_response()
 }
 
-/// The gauges read from the store at each scrape.
-async fn refresh(scrape: &Scrape) -> engram_domain::Result<()> {
+/// The exposition without the samples of workspaces not in `visible` (deleted, renamed, or
+/// not the token's); samples without a workspace label and the `# HELP`/`# TYPE` lines stay.
+fn only_workspaces(exposition: &str, visible: &HashSet<String>) -> String {
+    let mut kept = String::with_capacity(exposition.len());
+    for line in exposition.lines() {
+        let keep = line.starts_with('#')
+            || workspace_label(line).is_none_or(|workspace| visible.contains(&workspace));
+        if keep {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+/// The value of a sample line's `workspace` label, unescaped (`\\`, `\"`, `\n`), if it has
+/// one.
+fn workspace_label(line: &str) -> Option<String> {
+    let labels = &line[line.find('{')? + 1..];
+    let mut rest = labels;
+    loop {
+        let (name, after) = rest.split_once("=\"")?;
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let end = loop {
+            match chars.next()? {
+                (_, '\\') => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    other => value.push(other),
+                },
+                (at, '"') => break at,
+                (_, c) => value.push(c),
+            }
+        };
+        if name.trim_start_matches(',') == "workspace" {
+            return Some(value);
+        }
+        rest = after[end + 1..].strip_prefix(',')?;
+    }
+}
+
+/// The gauges read from the store at each scrape, and the tool-call counters of the visible
+/// workspaces at 0.
+async fn refresh(scrape: &Scrape, visible: &HashSet<String>) -> engram_domain::Result<()> {
+    let tools = engram_mcp::EngramServer::tool_names();
+    for workspace in visible.iter().take(ZEROED_WORKSPACES) {
+        for tool in tools.iter().chain([&"other".to_owned()]) {
+            for outcome in OUTCOMES {
+                metrics::counter!("engram_tool_calls_total", "tool" => tool.clone(),
+                    "workspace" => workspace.clone(), "outcome" => outcome)
+                .increment(0);
+            }
+        }
+    }
     if let Some(status) = (scrape.pool)() {
         for (state, value) in [
             ("open", status.size),
@@ -124,6 +258,9 @@ async fn refresh(scrape: &Scrape) -> engram_domain::Result<()> {
     let store = scrape.memory.store();
     for info in scrape.memory.list_workspaces().await? {
         let workspace = info.workspace;
+        if !visible.contains(&workspace.name) {
+            continue;
+        }
         let coverage = store
             .embedding_coverage(workspace.id, embedder.model_id())
             .await?;
@@ -134,4 +271,38 @@ async fn refresh(scrape: &Scrape) -> engram_domain::Result<()> {
         metrics::gauge!("engram_indexer_backlog", "workspace" => workspace.name).set(backlog);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_of_hidden_workspaces_leave_the_page() {
+        let page = "# TYPE engram_tool_calls_total counter\n\
+            engram_tool_calls_total{tool=\"open_nodes\",workspace=\"a\",outcome=\"ok\"} 2\n\
+            engram_tool_calls_total{tool=\"open_nodes\",workspace=\"b\\\"q\",outcome=\"ok\"} 1\n\
+            engram_indexer_backlog{workspace=\"gone\"} 4012\n\
+            engram_indexer_failures_total 0\n";
+        let visible = HashSet::from(["a".to_owned(), "b\"q".to_owned()]);
+        let kept = only_workspaces(page, &visible);
+        assert!(kept.contains("workspace=\"a\""), "{kept}");
+        assert!(kept.contains(r#"workspace="b\"q""#), "{kept}");
+        assert!(!kept.contains("gone"), "{kept}");
+        assert!(kept.contains("# TYPE") && kept.contains("engram_indexer_failures_total 0"));
+        let only_a = only_workspaces(page, &HashSet::from(["a".to_owned()]));
+        assert!(!only_a.contains(r#"b\"q"#), "{only_a}");
+        assert_eq!(
+            workspace_label("x{tool=\"w\",workspace=\"a\\\\b\"} 1"),
+            Some("a\\b".into())
+        );
+        assert_eq!(workspace_label("x{tool=\"workspace=\\\"z\"} 1"), None);
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+    }
 }

@@ -62,6 +62,7 @@ per_backend!(
     contract::a_text_the_node_holds_is_skipped_and_reported,
     golden::tools_list_matches_the_golden_contract,
     observability::metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_out,
+    observability::metrics_show_each_token_its_own_workspace,
     observability::the_viewer_api_reads_a_workspace_behind_the_same_tokens,
     reference::the_reference_servers_calls_work_unchanged,
     reference::read_graph_walks_a_large_graph_page_by_page,

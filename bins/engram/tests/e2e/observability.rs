@@ -280,3 +280,156 @@ pub async fn the_viewer_api_reads_a_workspace_behind_the_same_tokens(backend: Ba
     );
     assert_eq!(indexer["failed_texts"], json!([]), "{indexer}");
 }
+
+/// Runs `engram ARGS` on `database_url` and checks it succeeded.
+fn engram_ok(database_url: &str, args: &[&str]) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(args)
+        .env("ENGRAM_DATABASE_URL", database_url)
+        .env("ENGRAM_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}: {output:?}");
+}
+
+/// A scrape: status and page.
+async fn scrape(url: &str, token: Option<&str>) -> (u16, String) {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+/// Prometheus' own parser (`promtool check metrics`, Debian's `prometheus` package, which
+/// `cargo xtask test` installs) accepts the page.
+fn promtool_accepts(page: &str) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; `cargo xtask test` installs it)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(page.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    // Status 1 is a parse error, 3 a lint remark (a counter without `_total`, a metric
+    // without help): the page must have neither.
+    assert!(
+        output.status.success(),
+        "promtool refused the page: {}{}\n{page}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// With tokens, a workspace's token scrapes that workspace's series only and the operator's
+/// `--metrics-token` all of them; counters are on the page at 0 before anything happens; a
+/// deleted or renamed workspace's series leave the page; Prometheus' parser reads it.
+pub async fn metrics_show_each_token_its_own_workspace(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let database_url = match backend {
+        Backend::Postgres => engram_pg::testing::fresh_database().await,
+        Backend::Sqlite => dir.path().join("engram.db").display().to_string(),
+    };
+    for name in ["alpha", "beta"] {
+        engram_ok(&database_url, &["workspace", "create", name]);
+    }
+    let operator = "operator-secret-0123456789abcdef";
+    let (port, metrics_port) = (free_port(), free_port());
+    let _server = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["serve", "--embedder", "none", "--require-auth"])
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-bind", &format!("127.0.0.1:{metrics_port}")])
+        .env("ENGRAM_METRICS_TOKEN", operator)
+        .env("ENGRAM_DATABASE_URL", &database_url)
+        .env("ENGRAM_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    wait_until_up(&format!("http://127.0.0.1:{port}/healthz")).await;
+    wait_until_up(&metrics_url).await;
+
+    assert_eq!(scrape(&metrics_url, None).await.0, 401);
+    let (status, page) = scrape(&metrics_url, Some(operator)).await;
+    assert_eq!(status, 200, "{page}");
+    promtool_accepts(&page);
+    for (name, labels) in [
+        ("engram_indexer_embedded_total", &[][..]),
+        ("engram_indexer_failures_total", &[]),
+        ("engram_sessions_active", &[("transport", "sse")]),
+        (
+            "engram_tool_calls_total",
+            &[
+                ("tool", "open_nodes"),
+                ("workspace", "beta"),
+                ("outcome", "ok"),
+            ],
+        ),
+    ] {
+        assert_eq!(
+            sample(&page, name, labels),
+            Some(0.0),
+            "{name} {labels:?}: {page}"
+        );
+    }
+
+    let alpha = crate::auth::create_token(&database_url, &["--workspace", "alpha"]);
+    let client = crate::server::streamable_client_with_token(
+        &format!("http://127.0.0.1:{port}"),
+        "alpha",
+        Some(&alpha),
+    )
+    .await;
+    ok(&client, "get_stats", json!({})).await;
+    let (status, page) = scrape(&metrics_url, Some(&alpha)).await;
+    assert_eq!(status, 200, "{page}");
+    let calls = &[
+        ("tool", "get_stats"),
+        ("workspace", "alpha"),
+        ("outcome", "ok"),
+    ];
+    assert_eq!(
+        sample(&page, "engram_tool_calls_total", calls),
+        Some(1.0),
+        "{page}"
+    );
+    assert!(
+        !page.contains("beta"),
+        "a token sees another workspace: {page}"
+    );
+    promtool_accepts(&page);
+    client.cancel().await.unwrap();
+
+    engram_ok(&database_url, &["workspace", "delete", "beta", "--force"]);
+    engram_ok(&database_url, &["workspace", "rename", "alpha", "gamma"]);
+    let (_, page) = scrape(&metrics_url, Some(operator)).await;
+    assert!(
+        !page.contains("workspace=\"beta\"") && !page.contains("workspace=\"alpha\""),
+        "series of a deleted and a renamed workspace stay: {page}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "engram_tool_calls_total",
+            &[
+                ("tool", "get_stats"),
+                ("workspace", "gamma"),
+                ("outcome", "ok")
+            ]
+        ),
+        Some(0.0),
+        "{page}"
+    );
+    promtool_accepts(&page);
+}
