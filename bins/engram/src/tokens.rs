@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use engram_domain::Memory;
-use engram_domain::auth::Access;
+use engram_domain::auth::{Access, TokenInfo};
 
 use crate::cli::TokenCommand;
 
@@ -55,8 +55,8 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                 println!("no tokens: create one with `engram token create --workspace NAME`");
             } else {
                 println!(
-                    "{:<17} {:<24} {:<11} {:<17} {:<17} label",
-                    "id", "workspace", "access", "created", "expires"
+                    "{:<17} {:<24} {:<11} {:<17} {:<24} label",
+                    "id", "workspace", "access", "created", "state"
                 );
                 let now = chrono::Utc::now();
                 for token in tokens {
@@ -64,19 +64,13 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                         Access::ReadWrite => "read-write",
                         Access::ReadOnly => "read-only",
                     };
-                    // An expired token is refused: say so where its date is.
-                    let expires = match token.expires_at {
-                        None => "never".to_owned(),
-                        Some(at) if at <= now => "expired".to_owned(),
-                        Some(at) => at.format("%Y-%m-%d %H:%M").to_string(),
-                    };
                     println!(
-                        "{:<17} {:<24} {:<11} {:<17} {:<17} {}",
+                        "{:<17} {:<24} {:<11} {:<17} {:<24} {}",
                         token.id,
                         token.workspace,
                         access,
                         token.created_at.format("%Y-%m-%d %H:%M"),
-                        expires,
+                        state(&token, now),
                         token.label.unwrap_or_default(),
                     );
                 }
@@ -88,6 +82,18 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a token still grants anything, as `token list` shows it: `revoked 2026-…`,
+/// `expired 2026-…`, `valid until 2026-…` or `valid`.
+fn state(token: &TokenInfo, now: chrono::DateTime<chrono::Utc>) -> String {
+    let at = |time: chrono::DateTime<chrono::Utc>| time.format("%Y-%m-%d %H:%M").to_string();
+    match (token.revoked_at, token.expires_at) {
+        (Some(revoked), _) => format!("revoked {}", at(revoked)),
+        (None, Some(expires)) if expires <= now => format!("expired {}", at(expires)),
+        (None, Some(expires)) => format!("valid until {}", at(expires)),
+        (None, None) => "valid".to_owned(),
+    }
 }
 
 fn chrono_duration(duration: std::time::Duration) -> Option<chrono::TimeDelta> {

@@ -44,6 +44,9 @@ pub struct TokenInfo {
     pub created_at: Timestamp,
     /// When it stops working, if ever.
     pub expires_at: Option<Timestamp>,
+    /// When it was revoked (it grants nothing since), if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<Timestamp>,
 }
 
 /// A token to store: its record and the SHA-256 of its secret.
@@ -196,7 +199,7 @@ impl crate::Memory {
         let Some((info, stored)) = self.store.token(id).await? else {
             return Ok(None);
         };
-        let live = info.expires_at.is_none_or(|expires| now < expires);
+        let live = info.revoked_at.is_none() && info.expires_at.is_none_or(|expires| now < expires);
         Ok((secret_matches(secret, &stored) && live).then_some(info))
     }
 }

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use crate::error::db;
 
 const COLUMNS: &str = "t.id, w.name AS workspace, t.workspace_id, t.read_only, t.label, \
-                       t.created_at, t.expires_at, t.secret_hash";
+                       t.created_at, t.expires_at, t.revoked_at, t.secret_hash";
 
 fn info(row: &Row) -> TokenInfo {
     TokenInfo {
@@ -23,6 +23,7 @@ fn info(row: &Row) -> TokenInfo {
         label: row.get("label"),
         created_at: row.get("created_at"),
         expires_at: row.get("expires_at"),
+        revoked_at: row.get("revoked_at"),
     }
 }
 
@@ -81,11 +82,15 @@ pub(crate) async fn lookup(
 }
 
 pub(crate) async fn revoke(client: &impl GenericClient, id: &str) -> Result<()> {
-    let deleted = client
-        .execute("DELETE FROM tokens WHERE id = $1", &[&id])
+    // Kept, marked: `token list` shows it as revoked. Revoked already counts as not found.
+    let revoked = client
+        .execute(
+            "UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
+            &[&id],
+        )
         .await
         .map_err(db)?;
-    if deleted == 0 {
+    if revoked == 0 {
         return Err(Error::token_not_found(id));
     }
     Ok(())

@@ -9,7 +9,7 @@ use crate::sql::query;
 use crate::{micros, timestamp};
 
 const COLUMNS: &str = "t.id, w.name AS workspace, t.workspace_id, t.read_only, t.label, \
-                       t.created_at, t.expires_at, t.secret_hash";
+                       t.created_at, t.expires_at, t.revoked_at, t.secret_hash";
 
 fn info(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
     Ok(TokenInfo {
@@ -24,6 +24,7 @@ fn info(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
         label: row.get("label")?,
         created_at: timestamp(row.get("created_at")?),
         expires_at: row.get::<_, Option<i64>>("expires_at")?.map(timestamp),
+        revoked_at: row.get::<_, Option<i64>>("revoked_at")?.map(timestamp),
     })
 }
 
@@ -72,10 +73,14 @@ pub(crate) fn lookup(tx: &Transaction<'_>, id: &str) -> Result<Option<(TokenInfo
 }
 
 pub(crate) fn revoke(tx: &Transaction<'_>, id: &str) -> Result<()> {
-    let deleted = tx
-        .execute("DELETE FROM tokens WHERE id = ?1", [id])
+    // Kept, marked: `token list` shows it as revoked. Revoked already counts as not found.
+    let revoked = tx
+        .execute(
+            "UPDATE tokens SET revoked_at = engram_now() WHERE id = ?1 AND revoked_at IS NULL",
+            [id],
+        )
         .map_err(db)?;
-    if deleted == 0 {
+    if revoked == 0 {
         return Err(Error::token_not_found(id));
     }
     Ok(())

@@ -192,15 +192,20 @@ pub async fn tokens_grant_one_workspace_and_read_only_tokens_only_read(backend: 
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
-    let id = brief
-        .trim_start_matches("engram_")
-        .split('_')
-        .next()
-        .unwrap();
-    let row = (listed.lines())
-        .find(|line| line.starts_with(id))
-        .unwrap_or_else(|| panic!("no row for {id} in {listed}"));
-    assert!(row.contains(" expired "), "{row}");
+    let row = |token: &str| {
+        let id = token
+            .trim_start_matches("engram_")
+            .split('_')
+            .next()
+            .unwrap();
+        (listed.lines())
+            .find(|line| line.starts_with(id))
+            .unwrap_or_else(|| panic!("no row for {id} in {listed}"))
+            .to_owned()
+    };
+    assert!(row(&brief).contains(" expired "), "{}", row(&brief));
+    // The revoked token stays listed, as revoked.
+    assert!(row(&writer).contains(" revoked "), "{}", row(&writer));
 }
 
 /// `engram serve` on a non-loopback address requires tokens unless told otherwise.

@@ -295,6 +295,15 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
         None,
         "revoked"
     );
+    // Kept in the list, marked with when it was revoked.
+    let listed = memory.tokens(Some("a")).await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(
+        listed[0]
+            .revoked_at
+            .is_some_and(|at| at >= reader.created_at),
+        "{listed:?}"
+    );
     let again = memory.revoke_token(&reader.id).await.unwrap_err();
     assert!(
         matches!(again, Error::NotFound { kind: "token", .. }),
@@ -316,5 +325,6 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
     // A workspace takes its tokens with it.
     memory.delete_workspace("b", true).await.unwrap();
     assert_eq!(memory.authenticate(&writer_token, now).await.unwrap(), None);
-    assert!(memory.tokens(None).await.unwrap().is_empty());
+    let left = memory.tokens(None).await.unwrap();
+    assert!(left.iter().all(|t| t.workspace == "a"), "{left:?}");
 }

@@ -1,0 +1,3 @@
+-- A revoked token is kept, marked with when it was revoked, so `engram token list` can show
+-- it as revoked; it grants nothing from that moment.
+ALTER TABLE tokens ADD COLUMN revoked_at timestamptz;
