@@ -1,13 +1,16 @@
-// engram's read-only viewer: search a workspace, open a node, walk its neighbourhood, and
-// read the consolidation report. Talks to the JSON API under /ui/api with the workspace in
-// X-Memory-Workspace and, when the server requires one, the token as a bearer.
+// engram's read-only viewer: a workspace at a glance, search, a node with its neighbourhood,
+// and the consolidation report. Talks to the JSON API under /ui/api with the workspace in
+// X-Memory-Workspace and, when the server requires one, the token as a bearer. Every text
+// from the store goes in through textContent (or a canvas label), never as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { workspace: null, token: sessionStorage.getItem("engram-token") || "" };
-let graph = null;
+const REMEMBERED = "engram-workspace";
+const state = { workspaces: [], workspace: null, query: "", token: sessionStorage.getItem("engram-token") || "" };
+const graphs = {};
 
 function status(text) { $("status").textContent = text; }
+function fail(error) { status(`error: ${error.message}`); }
 
 async function api(path, params = {}) {
   const url = new URL(`/ui/api/${path}`, location.origin);
@@ -18,152 +21,284 @@ async function api(path, params = {}) {
   const response = await fetch(url, { headers });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
-    const message = body.error?.message || body.error || response.statusText;
     if (response.status === 401) $("token-box").open = true;
-    throw new Error(message);
+    throw new Error(body.error?.message || body.error || response.statusText);
   }
   return body;
 }
 
-function item(list, text, onClick, extra) {
-  const li = document.createElement("li");
-  li.textContent = text;
-  if (extra) { const span = document.createElement("span"); span.className = extra.className; span.textContent = extra.text; li.append(" ", span); }
-  if (onClick) li.addEventListener("click", onClick);
-  list.append(li);
+// --- building blocks -------------------------------------------------------------------
+
+/** An element with a class and a text (as text, never HTML). */
+function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+
+/** Fills `list` with `render(item)` for each item, or a "none" item when there is none. */
+function fill(list, items, render) {
+  list.replaceChildren(...(items ?? []).map(render));
+  if (!list.children.length) list.append(el(list.tagName === "DL" ? "dd" : "li", "none", "none"));
+}
+
+/** A focusable list item that opens node `name` (or runs `open`) on click or Enter. */
+function pick(name, open = () => openNode(name).catch(fail)) {
+  const li = el("li", "pick");
+  li.tabIndex = 0;
+  li.dataset.name = name;
+  li.addEventListener("click", open);
   return li;
 }
 
+/** One line: a node's name, its type and, at the end of the same line, a figure. */
+function line(name, type, figure, figureClass = "figure") {
+  const div = el("div", "line");
+  div.append(el("span", "name", name), el("span", "type", type));
+  if (figure !== undefined) div.append(el("span", figureClass, figure));
+  return div;
+}
+
+/** Terms and their values into a <dl>, or "none". */
+function terms(dl, pairs) {
+  dl.replaceChildren();
+  for (const [term, value] of pairs) {
+    const dd = el("dd", "", value);
+    dd.dataset.key = term;
+    dl.append(el("dt", "", term), dd);
+  }
+  if (!pairs.length) dl.append(el("dd", "none", "none"));
+}
+
+function ago(iso) {
+  const s = (Date.now() - Date.parse(iso)) / 1000;
+  if (!(s >= 0)) return String(iso).slice(0, 10);
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return s < 30 * 86400 ? `${Math.floor(s / 86400)} d ago` : String(iso).slice(0, 10);
+}
+
+const score = (x) => (x >= 0.01 || x === 0 ? x.toFixed(2) : x.toPrecision(1));
+
+// --- views -----------------------------------------------------------------------------
+
+function show(view) {
+  for (const v of ["picker", "overview", "explore", "report"]) $(`${v}-view`).hidden = v !== view;
+  $("show-overview").classList.toggle("active", view === "overview");
+  $("show-report").classList.toggle("active", view === "report");
+  requestAnimationFrame(() => { for (const [id, cy] of Object.entries(graphs)) if ($(id).offsetParent) cy.resize(); });
+}
+
+const GRAPH_STYLE = [
+  { selector: "node", style: { label: "data(label)", "font-size": 10, width: "mapData(weight, 1, 8, 14, 34)", height: "mapData(weight, 1, 8, 14, 34)", "background-color": "#2f6db5", color: "#1d232a", "text-valign": "bottom", "text-margin-y": 4 } },
+  { selector: "node.focus", style: { "background-color": "#d9822b" } },
+  { selector: "edge", style: { label: "data(label)", "font-size": 8, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4", color: "#5b6673", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85, "text-background-padding": 1 } },
+];
+
+/** Draws `nodes` ({name, relations?}) and the relations among them in container `id`. */
+function draw(id, nodes, relations, focus) {
+  if (typeof cytoscape === "undefined") return;
+  if (!graphs[id]) {
+    graphs[id] = cytoscape({ container: $(id), style: GRAPH_STYLE, minZoom: 0.2, maxZoom: 1.6 });
+    graphs[id].on("tap", "node", (event) => openNode(event.target.id()).catch(fail));
+  }
+  const cy = graphs[id];
+  cy.elements().remove();
+  const names = new Set(nodes.map((n) => n.name));
+  cy.add(nodes.map((n) => ({ group: "nodes", data: { id: n.name, label: n.name, weight: n.relations ?? 1 } })));
+  cy.add(relations.filter((r) => names.has(r.from) && names.has(r.to))
+    .map((r, i) => ({ group: "edges", data: { id: `e${i}`, source: r.from, target: r.to, label: r.relation_type } })));
+  if (focus) cy.getElementById(focus).addClass("focus");
+  cy.resize();
+  cy.layout({ name: "cose", animate: false, padding: 24, idealEdgeLength: () => 90, nodeRepulsion: () => 200000 }).run();
+}
+
+// --- workspaces ------------------------------------------------------------------------
+
+/** The workspace from the token (the only one listed), the URL, or this browser's last. */
 async function loadWorkspaces() {
   const { workspaces } = await api("workspaces");
-  const select = $("workspace");
-  select.replaceChildren();
-  for (const w of workspaces) {
-    const option = document.createElement("option");
-    option.value = option.textContent = w.name;
-    select.append(option);
-  }
+  state.workspaces = workspaces;
+  const names = workspaces.map((w) => w.name);
+  $("workspace").replaceChildren(new Option("choose …", ""), ...names.map((n) => new Option(n, n)));
   const wanted = new URLSearchParams(location.search).get("workspace");
-  state.workspace = workspaces.some((w) => w.name === wanted) ? wanted : (workspaces[0]?.name ?? null);
-  select.value = state.workspace ?? "";
-  status(workspaces.length ? `${workspaces.length} workspace(s)` : "no workspace yet");
+  const remembered = localStorage.getItem(REMEMBERED);
+  let chosen = null;
+  if (names.length === 1) chosen = names[0];
+  else if (wanted !== null) chosen = names.includes(wanted) ? wanted : null;
+  else if (names.includes(remembered)) chosen = remembered;
+  if (chosen) return choose(chosen);
+  showPicker(workspaces, wanted === null ? "" : `no workspace named “${wanted}”: choose one`);
+}
+
+function showPicker(workspaces, note) {
+  state.workspace = null;
+  $("workspace").value = "";
+  fill($("picker"), workspaces, (w) => {
+    const li = pick(w.name, () => choose(w.name).catch(fail));
+    li.append(line(w.name, "", w.node_count === undefined ? undefined : `${w.node_count} nodes`));
+    return li;
+  });
+  show("picker");
+  status(note || (workspaces.length ? "choose a workspace" : "no workspace yet"));
+}
+
+/** Opens workspace `name` on its overview, remembered in the URL and in this browser. */
+async function choose(name) {
+  state.workspace = name;
+  state.query = "";
+  $("workspace").value = name;
+  localStorage.setItem(REMEMBERED, name);
+  const url = new URL(location.href);
+  url.searchParams.set("workspace", name);
+  history.replaceState(null, "", url);
+  for (const cy of Object.values(graphs)) cy.elements().remove();
+  $("results").replaceChildren();
+  await showOverview();
+}
+
+// --- overview, search, node ------------------------------------------------------------
+
+async function showOverview() {
+  show("overview");
+  status(`reading ${state.workspace} …`);
+  const o = await api("overview");
+  $("overview-title").textContent = o.workspace;
+  const coverage = `${Math.floor(o.embedding_coverage * 100)} %${o.embedding_model ? ` (${o.embedding_model})` : ""}`;
+  terms($("counts"), [["nodes", String(o.nodes)], ["observations", String(o.observations)],
+    ["relations", String(o.relations)], ["embedding coverage", coverage]]);
+  fill($("recent"), o.recent, (n) => {
+    const li = pick(n.name);
+    li.append(line(n.name, n.entity_type, ago(n.updated_at), "when"));
+    li.title = n.updated_at;
+    return li;
+  });
+  fill($("largest"), o.largest, (n) => { const li = pick(n.name); li.append(line(n.name, n.entity_type, `${n.observations} obs.`)); return li; });
+  fill($("connected"), o.connected, (n) => { const li = pick(n.name); li.append(line(n.name, n.entity_type, `${n.relations} rel.`)); return li; });
+  $("overview-graph").hidden = !o.connected.length;
+  if (o.connected.length) draw("overview-graph", o.connected, o.connected_relations);
+  const partial = o.complete ? "" : " (largest and most connected among the first nodes by name)";
+  status(`${o.workspace}: ${o.nodes} nodes, ${o.observations} observations, ${o.relations} relations${partial}`);
 }
 
 async function search(query) {
+  state.query = query;
+  show("explore");
+  $("explore-view").classList.remove("no-results");
+  $("explore-view").classList.add("no-node");
   status(`searching ${state.workspace} …`);
   const found = await api("search", { q: query, limit: 20 });
-  const list = $("results");
-  list.replaceChildren();
-  for (const hit of found.results) {
-    const li = item(list, hit.name, () => openNode(hit.name), { className: "score", text: hit.score.toFixed(2) });
-    li.dataset.name = hit.name;
+  $("results-title").textContent = `results for “${query}”`;
+  fill($("results"), found.results, (hit) => {
+    const li = pick(hit.name);
     li.classList.add("result");
-  }
+    li.append(line(hit.name, hit.entity_type, score(hit.score), "score"), el("div", "matched", hit.matched_observation));
+    li.querySelector(".score").title = "how likely it is relevant (0 to 1)";
+    return li;
+  });
   status(`${found.results.length} result(s), ${found.mode}${found.notice ? ` (${found.notice})` : ""}`);
 }
 
-function ensureGraph() {
-  if (graph || typeof cytoscape === "undefined") return graph;
-  graph = cytoscape({
-    container: $("graph"),
-    style: [
-      { selector: "node", style: { label: "data(label)", "font-size": 10, "background-color": "#2f6db5", color: "#1d232a", "text-valign": "bottom", "text-margin-y": 4 } },
-      { selector: "node.focus", style: { "background-color": "#d9822b" } },
-      { selector: "edge", style: { label: "data(label)", "font-size": 8, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4", color: "#5b6673" } },
-    ],
-  });
-  graph.on("tap", "node", (event) => openNode(event.target.id()));
-  return graph;
-}
-
-function draw(centre, around) {
-  const cy = ensureGraph();
-  if (!cy) return;
-  for (const n of around.nodes) {
-    if (cy.getElementById(n.name).empty()) cy.add({ group: "nodes", data: { id: n.name, label: n.name } });
-  }
-  for (const r of around.relations ?? []) {
-    const id = `${r.from}\u0000${r.relation_type}\u0000${r.to}`;
-    if (cy.getElementById(id).empty()) cy.add({ group: "edges", data: { id, source: r.from, target: r.to, label: r.relation_type } });
-  }
-  cy.nodes().removeClass("focus");
-  cy.getElementById(centre).addClass("focus");
-  cy.layout({ name: "cose", animate: false }).run();
+/** How `other` is linked to `name`: "works_on →", "← knows". */
+function links(relations, name, other) {
+  return relations.flatMap((r) => (r.from === name && r.to === other ? [`${r.relation_type} →`]
+    : r.from === other && r.to === name ? [`← ${r.relation_type}`] : [])).join(", ");
 }
 
 async function openNode(name) {
   status(`opening ${name} …`);
   const { node, neighborhood } = await api("node", { name });
+  show("explore");
+  $("explore-view").classList.toggle("no-results", !state.query);
+  $("explore-view").classList.remove("no-node");
+  for (const li of $("results").children) li.classList.toggle("open", li.dataset.name === node.name);
   $("node-name").textContent = node.name;
   $("node-type").textContent = node.entity_type;
   $("node-summary").textContent = node.summary ?? "";
   $("node-tags").textContent = node.tags?.length ? `tags: ${node.tags.join(", ")}` : "";
-  const observations = $("observations");
-  observations.replaceChildren();
-  for (const o of node.observations) item(observations, o.content).value = o.ordinal;
-  const neighbours = $("neighbours");
-  neighbours.replaceChildren();
-  for (const n of neighborhood.nodes.filter((n) => n.name !== node.name)) {
-    const li = item(neighbours, n.name, () => openNode(n.name), { className: "type", text: n.entity_type });
-    li.dataset.name = n.name;
-  }
-  draw(node.name, neighborhood);
-  status(`${node.name}: ${node.observations.length} observation(s), ${neighborhood.nodes.length - 1} neighbour(s)`);
+  fill($("observations"), node.observations, (o) => { const li = el("li", "", o.content); li.value = o.ordinal; return li; });
+  const relations = neighborhood.relations ?? [];
+  const around = neighborhood.nodes.filter((n) => n.name !== node.name);
+  fill($("neighbours"), around, (n) => { const li = pick(n.name); li.append(line(n.name, n.entity_type, links(relations, node.name, n.name), "relation")); return li; });
+  draw("graph", neighborhood.nodes, relations, node.name);
+  if (matchMedia("(max-width: 700px)").matches) $("node-pane").scrollIntoView({ block: "start" });
+  status(`${node.name}: ${node.observations.length} observation(s), ${around.length} neighbour(s)`);
 }
 
+// --- consolidation report ---------------------------------------------------------------
+
 async function showReport() {
+  show("report");
   status("reading the consolidation report …");
   const [report, indexer] = await Promise.all([api("report"), api("indexer")]);
-  const dl = $("indexer");
-  dl.replaceChildren();
-  for (const [k, v] of Object.entries(indexer)) {
-    if (k === "failed_texts") continue;
-    const dt = document.createElement("dt"); dt.textContent = k.replaceAll("_", " ");
-    const dd = document.createElement("dd"); dd.textContent = typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v);
-    dl.append(dt, dd);
-  }
-  const failed = $("failed"); failed.replaceChildren();
-  for (const t of indexer.failed_texts ?? []) {
-    const li = item(failed, `${t.name} #${t.ordinal} (${t.perspective})`, () => { showGraph(); openNode(t.name); });
-    const p = document.createElement("div"); p.className = "draft"; p.textContent = t.reason; li.append(p);
-  }
-  if (!(indexer.failed_texts ?? []).length) item(failed, "none");
-  const stale = $("stale"); stale.replaceChildren();
-  for (const s of report.stale_summaries ?? []) {
-    const li = item(stale, s.name, () => { showGraph(); openNode(s.name); });
-    if (s.draft_summary) { const p = document.createElement("div"); p.className = "draft"; p.textContent = s.draft_summary; li.append(p); }
-  }
-  const candidates = $("candidates"); candidates.replaceChildren();
-  for (const c of report.relation_candidates ?? []) {
-    const li = item(candidates, `${c.node_a} ↔ ${c.node_b} (${c.similarity_score.toFixed(2)})`);
-    if (c.rationale) { const p = document.createElement("div"); p.className = "draft"; p.textContent = c.rationale; li.append(p); }
-  }
-  const clusters = $("clusters"); clusters.replaceChildren();
-  for (const c of report.cluster_summary ?? []) item(clusters, `${c.centroid_label ?? `cluster ${c.cluster_id}`}: ${c.node_names.join(", ")}`);
-  const events = $("events"); events.replaceChildren();
-  for (const [k, v] of Object.entries(report.event_summary ?? {})) {
-    const dt = document.createElement("dt"); dt.textContent = k.replaceAll("_", " ");
-    const dd = document.createElement("dd"); dd.textContent = typeof v === "object" ? JSON.stringify(v) : String(v);
-    events.append(dt, dd);
-  }
+  const figure = (v) => (typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v));
+  terms($("indexer"), Object.entries(indexer).filter(([k]) => k !== "failed_texts").map(([k, v]) => [k.replaceAll("_", " "), figure(v)]));
+  fill($("failed"), indexer.failed_texts, (t) => {
+    const li = pick(t.name);
+    li.append(line(t.name, `#${t.ordinal} (${t.perspective})`), el("div", "draft", t.reason));
+    return li;
+  });
+  fill($("stale"), report.stale_summaries, (s) => {
+    const li = pick(s.name);
+    li.append(line(s.name, ""));
+    if (s.draft_summary) li.append(el("div", "draft", s.draft_summary));
+    return li;
+  });
+  fill($("candidates"), report.relation_candidates, (c) => {
+    const li = el("li", "", `${c.node_a} ↔ ${c.node_b} (${c.similarity_score.toFixed(2)})`);
+    if (c.rationale) li.append(el("div", "draft", c.rationale));
+    return li;
+  });
+  fill($("clusters"), report.cluster_summary, (c) => el("li", "", `${c.centroid_label ?? `cluster ${c.cluster_id}`}: ${c.node_names.join(", ")}`));
+  terms($("events"), Object.entries(report.event_summary ?? {})
+    .map(([k, v]) => [k.replaceAll("_", " "), typeof v === "object" ? JSON.stringify(v) : String(v)]));
   status("consolidation report");
 }
 
-function showGraph() {
-  $("graph-view").hidden = false; $("report-view").hidden = true;
-  $("show-graph").classList.add("active"); $("show-report").classList.remove("active");
+// --- keyboard --------------------------------------------------------------------------
+
+/** Moves the focus `step` items through the visible view's items. */
+function move(step) {
+  const picks = [...document.querySelectorAll("main:not([hidden]) .pick")].filter((p) => p.offsetParent);
+  if (!picks.length) return;
+  const at = picks.indexOf(document.activeElement);
+  const next = at < 0 ? (step > 0 ? 0 : picks.length - 1) : Math.min(Math.max(at + step, 0), picks.length - 1);
+  picks[next].focus();
 }
 
-function fail(error) { status(`error: ${error.message}`); }
-
-$("search-form").addEventListener("submit", (event) => { event.preventDefault(); const q = $("query").value.trim(); if (q) search(q).catch(fail); });
-$("workspace").addEventListener("change", (event) => { state.workspace = event.target.value; graph?.elements().remove(); });
-$("show-graph").addEventListener("click", showGraph);
-$("show-report").addEventListener("click", () => {
-  $("graph-view").hidden = true; $("report-view").hidden = false;
-  $("show-report").classList.add("active"); $("show-graph").classList.remove("active");
-  showReport().catch(fail);
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const target = event.target;
+  if (event.key === "Escape") {
+    target.blur?.();
+    if (state.workspace) showOverview().catch(fail);
+    return;
+  }
+  if (target.matches?.("input, select, textarea")) {
+    if (event.key === "ArrowDown" && target.id === "query") { event.preventDefault(); move(1); }
+    return;
+  }
+  const step = { ArrowDown: 1, j: 1, ArrowUp: -1, k: -1 }[event.key];
+  if (event.key === "/") { event.preventDefault(); $("query").focus(); $("query").select(); }
+  else if (step) { event.preventDefault(); move(step); }
+  else if (event.key === "Enter" && target.classList?.contains("pick")) { event.preventDefault(); target.click(); }
 });
+
+// --- wiring ----------------------------------------------------------------------------
+
+$("search-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const q = $("query").value.trim();
+  if (q && state.workspace) search(q).catch(fail);
+});
+$("workspace").addEventListener("change", (event) => {
+  if (event.target.value) choose(event.target.value).catch(fail);
+  else showPicker(state.workspaces, "");
+});
+$("show-overview").addEventListener("click", () => { if (state.workspace) showOverview().catch(fail); });
+$("show-report").addEventListener("click", () => { if (state.workspace) showReport().catch(fail); });
 $("save-token").addEventListener("click", () => {
   state.token = $("token").value.trim();
   sessionStorage.setItem("engram-token", state.token);
