@@ -150,7 +150,6 @@ pub struct ExportArgs {
     pub output: Option<std::path::PathBuf>,
 }
 
-/// Arguments of `engram report`.
 /// A workspace named either way, as every subcommand that takes one accepts it:
 /// `engram report demo` or `engram report --workspace demo`.
 #[derive(Debug, Args)]
@@ -176,6 +175,7 @@ impl WorkspaceArg {
     }
 }
 
+/// Arguments of `engram report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     #[command(flatten)]
@@ -479,10 +479,13 @@ pub enum PerspectiveCommand {
     /// `{name}`, `{entity_type}`, `{tags}`, `{summary}`, `{relations}`, `{ordinal}`, `{date}`
     /// (document) and `{query}` (query). Changing a document template re-embeds it.
     Set {
+        /// `[WORKSPACE] NAME`: the workspace (unless `--workspace` names it), then the
+        /// perspective, e.g. `general` or a new name.
+        #[arg(value_name = "WORKSPACE NAME", num_args = 1..=2, required = true)]
+        names: Vec<String>,
         /// The workspace.
-        workspace: String,
-        /// The perspective, e.g. `general` or a new name.
-        name: String,
+        #[arg(long = "workspace", value_name = "NAME")]
+        workspace: Option<String>,
         /// The document template (default: unchanged, or `{name}: {observation}` when new).
         #[arg(long)]
         document: Option<String>,
@@ -496,6 +499,28 @@ pub enum PerspectiveCommand {
         #[arg(long)]
         enable: bool,
     },
+}
+
+/// The workspace and perspective `perspectives set` was given: `WORKSPACE NAME`, or
+/// `--workspace WORKSPACE NAME`.
+///
+/// # Errors
+/// A message naming what is missing or extra.
+pub fn workspace_and_name(
+    names: &[String],
+    workspace: Option<&str>,
+) -> Result<(String, String), String> {
+    match (names, workspace) {
+        ([workspace, name], None) => Ok((workspace.clone(), name.clone())),
+        ([name], Some(workspace)) => Ok((workspace.to_owned(), name.clone())),
+        ([_], None) => {
+            Err("name the workspace: `WORKSPACE NAME` or `--workspace WORKSPACE NAME`".into())
+        }
+        (_, Some(_)) => {
+            Err("the workspace is named twice: give `--workspace` or the positional one".into())
+        }
+        _ => Err("expected `[WORKSPACE] NAME`".into()),
+    }
 }
 
 /// Parses `--model` ([`LocalModel`]'s names).

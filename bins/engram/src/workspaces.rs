@@ -55,13 +55,15 @@ async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()
             }
         }
         PerspectiveCommand::Set {
+            names,
             workspace,
-            name,
             document,
             query,
             disable,
             enable,
         } => {
+            let (workspace, name) = crate::cli::workspace_and_name(&names, workspace.as_deref())
+                .map_err(anyhow::Error::msg)?;
             let workspace = memory.workspace(&workspace).await?;
             let existing = memory
                 .perspectives(workspace.id)

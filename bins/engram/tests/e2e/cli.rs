@@ -637,4 +637,36 @@ fn the_workspace_is_named_the_same_way_everywhere() {
         let neither = engram(&[&command[..], &["--database-url", &url]].concat());
         assert!(!neither.status.success(), "{command:?}: {neither:?}");
     }
+    // `perspectives set` names the workspace either way before the perspective.
+    let set = ["workspace", "perspectives", "set"];
+    for form in [&["demo", "terse"][..], &["--workspace", "demo", "brief"]] {
+        let output = engram(&[&set[..], form, &["--database-url", &url]].concat());
+        assert!(output.status.success(), "{form:?}: {output:?}");
+    }
+    let listed = engram(&[
+        "workspace",
+        "perspectives",
+        "list",
+        "demo",
+        "--database-url",
+        &url,
+    ]);
+    let listed = text(&listed.stdout);
+    assert!(
+        listed.contains("terse") && listed.contains("brief"),
+        "{listed}"
+    );
+    let twice = engram(
+        &[
+            &set[..],
+            &["demo", "x", "--workspace", "demo", "--database-url", &url],
+        ]
+        .concat(),
+    );
+    assert!(text(&twice.stderr).contains("named twice"), "{twice:?}");
+    let alone = engram(&[&set[..], &["x", "--database-url", &url]].concat());
+    assert!(
+        text(&alone.stderr).contains("name the workspace"),
+        "{alone:?}"
+    );
 }
