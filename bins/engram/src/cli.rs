@@ -328,15 +328,17 @@ pub struct ServeArgs {
     /// How long a client may take to send a request body, e.g. `30s`; a slower one gets 408.
     #[arg(long, env = "ENGRAM_BODY_READ_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub body_read_timeout: Duration,
-    /// Bytes of answers that may wait for one legacy SSE client to read them; past it (or past
-    /// --max-unread-bytes for all sessions) the session is closed.
+    /// Bytes of answers that may wait for one session's client to read them; past it (or past
+    /// --max-unread-bytes for all sessions) a legacy SSE session is closed and a Streamable
+    /// HTTP answer is cut off (its connection closed).
     #[arg(
         long,
         env = "ENGRAM_MAX_UNREAD_BYTES_PER_SESSION",
         default_value_t = engram::http::MAX_UNREAD_BYTES_PER_SESSION
     )]
     pub max_unread_bytes_per_session: usize,
-    /// Bytes of answers that may wait for all legacy SSE clients together to read them.
+    /// Bytes of answers that may wait for all clients together to read them (legacy SSE and
+    /// Streamable HTTP).
     #[arg(long, env = "ENGRAM_MAX_UNREAD_BYTES", default_value_t = engram::http::MAX_UNREAD_BYTES)]
     pub max_unread_bytes: usize,
     /// Connections open at once from one client address; over it, a new connection is closed

@@ -31,7 +31,8 @@ pub struct Guard {
     pub sessions: super::SessionLimits,
     /// The tools sessions are offered (`--tools`).
     pub tools: engram_mcp::ToolSet,
-    /// How many bytes of answers may wait for legacy SSE clients to read them.
+    /// How many bytes of answers may wait for clients to read them (legacy SSE and Streamable
+    /// HTTP alike).
     pub unread: super::UnreadBudget,
     /// Connections open at once from one client address (over it, a connection is closed at
     /// once); a trusted proxy's own connections are not counted.

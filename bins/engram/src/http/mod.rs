@@ -11,6 +11,7 @@ pub mod metrics;
 mod sessions;
 mod sse;
 mod ui;
+mod unread;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -66,8 +67,14 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         manager,
         config,
     );
+    // One budget of unread answers for both transports.
+    let unread_all = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mcp = Router::new()
         .route_service("/mcp", streamable)
+        .layer(middleware::from_fn_with_state(
+            unread::AnswerLedger::new(guard.unread, unread_all.clone()),
+            unread::count_answers,
+        ))
         .layer(middleware::from_fn_with_state(
             binder.clone(),
             binding::bind,
@@ -83,7 +90,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         .route("/sse/messages", post(sse::post_message))
         .with_state(sse::SseState {
             binder,
-            sessions: sse::SseSessions::default(),
+            sessions: sse::SseSessions::counting_into(unread_all),
             shutdown,
             body,
             tools: guard.tools.clone(),

@@ -132,6 +132,14 @@ pub struct SseSessions {
 }
 
 impl SseSessions {
+    /// No sessions yet; their unread bytes are counted into `all` (the server's total).
+    pub fn counting_into(all: Arc<AtomicUsize>) -> Self {
+        Self {
+            unread: all,
+            ..Self::default()
+        }
+    }
+
     /// Remembers that session `id` was closed because its client did not read.
     fn remember_dropped(&self, id: &str) {
         let mut dropped = self.dropped.lock().expect("sse dropped lock");

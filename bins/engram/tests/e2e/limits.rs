@@ -483,3 +483,111 @@ async fn a_body_that_trickles_in_is_refused_when_its_time_is_up() {
     assert!(answer.contains("did not arrive within 1 s"), "{answer}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// Sends `message` to `/mcp` in `session` over a connection with a small receive window,
+/// and reads nothing: the answer stays in the server.
+async fn ask_without_reading(
+    address: &str,
+    session: &str,
+    message: &serde_json::Value,
+) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(address.parse().unwrap()).await.unwrap();
+    let body = message.to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nX-Memory-Workspace: demo\r\n\
+         Mcp-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: {session}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    stream
+}
+
+/// Everything left on `stream` until the server closes it (a reset ends it too).
+async fn read_rest(mut stream: tokio::net::TcpStream) -> String {
+    let mut bytes = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut bytes));
+    assert!(read.await.is_ok(), "the answer never ended");
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Whether an SSE answer holds a whole JSON-RPC result for `id`.
+fn holds_result(answer: &str, id: u64) -> bool {
+    (answer.lines())
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .any(|message| message["id"] == id && message["result"].is_object())
+}
+
+/// Streamable HTTP answers a client leaves unread count against the same byte budget as the
+/// legacy SSE ones: a second large answer in a session whose first is still unread is cut
+/// off; the first is delivered whole once read, and a client that reads gets every answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_streamable_answers_stay_within_the_byte_budget() {
+    let guard = engram::http::Guard {
+        unread: engram::http::UnreadBudget {
+            per_session: 12 * 1024 * 1024,
+            total: 64 * 1024 * 1024,
+        },
+        ..engram::http::Guard::default()
+    };
+    let server = TestServer::start_with_guard(Backend::Sqlite, &["demo"], guard).await;
+    let client = server.streamable_client("demo").await;
+    let summary = "s".repeat(4_000);
+    // More than the kernel's largest send buffer (4 MB on Linux), so an unread answer stays
+    // in the server.
+    for batch in 0..10 {
+        let entities: Vec<serde_json::Value> = (0..100)
+            .map(|i| {
+                serde_json::json!({"name": format!("n{batch}-{i}"), "entity_type": "big",
+                                   "summary": summary})
+            })
+            .collect();
+        crate::scenario::ok(
+            &client,
+            "create_entities",
+            serde_json::json!({"entities": entities}),
+        )
+        .await;
+    }
+    client.cancel().await.unwrap();
+    let ask = |id: u64| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "get_nodes_by_type", "arguments": {"entity_type": "big"}}})
+    };
+    let http = reqwest::Client::new();
+    let (_, session) = open_session(&http, &server.base).await;
+    let session = session.expect("a session");
+
+    // Read at once: whole (about 2.5 MB, within the session's 3 MB).
+    let whole = post(&http, &server.base, Some(&session), &ask(1)).await;
+    let whole = whole.text().await.unwrap();
+    assert!(
+        whole.len() > 2_000_000 && holds_result(&whole, 1),
+        "{}",
+        whole.len()
+    );
+
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let first = ask_without_reading(&address, &session, &ask(2)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = ask_without_reading(&address, &session, &ask(3)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (first, second) = (read_rest(first).await, read_rest(second).await);
+    assert!(
+        holds_result(&first, 2),
+        "the first unread answer is kept whole"
+    );
+    assert!(
+        !holds_result(&second, 3),
+        "a second unread answer past the session's budget is cut off ({} bytes came)",
+        second.len()
+    );
+    // The session still serves a client that reads.
+    let again = post(&http, &server.base, Some(&session), &ask(4)).await;
+    assert!(holds_result(&again.text().await.unwrap(), 4));
+}
