@@ -161,8 +161,10 @@ async function choose(name) {
 
 // --- overview, search, node ------------------------------------------------------------
 
-async function showOverview() {
+/** The overview, read again unless `cached` and already read for this workspace. */
+async function showOverview(cached = false) {
   show("overview");
+  if (cached && state.overview?.workspace === state.workspace) return status(state.overview.status);
   status(`reading ${state.workspace} …`);
   const o = await api("overview");
   $("overview-title").textContent = o.workspace;
@@ -180,7 +182,8 @@ async function showOverview() {
   $("overview-graph").hidden = !o.connected.length;
   if (o.connected.length) draw("overview-graph", o.connected, o.connected_relations);
   const partial = o.complete ? "" : " (largest and most connected among the first nodes by name)";
-  status(`${o.workspace}: ${o.nodes} nodes, ${o.observations} observations, ${o.relations} relations${partial}`);
+  state.overview = { workspace: o.workspace, status: `${o.workspace}: ${o.nodes} nodes, ${o.observations} observations, ${o.relations} relations${partial}` };
+  status(state.overview.status);
 }
 
 async function search(query) {
@@ -273,7 +276,7 @@ document.addEventListener("keydown", (event) => {
   const target = event.target;
   if (event.key === "Escape") {
     target.blur?.();
-    if (state.workspace) showOverview().catch(fail);
+    if (state.workspace) showOverview(true).catch(fail);
     return;
   }
   if (target.matches?.("input, select, textarea")) {
