@@ -49,7 +49,9 @@ async fn main() -> anyhow::Result<()> {
 
     let embedder = Arc::new(LocalEmbedder::default());
     embedder.embed_documents(&["warm up".to_owned()]).await?;
-    let texts: Vec<String> = (store.pending_embeddings(embedder.model_id(), count).await?)
+    let texts: Vec<String> = (store
+        .pending_embeddings(embedder.model_id(), count, None)
+        .await?)
         .iter()
         .map(|task| render_document(&task.document_template, &task.context))
         .collect();

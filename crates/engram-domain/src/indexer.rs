@@ -35,6 +35,8 @@ pub struct Indexer {
     /// The store's change marker read before the last pass, when that pass found nothing to
     /// embed but the texts set aside, and when it ended; `None` while there is work.
     idle: Arc<Mutex<Option<(i64, Instant)>>>,
+    /// The workspace the last pass served first: the next pass starts after it.
+    served_first: Arc<Mutex<Option<WorkspaceId>>>,
 }
 
 /// How long an idle pass vouches that nothing is pending (the binary's loop runs a pass at
@@ -91,6 +93,7 @@ impl Indexer {
             rejected: Arc::default(),
             suspects: Arc::default(),
             idle: Arc::default(),
+            served_first: Arc::default(),
         }
     }
 
@@ -146,7 +149,13 @@ impl Indexer {
         let mut waiting: HashSet<PairKey> = self.waiting().into_iter().collect();
         waiting.extend(self.suspect_keys());
         let limit = self.batch_size + waiting.len();
-        let tasks = self.store.pending_embeddings(model, limit).await?;
+        let start_after = *self.served_first.lock().unwrap_or_else(|p| p.into_inner());
+        let tasks = (self.store)
+            .pending_embeddings(model, limit, start_after)
+            .await?;
+        if let Some(first) = tasks.first() {
+            *self.served_first.lock().unwrap_or_else(|p| p.into_inner()) = Some(first.workspace);
+        }
         let mut records = Vec::with_capacity(tasks.len());
         let mut texts = Vec::new();
         let mut to_embed = Vec::new();

@@ -207,15 +207,25 @@ pub trait MemoryStore: Send + Sync + 'static {
     async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<crate::auth::TokenInfo>>;
     /// The access token with public id `id` and the SHA-256 of its secret, if it exists.
     async fn token(&self, id: &str) -> Result<Option<(crate::auth::TokenInfo, Vec<u8>)>>;
-    /// Deletes an access token; [`crate::Error::NotFound`] (kind `token`) when there is none.
+    /// Revokes an access token (it is kept, with `revoked_at`, and grants nothing since);
+    /// [`crate::Error::NotFound`] (kind `token`) when there is none or it is revoked already.
     async fn revoke_token(&self, id: &str) -> Result<()>;
 
     /// The workspace's perspectives, by name. A workspace starts with
     /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].
     async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;
-    /// Up to `limit` (observation, enabled perspective) pairs, in any workspace, whose
-    /// `model` vector is missing or whose node changed since it was rendered.
-    async fn pending_embeddings(&self, model: &str, limit: usize) -> Result<Vec<EmbeddingTask>>;
+    /// Up to `limit` (observation, enabled perspective) pairs whose `model` vector is missing
+    /// or whose node changed since it was rendered, workspaces in turn: those of the first
+    /// workspace after `start_after` (by id, wrapping around; the first workspace for `None`)
+    /// first, then the next workspaces' until `limit` is reached. The indexer passes the
+    /// workspace it served first last time, so no workspace waits behind another's backlog
+    /// for more than a batch.
+    async fn pending_embeddings(
+        &self,
+        model: &str,
+        limit: usize,
+        start_after: Option<WorkspaceId>,
+    ) -> Result<Vec<EmbeddingTask>>;
     /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
     /// vectors (`node_embeddings`) up to date.
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()>;

@@ -357,8 +357,18 @@ impl MemoryStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn pending_embeddings(&self, model: &str, limit: usize) -> Result<Vec<EmbeddingTask>> {
-        read!(self, |tx| vectors::pending_embeddings(&tx, model, limit))
+    async fn pending_embeddings(
+        &self,
+        model: &str,
+        limit: usize,
+        start_after: Option<WorkspaceId>,
+    ) -> Result<Vec<EmbeddingTask>> {
+        read!(self, |tx| vectors::pending_embeddings(
+            &tx,
+            model,
+            limit,
+            start_after
+        ))
     }
 
     #[instrument(skip_all, fields(count = records.len()))]

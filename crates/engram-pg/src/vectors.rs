@@ -64,23 +64,45 @@ pub(crate) async fn perspectives(
         .collect())
 }
 
+/// Up to `limit` pending pairs, workspaces in turn: the first after `start_after` (by id,
+/// wrapping around) first, then the next ones until `limit` is reached.
 pub(crate) async fn pending_embeddings(
     client: &impl GenericClient,
     model: &str,
     limit: usize,
+    start_after: Option<WorkspaceId>,
 ) -> Result<Vec<EmbeddingTask>> {
+    let order = client
+        .query(
+            "SELECT id FROM workspaces ORDER BY id <= $1, id",
+            &[&start_after.map_or(i64::MIN, |w| w.0)],
+        )
+        .await
+        .map_err(db)?;
     let statement = client
         .prepare_cached(include_str!("sql/pending_embeddings.sql"))
         .await
         .map_err(db)?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = client
-        .query(&statement, &[&model, &limit])
-        .await
-        .map_err(db)?;
-    Ok(rows
-        .iter()
-        .map(|row| EmbeddingTask {
+    let mut tasks = Vec::new();
+    for workspace in order.iter().map(|row| row.get::<_, i64>(0)) {
+        let left = limit.saturating_sub(tasks.len());
+        if left == 0 {
+            break;
+        }
+        let left = i64::try_from(left).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&statement, &[&model, &left, &workspace])
+            .await
+            .map_err(db)?;
+        tasks.extend(rows.iter().map(task));
+    }
+    Ok(tasks)
+}
+
+/// A pending pair as `sql/pending_embeddings.sql` reads it.
+fn task(row: &tokio_postgres::Row) -> EmbeddingTask {
+    {
+        EmbeddingTask {
             observation_id: row.get("observation_id"),
             workspace: WorkspaceId(row.get("workspace_id")),
             perspective_id: PerspectiveId(row.get("perspective_id")),
@@ -98,8 +120,8 @@ pub(crate) async fn pending_embeddings(
             },
             source_updated_at: row.get("source_updated_at"),
             stored_hash: row.get("text_hash"),
-        })
-        .collect())
+        }
+    }
 }
 
 /// Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'

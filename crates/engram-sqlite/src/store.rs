@@ -350,10 +350,15 @@ impl MemoryStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn pending_embeddings(&self, model: &str, limit: usize) -> Result<Vec<EmbeddingTask>> {
+    async fn pending_embeddings(
+        &self,
+        model: &str,
+        limit: usize,
+        start_after: Option<WorkspaceId>,
+    ) -> Result<Vec<EmbeddingTask>> {
         let model = model.to_owned();
         self.pool
-            .read(move |tx| vectors::pending_embeddings(tx, &model, limit))
+            .read(move |tx| vectors::pending_embeddings(tx, &model, limit, start_after))
             .await
     }
 

@@ -68,16 +68,43 @@ pub(crate) fn perspectives(
     )
 }
 
+/// Up to `limit` pending pairs, workspaces in turn: the first after `start_after` (by id,
+/// wrapping around) first, then the next ones until `limit` is reached.
 pub(crate) fn pending_embeddings(
     tx: &Transaction<'_>,
     model: &str,
     limit: usize,
+    start_after: Option<WorkspaceId>,
 ) -> Result<Vec<EmbeddingTask>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let order: Vec<i64> = query(
+        tx,
+        "SELECT id FROM workspaces ORDER BY id <= ?1, id",
+        [start_after.map_or(i64::MIN, |w| w.0)],
+        |row| row.get(0),
+    )?;
+    let mut tasks = Vec::new();
+    for workspace in order {
+        let left = limit.saturating_sub(tasks.len());
+        if left == 0 {
+            break;
+        }
+        let left = i64::try_from(left).unwrap_or(i64::MAX);
+        tasks.extend(pending_in(tx, model, left, workspace)?);
+    }
+    Ok(tasks)
+}
+
+/// Up to `limit` pending pairs of one workspace.
+fn pending_in(
+    tx: &Transaction<'_>,
+    model: &str,
+    limit: i64,
+    workspace: i64,
+) -> Result<Vec<EmbeddingTask>> {
     query(
         tx,
         include_str!("sql/pending_embeddings.sql"),
-        params![model, limit],
+        params![model, limit, workspace],
         |row| {
             let mut relations = strings(row, "outgoing")?;
             relations.extend(strings(row, "incoming")?);

@@ -148,6 +148,7 @@ macro_rules! memory_store_test_suite {
             deleted_things_take_their_vectors_with_them,
             a_changed_template_drops_its_perspectives_vectors,
             the_change_marker_moves_on_writes_only,
+            pending_pairs_come_workspace_by_workspace_in_turn,
         );
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {

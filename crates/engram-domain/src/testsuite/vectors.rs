@@ -15,7 +15,7 @@ pub(super) async fn save_vectors(
     model: &str,
     vector: impl Fn(&EmbeddingTask) -> Option<Vec<f32>>,
 ) -> usize {
-    let tasks = store.pending_embeddings(model, 1_000).await.unwrap();
+    let tasks = store.pending_embeddings(model, 1_000, None).await.unwrap();
     let records: Vec<EmbeddingRecord> = tasks
         .iter()
         .filter_map(|task| {
@@ -226,7 +226,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         .delete_observations(ws, &[deletions("B", &[1]), deletions("A", &[1])])
         .await
         .unwrap();
-    let tasks = store.pending_embeddings("m", 100).await.unwrap();
+    let tasks = store.pending_embeddings("m", 100, None).await.unwrap();
     assert_eq!(tasks.len(), 5);
     let unchanged: Vec<EmbeddingRecord> = tasks
         .iter()
@@ -247,7 +247,13 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         })
         .collect();
     store.save_embeddings("m", &unchanged).await.unwrap();
-    assert!(store.pending_embeddings("m", 100).await.unwrap().is_empty());
+    assert!(
+        store
+            .pending_embeddings("m", 100, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         vectors(store.clone()).await,
         [("B".to_owned(), "kind_b".to_owned(), vec![0.0, 1.0])]
@@ -302,13 +308,26 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
             .unwrap()
             .is_empty()
     );
-    assert_eq!(store.pending_embeddings("m", 100).await.unwrap().len(), 5);
+    assert_eq!(
+        store
+            .pending_embeddings("m", 100, None)
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
     assert_eq!(coverage_of(&store, ws, "m").await, 0.0);
 
     // Deleting the workspace deletes its vectors with it: a new one starts empty.
     save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await;
     memory.delete_workspace("gone", true).await.unwrap();
-    assert!(store.pending_embeddings("m", 100).await.unwrap().is_empty());
+    assert!(
+        store
+            .pending_embeddings("m", 100, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
         .create_entities(ws, vec![entity("A", "thing", &["a1"])])
@@ -346,7 +365,13 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     assert_eq!(coverage_of(&store, ws, "m").await, 1.0);
     memory.set_perspective(ws, &general).await.unwrap();
     assert_eq!(store.embedding_pairs(ws).await.unwrap(), 10);
-    assert!(store.pending_embeddings("m", 100).await.unwrap().is_empty());
+    assert!(
+        store
+            .pending_embeddings("m", 100, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A new document template makes the perspective's vectors go.
     let shouting = Perspective {
@@ -355,7 +380,7 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     };
     let stored = memory.set_perspective(ws, &shouting).await.unwrap();
     assert_eq!(stored.id, general.id);
-    let pending = store.pending_embeddings("m", 100).await.unwrap();
+    let pending = store.pending_embeddings("m", 100, None).await.unwrap();
     assert_eq!(pending.len(), 2);
     assert!(pending.iter().all(|t| t.perspective_id == general.id
         && t.document_template == "{name}! {observation}!"
@@ -384,4 +409,34 @@ pub async fn the_change_marker_moves_on_writes_only(store: Arc<dyn MemoryStore>)
     assert_eq!(store.change_marker().await.unwrap(), created);
     memory.set_tags(ws, "A", &strings(&["t"])).await.unwrap();
     assert_ne!(store.change_marker().await.unwrap(), created);
+}
+
+/// The indexer's queue serves workspaces in turn: a batch starts with the workspace after the
+/// one named (wrapping around), so a backlog in one never keeps another waiting for more than
+/// a batch.
+pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn MemoryStore>) {
+    let (memory, busy) = memory_with_workspace(store.clone(), "busy").await;
+    let quiet = memory.create_workspace("quiet").await.unwrap().id;
+    let texts: Vec<String> = (0..20).map(|i| format!("backlog {i}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    (memory.create_entities(busy, vec![entity("Big", "thing", &texts)]))
+        .await
+        .unwrap();
+    (memory.create_entities(quiet, vec![entity("Small", "thing", &["one text"])]))
+        .await
+        .unwrap();
+    let workspaces = |tasks: &[EmbeddingTask]| -> Vec<WorkspaceId> {
+        tasks.iter().map(|t| t.workspace).collect()
+    };
+    // From the start: the first workspace first, the batch filled from the next.
+    let first = store.pending_embeddings("m", 21, None).await.unwrap();
+    assert_eq!(first.len(), 21);
+    assert_eq!(&workspaces(&first)[..20], [busy; 20]);
+    assert_eq!(first[20].workspace, quiet);
+    // After `busy`, `quiet`'s pair comes first though `busy` has twenty waiting.
+    let next = store.pending_embeddings("m", 5, Some(busy)).await.unwrap();
+    assert_eq!(workspaces(&next), [quiet, busy, busy, busy, busy]);
+    // After the last workspace, around to the first.
+    let around = store.pending_embeddings("m", 2, Some(quiet)).await.unwrap();
+    assert_eq!(workspaces(&around), [busy, busy]);
 }
