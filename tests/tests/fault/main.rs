@@ -60,6 +60,15 @@ async fn clients_that_never_read_stay_within_the_memory_budget() {
     memory::clients_that_never_read_stay_within_the_memory_budget(harness::Backend::Sqlite).await;
 }
 
+/// The memory budget does not depend on the store: SQLite only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn streamable_clients_that_never_read_stay_within_the_memory_budget() {
+    memory::streamable_clients_that_never_read_stay_within_the_memory_budget(
+        harness::Backend::Sqlite,
+    )
+    .await;
+}
+
 /// Parsing does not depend on the store: SQLite only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_body_of_millions_of_items_is_refused_at_the_cost_of_its_bytes() {

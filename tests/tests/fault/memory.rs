@@ -1,7 +1,7 @@
 //! Clients that never read their legacy SSE streams, each asking for large answers: the
 //! server keeps what waits for them within its byte budget (per session and in all), closes
 //! their sessions saying why, stays within a bound of resident memory, and gives the memory
-//! back once they leave.
+//! back once they leave. The same for Streamable HTTP clients that never read their answers.
 
 use std::time::Duration;
 
@@ -65,23 +65,28 @@ async fn post(http: &reqwest::Client, url: &str, message: Value) -> u16 {
     response.status().as_u16()
 }
 
+/// [`NODES`] nodes of type `big`, each with a summary of [`SUMMARY_BYTES`].
+async fn fill(server: &Server) {
+    let client = server.client().await;
+    let summary = "s".repeat(SUMMARY_BYTES);
+    for batch in 0..NODES / 500 {
+        let entities: Vec<Value> = (0..500)
+            .map(|i| {
+                json!({"name": format!("n{batch}-{i}"), "entity_type": "big",
+                            "summary": summary})
+            })
+            .collect();
+        client
+            .ok("create_entities", json!({"entities": entities}))
+            .await;
+    }
+}
+
 pub async fn clients_that_never_read_stay_within_the_memory_budget(backend: Backend) {
     bounded(Duration::from_secs(300), async {
         let store = Store::fresh(backend).await;
         let server = Server::start(&store, &Embedder::None, "server").await;
-        let client = server.client().await;
-        let summary = "s".repeat(SUMMARY_BYTES);
-        for batch in 0..NODES / 500 {
-            let entities: Vec<Value> = (0..500)
-                .map(|i| {
-                    json!({"name": format!("n{batch}-{i}"), "entity_type": "big",
-                                "summary": summary})
-                })
-                .collect();
-            client
-                .ok("create_entities", json!({"entities": entities}))
-                .await;
-        }
+        fill(&server).await;
         let before = rss_mb(server.pid);
 
         let http = reqwest::Client::new();
@@ -189,6 +194,119 @@ pub async fn a_body_of_millions_of_items_is_refused_at_the_cost_of_its_bytes(bac
         assert_eq!(status, 400, "{answer}");
         assert!(answer.contains("an array of more than 10000 items"), "{answer}");
         assert!(peak <= 400.0, "resident memory reached {peak:.0} MB");
+    })
+    .await;
+}
+
+/// Client addresses (127.0.0.N) of the Streamable HTTP clients that never read.
+const ADDRESSES: u8 = 4;
+/// Sessions per address, and large answers each one asks for without reading any.
+const STREAMABLE_SESSIONS: usize = 4;
+const STREAMABLE_ASKS: usize = 8;
+
+/// `initialize` and `initialized` over Streamable HTTP: the session's id.
+async fn open_streamable(http: &reqwest::Client, base: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "never-reads", "version": "1"}}});
+    let response = streamable_post(http, base, None, &initialize).await;
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    response.bytes().await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    (streamable_post(http, base, Some(&session), &initialized).await)
+        .bytes()
+        .await
+        .unwrap();
+    session
+}
+
+/// POSTs `message` to `/mcp`; the response with its body unread.
+async fn streamable_post(
+    http: &reqwest::Client,
+    base: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> reqwest::Response {
+    let mut request = http
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-memory-workspace", "fault")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.unwrap()
+}
+
+/// Whether a Streamable HTTP answer arrives whole (a cut one ends early or in an error).
+async fn arrives_whole(response: reqwest::Response) -> bool {
+    match tokio::time::timeout(Duration::from_secs(60), response.text()).await {
+        Ok(Ok(text)) => (text.lines())
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .any(|message| message["result"].is_object()),
+        _ => false,
+    }
+}
+
+pub async fn streamable_clients_that_never_read_stay_within_the_memory_budget(backend: Backend) {
+    bounded(Duration::from_secs(300), async {
+        let store = Store::fresh(backend).await;
+        let server = Server::start(&store, &Embedder::None, "server").await;
+        fill(&server).await;
+        let before = rss_mb(server.pid);
+        let mut peak = before;
+        let mut unread = Vec::new();
+        for address in 1..=ADDRESSES {
+            let http = reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from([127, 0, 0, address]))
+                .build()
+                .unwrap();
+            for _ in 0..STREAMABLE_SESSIONS {
+                let session = open_streamable(&http, &server.base).await;
+                for id in 1..=STREAMABLE_ASKS {
+                    let ask = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "get_nodes_by_type",
+                                   "arguments": {"entity_type": "big"}}});
+                    unread.push(streamable_post(&http, &server.base, Some(&session), &ask).await);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    peak = peak.max(rss_mb(server.pid));
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        peak = peak.max(rss_mb(server.pid));
+        let asked = unread.len();
+        let mut whole = 0;
+        for response in unread {
+            whole += usize::from(arrives_whole(response).await);
+        }
+        // Once the clients leave, the memory goes back to the system.
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let after = rss_mb(server.pid);
+        Figures::new("streamable_clients_that_never_read")
+            .add("answers asked", asked)
+            .add("answers whole", whole)
+            .add("rss before MB", format!("{before:.0}"))
+            .add("rss peak MB", format!("{peak:.0}"))
+            .add("rss after MB", format!("{after:.0}"))
+            .print();
+        assert!(
+            whole < asked,
+            "every one of {asked} unread answers was kept"
+        );
+        assert!(whole > 0, "no answer arrived whole");
+        assert!(peak <= MAX_RSS_MB, "resident memory reached {peak:.0} MB");
+        assert!(
+            after <= before + 64.0,
+            "{after:.0} MB resident after the clients left (before {before:.0} MB)"
+        );
+        let stats = server.client().await.ok("get_stats", json!({})).await;
+        assert_eq!(stats["node_count"], NODES);
     })
     .await;
 }
