@@ -257,6 +257,14 @@ impl ServerHandler for EngramServer {
         let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);
         let started = std::time::Instant::now();
         let _turn = self.running.acquire().await.ok();
+        if context.ct.is_cancelled() {
+            // Cancelled while it waited its turn (the client cancelled it, or its session
+            // closed): nobody will read an answer, so none is built.
+            return Err(rmcp::ErrorData::internal_error(
+                "the request was cancelled before it started",
+                None,
+            ));
+        }
         let response = self
             .authorised_call(request, context)
             .instrument(span.clone())

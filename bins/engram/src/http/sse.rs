@@ -91,7 +91,12 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
     }
 
     fn start_send(self: Pin<&mut Self>, message: ServerJsonRpcMessage) -> Result<(), Self::Error> {
+        if self.stop.is_cancelled() {
+            // Closed (its client did not read): nothing more is serialised for it.
+            return Err(std::io::Error::other("the session is closed"));
+        }
         let data = serde_json::to_string(&message).map_err(std::io::Error::other)?;
+        drop(message);
         if !self.unread.add(data.len()) {
             self.unread.overflowed.store(true, Ordering::Release);
             tracing::warn!(
