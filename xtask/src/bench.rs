@@ -9,6 +9,9 @@
 //! - `indexer`: the server's indexer against the raw model on the same texts, as a ratio (the
 //!   `indexer_ratio` example of the binary).
 //!
+//! - `scale` (only when named): every call's cost from 10,000 to 1,000,000 observations on both
+//!   stores, with its plot (`crate::scale`).
+//!
 //! Examples are built in release mode; each prints its own figures.
 
 use std::process::{Command, ExitCode};
@@ -42,6 +45,12 @@ pub struct BenchArgs {
     /// Samples per call and size in the side-by-side benchmark.
     #[arg(long, default_value_t = 200)]
     samples: usize,
+    /// Observations at which `scale` measures (it runs only when named).
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+    sizes: Vec<usize>,
+    /// The stores `scale` measures.
+    #[arg(long, value_delimiter = ',', default_value = "sqlite,postgresql")]
+    stores: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,10 +64,17 @@ enum Benchmark {
     /// The MCP calls every memory server has, and engram's own, side by side
     /// (`--peers` adds the reference server and mcp-memory).
     Peers,
+    /// The cost of every call from 10,000 to 1,000,000 observations on both stores, with the
+    /// plot in docs/scale.png (`--sizes`, `--stores`; only when named: it takes hours).
+    Scale,
 }
 
 /// Runs `cargo xtask bench …`.
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+    if args.benchmarks.contains(&Benchmark::Scale) {
+        println!("== scale: every call from the smallest size to the largest");
+        crate::scale::run(&args.sizes, &args.stores, args.samples.min(50))?;
+    }
     let all = args.benchmarks.is_empty();
     let wanted = |b: Benchmark| all || args.benchmarks.contains(&b);
     if wanted(Benchmark::Embed) {

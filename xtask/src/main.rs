@@ -14,6 +14,7 @@ mod deny;
 mod eval;
 mod peers;
 mod postgres;
+mod scale;
 mod serve;
 mod test;
 mod tidy;

@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
     let embedder = Arc::new(LocalEmbedder::default());
     embedder.embed_documents(&["warm up".to_owned()]).await?;
     let texts: Vec<String> = (store
-        .pending_embeddings(embedder.model_id(), count, None)
+        .pending_embeddings(embedder.model_id(), count, &Default::default())
         .await?)
         .iter()
         .map(|task| render_document(&task.document_template, &task.context))

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::PendingCursor;
 use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
 use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
@@ -35,8 +36,8 @@ pub struct Indexer {
     /// The store's change marker read before the last pass, when that pass found nothing to
     /// embed but the texts set aside, and when it ended; `None` while there is work.
     idle: Arc<Mutex<Option<(i64, Instant)>>>,
-    /// The workspace the last pass served first: the next pass starts after it.
-    served_first: Arc<Mutex<Option<WorkspaceId>>>,
+    /// Where the sweep of pending pairs stands: the next pass reads on from there.
+    cursor: Arc<Mutex<PendingCursor>>,
 }
 
 /// How long an idle pass vouches that nothing is pending (the binary's loop runs a pass at
@@ -93,7 +94,7 @@ impl Indexer {
             rejected: Arc::default(),
             suspects: Arc::default(),
             idle: Arc::default(),
-            served_first: Arc::default(),
+            cursor: Arc::default(),
         }
     }
 
@@ -149,13 +150,13 @@ impl Indexer {
         let mut waiting: HashSet<PairKey> = self.waiting().into_iter().collect();
         waiting.extend(self.suspect_keys());
         let limit = self.batch_size + waiting.len();
-        let start_after = *self.served_first.lock().unwrap_or_else(|p| p.into_inner());
-        let tasks = (self.store)
-            .pending_embeddings(model, limit, start_after)
-            .await?;
-        if let Some(first) = tasks.first() {
-            *self.served_first.lock().unwrap_or_else(|p| p.into_inner()) = Some(first.workspace);
-        }
+        let cursor = self
+            .cursor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let tasks = self.store.pending_embeddings(model, limit, &cursor).await?;
+        (self.cursor.lock().unwrap_or_else(|p| p.into_inner())).advance(&tasks);
         let mut records = Vec::with_capacity(tasks.len());
         let mut texts = Vec::new();
         let mut to_embed = Vec::new();

@@ -216,15 +216,17 @@ pub trait MemoryStore: Send + Sync + 'static {
     async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;
     /// Up to `limit` (observation, enabled perspective) pairs whose `model` vector is missing
     /// or whose node changed since it was rendered, workspaces in turn: those of the first
-    /// workspace after `start_after` (by id, wrapping around; the first workspace for `None`)
-    /// first, then the next workspaces' until `limit` is reached. The indexer passes the
-    /// workspace it served first last time, so no workspace waits behind another's backlog
-    /// for more than a batch.
+    /// workspace after `cursor.served_first` (by id, wrapping around; the first workspace for
+    /// `None`) first, then the next workspaces' until `limit` is reached. Within a workspace,
+    /// pairs come in observation order from `cursor.after` on, then from its first observation
+    /// up to there. The indexer passes the cursor of its last pass ([`PendingCursor`]), so no
+    /// workspace waits behind another's backlog for more than a batch, and a pass reads about
+    /// its batch's rows, not every observation before them.
     async fn pending_embeddings(
         &self,
         model: &str,
         limit: usize,
-        start_after: Option<WorkspaceId>,
+        cursor: &PendingCursor,
     ) -> Result<Vec<EmbeddingTask>>;
     /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
     /// vectors (`node_embeddings`) up to date.

@@ -17,6 +17,33 @@ pub struct NodeVector {
     pub vector: Vec<f32>,
 }
 
+/// Where the indexer's sweep of the pending pairs stands, so that each pass reads on from where
+/// the last one stopped instead of from the first observation again (a pass then costs its
+/// batch, not the store's size).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingCursor {
+    /// The workspace served first last time: the next pass starts with the one after it.
+    pub served_first: Option<crate::WorkspaceId>,
+    /// Per workspace, the observation id after which its scan goes on (wrapping around to the
+    /// first observation when it reaches the last).
+    pub after: std::collections::HashMap<crate::WorkspaceId, i64>,
+}
+
+impl PendingCursor {
+    /// Moves the cursor past `tasks` (a pass's pending pairs): the next pass starts after the
+    /// first workspace served, and in each workspace at its last observation, read again in
+    /// case the batch ended among that observation's perspectives.
+    pub fn advance(&mut self, tasks: &[EmbeddingTask]) {
+        if let Some(first) = tasks.first() {
+            self.served_first = Some(first.workspace);
+        }
+        for task in tasks {
+            let after = self.after.entry(task.workspace).or_insert(0);
+            *after = (*after).max(task.observation_id - 1);
+        }
+    }
+}
+
 /// An (observation, perspective) pair whose vector is missing or may be stale.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmbeddingTask {

@@ -361,13 +361,10 @@ impl MemoryStore for PgStore {
         &self,
         model: &str,
         limit: usize,
-        start_after: Option<WorkspaceId>,
+        cursor: &PendingCursor,
     ) -> Result<Vec<EmbeddingTask>> {
         read!(self, |tx| vectors::pending_embeddings(
-            &tx,
-            model,
-            limit,
-            start_after
+            &tx, model, limit, cursor
         ))
     }
 

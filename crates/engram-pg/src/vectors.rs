@@ -64,18 +64,18 @@ pub(crate) async fn perspectives(
         .collect())
 }
 
-/// Up to `limit` pending pairs, workspaces in turn: the first after `start_after` (by id,
-/// wrapping around) first, then the next ones until `limit` is reached.
+/// Up to `limit` pending pairs, workspaces in turn and each from its cursor
+/// ([`MemoryStore::pending_embeddings`](engram_domain::MemoryStore::pending_embeddings)).
 pub(crate) async fn pending_embeddings(
     client: &impl GenericClient,
     model: &str,
     limit: usize,
-    start_after: Option<WorkspaceId>,
+    cursor: &PendingCursor,
 ) -> Result<Vec<EmbeddingTask>> {
     let order = client
         .query(
             "SELECT id FROM workspaces ORDER BY id <= $1, id",
-            &[&start_after.map_or(i64::MIN, |w| w.0)],
+            &[&cursor.served_first.map_or(i64::MIN, |w| w.0)],
         )
         .await
         .map_err(db)?;
@@ -85,16 +85,24 @@ pub(crate) async fn pending_embeddings(
         .map_err(db)?;
     let mut tasks = Vec::new();
     for workspace in order.iter().map(|row| row.get::<_, i64>(0)) {
-        let left = limit.saturating_sub(tasks.len());
-        if left == 0 {
-            break;
+        let after = cursor
+            .after
+            .get(&WorkspaceId(workspace))
+            .copied()
+            .unwrap_or(0);
+        // From the cursor to the last observation, then from the first up to the cursor.
+        for (from, to) in [(after, i64::MAX), (0, after)] {
+            let left = limit.saturating_sub(tasks.len());
+            if left == 0 || from >= to {
+                continue;
+            }
+            let left = i64::try_from(left).unwrap_or(i64::MAX);
+            let rows = client
+                .query(&statement, &[&model, &left, &workspace, &from, &to])
+                .await
+                .map_err(db)?;
+            tasks.extend(rows.iter().map(task));
         }
-        let left = i64::try_from(left).unwrap_or(i64::MAX);
-        let rows = client
-            .query(&statement, &[&model, &left, &workspace])
-            .await
-            .map_err(db)?;
-        tasks.extend(rows.iter().map(task));
     }
     Ok(tasks)
 }

@@ -354,11 +354,11 @@ impl MemoryStore for SqliteStore {
         &self,
         model: &str,
         limit: usize,
-        start_after: Option<WorkspaceId>,
+        cursor: &PendingCursor,
     ) -> Result<Vec<EmbeddingTask>> {
-        let model = model.to_owned();
+        let (model, cursor) = (model.to_owned(), cursor.clone());
         self.pool
-            .read(move |tx| vectors::pending_embeddings(tx, &model, limit, start_after))
+            .read(move |tx| vectors::pending_embeddings(tx, &model, limit, &cursor))
             .await
     }
 

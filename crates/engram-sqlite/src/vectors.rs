@@ -68,43 +68,52 @@ pub(crate) fn perspectives(
     )
 }
 
-/// Up to `limit` pending pairs, workspaces in turn: the first after `start_after` (by id,
-/// wrapping around) first, then the next ones until `limit` is reached.
+/// Up to `limit` pending pairs, workspaces in turn and each from its cursor
+/// ([`MemoryStore::pending_embeddings`](engram_domain::MemoryStore::pending_embeddings)).
 pub(crate) fn pending_embeddings(
     tx: &Transaction<'_>,
     model: &str,
     limit: usize,
-    start_after: Option<WorkspaceId>,
+    cursor: &PendingCursor,
 ) -> Result<Vec<EmbeddingTask>> {
     let order: Vec<i64> = query(
         tx,
         "SELECT id FROM workspaces ORDER BY id <= ?1, id",
-        [start_after.map_or(i64::MIN, |w| w.0)],
+        [cursor.served_first.map_or(i64::MIN, |w| w.0)],
         |row| row.get(0),
     )?;
     let mut tasks = Vec::new();
     for workspace in order {
-        let left = limit.saturating_sub(tasks.len());
-        if left == 0 {
-            break;
+        let after = cursor
+            .after
+            .get(&WorkspaceId(workspace))
+            .copied()
+            .unwrap_or(0);
+        // From the cursor to the last observation, then from the first up to the cursor.
+        for (from, to) in [(after, i64::MAX), (0, after)] {
+            let left = limit.saturating_sub(tasks.len());
+            if left == 0 || from >= to {
+                continue;
+            }
+            let left = i64::try_from(left).unwrap_or(i64::MAX);
+            tasks.extend(pending_in(tx, model, left, workspace, (from, to))?);
         }
-        let left = i64::try_from(left).unwrap_or(i64::MAX);
-        tasks.extend(pending_in(tx, model, left, workspace)?);
     }
     Ok(tasks)
 }
 
-/// Up to `limit` pending pairs of one workspace.
+/// Up to `limit` pending pairs of one workspace whose observation id lies in `(from, to]`.
 fn pending_in(
     tx: &Transaction<'_>,
     model: &str,
     limit: i64,
     workspace: i64,
+    (from, to): (i64, i64),
 ) -> Result<Vec<EmbeddingTask>> {
     query(
         tx,
         include_str!("sql/pending_embeddings.sql"),
-        params![model, limit, workspace],
+        params![model, limit, workspace, from, to],
         |row| {
             let mut relations = strings(row, "outgoing")?;
             relations.extend(strings(row, "incoming")?);

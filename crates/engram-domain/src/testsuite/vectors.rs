@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::perspectives::{Perspective, render_document};
-use crate::{EmbeddingRecord, EmbeddingTask, MemoryStore, WorkspaceId, text_hash};
+use crate::{EmbeddingRecord, EmbeddingTask, MemoryStore, PendingCursor, WorkspaceId, text_hash};
 
 /// Saves a hand-made vector for every pending task of `model` for which `vector` gives one.
 pub(super) async fn save_vectors(
@@ -15,7 +15,10 @@ pub(super) async fn save_vectors(
     model: &str,
     vector: impl Fn(&EmbeddingTask) -> Option<Vec<f32>>,
 ) -> usize {
-    let tasks = store.pending_embeddings(model, 1_000, None).await.unwrap();
+    let tasks = store
+        .pending_embeddings(model, 1_000, &Default::default())
+        .await
+        .unwrap();
     let records: Vec<EmbeddingRecord> = tasks
         .iter()
         .filter_map(|task| {
@@ -226,7 +229,10 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         .delete_observations(ws, &[deletions("B", &[1]), deletions("A", &[1])])
         .await
         .unwrap();
-    let tasks = store.pending_embeddings("m", 100, None).await.unwrap();
+    let tasks = store
+        .pending_embeddings("m", 100, &Default::default())
+        .await
+        .unwrap();
     assert_eq!(tasks.len(), 5);
     let unchanged: Vec<EmbeddingRecord> = tasks
         .iter()
@@ -249,7 +255,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     store.save_embeddings("m", &unchanged).await.unwrap();
     assert!(
         store
-            .pending_embeddings("m", 100, None)
+            .pending_embeddings("m", 100, &Default::default())
             .await
             .unwrap()
             .is_empty()
@@ -310,7 +316,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     );
     assert_eq!(
         store
-            .pending_embeddings("m", 100, None)
+            .pending_embeddings("m", 100, &Default::default())
             .await
             .unwrap()
             .len(),
@@ -323,7 +329,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     memory.delete_workspace("gone", true).await.unwrap();
     assert!(
         store
-            .pending_embeddings("m", 100, None)
+            .pending_embeddings("m", 100, &Default::default())
             .await
             .unwrap()
             .is_empty()
@@ -367,7 +373,7 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     assert_eq!(store.embedding_pairs(ws).await.unwrap(), 10);
     assert!(
         store
-            .pending_embeddings("m", 100, None)
+            .pending_embeddings("m", 100, &Default::default())
             .await
             .unwrap()
             .is_empty()
@@ -380,7 +386,10 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     };
     let stored = memory.set_perspective(ws, &shouting).await.unwrap();
     assert_eq!(stored.id, general.id);
-    let pending = store.pending_embeddings("m", 100, None).await.unwrap();
+    let pending = store
+        .pending_embeddings("m", 100, &Default::default())
+        .await
+        .unwrap();
     assert_eq!(pending.len(), 2);
     assert!(pending.iter().all(|t| t.perspective_id == general.id
         && t.document_template == "{name}! {observation}!"
@@ -412,8 +421,9 @@ pub async fn the_change_marker_moves_on_writes_only(store: Arc<dyn MemoryStore>)
 }
 
 /// The indexer's queue serves workspaces in turn: a batch starts with the workspace after the
-/// one named (wrapping around), so a backlog in one never keeps another waiting for more than
-/// a batch.
+/// one served first last time (wrapping around), so a backlog in one never keeps another
+/// waiting for more than a batch; within a workspace it reads on from where the last batch
+/// stopped, then from the start up to there.
 pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn MemoryStore>) {
     let (memory, busy) = memory_with_workspace(store.clone(), "busy").await;
     let quiet = memory.create_workspace("quiet").await.unwrap().id;
@@ -428,15 +438,32 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     let workspaces = |tasks: &[EmbeddingTask]| -> Vec<WorkspaceId> {
         tasks.iter().map(|t| t.workspace).collect()
     };
-    // From the start: the first workspace first, the batch filled from the next.
-    let first = store.pending_embeddings("m", 21, None).await.unwrap();
+    let contents = |tasks: &[EmbeddingTask]| -> Vec<String> {
+        tasks.iter().map(|t| t.context.content.clone()).collect()
+    };
+    // From the start: the first workspace first, in observation order, the batch filled
+    // from the next.
+    let mut cursor = PendingCursor::default();
+    let first = store.pending_embeddings("m", 21, &cursor).await.unwrap();
     assert_eq!(first.len(), 21);
     assert_eq!(&workspaces(&first)[..20], [busy; 20]);
     assert_eq!(first[20].workspace, quiet);
-    // After `busy`, `quiet`'s pair comes first though `busy` has twenty waiting.
-    let next = store.pending_embeddings("m", 5, Some(busy)).await.unwrap();
-    assert_eq!(workspaces(&next), [quiet, busy, busy, busy, busy]);
-    // After the last workspace, around to the first.
-    let around = store.pending_embeddings("m", 2, Some(quiet)).await.unwrap();
-    assert_eq!(workspaces(&around), [busy, busy]);
+    assert_eq!(
+        contents(&first)[..3],
+        ["backlog 0", "backlog 1", "backlog 2"]
+    );
+    // Having served `busy` first (its first three observations), `quiet` comes first, then
+    // `busy` from its third observation on (read again: the batch may have cut it).
+    cursor.advance(&first[..3]);
+    let next = store.pending_embeddings("m", 4, &cursor).await.unwrap();
+    assert_eq!(workspaces(&next), [quiet, busy, busy, busy]);
+    assert_eq!(
+        contents(&next)[1..],
+        ["backlog 2", "backlog 3", "backlog 4"]
+    );
+    // Past the last observation, around to the first.
+    cursor.advance(&first[..20]);
+    cursor.served_first = Some(quiet);
+    let around = store.pending_embeddings("m", 2, &cursor).await.unwrap();
+    assert_eq!(contents(&around), ["backlog 19", "backlog 0"]);
 }

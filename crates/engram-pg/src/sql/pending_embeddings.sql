@@ -1,4 +1,5 @@
--- $1 model, $2 limit, $3 workspace. (observation, enabled perspective) pairs whose $1 vector is missing or
+-- $1 model, $2 limit, $3 workspace, observations after $4 up to $5 (in id order).
+-- (observation, enabled perspective) pairs whose $1 vector is missing or
 -- was rendered from an older state of the node (its `updated_at` moved since), with the
 -- context the perspective renders: the node, its tags and summary, and its relations as
 -- phrases (`works_on engram` outgoing, `Bob knows` incoming).
@@ -21,6 +22,7 @@ JOIN nodes n ON n.id = o.node_id
 JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
 LEFT JOIN embeddings e
        ON e.observation_id = o.id AND e.perspective_id = p.id AND e.model = $1
-WHERE o.workspace_id = $3
+WHERE o.workspace_id = $3 AND o.id > $4 AND o.id <= $5
   AND (e.observation_id IS NULL OR e.source_updated_at <> n.updated_at)
+ORDER BY o.id, p.id
 LIMIT $2

@@ -109,7 +109,10 @@ fn count(db: &Connection, sql: &str) -> i64 {
 
 /// Saves a vector of `dims` ones for every pending task of `model`.
 async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize {
-    let tasks = store.pending_embeddings(model, 1_000, None).await.unwrap();
+    let tasks = store
+        .pending_embeddings(model, 1_000, &Default::default())
+        .await
+        .unwrap();
     let records: Vec<EmbeddingRecord> = tasks
         .iter()
         .map(|task| EmbeddingRecord {

@@ -1,0 +1,427 @@
+//! The scale benchmark, one store at one size: loads `--observations` observations (texts of
+//! varied length, one to seven a node, two relations a node) into a fresh store with
+//! `engram import`, serves it with `engram serve`, waits for the indexer, then measures each
+//! call over Streamable HTTP with rmcp's client and prints one JSON document.
+//! `cargo xtask bench scale` runs it at each size on both stores and draws the curve.
+//!
+//! Vectors come from a deterministic embedder this program serves over Ollama's `/api/embed`
+//! (a hash of the text spread over 384 dimensions): fast enough for a million texts on two
+//! cores, and harder for HNSW than a real model's vectors, which cluster by meaning.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use axum::Json;
+use axum::routing::post;
+use clap::Parser;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+type Client = RunningService<RoleClient, ()>;
+
+/// The dimension of the deterministic vectors.
+const DIMENSION: usize = 384;
+/// Words in the synthetic vocabulary; texts draw from it with a skew (a few words are common,
+/// most are rare), as in real text.
+const VOCABULARY: usize = 20_000;
+/// Node types and relation types.
+const TYPES: usize = 20;
+const RELATION_TYPES: usize = 10;
+/// The workspace loaded.
+const WORKSPACE: &str = "scale";
+
+/// Load one store with `--observations` observations and measure every call.
+#[derive(Parser)]
+struct Args {
+    /// The store: a PostgreSQL URL or a SQLite path (created; it must not exist).
+    #[arg(long)]
+    database_url: String,
+    /// Observations to load.
+    #[arg(long)]
+    observations: usize,
+    /// Samples per call (the similarity report and `find_similar_nodes` take fewer).
+    #[arg(long, default_value_t = 30)]
+    samples: usize,
+    /// The engram binary.
+    #[arg(long)]
+    engram: PathBuf,
+}
+
+/// Latency figures of one call, milliseconds.
+#[derive(Serialize)]
+struct Latency {
+    samples: usize,
+    p50: f64,
+    p99: f64,
+}
+
+impl Latency {
+    fn of(mut times: Vec<Duration>) -> Self {
+        times.sort();
+        let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
+        let at = |q: f64| {
+            ms(times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1])
+        };
+        Self {
+            samples: times.len(),
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+}
+
+/// What one run measured.
+#[derive(Serialize)]
+struct Report {
+    store: &'static str,
+    observations: usize,
+    nodes: usize,
+    relations: usize,
+    load_seconds: f64,
+    load_observations_per_second: f64,
+    index_seconds: f64,
+    index_observations_per_second: f64,
+    /// The SQLite files' bytes (PostgreSQL's are read by `cargo xtask bench scale`).
+    disk_bytes: Option<u64>,
+    rss_mb: f64,
+    peak_rss_mb: f64,
+    calls: BTreeMap<&'static str, Latency>,
+}
+
+/// A deterministic unit vector for `text`: its FNV-1a hash seeds a generator.
+fn vector_of(text: &str) -> Vec<f32> {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut rng = StdRng::seed_from_u64(hash);
+    let vector: Vec<f32> = (0..DIMENSION)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    vector.into_iter().map(|x| x / norm).collect()
+}
+
+/// Ollama's `/api/embed`, answered with [`vector_of`] each input.
+async fn embed(Json(request): Json<Value>) -> Json<Value> {
+    let input: Vec<String> = match &request["input"] {
+        Value::String(text) => vec![text.clone()],
+        other => serde_json::from_value(other.clone()).unwrap_or_default(),
+    };
+    let embeddings: Vec<Vec<f32>> = input.iter().map(|text| vector_of(text)).collect();
+    Json(json!({"model": request["model"], "embeddings": embeddings}))
+}
+
+/// Serves the deterministic embedder; its base URL.
+async fn serve_embedder() -> Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let app = axum::Router::new().route("/api/embed", post(embed));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(url)
+}
+
+/// The synthetic vocabulary's word `i`: syllables, so words look like words and stem apart.
+fn word(i: usize) -> String {
+    const SYLLABLES: [&str; 24] = [
+        "ka", "lo", "mi", "ra", "tu", "se", "no", "vi", "da", "po", "li", "ge", "zu", "fa", "ri",
+        "mo", "te", "bu", "ha", "ne", "so", "ju", "we", "xi",
+    ];
+    let mut out = String::new();
+    let mut n = i + SYLLABLES.len();
+    while n > 0 {
+        out.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+    }
+    out
+}
+
+/// A word drawn with a skew towards the common ones.
+fn skewed_word(rng: &mut StdRng) -> String {
+    let u: f64 = rng.random();
+    word(((VOCABULARY as f64) * u.powi(3)) as usize)
+}
+
+/// A text of 4–60 words.
+fn text(rng: &mut StdRng) -> String {
+    let words = rng.random_range(4..=60);
+    (0..words)
+        .map(|_| skewed_word(rng))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The name of node `i`.
+fn node_name(i: usize) -> String {
+    format!("node-{i:07}")
+}
+
+/// Writes the import file: nodes with 1–7 observations (four on average) until `observations`,
+/// then two relations from each node. Returns (nodes, relations).
+fn write_file(path: &Path, observations: usize) -> Result<(usize, usize)> {
+    let mut rng = StdRng::seed_from_u64(42);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let (mut nodes, mut written) = (0, 0);
+    while written < observations {
+        let count = rng.random_range(1..=7).min(observations - written);
+        let texts: Vec<String> = (0..count).map(|_| text(&mut rng)).collect();
+        let node = json!({"type": "entity", "name": node_name(nodes),
+            "entityType": format!("type-{}", rng.random_range(0..TYPES)),
+            "observations": texts});
+        writeln!(out, "{node}")?;
+        nodes += 1;
+        written += count;
+    }
+    let mut relations = std::collections::HashSet::new();
+    for from in 0..nodes {
+        for _ in 0..2 {
+            let to = rng.random_range(0..nodes);
+            let kind = rng.random_range(0..RELATION_TYPES);
+            if to != from && relations.insert((from, to, kind)) {
+                let relation = json!({"type": "relation", "from": node_name(from),
+                    "to": node_name(to), "relationType": format!("relates-{kind}")});
+                writeln!(out, "{relation}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok((nodes, relations.len()))
+}
+
+async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<Value> {
+    let arguments = arguments.as_object().cloned().context("an object")?;
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .context(tool)?;
+    anyhow::ensure!(result.is_error != Some(true), "{tool} failed: {result:?}");
+    Ok(result.structured_content.unwrap_or(Value::Null))
+}
+
+/// Times `samples` calls of `tool`, the arguments of each from `arguments(k)`.
+async fn measure(
+    client: &Client,
+    tool: &'static str,
+    samples: usize,
+    arguments: impl Fn(usize) -> Value,
+) -> Result<Latency> {
+    let mut times = Vec::with_capacity(samples);
+    for k in 0..samples {
+        let started = Instant::now();
+        call(client, tool, arguments(k)).await?;
+        times.push(started.elapsed());
+    }
+    Ok(Latency::of(times))
+}
+
+/// `VmRSS` and `VmHWM` of `pid`, MB.
+fn memory_mb(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        (status.lines())
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|kb| kb.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| (kb / 102.4).round() / 10.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let sqlite = !args.database_url.starts_with("postgres");
+    let embedder = serve_embedder().await?;
+    let directory = tempfile::tempdir()?;
+    let file = directory.path().join("scale.jsonl");
+    let (nodes, relations) = write_file(&file, args.observations)?;
+
+    let started = Instant::now();
+    let imported = std::process::Command::new(&args.engram)
+        .args([
+            "import",
+            &file.display().to_string(),
+            "--workspace",
+            WORKSPACE,
+        ])
+        .arg("--create-workspace")
+        .env("ENGRAM_DATABASE_URL", &args.database_url)
+        .env("ENGRAM_LOG", "warn")
+        .stdout(Stdio::null())
+        .status()?;
+    anyhow::ensure!(imported.success(), "the import failed");
+    let load_seconds = started.elapsed().as_secs_f64();
+
+    let port = free_port()?;
+    let served = Instant::now();
+    let mut server = tokio::process::Command::new(&args.engram)
+        .args([
+            "serve",
+            "--embedder",
+            "ollama",
+            "--embed-model",
+            "scale-hash",
+        ])
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .env("ENGRAM_DATABASE_URL", &args.database_url)
+        .env("OLLAMA_HOST", &embedder)
+        .env("ENGRAM_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = server.id().context("the server's pid")?;
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        anyhow::ensure!(served.elapsed() < Duration::from_secs(60), "no server");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let headers =
+        std::collections::HashMap::from([("x-memory-workspace".parse()?, WORKSPACE.parse()?)]);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+        .custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let client = ().serve(transport).await?;
+
+    // The indexer starts with the server.
+    loop {
+        let stats = call(&client, "get_stats", json!({})).await?;
+        if stats["embedding_coverage"].as_f64() == Some(1.0) {
+            break;
+        }
+        anyhow::ensure!(
+            served.elapsed() < Duration::from_secs(4 * 3_600),
+            "indexing did not finish in 4 hours: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let index_seconds = served.elapsed().as_secs_f64();
+
+    let s = args.samples;
+    let name = |k: usize| node_name((k * 7_919 + 13) % nodes);
+    let query = |k: usize| {
+        let mut rng = StdRng::seed_from_u64(k as u64);
+        (0..1 + k % 2)
+            .map(|_| skewed_word(&mut rng))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut calls = BTreeMap::new();
+    calls.insert(
+        "open_nodes",
+        measure(&client, "open_nodes", s, |k| json!({"names": [name(k)]})).await?,
+    );
+    for (label, mode) in [
+        ("search_nodes hybrid", "hybrid"),
+        ("search_nodes embedding", "embedding"),
+        ("search_nodes text", "text"),
+    ] {
+        let latency = measure(
+            &client,
+            "search_nodes",
+            s,
+            |k| json!({"query": query(k), "mode": mode, "min_score": 0}),
+        )
+        .await?;
+        calls.insert(label, latency);
+    }
+    calls.insert(
+        "search_observations",
+        measure(
+            &client,
+            "search_observations",
+            s,
+            |k| json!({"query": query(k), "min_score": 0}),
+        )
+        .await?,
+    );
+    calls.insert(
+        "get_neighborhood depth 2",
+        measure(
+            &client,
+            "get_neighborhood",
+            s,
+            |k| json!({"name": name(k), "depth": 2}),
+        )
+        .await?,
+    );
+    calls.insert(
+        "get_path",
+        measure(
+            &client,
+            "get_path",
+            s,
+            |k| json!({"from_entity": name(k), "to_entity": name(k + 1)}),
+        )
+        .await?,
+    );
+    calls.insert(
+        "read_graph first page",
+        measure(&client, "read_graph", s, |_| json!({"limit": 50})).await?,
+    );
+    let last = node_name(nodes.saturating_sub(51));
+    calls.insert(
+        "read_graph last page",
+        measure(
+            &client,
+            "read_graph",
+            s,
+            |_| json!({"limit": 50, "cursor": last}),
+        )
+        .await?,
+    );
+    calls.insert(
+        "get_stats",
+        measure(&client, "get_stats", s, |_| json!({})).await?,
+    );
+    calls.insert(
+        "find_similar_nodes",
+        measure(&client, "find_similar_nodes", s.min(5), |_| json!({})).await?,
+    );
+    calls.insert(
+        "get_consolidation_report",
+        measure(&client, "get_consolidation_report", s.min(3), |_| json!({})).await?,
+    );
+    let (rss_mb, peak_rss_mb) = memory_mb(pid);
+    client.cancel().await?;
+    server.start_kill()?;
+    server.wait().await?;
+
+    let disk_bytes = sqlite.then(|| {
+        ["", "-wal", "-shm"]
+            .iter()
+            .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", args.database_url)).ok())
+            .map(|m| m.len())
+            .sum()
+    });
+    let report = Report {
+        store: if sqlite { "sqlite" } else { "postgresql" },
+        observations: args.observations,
+        nodes,
+        relations,
+        load_seconds: (load_seconds * 10.0).round() / 10.0,
+        load_observations_per_second: (args.observations as f64 / load_seconds).round(),
+        index_seconds: (index_seconds * 10.0).round() / 10.0,
+        index_observations_per_second: (args.observations as f64 / index_seconds).round(),
+        disk_bytes,
+        rss_mb,
+        peak_rss_mb,
+        calls,
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
