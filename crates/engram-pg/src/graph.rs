@@ -1,5 +1,7 @@
 //! Graph walks and graph-wide checks: neighbourhood, shortest path, unlinked references.
 
+use std::collections::HashSet;
+
 use deadpool_postgres::GenericClient;
 use engram_domain::*;
 
@@ -51,6 +53,11 @@ pub(crate) async fn get_neighborhood(
     })
 }
 
+/// The shortest path from `from` to `to`, relations followed in either direction: a
+/// breadth-first search one level (one query) at a time, the nodes reached kept in a hash set,
+/// then a walk back from the target taking, at each level, the first neighbour by name and
+/// relation id that the level holds (so the answer is deterministic). Each level costs its
+/// nodes' relations, never the square of the nodes reached.
 pub(crate) async fn get_path(
     client: &impl GenericClient,
     workspace: WorkspaceId,
@@ -58,27 +65,49 @@ pub(crate) async fn get_path(
     to: &str,
 ) -> Result<GraphPath> {
     let (source, target) = node_pair(client, workspace, from, to).await?;
-    let statement = client
-        .prepare_cached(include_str!("sql/path.sql"))
+    let level_query = client
+        .prepare_cached(include_str!("sql/path_level.sql"))
         .await
         .map_err(db)?;
-    let max_hops = i32::try_from(limits::MAX_PATH_HOPS).unwrap_or(i32::MAX);
-    let rows = client
-        .query(&statement, &[&source, &target, &max_hops])
-        .await
-        .map_err(db)?;
-    if rows.is_empty() {
+    let mut seen: HashSet<i64> = HashSet::from([source]);
+    let mut levels: Vec<Vec<i64>> = vec![vec![source]];
+    while !seen.contains(&target) && levels.len() <= limits::MAX_PATH_HOPS as usize {
+        let frontier = &levels[levels.len() - 1];
+        let rows = client.query(&level_query, &[frontier]).await.map_err(db)?;
+        let next: Vec<i64> = (rows.iter().map(|row| row.get::<_, i64>(0)))
+            .filter(|id| seen.insert(*id))
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        levels.push(next);
+    }
+    if !seen.contains(&target) {
         return Ok(GraphPath::default());
     }
-    // Row i is path[i]; its relation links it to path[i + 1] (the last row has none).
+    let step_query = client
+        .prepare_cached(include_str!("sql/path_step.sql"))
+        .await
+        .map_err(db)?;
+    let mut path = vec![to.to_owned()];
+    let mut relations = Vec::new();
+    let mut current = target;
+    for level in levels[..levels.len() - 1].iter().rev() {
+        let previous: HashSet<i64> = level.iter().copied().collect();
+        let rows = client.query(&step_query, &[&current]).await.map_err(db)?;
+        let row = (rows.iter())
+            .find(|row| previous.contains(&row.get::<_, i64>("neighbour_id")))
+            .ok_or_else(|| Error::Internal("shortest path: a level lost its link".into()))?;
+        path.push(row.get("neighbour"));
+        relations.push(relation(row));
+        current = row.get("neighbour_id");
+    }
+    path.reverse();
+    relations.reverse();
     Ok(GraphPath {
         found: true,
-        path: rows.iter().map(|row| row.get("name")).collect(),
-        relations: rows
-            .iter()
-            .filter(|row| row.get::<_, Option<String>>("relation_type").is_some())
-            .map(relation)
-            .collect(),
+        path,
+        relations,
     })
 }
 
