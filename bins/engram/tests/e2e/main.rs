@@ -15,6 +15,7 @@ mod limits;
 mod observability;
 mod recall;
 mod reference;
+mod scale;
 mod scenario;
 mod server;
 mod sse_client;

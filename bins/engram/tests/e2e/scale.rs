@@ -1,0 +1,48 @@
+//! The scale benchmark's driver at a small size, so `cargo xtask bench scale` keeps working:
+//! the `scale` example (built with the tests) loads, indexes and measures every call.
+
+use serde_json::Value;
+
+#[test]
+fn the_scale_bench_runs_at_a_small_size() {
+    let engram = std::path::Path::new(env!("CARGO_BIN_EXE_engram"));
+    let example = engram.with_file_name("examples").join("scale");
+    assert!(
+        example.exists(),
+        "the scale example is built with the tests"
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let database = directory.path().join("scale.db");
+    let output = std::process::Command::new(example)
+        .args(["--database-url", &database.display().to_string()])
+        .args(["--observations", "1500", "--samples", "2", "--engram"])
+        .arg(engram)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["store"], "sqlite");
+    assert_eq!(report["observations"], 1500);
+    assert!(report["disk_bytes"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["index_observations_per_second"].as_f64().unwrap() > 0.0);
+    let calls = report["calls"].as_object().unwrap();
+    for call in [
+        "open_nodes",
+        "search_nodes hybrid",
+        "search_nodes embedding",
+        "search_nodes text",
+        "search_observations",
+        "get_neighborhood depth 2",
+        "get_path",
+        "read_graph first page",
+        "read_graph last page",
+        "get_stats",
+        "find_similar_nodes",
+        "get_consolidation_report",
+    ] {
+        assert!(
+            calls[call]["p50"].as_f64().unwrap() > 0.0,
+            "{call}: {report}"
+        );
+    }
+}
