@@ -3,7 +3,7 @@
 //! check every vector from an embedder passes before it is stored, cached or searched
 //! ([`vector_defect`]).
 
-use crate::model::Timestamp;
+use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::ObservationContext;
 
 /// A node's aggregate vector in one perspective (the mean of its observation vectors).
@@ -23,13 +23,33 @@ pub struct NodeVector {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PendingCursor {
     /// The workspace served first last time: the next pass starts with the one after it.
-    pub served_first: Option<crate::WorkspaceId>,
+    pub served_first: Option<WorkspaceId>,
     /// Per workspace, the observation id after which its scan goes on (wrapping around to the
     /// first observation when it reaches the last).
-    pub after: std::collections::HashMap<crate::WorkspaceId, i64>,
+    pub after: std::collections::HashMap<WorkspaceId, i64>,
 }
 
 impl PendingCursor {
+    /// The ranges a pass reads, in order, given every workspace's id in ascending order:
+    /// `(workspace, after, up_to)`, the observations with `after < id <= up_to`. Workspaces
+    /// come from the one after [`PendingCursor::served_first`] on, wrapping around; each is
+    /// read from its cursor to its end, then from its start up to its cursor.
+    pub fn ranges(&self, workspaces: &[WorkspaceId]) -> Vec<(WorkspaceId, i64, i64)> {
+        let split = self
+            .served_first
+            .map_or(0, |first| workspaces.partition_point(|w| *w <= first));
+        let (before, after) = workspaces.split_at(split);
+        let mut ranges = Vec::with_capacity(2 * workspaces.len());
+        for &workspace in after.iter().chain(before) {
+            let at = self.after.get(&workspace).copied().unwrap_or(0);
+            ranges.push((workspace, at, i64::MAX));
+            if at > 0 {
+                ranges.push((workspace, 0, at));
+            }
+        }
+        ranges
+    }
+
     /// Moves the cursor past `tasks` (a pass's pending pairs): the next pass starts after the
     /// first workspace served, and in each workspace at its last observation, read again in
     /// case the batch ended among that observation's perspectives.
@@ -50,7 +70,7 @@ pub struct EmbeddingTask {
     /// The observation.
     pub observation_id: i64,
     /// Its workspace.
-    pub workspace: crate::WorkspaceId,
+    pub workspace: WorkspaceId,
     /// The perspective.
     pub perspective_id: crate::PerspectiveId,
     /// The perspective's name.
@@ -162,5 +182,44 @@ mod defect_tests {
         let vectors = [vec![1.0; 3], vec![1.0; 2], vec![1.0; 3]];
         assert_eq!(usual_dimension(vectors.iter().map(Vec::as_slice)), Some(3));
         assert_eq!(usual_dimension(std::iter::empty()), None);
+    }
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_starts_after_the_last_first_and_each_workspace_at_its_cursor() {
+        let ws = [WorkspaceId(1), WorkspaceId(2), WorkspaceId(3)];
+        // A fresh cursor: every workspace from its start, in id order.
+        let fresh = PendingCursor::default();
+        assert_eq!(
+            fresh.ranges(&ws),
+            [
+                (ws[0], 0, i64::MAX),
+                (ws[1], 0, i64::MAX),
+                (ws[2], 0, i64::MAX)
+            ]
+        );
+        let mut cursor = PendingCursor {
+            served_first: Some(ws[1]),
+            ..PendingCursor::default()
+        };
+        cursor.after.insert(ws[0], 40);
+        // After workspace 2: 3, then around to 1, which reads on from 40, then up to it.
+        assert_eq!(
+            cursor.ranges(&ws),
+            [
+                (ws[2], 0, i64::MAX),
+                (ws[0], 40, i64::MAX),
+                (ws[0], 0, 40),
+                (ws[1], 0, i64::MAX)
+            ]
+        );
+        // A workspace served first that is gone since: the next one by id.
+        cursor.served_first = Some(WorkspaceId(2));
+        let without_two = [ws[0], ws[2]];
+        assert_eq!(cursor.ranges(&without_two)[0], (ws[2], 0, i64::MAX));
     }
 }

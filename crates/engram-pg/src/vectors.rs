@@ -72,37 +72,28 @@ pub(crate) async fn pending_embeddings(
     limit: usize,
     cursor: &PendingCursor,
 ) -> Result<Vec<EmbeddingTask>> {
-    let order = client
-        .query(
-            "SELECT id FROM workspaces ORDER BY id <= $1, id",
-            &[&cursor.served_first.map_or(i64::MIN, |w| w.0)],
-        )
+    let workspaces: Vec<WorkspaceId> = (client.query("SELECT id FROM workspaces ORDER BY id", &[]))
         .await
-        .map_err(db)?;
+        .map_err(db)?
+        .iter()
+        .map(|row| WorkspaceId(row.get(0)))
+        .collect();
     let statement = client
         .prepare_cached(include_str!("sql/pending_embeddings.sql"))
         .await
         .map_err(db)?;
     let mut tasks = Vec::new();
-    for workspace in order.iter().map(|row| row.get::<_, i64>(0)) {
-        let after = cursor
-            .after
-            .get(&WorkspaceId(workspace))
-            .copied()
-            .unwrap_or(0);
-        // From the cursor to the last observation, then from the first up to the cursor.
-        for (from, to) in [(after, i64::MAX), (0, after)] {
-            let left = limit.saturating_sub(tasks.len());
-            if left == 0 || from >= to {
-                continue;
-            }
-            let left = i64::try_from(left).unwrap_or(i64::MAX);
-            let rows = client
-                .query(&statement, &[&model, &left, &workspace, &from, &to])
-                .await
-                .map_err(db)?;
-            tasks.extend(rows.iter().map(task));
+    for (workspace, after, up_to) in cursor.ranges(&workspaces) {
+        let left = limit.saturating_sub(tasks.len());
+        if left == 0 {
+            break;
         }
+        let left = i64::try_from(left).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&statement, &[&model, &left, &workspace.0, &after, &up_to])
+            .await
+            .map_err(db)?;
+        tasks.extend(rows.iter().map(task));
     }
     Ok(tasks)
 }

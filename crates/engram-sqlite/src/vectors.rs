@@ -76,28 +76,18 @@ pub(crate) fn pending_embeddings(
     limit: usize,
     cursor: &PendingCursor,
 ) -> Result<Vec<EmbeddingTask>> {
-    let order: Vec<i64> = query(
-        tx,
-        "SELECT id FROM workspaces ORDER BY id <= ?1, id",
-        [cursor.served_first.map_or(i64::MIN, |w| w.0)],
-        |row| row.get(0),
-    )?;
+    let workspaces: Vec<WorkspaceId> =
+        query(tx, "SELECT id FROM workspaces ORDER BY id", [], |row| {
+            Ok(WorkspaceId(row.get(0)?))
+        })?;
     let mut tasks = Vec::new();
-    for workspace in order {
-        let after = cursor
-            .after
-            .get(&WorkspaceId(workspace))
-            .copied()
-            .unwrap_or(0);
-        // From the cursor to the last observation, then from the first up to the cursor.
-        for (from, to) in [(after, i64::MAX), (0, after)] {
-            let left = limit.saturating_sub(tasks.len());
-            if left == 0 || from >= to {
-                continue;
-            }
-            let left = i64::try_from(left).unwrap_or(i64::MAX);
-            tasks.extend(pending_in(tx, model, left, workspace, (from, to))?);
+    for (workspace, after, up_to) in cursor.ranges(&workspaces) {
+        let left = limit.saturating_sub(tasks.len());
+        if left == 0 {
+            break;
         }
+        let left = i64::try_from(left).unwrap_or(i64::MAX);
+        tasks.extend(pending_in(tx, model, left, workspace.0, (after, up_to))?);
     }
     Ok(tasks)
 }
