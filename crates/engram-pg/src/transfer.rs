@@ -98,16 +98,30 @@ pub(crate) async fn graph_page(
     relations.sort();
     let (mut total_nodes, mut total_relations) = (None, None);
     if query.totals {
-        let totals = client
-            .query_one(
-                "SELECT (SELECT count(*) FROM nodes
-                         WHERE workspace_id = $1 AND ($2::text IS NULL OR entity_type = $2)),
-                        (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
-                         WHERE r.workspace_id = $1 AND ($2::text IS NULL OR f.entity_type = $2))",
-                &[&workspace.0, &query.entity_type],
-            )
-            .await
-            .map_err(db)?;
+        // The whole workspace's totals are kept (`workspace_counts`, as for get_stats), so a
+        // page costs the same however large the store; one type's are counted.
+        let totals = match &query.entity_type {
+            None => client
+                .query_one(
+                    "SELECT coalesce(sum(nodes), 0)::bigint, coalesce(sum(relations), 0)::bigint
+                         FROM workspace_counts WHERE workspace_id = $1",
+                    &[&workspace.0],
+                )
+                .await,
+            Some(entity_type) => {
+                client
+                    .query_one(
+                        "SELECT (SELECT count(*) FROM nodes
+                                 WHERE workspace_id = $1 AND entity_type = $2),
+                                (SELECT count(*) FROM relations r
+                                 JOIN nodes f ON f.id = r.from_node_id
+                                 WHERE r.workspace_id = $1 AND f.entity_type = $2)",
+                        &[&workspace.0, entity_type],
+                    )
+                    .await
+            }
+        }
+        .map_err(db)?;
         total_nodes = Some(totals.get::<_, i64>(0) as u64);
         total_relations = Some(totals.get::<_, i64>(1) as u64);
     }
