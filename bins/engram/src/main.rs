@@ -231,8 +231,8 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
         command => command,
     };
     if reads_only
+        && no_file
         && let Location::Sqlite(path) = location
-        && !path.exists()
     {
         anyhow::bail!(
             "no engram database at {}: nothing to read yet (`engram workspace create NAME` or \

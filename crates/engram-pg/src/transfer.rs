@@ -98,18 +98,15 @@ pub(crate) async fn graph_page(
     relations.sort();
     let (mut total_nodes, mut total_relations) = (None, None);
     if query.totals {
-        // The whole workspace's totals are kept (`workspace_counts`, as for get_stats), so a
-        // page costs the same however large the store; one type's are counted.
-        let totals = match &query.entity_type {
-            None => client
-                .query_one(
-                    "SELECT coalesce(sum(nodes), 0)::bigint, coalesce(sum(relations), 0)::bigint
-                         FROM workspace_counts WHERE workspace_id = $1",
-                    &[&workspace.0],
-                )
-                .await,
+        // The whole workspace's totals are the counts get_stats keeps, so a page costs the
+        // same however large the store; one type's are counted.
+        let (nodes, relations) = match &query.entity_type {
+            None => {
+                let stats = crate::nodes::get_stats(client, workspace).await?;
+                (stats.node_count, stats.relation_count)
+            }
             Some(entity_type) => {
-                client
+                let row = client
                     .query_one(
                         "SELECT (SELECT count(*) FROM nodes
                                  WHERE workspace_id = $1 AND entity_type = $2),
@@ -119,11 +116,12 @@ pub(crate) async fn graph_page(
                         &[&workspace.0, entity_type],
                     )
                     .await
+                    .map_err(db)?;
+                (row.get(0), row.get(1))
             }
-        }
-        .map_err(db)?;
-        total_nodes = Some(totals.get::<_, i64>(0) as u64);
-        total_relations = Some(totals.get::<_, i64>(1) as u64);
+        };
+        total_nodes = Some(nodes as u64);
+        total_relations = Some(relations as u64);
     }
     Ok(GraphPage {
         nodes,

@@ -84,20 +84,23 @@ impl Auth {
 #[derive(Debug, Clone)]
 pub struct Grant(pub TokenInfo);
 
-/// Middleware: authenticates the request when tokens are required, or passes it on.
-pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
-    if !auth.required {
-        return next.run(request).await;
-    }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
+/// The token of an `Authorization: Bearer …` header, if the request has one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    (headers.get(header::AUTHORIZATION))
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
-        .map(str::trim);
+        .map(str::trim)
+}
+
+/// Middleware: authenticates the request when tokens are required, or passes it on.
+pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
+    if !auth.required {
+        return next.run(request).await;
+    }
+    let presented = bearer(request.headers());
     let address = request.extensions().get::<ClientAddress>().map(|a| a.0);
     if let Some(wait) = address.and_then(|a| auth.throttled(a)) {
         let mut response = refuse(

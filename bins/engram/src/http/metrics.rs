@@ -22,18 +22,18 @@ use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use engram_domain::Memory;
+use engram_domain::{Memory, WorkspaceId};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use super::auth::{Auth, Grant, authenticate};
+use super::auth::{Auth, Grant, authenticate, bearer};
 
 /// The outcomes a tool call is counted under.
 const OUTCOMES: [&str; 3] = ["ok", "tool_error", "error"];
 /// The transports sessions are counted under.
 const TRANSPORTS: [&str; 2] = ["streamable_http", "sse"];
-/// Workspaces whose tool-call counters one scrape puts on the page at 0; past this many, a
-/// workspace's series appear with its first call (bounds the work and the series of a
-/// server with very many workspaces).
+/// Workspaces whose tool-call counters one scrape registers at 0 at most (each workspace
+/// once; the rest at the next scrapes), so a scrape's work stays bounded however many
+/// workspaces there are.
 const ZEROED_WORKSPACES: usize = 64;
 
 /// Reads the PostgreSQL pool's state, when the store has one.
@@ -91,6 +91,8 @@ struct Scrape {
     handle: PrometheusHandle,
     memory: Memory,
     pool: PoolProbe,
+    /// Workspaces whose tool-call counters are registered at 0 already.
+    zeroed: Arc<std::sync::Mutex<HashSet<String>>>,
 }
 
 /// Who may scrape, and what they see.
@@ -129,6 +131,7 @@ pub fn router(
             handle,
             memory,
             pool,
+            zeroed: Arc::default(),
         })
 }
 
@@ -139,14 +142,7 @@ async fn operator_or_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let presented = (request.headers().get(header::AUTHORIZATION))
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim);
-    if let (Some(presented), Some(expected)) = (presented, &access.operator_token)
+    if let (Some(presented), Some(expected)) = (bearer(request.headers()), &access.operator_token)
         && same_secret(presented.as_bytes(), expected.as_bytes())
     {
         request.extensions_mut().insert(Operator);
@@ -163,25 +159,27 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 async fn scrape(State(scrape): State<Scrape>, request: Request) -> Response {
     let grant = request.extensions().get::<Grant>();
     let operator = request.extensions().get::<Operator>().is_some();
-    let visible = match grant {
-        Some(Grant(token)) if !operator => Ok(HashSet::from([token.workspace.clone()])),
-        _ => (scrape.memory.list_workspaces().await)
-            .map(|list| list.into_iter().map(|w| w.workspace.name).collect()),
+    // The workspaces this scrape shows: the token's, or every one (read once).
+    let shown: Vec<(WorkspaceId, String)> = match grant {
+        Some(Grant(token)) if !operator => vec![(token.workspace_id, token.workspace.clone())],
+        _ => match scrape.memory.list_workspaces().await {
+            Ok(list) => (list.into_iter())
+                .map(|info| (info.workspace.id, info.workspace.name))
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "reading the store for metrics failed");
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    error.to_string(),
+                )
+                    .into_response();
+            }
+        },
     };
-    let visible = match visible {
-        Ok(visible) => visible,
-        Err(error) => {
-            tracing::warn!(%error, "reading the store for metrics failed");
-            return (
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                error.to_string(),
-            )
-                .into_response();
-        }
-    };
-    if let Err(error) = refresh(&scrape, &visible).await {
+    if let Err(error) = refresh(&scrape, &shown).await {
         tracing::warn!(%error, "reading the store for metrics failed");
     }
+    let visible: HashSet<String> = shown.into_iter().map(|(_, name)| name).collect();
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         only_workspaces(&scrape.handle.render(), &visible),
@@ -230,16 +228,24 @@ fn workspace_label(line: &str) -> Option<String> {
     }
 }
 
-/// The gauges read from the store at each scrape, and the tool-call counters of the visible
-/// workspaces at 0.
-async fn refresh(scrape: &Scrape, visible: &HashSet<String>) -> engram_domain::Result<()> {
-    let tools = engram_mcp::EngramServer::tool_names();
-    for workspace in visible.iter().take(ZEROED_WORKSPACES) {
-        for tool in tools.iter().chain([&"other".to_owned()]) {
-            for outcome in OUTCOMES {
-                metrics::counter!("engram_tool_calls_total", "tool" => tool.clone(),
-                    "workspace" => workspace.clone(), "outcome" => outcome)
-                .increment(0);
+/// The gauges of the `shown` workspaces, read from the store at each scrape, and the
+/// tool-call counters at 0 of those not yet registered.
+async fn refresh(scrape: &Scrape, shown: &[(WorkspaceId, String)]) -> engram_domain::Result<()> {
+    {
+        let mut zeroed = scrape.zeroed.lock().expect("metrics zeroed lock");
+        let tools = engram_mcp::EngramServer::tool_names();
+        let new: Vec<&String> = (shown.iter().map(|(_, name)| name))
+            .filter(|name| !zeroed.contains(*name))
+            .take(ZEROED_WORKSPACES)
+            .collect();
+        for workspace in new {
+            zeroed.insert(workspace.clone());
+            for tool in tools.iter().map(String::as_str).chain(["other"]) {
+                for outcome in OUTCOMES {
+                    metrics::counter!("engram_tool_calls_total", "tool" => tool.to_owned(),
+                        "workspace" => workspace.clone(), "outcome" => outcome)
+                    .increment(0);
+                }
             }
         }
     }
@@ -256,19 +262,12 @@ async fn refresh(scrape: &Scrape, visible: &HashSet<String>) -> engram_domain::R
         return Ok(());
     };
     let store = scrape.memory.store();
-    for info in scrape.memory.list_workspaces().await? {
-        let workspace = info.workspace;
-        if !visible.contains(&workspace.name) {
-            continue;
-        }
-        let coverage = store
-            .embedding_coverage(workspace.id, embedder.model_id())
-            .await?;
-        let pairs = store.embedding_pairs(workspace.id).await?;
+    for (id, name) in shown {
+        let coverage = store.embedding_coverage(*id, embedder.model_id()).await?;
+        let pairs = store.embedding_pairs(*id).await?;
         let backlog = pairs as f64 - (coverage * pairs as f64).round();
-        metrics::gauge!("engram_embedding_coverage", "workspace" => workspace.name.clone())
-            .set(coverage);
-        metrics::gauge!("engram_indexer_backlog", "workspace" => workspace.name).set(backlog);
+        metrics::gauge!("engram_embedding_coverage", "workspace" => name.clone()).set(coverage);
+        metrics::gauge!("engram_indexer_backlog", "workspace" => name.clone()).set(backlog);
     }
     Ok(())
 }

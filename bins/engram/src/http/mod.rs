@@ -33,7 +33,7 @@ pub use auth::{FAILED_CHECKS_PER_WINDOW, FAILURE_WINDOW};
 pub use binding::WORKSPACE_HEADER;
 pub use guard::{Guard, MAX_BODY_BYTES};
 pub use sessions::{MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, SESSION_IDLE, SessionLimits};
-pub use sse::{MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_PER_SESSION, UnreadBudget};
+pub use unread::{MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_PER_SESSION, UnreadBudget};
 
 /// The whole HTTP application. `shutdown` ends open streams and sessions when cancelled.
 pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Router {

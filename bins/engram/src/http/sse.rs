@@ -26,52 +26,15 @@ use tokio_util::sync::CancellationToken;
 use super::auth::Grant;
 use super::binding::{Binder, refuse, rpc_error};
 use super::sessions::{ClientAddress, Share, publish_open};
+use super::unread::{Tally, UnreadBudget};
 
-/// How many bytes of answers may wait for clients to read them: per session and for every
-/// session together. A client that stops reading its stream lets its answers pile up; past
-/// either budget its session is closed (its next message gets 503, then 404): a client that
-/// does not read is dropped, not buffered without limit.
-#[derive(Debug, Clone, Copy)]
-pub struct UnreadBudget {
-    /// Bytes waiting in one session.
-    pub per_session: usize,
-    /// Bytes waiting in all sessions together.
-    pub total: usize,
-}
-
-/// The default of [`UnreadBudget::per_session`]: room for the largest answers (a type of
-/// 2,000 nodes with long summaries is about 12 MB of JSON) twice over.
-pub const MAX_UNREAD_BYTES_PER_SESSION: usize = 32 * 1024 * 1024;
-/// The default of [`UnreadBudget::total`].
-pub const MAX_UNREAD_BYTES: usize = 128 * 1024 * 1024;
-
-/// Bytes of answers a session's client has not read yet, counted in the session and in all.
+/// Bytes of answers a session's client has not read yet ([`Tally`]), and whether an answer
+/// did not fit.
 #[derive(Clone)]
 struct Unread {
-    session: Arc<AtomicUsize>,
-    all: Arc<AtomicUsize>,
-    budget: UnreadBudget,
+    tally: Tally,
     /// Set when an answer did not fit: the session is being closed for it.
     overflowed: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Unread {
-    /// Counts `bytes` more, unless that would pass a budget (then nothing is counted).
-    fn add(&self, bytes: usize) -> bool {
-        let all = self.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        let session = self.session.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        if all > self.budget.total || session > self.budget.per_session {
-            self.take(bytes);
-            return false;
-        }
-        true
-    }
-
-    /// `bytes` were read (or dropped).
-    fn take(&self, bytes: usize) {
-        self.all.fetch_sub(bytes, Ordering::AcqRel);
-        self.session.fetch_sub(bytes, Ordering::AcqRel);
-    }
 }
 
 /// The server's side of a session's stream: serialises each message, counts its bytes as
@@ -97,7 +60,7 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
         }
         let data = serde_json::to_string(&message).map_err(std::io::Error::other)?;
         drop(message);
-        if !self.unread.add(data.len()) {
+        if !self.unread.tally.add(data.len()) {
             self.unread.overflowed.store(true, Ordering::Release);
             tracing::warn!(
                 bytes = data.len(),
@@ -110,7 +73,7 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
         }
         let bytes = data.len();
         self.sender.unbounded_send(data).map_err(|_| {
-            self.unread.take(bytes);
+            self.unread.tally.take(bytes);
             std::io::Error::other("the session's stream is closed")
         })
     }
@@ -208,8 +171,7 @@ impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.stop.cancel();
         // What was never read goes with the stream.
-        let left = self.unread.session.swap(0, Ordering::AcqRel);
-        self.unread.all.fetch_sub(left, Ordering::AcqRel);
+        self.unread.tally.take_all();
         // Remembered before the session goes, so its next message is told why.
         if self.unread.overflowed.load(Ordering::Acquire) {
             self.sessions.remember_dropped(&self.id);
@@ -239,9 +201,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::unbounded::<String>();
     let unread = Unread {
-        session: Arc::default(),
-        all: state.sessions.unread.clone(),
-        budget: state.unread,
+        tally: Tally::new(Arc::default(), state.sessions.unread.clone(), state.unread),
         overflowed: Arc::default(),
     };
     let stop = state.shutdown.child_token();
@@ -334,11 +294,11 @@ fn events(
                 let end = (at + PIECE_BYTES).min(event.len());
                 let piece = event.slice(at..end);
                 let released = counted.min(piece.len());
-                state.unread.take(released);
+                state.unread.tally.take(released);
                 if end < event.len() {
                     state.sending = Some((event, end, counted - released));
                 } else if counted > released {
-                    state.unread.take(counted - released);
+                    state.unread.tally.take(counted - released);
                 }
                 return Some((Ok(piece), state));
             }

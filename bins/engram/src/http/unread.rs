@@ -1,6 +1,7 @@
-//! Bytes of Streamable HTTP answers (`/mcp`) a client has not taken yet, held within the same
-//! budget as legacy SSE's ([`super::UnreadBudget`]: per session and for the server as a
-//! whole). Each frame of a response counts from when it is handed to the connection until the
+//! Bytes of answers clients have not read yet, held within one budget ([`UnreadBudget`]: per
+//! session and for the server as a whole) counted by [`Tally`], for both transports: legacy
+//! SSE counts each message until its stream hands it to the connection (`super::sse`), and
+//! Streamable HTTP answers (`/mcp`) are counted here. Each frame of a response counts from when it is handed to the connection until the
 //! connection asks for the next one, which it does once it has written the frame out; a client
 //! that stops reading leaves its frame counted. A frame that would pass a budget cuts its
 //! response off (the connection is closed, the frame freed, the log says why): a client that
@@ -18,7 +19,70 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http_body::Frame;
 
-use super::UnreadBudget;
+/// How many bytes of answers may wait for clients to read them: per session and for every
+/// session together. A client that stops reading lets its answers pile up; past either budget
+/// a legacy SSE session is closed (its next message gets 503, then 404) and a Streamable HTTP
+/// answer is cut off: a client that does not read is dropped, not buffered without limit.
+#[derive(Debug, Clone, Copy)]
+pub struct UnreadBudget {
+    /// Bytes waiting in one session.
+    pub per_session: usize,
+    /// Bytes waiting in all sessions together.
+    pub total: usize,
+}
+
+/// The default of [`UnreadBudget::per_session`]: room for the largest answers (a type of
+/// 2,000 nodes with long summaries is about 12 MB of JSON) twice over.
+pub const MAX_UNREAD_BYTES_PER_SESSION: usize = 32 * 1024 * 1024;
+/// The default of [`UnreadBudget::total`].
+pub const MAX_UNREAD_BYTES: usize = 128 * 1024 * 1024;
+
+/// Unread bytes counted in one session and in the server's total, against an
+/// [`UnreadBudget`].
+#[derive(Clone)]
+pub(super) struct Tally {
+    session: Arc<AtomicUsize>,
+    all: Arc<AtomicUsize>,
+    budget: UnreadBudget,
+}
+
+impl Tally {
+    /// Counts into `session` and `all` within `budget`.
+    pub(super) fn new(
+        session: Arc<AtomicUsize>,
+        all: Arc<AtomicUsize>,
+        budget: UnreadBudget,
+    ) -> Self {
+        Self {
+            session,
+            all,
+            budget,
+        }
+    }
+
+    /// Counts `bytes` more, unless that would pass a budget (then nothing is counted).
+    pub(super) fn add(&self, bytes: usize) -> bool {
+        let all = self.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        let session = self.session.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        if all > self.budget.total || session > self.budget.per_session {
+            self.take(bytes);
+            return false;
+        }
+        true
+    }
+
+    /// `bytes` were read (or dropped).
+    pub(super) fn take(&self, bytes: usize) {
+        self.all.fetch_sub(bytes, Ordering::AcqRel);
+        self.session.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// Everything the session still counts goes (its stream is gone).
+    pub(super) fn take_all(&self) {
+        let left = self.session.swap(0, Ordering::AcqRel);
+        self.all.fetch_sub(left, Ordering::AcqRel);
+    }
+}
 
 /// The unread bytes of every `/mcp` response, by session and in all.
 #[derive(Clone)]
@@ -45,30 +109,34 @@ impl AnswerLedger {
         sessions.entry(id.to_owned()).or_default().clone()
     }
 
-    /// Forgets a session's counter once no response of it is left.
-    fn forget(&self, id: &str, counter: Arc<AtomicUsize>) {
+    /// Forgets a session's counter once no response of it is left (`counter`, held by the
+    /// response that ends, is the last one besides the map's).
+    fn forget(&self, id: &str, counter: &Arc<AtomicUsize>) {
         let mut sessions = self.sessions.lock().expect("answer ledger lock");
         // Counters are cloned under this lock only: two holders are the map and `counter`.
-        if Arc::strong_count(&counter) == 2 {
+        if Arc::strong_count(counter) == 2 {
             sessions.remove(id);
         }
     }
 }
 
-/// Middleware on `/mcp`: counts each response's frames against the budget.
+/// Middleware on `/mcp`: counts each response's frames against the budget. A request
+/// without a session (`initialize`) counts in a session of its own.
 pub async fn count_answers(
     State(ledger): State<AnswerLedger>,
     request: Request,
     next: Next,
 ) -> Response {
-    let session = (request.headers().get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok())
-        .map(|id| (id.to_owned(), ledger.session(id)));
+    let session = (request.headers().get("mcp-session-id")).and_then(|v| v.to_str().ok());
+    let counter = session.map_or_else(Arc::default, |id| ledger.session(id));
+    let tally = Tally::new(counter, ledger.all.clone(), ledger.budget);
+    let session = session.map(str::to_owned);
     let response = next.run(request).await;
     response.map(|inner| {
         Body::new(Counted {
             inner,
             held: 0,
+            tally,
             session,
             ledger,
         })
@@ -80,31 +148,23 @@ struct Counted {
     inner: Body,
     /// Bytes of the frame last handed out, not yet known to be written.
     held: usize,
-    session: Option<(String, Arc<AtomicUsize>)>,
+    tally: Tally,
+    /// The session's id, when the request named one.
+    session: Option<String>,
     ledger: AnswerLedger,
 }
 
 impl Counted {
-    /// Counts `bytes` more, unless that would pass a budget (then nothing is counted).
+    /// Counts `bytes` as held, unless that would pass a budget (then nothing is counted).
     fn hold(&mut self, bytes: usize) -> bool {
-        let all = self.ledger.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        let session = (self.session.as_ref())
-            .map_or(0, |(_, s)| s.fetch_add(bytes, Ordering::AcqRel) + bytes);
-        self.held = bytes;
-        if all > self.ledger.budget.total || session > self.ledger.budget.per_session {
-            self.release();
-            return false;
-        }
-        true
+        let fits = self.tally.add(bytes);
+        self.held = if fits { bytes } else { 0 };
+        fits
     }
 
     /// The frame handed out last was written (or will never be).
     fn release(&mut self) {
-        let bytes = std::mem::take(&mut self.held);
-        self.ledger.all.fetch_sub(bytes, Ordering::AcqRel);
-        if let Some((_, session)) = &self.session {
-            session.fetch_sub(bytes, Ordering::AcqRel);
-        }
+        self.tally.take(std::mem::take(&mut self.held));
     }
 }
 
@@ -127,7 +187,7 @@ impl http_body::Body for Counted {
         if !this.hold(bytes) {
             tracing::warn!(
                 bytes,
-                session = this.session.as_ref().map(|(id, _)| id.as_str()),
+                session = this.session.as_deref(),
                 "cutting off an answer: its client leaves more unread than its budget"
             );
             return Poll::Ready(Some(Err(axum::Error::new(
@@ -149,8 +209,8 @@ impl http_body::Body for Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         self.release();
-        if let Some((id, counter)) = self.session.take() {
-            self.ledger.forget(&id, counter);
+        if let Some(id) = self.session.take() {
+            self.ledger.forget(&id, &self.tally.session);
         }
     }
 }

@@ -201,17 +201,21 @@ impl<'a> Importer<'a> {
         self.flush().await?;
         let waiting = std::mem::take(&mut self.waiting);
         let mut dangling = Vec::new();
+        // A dry run learns which names are missing chunk by chunk; a real run from the
+        // relations the store could not create, below.
+        let mut missing = HashSet::new();
         for chunk in waiting.chunks(BATCH_RELATIONS) {
             if self.options.dry_run {
                 let names = chunk.iter().flat_map(|(_, r)| [&r.from, &r.to]);
-                let missing = self.missing_nodes(names).await?;
+                let absent = self.missing_nodes(names).await?;
                 for (line, relation) in chunk {
-                    if missing.contains(&relation.from) || missing.contains(&relation.to) {
+                    if absent.contains(&relation.from) || absent.contains(&relation.to) {
                         dangling.push((*line, relation.clone()));
                     } else {
                         self.report.outcome.relations_created += 1;
                     }
                 }
+                missing.extend(absent);
                 continue;
             }
             let records: Vec<RelationRecord> = chunk.iter().map(|(_, r)| r.clone()).collect();
@@ -224,8 +228,10 @@ impl<'a> Importer<'a> {
             }
             self.report.outcome.absorb(outcome);
         }
-        let names = dangling.iter().flat_map(|(_, r)| [&r.from, &r.to]);
-        let missing = self.missing_nodes(names).await?;
+        if !self.options.dry_run {
+            let names = dangling.iter().flat_map(|(_, r)| [&r.from, &r.to]);
+            missing = self.missing_nodes(names).await?;
+        }
         if self.options.create_missing_nodes {
             return self.create_endpoints(missing, dangling).await;
         }
