@@ -11,6 +11,7 @@
 //! JSON-RPC errors (see [`error`]).
 
 mod arguments;
+pub mod backlog;
 pub mod error;
 pub mod params;
 pub mod results;
@@ -18,6 +19,7 @@ pub mod schema;
 mod tools;
 mod toolset;
 
+pub use backlog::AnswerBacklog;
 pub use engram_domain::auth::Access;
 use engram_domain::{Memory, Workspace, WorkspaceId};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -71,6 +73,8 @@ pub struct EngramServer {
     tool_router: ToolRouter<Self>,
     /// The session's calls running at once (at most [`CALLS_PER_SESSION`]); the others wait.
     running: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Answers built and not yet taken by the transport, when the transport reports them.
+    backlog: Option<AnswerBacklog>,
 }
 
 /// Tool calls of one session that run at once. A client may send many requests without
@@ -100,7 +104,18 @@ impl EngramServer {
             access: Access::ReadWrite,
             tool_router: TOOLS.clone(),
             running: std::sync::Arc::new(tokio::sync::Semaphore::new(CALLS_PER_SESSION)),
+            backlog: None,
         }
+    }
+
+    /// Starts a call only while fewer than [`backlog::ANSWERS_WAITING`] of the session's
+    /// answers wait for its transport, which reports each answer it takes to `backlog`
+    /// ([`AnswerBacklog::taken`]). For transports that write answers out more slowly than
+    /// tools build them (legacy SSE).
+    #[must_use]
+    pub fn with_backlog(mut self, backlog: AnswerBacklog) -> Self {
+        self.backlog = Some(backlog);
+        self
     }
 
     /// Offers only the tools in `tools`; the others are neither listed nor callable.
@@ -257,6 +272,9 @@ impl ServerHandler for EngramServer {
         let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);
         let started = std::time::Instant::now();
         let _turn = self.running.acquire().await.ok();
+        if let Some(backlog) = &self.backlog {
+            backlog.turn().await;
+        }
         if context.ct.is_cancelled() {
             // Cancelled while it waited its turn (the client cancelled it, or its session
             // closed): nobody will read an answer, so none is built.
@@ -265,10 +283,17 @@ impl ServerHandler for EngramServer {
                 None,
             ));
         }
+        let (id, cancelled) = (context.id.clone(), context.ct.clone());
         let response = self
             .authorised_call(request, context)
             .instrument(span.clone())
             .await;
+        // A cancelled request's answer is dropped by rmcp, never handed to the transport.
+        if let (Some(backlog), Ok(_), false) = (&self.backlog, &response, cancelled.is_cancelled())
+        {
+            backlog.built(id);
+        }
+
         let outcome = match &response {
             Ok(rmcp::model::CallToolResponse::Complete(result))
                 if result.is_error == Some(true) =>

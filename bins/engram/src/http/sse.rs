@@ -15,7 +15,7 @@ use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use engram_domain::WorkspaceId;
-use engram_mcp::{Access, Binding, EngramServer};
+use engram_mcp::{Access, AnswerBacklog, Binding, EngramServer};
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use rmcp::ServiceExt;
@@ -37,13 +37,82 @@ struct Unread {
     overflowed: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// The server's side of a session's stream: serialises each message, counts its bytes as
-/// unread until the stream hands it to the connection, and ends the session when its client
-/// leaves too much unread.
+/// One `message` event as the connection receives it: pieces of at most [`PIECE_BYTES`], each
+/// its own allocation, so a connection that holds a piece it cannot write (its client does not
+/// read) pins that piece, not the whole answer.
+#[derive(Default)]
+struct Event {
+    pieces: std::collections::VecDeque<Bytes>,
+    /// Bytes of the whole event.
+    bytes: usize,
+    /// The piece being written.
+    open: Vec<u8>,
+}
+
+impl Event {
+    /// `message` serialised as an SSE `message` event (serialised JSON holds no line break:
+    /// one `data:` line), written straight into pieces: no copy of the whole answer is made.
+    fn message(message: &ServerJsonRpcMessage) -> std::io::Result<Self> {
+        use std::io::Write;
+        let mut event = Self::default();
+        event.write_all(b"event: message\ndata: ")?;
+        serde_json::to_writer(&mut event, message)?;
+        event.write_all(b"\n\n")?;
+        event.seal();
+        Ok(event)
+    }
+
+    /// The open piece joins the others.
+    fn seal(&mut self) {
+        if !self.open.is_empty() {
+            let piece = std::mem::take(&mut self.open);
+            self.bytes += piece.len();
+            self.pieces.push_back(Bytes::from(piece));
+        }
+    }
+}
+
+impl std::io::Write for Event {
+    fn write(&mut self, mut bytes: &[u8]) -> std::io::Result<usize> {
+        let written = bytes.len();
+        while !bytes.is_empty() {
+            if self.open.capacity() == 0 {
+                self.open.reserve_exact(PIECE_BYTES);
+            }
+            let room = PIECE_BYTES - self.open.len();
+            let (now, rest) = bytes.split_at(room.min(bytes.len()));
+            self.open.extend_from_slice(now);
+            bytes = rest;
+            if self.open.len() == PIECE_BYTES {
+                self.seal();
+            }
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The request a message answers, if it is an answer.
+fn answered(message: &ServerJsonRpcMessage) -> Option<&rmcp::model::RequestId> {
+    match message {
+        ServerJsonRpcMessage::Response(response) => Some(&response.id),
+        ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
+        _ => None,
+    }
+}
+
+/// The server's side of a session's stream: serialises each message into an [`Event`],
+/// counts its bytes as unread until the stream hands them to the connection, and ends the
+/// session when its client leaves too much unread.
 struct ToClient {
-    sender: mpsc::UnboundedSender<String>,
+    sender: mpsc::UnboundedSender<Event>,
     unread: Unread,
     stop: CancellationToken,
+    /// Told of each answer once it is serialised, so the session builds the next.
+    backlog: AnswerBacklog,
 }
 
 impl futures::Sink<ServerJsonRpcMessage> for ToClient {
@@ -54,16 +123,20 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
     }
 
     fn start_send(self: Pin<&mut Self>, message: ServerJsonRpcMessage) -> Result<(), Self::Error> {
+        if let Some(id) = answered(&message) {
+            self.backlog.taken(id);
+        }
         if self.stop.is_cancelled() {
             // Closed (its client did not read): nothing more is serialised for it.
             return Err(std::io::Error::other("the session is closed"));
         }
-        let data = serde_json::to_string(&message).map_err(std::io::Error::other)?;
+        let event = Event::message(&message)?;
         drop(message);
-        if !self.unread.tally.add(data.len()) {
+        let bytes = event.bytes;
+        if !self.unread.tally.add(bytes) {
             self.unread.overflowed.store(true, Ordering::Release);
             tracing::warn!(
-                bytes = data.len(),
+                bytes,
                 "closing an sse session whose client leaves more unread than its budget"
             );
             self.stop.cancel();
@@ -71,8 +144,7 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
                 "the session's client does not read its stream",
             ));
         }
-        let bytes = data.len();
-        self.sender.unbounded_send(data).map_err(|_| {
+        self.sender.unbounded_send(event).map_err(|_| {
             self.unread.tally.take(bytes);
             std::io::Error::other("the session's stream is closed")
         })
@@ -199,7 +271,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     };
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
-    let (to_client, from_server) = mpsc::unbounded::<String>();
+    let (to_client, from_server) = mpsc::unbounded::<Event>();
     let unread = Unread {
         tally: Tally::new(Arc::default(), state.sessions.unread.clone(), state.unread),
         overflowed: Arc::default(),
@@ -219,9 +291,11 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         );
         publish_open("sse", sessions.len());
     }
+    let backlog = AnswerBacklog::default();
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
         .with_tools(&state.tools)
-        .with_access(access);
+        .with_access(access)
+        .with_backlog(backlog.clone());
     let server_stop = stop.clone();
     let unread_by_server = unread.clone();
     tokio::spawn(async move {
@@ -229,6 +303,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
             sender: to_client,
             unread: unread_by_server,
             stop: server_stop.clone(),
+            backlog,
         };
         let transport = (sink, from_client);
         match server.serve_with_ct(transport, server_stop).await {
@@ -262,23 +337,23 @@ const PIECE_BYTES: usize = 64 * 1024;
 /// How often an idle stream sends a comment, so proxies and clients keep it open.
 const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// The event stream: the `endpoint` event, then every message as a `message` event, handed to
-/// the connection in pieces of at most [`PIECE_BYTES`] (each piece leaves the unread count as
-/// it goes), and a keep-alive comment after [`KEEP_ALIVE`] of silence; ends with `stop`.
+/// The event stream: the `endpoint` event, then every message's [`Event`] a piece at a time
+/// (each piece leaves the unread count as the connection takes it), and a keep-alive comment
+/// after [`KEEP_ALIVE`] of silence; ends with `stop`, dropping what was not handed out.
 fn events(
     endpoint: String,
-    from_server: mpsc::UnboundedReceiver<String>,
+    from_server: mpsc::UnboundedReceiver<Event>,
     unread: Unread,
     guard: SessionGuard,
     stop: CancellationToken,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> {
     struct State {
-        from_server: mpsc::UnboundedReceiver<String>,
+        from_server: mpsc::UnboundedReceiver<Event>,
         unread: Unread,
         stop: CancellationToken,
         _guard: SessionGuard,
-        /// The event being sent, from `at`, and how many of its bytes are still counted.
-        sending: Option<(Bytes, usize, usize)>,
+        /// What is left of the event being sent.
+        sending: Event,
     }
     let first = Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n"));
     let state = State {
@@ -286,30 +361,19 @@ fn events(
         unread,
         stop,
         _guard: guard,
-        sending: None,
+        sending: Event::default(),
     };
     let rest = futures::stream::unfold(state, |mut state| async move {
         loop {
-            if let Some((event, at, counted)) = state.sending.take() {
-                let end = (at + PIECE_BYTES).min(event.len());
-                let piece = event.slice(at..end);
-                let released = counted.min(piece.len());
-                state.unread.tally.take(released);
-                if end < event.len() {
-                    state.sending = Some((event, end, counted - released));
-                } else if counted > released {
-                    state.unread.tally.take(counted - released);
-                }
+            if state.stop.is_cancelled() {
+                return None;
+            }
+            if let Some(piece) = state.sending.pieces.pop_front() {
+                state.unread.tally.take(piece.len());
                 return Some((Ok(piece), state));
             }
             tokio::select! {
-                message = state.from_server.next() => {
-                    let data = message?;
-                    let counted = data.len();
-                    // Serialised JSON holds no line break: one `data:` line.
-                    let event = Bytes::from(format!("event: message\ndata: {data}\n\n"));
-                    state.sending = Some((event, 0, counted));
-                }
+                event = state.from_server.next() => state.sending = event?,
                 () = tokio::time::sleep(KEEP_ALIVE) => {
                     return Some((Ok(Bytes::from_static(b":\n\n")), state));
                 }
