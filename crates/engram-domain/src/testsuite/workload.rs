@@ -189,5 +189,41 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         started.elapsed().as_secs_f64(),
         neighbours.iter().filter(|n| !n.is_empty()).count()
     );
+    if plain.len() > similarity::EXACT_UP_TO {
+        approximation_recall(&plain, &neighbours);
+    }
     Ok(())
+}
+
+/// Prints how many of the exact neighbours (and of the exact similar pairs at 0.75, what
+/// `find_similar_nodes` asks by default) the inverted file found.
+fn approximation_recall(vectors: &[&[f32]], approximate: &[Vec<similarity::Neighbour>]) {
+    let started = Instant::now();
+    let exact = similarity::exact_neighbours(vectors, 10, 0.6);
+    let elapsed = started.elapsed();
+    let (mut found, mut wanted) = (0, 0);
+    for (exact, approximate) in exact.iter().zip(approximate) {
+        wanted += exact.len();
+        found += exact.iter().filter(|n| approximate.contains(n)).count();
+    }
+    let exact_pairs = similarity::pairs(&exact, 0.75);
+    let approximate_pairs: std::collections::HashSet<(usize, usize)> =
+        (similarity::pairs(approximate, 0.75).into_iter())
+            .map(|(a, b, _)| (a, b))
+            .collect();
+    let pairs_found = (exact_pairs.iter())
+        .filter(|(a, b, _)| approximate_pairs.contains(&(*a, *b)))
+        .count();
+    println!(
+        "exact nearest_neighbours {:.2}s; recall of the inverted file: neighbours {:.3} \
+         ({found} of {wanted}), pairs at 0.75 {:.3} ({pairs_found} of {}), best 1,000 pairs {:.3}",
+        elapsed.as_secs_f64(),
+        found as f64 / wanted.max(1) as f64,
+        pairs_found as f64 / exact_pairs.len().max(1) as f64,
+        exact_pairs.len(),
+        (exact_pairs.iter().take(1_000))
+            .filter(|(a, b, _)| approximate_pairs.contains(&(*a, *b)))
+            .count() as f64
+            / exact_pairs.len().clamp(1, 1_000) as f64,
+    );
 }

@@ -1,9 +1,14 @@
-//! Exact nearest neighbours over a set of vectors in memory, for the node-level questions
+//! Nearest neighbours over a set of vectors in memory, for the node-level questions
 //! (clusters, similar pairs) that compare every node with every other.
 //!
-//! The similarity matrix is computed in blocks of rows with ndarray's matrix product
-//! (`matrixmultiply`, SIMD), so 10,000 vectors of 384 dimensions take about a second on one
-//! core and never more than one block of the matrix is in memory.
+//! Up to [`EXACT_UP_TO`] vectors the answer is exact: the similarity matrix is computed in
+//! blocks of rows with ndarray's matrix product (`matrixmultiply`, SIMD), so 10,000 vectors of
+//! 384 dimensions take about a second on one core and never more than one block of the matrix
+//! is in memory. Past that, the cost of n² grows out of reach (about two minutes at 100,000),
+//! and an inverted file ([`inverted_file`]) finds nearly all the same neighbours in a small
+//! part of the time.
+
+pub mod inverted_file;
 
 use ndarray::{Array2, Axis};
 
@@ -19,11 +24,33 @@ pub struct Neighbour {
     pub similarity: f32,
 }
 
+/// Vector counts up to which [`nearest_neighbours`] is exact.
+pub const EXACT_UP_TO: usize = 20_000;
+/// Lists of the inverted file each vector looks for its neighbours in, past [`EXACT_UP_TO`].
+pub const PROBES: usize = 6;
+
 /// For every vector, its up to `k` most similar other vectors with cosine similarity ≥
 /// `min_score`, best first (ties by index). Vectors are L2-normalised here, so they need not
 /// be unit length; a zero vector has no neighbours. Vectors must share one dimension; a
 /// vector of another length than the first is treated as having no neighbours.
+///
+/// Exact up to [`EXACT_UP_TO`] vectors; past that approximate, from an inverted file of √n
+/// lists searched [`PROBES`] lists deep (the similarities are exact, a neighbour may be
+/// missed).
 pub fn nearest_neighbours<V: AsRef<[f32]>>(
+    vectors: &[V],
+    k: usize,
+    min_score: f32,
+) -> Vec<Vec<Neighbour>> {
+    if vectors.len() > EXACT_UP_TO {
+        let lists = (vectors.len() as f64).sqrt().round() as usize;
+        return inverted_file::neighbours(vectors, k, min_score, lists, PROBES);
+    }
+    exact_neighbours(vectors, k, min_score)
+}
+
+/// [`nearest_neighbours`], exact at any size (n² products).
+pub fn exact_neighbours<V: AsRef<[f32]>>(
     vectors: &[V],
     k: usize,
     min_score: f32,
