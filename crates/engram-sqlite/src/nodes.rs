@@ -335,12 +335,11 @@ pub(crate) fn get_pending_consolidation(
 
 pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<Stats> {
     tx.query_row(
-        "SELECT w.name,
-                (SELECT count(*) FROM nodes WHERE workspace_id = w.id) AS node_count,
-                (SELECT count(*) FROM observations WHERE workspace_id = w.id)
-                    AS observation_count,
-                (SELECT count(*) FROM relations WHERE workspace_id = w.id) AS relation_count
-         FROM workspaces w WHERE w.id = ?1",
+        // The kept counts (migration V7), moved by triggers on every insert and delete.
+        "SELECT w.name, c.nodes AS node_count, c.observations AS observation_count,
+                c.relations AS relation_count
+         FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+         WHERE w.id = ?1",
         [workspace.0],
         |row| {
             Ok(Stats {

@@ -84,15 +84,20 @@ pub(crate) fn graph_page(
     relations.sort();
     let totals: Option<(i64, i64)> = page
         .totals
-        .then(|| {
-            tx.query_row(
-                "SELECT (SELECT count(*) FROM nodes
-                     WHERE workspace_id = ?1 AND (?2 IS NULL OR entity_type = ?2)),
-                    (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
-                     WHERE r.workspace_id = ?1 AND (?2 IS NULL OR f.entity_type = ?2))",
-                params![workspace.0, page.entity_type],
+        .then(|| match &page.entity_type {
+            // The whole workspace: the kept counts (migration V7).
+            None => tx.query_row(
+                "SELECT nodes, relations FROM workspace_counts WHERE workspace_id = ?1",
+                [workspace.0],
                 |row| Ok((row.get(0)?, row.get(1)?)),
-            )
+            ),
+            Some(entity_type) => tx.query_row(
+                "SELECT (SELECT count(*) FROM nodes WHERE workspace_id = ?1 AND entity_type = ?2),
+                        (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
+                         WHERE r.workspace_id = ?1 AND f.entity_type = ?2)",
+                params![workspace.0, entity_type],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            ),
         })
         .transpose()
         .map_err(db)?;
