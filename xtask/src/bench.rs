@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// The stores `scale` measures.
     #[arg(long, value_delimiter = ',', default_value = "sqlite,postgresql")]
     stores: Vec<String>,
+    /// `scale` without an embedder: only the calls that need no vectors, no indexing (for
+    /// sizes where PostgreSQL's HNSW indexing would take hours).
+    #[arg(long)]
+    text_only: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -73,7 +77,12 @@ enum Benchmark {
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.benchmarks.contains(&Benchmark::Scale) {
         println!("== scale: every call from the smallest size to the largest");
-        crate::scale::run(&args.sizes, &args.stores, args.samples.min(50))?;
+        crate::scale::run(
+            &args.sizes,
+            &args.stores,
+            args.samples.min(50),
+            args.text_only,
+        )?;
     }
     let all = args.benchmarks.is_empty();
     let wanted = |b: Benchmark| all || args.benchmarks.contains(&b);

@@ -33,8 +33,10 @@ const CALLS: [&str; 12] = [
     "get_consolidation_report",
 ];
 
-/// Runs the scale benchmark at `sizes` (observations) on `stores` (`sqlite`, `postgresql`).
-pub fn run(sizes: &[usize], stores: &[String], samples: usize) -> Result<()> {
+/// Runs the scale benchmark at `sizes` (observations) on `stores` (`sqlite`, `postgresql`);
+/// with `text_only`, without an embedder (the calls that need no vectors). The figures of
+/// earlier runs at other (store, size) pairs stay in `scale.json` and the plot.
+pub fn run(sizes: &[usize], stores: &[String], samples: usize, text_only: bool) -> Result<()> {
     for what in [
         ["build", "--release", "-p", "engram", "--bin", "engram"].as_slice(),
         &["build", "--release", "-p", "engram", "--example", "scale"],
@@ -76,7 +78,8 @@ pub fn run(sizes: &[usize], stores: &[String], samples: usize) -> Result<()> {
                     .args(["--database-url", &url, "--observations", &size.to_string()])
                     .args(["--samples", &samples.to_string()])
                     .arg("--engram")
-                    .arg(release.join("engram")),
+                    .arg(release.join("engram"))
+                    .args(text_only.then_some("--text-only")),
             )?;
             let mut run: Value = serde_json::from_str(printed.trim())
                 .with_context(|| format!("the scale example printed {printed}"))?;
@@ -88,6 +91,7 @@ pub fn run(sizes: &[usize], stores: &[String], samples: usize) -> Result<()> {
         }
     }
     let figures = bench.join("scale.json");
+    let runs = with_earlier_runs(&figures, runs);
     std::fs::write(&figures, serde_json::to_string_pretty(&runs)?)?;
     println!("{}", table(&runs));
     let plot = workspace_root().join("docs").join("scale.png");
@@ -98,6 +102,22 @@ pub fn run(sizes: &[usize], stores: &[String], samples: usize) -> Result<()> {
         plot.display()
     );
     Ok(())
+}
+
+/// `runs` and the runs in `figures` (an earlier `scale.json`) at any other store and size,
+/// ordered by store and size.
+fn with_earlier_runs(figures: &Path, runs: Vec<Value>) -> Vec<Value> {
+    let key = |run: &Value| (run["store"].to_string(), run["observations"].as_u64());
+    let earlier: Vec<Value> = std::fs::read_to_string(figures)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let mut all: Vec<Value> = (earlier.into_iter())
+        .filter(|old| runs.iter().all(|new| key(new) != key(old)))
+        .collect();
+    all.extend(runs);
+    all.sort_by_key(key);
+    all
 }
 
 /// `pg_database_size` of the database at `url`.
@@ -131,7 +151,10 @@ fn table(runs: &[Value]) -> String {
         let cells: Vec<String> = (runs.iter())
             .map(|r| {
                 let latency = &r["calls"][call];
-                format!("{} / {}", latency["p50"], latency["p99"])
+                match latency.is_null() {
+                    true => "—".to_owned(),
+                    false => format!("{} / {}", latency["p50"], latency["p99"]),
+                }
             })
             .collect();
         out.push_str(&format!("| `{call}` | {} |\n", cells.join(" | ")));
@@ -141,7 +164,10 @@ fn table(runs: &[Value]) -> String {
             thousands(&r["load_observations_per_second"])
         }),
         ("indexing, observations/s", |r| {
-            thousands(&r["index_observations_per_second"])
+            match r["text_only"].as_bool() {
+                Some(true) => "— (text only)".to_owned(),
+                _ => thousands(&r["index_observations_per_second"]),
+            }
         }),
         ("disk bytes per observation", |r| {
             let per =

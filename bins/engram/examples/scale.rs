@@ -6,7 +6,9 @@
 //!
 //! Vectors come from a deterministic embedder this program serves over Ollama's `/api/embed`
 //! (a hash of the text spread over 384 dimensions): fast enough for a million texts on two
-//! cores, and harder for HNSW than a real model's vectors, which cluster by meaning.
+//! cores, and harder for HNSW than a real model's vectors, which cluster by meaning. With
+//! `--text-only` the server runs without an embedder: no indexing, and only the calls that
+//! need no vectors are measured (for sizes where PostgreSQL's HNSW indexing would take hours).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -56,6 +58,9 @@ struct Args {
     /// The engram binary.
     #[arg(long)]
     engram: PathBuf,
+    /// Serve without an embedder and measure only the calls that need no vectors.
+    #[arg(long)]
+    text_only: bool,
 }
 
 /// Latency figures of one call, milliseconds.
@@ -90,8 +95,12 @@ struct Report {
     relations: usize,
     load_seconds: f64,
     load_observations_per_second: f64,
-    index_seconds: f64,
-    index_observations_per_second: f64,
+    /// Absent with `--text-only`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index_observations_per_second: Option<f64>,
+    text_only: bool,
     /// The SQLite files' bytes (PostgreSQL's are read by `cargo xtask bench scale`).
     disk_bytes: Option<u64>,
     rss_mb: f64,
@@ -267,16 +276,16 @@ async fn main() -> Result<()> {
     anyhow::ensure!(imported.success(), "the import failed");
     let load_seconds = started.elapsed().as_secs_f64();
 
+    let embedder_args: &[&str] = if args.text_only {
+        &["--embedder", "none"]
+    } else {
+        &["--embedder", "ollama", "--embed-model", "scale-hash"]
+    };
     let port = free_port()?;
     let served = Instant::now();
     let mut server = tokio::process::Command::new(&args.engram)
-        .args([
-            "serve",
-            "--embedder",
-            "ollama",
-            "--embed-model",
-            "scale-hash",
-        ])
+        .arg("serve")
+        .args(embedder_args)
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .env("ENGRAM_DATABASE_URL", &args.database_url)
         .env("OLLAMA_HOST", &embedder)
@@ -298,7 +307,7 @@ async fn main() -> Result<()> {
     let client = ().serve(transport).await?;
 
     // The indexer starts with the server.
-    loop {
+    while !args.text_only {
         let stats = call(&client, "get_stats", json!({})).await?;
         if stats["embedding_coverage"].as_f64() == Some(1.0) {
             break;
@@ -309,7 +318,7 @@ async fn main() -> Result<()> {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let index_seconds = served.elapsed().as_secs_f64();
+    let index_seconds = (!args.text_only).then(|| served.elapsed().as_secs_f64());
 
     let s = args.samples;
     let name = |k: usize| node_name((k * 7_919 + 13) % nodes);
@@ -325,11 +334,16 @@ async fn main() -> Result<()> {
         "open_nodes",
         measure(&client, "open_nodes", s, |k| json!({"names": [name(k)]})).await?,
     );
-    for (label, mode) in [
+    let modes = [
         ("search_nodes hybrid", "hybrid"),
         ("search_nodes embedding", "embedding"),
         ("search_nodes text", "text"),
-    ] {
+    ];
+    let vectors_needed = |label: &str| label.contains("hybrid") || label.contains("embedding");
+    for (label, mode) in modes {
+        if args.text_only && vectors_needed(label) {
+            continue;
+        }
         let latency = measure(
             &client,
             "search_nodes",
@@ -341,12 +355,12 @@ async fn main() -> Result<()> {
     }
     calls.insert(
         "search_observations",
-        measure(
-            &client,
-            "search_observations",
-            s,
-            |k| json!({"query": query(k), "min_score": 0}),
-        )
+        measure(&client, "search_observations", s, |k| {
+            match args.text_only {
+                true => json!({"query": query(k), "min_score": 0, "mode": "text"}),
+                false => json!({"query": query(k), "min_score": 0}),
+            }
+        })
         .await?,
     );
     calls.insert(
@@ -388,14 +402,16 @@ async fn main() -> Result<()> {
         "get_stats",
         measure(&client, "get_stats", s, |_| json!({})).await?,
     );
-    calls.insert(
-        "find_similar_nodes",
-        measure(&client, "find_similar_nodes", s.min(5), |_| json!({})).await?,
-    );
-    calls.insert(
-        "get_consolidation_report",
-        measure(&client, "get_consolidation_report", s.min(3), |_| json!({})).await?,
-    );
+    if !args.text_only {
+        calls.insert(
+            "find_similar_nodes",
+            measure(&client, "find_similar_nodes", s.min(5), |_| json!({})).await?,
+        );
+        calls.insert(
+            "get_consolidation_report",
+            measure(&client, "get_consolidation_report", s.min(3), |_| json!({})).await?,
+        );
+    }
     let (rss_mb, peak_rss_mb) = memory_mb(pid);
     client.cancel().await?;
     server.start_kill()?;
@@ -415,8 +431,10 @@ async fn main() -> Result<()> {
         relations,
         load_seconds: (load_seconds * 10.0).round() / 10.0,
         load_observations_per_second: (args.observations as f64 / load_seconds).round(),
-        index_seconds: (index_seconds * 10.0).round() / 10.0,
-        index_observations_per_second: (args.observations as f64 / index_seconds).round(),
+        index_seconds: index_seconds.map(|seconds| (seconds * 10.0).round() / 10.0),
+        index_observations_per_second: index_seconds
+            .map(|seconds| (args.observations as f64 / seconds).round()),
+        text_only: args.text_only,
         disk_bytes,
         rss_mb,
         peak_rss_mb,

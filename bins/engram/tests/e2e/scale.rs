@@ -46,3 +46,41 @@ fn the_scale_bench_runs_at_a_small_size() {
         );
     }
 }
+
+#[test]
+fn the_text_only_scale_bench_measures_the_calls_that_need_no_vectors() {
+    let engram = std::path::Path::new(env!("CARGO_BIN_EXE_engram"));
+    let example = engram.with_file_name("examples").join("scale");
+    let directory = tempfile::tempdir().unwrap();
+    let database = directory.path().join("scale.db");
+    let output = std::process::Command::new(example)
+        .args(["--database-url", &database.display().to_string()])
+        .args(["--observations", "800", "--samples", "2", "--text-only"])
+        .arg("--engram")
+        .arg(engram)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["text_only"], true);
+    assert!(
+        report.get("index_observations_per_second").is_none(),
+        "{report}"
+    );
+    let calls = report["calls"].as_object().unwrap();
+    let mut measured: Vec<&str> = calls.keys().map(String::as_str).collect();
+    measured.sort_unstable();
+    assert_eq!(
+        measured,
+        [
+            "get_neighborhood depth 2",
+            "get_path",
+            "get_stats",
+            "open_nodes",
+            "read_graph first page",
+            "read_graph last page",
+            "search_nodes text",
+            "search_observations",
+        ]
+    );
+}

@@ -84,7 +84,10 @@ fn centroids(unit: &ArrayView2<'_, f32>, lists: usize) -> Array2<f32> {
             let mut sum = sums.row_mut(near[0]);
             sum += &row;
         }
-        for (mut centroid, sum) in centroids.axis_iter_mut(Axis(0)).zip(sums.axis_iter(Axis(0))) {
+        for (mut centroid, sum) in centroids
+            .axis_iter_mut(Axis(0))
+            .zip(sums.axis_iter(Axis(0)))
+        {
             let norm = sum.dot(&sum).sqrt();
             if norm > 0.0 {
                 centroid.assign(&(&sum / norm));
@@ -114,7 +117,12 @@ fn nearest_lists(
                     .enumerate()
                     .map(|(index, &similarity)| Neighbour { index, similarity }),
             );
-            nearest.push(best_k(&mut row_buffer, probes).iter().map(|n| n.index).collect());
+            nearest.push(
+                best_k(&mut row_buffer, probes)
+                    .iter()
+                    .map(|n| n.index)
+                    .collect(),
+            );
         }
     }
     nearest
