@@ -55,6 +55,9 @@ pub struct BenchArgs {
     /// sizes where PostgreSQL's HNSW indexing would take hours).
     #[arg(long)]
     text_only: bool,
+    /// The process counts `processes` measures.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    processes: Vec<usize>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,6 +74,9 @@ enum Benchmark {
     /// The cost of every call from 10,000 to 1,000,000 observations on both stores, with the
     /// plot in docs/scale.png (`--sizes`, `--stores`; only when named: it takes hours).
     Scale,
+    /// Mixed clients against 1, 2 and 4 engram processes on one PostgreSQL database of
+    /// 100,000 observations (`--processes`; only when named).
+    Processes,
 }
 
 /// Runs `cargo xtask bench …`.
@@ -83,6 +89,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             args.samples.min(50),
             args.text_only,
         )?;
+    }
+    if args.benchmarks.contains(&Benchmark::Processes) {
+        println!("== processes: one database, several engram processes");
+        crate::scale::processes(100_000, &args.processes)?;
     }
     let all = args.benchmarks.is_empty();
     let wanted = |b: Benchmark| all || args.benchmarks.contains(&b);

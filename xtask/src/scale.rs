@@ -37,17 +37,7 @@ const CALLS: [&str; 12] = [
 /// with `text_only`, without an embedder (the calls that need no vectors). The figures of
 /// earlier runs at other (store, size) pairs stay in `scale.json` and the plot.
 pub fn run(sizes: &[usize], stores: &[String], samples: usize, text_only: bool) -> Result<()> {
-    for what in [
-        ["build", "--release", "-p", "engram", "--bin", "engram"].as_slice(),
-        &["build", "--release", "-p", "engram", "--example", "scale"],
-    ] {
-        cmd::run(
-            cargo()
-                .current_dir(workspace_root())
-                .args(what)
-                .arg("--quiet"),
-        )?;
-    }
+    build()?;
     let release = target_dir().join("release");
     let bench = target_dir().join("bench");
     std::fs::create_dir_all(&bench)?;
@@ -101,6 +91,63 @@ pub fn run(sizes: &[usize], stores: &[String], samples: usize, text_only: bool) 
         figures.display(),
         plot.display()
     );
+    Ok(())
+}
+
+/// `cargo xtask bench processes`: the throughput of mixed clients against 1, 2 and 4 engram
+/// processes on one PostgreSQL database of `observations` (the scale example's
+/// `--processes`), printed as a table and kept in `target/bench/processes.json`.
+pub fn processes(observations: usize, counts: &[usize]) -> Result<()> {
+    build()?;
+    let pg = postgres::ensure_installed(&target_dir())?;
+    let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
+    let url = cluster.fresh_database(&pg, "engram_processes")?;
+    let release = target_dir().join("release");
+    let counts: Vec<String> = counts.iter().map(ToString::to_string).collect();
+    let printed = cmd::output(
+        Command::new(release.join("examples").join("scale"))
+            .args(["--database-url", &url])
+            .args(["--observations", &observations.to_string()])
+            .args(["--processes", &counts.join(",")])
+            .arg("--engram")
+            .arg(release.join("engram")),
+    )?;
+    let report: Value = serde_json::from_str(printed.trim())
+        .with_context(|| format!("the scale example printed {printed}"))?;
+    let figures = target_dir().join("bench").join("processes.json");
+    std::fs::write(&figures, serde_json::to_string_pretty(&report)?)?;
+    println!(
+        "| processes | calls/s | p50 / p99 ms | search_nodes text p50 | add_observations p50 |"
+    );
+    println!("|---|---|---|---|---|");
+    for run in report["throughput"].as_array().into_iter().flatten() {
+        println!(
+            "| {} | {} | {} / {} | {} | {} |",
+            run["processes"],
+            thousands(&run["calls_per_second"]),
+            run["all"]["p50"],
+            run["all"]["p99"],
+            run["tools"]["search_nodes"]["p50"],
+            run["tools"]["add_observations"]["p50"],
+        );
+    }
+    println!("figures in {}", figures.display());
+    Ok(())
+}
+
+/// Builds the release binary and the scale example.
+fn build() -> Result<()> {
+    for what in [
+        ["build", "--release", "-p", "engram", "--bin", "engram"].as_slice(),
+        &["build", "--release", "-p", "engram", "--example", "scale"],
+    ] {
+        cmd::run(
+            cargo()
+                .current_dir(workspace_root())
+                .args(what)
+                .arg("--quiet"),
+        )?;
+    }
     Ok(())
 }
 

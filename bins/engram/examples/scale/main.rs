@@ -61,7 +61,16 @@ struct Args {
     /// Serve without an embedder and measure only the calls that need no vectors.
     #[arg(long)]
     text_only: bool,
+    /// Instead of each call's latency, the throughput of mixed clients against this many
+    /// `engram serve` processes on the one store, one run per count (e.g. `1,2,4`; no
+    /// embedder).
+    #[arg(long, value_delimiter = ',')]
+    processes: Vec<usize>,
+    #[command(flatten)]
+    load: throughput::Load,
 }
+
+mod throughput;
 
 /// Latency figures of one call, milliseconds.
 #[derive(Serialize)]
@@ -245,6 +254,50 @@ fn memory_mb(pid: u32) -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// A running `engram serve` and its base URL.
+struct Server {
+    process: tokio::process::Child,
+    base: String,
+}
+
+/// `engram serve` on a free port of 127.0.0.1 over `database_url`, with `embedder_args`
+/// (and `OLLAMA_HOST=ollama`), once `/healthz` answers.
+async fn serve(
+    engram: &Path,
+    database_url: &str,
+    embedder_args: &[&str],
+    ollama: &str,
+) -> Result<Server> {
+    let port = free_port()?;
+    let started = Instant::now();
+    let process = tokio::process::Command::new(engram)
+        .arg("serve")
+        .args(embedder_args)
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .env("ENGRAM_DATABASE_URL", database_url)
+        .env("OLLAMA_HOST", ollama)
+        .env("ENGRAM_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()?;
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        anyhow::ensure!(started.elapsed() < Duration::from_secs(60), "no server");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(Server { process, base })
+}
+
+/// An MCP client of the server at `base`, in the benchmark's workspace.
+async fn connect(base: &str) -> Result<Client> {
+    let headers =
+        std::collections::HashMap::from([("x-memory-workspace".parse()?, WORKSPACE.parse()?)]);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+        .custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    Ok(().serve(transport).await?)
+}
+
 fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -276,35 +329,29 @@ async fn main() -> Result<()> {
     anyhow::ensure!(imported.success(), "the import failed");
     let load_seconds = started.elapsed().as_secs_f64();
 
+    if !args.processes.is_empty() {
+        let runs = throughput::run(
+            &args.engram,
+            &args.database_url,
+            nodes,
+            &args.processes,
+            &args.load,
+        )
+        .await?;
+        let report = json!({"store": if sqlite { "sqlite" } else { "postgresql" },
+            "observations": args.observations, "nodes": nodes, "throughput": runs});
+        println!("{report}");
+        return Ok(());
+    }
     let embedder_args: &[&str] = if args.text_only {
         &["--embedder", "none"]
     } else {
         &["--embedder", "ollama", "--embed-model", "scale-hash"]
     };
-    let port = free_port()?;
     let served = Instant::now();
-    let mut server = tokio::process::Command::new(&args.engram)
-        .arg("serve")
-        .args(embedder_args)
-        .args(["--bind", &format!("127.0.0.1:{port}")])
-        .env("ENGRAM_DATABASE_URL", &args.database_url)
-        .env("OLLAMA_HOST", &embedder)
-        .env("ENGRAM_LOG", "warn")
-        .kill_on_drop(true)
-        .spawn()?;
-    let pid = server.id().context("the server's pid")?;
-    let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        anyhow::ensure!(served.elapsed() < Duration::from_secs(60), "no server");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let headers =
-        std::collections::HashMap::from([("x-memory-workspace".parse()?, WORKSPACE.parse()?)]);
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
-        .custom_headers(headers);
-    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-    let client = ().serve(transport).await?;
+    let mut server = serve(&args.engram, &args.database_url, embedder_args, &embedder).await?;
+    let pid = server.process.id().context("the server's pid")?;
+    let client = connect(&server.base).await?;
 
     // The indexer starts with the server.
     while !args.text_only {
@@ -414,8 +461,8 @@ async fn main() -> Result<()> {
     }
     let (rss_mb, peak_rss_mb) = memory_mb(pid);
     client.cancel().await?;
-    server.start_kill()?;
-    server.wait().await?;
+    server.process.start_kill()?;
+    server.process.wait().await?;
 
     let disk_bytes = sqlite.then(|| {
         ["", "-wal", "-shm"]
