@@ -21,6 +21,7 @@ mod memory;
 mod memory_search;
 mod memory_transfer;
 mod model;
+pub mod path;
 pub mod perspectives;
 mod retry;
 mod search_results;

@@ -1,8 +1,7 @@
 //! Graph walks and graph-wide checks: neighbourhood, shortest path, unlinked references.
 
-use std::collections::HashSet;
-
 use deadpool_postgres::GenericClient;
+use engram_domain::path::PathSearch;
 use engram_domain::*;
 
 use crate::error::db;
@@ -53,11 +52,10 @@ pub(crate) async fn get_neighborhood(
     })
 }
 
-/// The shortest path from `from` to `to`, relations followed in either direction: a
-/// breadth-first search one level (one query) at a time, the nodes reached kept in a hash set,
-/// then a walk back from the target taking, at each level, the first neighbour by name and
-/// relation id that the level holds (so the answer is deterministic). Each level costs its
-/// nodes' relations, never the square of the nodes reached.
+/// The shortest path from `from` to `to`, relations followed in either direction:
+/// [`engram_domain::path`]'s search from both ends, one query per level it asks for, then its
+/// walk back from the target over each node's neighbours by name and relation id (so the
+/// answer is deterministic, and engram-sqlite's).
 pub(crate) async fn get_path(
     client: &impl GenericClient,
     workspace: WorkspaceId,
@@ -69,38 +67,25 @@ pub(crate) async fn get_path(
         .prepare_cached(include_str!("sql/path_level.sql"))
         .await
         .map_err(db)?;
-    let mut seen: HashSet<i64> = HashSet::from([source]);
-    let mut levels: Vec<Vec<i64>> = vec![vec![source]];
-    while !seen.contains(&target) && levels.len() <= limits::MAX_PATH_HOPS as usize {
-        let frontier = &levels[levels.len() - 1];
-        let rows = client.query(&level_query, &[frontier]).await.map_err(db)?;
-        let next: Vec<i64> = (rows.iter().map(|row| row.get::<_, i64>(0)))
-            .filter(|id| seen.insert(*id))
-            .collect();
-        if next.is_empty() {
-            break;
-        }
-        levels.push(next);
+    let mut search = PathSearch::new(source, target);
+    while let Some(frontier) = search.frontier() {
+        let rows = client.query(&level_query, &[&frontier]).await.map_err(db)?;
+        search.expand(rows.iter().map(|row| (row.get(0), row.get(1))));
     }
-    if !seen.contains(&target) {
+    let Some(mut walk) = search.walk() else {
         return Ok(GraphPath::default());
-    }
+    };
     let step_query = client
         .prepare_cached(include_str!("sql/path_step.sql"))
         .await
         .map_err(db)?;
     let mut path = vec![to.to_owned()];
     let mut relations = Vec::new();
-    let mut current = target;
-    for level in levels[..levels.len() - 1].iter().rev() {
-        let previous: HashSet<i64> = level.iter().copied().collect();
+    while let Some(current) = walk.at() {
         let rows = client.query(&step_query, &[&current]).await.map_err(db)?;
-        let row = (rows.iter())
-            .find(|row| previous.contains(&row.get::<_, i64>("neighbour_id")))
-            .ok_or_else(|| Error::Internal("shortest path: a level lost its link".into()))?;
-        path.push(row.get("neighbour"));
-        relations.push(relation(row));
-        current = row.get("neighbour_id");
+        let chosen = walk.step(rows.iter().map(|row| row.get::<_, i64>("neighbour_id")))?;
+        path.push(rows[chosen].get("neighbour"));
+        relations.push(relation(&rows[chosen]));
     }
     path.reverse();
     relations.reverse();

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use engram_domain::path::PathSearch;
 use engram_domain::*;
 use rusqlite::{Transaction, params};
 
@@ -36,16 +37,10 @@ pub(crate) fn get_neighborhood(
     })
 }
 
-/// A shortest path by breadth-first search, one statement per level: `levels[d]` holds the
-/// nodes first reached after `d` hops (each node is expanded once, so the cost is that of the
-/// relations within reach, whatever cycles they form), up to the level that reaches the target
-/// or [`limits::MAX_PATH_HOPS`]. Then the walk back from the target takes, at each hop, the
-/// neighbour of the level before that sorts first by name, then by relation id, so the answer
-/// is deterministic (and engram-pg's).
-///
-/// A recursive CTE cannot do this in SQLite: it cannot drop a node already reached at an
-/// earlier level, so in a graph with cycles every level grows to the whole component and the
-/// walk costs `MAX_PATH_HOPS` times more.
+/// A shortest path: [`engram_domain::path`]'s search from both ends, one statement per level
+/// it asks for (`path_level.sql`), then its walk back from the target over each node's
+/// neighbours by name and relation id (`path_step.sql`), so the answer is deterministic (and
+/// engram-pg's).
 pub(crate) fn get_path(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
@@ -53,43 +48,33 @@ pub(crate) fn get_path(
     to: &str,
 ) -> Result<GraphPath> {
     let (source, target) = node_pair(tx, workspace, from, to)?;
-    let mut seen: HashSet<i64> = HashSet::from([source]);
-    let mut levels: Vec<Vec<i64>> = vec![vec![source]];
-    while !seen.contains(&target) && levels.len() <= limits::MAX_PATH_HOPS as usize {
-        let frontier = id_list(&levels[levels.len() - 1]);
-        let next: Vec<i64> = query(tx, include_str!("sql/path_level.sql"), [frontier], |row| {
-            row.get(0)
-        })?
-        .into_iter()
-        .filter(|id| seen.insert(*id))
-        .collect();
-        if next.is_empty() {
-            break;
-        }
-        levels.push(next);
+    let mut search = PathSearch::new(source, target);
+    while let Some(frontier) = search.frontier() {
+        let links = query(
+            tx,
+            include_str!("sql/path_level.sql"),
+            [id_list(frontier)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        search.expand(links);
     }
-    if !seen.contains(&target) {
+    let Some(mut walk) = search.walk() else {
         return Ok(GraphPath::default());
-    }
+    };
     let mut path = vec![to.to_owned()];
     let mut relations = Vec::new();
-    let mut current = target;
-    for level in levels[..levels.len() - 1].iter().rev() {
-        let previous: HashSet<i64> = level.iter().copied().collect();
-        let steps = query(tx, include_str!("sql/path_step.sql"), [current], |row| {
+    while let Some(current) = walk.at() {
+        let mut steps = query(tx, include_str!("sql/path_step.sql"), [current], |row| {
             Ok((
                 row.get::<_, i64>("neighbour_id")?,
                 row.get::<_, String>("neighbour")?,
                 relation(row)?,
             ))
         })?;
-        let (neighbour, name, hop) = steps
-            .into_iter()
-            .find(|(id, _, _)| previous.contains(id))
-            .ok_or_else(|| Error::Internal("shortest path: a level lost its link".into()))?;
+        let chosen = walk.step(steps.iter().map(|(id, _, _)| *id))?;
+        let (_, name, hop) = steps.swap_remove(chosen);
         path.push(name);
         relations.push(hop);
-        current = neighbour;
     }
     path.reverse();
     relations.reverse();

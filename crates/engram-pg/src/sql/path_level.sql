@@ -1,5 +1,5 @@
--- $1 node ids (a level of the search). Their neighbours, relations followed in either
--- direction, each once.
-SELECT r.to_node_id FROM relations r WHERE r.from_node_id = ANY ($1)
+-- $1 node ids (a level of the search). Each one's neighbours as (node, neighbour),
+-- relations followed in either direction.
+SELECT r.from_node_id, r.to_node_id FROM relations r WHERE r.from_node_id = ANY ($1)
 UNION
-SELECT r.from_node_id FROM relations r WHERE r.to_node_id = ANY ($1)
+SELECT r.to_node_id, r.from_node_id FROM relations r WHERE r.to_node_id = ANY ($1)
