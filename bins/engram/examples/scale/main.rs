@@ -68,6 +68,9 @@ struct Args {
     processes: Vec<usize>,
     #[command(flatten)]
     load: throughput::Load,
+    /// The store already holds this size's data (an earlier run's): measure without loading.
+    #[arg(long)]
+    reuse: bool,
 }
 
 mod throughput;
@@ -102,8 +105,11 @@ struct Report {
     observations: usize,
     nodes: usize,
     relations: usize,
-    load_seconds: f64,
-    load_observations_per_second: f64,
+    /// Absent with `--reuse`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load_observations_per_second: Option<f64>,
     /// Absent with `--text-only`.
     #[serde(skip_serializing_if = "Option::is_none")]
     index_seconds: Option<f64>,
@@ -304,6 +310,24 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
+/// Loads `file` into the benchmark's workspace of `database_url` with `engram import`.
+fn import(engram: &Path, file: &Path, database_url: &str) -> Result<()> {
+    let imported = std::process::Command::new(engram)
+        .args([
+            "import",
+            &file.display().to_string(),
+            "--workspace",
+            WORKSPACE,
+        ])
+        .arg("--create-workspace")
+        .env("ENGRAM_DATABASE_URL", database_url)
+        .env("ENGRAM_LOG", "warn")
+        .stdout(Stdio::null())
+        .status()?;
+    anyhow::ensure!(imported.success(), "the import failed");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -314,20 +338,12 @@ async fn main() -> Result<()> {
     let (nodes, relations) = write_file(&file, args.observations)?;
 
     let started = Instant::now();
-    let imported = std::process::Command::new(&args.engram)
-        .args([
-            "import",
-            &file.display().to_string(),
-            "--workspace",
-            WORKSPACE,
-        ])
-        .arg("--create-workspace")
-        .env("ENGRAM_DATABASE_URL", &args.database_url)
-        .env("ENGRAM_LOG", "warn")
-        .stdout(Stdio::null())
-        .status()?;
-    anyhow::ensure!(imported.success(), "the import failed");
-    let load_seconds = started.elapsed().as_secs_f64();
+    let imported = if args.reuse {
+        None
+    } else {
+        Some(import(&args.engram, &file, &args.database_url)?)
+    };
+    let load_seconds = imported.map(|()| started.elapsed().as_secs_f64());
 
     if !args.processes.is_empty() {
         let runs = throughput::run(
@@ -476,8 +492,9 @@ async fn main() -> Result<()> {
         observations: args.observations,
         nodes,
         relations,
-        load_seconds: (load_seconds * 10.0).round() / 10.0,
-        load_observations_per_second: (args.observations as f64 / load_seconds).round(),
+        load_seconds: load_seconds.map(|seconds| (seconds * 10.0).round() / 10.0),
+        load_observations_per_second: load_seconds
+            .map(|seconds| (args.observations as f64 / seconds).round()),
         index_seconds: index_seconds.map(|seconds| (seconds * 10.0).round() / 10.0),
         index_observations_per_second: index_seconds
             .map(|seconds| (args.observations as f64 / seconds).round()),
