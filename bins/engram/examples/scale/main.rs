@@ -310,6 +310,21 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
+/// Waits until every observation has its vector (at most four hours from `served`).
+async fn wait_for_indexing(client: &Client, served: Instant) -> Result<()> {
+    loop {
+        let stats = call(client, "get_stats", json!({})).await?;
+        if stats["embedding_coverage"].as_f64() == Some(1.0) {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            served.elapsed() < Duration::from_secs(4 * 3_600),
+            "indexing did not finish in 4 hours: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Loads `file` into the benchmark's workspace of `database_url` with `engram import`.
 fn import(engram: &Path, file: &Path, database_url: &str) -> Result<()> {
     let imported = std::process::Command::new(engram)
@@ -370,18 +385,12 @@ async fn main() -> Result<()> {
     let client = connect(&server.base).await?;
 
     // The indexer starts with the server.
-    while !args.text_only {
-        let stats = call(&client, "get_stats", json!({})).await?;
-        if stats["embedding_coverage"].as_f64() == Some(1.0) {
-            break;
-        }
-        anyhow::ensure!(
-            served.elapsed() < Duration::from_secs(4 * 3_600),
-            "indexing did not finish in 4 hours: {stats}"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let index_seconds = (!args.text_only).then(|| served.elapsed().as_secs_f64());
+    let index_seconds = if args.text_only {
+        None
+    } else {
+        wait_for_indexing(&client, served).await?;
+        Some(served.elapsed().as_secs_f64())
+    };
 
     let s = args.samples;
     let name = |k: usize| node_name((k * 7_919 + 13) % nodes);
