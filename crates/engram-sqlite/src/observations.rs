@@ -6,7 +6,7 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
-use crate::nodes::{node_ids, observations_created};
+use crate::nodes::{NewObservation, insert_observations, node_ids};
 
 pub(crate) fn add_observations(
     tx: &Transaction<'_>,
@@ -26,19 +26,14 @@ pub(crate) fn add_observations(
              RETURNING next_ordinal - ?2",
         )
         .map_err(db)?;
-    let mut insert = tx
-        .prepare_cached(
-            "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
-                                       updated_at)
-             VALUES (?1, ?2, ?3, ?4, engram_now(), engram_now())",
-        )
-        .map_err(db)?;
     // A text the node already holds is not stored again; the transaction holds the write
     // lock, so no other writer adds it meanwhile.
     let mut held = tx
         .prepare_cached("SELECT min(ordinal) FROM observations WHERE node_id = ?1 AND content = ?2")
         .map_err(db)?;
     let mut result = Vec::with_capacity(additions.len());
+    // Written together at the end (see `insert_observations`).
+    let mut rows = Vec::new();
     for addition in additions {
         let Some(&node_id) = ids.get(&addition.entity_name) else {
             result.push(AddedObservations {
@@ -69,15 +64,12 @@ pub(crate) fn add_observations(
             .map_err(db)?;
         let mut added = Vec::with_capacity(fresh.len());
         for (ordinal, content) in (first..).zip(fresh) {
-            insert
-                .execute(params![node_id, workspace.0, ordinal, content])
-                .map_err(db)?;
+            rows.push(NewObservation::now(node_id, ordinal, content));
             added.push(Observation {
                 ordinal: Ordinal(ordinal),
                 content: content.clone(),
             });
         }
-        observations_created(tx, node_id, added.len())?;
         result.push(AddedObservations {
             entity_name: addition.entity_name.clone(),
             added,
@@ -85,6 +77,7 @@ pub(crate) fn add_observations(
             skipped_duplicates,
         });
     }
+    insert_observations(tx, workspace, &rows)?;
     Ok(result)
 }
 

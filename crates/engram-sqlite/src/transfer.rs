@@ -8,6 +8,7 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
+use crate::nodes::{NewObservation, insert_observations};
 use crate::sql::{query, strings, tags_json};
 use crate::{micros, timestamp};
 
@@ -139,15 +140,10 @@ pub(crate) fn import(
     let mut existing = tx
         .prepare_cached("SELECT id, next_ordinal FROM nodes WHERE workspace_id = ?1 AND name = ?2")
         .map_err(db)?;
-    let mut insert_observation = tx
-        .prepare_cached(
-            "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
-                                       updated_at)
-             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()), coalesce(?6, ?5, engram_now()))",
-        )
-        .map_err(db)?;
     let mut outcome = ImportOutcome::default();
     let mut restore = Vec::new();
+    // Written together (see `insert_observations`), before a node that existed is read.
+    let mut rows: Vec<NewObservation<'_>> = Vec::new();
     for node in nodes {
         let inserted: Option<i64> = insert_node
             .query_row(
@@ -175,6 +171,7 @@ pub(crate) fn import(
             }
             None => {
                 outcome.nodes_existing += 1;
+                insert_observations(tx, workspace, &std::mem::take(&mut rows))?;
                 existing
                     .query_row(params![workspace.0, node.name], |row| {
                         Ok((row.get(0)?, row.get(1)?))
@@ -193,23 +190,18 @@ pub(crate) fn import(
             )?,
         };
         let (placed, new_next) = place_observations(node, &present, next);
-        let placed_count = placed.len();
         outcome.observations_added += placed.len() as u64;
         outcome.observations_existing += (node.observations.len() - placed.len()) as u64;
-        for (i, ordinal) in placed {
+        rows.extend(placed.into_iter().map(|(i, ordinal)| {
             let observation = &node.observations[i];
-            insert_observation
-                .execute(params![
-                    id,
-                    workspace.0,
-                    ordinal,
-                    observation.content,
-                    observation.created_at.map(micros),
-                    observation.updated_at.map(micros),
-                ])
-                .map_err(db)?;
-        }
-        crate::nodes::observations_created(tx, id, placed_count)?;
+            NewObservation {
+                node_id: id,
+                ordinal,
+                content: &observation.content,
+                created_at: observation.created_at.map(micros),
+                updated_at: observation.updated_at.map(micros),
+            }
+        }));
         if new_next != next {
             tx.execute(
                 "UPDATE nodes SET next_ordinal = ?2 WHERE id = ?1",
@@ -218,6 +210,7 @@ pub(crate) fn import(
             .map_err(db)?;
         }
     }
+    insert_observations(tx, workspace, &rows)?;
     import_relations(tx, workspace, relations, &mut outcome)?;
     // Writing observations and relations moved `updated_at`; a created node gets its own.
     for (id, updated_at) in restore {
