@@ -396,8 +396,13 @@ pub(crate) fn insert_observations(
     let json = serde_json::Value::from(
         (rows.iter())
             .map(|row| {
-                serde_json::json!([row.node_id, row.ordinal, row.content, row.created_at,
-                                   row.updated_at])
+                serde_json::json!([
+                    row.node_id,
+                    row.ordinal,
+                    row.content,
+                    row.created_at,
+                    row.updated_at
+                ])
             })
             .collect::<Vec<_>>(),
     );

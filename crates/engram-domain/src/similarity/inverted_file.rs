@@ -7,7 +7,7 @@
 
 use ndarray::{Array2, ArrayView2, Axis};
 
-use super::{BLOCK_ROWS, Neighbour, best_k, normalised};
+use super::{BLOCK_ROWS, Neighbour, best_k, best_of_row, normalised};
 
 /// Rounds of k-means that place the centroids.
 const TRAINING_ROUNDS: usize = 6;
@@ -56,12 +56,7 @@ pub fn neighbours<V: AsRef<[f32]>>(
             for (row, &i) in block.axis_iter(Axis(0)).zip(chunk) {
                 row_buffer.clear();
                 row_buffer.append(&mut result[i]);
-                row_buffer.extend(
-                    (members.iter().zip(row))
-                        .filter(|&(&j, &similarity)| j != i && similarity >= min_score)
-                        .map(|(&index, &similarity)| Neighbour { index, similarity }),
-                );
-                result[i] = best_k(&mut row_buffer, k);
+                result[i] = best_of_row(&mut row_buffer, i, members, row, min_score, k);
             }
         }
     }

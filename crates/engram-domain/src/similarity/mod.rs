@@ -150,15 +150,28 @@ fn neighbours_among<V: AsRef<[f32]>>(
         for (offset, row) in block.axis_iter(Axis(0)).enumerate() {
             let i = start + offset;
             row_buffer.clear();
-            row_buffer.extend(
-                (pool.iter().zip(row))
-                    .filter(|&(&j, &similarity)| j != i && similarity >= min_score)
-                    .map(|(&index, &similarity)| Neighbour { index, similarity }),
-            );
-            result[i] = best_k(&mut row_buffer, k);
+            result[i] = best_of_row(&mut row_buffer, i, pool, row, min_score, k);
         }
     }
     result
+}
+
+/// The best `k` of what `buffer` holds and of `members` (indices) whose similarities to vector
+/// `i` are `similarities`, leaving `i` itself out and what is below `min_score`: [`best_k`].
+fn best_of_row(
+    buffer: &mut Vec<Neighbour>,
+    i: usize,
+    members: &[usize],
+    similarities: ndarray::ArrayView1<'_, f32>,
+    min_score: f32,
+    k: usize,
+) -> Vec<Neighbour> {
+    buffer.extend(
+        (members.iter().zip(similarities))
+            .filter(|&(&j, &similarity)| j != i && similarity >= min_score)
+            .map(|(&index, &similarity)| Neighbour { index, similarity }),
+    );
+    best_k(buffer, k)
 }
 
 /// The best `k` of `row` (by similarity, ties by index), best first, in a vector of their own
