@@ -272,9 +272,13 @@ impl ServerHandler for EngramServer {
         let span = tracing::info_span!("tool_call", tool = %tool, workspace = %workspace);
         let started = std::time::Instant::now();
         let _turn = self.running.acquire().await.ok();
-        if let Some(backlog) = &self.backlog {
-            backlog.turn().await;
-        }
+        let backlog_turn = match &self.backlog {
+            Some(backlog) => tokio::select! {
+                turn = backlog.turn() => Some(turn),
+                () = context.ct.cancelled() => None,
+            },
+            None => None,
+        };
         if context.ct.is_cancelled() {
             // Cancelled while it waited its turn (the client cancelled it, or its session
             // closed): nobody will read an answer, so none is built.
@@ -289,9 +293,8 @@ impl ServerHandler for EngramServer {
             .instrument(span.clone())
             .await;
         // A cancelled request's answer is dropped by rmcp, never handed to the transport.
-        if let (Some(backlog), Ok(_), false) = (&self.backlog, &response, cancelled.is_cancelled())
-        {
-            backlog.built(id);
+        if let (Some(turn), Ok(_), false) = (backlog_turn, &response, cancelled.is_cancelled()) {
+            turn.built(id);
         }
 
         let outcome = match &response {

@@ -377,51 +377,60 @@ impl<'a> NewObservation<'a> {
     }
 }
 
-/// Writes `rows` into `workspace` in one statement, in their order, then records one
-/// `observation create` event per node with its count (migration V4), for runs of `rows` of
-/// one node.
+/// The JSON text of one statement of [`insert_observations`] is cut after this many bytes
+/// (SQLite refuses a string over 1e9 bytes, and an import batch may hold 10,000 texts of 64 KiB
+/// whose escapes make them up to six times longer).
+const STATEMENT_JSON_BYTES: usize = 8 << 20;
+
+/// Writes `rows` into `workspace` in their order, in one statement per 8 MiB of their JSON,
+/// then records one `observation create` event per node with its count (migration V4), for
+/// runs of `rows` of one node.
 ///
-/// One statement for all of a call's observations because FTS5 writes out the terms it holds
-/// in memory whenever a statement opens a savepoint, which every statement with triggers
-/// does: with a statement per observation it wrote, then merged, a segment per observation,
-/// 55 % of `create_entities`' time.
+/// One statement for a call's observations because FTS5 writes out the terms it holds in
+/// memory whenever a statement opens a savepoint, which every statement with triggers does:
+/// with a statement per observation it wrote, then merged, a segment per observation, 55 % of
+/// `create_entities`' time.
 pub(crate) fn insert_observations(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     rows: &[NewObservation<'_>],
 ) -> Result<()> {
-    if rows.is_empty() {
-        return Ok(());
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
+                                       updated_at)
+             SELECT j.value ->> 0, ?2, j.value ->> 1, j.value ->> 2,
+                    coalesce(j.value ->> 3, engram_now()),
+                    coalesce(j.value ->> 4, j.value ->> 3, engram_now())
+             FROM json_each(?1) j ORDER BY j.key",
+        )
+        .map_err(db)?;
+    let mut json = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        json.push(if json.is_empty() { '[' } else { ',' });
+        let tuple = (
+            row.node_id,
+            row.ordinal,
+            row.content,
+            row.created_at,
+            row.updated_at,
+        );
+        json.push_str(&serde_json::to_string(&tuple).map_err(|e| Error::Internal(e.to_string()))?);
+        if json.len() >= STATEMENT_JSON_BYTES || i + 1 == rows.len() {
+            json.push(']');
+            insert.execute(params![json, workspace.0]).map_err(db)?;
+            json.clear();
+        }
     }
-    let json = serde_json::Value::from(
-        (rows.iter())
-            .map(|row| {
-                serde_json::json!([
-                    row.node_id,
-                    row.ordinal,
-                    row.content,
-                    row.created_at,
-                    row.updated_at
-                ])
-            })
-            .collect::<Vec<_>>(),
-    );
-    tx.prepare_cached(
-        "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
-                                   updated_at)
-         SELECT j.value ->> 0, ?2, j.value ->> 1, j.value ->> 2,
-                coalesce(j.value ->> 3, engram_now()),
-                coalesce(j.value ->> 4, j.value ->> 3, engram_now())
-         FROM json_each(?1) j ORDER BY j.key",
-    )
-    .and_then(|mut insert| insert.execute(params![json.to_string(), workspace.0]))
-    .map_err(db)?;
     let mut counts: Vec<(i64, i64)> = Vec::new();
     for row in rows {
         match counts.last_mut() {
             Some((node, count)) if *node == row.node_id => *count += 1,
             _ => counts.push((row.node_id, 1)),
         }
+    }
+    if counts.is_empty() {
+        return Ok(());
     }
     tx.prepare_cached(
         "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, at, count)

@@ -64,8 +64,8 @@ struct Args {
     /// Instead of each call's latency, the throughput of mixed clients against this many
     /// `engram serve` processes on the one store, one run per count (e.g. `1,2,4`; no
     /// embedder).
-    #[arg(long, value_delimiter = ',')]
-    processes: Vec<usize>,
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..))]
+    processes: Vec<u16>,
     #[command(flatten)]
     load: throughput::Load,
     /// The store already holds this size's data (an earlier run's): measure without loading.
@@ -85,6 +85,13 @@ struct Latency {
 
 impl Latency {
     fn of(mut times: Vec<Duration>) -> Self {
+        if times.is_empty() {
+            return Self {
+                samples: 0,
+                p50: 0.0,
+                p99: 0.0,
+            };
+        }
         times.sort();
         let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
         let at = |q: f64| {
@@ -385,7 +392,8 @@ async fn main() -> Result<()> {
     let client = connect(&server.base).await?;
 
     // The indexer starts with the server.
-    let index_seconds = if args.text_only {
+    // A reused store holds its vectors already: there is no indexing to time.
+    let index_seconds = if args.text_only || args.reuse {
         None
     } else {
         wait_for_indexing(&client, served).await?;

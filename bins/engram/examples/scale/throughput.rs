@@ -26,7 +26,12 @@ pub struct Load {
 }
 
 /// One call a client makes, its tool and arguments, drawn from the mix above.
-fn next_call(rng: &mut StdRng, client: usize, made: usize, nodes: usize) -> (&'static str, Value) {
+/// `run` names the run, so the nodes one creates are new in every run on the same store.
+fn next_call(
+    rng: &mut StdRng,
+    (run, client, made): (usize, usize, usize),
+    nodes: usize,
+) -> (&'static str, Value) {
     let node = |rng: &mut StdRng| node_name(rng.random_range(0..nodes));
     match rng.random_range(0..100) {
         0..40 => (
@@ -41,7 +46,7 @@ fn next_call(rng: &mut StdRng, client: usize, made: usize, nodes: usize) -> (&'s
         ),
         _ => (
             "create_entities",
-            json!({"entities": [{"name": format!("client-{client}-{made}"),
+            json!({"entities": [{"name": format!("run-{run}-client-{client}-{made}"),
                    "entity_type": "new", "observations": [text(rng)]}]}),
         ),
     }
@@ -54,11 +59,11 @@ pub async fn run(
     engram: &Path,
     database_url: &str,
     nodes: usize,
-    processes: &[usize],
+    processes: &[u16],
     load: &Load,
 ) -> Result<Vec<Value>> {
     let mut runs = Vec::new();
-    for &count in processes {
+    for count in processes.iter().map(|&count| usize::from(count)) {
         let mut servers = Vec::with_capacity(count);
         for _ in 0..count {
             servers.push(serve(engram, database_url, &["--embedder", "none"], "").await?);
@@ -72,7 +77,8 @@ pub async fn run(
                 let mut rng = StdRng::seed_from_u64(client as u64 * 7_919 + count as u64);
                 let mut times: Vec<(&'static str, Duration)> = Vec::new();
                 while Instant::now() < deadline {
-                    let (tool, arguments) = next_call(&mut rng, client, times.len(), nodes);
+                    let (tool, arguments) =
+                        next_call(&mut rng, (count, client, times.len()), nodes);
                     let started = Instant::now();
                     call(&mcp, tool, arguments).await?;
                     times.push((tool, started.elapsed()));

@@ -62,10 +62,13 @@ impl Event {
         Ok(event)
     }
 
-    /// The open piece joins the others.
+    /// The open piece joins the others, holding no more memory than its bytes (a short
+    /// answer's one piece would otherwise keep the 64 KiB reserved for it, counted as its few
+    /// hundred bytes).
     fn seal(&mut self) {
         if !self.open.is_empty() {
-            let piece = std::mem::take(&mut self.open);
+            let mut piece = std::mem::take(&mut self.open);
+            piece.shrink_to_fit();
             self.bytes += piece.len();
             self.pieces.push_back(Bytes::from(piece));
         }

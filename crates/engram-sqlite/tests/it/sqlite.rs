@@ -274,3 +274,56 @@ async fn text_ranking_weighs_words_by_rarity() {
     let store = crate::open_fresh().await;
     engram_domain::testsuite::rare_words_outrank_common_ones(Arc::new(store), || async {}).await;
 }
+
+/// A call's observations go to SQLite in one statement per 8 MiB of their JSON: 300 texts of
+/// 60 KB, whose control characters JSON escapes sixfold (over 100 MB of JSON), are all stored
+/// in order, searchable, with one creation event per node.
+#[tokio::test]
+async fn a_large_call_of_escaped_texts_is_stored_whole() {
+    let sqlite = crate::open_fresh().await;
+    let db = Connection::open(sqlite.path()).unwrap();
+    let store: Arc<dyn MemoryStore> = Arc::new(sqlite);
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let texts: Vec<String> = (0..300)
+        .map(|i| format!("text{i} {}", "\u{1}".repeat(60_000)))
+        .collect();
+    let contents: Vec<&str> = texts.iter().map(String::as_str).collect();
+    memory
+        .create_entities(ws, vec![entity("A", "thing", &contents[..150])])
+        .await
+        .unwrap();
+    let added = memory
+        .add_observations(
+            ws,
+            &[engram_domain::ObservationAdditions {
+                entity_name: "A".into(),
+                contents: texts[150..].to_vec(),
+            }],
+        )
+        .await
+        .unwrap();
+    assert_eq!(added[0].added.len(), 150);
+    let stored: Vec<(i64, String)> = db
+        .prepare("SELECT ordinal, substr(content, 1, 8) FROM observations ORDER BY id")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(stored.len(), 300);
+    for (i, (ordinal, start)) in stored.iter().enumerate() {
+        assert_eq!(*ordinal, i as i64 + 1);
+        assert!(start.starts_with(&format!("text{i}")), "{i}: {start:?}");
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM observations_fts WHERE observations_fts MATCH 'text299'"
+        ),
+        1
+    );
+    // One event per call (one node each), counting every text.
+    let events = "FROM events WHERE subject = 'observation' AND operation = 'create'";
+    assert_eq!(count(&db, &format!("SELECT count(*) {events}")), 2);
+    assert_eq!(count(&db, &format!("SELECT sum(count) {events}")), 300);
+}
