@@ -20,9 +20,9 @@ const SUMMARY_BYTES: usize = 2_000;
 /// The bound on resident memory (issue 31): without a byte budget the answers alone would be
 /// 45 GB (9 MB each as JSON-RPC, structured content and its text twin). Measured 258 MB on
 /// the project's machine with the debug build (48 before): 128 MB of unread answers, at most
-/// two answers per session being built or waiting to be serialised, and what glibc keeps between its trims.
-/// Before answers were written in separate pieces and a session waited for its transport
-/// before building the next, 549–631 MB.
+/// two answers per session being built or waiting to be serialised, and what glibc keeps
+/// between its trims. Before answers were written in separate pieces and a session waited
+/// for its transport before building the next, 549–631 MB.
 const MAX_RSS_MB: f64 = 500.0;
 
 /// Resident memory of process `pid`, MB.
