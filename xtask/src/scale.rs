@@ -38,7 +38,6 @@ const CALLS: [&str; 12] = [
 /// earlier runs at other (store, size) pairs stay in `scale.json` and the plot.
 pub fn run(sizes: &[usize], stores: &[String], samples: usize, text_only: bool) -> Result<()> {
     build()?;
-    let release = target_dir().join("release");
     let bench = target_dir().join("bench");
     std::fs::create_dir_all(&bench)?;
     let mut runs: Vec<Value> = Vec::new();
@@ -64,11 +63,8 @@ pub fn run(sizes: &[usize], stores: &[String], samples: usize, text_only: bool) 
             };
             println!("== scale: {store}, {size} observations");
             let printed = cmd::output(
-                Command::new(release.join("examples").join("scale"))
-                    .args(["--database-url", &url, "--observations", &size.to_string()])
+                scale_example(&url, size)
                     .args(["--samples", &samples.to_string()])
-                    .arg("--engram")
-                    .arg(release.join("engram"))
                     .args(text_only.then_some("--text-only")),
             )?;
             let mut run: Value = serde_json::from_str(printed.trim())
@@ -102,16 +98,9 @@ pub fn processes(observations: usize, counts: &[usize]) -> Result<()> {
     let pg = postgres::ensure_installed(&target_dir())?;
     let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
     let url = cluster.fresh_database(&pg, "engram_processes")?;
-    let release = target_dir().join("release");
     let counts: Vec<String> = counts.iter().map(ToString::to_string).collect();
-    let printed = cmd::output(
-        Command::new(release.join("examples").join("scale"))
-            .args(["--database-url", &url])
-            .args(["--observations", &observations.to_string()])
-            .args(["--processes", &counts.join(",")])
-            .arg("--engram")
-            .arg(release.join("engram")),
-    )?;
+    let printed =
+        cmd::output(scale_example(&url, observations).args(["--processes", &counts.join(",")]))?;
     let report: Value = serde_json::from_str(printed.trim())
         .with_context(|| format!("the scale example printed {printed}"))?;
     let figures = target_dir().join("bench").join("processes.json");
@@ -133,6 +122,18 @@ pub fn processes(observations: usize, counts: &[usize]) -> Result<()> {
     }
     println!("figures in {}", figures.display());
     Ok(())
+}
+
+/// The release build's scale example over `url` at `observations`, with the release engram.
+fn scale_example(url: &str, observations: usize) -> Command {
+    let release = target_dir().join("release");
+    let mut command = Command::new(release.join("examples").join("scale"));
+    command
+        .args(["--database-url", url])
+        .args(["--observations", &observations.to_string()])
+        .arg("--engram")
+        .arg(release.join("engram"));
+    command
 }
 
 /// Builds the release binary and the scale example.
@@ -198,9 +199,10 @@ fn table(runs: &[Value]) -> String {
         let cells: Vec<String> = (runs.iter())
             .map(|r| {
                 let latency = &r["calls"][call];
-                match latency.is_null() {
-                    true => "—".to_owned(),
-                    false => format!("{} / {}", latency["p50"], latency["p99"]),
+                if latency.is_null() {
+                    "—".to_owned()
+                } else {
+                    format!("{} / {}", latency["p50"], latency["p99"])
                 }
             })
             .collect();
@@ -211,9 +213,10 @@ fn table(runs: &[Value]) -> String {
             thousands(&r["load_observations_per_second"])
         }),
         ("indexing, observations/s", |r| {
-            match r["text_only"].as_bool() {
-                Some(true) => "— (text only)".to_owned(),
-                _ => thousands(&r["index_observations_per_second"]),
+            if r["text_only"] == true {
+                "— (text only)".to_owned()
+            } else {
+                thousands(&r["index_observations_per_second"])
             }
         }),
         ("disk bytes per observation", |r| {

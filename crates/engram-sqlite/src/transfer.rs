@@ -91,25 +91,24 @@ pub(crate) fn graph_page(
         )?);
     }
     relations.sort();
-    let totals: Option<(i64, i64)> = page
-        .totals
-        .then(|| match &page.entity_type {
-            // The whole workspace: the kept counts (migration V7).
-            None => tx.query_row(
-                "SELECT nodes, relations FROM workspace_counts WHERE workspace_id = ?1",
-                [workspace.0],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            ),
-            Some(entity_type) => tx.query_row(
+    let totals: Option<(i64, i64)> = match (page.totals, &page.entity_type) {
+        (false, _) => None,
+        // The whole workspace's totals are the counts get_stats keeps (migration V7).
+        (true, None) => {
+            let stats = crate::nodes::get_stats(tx, workspace)?;
+            Some((stats.node_count, stats.relation_count))
+        }
+        (true, Some(entity_type)) => Some(
+            tx.query_row(
                 "SELECT (SELECT count(*) FROM nodes WHERE workspace_id = ?1 AND entity_type = ?2),
                         (SELECT count(*) FROM relations r JOIN nodes f ON f.id = r.from_node_id
                          WHERE r.workspace_id = ?1 AND f.entity_type = ?2)",
                 params![workspace.0, entity_type],
                 |row| Ok((row.get(0)?, row.get(1)?)),
-            ),
-        })
-        .transpose()
-        .map_err(db)?;
+            )
+            .map_err(db)?,
+        ),
+    };
     Ok(GraphPage {
         nodes: nodes
             .into_iter()

@@ -49,9 +49,10 @@ pub(crate) fn get(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
 pub(crate) fn list(tx: &Transaction<'_>) -> Result<Vec<WorkspaceInfo>> {
     let mut statement = tx
         .prepare(
-            "SELECT w.id, w.name, w.created_at,
-                    (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
-             FROM workspaces w ORDER BY w.name",
+            // The kept counts (migration V7).
+            "SELECT w.id, w.name, w.created_at, c.nodes AS node_count
+             FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+             ORDER BY w.name",
         )
         .map_err(db)?;
     let rows = statement
@@ -85,8 +86,9 @@ pub(crate) fn rename(tx: &Transaction<'_>, name: &str, new_name: &str) -> Result
 pub(crate) fn delete(tx: &Transaction<'_>, name: &str, force: bool) -> Result<()> {
     let (id, node_count): (i64, i64) = tx
         .query_row(
-            "SELECT w.id, (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id)
-             FROM workspaces w WHERE w.name = ?1",
+            "SELECT w.id, c.nodes
+             FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+             WHERE w.name = ?1",
             [name],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )

@@ -360,12 +360,12 @@ async fn main() -> Result<()> {
     let (nodes, relations) = write_file(&file, args.observations)?;
 
     let started = Instant::now();
-    let imported = if args.reuse {
+    let load_seconds = if args.reuse {
         None
     } else {
-        Some(import(&args.engram, &file, &args.database_url)?)
+        import(&args.engram, &file, &args.database_url)?;
+        Some(started.elapsed().as_secs_f64())
     };
-    let load_seconds = imported.map(|()| started.elapsed().as_secs_f64());
 
     if !args.processes.is_empty() {
         let runs = throughput::run(
@@ -391,8 +391,7 @@ async fn main() -> Result<()> {
     let pid = server.process.id().context("the server's pid")?;
     let client = connect(&server.base).await?;
 
-    // The indexer starts with the server.
-    // A reused store holds its vectors already: there is no indexing to time.
+    // The indexer starts with the server; a reused store holds its vectors already.
     let index_seconds = if args.text_only || args.reuse {
         None
     } else {
@@ -414,14 +413,12 @@ async fn main() -> Result<()> {
         "open_nodes",
         measure(&client, "open_nodes", s, |k| json!({"names": [name(k)]})).await?,
     );
-    let modes = [
+    for (label, mode) in [
         ("search_nodes hybrid", "hybrid"),
         ("search_nodes embedding", "embedding"),
         ("search_nodes text", "text"),
-    ];
-    let vectors_needed = |label: &str| label.contains("hybrid") || label.contains("embedding");
-    for (label, mode) in modes {
-        if args.text_only && vectors_needed(label) {
+    ] {
+        if args.text_only && mode != "text" {
             continue;
         }
         let latency = measure(
@@ -436,10 +433,8 @@ async fn main() -> Result<()> {
     calls.insert(
         "search_observations",
         measure(&client, "search_observations", s, |k| {
-            match args.text_only {
-                true => json!({"query": query(k), "min_score": 0, "mode": "text"}),
-                false => json!({"query": query(k), "min_score": 0}),
-            }
+            let mode = if args.text_only { "text" } else { "hybrid" };
+            json!({"query": query(k), "min_score": 0, "mode": mode})
         })
         .await?,
     );

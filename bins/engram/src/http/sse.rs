@@ -43,8 +43,6 @@ struct Unread {
 #[derive(Default)]
 struct Event {
     pieces: std::collections::VecDeque<Bytes>,
-    /// Bytes of the whole event.
-    bytes: usize,
     /// The piece being written.
     open: Vec<u8>,
 }
@@ -69,9 +67,13 @@ impl Event {
         if !self.open.is_empty() {
             let mut piece = std::mem::take(&mut self.open);
             piece.shrink_to_fit();
-            self.bytes += piece.len();
             self.pieces.push_back(Bytes::from(piece));
         }
+    }
+
+    /// Bytes of the pieces left.
+    fn len(&self) -> usize {
+        self.pieces.iter().map(Bytes::len).sum()
     }
 }
 
@@ -135,7 +137,7 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
         }
         let event = Event::message(&message)?;
         drop(message);
-        let bytes = event.bytes;
+        let bytes = event.len();
         if !self.unread.tally.add(bytes) {
             self.unread.overflowed.store(true, Ordering::Release);
             tracing::warn!(

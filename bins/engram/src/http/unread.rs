@@ -1,9 +1,10 @@
 //! Bytes of answers clients have not read yet, held within one budget ([`UnreadBudget`]: per
 //! session and for the server as a whole) counted by [`Tally`], for both transports: legacy
 //! SSE counts each message until its stream hands it to the connection (`super::sse`), and
-//! Streamable HTTP answers (`/mcp`) are counted here. Each frame of a response counts from when it is handed to the connection until the
-//! connection asks for the next one, which it does once it has written the frame out; a client
-//! that stops reading leaves its frame counted. A frame that would pass a budget cuts its
+//! Streamable HTTP answers (`/mcp`) are counted here. Each frame of a response counts from
+//! when it is handed to the connection until the connection asks for the next one, which it
+//! does once it has written the frame out; a client that stops reading leaves its frame
+//! counted. A frame that would pass a budget cuts its
 //! response off (the connection is closed, the frame freed, the log says why): a client that
 //! does not read is dropped, not buffered without limit.
 

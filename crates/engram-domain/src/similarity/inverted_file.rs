@@ -7,7 +7,7 @@
 
 use ndarray::{Array2, ArrayView2, Axis};
 
-use super::{BLOCK_ROWS, Neighbour, best_k, best_of_row, normalised};
+use super::{Neighbour, against, best_k, best_of_row, unit_rows};
 
 /// Rounds of k-means that place the centroids.
 const TRAINING_ROUNDS: usize = 6;
@@ -27,13 +27,9 @@ pub fn neighbours<V: AsRef<[f32]>>(
 ) -> Vec<Vec<Neighbour>> {
     let n = vectors.len();
     let mut result = vec![Vec::new(); n];
-    let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
+    let Some(unit) = unit_rows(vectors, k) else {
         return result;
     };
-    if k == 0 || dims == 0 {
-        return result;
-    }
-    let unit = normalised(vectors, dims);
     let lists = lists.clamp(1, n);
     let centroids = centroids(&unit.view(), lists);
     let nearest = nearest_lists(&unit.view(), &centroids.view(), probes.clamp(1, lists));
@@ -51,14 +47,13 @@ pub fn neighbours<V: AsRef<[f32]>>(
             continue;
         }
         let member_rows = unit.select(Axis(0), members);
-        for chunk in askers.chunks(BLOCK_ROWS) {
-            let block = unit.select(Axis(0), chunk).dot(&member_rows.t());
-            for (row, &i) in block.axis_iter(Axis(0)).zip(chunk) {
-                row_buffer.clear();
-                row_buffer.append(&mut result[i]);
-                result[i] = best_of_row(&mut row_buffer, i, members, row, min_score, k);
-            }
-        }
+        let asker_rows = unit.select(Axis(0), askers);
+        against(asker_rows.view(), member_rows.view(), |a, row| {
+            let i = askers[a];
+            row_buffer.clear();
+            row_buffer.append(&mut result[i]);
+            result[i] = best_of_row(&mut row_buffer, i, members, row, min_score, k);
+        });
     }
     result
 }
@@ -100,26 +95,18 @@ fn nearest_lists(
 ) -> Vec<Vec<usize>> {
     let mut nearest = Vec::with_capacity(unit.nrows());
     let mut row_buffer = Vec::with_capacity(centroids.nrows());
-    for start in (0..unit.nrows()).step_by(BLOCK_ROWS) {
-        let end = (start + BLOCK_ROWS).min(unit.nrows());
-        let block = unit
-            .slice_axis(Axis(0), (start..end).into())
-            .dot(&centroids.t());
-        for row in block.axis_iter(Axis(0)) {
-            row_buffer.clear();
-            row_buffer.extend(
-                row.iter()
-                    .enumerate()
-                    .map(|(index, &similarity)| Neighbour { index, similarity }),
-            );
-            nearest.push(
-                best_k(&mut row_buffer, probes)
-                    .iter()
-                    .map(|n| n.index)
-                    .collect(),
-            );
-        }
-    }
+    against(*unit, *centroids, |_, row| {
+        row_buffer.clear();
+        row_buffer.extend(
+            (row.iter().enumerate()).map(|(index, &similarity)| Neighbour { index, similarity }),
+        );
+        nearest.push(
+            best_k(&mut row_buffer, probes)
+                .iter()
+                .map(|n| n.index)
+                .collect(),
+        );
+    });
     nearest
 }
 

@@ -10,7 +10,7 @@
 
 pub mod inverted_file;
 
-use ndarray::{Array2, Axis};
+use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
 
 /// Rows of the similarity matrix computed at once: 512 × n floats (20 MB at n = 10,000).
 const BLOCK_ROWS: usize = 512;
@@ -124,36 +124,50 @@ pub fn nearest_in_pool<V: AsRef<[f32]>>(
 }
 
 /// Both of the above: for every vector its up to `k` most similar among `pool` with
-/// similarity ≥ `min_score`, the similarity matrix computed [`BLOCK_ROWS`] rows at a time.
+/// similarity ≥ `min_score`.
 fn neighbours_among<V: AsRef<[f32]>>(
     vectors: &[V],
     pool: &[usize],
     k: usize,
     min_score: f32,
 ) -> Vec<Vec<Neighbour>> {
-    let n = vectors.len();
-    let mut result = vec![Vec::new(); n];
-    let Some(dims) = vectors.first().map(|v| v.as_ref().len()) else {
+    let mut result = vec![Vec::new(); vectors.len()];
+    let Some(unit) = unit_rows(vectors, k).filter(|_| !pool.is_empty()) else {
         return result;
     };
-    if k == 0 || dims == 0 || pool.is_empty() {
-        return result;
-    }
-    let unit = normalised(vectors, dims);
     let members = unit.select(Axis(0), pool);
     let mut row_buffer = Vec::with_capacity(pool.len());
-    for start in (0..n).step_by(BLOCK_ROWS) {
-        let end = (start + BLOCK_ROWS).min(n);
-        let block = unit
+    against(unit.view(), members.view(), |i, row| {
+        row_buffer.clear();
+        result[i] = best_of_row(&mut row_buffer, i, pool, row, min_score, k);
+    });
+    result
+}
+
+/// The vectors as unit rows ([`normalised`]), or `None` when there is nothing to compare:
+/// no vectors, vectors of no dimension, or `k` of 0.
+fn unit_rows<V: AsRef<[f32]>>(vectors: &[V], k: usize) -> Option<Array2<f32>> {
+    let dims = vectors.first().map(|v| v.as_ref().len())?;
+    (k > 0 && dims > 0).then(|| normalised(vectors, dims))
+}
+
+/// Calls `each(row index, similarities)` for every row of `queries` with its cosine
+/// similarities to every row of `members` (unit rows both), the products computed
+/// [`BLOCK_ROWS`] rows at a time so at most one block of the matrix is in memory.
+fn against(
+    queries: ArrayView2<'_, f32>,
+    members: ArrayView2<'_, f32>,
+    mut each: impl FnMut(usize, ArrayView1<'_, f32>),
+) {
+    for start in (0..queries.nrows()).step_by(BLOCK_ROWS) {
+        let end = (start + BLOCK_ROWS).min(queries.nrows());
+        let block = queries
             .slice_axis(Axis(0), (start..end).into())
             .dot(&members.t());
         for (offset, row) in block.axis_iter(Axis(0)).enumerate() {
-            let i = start + offset;
-            row_buffer.clear();
-            result[i] = best_of_row(&mut row_buffer, i, pool, row, min_score, k);
+            each(start + offset, row);
         }
     }
-    result
 }
 
 /// The best `k` of what `buffer` holds and of `members` (indices) whose similarities to vector
@@ -162,7 +176,7 @@ fn best_of_row(
     buffer: &mut Vec<Neighbour>,
     i: usize,
     members: &[usize],
-    similarities: ndarray::ArrayView1<'_, f32>,
+    similarities: ArrayView1<'_, f32>,
     min_score: f32,
     k: usize,
 ) -> Vec<Neighbour> {
