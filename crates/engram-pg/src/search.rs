@@ -9,7 +9,7 @@ use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{
     Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
-use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
+use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId, words};
 use pgvector::Vector;
 
 use crate::error::db;
@@ -174,7 +174,9 @@ async fn candidate_vectors(
         .collect())
 }
 
-/// The `limit` best full-text matches of `query` as `(observation id, score)`.
+/// The `limit` best full-text matches of `query` as `(observation id, score)`. Every text
+/// matching one of its rare lexemes is ranked; of the texts matching only frequent ones
+/// ([`TextQuery::frequent`]), the first [`words::FREQUENT_TERM_RANKED`] the scan meets.
 async fn text_matches(
     client: &impl GenericClient,
     workspace: WorkspaceId,
@@ -184,9 +186,10 @@ async fn text_matches(
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let types = request.types().map(<[String]>::to_vec);
-    let any = query.any();
+    let (rare, frequent) = (query.rare(), query.frequent());
+    let ranked = words::FREQUENT_TERM_RANKED;
     let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-        vec![&any, &workspace.0, &limit];
+        vec![&workspace.0, &limit];
     // Without a filter the nodes need not be joined (half the time of a common word's search:
     // every match would be joined to its node only to pass `NULL` tests).
     let (join, narrowed) = if !request.is_narrowed() {
@@ -196,18 +199,51 @@ async fn text_matches(
         parameters.push(&types);
         (
             "JOIN nodes n ON n.id = o.node_id",
-            "AND ($4::text IS NULL OR n.name = $4)
-             AND ($5::text[] IS NULL OR n.entity_type = ANY($5))",
+            "AND ($3::text IS NULL OR n.name = $3)
+             AND ($4::text[] IS NULL OR n.entity_type = ANY($4))",
         )
     };
-    let rank = query.rank("o.content_tsv", parameters.len() + 1);
+    let matching = |condition: &str| {
+        format!(
+            "SELECT o.id, o.content_tsv FROM observations o {join}
+             WHERE o.workspace_id = $1 AND {condition} {narrowed}"
+        )
+    };
+    // A query without rare or without frequent lexemes has one branch.
+    let mut branches = Vec::new();
+    if let Some(rare) = &rare {
+        parameters.push(rare);
+        branches.push(matching(&format!(
+            "o.content_tsv @@ ${}::text::tsquery",
+            parameters.len()
+        )));
+    }
+    if let Some(frequent) = &frequent {
+        // The rare lexemes' parameter is the last one pushed.
+        let unless_rare = match rare.is_some() {
+            true => format!(
+                "AND NOT o.content_tsv @@ ${}::text::tsquery",
+                parameters.len()
+            ),
+            false => String::new(),
+        };
+        parameters.push(frequent);
+        let condition = format!(
+            "o.content_tsv @@ ${}::text::tsquery {unless_rare}",
+            parameters.len()
+        );
+        parameters.push(&ranked);
+        let ranked = parameters.len();
+        branches.push(format!("({} LIMIT ${ranked})", matching(&condition)));
+    }
+    let branches = branches.join(" UNION ALL ");
+    let rank = query.rank("m.content_tsv", parameters.len() + 1);
     query.parameters(&mut parameters);
     let sql = format!(
-        "SELECT o.id, {rank}::float8 AS score
-         FROM observations o {join}
-         WHERE o.workspace_id = $2 AND o.content_tsv @@ $1::text::tsquery {narrowed}
-         ORDER BY score DESC, o.id
-         LIMIT $3"
+        "SELECT m.id, {rank}::float8 AS score
+         FROM ({branches}) m
+         ORDER BY score DESC, m.id
+         LIMIT $2"
     );
     let statement = client.prepare_cached(&sql).await.map_err(db)?;
     let rows = client.query(&statement, &parameters).await.map_err(db)?;

@@ -9,7 +9,9 @@
 //! `statistics.rs`), and a text's score is the sum over lexemes of weight × `ts_rank` of that
 //! lexeme alone. A lexeme rarer than any the statistics list counts as holding half the
 //! share of the rarest listed one; without statistics (a table never analyzed) every lexeme
-//! weighs 1.
+//! weighs 1. A lexeme the statistics say more than [`words::FREQUENT_TERM_RANKED`]
+//! observations hold is searched apart ([`TextQuery::frequent`]), so that the search ranks
+//! only its first matches.
 
 use deadpool_postgres::GenericClient;
 use engram_domain::{Result, words};
@@ -43,6 +45,8 @@ ORDER BY x.l"#;
 pub(crate) struct TextQuery {
     /// Each lexeme as `tsquery` input (quoted) with its weight.
     terms: Vec<(String, f64)>,
+    /// Which of `terms` are frequent ([`words::is_frequent_term`]).
+    frequent: Vec<bool>,
 }
 
 impl TextQuery {
@@ -61,24 +65,42 @@ impl TextQuery {
     }
 
     fn weigh(lexemes: Vec<Lexeme>) -> Option<Self> {
-        let weighed: Vec<(String, f64, bool)> = (lexemes.into_iter())
-            .map(|lexeme| {
-                let (weight, common) = lexeme.weight();
-                (quoted(&lexeme.text), weight, common)
-            })
+        let weighed: Vec<(String, Weight)> = (lexemes.into_iter())
+            .map(|lexeme| (quoted(&lexeme.text), lexeme.weight()))
             .collect();
-        let rare = weighed.iter().any(|(_, _, common)| !common);
-        let terms: Vec<(String, f64)> = (weighed.into_iter())
-            .filter(|(_, _, common)| !rare || !common)
-            .map(|(term, weight, _)| (term, weight))
-            .collect();
-        (!terms.is_empty()).then_some(Self { terms })
+        let rare = weighed.iter().any(|(_, weight)| !weight.common);
+        let kept = (weighed.into_iter()).filter(|(_, weight)| !rare || !weight.common);
+        let (terms, frequent) = kept
+            .map(|(term, weight)| ((term, weight.idf), weight.frequent))
+            .unzip();
+        let query = Self { terms, frequent };
+        (!query.terms.is_empty()).then_some(query)
     }
 
     /// Any of the lexemes, as `tsquery` input: what a text must match.
     pub(crate) fn any(&self) -> String {
-        let terms = self.terms.iter().map(|(term, _)| term.as_str());
-        terms.collect::<Vec<_>>().join(" | ")
+        self.joined(|_| true).unwrap_or_default()
+    }
+
+    /// Any of the lexemes that are not frequent, as `tsquery` input; `None` when all are.
+    /// Every text matching it is ranked.
+    pub(crate) fn rare(&self) -> Option<String> {
+        self.joined(|frequent| !frequent)
+    }
+
+    /// Any of the frequent lexemes ([`words::is_frequent_term`]), as `tsquery` input; `None`
+    /// when there is none. A search ranks only the first [`words::FREQUENT_TERM_RANKED`]
+    /// texts that match it and not [`TextQuery::rare`].
+    pub(crate) fn frequent(&self) -> Option<String> {
+        self.joined(|frequent| frequent)
+    }
+
+    fn joined(&self, keep: impl Fn(bool) -> bool) -> Option<String> {
+        let terms: Vec<&str> = (self.terms.iter().zip(&self.frequent))
+            .filter(|(_, frequent)| keep(**frequent))
+            .map(|((term, _), _)| term.as_str())
+            .collect();
+        (!terms.is_empty()).then(|| terms.join(" | "))
     }
 
     /// The SQL expression of a text's score against `tsvector` (a column), its parameters
@@ -108,18 +130,32 @@ struct Lexeme {
     rows: f32,
 }
 
+/// What the statistics say of one lexeme.
+struct Weight {
+    /// Its weight in a text's score.
+    idf: f64,
+    /// Too common to search by ([`words::is_common_term`]).
+    common: bool,
+    /// Held by so many texts that only the first are ranked ([`words::is_frequent_term`]).
+    frequent: bool,
+}
+
 impl Lexeme {
-    /// Its weight and whether it is too common to search by.
-    fn weight(&self) -> (f64, bool) {
+    fn weight(&self) -> Weight {
         let Some(rarest) = self.rarest.filter(|_| self.rows > 0.0) else {
-            return (1.0, false);
+            return Weight {
+                idf: 1.0,
+                common: false,
+                frequent: false,
+            };
         };
         let rows = f64::from(self.rows);
         let containing = f64::from(self.share.unwrap_or(rarest / 2.0)) * rows;
-        (
-            words::idf(rows, containing),
-            words::is_common_term(rows, containing),
-        )
+        Weight {
+            idf: words::idf(rows, containing),
+            common: words::is_common_term(rows, containing),
+            frequent: words::is_frequent_term(containing),
+        }
     }
 }
 
@@ -150,12 +186,32 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(query.any(), "'gear' | 'sprocket'");
+        // 1 % of 100,000 texts is a thousand: every text holding either is ranked.
+        assert_eq!(query.rare().as_deref(), Some("'gear' | 'sprocket'"));
+        assert_eq!(query.frequent(), None);
         let (gear, sprocket) = (query.terms[0].1, query.terms[1].1);
         assert!(sprocket > gear && gear > 1.0, "{query:?}");
         // Only common lexemes: they are kept, weighing next to nothing.
         let common = TextQuery::weigh(vec![lexeme("widget", Some(0.9))]).unwrap();
         assert_eq!(common.any(), "'widget'");
+        assert_eq!(
+            (common.rare(), common.frequent().as_deref()),
+            (None, Some("'widget'"))
+        );
         assert_eq!(TextQuery::weigh(Vec::new()), None);
+    }
+
+    #[test]
+    fn lexemes_in_more_texts_than_are_ranked_are_searched_apart() {
+        let query = TextQuery::weigh(vec![
+            lexeme("milo", Some(0.19)),
+            lexeme("fazulo", Some(0.004)),
+            lexeme("kalo", Some(0.03)),
+        ])
+        .unwrap();
+        assert_eq!(query.rare().as_deref(), Some("'fazulo'"));
+        assert_eq!(query.frequent().as_deref(), Some("'milo' | 'kalo'"));
+        assert_eq!(query.any(), "'milo' | 'fazulo' | 'kalo'");
     }
 
     #[test]
@@ -168,6 +224,7 @@ mod tests {
         };
         let query = TextQuery::weigh(vec![unknown]).unwrap();
         assert_eq!(query.terms, [("'it''s'".to_owned(), 1.0)]);
+        assert_eq!(query.frequent, [false]);
         assert_eq!(
             query.rank("o.content_tsv", 4),
             "($4::float8 * ts_rank(o.content_tsv, $5::text::tsquery))"

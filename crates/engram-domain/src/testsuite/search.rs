@@ -1002,3 +1002,63 @@ where
         assert_eq!(found.results[0].name, "odd", "{mode:?}: {found:?}");
     }
 }
+
+/// A word in more texts than a search ranks (`words::FREQUENT_TERM_RANKED`, and less than
+/// half of them) is ranked over its first matches only, but a text holding a rarer word of
+/// the query is always found, wherever it is stored; narrowed searches too. Not in the
+/// suite's list for the same reason as [`common_words_are_left_out_of_text_queries`].
+pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
+    store: Arc<dyn MemoryStore>,
+    refresh: F,
+) where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (memory, workspace) = memory_with_workspace(store, "frequent").await;
+    // 2,240 of 5,600 texts say "gear": it is frequent, not common.
+    for batch in 0..7 {
+        let nodes = (0..800)
+            .map(|i| {
+                let n = batch * 800 + i;
+                let text = match n % 5 {
+                    0 | 1 => "a gear of the usual kind",
+                    _ => "a crate of parts",
+                };
+                entity(&format!("part-{n:05}"), "part", &[text])
+            })
+            .collect::<Vec<_>>();
+        memory.create_entities(workspace, nodes).await.unwrap();
+    }
+    // Stored last, after every other text holding "gear".
+    memory
+        .create_entities(
+            workspace,
+            vec![entity("odd", "spare", &["a gear with a sprocket"])],
+        )
+        .await
+        .unwrap();
+    refresh().await;
+    let found = memory
+        .search_nodes(workspace, "gear sprocket", 5, SearchMode::Text, None)
+        .await
+        .unwrap();
+    assert_eq!(found.results[0].name, "odd", "{found:?}");
+    let types = ["part".to_owned(), "spare".to_owned()];
+    let narrowed = memory
+        .search_observations(
+            workspace,
+            "which gear has a sprocket",
+            5,
+            SearchMode::Text,
+            &types,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(narrowed.observations[0].name, "odd", "{narrowed:?}");
+    let gear = memory
+        .search_nodes(workspace, "gear", 10, SearchMode::Text, None)
+        .await
+        .unwrap();
+    assert_eq!(gear.results.len(), 10, "{gear:?}");
+}

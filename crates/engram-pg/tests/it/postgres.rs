@@ -276,6 +276,14 @@ async fn text_search_leaves_out_words_most_observations_contain() {
 }
 
 #[tokio::test]
+async fn text_search_finds_rare_words_beside_frequent_ones() {
+    let store = std::sync::Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
+    let refresh = || analyze(&store);
+    engram_domain::testsuite::rare_words_are_found_beside_frequent_ones(store.clone(), refresh)
+        .await;
+}
+
+#[tokio::test]
 async fn text_ranking_weighs_words_by_rarity() {
     let store = std::sync::Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
     let refresh = || analyze(&store);

@@ -270,6 +270,16 @@ async fn text_search_leaves_out_words_most_observations_contain() {
 }
 
 #[tokio::test]
+async fn text_search_finds_rare_words_beside_frequent_ones() {
+    let store = crate::open_fresh().await;
+    engram_domain::testsuite::rare_words_are_found_beside_frequent_ones(
+        Arc::new(store),
+        || async {},
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn text_ranking_weighs_words_by_rarity() {
     let store = crate::open_fresh().await;
     engram_domain::testsuite::rare_words_outrank_common_ones(Arc::new(store), || async {}).await;
