@@ -18,11 +18,12 @@ use crate::{cargo, cmd, target_dir, workspace_root};
 const DATABASE: &str = "engram_scale";
 
 /// The calls in the table, in its order.
-const CALLS: [&str; 12] = [
+const CALLS: [&str; 13] = [
     "open_nodes",
     "search_nodes hybrid",
     "search_nodes embedding",
     "search_nodes text",
+    "search_nodes text, one word",
     "search_observations",
     "get_neighborhood depth 2",
     "get_path",

@@ -7,7 +7,7 @@ use engram_domain::fusion::{
     Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;
-use rusqlite::{Row, Transaction, params};
+use rusqlite::{Row, Transaction, params, params_from_iter};
 
 use crate::error::db;
 use crate::sql::{id_list, query, tags_json};
@@ -170,7 +170,7 @@ pub(crate) fn search(
     request: &CandidateQuery,
 ) -> Result<Vec<Candidate>> {
     let terms = match request.text.as_deref() {
-        Some(text) => any_word(tx, text)?,
+        Some(text) => text_terms(tx, text)?,
         None => None,
     };
     let mut set = CandidateSet::new(request);
@@ -200,102 +200,157 @@ pub(crate) fn search(
     }
     if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
         let missing = set.without_text_score();
-        set.set_text_scores(text_scores(tx, terms, &missing)?);
+        set.set_text_scores(text_scores(tx, &terms.all, &missing)?);
     }
     let rows = observation_rows(tx, &set.ids())?;
     Ok(set.finish(rows))
 }
 
-/// An FTS5 query matching any of the words of `text` that are not stop words, less those
+/// A search's FTS5 queries: any of the words of `text` that are not stop words, less those
 /// that more than half of all observations (and more than [`words::COMMON_TERM_FLOOR`])
-/// contain unless every word is one; `None` when there is no word. A word's share is counted
-/// by FTS5 up to the point where it is common, so a rare word costs a few index pages.
-fn any_word(tx: &Transaction<'_>, text: &str) -> Result<Option<String>> {
+/// contain unless every word is one, split into the rare words and the frequent ones
+/// ([`words::is_frequent_term`]).
+struct TextTerms {
+    /// Any of the words: what a score is computed against.
+    all: String,
+    /// Any of the rare words: every text matching them is ranked.
+    rare: Option<String>,
+    /// Any of the frequent words: the first [`words::FREQUENT_TERM_RANKED`] texts matching
+    /// them are ranked.
+    frequent: Option<String>,
+}
+
+/// The [`TextTerms`] of `text`; `None` when it has no word. A word's matches are counted by
+/// FTS5 only up to the point where it is frequent (or, in a query of several words, common),
+/// so a rare word costs a few index pages.
+fn text_terms(tx: &Transaction<'_>, text: &str) -> Result<Option<TextTerms>> {
     let mut seen = HashSet::new();
-    let mut terms: Vec<String> = words::words(text)
+    let terms: Vec<String> = words::words(text)
         .filter(|w| !words::is_stop_word(w))
         .filter(|w| seen.insert(w.clone()))
         .map(|w| format!("\"{w}\""))
         .collect();
-    if terms.len() > 1 {
-        let total: i64 =
-            (tx.query_row("SELECT count(*) FROM observations", [], |r| r.get(0))).map_err(db)?;
-        // Each term's matches are counted only up to the fewest that make it common.
-        let common = words::common_term_count(total);
-        if total >= common {
-            let mut matches = tx
-                .prepare_cached(
-                    "SELECT count(*) FROM (SELECT rowid FROM observations_fts
-                                           WHERE observations_fts MATCH ?1 LIMIT ?2)",
-                )
-                .map_err(db)?;
-            let mut rare = Vec::new();
-            for term in &terms {
-                let found: i64 =
-                    (matches.query_row(params![term, common], |r| r.get(0))).map_err(db)?;
-                if !words::is_common_term(total as f64, found as f64) {
-                    rare.push(term.clone());
-                }
-            }
-            if !rare.is_empty() {
-                terms = rare;
-            }
-        }
+    if terms.is_empty() {
+        return Ok(None);
     }
-    Ok((!terms.is_empty()).then(|| terms.join(" OR ")))
+    let total: i64 =
+        (tx.query_row("SELECT count(*) FROM observations", [], |r| r.get(0))).map_err(db)?;
+    let common = words::common_term_count(total);
+    // Only a query of several words leaves the common ones out.
+    let enough = match terms.len() > 1 && total >= common {
+        true => common,
+        false => words::FREQUENT_TERM_RANKED + 1,
+    };
+    let mut counted: Vec<(String, i64)> = Vec::with_capacity(terms.len());
+    if total > words::FREQUENT_TERM_RANKED {
+        let mut matches = tx
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM observations_fts
+                                       WHERE observations_fts MATCH ?1 LIMIT ?2)",
+            )
+            .map_err(db)?;
+        for term in terms {
+            let found: i64 =
+                (matches.query_row(params![term, enough], |r| r.get(0))).map_err(db)?;
+            counted.push((term, found));
+        }
+    } else {
+        counted.extend(terms.into_iter().map(|term| (term, 0)));
+    }
+    let is_common = |found: i64| words::is_common_term(total as f64, found as f64);
+    if counted.iter().any(|(_, found)| !is_common(*found)) {
+        counted.retain(|(_, found)| !is_common(*found));
+    }
+    let joined = |frequent: Option<bool>| {
+        let kept: Vec<&str> = (counted.iter())
+            .filter(|(_, found)| {
+                frequent.is_none_or(|f| f == words::is_frequent_term(*found as f64))
+            })
+            .map(|(term, _)| term.as_str())
+            .collect();
+        (!kept.is_empty()).then(|| kept.join(" OR "))
+    };
+    Ok(joined(None).map(|all| TextTerms {
+        all,
+        rare: joined(Some(false)),
+        frequent: joined(Some(true)),
+    }))
 }
 
-/// The `limit` best full-text matches of `terms` (an FTS5 query from [`any_word`]) as
-/// `(observation id, score)`: bm25, negated so that higher is better.
+/// The `limit` best full-text matches of `terms` as `(observation id, score)`: bm25 against
+/// every word, negated so that higher is better. Every text matching a rare word is ranked;
+/// of those matching only frequent ones, the first [`words::FREQUENT_TERM_RANKED`].
 fn text_matches(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
-    terms: &str,
+    terms: &TextTerms,
     limit: usize,
     request: &CandidateQuery,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    // With one workspace in the file every match is its own: FTS5 ranks its matches alone,
-    // without joining each one to its observation row (a sixth of a common word's search).
-    if !request.is_narrowed() && only_workspace(tx)? {
-        return query(
-            tx,
-            "SELECT rowid, -bm25(observations_fts) AS score
-             FROM observations_fts
-             WHERE observations_fts MATCH ?1
-             ORDER BY score DESC, rowid
-             LIMIT ?2",
-            params![terms, limit],
-            id_score,
-        );
-    }
     let types = types_json(request);
-    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&workspace.0, &terms, &limit];
-    // Nodes are joined only for a filter: every match would pass its `NULL` tests.
-    let (join, narrowed) = if !request.is_narrowed() {
-        ("", "")
-    } else {
-        parameters.push(&request.within);
-        parameters.push(&types);
+    let ranked = words::FREQUENT_TERM_RANKED;
+    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&terms.all, &limit];
+    // Nodes are joined only for a filter: every match would pass its `NULL` tests. With one
+    // workspace in the file every match is its own: FTS5 ranks its matches alone, without
+    // joining each one to its observation row (a sixth of a common word's search).
+    let (join, filter) = if request.is_narrowed() {
+        parameters.extend([
+            &workspace.0 as &dyn rusqlite::ToSql,
+            &request.within,
+            &types,
+        ]);
         (
-            "JOIN nodes n ON n.id = o.node_id",
-            "AND (?4 IS NULL OR n.name = ?4)
+            "JOIN observations o ON o.id = observations_fts.rowid JOIN nodes n ON n.id = o.node_id",
+            "AND o.workspace_id = ?3 AND (?4 IS NULL OR n.name = ?4)
              AND (?5 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?5)))",
         )
+    } else if only_workspace(tx)? {
+        ("", "")
+    } else {
+        parameters.push(&workspace.0);
+        (
+            "JOIN observations o ON o.id = observations_fts.rowid",
+            "AND o.workspace_id = ?3",
+        )
     };
-    query(
-        tx,
-        &format!(
-            "SELECT o.id, -bm25(observations_fts) AS score
-             FROM observations_fts
-             JOIN observations o ON o.id = observations_fts.rowid {join}
-             WHERE observations_fts MATCH ?2 AND o.workspace_id = ?1 {narrowed}
-             ORDER BY score DESC, o.id
-             LIMIT ?3"
-        ),
-        rusqlite::params_from_iter(parameters),
-        id_score,
-    )
+    let Some(frequent) = &terms.frequent else {
+        let sql = format!(
+            "SELECT observations_fts.rowid, -bm25(observations_fts) AS score
+             FROM observations_fts {join}
+             WHERE observations_fts MATCH ?1 {filter}
+             ORDER BY score DESC, observations_fts.rowid
+             LIMIT ?2"
+        );
+        return query(tx, &sql, params_from_iter(parameters), id_score);
+    };
+    // The texts to rank are picked first, then scored against every word by rowid.
+    let mut picked = Vec::new();
+    if let Some(rare) = &terms.rare {
+        parameters.push(rare);
+        picked.push(format!(
+            "SELECT observations_fts.rowid FROM observations_fts {join}
+             WHERE observations_fts MATCH ?{} {filter}",
+            parameters.len()
+        ));
+    }
+    parameters.extend([frequent as &dyn rusqlite::ToSql, &ranked]);
+    picked.push(format!(
+        "SELECT id FROM (SELECT observations_fts.rowid AS id FROM observations_fts {join}
+                         WHERE observations_fts MATCH ?{} {filter} LIMIT ?{})",
+        parameters.len() - 1,
+        parameters.len()
+    ));
+    let sql = format!(
+        "WITH picked (id) AS ({})
+         SELECT rowid, -bm25(observations_fts) AS score
+         FROM observations_fts
+         WHERE observations_fts MATCH ?1 AND rowid IN (SELECT id FROM picked)
+         ORDER BY score DESC, rowid
+         LIMIT ?2",
+        picked.join(" UNION ")
+    );
+    query(tx, &sql, params_from_iter(parameters), id_score)
 }
 
 /// Whether the file holds a single workspace (the one being searched).

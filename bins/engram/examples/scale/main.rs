@@ -430,6 +430,15 @@ async fn main() -> Result<()> {
         .await?;
         calls.insert(label, latency);
     }
+    // The figure PostgreSQL's text search is held to: one word.
+    let one_word = |k: usize| skewed_word(&mut StdRng::seed_from_u64(k as u64));
+    calls.insert(
+        "search_nodes text, one word",
+        measure(&client, "search_nodes", s, |k| {
+            json!({"query": one_word(k), "mode": "text", "min_score": 0})
+        })
+        .await?,
+    );
     calls.insert(
         "search_observations",
         measure(&client, "search_observations", s, |k| {

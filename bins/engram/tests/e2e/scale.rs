@@ -31,6 +31,7 @@ fn the_scale_bench_runs_at_a_small_size() {
         "search_nodes hybrid",
         "search_nodes embedding",
         "search_nodes text",
+        "search_nodes text, one word",
         "search_observations",
         "get_neighborhood depth 2",
         "get_path",
@@ -80,6 +81,7 @@ fn the_text_only_scale_bench_measures_the_calls_that_need_no_vectors() {
             "read_graph first page",
             "read_graph last page",
             "search_nodes text",
+            "search_nodes text, one word",
             "search_observations",
         ]
     );
