@@ -245,8 +245,15 @@ async fn text_matches(
          ORDER BY score DESC, m.id
          LIMIT $2"
     );
-    let statement = client.prepare_cached(&sql).await.map_err(db)?;
-    let rows = client.query(&statement, &parameters).await.map_err(db)?;
+    // A frequent word's branch is planned for its lexemes each time: a word in most texts
+    // is best found by reading the table until enough match, a rarer one through the index,
+    // and a cached statement's generic plan, blind to the word, always took the index (55 ms
+    // for a word in 64 % of a million texts, 2 ms planned for it).
+    let statement = match frequent {
+        Some(_) => client.prepare(&sql).await,
+        None => client.prepare_cached(&sql).await,
+    };
+    let rows = (client.query(&statement.map_err(db)?, &parameters).await).map_err(db)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
