@@ -56,6 +56,8 @@ pub struct PgStore {
     pool: Pool,
     /// Dimensions whose HNSW indexes this process has made sure exist.
     hnsw_ready: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i32>>>,
+    /// The full-text statistics searches weigh words by, kept between searches.
+    lexeme_shares: std::sync::Arc<text_query::SharesCache>,
     /// Rows written, for keeping the planner's statistics current ([`statistics`]).
     written: std::sync::Arc<statistics::WriteCounter>,
     /// `server HOST:PORT, database NAME`, for errors.
@@ -148,6 +150,7 @@ impl PgStore {
         let store = Self {
             pool,
             hnsw_ready: std::sync::Arc::default(),
+            lexeme_shares: std::sync::Arc::default(),
             written: std::sync::Arc::default(),
             place: format!("server {servers}, database {database}").into(),
         };

@@ -13,7 +13,7 @@ use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId, words};
 use pgvector::Vector;
 
 use crate::error::db;
-use crate::text_query::TextQuery;
+use crate::text_query::{SharesCache, TextQuery};
 use crate::vectors::tune_hnsw;
 
 /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
@@ -21,6 +21,7 @@ pub(crate) async fn search(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     request: &CandidateQuery,
+    shares: &SharesCache,
 ) -> Result<Vec<Candidate>> {
     let mut set = CandidateSet::new(request);
     // Independent statements go out together: tokio-postgres pipelines the queries of futures
@@ -39,7 +40,7 @@ pub(crate) async fn search(
         let Some(text) = &request.text else {
             return Ok((None, Vec::new()));
         };
-        let Some(query) = TextQuery::of(client, text).await? else {
+        let Some(query) = TextQuery::of(client, text, shares).await? else {
             return Ok((None, Vec::new()));
         };
         let matches = text_matches(client, workspace, &query, request.text_depth, request).await?;

@@ -390,7 +390,12 @@ impl MemoryStore for PgStore {
         workspace: WorkspaceId,
         request: &CandidateQuery,
     ) -> Result<Vec<Candidate>> {
-        read!(self, |tx| search::search(&tx, workspace, request))
+        read!(self, |tx| search::search(
+            &tx,
+            workspace,
+            request,
+            &self.lexeme_shares
+        ))
     }
 
     #[instrument(skip_all)]

@@ -13,32 +13,76 @@
 //! observations hold is searched apart ([`TextQuery::frequent`]), so that the search ranks
 //! only its first matches.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use deadpool_postgres::GenericClient;
 use engram_domain::{Result, words};
 use tokio_postgres::types::ToSql;
 
 use crate::error::db;
 
-/// The lexemes of `$1`, each with the share of observations that hold it (NULL when the
-/// statistics do not list it), the smallest share they list (NULL without statistics), and
-/// the table's estimated rows (−1 before its first ANALYZE).
-const LEXEMES: &str = r#"
-WITH lexemes AS (
-    SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l),
-stats AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'observations'
-      AND s.attname = 'content_tsv'),
--- The frequencies end with the smallest and the largest of them, paired with no lexeme.
-listed AS (
-    SELECT t.l, t.share FROM stats, unnest(stats.elems, stats.freqs) AS t (l, share)
-    WHERE t.l IS NOT NULL)
-SELECT x.l, listed.share,
-    (SELECT freqs[array_length(freqs, 1) - 1] FROM stats),
-    (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)
-FROM lexemes x LEFT JOIN listed ON listed.l = x.l
-ORDER BY x.l"#;
+/// The distinct lexemes of `$1` and the table's estimated rows (−1 before its first ANALYZE).
+const LEXEMES: &str = "
+SELECT ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l
+             ORDER BY l),
+       (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)";
+
+/// The statistics of `content_tsv`: its most common lexemes and their shares (the shares end
+/// with the smallest and the largest of them, paired with no lexeme), none before the first
+/// ANALYZE, and the table's estimated rows.
+const SHARES: &str = "
+SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs,
+       (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)
+FROM (SELECT 1) one
+LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'observations'
+                    AND s.attname = 'content_tsv'";
+
+/// How long the statistics read for one search serve the next ones while the table's
+/// estimated rows stay the same (an ANALYZE that finds other rows replaces them at once).
+const SHARES_KEPT: Duration = Duration::from_secs(30);
+
+/// The lexeme shares the statistics list, kept by the store between searches: reading them
+/// costs half a millisecond (a cast of a thousand lexemes), a search's lexemes a tenth.
+#[derive(Debug, Default)]
+pub(crate) struct SharesCache(Mutex<Option<Arc<Shares>>>);
+
+#[derive(Debug)]
+struct Shares {
+    listed: HashMap<String, f32>,
+    /// The smallest listed share; `None` without statistics.
+    rarest: Option<f32>,
+    /// The table's estimated rows when they were read.
+    rows: f32,
+    read_at: Instant,
+}
+
+impl SharesCache {
+    /// The kept shares when they are fresh and were read at `rows` estimated rows.
+    fn fresh(&self, rows: f32) -> Option<Arc<Shares>> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.as_ref()
+            .filter(|s| s.rows == rows && s.read_at.elapsed() < SHARES_KEPT)
+            .cloned()
+    }
+
+    async fn read(&self, client: &impl GenericClient) -> Result<Arc<Shares>> {
+        let statement = client.prepare_cached(SHARES).await.map_err(db)?;
+        let row = client.query_one(&statement, &[]).await.map_err(db)?;
+        let elems: Vec<String> = row.get::<_, Option<_>>(0).unwrap_or_default();
+        let freqs: Vec<f32> = row.get::<_, Option<_>>(1).unwrap_or_default();
+        let rarest = (freqs.len() >= 2).then(|| freqs[freqs.len() - 2]);
+        let shares = Arc::new(Shares {
+            listed: elems.into_iter().zip(freqs).collect(),
+            rarest,
+            rows: row.get(2),
+            read_at: Instant::now(),
+        });
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(shares.clone());
+        Ok(shares)
+    }
+}
 
 /// The weighted lexemes of one query.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,14 +96,26 @@ pub(crate) struct TextQuery {
 impl TextQuery {
     /// The lexemes of `text` less the very common ones ([`words::is_common_term`]), unless
     /// every lexeme is one; `None` when `text` has no lexeme (only stop words).
-    pub(crate) async fn of(client: &impl GenericClient, text: &str) -> Result<Option<Self>> {
+    pub(crate) async fn of(
+        client: &impl GenericClient,
+        text: &str,
+        cache: &SharesCache,
+    ) -> Result<Option<Self>> {
         let statement = client.prepare_cached(LEXEMES).await.map_err(db)?;
-        let rows = client.query(&statement, &[&text]).await.map_err(db)?;
-        let lexemes = rows.iter().map(|row| Lexeme {
-            text: row.get(0),
-            share: row.get(1),
-            rarest: row.get(2),
-            rows: row.get(3),
+        let row = client.query_one(&statement, &[&text]).await.map_err(db)?;
+        let (lexemes, rows): (Vec<String>, f32) = (row.get(0), row.get(1));
+        if lexemes.is_empty() {
+            return Ok(None);
+        }
+        let shares = match cache.fresh(rows) {
+            Some(shares) => shares,
+            None => cache.read(client).await?,
+        };
+        let lexemes = lexemes.into_iter().map(|text| Lexeme {
+            share: shares.listed.get(&text).copied(),
+            rarest: shares.rarest,
+            rows: shares.rows,
+            text,
         });
         Ok(Self::weigh(lexemes.collect()))
     }

@@ -434,9 +434,12 @@ async fn main() -> Result<()> {
     let one_word = |k: usize| skewed_word(&mut StdRng::seed_from_u64(k as u64));
     calls.insert(
         "search_nodes text, one word",
-        measure(&client, "search_nodes", s, |k| {
-            json!({"query": one_word(k), "mode": "text", "min_score": 0})
-        })
+        measure(
+            &client,
+            "search_nodes",
+            s,
+            |k| json!({"query": one_word(k), "mode": "text", "min_score": 0}),
+        )
         .await?,
     );
     calls.insert(
