@@ -188,7 +188,9 @@ pub(crate) fn search(
             false => TEXT_RANKING_LIMIT.max(request.text_depth),
         };
         let ranking = text_matches(tx, workspace, terms, limit, request)?;
-        complete_ranking = ranking.len() < limit;
+        // A capped query's other matches go without a text score: scoring chosen rows costs
+        // FTS5 a pass over each frequent word's matches per row.
+        complete_ranking = ranking.len() < limit || terms.capped;
         set.add_text_ranking(ranking, request.text_depth);
     }
     // Every candidate's vector: hybrid ranking compares candidates with one another, and
@@ -200,24 +202,28 @@ pub(crate) fn search(
     }
     if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
         let missing = set.without_text_score();
-        set.set_text_scores(text_scores(tx, &terms.all, &missing)?);
+        set.set_text_scores(text_scores(tx, &terms.query, &missing)?);
     }
     let rows = observation_rows(tx, &set.ids())?;
     Ok(set.finish(rows))
 }
 
-/// A search's FTS5 queries: any of the words of `text` that are not stop words, less those
-/// that more than half of all observations (and more than [`words::COMMON_TERM_FLOOR`])
-/// contain unless every word is one, split into the rare words and the frequent ones
-/// ([`words::is_frequent_term`]).
+/// A search's FTS5 query: any of the words of `text` that are not stop words, less those that
+/// more than half of all observations (and more than [`words::COMMON_TERM_FLOOR`]) contain
+/// unless every word is one, and less the frequent ones ([`words::is_frequent_term`]) unless
+/// every word left is one.
+///
+/// FTS5 scores every match of a query to rank them, and weighs each word by counting the texts
+/// that hold it: a word in a fifth of a million texts took 177 ms, and 518 ms for one in two
+/// thirds. So a frequent word is left out of a query that has rarer words (they rank what
+/// matters; PostgreSQL, which scores a text by itself, ranks the frequent word's first matches
+/// too), and a query of frequent words alone ranks its first matches ([`TextTerms::capped`]).
 struct TextTerms {
-    /// Any of the words: what a score is computed against.
-    all: String,
-    /// Any of the rare words: every text matching them is ranked.
-    rare: Option<String>,
-    /// Any of the frequent words: the first [`words::FREQUENT_TERM_RANKED`] texts matching
-    /// them are ranked.
-    frequent: Option<String>,
+    /// The FTS5 query.
+    query: String,
+    /// Every word of it is frequent: only the first [`words::FREQUENT_TERM_RANKED`] texts
+    /// matching it are ranked.
+    capped: bool,
 }
 
 /// The [`TextTerms`] of `text`; `None` when it has no word. A word's matches are counted by
@@ -225,7 +231,7 @@ struct TextTerms {
 /// so a rare word costs a few index pages.
 fn text_terms(tx: &Transaction<'_>, text: &str) -> Result<Option<TextTerms>> {
     let mut seen = HashSet::new();
-    let terms: Vec<String> = words::words(text)
+    let mut terms: Vec<String> = words::words(text)
         .filter(|w| !words::is_stop_word(w))
         .filter(|w| seen.insert(w.clone()))
         .map(|w| format!("\"{w}\""))
@@ -235,51 +241,55 @@ fn text_terms(tx: &Transaction<'_>, text: &str) -> Result<Option<TextTerms>> {
     }
     let total: i64 =
         (tx.query_row("SELECT count(*) FROM observations", [], |r| r.get(0))).map_err(db)?;
-    let common = words::common_term_count(total);
+    if total <= words::FREQUENT_TERM_RANKED {
+        return Ok(Some(TextTerms {
+            query: terms.join(" OR "),
+            capped: false,
+        }));
+    }
     // Only a query of several words leaves the common ones out.
+    let common = words::common_term_count(total);
     let enough = match terms.len() > 1 && total >= common {
         true => common,
         false => words::FREQUENT_TERM_RANKED + 1,
     };
-    let mut counted: Vec<(String, i64)> = Vec::with_capacity(terms.len());
-    if total > words::FREQUENT_TERM_RANKED {
-        let mut matches = tx
-            .prepare_cached(
-                "SELECT count(*) FROM (SELECT rowid FROM observations_fts
-                                       WHERE observations_fts MATCH ?1 LIMIT ?2)",
-            )
-            .map_err(db)?;
-        for term in terms {
-            let found: i64 =
-                (matches.query_row(params![term, enough], |r| r.get(0))).map_err(db)?;
-            counted.push((term, found));
+    let mut matches = tx
+        .prepare_cached(
+            "SELECT count(*) FROM (SELECT rowid FROM observations_fts
+                                   WHERE observations_fts MATCH ?1 LIMIT ?2)",
+        )
+        .map_err(db)?;
+    let mut found = Vec::with_capacity(terms.len());
+    for term in &terms {
+        found.push(
+            matches
+                .query_row(params![term, enough], |r| r.get::<_, i64>(0))
+                .map_err(db)?,
+        );
+    }
+    // Each rule keeps the words it would keep only when some word passes it.
+    for rule in [
+        (|total: i64, found: i64| !words::is_common_term(total as f64, found as f64))
+            as fn(i64, i64) -> bool,
+        |_, found| !words::is_frequent_term(found as f64),
+    ] {
+        if found.iter().any(|&n| rule(total, n)) {
+            let kept: Vec<(String, i64)> = (terms.into_iter().zip(found))
+                .filter(|(_, n)| rule(total, *n))
+                .collect();
+            (terms, found) = kept.into_iter().unzip();
         }
-    } else {
-        counted.extend(terms.into_iter().map(|term| (term, 0)));
     }
-    let is_common = |found: i64| words::is_common_term(total as f64, found as f64);
-    if counted.iter().any(|(_, found)| !is_common(*found)) {
-        counted.retain(|(_, found)| !is_common(*found));
-    }
-    let joined = |frequent: Option<bool>| {
-        let kept: Vec<&str> = (counted.iter())
-            .filter(|(_, found)| {
-                frequent.is_none_or(|f| f == words::is_frequent_term(*found as f64))
-            })
-            .map(|(term, _)| term.as_str())
-            .collect();
-        (!kept.is_empty()).then(|| kept.join(" OR "))
-    };
-    Ok(joined(None).map(|all| TextTerms {
-        all,
-        rare: joined(Some(false)),
-        frequent: joined(Some(true)),
+    let capped = found.iter().all(|&n| words::is_frequent_term(n as f64));
+    Ok(Some(TextTerms {
+        query: terms.join(" OR "),
+        capped,
     }))
 }
 
-/// The `limit` best full-text matches of `terms` as `(observation id, score)`: bm25 against
-/// every word, negated so that higher is better. Every text matching a rare word is ranked;
-/// of those matching only frequent ones, the first [`words::FREQUENT_TERM_RANKED`].
+/// The `limit` best full-text matches of `terms` as `(observation id, score)`: bm25, negated
+/// so that higher is better; of a [`TextTerms::capped`] query, the best of its first
+/// [`words::FREQUENT_TERM_RANKED`] matches in the workspace.
 fn text_matches(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
@@ -288,9 +298,12 @@ fn text_matches(
     request: &CandidateQuery,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let ranked = match terms.capped {
+        true => words::FREQUENT_TERM_RANKED,
+        false => -1,
+    };
     let types = types_json(request);
-    let ranked = words::FREQUENT_TERM_RANKED;
-    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&terms.all, &limit];
+    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&terms.query, &limit, &ranked];
     // Nodes are joined only for a filter: every match would pass its `NULL` tests. With one
     // workspace in the file every match is its own: FTS5 ranks its matches alone, without
     // joining each one to its observation row (a sixth of a common word's search).
@@ -302,8 +315,8 @@ fn text_matches(
         ]);
         (
             "JOIN observations o ON o.id = observations_fts.rowid JOIN nodes n ON n.id = o.node_id",
-            "AND o.workspace_id = ?3 AND (?4 IS NULL OR n.name = ?4)
-             AND (?5 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?5)))",
+            "AND o.workspace_id = ?4 AND (?5 IS NULL OR n.name = ?5)
+             AND (?6 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?6)))",
         )
     } else if only_workspace(tx)? {
         ("", "")
@@ -311,44 +324,18 @@ fn text_matches(
         parameters.push(&workspace.0);
         (
             "JOIN observations o ON o.id = observations_fts.rowid",
-            "AND o.workspace_id = ?3",
+            "AND o.workspace_id = ?4",
         )
     };
-    let Some(frequent) = &terms.frequent else {
-        let sql = format!(
-            "SELECT observations_fts.rowid, -bm25(observations_fts) AS score
+    // A negative LIMIT is none. The scan stops at the capped query's first matches.
+    let sql = format!(
+        "SELECT id, score FROM (
+             SELECT observations_fts.rowid AS id, -bm25(observations_fts) AS score
              FROM observations_fts {join}
              WHERE observations_fts MATCH ?1 {filter}
-             ORDER BY score DESC, observations_fts.rowid
-             LIMIT ?2"
-        );
-        return query(tx, &sql, params_from_iter(parameters), id_score);
-    };
-    // The texts to rank are picked first, then scored against every word by rowid.
-    let mut picked = Vec::new();
-    if let Some(rare) = &terms.rare {
-        parameters.push(rare);
-        picked.push(format!(
-            "SELECT observations_fts.rowid FROM observations_fts {join}
-             WHERE observations_fts MATCH ?{} {filter}",
-            parameters.len()
-        ));
-    }
-    parameters.extend([frequent as &dyn rusqlite::ToSql, &ranked]);
-    picked.push(format!(
-        "SELECT id FROM (SELECT observations_fts.rowid AS id FROM observations_fts {join}
-                         WHERE observations_fts MATCH ?{} {filter} LIMIT ?{})",
-        parameters.len() - 1,
-        parameters.len()
-    ));
-    let sql = format!(
-        "WITH picked (id) AS ({})
-         SELECT rowid, -bm25(observations_fts) AS score
-         FROM observations_fts
-         WHERE observations_fts MATCH ?1 AND rowid IN (SELECT id FROM picked)
-         ORDER BY score DESC, rowid
-         LIMIT ?2",
-        picked.join(" UNION ")
+             LIMIT ?3)
+         ORDER BY score DESC, id
+         LIMIT ?2"
     );
     query(tx, &sql, params_from_iter(parameters), id_score)
 }
