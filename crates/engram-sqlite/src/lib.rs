@@ -26,6 +26,7 @@ mod sql;
 mod store;
 mod tokens;
 mod transfer;
+mod vector_lists;
 mod vectors;
 mod workspaces;
 
@@ -48,6 +49,8 @@ pub const DEFAULT_READERS: usize = 4;
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: Arc<Pool>,
+    /// The inverted files over large perspectives' vectors ([`vector_lists`]).
+    lists: Arc<vector_lists::VectorLists>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -87,6 +90,7 @@ impl SqliteStore {
         .map_err(error::join)??;
         let store = Self {
             pool: Arc::new(pool),
+            lists: Arc::default(),
         };
         store.migrate().await?;
         Ok(store)
@@ -157,6 +161,22 @@ impl SqliteStore {
             })
             .await?;
         Ok(applied >= latest)
+    }
+
+    /// Gives a perspective an inverted file over its vectors from `vectors` vectors of a
+    /// model on, instead of 20,000 (for tests and benchmarks of the inverted file at small
+    /// sizes).
+    #[must_use]
+    pub fn with_vector_lists_from(self, vectors: i64) -> Self {
+        self.lists.set_lists_from(vectors);
+        self
+    }
+
+    /// Builds now, and waits for, the inverted files that are due (they are otherwise built
+    /// in the background, looked for at most every 30 seconds while vectors are saved); the
+    /// number built. Errors: the store's, as any call.
+    pub async fn build_vector_lists(&self) -> Result<usize> {
+        self.lists.build_due(&self.pool).await
     }
 
     /// The database file (SQLite keeps `-wal` and `-shm` files beside it).

@@ -11,6 +11,7 @@ use rusqlite::{Row, Transaction, params, params_from_iter};
 
 use crate::error::db;
 use crate::sql::{id_list, query, tags_json};
+use crate::vector_lists::VectorLists;
 use crate::vectors::{from_blob, has_vec_table, to_blob, vec_table};
 
 /// The largest `k` sqlite-vec accepts in one KNN query.
@@ -46,19 +47,26 @@ fn types_json(request: &CandidateQuery) -> Option<String> {
 }
 
 /// The `request.depth` observations nearest `vector` in `perspective` as `(observation id,
-/// cosine similarity)`: a KNN query on the dimension's `vec0` table for the whole workspace,
-/// or an exact scan of the observations a narrowed search keeps.
+/// cosine similarity)`: from the perspective's inverted file when it has one
+/// ([`VectorLists`]), else a KNN query on the dimension's `vec0` table for the whole
+/// workspace; or an exact scan of the observations a narrowed search keeps.
 fn nearest(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     request: &CandidateQuery,
     perspective: PerspectiveId,
     vector: &[f32],
+    lists: &VectorLists,
 ) -> Result<Vec<(i64, f64)>> {
     let (model, k) = (&request.model, request.depth);
     let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
     if k == 0 || !has_vec_table(tx, dims)? {
         return Ok(Vec::new());
+    }
+    if !request.is_narrowed()
+        && let Some(set) = VectorLists::ready_set(tx, perspective, model, dims)?
+    {
+        return lists.nearest(tx, set, vector, k.min(MAX_K));
     }
     if !request.is_narrowed() {
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
@@ -168,6 +176,7 @@ pub(crate) fn search(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     request: &CandidateQuery,
+    lists: &VectorLists,
 ) -> Result<Vec<Candidate>> {
     let terms = match request.text.as_deref() {
         Some(text) => text_terms(tx, text)?,
@@ -177,7 +186,7 @@ pub(crate) fn search(
     let mut complete_ranking = false;
     let model = &request.model;
     for (index, v) in request.vectors.iter().enumerate() {
-        let found = nearest(tx, workspace, request, v.perspective, &v.vector)?;
+        let found = nearest(tx, workspace, request, v.perspective, &v.vector, lists)?;
         set.add_nearest(index, found);
     }
     if let Some(terms) = &terms {

@@ -365,9 +365,12 @@ impl MemoryStore for SqliteStore {
     #[instrument(skip_all, fields(count = records.len()))]
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
         let (model, records) = (model.to_owned(), records.to_vec());
+        let lists = self.lists.clone();
         self.pool
-            .write(move |tx| vectors::save_embeddings(tx, &model, &records))
-            .await
+            .write(move |tx| vectors::save_embeddings(tx, &model, &records, &lists))
+            .await?;
+        self.lists.build_when_due(&self.pool);
+        Ok(())
     }
 
     #[instrument(skip_all)]
@@ -376,9 +379,9 @@ impl MemoryStore for SqliteStore {
         workspace: WorkspaceId,
         request: &CandidateQuery,
     ) -> Result<Vec<Candidate>> {
-        let request = request.clone();
+        let (request, lists) = (request.clone(), self.lists.clone());
         self.pool
-            .read(move |tx| search::search(tx, workspace, &request))
+            .read(move |tx| search::search(tx, workspace, &request, &lists))
             .await
     }
 

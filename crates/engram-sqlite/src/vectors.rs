@@ -22,6 +22,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::db;
 use crate::sql::{id_list, query, strings};
+use crate::vector_lists::{Filing, VectorLists};
 use crate::{micros, timestamp};
 
 pub(crate) fn seed_perspectives(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<()> {
@@ -183,7 +184,9 @@ pub(crate) fn save_embeddings(
     tx: &Transaction<'_>,
     model: &str,
     records: &[EmbeddingRecord],
+    lists: &VectorLists,
 ) -> Result<()> {
+    let mut filing = Filing::new(lists);
     let mut target = tx
         .prepare_cached(
             "SELECT o.workspace_id FROM observations o
@@ -295,6 +298,7 @@ pub(crate) fn save_embeddings(
         .map_err(db)?
         .execute(params![id, workspace, model, perspective, blob])
         .map_err(db)?;
+        filing.file(tx, id, perspective, model, vector)?;
     }
     let observations: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
     refresh_node_embeddings(tx, model, &observations)
@@ -432,6 +436,12 @@ pub(crate) fn clear_embeddings(
 ) -> Result<u64> {
     tx.execute(
         "DELETE FROM node_embeddings WHERE workspace_id = ?1 AND model = ?2",
+        params![workspace.0, model],
+    )
+    .map_err(db)?;
+    tx.execute(
+        "DELETE FROM vector_list_sets WHERE model = ?2
+         AND perspective_id IN (SELECT id FROM perspectives WHERE workspace_id = ?1)",
         params![workspace.0, model],
     )
     .map_err(db)?;

@@ -5,7 +5,7 @@
 //! comparison. Recall against the exact answer is measured by the consolidation benchmark
 //! (`cargo xtask bench consolidation --nodes 100000`) and asserted in this module's tests.
 
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
 
 use super::{Neighbour, against, best_k, best_of_row, unit_rows};
 
@@ -56,6 +56,46 @@ pub fn neighbours<V: AsRef<[f32]>>(
         });
     }
     result
+}
+
+/// `lists` unit centroids (each a row of the result's `dims` floats) placed by spherical
+/// k-means on `sample` (at most [`TRAINING_SAMPLE`] of them are used, evenly spread), for a
+/// store's own inverted file. Empty when `sample` is empty or of no dimension; fewer than
+/// `lists` rows when the sample is smaller.
+pub fn train<V: AsRef<[f32]>>(sample: &[V], lists: usize) -> Vec<Vec<f32>> {
+    let Some(unit) = unit_rows(sample, 1) else {
+        return Vec::new();
+    };
+    let centroids = centroids(&unit.view(), lists.clamp(1, sample.len()));
+    centroids.outer_iter().map(|row| row.to_vec()).collect()
+}
+
+/// For each of `vectors`, the indices of its `probes` most similar of `centroids` (unit rows
+/// of the same dimension, as [`train`] makes them), best first. A vector of another
+/// dimension is compared as zeros.
+pub fn nearest_centroids<V: AsRef<[f32]>, C: AsRef<[f32]>>(
+    vectors: &[V],
+    centroids: &[C],
+    probes: usize,
+) -> Vec<Vec<usize>> {
+    let (Some(unit), Some(dims)) = (unit_rows(vectors, 1), centroids.first()) else {
+        return vec![Vec::new(); vectors.len()];
+    };
+    let dims = dims.as_ref().len();
+    let mut matrix = Array2::<f32>::zeros((centroids.len(), dims));
+    for (mut row, centroid) in matrix.axis_iter_mut(Axis(0)).zip(centroids) {
+        if centroid.as_ref().len() == dims {
+            row.assign(&ArrayView1::from(centroid.as_ref()));
+        }
+    }
+    if unit.ncols() != dims {
+        return vec![Vec::new(); vectors.len()];
+    }
+    nearest_lists(
+        &unit.view(),
+        &matrix.view(),
+        probes.clamp(1, centroids.len()),
+    )
 }
 
 /// `lists` unit centroids placed by spherical k-means on an even sample of the rows of `unit`
@@ -148,6 +188,29 @@ mod tests {
         let recall = found as f64 / wanted as f64;
         assert!(wanted > 10_000, "the data has neighbours to find: {wanted}");
         assert!(recall >= 0.95, "recall {recall:.3}");
+    }
+
+    #[test]
+    fn trained_centroids_place_each_vector_in_its_topic() {
+        let vectors = clustered(2_000);
+        let centroids = train(&vectors, 20);
+        assert_eq!((centroids.len(), centroids[0].len()), (20, 32));
+        let lists = nearest_centroids(&vectors, &centroids, 2);
+        assert!(
+            lists
+                .iter()
+                .all(|near| near.len() == 2 && near[0] != near[1])
+        );
+        // Vectors of one topic share their nearest list far more often than not.
+        let mut agree = 0;
+        for i in 0..1_980 {
+            agree += usize::from(lists[i][0] == lists[i + 20][0]);
+        }
+        assert!(agree > 1_700, "{agree} of 1,980");
+        assert_eq!(
+            nearest_centroids(&vectors, &Vec::<Vec<f32>>::new(), 2)[0],
+            Vec::<usize>::new()
+        );
     }
 
     #[test]

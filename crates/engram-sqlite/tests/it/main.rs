@@ -2,6 +2,7 @@
 //! its own, plus SQLite-specific checks.
 
 mod sqlite;
+mod vector_lists;
 
 use std::path::Path;
 use std::sync::{Arc, Once};
