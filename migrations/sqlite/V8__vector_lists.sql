@@ -11,7 +11,10 @@ CREATE TABLE vector_list_sets (
     dims            INTEGER NOT NULL,
     -- Vectors of the perspective and model when the set was built.
     vectors         INTEGER NOT NULL,
-    ready           INTEGER NOT NULL DEFAULT 0
+    ready           INTEGER NOT NULL DEFAULT 0,
+    -- Microseconds since the epoch: a set not ready ten minutes on was left by a builder
+    -- that stopped, and is deleted by the next.
+    created_at      INTEGER NOT NULL
 );
 CREATE INDEX vector_list_sets_perspective ON vector_list_sets (perspective_id, model);
 

@@ -172,11 +172,19 @@ impl SqliteStore {
         self
     }
 
-    /// Builds now, and waits for, the inverted files that are due (they are otherwise built
-    /// in the background, looked for at most every 30 seconds while vectors are saved); the
-    /// number built. Errors: the store's, as any call.
+    /// Builds now the inverted files that are due, and waits for those another builder (a
+    /// server on the same file) is at; the number this call built. They are otherwise built
+    /// in the background, looked for at most every 30 seconds while vectors are saved or
+    /// searched. Errors: the store's, as any call.
     pub async fn build_vector_lists(&self) -> Result<usize> {
-        self.lists.build_due(&self.pool).await
+        let mut built = 0;
+        loop {
+            built += self.lists.build_due(&self.pool).await?;
+            if !self.lists.unsettled(&self.pool).await? {
+                return Ok(built);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
     }
 
     /// The database file (SQLite keeps `-wal` and `-shm` files beside it).

@@ -380,9 +380,13 @@ impl MemoryStore for SqliteStore {
         request: &CandidateQuery,
     ) -> Result<Vec<Candidate>> {
         let (request, lists) = (request.clone(), self.lists.clone());
-        self.pool
+        let found = self
+            .pool
             .read(move |tx| search::search(tx, workspace, &request, &lists))
-            .await
+            .await?;
+        // A store opened on vectors saved by an older version builds its lists when searched.
+        self.lists.build_when_due(&self.pool);
+        Ok(found)
     }
 
     #[instrument(skip_all)]

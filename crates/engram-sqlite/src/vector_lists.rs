@@ -198,17 +198,36 @@ impl VectorLists {
         });
     }
 
-    /// Builds every set that is due, one after another; the number built.
+    /// Builds every set that is due, one after another; the number built (a set another
+    /// builder is at is left to it).
     pub(crate) async fn build_due(self: &Arc<Self>, pool: &Arc<Pool>) -> Result<usize> {
         let lists_from = self.lists_from.load(Ordering::Relaxed);
         let due = pool.read(move |tx| due(tx, lists_from)).await?;
+        let mut built = 0;
         for set in &due {
-            self.build(pool, set.clone()).await?;
+            built += usize::from(self.build(pool, set.clone()).await?);
         }
-        Ok(due.len())
+        Ok(built)
     }
 
-    async fn build(self: &Arc<Self>, pool: &Arc<Pool>, due: Due) -> Result<()> {
+    /// Whether a set is due or being built (by any builder).
+    pub(crate) async fn unsettled(&self, pool: &Arc<Pool>) -> Result<bool> {
+        let lists_from = self.lists_from.load(Ordering::Relaxed);
+        pool.read(move |tx| {
+            let building: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM vector_list_sets WHERE ready = 0)",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(db)?;
+            Ok(building || !due(tx, lists_from)?.is_empty())
+        })
+        .await
+    }
+
+    /// Builds a set for `due`; whether it did (not when another builder is at it).
+    async fn build(self: &Arc<Self>, pool: &Arc<Pool>, due: Due) -> Result<bool> {
         let started = Instant::now();
         let sample = {
             let due = due.clone();
@@ -223,6 +242,9 @@ impl VectorLists {
             let (due, centroids) = (due.clone(), centroids.clone());
             pool.write(move |tx| create_set(tx, &due, &centroids))
                 .await?
+        };
+        let Some(set) = set else {
+            return Ok(false);
         };
         self.kept().insert(set, centroids.clone());
         // Each batch is read, placed outside any transaction, and written in a short one.
@@ -279,7 +301,7 @@ impl VectorLists {
             seconds = started.elapsed().as_secs_f64(),
             "built the vector lists"
         );
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -362,7 +384,7 @@ fn due(tx: &Transaction<'_>, lists_from: i64) -> Result<Vec<Due>> {
     let mut newest = tx
         .prepare_cached(
             "SELECT max(vectors) FROM vector_list_sets
-             WHERE perspective_id = ?1 AND model = ?2 AND dims = ?3",
+             WHERE perspective_id = ?1 AND model = ?2 AND dims = ?3 AND ready = 1",
         )
         .map_err(db)?;
     let mut due = Vec::new();
@@ -406,12 +428,34 @@ fn sample(tx: &Transaction<'_>, due: &Due) -> Result<Vec<Vec<f32>>> {
     )
 }
 
-/// A new set (not ready) with its centroids; its id.
-fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &[Vec<f32>]) -> Result<i64> {
+/// How long a set may stay unready before the next builder takes it for abandoned.
+const ABANDONED_AFTER_MICROS: i64 = 600_000_000;
+
+/// A new set (not ready) with its centroids; its id, or `None` when another builder (this
+/// process or another on the file) is building one for the same vectors.
+fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &[Vec<f32>]) -> Result<Option<i64>> {
+    tx.execute(
+        "DELETE FROM vector_list_sets
+         WHERE perspective_id = ?1 AND model = ?2 AND ready = 0
+           AND created_at < engram_now() - ?3",
+        params![due.perspective, due.model, ABANDONED_AFTER_MICROS],
+    )
+    .map_err(db)?;
+    let building: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM vector_list_sets
+                            WHERE perspective_id = ?1 AND model = ?2 AND ready = 0)",
+            params![due.perspective, due.model],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    if building {
+        return Ok(None);
+    }
     let set: i64 = tx
         .query_row(
-            "INSERT INTO vector_list_sets (perspective_id, model, dims, vectors)
-             VALUES (?1, ?2, ?3, ?4) RETURNING id",
+            "INSERT INTO vector_list_sets (perspective_id, model, dims, vectors, created_at)
+             VALUES (?1, ?2, ?3, ?4, engram_now()) RETURNING id",
             params![due.perspective, due.model, due.dims, due.vectors],
             |r| r.get(0),
         )
@@ -421,7 +465,7 @@ fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &[Vec<f32>]) -> Result
             .and_then(|mut s| s.execute(params![set, list as i64, to_blob(centroid)]))
             .map_err(db)?;
     }
-    Ok(set)
+    Ok(Some(set))
 }
 
 /// A stored vector as a build reads it.

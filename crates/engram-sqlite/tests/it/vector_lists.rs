@@ -56,12 +56,20 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
     indexer.run_until_idle().await.unwrap();
     assert_eq!(store.build_vector_lists().await.unwrap(), 1);
     assert_eq!(filed(&path), (1, 1, 300));
-    assert_eq!(store.build_vector_lists().await.unwrap(), 0, "nothing more is due");
+    assert_eq!(
+        store.build_vector_lists().await.unwrap(),
+        0,
+        "nothing more is due"
+    );
 
     // Fourfold: a new set replaces the first.
     nodes(&memory, workspace, 300..1_200).await;
     indexer.run_until_idle().await.unwrap();
-    assert_eq!(filed(&path), (1, 1, 1_200), "saved vectors are filed as they come");
+    assert_eq!(
+        filed(&path),
+        (1, 1, 1_200),
+        "saved vectors are filed as they come"
+    );
     let queries: Vec<String> = (0..40)
         .map(|t| format!("topic{t}a topic{t}c item{}", t * 7))
         .collect();
@@ -69,11 +77,13 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
     {
         // The exact answers, from a store that has no inverted file.
         let scan = Connection::open(&path).unwrap();
-        scan.execute("UPDATE vector_list_sets SET ready = 0", []).unwrap();
+        scan.execute("UPDATE vector_list_sets SET ready = 0", [])
+            .unwrap();
         for query in &queries {
             exact.push(found(&memory, workspace, query).await);
         }
-        scan.execute("UPDATE vector_list_sets SET ready = 1", []).unwrap();
+        scan.execute("UPDATE vector_list_sets SET ready = 1", [])
+            .unwrap();
     }
     assert_eq!(store.build_vector_lists().await.unwrap(), 1);
     assert_eq!(filed(&path), (1, 1, 1_200));
@@ -90,11 +100,17 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
 
     // Written after the build: found; deleted: gone, with its entry.
     memory
-        .create_entities(workspace, vec![entity("late", "item", &["zebra quartz violin"])])
+        .create_entities(
+            workspace,
+            vec![entity("late", "item", &["zebra quartz violin"])],
+        )
         .await
         .unwrap();
     indexer.run_until_idle().await.unwrap();
-    assert_eq!(found(&memory, workspace, "zebra quartz violin").await[0], "late");
+    assert_eq!(
+        found(&memory, workspace, "zebra quartz violin").await[0],
+        "late"
+    );
     memory
         .delete_entities(workspace, &["late".to_owned()])
         .await
