@@ -122,6 +122,9 @@ struct Report {
     index_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     index_observations_per_second: Option<f64>,
+    /// SQLite: seconds to build (or wait for) the inverted files over the vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector_lists_seconds: Option<f64>,
     text_only: bool,
     /// The SQLite files' bytes (PostgreSQL's are read by `cargo xtask bench scale`).
     disk_bytes: Option<u64>,
@@ -399,6 +402,16 @@ async fn main() -> Result<()> {
         Some(served.elapsed().as_secs_f64())
     };
 
+    // SQLite's inverted files over the vectors, built (or waited for) before measuring.
+    let lists_seconds = if sqlite && !args.text_only {
+        let started = Instant::now();
+        let store = engram_sqlite::SqliteStore::open(&args.database_url).await?;
+        store.build_vector_lists().await?;
+        Some(started.elapsed().as_secs_f64())
+    } else {
+        None
+    };
+
     let s = args.samples;
     let name = |k: usize| node_name((k * 7_919 + 13) % nodes);
     let query = |k: usize| {
@@ -522,6 +535,7 @@ async fn main() -> Result<()> {
         index_seconds: index_seconds.map(|seconds| (seconds * 10.0).round() / 10.0),
         index_observations_per_second: index_seconds
             .map(|seconds| (args.observations as f64 / seconds).round()),
+        vector_lists_seconds: lists_seconds,
         text_only: args.text_only,
         disk_bytes,
         rss_mb,
