@@ -4,8 +4,9 @@
 -- every vector filed under its nearest centroid with an 8-bit code of itself; a search reads
 -- the codes of the lists nearest the query and re-scores the best from `embeddings`. A set
 -- serves once `ready`; a newer one replaces it as the perspective grows.
+-- AUTOINCREMENT: a set's id is never reused, so centroids a process keeps by id stay its.
 CREATE TABLE vector_list_sets (
-    id              INTEGER PRIMARY KEY,
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
     perspective_id  INTEGER NOT NULL REFERENCES perspectives (id) ON DELETE CASCADE,
     model           TEXT    NOT NULL,
     dims            INTEGER NOT NULL,
