@@ -96,6 +96,7 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
         wanted += exact.len();
     }
     let recall = kept as f64 / wanted as f64;
+    eprintln!("recall@10 through the inverted file: {recall:.3} ({kept} of {wanted})");
     assert!(recall >= 0.9, "recall@10 {recall:.3}");
 
     // Written after the build: found; deleted: gone, with its entry.
