@@ -26,12 +26,15 @@ pub const PROXIMITY_WINDOW: usize = 2;
 /// smaller stores keep every word without counting any.
 pub const COMMON_TERM_FLOOR: i64 = 2_000;
 
-/// A term more observations hold than this (by the store's estimate) is ranked over the first
-/// this many texts that hold it in a workspace, in storage order, rather than over all of
-/// them: ranking every match of a word in a fifth of a million texts visits a fifth of the
+/// A term more observations hold than this (by the store's estimate) is a frequent term: a
+/// search ranks only the first this many texts holding it, in storage order, rather than all
+/// of them. Ranking every match of a word in a fifth of a million texts visits a fifth of the
 /// table (655 ms on PostgreSQL) only to order matches that tie but for repeats of the word,
 /// and such a term weighs little ([`idf`]). Rarer terms are always ranked in full, so a text
-/// holding any of them is never left out.
+/// holding any of them is never left out. PostgreSQL ranks each frequent term's first matches
+/// beside the rarer terms' (a branch per term); SQLite, whose FTS5 weighs a term by a pass over
+/// all its matches, leaves frequent terms out of a query that has rarer ones, and ranks the
+/// first this many matches of a query of frequent terms alone.
 pub const FREQUENT_TERM_RANKED: i64 = 2_000;
 
 /// Whether a term that about `containing` observations hold is ranked over its first

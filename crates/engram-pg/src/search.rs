@@ -188,6 +188,17 @@ async fn text_matches(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let types = request.types().map(<[String]>::to_vec);
     let (rare, frequent) = (query.rare(), query.frequent());
+    // Each frequent lexeme's branch leaves out the texts an earlier branch has: the rare
+    // lexemes' and those of the frequent lexemes before it.
+    let earlier: Vec<String> = (0..frequent.len())
+        .map(|i| {
+            let before = rare
+                .iter()
+                .map(String::as_str)
+                .chain(frequent[..i].iter().copied());
+            before.collect::<Vec<_>>().join(" | ")
+        })
+        .collect();
     let ranked = words::FREQUENT_TERM_RANKED;
     let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
         vec![&workspace.0, &limit];
@@ -210,7 +221,6 @@ async fn text_matches(
              WHERE o.workspace_id = $1 AND {condition} {narrowed}"
         )
     };
-    // A query without rare or without frequent lexemes has one branch.
     let mut branches = Vec::new();
     if let Some(rare) = &rare {
         parameters.push(rare);
@@ -219,22 +229,20 @@ async fn text_matches(
             parameters.len()
         )));
     }
-    if let Some(frequent) = &frequent {
-        // The rare lexemes' parameter is the last one pushed.
-        let unless_rare = match rare.is_some() {
-            true => format!(
-                "AND NOT o.content_tsv @@ ${}::text::tsquery",
-                parameters.len()
-            ),
-            false => String::new(),
-        };
-        parameters.push(frequent);
-        let condition = format!(
-            "o.content_tsv @@ ${}::text::tsquery {unless_rare}",
-            parameters.len()
-        );
+    if !frequent.is_empty() {
         parameters.push(&ranked);
-        let ranked = parameters.len();
+    }
+    let ranked = parameters.len();
+    for (lexeme, earlier) in frequent.iter().zip(&earlier) {
+        parameters.push(lexeme);
+        let mut condition = format!("o.content_tsv @@ ${}::text::tsquery", parameters.len());
+        if !earlier.is_empty() {
+            parameters.push(earlier);
+            condition += &format!(
+                " AND NOT o.content_tsv @@ ${}::text::tsquery",
+                parameters.len()
+            );
+        }
         branches.push(format!("({} LIMIT ${ranked})", matching(&condition)));
     }
     let branches = branches.join(" UNION ALL ");
@@ -250,9 +258,9 @@ async fn text_matches(
     // is best found by reading the table until enough match, a rarer one through the index,
     // and a cached statement's generic plan, blind to the word, always took the index (55 ms
     // for a word in 64 % of a million texts, 2 ms planned for it).
-    let statement = match frequent {
-        Some(_) => client.prepare(&sql).await,
-        None => client.prepare_cached(&sql).await,
+    let statement = match frequent.is_empty() {
+        false => client.prepare(&sql).await,
+        true => client.prepare_cached(&sql).await,
     };
     let rows = (client.query(&statement.map_err(db)?, &parameters).await).map_err(db)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())

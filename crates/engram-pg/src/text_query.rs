@@ -144,11 +144,14 @@ impl TextQuery {
         self.joined(|frequent| !frequent)
     }
 
-    /// Any of the frequent lexemes ([`words::is_frequent_term`]), as `tsquery` input; `None`
-    /// when there is none. A search ranks only the first [`words::FREQUENT_TERM_RANKED`]
-    /// texts that match it and not [`TextQuery::rare`].
-    pub(crate) fn frequent(&self) -> Option<String> {
-        self.joined(|frequent| frequent)
+    /// Each frequent lexeme ([`words::is_frequent_term`]) as `tsquery` input. A search ranks
+    /// the first [`words::FREQUENT_TERM_RANKED`] texts matching each that match neither
+    /// [`TextQuery::rare`] nor a frequent lexeme before it.
+    pub(crate) fn frequent(&self) -> Vec<&str> {
+        (self.terms.iter().zip(&self.frequent))
+            .filter(|(_, frequent)| **frequent)
+            .map(|((term, _), _)| term.as_str())
+            .collect()
     }
 
     fn joined(&self, keep: impl Fn(bool) -> bool) -> Option<String> {
@@ -210,7 +213,9 @@ impl Lexeme {
         Weight {
             idf: words::idf(rows, containing),
             common: words::is_common_term(rows, containing),
-            frequent: words::is_frequent_term(containing),
+            // A lexeme the statistics do not list is rarer than any they do, whatever its
+            // estimate: ranked in full.
+            frequent: self.share.is_some() && words::is_frequent_term(containing),
         }
     }
 }
@@ -244,16 +249,13 @@ mod tests {
         assert_eq!(query.any(), "'gear' | 'sprocket'");
         // 1 % of 100,000 texts is a thousand: every text holding either is ranked.
         assert_eq!(query.rare().as_deref(), Some("'gear' | 'sprocket'"));
-        assert_eq!(query.frequent(), None);
+        assert!(query.frequent().is_empty());
         let (gear, sprocket) = (query.terms[0].1, query.terms[1].1);
         assert!(sprocket > gear && gear > 1.0, "{query:?}");
         // Only common lexemes: they are kept, weighing next to nothing.
         let common = TextQuery::weigh(vec![lexeme("widget", Some(0.9))]).unwrap();
         assert_eq!(common.any(), "'widget'");
-        assert_eq!(
-            (common.rare(), common.frequent().as_deref()),
-            (None, Some("'widget'"))
-        );
+        assert_eq!((common.rare(), common.frequent()), (None, vec!["'widget'"]));
         assert_eq!(TextQuery::weigh(Vec::new()), None);
     }
 
@@ -266,7 +268,15 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(query.rare().as_deref(), Some("'fazulo'"));
-        assert_eq!(query.frequent().as_deref(), Some("'milo' | 'kalo'"));
+        assert_eq!(query.frequent(), ["'milo'", "'kalo'"]);
+        // Unlisted, a lexeme is rarer than any listed one, however large the table.
+        let unlisted = Lexeme {
+            text: "xitura".to_owned(),
+            share: None,
+            rarest: Some(0.004),
+            rows: 1_000_000.0,
+        };
+        assert_eq!(TextQuery::weigh(vec![unlisted]).unwrap().frequent, [false]);
         assert_eq!(query.any(), "'milo' | 'fazulo' | 'kalo'");
     }
 

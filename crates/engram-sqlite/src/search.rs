@@ -65,8 +65,9 @@ fn nearest(
     }
     if !request.is_narrowed()
         && let Some(set) = VectorLists::ready_set(tx, perspective, model, dims)?
+        && let Some(found) = lists.nearest(tx, set, vector, k.min(MAX_K))?
     {
-        return lists.nearest(tx, set, vector, k.min(MAX_K));
+        return Ok(found);
     }
     if !request.is_narrowed() {
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));

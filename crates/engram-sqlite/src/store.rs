@@ -384,8 +384,7 @@ impl MemoryStore for SqliteStore {
             .pool
             .read(move |tx| search::search(tx, workspace, &request, &lists))
             .await?;
-        // A store opened on vectors saved by an older version builds its lists when searched.
-        self.lists.build_when_due(&self.pool);
+        self.lists.build_when_due_at_first_search(&self.pool);
         Ok(found)
     }
 

@@ -4,7 +4,7 @@
 //!
 //! Once a perspective holds [`LISTS_FROM`] vectors of a model, a background task builds a
 //! set of √n lists: centroids placed by spherical k-means on an even sample
-//! ([`inverted_file::train`]), then every vector filed under its nearest centroid with an
+//! ([`Centroids::train`]), then every vector filed under its nearest centroid with an
 //! 8-bit code of itself, a batch of [`BATCH`] vectors a transaction. The set serves searches
 //! once every vector is filed; vectors written meanwhile are filed as they are saved
 //! ([`Filing`]). When the perspective has grown fourfold a new set is built beside the old
@@ -13,15 +13,16 @@
 //! A search ([`VectorLists::nearest`]) compares the query with the centroids, reads the codes
 //! of its [`probes`] nearest lists (stored together), and re-scores the best four times `k`
 //! of them exactly from `embeddings`: the similarities returned are exact; a neighbour is
-//! missed only when it lies in none of the probed lists. A search narrowed to a node or to
-//! types scans as before (`search.rs`).
+//! missed when it lies in none of the probed lists or its code's score misses the shortlist,
+//! and a search returns at most what the probed lists hold. A search narrowed to a node or
+//! to types scans as before (`search.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use engram_domain::similarity::{self, inverted_file};
+use engram_domain::similarity::{self, inverted_file::Centroids};
 use engram_domain::{PerspectiveId, Result};
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -54,9 +55,10 @@ pub(crate) fn probes(lists: usize) -> usize {
 /// whether a build is under way.
 #[derive(Debug)]
 pub(crate) struct VectorLists {
-    centroids: Mutex<HashMap<i64, Arc<Vec<Vec<f32>>>>>,
+    centroids: Mutex<HashMap<i64, Arc<Centroids>>>,
     building: AtomicBool,
     checked: Mutex<Option<Instant>>,
+    searched: AtomicBool,
     lists_from: AtomicI64,
 }
 
@@ -66,6 +68,7 @@ impl Default for VectorLists {
             centroids: Mutex::default(),
             building: AtomicBool::new(false),
             checked: Mutex::default(),
+            searched: AtomicBool::new(false),
             lists_from: AtomicI64::new(LISTS_FROM),
         }
     }
@@ -104,7 +107,7 @@ impl VectorLists {
         .map_err(db)
     }
 
-    fn centroids(&self, tx: &Transaction<'_>, set: i64) -> Result<Arc<Vec<Vec<f32>>>> {
+    fn centroids(&self, tx: &Transaction<'_>, set: i64) -> Result<Arc<Centroids>> {
         if let Some(kept) = self.kept().get(&set) {
             return Ok(kept.clone());
         }
@@ -114,29 +117,33 @@ impl VectorLists {
             [set],
             |row| row.get::<_, Vec<u8>>(0),
         )?;
-        let centroids = Arc::new(rows.iter().map(|blob| from_blob(blob)).collect::<Vec<_>>());
+        let rows: Vec<Vec<f32>> = rows.iter().map(|blob| from_blob(blob)).collect();
+        let centroids = Arc::new(Centroids::from_rows(&rows));
         self.kept().insert(set, centroids.clone());
         Ok(centroids)
     }
 
-    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<Vec<Vec<f32>>>>> {
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<Centroids>>> {
         self.centroids.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The `k` observations of `set` nearest `vector`, as `(observation id, cosine
-    /// similarity)`, best first.
+    /// similarity)`, best first; `None` when the set has no list (the caller scans).
     pub(crate) fn nearest(
         &self,
         tx: &Transaction<'_>,
         set: i64,
         vector: &[f32],
         k: usize,
-    ) -> Result<Vec<(i64, f64)>> {
+    ) -> Result<Option<Vec<(i64, f64)>>> {
         let centroids = self.centroids(tx, set)?;
-        let lists =
-            inverted_file::nearest_centroids(&[vector], &centroids, probes(centroids.len()))
-                .pop()
-                .unwrap_or_default();
+        if centroids.is_empty() {
+            return Ok(None);
+        }
+        let lists = centroids
+            .nearest(&[vector], probes(centroids.len()))
+            .pop()
+            .unwrap_or_default();
         let unit = unit(vector);
         let mut entries = tx
             .prepare_cached(
@@ -161,19 +168,27 @@ impl VectorLists {
             approximate.truncate(shortlist);
         }
         let ids: Vec<i64> = approximate.iter().map(|(id, _)| *id).collect();
-        let mut exact = query(
+        let exact = query(
             tx,
             "SELECT observation_id, embedding FROM embeddings
              WHERE id IN (SELECT value FROM json_each(?1))",
             [id_list(&ids)],
             |row| {
                 let stored = from_blob(&row.get::<_, Vec<u8>>(1)?);
-                Ok((row.get(0)?, f64::from(similarity::cosine(vector, &stored))))
+                // A zero vector has no direction (the scan leaves it out too).
+                let similarity = match stored.iter().any(|x| *x != 0.0) {
+                    true => Some(f64::from(similarity::cosine(vector, &stored))),
+                    false => None,
+                };
+                Ok((row.get(0)?, similarity.filter(|s| s.is_finite())))
             },
         )?;
-        exact.sort_by(|a: &(i64, f64), b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut exact: Vec<(i64, f64)> = (exact.into_iter())
+            .filter_map(|(id, similarity): (i64, Option<f64>)| Some((id, similarity?)))
+            .collect();
+        exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         exact.truncate(k);
-        Ok(exact)
+        Ok(Some(exact))
     }
 
     /// Starts building the sets that are due, unless a build is under way or the last look was
@@ -198,6 +213,14 @@ impl VectorLists {
         });
     }
 
+    /// At the first search since the store opened, [`VectorLists::build_when_due`]: a store
+    /// opened on vectors saved without lists (by an older version) builds them.
+    pub(crate) fn build_when_due_at_first_search(self: &Arc<Self>, pool: &Arc<Pool>) {
+        if !self.searched.swap(true, Ordering::AcqRel) {
+            self.build_when_due(pool);
+        }
+    }
+
     /// Builds every set that is due, one after another; the number built (a set another
     /// builder is at is left to it).
     pub(crate) async fn build_due(self: &Arc<Self>, pool: &Arc<Pool>) -> Result<usize> {
@@ -216,8 +239,9 @@ impl VectorLists {
         pool.read(move |tx| {
             let building: bool = tx
                 .query_row(
-                    "SELECT EXISTS (SELECT 1 FROM vector_list_sets WHERE ready = 0)",
-                    [],
+                    "SELECT EXISTS (SELECT 1 FROM vector_list_sets
+                                    WHERE ready = 0 AND created_at >= engram_now() - ?1)",
+                    [ABANDONED_AFTER_MICROS],
                     |r| r.get(0),
                 )
                 .map_err(db)?;
@@ -234,9 +258,12 @@ impl VectorLists {
             pool.read(move |tx| sample(tx, &due)).await?
         };
         let lists = (due.vectors as f64).sqrt().round() as usize;
-        let centroids = tokio::task::spawn_blocking(move || inverted_file::train(&sample, lists))
+        let centroids = tokio::task::spawn_blocking(move || Centroids::train(&sample, lists))
             .await
             .map_err(crate::error::join)?;
+        if centroids.is_empty() {
+            return Ok(false);
+        }
         let centroids = Arc::new(centroids);
         let set = {
             let (due, centroids) = (due.clone(), centroids.clone());
@@ -261,10 +288,18 @@ impl VectorLists {
             let filed = tokio::task::spawn_blocking(move || place(batch, &centroids))
                 .await
                 .map_err(crate::error::join)?;
-            pool.write(move |tx| write_batch(tx, set, &filed)).await?;
+            if !pool.write(move |tx| write_batch(tx, set, &filed)).await? {
+                // Deleted under the build (the vectors were cleared, or another builder took
+                // it for abandoned): nothing to finish.
+                self.kept().remove(&set);
+                return Ok(false);
+            }
             after = last;
         }
-        let older = pool.write(move |tx| make_ready(tx, set)).await?;
+        let Some(older) = pool.write(move |tx| make_ready(tx, set)).await? else {
+            self.kept().remove(&set);
+            return Ok(false);
+        };
         for old in older {
             self.kept().remove(&old);
             let count: i64 = pool
@@ -346,7 +381,8 @@ impl<'a> Filing<'a> {
         }
         for &set in &self.sets[&key] {
             let centroids = self.lists.centroids(tx, set)?;
-            let list = inverted_file::nearest_centroids(&[vector], &centroids, 1)
+            let list = centroids
+                .nearest(&[vector], 1)
                 .pop()
                 .and_then(|near| near.first().copied())
                 .unwrap_or(0);
@@ -366,10 +402,10 @@ impl<'a> Filing<'a> {
 fn due(tx: &Transaction<'_>, lists_from: i64) -> Result<Vec<Due>> {
     let counted = query(
         tx,
-        "SELECT e.workspace_id, e.perspective_id, e.model, e.dims, count(*)
-         FROM embeddings e
-         GROUP BY e.workspace_id, e.perspective_id, e.model, e.dims
-         HAVING count(*) >= ?1",
+        "SELECT p.workspace_id, c.perspective_id, c.model, c.dims, c.vectors
+         FROM (SELECT perspective_id, model, dims, count(*) AS vectors FROM embeddings
+               GROUP BY perspective_id, model, dims HAVING count(*) >= ?1) c
+         JOIN perspectives p ON p.id = c.perspective_id",
         [lists_from],
         |row| {
             Ok(Due {
@@ -428,12 +464,13 @@ fn sample(tx: &Transaction<'_>, due: &Due) -> Result<Vec<Vec<f32>>> {
     )
 }
 
-/// How long a set may stay unready before the next builder takes it for abandoned.
+/// How long a set may stay unready, its builder silent, before the next builder takes it for
+/// abandoned (a builder marks its set alive with each batch).
 const ABANDONED_AFTER_MICROS: i64 = 600_000_000;
 
 /// A new set (not ready) with its centroids; its id, or `None` when another builder (this
 /// process or another on the file) is building one for the same vectors.
-fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &[Vec<f32>]) -> Result<Option<i64>> {
+fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &Centroids) -> Result<Option<i64>> {
     tx.execute(
         "DELETE FROM vector_list_sets
          WHERE perspective_id = ?1 AND model = ?2 AND ready = 0
@@ -449,7 +486,16 @@ fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &[Vec<f32>]) -> Result
             |r| r.get(0),
         )
         .map_err(db)?;
-    if building {
+    let built: Option<i64> = tx
+        .query_row(
+            "SELECT max(vectors) FROM vector_list_sets
+             WHERE perspective_id = ?1 AND model = ?2 AND dims = ?3 AND ready = 1",
+            params![due.perspective, due.model, due.dims],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    // Another builder may have finished since the work was found due.
+    if building || built.is_some_and(|built| due.vectors < GROWTH * built) {
         return Ok(None);
     }
     let set: i64 = tx
@@ -460,9 +506,9 @@ fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &[Vec<f32>]) -> Result
             |r| r.get(0),
         )
         .map_err(db)?;
-    for (list, centroid) in centroids.iter().enumerate() {
+    for (list, centroid) in centroids.rows().enumerate() {
         tx.prepare_cached("INSERT INTO vector_lists (set_id, list, centroid) VALUES (?1, ?2, ?3)")
-            .and_then(|mut s| s.execute(params![set, list as i64, to_blob(centroid)]))
+            .and_then(|mut s| s.execute(params![set, list as i64, to_blob(&centroid)]))
             .map_err(db)?;
     }
     Ok(Some(set))
@@ -507,9 +553,9 @@ fn read_batch(tx: &Transaction<'_>, due: &Due, after: i64) -> Result<Vec<Stored>
 }
 
 /// Each vector's nearest list and code.
-fn place(batch: Vec<Stored>, centroids: &[Vec<f32>]) -> Vec<Placed> {
+fn place(batch: Vec<Stored>, centroids: &Centroids) -> Vec<Placed> {
     let vectors: Vec<&[f32]> = batch.iter().map(|row| row.vector.as_slice()).collect();
-    let nearest = inverted_file::nearest_centroids(&vectors, centroids, 1);
+    let nearest = centroids.nearest(&vectors, 1);
     (batch.iter().zip(nearest))
         .map(|(row, near)| Placed {
             id: row.id,
@@ -521,8 +567,18 @@ fn place(batch: Vec<Stored>, centroids: &[Vec<f32>]) -> Vec<Placed> {
 }
 
 /// Files `placed` under `set`, each only while its vector is the one that was read: a vector
-/// deleted or saved again since is left to its save.
-fn write_batch(tx: &Transaction<'_>, set: i64, placed: &[Placed]) -> Result<()> {
+/// deleted or saved again since is left to its save. Marks the set alive (its `created_at`);
+/// `false`, filing nothing, when the set is gone.
+fn write_batch(tx: &Transaction<'_>, set: i64, placed: &[Placed]) -> Result<bool> {
+    let alive = tx
+        .execute(
+            "UPDATE vector_list_sets SET created_at = engram_now() WHERE id = ?1",
+            [set],
+        )
+        .map_err(db)?;
+    if alive == 0 {
+        return Ok(false);
+    }
     let mut insert = tx
         .prepare_cached(
             "INSERT OR IGNORE INTO vector_list_entries (set_id, list, embedding_id, code)
@@ -534,22 +590,28 @@ fn write_batch(tx: &Transaction<'_>, set: i64, placed: &[Placed]) -> Result<()> 
             .execute(params![set, p.list, p.id, p.code, p.embedded_at])
             .map_err(db)?;
     }
-    Ok(())
+    Ok(true)
 }
 
-/// Marks `set` ready; the older sets of its perspective and model, to delete.
-fn make_ready(tx: &Transaction<'_>, set: i64) -> Result<Vec<i64>> {
-    tx.execute("UPDATE vector_list_sets SET ready = 1 WHERE id = ?1", [set])
+/// Marks `set` ready; the older sets of its perspective, model and dimension, to delete
+/// (`None` when the set is gone).
+fn make_ready(tx: &Transaction<'_>, set: i64) -> Result<Option<Vec<i64>>> {
+    let marked = tx
+        .execute("UPDATE vector_list_sets SET ready = 1 WHERE id = ?1", [set])
         .map_err(db)?;
+    if marked == 0 {
+        return Ok(None);
+    }
     query(
         tx,
         "SELECT old.id FROM vector_list_sets old
          JOIN vector_list_sets new ON new.id = ?1
          WHERE old.perspective_id = new.perspective_id AND old.model = new.model
-           AND old.id <> new.id",
+           AND old.dims = new.dims AND old.id <> new.id",
         [set],
         |row| row.get(0),
     )
+    .map(Some)
 }
 
 /// `vector` scaled to unit length (zeros stay zeros).

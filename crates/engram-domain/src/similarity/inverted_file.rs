@@ -58,44 +58,61 @@ pub fn neighbours<V: AsRef<[f32]>>(
     result
 }
 
-/// `lists` unit centroids (each a row of the result's `dims` floats) placed by spherical
-/// k-means on `sample` (at most [`TRAINING_SAMPLE`] of them are used, evenly spread), for a
-/// store's own inverted file. Empty when `sample` is empty or of no dimension; fewer than
-/// `lists` rows when the sample is smaller.
-pub fn train<V: AsRef<[f32]>>(sample: &[V], lists: usize) -> Vec<Vec<f32>> {
-    let Some(unit) = unit_rows(sample, 1) else {
-        return Vec::new();
-    };
-    let centroids = centroids(&unit.view(), lists.clamp(1, sample.len()));
-    centroids.outer_iter().map(|row| row.to_vec()).collect()
-}
+/// The unit centroids of an inverted file's lists, for a store's own inverted file: placed
+/// by [`Centroids::train`], kept as rows ([`Centroids::rows`]) and read back
+/// ([`Centroids::from_rows`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Centroids(Array2<f32>);
 
-/// For each of `vectors`, the indices of its `probes` most similar of `centroids` (unit rows
-/// of the same dimension, as [`train`] makes them), best first. A vector of another
-/// dimension is compared as zeros.
-pub fn nearest_centroids<V: AsRef<[f32]>, C: AsRef<[f32]>>(
-    vectors: &[V],
-    centroids: &[C],
-    probes: usize,
-) -> Vec<Vec<usize>> {
-    let (Some(unit), Some(dims)) = (unit_rows(vectors, 1), centroids.first()) else {
-        return vec![Vec::new(); vectors.len()];
-    };
-    let dims = dims.as_ref().len();
-    let mut matrix = Array2::<f32>::zeros((centroids.len(), dims));
-    for (mut row, centroid) in matrix.axis_iter_mut(Axis(0)).zip(centroids) {
-        if centroid.as_ref().len() == dims {
-            row.assign(&ArrayView1::from(centroid.as_ref()));
+impl Centroids {
+    /// `lists` centroids placed by spherical k-means on `sample` (at most
+    /// [`TRAINING_SAMPLE`] of them are used, evenly spread); none when `sample` is empty or of
+    /// no dimension, fewer than `lists` when it is smaller.
+    pub fn train<V: AsRef<[f32]>>(sample: &[V], lists: usize) -> Self {
+        match unit_rows(sample, 1) {
+            Some(unit) => Self(centroids(&unit.view(), lists.clamp(1, sample.len()))),
+            None => Self(Array2::zeros((0, 0))),
         }
     }
-    if unit.ncols() != dims {
-        return vec![Vec::new(); vectors.len()];
+
+    /// Centroids from their rows, as [`Centroids::rows`] gave them (rows of another length
+    /// than the first are zeros, so they are nobody's nearest).
+    pub fn from_rows<V: AsRef<[f32]>>(rows: &[V]) -> Self {
+        let dims = rows.first().map_or(0, |row| row.as_ref().len());
+        let mut matrix = Array2::<f32>::zeros((rows.len(), dims));
+        for (mut target, row) in matrix.axis_iter_mut(Axis(0)).zip(rows) {
+            if row.as_ref().len() == dims {
+                target.assign(&ArrayView1::from(row.as_ref()));
+            }
+        }
+        Self(matrix)
     }
-    nearest_lists(
-        &unit.view(),
-        &matrix.view(),
-        probes.clamp(1, centroids.len()),
-    )
+
+    /// The centroids as rows of `dims` floats, list by list.
+    pub fn rows(&self) -> impl Iterator<Item = Vec<f32>> + '_ {
+        self.0.outer_iter().map(|row| row.to_vec())
+    }
+
+    /// How many lists.
+    pub fn len(&self) -> usize {
+        self.0.nrows()
+    }
+
+    /// Whether there is no list.
+    pub fn is_empty(&self) -> bool {
+        self.0.nrows() == 0
+    }
+
+    /// For each of `vectors`, the indices of its `probes` most similar centroids, best first;
+    /// none for every vector when there is no centroid or the dimensions differ.
+    pub fn nearest<V: AsRef<[f32]>>(&self, vectors: &[V], probes: usize) -> Vec<Vec<usize>> {
+        match unit_rows(vectors, 1) {
+            Some(unit) if !self.is_empty() && unit.ncols() == self.0.ncols() => {
+                nearest_lists(&unit.view(), &self.0.view(), probes.clamp(1, self.len()))
+            }
+            _ => vec![Vec::new(); vectors.len()],
+        }
+    }
 }
 
 /// `lists` unit centroids placed by spherical k-means on an even sample of the rows of `unit`
@@ -193,9 +210,11 @@ mod tests {
     #[test]
     fn trained_centroids_place_each_vector_in_its_topic() {
         let vectors = clustered(2_000);
-        let centroids = train(&vectors, 20);
-        assert_eq!((centroids.len(), centroids[0].len()), (20, 32));
-        let lists = nearest_centroids(&vectors, &centroids, 2);
+        let centroids = Centroids::train(&vectors, 20);
+        let rows: Vec<Vec<f32>> = centroids.rows().collect();
+        assert_eq!((rows.len(), rows[0].len()), (20, 32));
+        assert_eq!(Centroids::from_rows(&rows), centroids);
+        let lists = centroids.nearest(&vectors, 2);
         assert!(
             lists
                 .iter()
@@ -207,10 +226,9 @@ mod tests {
             agree += usize::from(lists[i][0] == lists[i + 20][0]);
         }
         assert!(agree > 1_700, "{agree} of 1,980");
-        assert_eq!(
-            nearest_centroids(&vectors, &Vec::<Vec<f32>>::new(), 2)[0],
-            Vec::<usize>::new()
-        );
+        let none = Centroids::train(&Vec::<Vec<f32>>::new(), 20);
+        assert!(none.is_empty());
+        assert_eq!(none.nearest(&vectors, 2)[0], Vec::<usize>::new());
     }
 
     #[test]
