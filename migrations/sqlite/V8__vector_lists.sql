@@ -18,10 +18,6 @@ CREATE TABLE vector_list_sets (
     created_at      INTEGER NOT NULL
 );
 CREATE INDEX vector_list_sets_perspective ON vector_list_sets (perspective_id, model);
--- Counting a perspective's vectors per model, for whether it needs a set, from the index alone
--- (it serves the lookups by perspective the index it replaces did).
-CREATE INDEX embeddings_perspective_model_dims ON embeddings (perspective_id, model, dims);
-DROP INDEX embeddings_perspective;
 
 -- The unit centroid of each list (little-endian f32s).
 CREATE TABLE vector_lists (
