@@ -45,12 +45,12 @@ const BATCH: usize = 4_096;
 /// How often saving vectors looks for a perspective that needs a set.
 const CHECK_EVERY: Duration = Duration::from_secs(30);
 
-/// Lists a search reads: an eighth of them, at least 8 and at most 64 (17 of 142 at 20,000
-/// vectors, 64 of 1,000 at a million). On 22,081 real sentences (all-MiniLM-L6-v2, 142 lists)
+/// Lists a search reads: an eighth of them, at least 8 and at most 32 (17 of 142 at 20,000
+/// vectors, 32 of 1,000 at a million: 64 cost 51 ms a search there, 23 cost 20 ms). On 22,081 real sentences (all-MiniLM-L6-v2, 142 lists)
 /// recall@10 against the exact answer was 0.90 reading 10 lists, 0.93 reading 15, 0.95
 /// reading 20 (BENCHMARKS.md).
 pub(crate) fn probes(lists: usize) -> usize {
-    (lists / 8).clamp(8, 64).min(lists)
+    (lists / 8).clamp(8, 32).min(lists)
 }
 
 /// The store's inverted files: the centroids of the sets in use, kept between calls, and
@@ -678,7 +678,7 @@ mod tests {
         assert_eq!(decoded_dot(&code(&a), &unit(&a[..100])), 0.0);
         assert_eq!(probes(10), 8);
         assert_eq!(probes(142), 17);
-        assert_eq!(probes(1_000), 64);
+        assert_eq!(probes(1_000), 32);
         assert_eq!(probes(3), 3);
     }
 }
