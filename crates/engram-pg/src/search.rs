@@ -176,8 +176,9 @@ async fn candidate_vectors(
 }
 
 /// The `limit` best full-text matches of `query` as `(observation id, score)`. Every text
-/// matching one of its rare lexemes is ranked; of the texts matching only frequent ones
-/// ([`TextQuery::frequent`]), the first [`words::FREQUENT_TERM_RANKED`] the scan meets.
+/// matching one of its rare lexemes is ranked; of each frequent lexeme's texts
+/// ([`TextQuery::frequent`]) that no earlier branch has, the first
+/// [`words::FREQUENT_TERM_RANKED`] the scan meets.
 async fn text_matches(
     client: &impl GenericClient,
     workspace: WorkspaceId,

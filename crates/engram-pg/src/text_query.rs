@@ -148,17 +148,19 @@ impl TextQuery {
     /// the first [`words::FREQUENT_TERM_RANKED`] texts matching each that match neither
     /// [`TextQuery::rare`] nor a frequent lexeme before it.
     pub(crate) fn frequent(&self) -> Vec<&str> {
+        self.lexemes(|frequent| frequent)
+    }
+
+    /// The lexemes (as `tsquery` input) whose frequency passes `keep`.
+    fn lexemes(&self, keep: impl Fn(bool) -> bool) -> Vec<&str> {
         (self.terms.iter().zip(&self.frequent))
-            .filter(|(_, frequent)| **frequent)
+            .filter(|(_, frequent)| keep(**frequent))
             .map(|((term, _), _)| term.as_str())
             .collect()
     }
 
     fn joined(&self, keep: impl Fn(bool) -> bool) -> Option<String> {
-        let terms: Vec<&str> = (self.terms.iter().zip(&self.frequent))
-            .filter(|(_, frequent)| keep(**frequent))
-            .map(|((term, _), _)| term.as_str())
-            .collect();
+        let terms = self.lexemes(keep);
         (!terms.is_empty()).then(|| terms.join(" | "))
     }
 

@@ -328,6 +328,13 @@ pub(crate) fn get_pending_consolidation(
     )
 }
 
+/// Observations in the whole file, from the kept counts (migration V7).
+pub(crate) fn observations_in_file(tx: &Transaction<'_>) -> Result<i64> {
+    tx.prepare_cached("SELECT coalesce(sum(observations), 0) FROM workspace_counts")
+        .and_then(|mut s| s.query_row([], |row| row.get(0)))
+        .map_err(db)
+}
+
 pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<Stats> {
     tx.query_row(
         // The kept counts (migration V7), moved by triggers on every insert and delete.

@@ -249,8 +249,7 @@ fn text_terms(tx: &Transaction<'_>, text: &str) -> Result<Option<TextTerms>> {
     if terms.is_empty() {
         return Ok(None);
     }
-    let total: i64 =
-        (tx.query_row("SELECT count(*) FROM observations", [], |r| r.get(0))).map_err(db)?;
+    let total = crate::nodes::observations_in_file(tx)?;
     if total <= words::FREQUENT_TERM_RANKED {
         return Ok(Some(TextTerms {
             query: terms.join(" OR "),
@@ -277,24 +276,29 @@ fn text_terms(tx: &Transaction<'_>, text: &str) -> Result<Option<TextTerms>> {
                 .map_err(db)?,
         );
     }
-    // Each rule keeps the words it would keep only when some word passes it.
-    for rule in [
-        (|total: i64, found: i64| !words::is_common_term(total as f64, found as f64))
-            as fn(i64, i64) -> bool,
-        |_, found| !words::is_frequent_term(found as f64),
-    ] {
-        if found.iter().any(|&n| rule(total, n)) {
-            let kept: Vec<(String, i64)> = (terms.into_iter().zip(found))
-                .filter(|(_, n)| rule(total, *n))
-                .collect();
-            (terms, found) = kept.into_iter().unzip();
-        }
-    }
+    // Common words go unless every word is common; then frequent ones unless every word left
+    // is frequent.
+    keep_if_any(&mut terms, &mut found, |n| {
+        !words::is_common_term(total as f64, n as f64)
+    });
+    keep_if_any(&mut terms, &mut found, |n| {
+        !words::is_frequent_term(n as f64)
+    });
     let capped = found.iter().all(|&n| words::is_frequent_term(n as f64));
     Ok(Some(TextTerms {
         query: terms.join(" OR "),
         capped,
     }))
+}
+
+/// Keeps the terms whose match count passes `keep`, when any does (`found[i]` is `terms[i]`'s).
+fn keep_if_any(terms: &mut Vec<String>, found: &mut Vec<i64>, keep: impl Fn(i64) -> bool) {
+    if found.iter().any(|&n| keep(n)) {
+        let kept: Vec<(String, i64)> = (terms.drain(..).zip(found.drain(..)))
+            .filter(|(_, n)| keep(*n))
+            .collect();
+        (*terms, *found) = kept.into_iter().unzip();
+    }
 }
 
 /// The `limit` best full-text matches of `terms` as `(observation id, score)`: bm25, negated

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use engram_domain::similarity::{self, inverted_file::Centroids};
+use engram_domain::similarity::{self, inverted_file::Centroids, unit};
 use engram_domain::{PerspectiveId, Result};
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -46,9 +46,9 @@ const BATCH: usize = 4_096;
 const CHECK_EVERY: Duration = Duration::from_secs(30);
 
 /// Lists a search reads: an eighth of them, at least 8 and at most 32 (17 of 142 at 20,000
-/// vectors, 32 of 1,000 at a million: 64 cost 51 ms a search there, 23 cost 20 ms). On 22,081 real sentences (all-MiniLM-L6-v2, 142 lists)
-/// recall@10 against the exact answer was 0.90 reading 10 lists, 0.93 reading 15, 0.95
-/// reading 20 (BENCHMARKS.md).
+/// vectors, 32 of 1,000 at a million: 64 cost 51 ms a search there, 23 cost 20 ms). On
+/// 22,081 real sentences (all-MiniLM-L6-v2, 142 lists) recall@10 against the exact answer was
+/// 0.90 reading 10 lists, 0.93 reading 15, 0.95 reading 20 (BENCHMARKS.md).
 pub(crate) fn probes(lists: usize) -> usize {
     (lists / 8).clamp(8, 32).min(lists)
 }
@@ -357,18 +357,22 @@ impl<'a> Filing<'a> {
         }
     }
 
-    /// Files the vector of `embeddings` row `id` (replacing its earlier entries).
+    /// Files the vector of `embeddings` row `id`; a row saved again (`replaced`) loses its
+    /// earlier entries first.
     pub(crate) fn file(
         &mut self,
         tx: &Transaction<'_>,
         id: i64,
+        replaced: bool,
         perspective: i64,
         model: &str,
         vector: &[f32],
     ) -> Result<()> {
-        tx.prepare_cached("DELETE FROM vector_list_entries WHERE embedding_id = ?1")
-            .and_then(|mut s| s.execute([id]))
-            .map_err(db)?;
+        if replaced {
+            tx.prepare_cached("DELETE FROM vector_list_entries WHERE embedding_id = ?1")
+                .and_then(|mut s| s.execute([id]))
+                .map_err(db)?;
+        }
         let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
         let key = (perspective, model.to_owned(), dims);
         if !self.sets.contains_key(&key) {
@@ -427,25 +431,26 @@ fn due(tx: &Transaction<'_>, lists_from: i64) -> Result<Vec<Due>> {
             })
         },
     )?;
-    let mut newest = tx
-        .prepare_cached(
-            "SELECT max(vectors) FROM vector_list_sets
-             WHERE perspective_id = ?1 AND model = ?2 AND dims = ?3 AND ready = 1",
-        )
-        .map_err(db)?;
     let mut due = Vec::new();
     for candidate in counted {
-        let built: Option<i64> = newest
-            .query_row(
-                params![candidate.perspective, candidate.model, candidate.dims],
-                |r| r.get(0),
-            )
-            .map_err(db)?;
-        if built.is_none_or(|built| candidate.vectors >= GROWTH * built) {
+        if is_due(tx, &candidate)? {
             due.push(candidate);
         }
     }
     Ok(due)
+}
+
+/// Whether `due`'s vectors have no ready set, or one built on less than a [`GROWTH`]th of
+/// them.
+fn is_due(tx: &Transaction<'_>, due: &Due) -> Result<bool> {
+    let built: Option<i64> = tx
+        .prepare_cached(
+            "SELECT max(vectors) FROM vector_list_sets
+             WHERE perspective_id = ?1 AND model = ?2 AND dims = ?3 AND ready = 1",
+        )
+        .and_then(|mut s| s.query_row(params![due.perspective, due.model, due.dims], |r| r.get(0)))
+        .map_err(db)?;
+    Ok(built.is_none_or(|built| due.vectors >= GROWTH * built))
 }
 
 /// The statement reading a perspective's vectors in id order after `?5`.
@@ -496,16 +501,8 @@ fn create_set(tx: &Transaction<'_>, due: &Due, centroids: &Centroids) -> Result<
             |r| r.get(0),
         )
         .map_err(db)?;
-    let built: Option<i64> = tx
-        .query_row(
-            "SELECT max(vectors) FROM vector_list_sets
-             WHERE perspective_id = ?1 AND model = ?2 AND dims = ?3 AND ready = 1",
-            params![due.perspective, due.model, due.dims],
-            |r| r.get(0),
-        )
-        .map_err(db)?;
     // Another builder may have finished since the work was found due.
-    if building || built.is_some_and(|built| due.vectors < GROWTH * built) {
+    if building || !is_due(tx, due)? {
         return Ok(None);
     }
     let set: i64 = tx
@@ -622,15 +619,6 @@ fn make_ready(tx: &Transaction<'_>, set: i64) -> Result<Option<Vec<i64>>> {
         |row| row.get(0),
     )
     .map(Some)
-}
-
-/// `vector` scaled to unit length (zeros stay zeros).
-fn unit(vector: &[f32]) -> Vec<f32> {
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    match norm > 0.0 {
-        true => vector.iter().map(|x| x / norm).collect(),
-        false => vector.to_vec(),
-    }
 }
 
 /// The 8-bit code of `vector`: a little-endian `f32` scale, then each component of the unit

@@ -252,6 +252,7 @@ pub(crate) fn save_embeddings(
             })
             .optional()
             .map_err(db)?;
+        let replaced = found.is_some();
         let id = match found {
             Some((id, old_dims)) => {
                 if has_vec_table(tx, old_dims)? {
@@ -298,7 +299,7 @@ pub(crate) fn save_embeddings(
         .map_err(db)?
         .execute(params![id, workspace, model, perspective, blob])
         .map_err(db)?;
-        filing.file(tx, id, perspective, model, vector)?;
+        filing.file(tx, id, replaced, perspective, model, vector)?;
     }
     let observations: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
     refresh_node_embeddings(tx, model, &observations)

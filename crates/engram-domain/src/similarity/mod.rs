@@ -107,6 +107,15 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (na * nb)
 }
 
+/// `vector` scaled to unit length (a zero vector stays zeros).
+pub fn unit(vector: &[f32]) -> Vec<f32> {
+    let norm = norm(vector);
+    match norm > 0.0 {
+        true => vector.iter().map(|x| x / norm).collect(),
+        false => vector.to_vec(),
+    }
+}
+
 fn norm(vector: &[f32]) -> f32 {
     vector.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
