@@ -28,6 +28,14 @@ pub struct Cli {
     #[arg(long, env = "ENGRAM_LOG_FORMAT", global = true, value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,
 
+    /// What a write does with a text that holds a credential (a cloud key, a forge or chat
+    /// token, a private key, a JWT, a URL with a password, a high-entropy value after
+    /// `key=`, `token=`, `password=`): `refuse` the call, naming the field and the kind of
+    /// secret; `redact` it (store `[redacted: KIND]` instead); or `allow` it. Applies to
+    /// every tool and to `engram import`.
+    #[arg(long, env = "ENGRAM_SECRETS", global = true, default_value = "refuse", value_parser = parse_secret_policy)]
+    pub secrets: engram_domain::SecretPolicy,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -91,6 +99,133 @@ pub enum Command {
     /// Print a workspace's consolidation report as JSON (what the get_consolidation_report
     /// tool returns), e.g. from a scheduled job. Uses the vectors the server's indexer made.
     Report(ReportArgs),
+    /// Print what memory holds on a query as compact markdown (a hybrid search), or nothing
+    /// when nothing relevant is stored: for people, scripts and prompt hooks (`--hook`).
+    Recall(RecallArgs),
+    /// Print a short digest of a workspace: its counts, most connected and most recently
+    /// changed nodes with their summaries, within `--max-chars`; for session-start hooks.
+    Brief(BriefArgs),
+    /// Set up a client to recall memory on its own: `engram hooks claude-code --workspace W`
+    /// prints the hooks (or `--install`s them) that add the brief at session start and what
+    /// memory holds on each prompt.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+}
+
+/// Where `recall` and `brief` read memory: a running server (`--url`), else the database
+/// (`--database-url`, as every command).
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// A running engram server (`http://127.0.0.1:8765`), asked over MCP instead of opening
+    /// the database: faster (its model is loaded) and the only way when it is on another
+    /// machine.
+    #[arg(long, env = "ENGRAM_URL")]
+    pub url: Option<String>,
+    /// The server's access token (`engram token create`), when it requires one; better given
+    /// in the environment.
+    #[arg(long, env = "ENGRAM_TOKEN", hide_env_values = true, requires = "url")]
+    pub token: Option<String>,
+}
+
+/// How `recall` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecallFormat {
+    /// One line a node: name, type, score, the matching fact and the summary.
+    Markdown,
+    /// `search_nodes`' result as JSON.
+    Json,
+}
+
+/// Arguments of `engram recall`.
+#[derive(Debug, Args)]
+pub struct RecallArgs {
+    /// What to recall. With `--hook`, read from the hook's JSON input instead.
+    #[arg(required_unless_present = "hook")]
+    pub query: Option<String>,
+    /// The workspace.
+    #[arg(long, env = "ENGRAM_WORKSPACE")]
+    pub workspace: String,
+    /// Nodes at most, 1–1000.
+    #[arg(long, default_value_t = 5)]
+    pub limit: u32,
+    /// Least score (0–1, the chance a node is relevant) of a node printed; default the
+    /// model's own threshold, below which nothing relevant is said to be stored.
+    #[arg(long)]
+    pub min_score: Option<f64>,
+    /// The output.
+    #[arg(long, value_enum, default_value_t = RecallFormat::Markdown)]
+    pub format: RecallFormat,
+    /// Run as a Claude Code `UserPromptSubmit` hook: the query is the `prompt` of the JSON on
+    /// standard input, and a failure or the time limit prints nothing and exits 0, so a slow
+    /// store never holds up the user.
+    #[arg(long)]
+    pub hook: bool,
+    /// The time limit, e.g. `3s`.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+}
+
+/// Arguments of `engram brief`.
+#[derive(Debug, Args)]
+pub struct BriefArgs {
+    /// The workspace.
+    #[arg(long, env = "ENGRAM_WORKSPACE")]
+    pub workspace: String,
+    /// The longest brief printed, in characters.
+    #[arg(long, default_value_t = engram_mcp::markdown::BRIEF_CHARS)]
+    pub max_chars: usize,
+    /// Run as a Claude Code `SessionStart` hook: read (and ignore) its JSON input; a failure
+    /// or the time limit prints nothing and exits 0.
+    #[arg(long)]
+    pub hook: bool,
+    /// The time limit, e.g. `3s`.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Claude Code's hooks: `SessionStart` runs `engram brief --hook`, `UserPromptSubmit`
+    /// runs `engram recall --hook`, each within a time limit. Prints the settings JSON, or
+    /// merges it into a settings file with `--install` (a backup beside it) and takes it out
+    /// with `--uninstall`.
+    ClaudeCode(HooksArgs),
+}
+
+/// Arguments of `engram hooks claude-code`.
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// The workspace the hooks read.
+    #[arg(long, env = "ENGRAM_WORKSPACE")]
+    pub workspace: String,
+    /// Merge the hooks into the settings file (replacing engram's earlier ones).
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Take engram's hooks out of the settings file, leaving every other setting.
+    #[arg(long)]
+    pub uninstall: bool,
+    /// The settings file: the project's `.claude/settings.json` by default;
+    /// `~/.claude/settings.json` for every project.
+    #[arg(long, default_value = ".claude/settings.json")]
+    pub settings: std::path::PathBuf,
+    /// Seconds each hook may take before Claude Code stops waiting (engram itself gives up a
+    /// second earlier and prints nothing).
+    #[arg(long, default_value_t = 5)]
+    pub timeout: u64,
+    /// Nodes recalled for each prompt.
+    #[arg(long, default_value_t = 5)]
+    pub limit: u32,
+    /// A running server the hooks ask (recommended: its model is loaded, so a recall takes
+    /// milliseconds); without it they open the database. A token comes from `ENGRAM_TOKEN`
+    /// in Claude Code's environment, never from the settings file.
+    #[arg(long, env = "ENGRAM_URL")]
+    pub url: Option<String>,
 }
 
 /// Arguments of `engram import`.
@@ -523,6 +658,11 @@ pub fn workspace_and_name(
         }
         _ => Err("expected `[WORKSPACE] NAME`".into()),
     }
+}
+
+/// Parses `--secrets`.
+fn parse_secret_policy(name: &str) -> Result<engram_domain::SecretPolicy, String> {
+    name.parse()
 }
 
 /// Parses `--model` ([`LocalModel`]'s names).

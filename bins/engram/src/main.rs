@@ -2,7 +2,9 @@
 
 mod cli;
 mod export;
+mod hooks;
 mod import;
+mod recall;
 mod reindex;
 mod report;
 mod tokens;
@@ -155,6 +157,8 @@ fn reads_only(command: &Command) -> bool {
     matches!(
         command,
         Command::Report(_)
+            | Command::Recall(_)
+            | Command::Brief(_)
             | Command::Export(_)
             | Command::Import(cli::ImportArgs { dry_run: true, .. })
             | Command::Token(cli::TokenCommand::List { .. })
@@ -167,7 +171,42 @@ fn reads_only(command: &Command) -> bool {
 
 async fn run(cli: Cli) -> Result<()> {
     let location = || Location::parse(cli.database_url.as_deref());
+    let secrets = cli.secrets;
     match cli.command {
+        Command::Hooks(cli::HooksCommand::ClaudeCode(args)) => {
+            hooks::run(&args, cli.database_url.as_deref())
+        }
+        Command::Recall(args) if args.server.url.is_some() => {
+            let server = args.server.clone();
+            recall::recall(recall::Source::Server(server), args).await
+        }
+        Command::Brief(args) if args.server.url.is_some() => {
+            let server = args.server.clone();
+            recall::brief(recall::Source::Server(server), args).await
+        }
+        // A hook never fails its client: a store that cannot be opened in time is reported
+        // and the prompt goes on without memory.
+        command @ (Command::Recall(cli::RecallArgs { hook: true, .. })
+        | Command::Brief(cli::BriefArgs { hook: true, .. })) => {
+            let limit = match &command {
+                Command::Recall(args) => args.timeout,
+                Command::Brief(args) => args.timeout,
+                _ => unreachable!("matched above"),
+            };
+            let location = location()?;
+            let run = with_store(&location, command, secrets);
+            match tokio::time::timeout(limit, run).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(error)) => {
+                    eprintln!("engram: memory left out of this prompt: {error:#}");
+                    Ok(())
+                }
+                Err(_) => {
+                    eprintln!("engram: memory left out of this prompt: the store did not answer in time");
+                    Ok(())
+                }
+            }
+        }
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "engram", &mut std::io::stdout());
@@ -213,16 +252,20 @@ async fn run(cli: Cli) -> Result<()> {
                 ),
             };
             let store = Store::open(&location, args.call_timeout).await?;
-            serve(store, &location, *args, listener).await
+            serve(store, &location, *args, listener, secrets).await
         }
-        command => with_store(&location()?, command).await,
+        command => with_store(&location()?, command, secrets).await,
     }
 }
 
 /// The commands that work on the store. Those that only read never create a database nor
 /// change a schema (they say what to run instead); the others bring the schema up to date
 /// first.
-async fn with_store(location: &Location, command: Command) -> Result<()> {
+async fn with_store(
+    location: &Location,
+    command: Command,
+    secrets: engram_domain::SecretPolicy,
+) -> Result<()> {
     let reads_only = reads_only(&command);
     let no_file = matches!(location, Location::Sqlite(path) if !path.exists());
     let command = match command {
@@ -265,7 +308,12 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
         }
         Command::Report(args) => report::run(store.shared(), args).await,
         Command::Token(command) => tokens::run(&Memory::new(store.shared()), command).await,
-        Command::Import(args) => import::run(Some(&Memory::new(store.shared())), args).await,
+        Command::Import(args) => {
+            let memory = Memory::new(store.shared()).with_secret_policy(secrets);
+            import::run(Some(&memory), args).await
+        }
+        Command::Recall(args) => recall::recall(recall::Source::Store(store.shared()), args).await,
+        Command::Brief(args) => recall::brief(recall::Source::Store(store.shared()), args).await,
         Command::Export(args) => {
             let memory = Memory::new(store.shared());
             match &args.output {
@@ -284,6 +332,7 @@ async fn with_store(location: &Location, command: Command) -> Result<()> {
         Command::Migrate
         | Command::Serve(_)
         | Command::FetchModel { .. }
+        | Command::Hooks(_)
         | Command::Completions { .. }
         | Command::Man { .. } => unreachable!("handled by run"),
     }
@@ -303,6 +352,7 @@ async fn serve(
     location: &Location,
     args: ServeArgs,
     listener: Option<tokio::net::TcpListener>,
+    secrets: engram_domain::SecretPolicy,
 ) -> Result<()> {
     if args.no_migrate {
         ensure_migrated(&store).await?;
@@ -322,7 +372,7 @@ async fn serve(
     };
     let store: Arc<dyn MemoryStore> = store.shared();
     let shutdown = CancellationToken::new();
-    let mut memory = Memory::new(store.clone());
+    let mut memory = Memory::new(store.clone()).with_secret_policy(secrets);
     let embedder = args.embed.choice().build()?;
     if let Some(embedder) = &embedder {
         let indexer = engram::indexing::indexer(store.clone(), embedder.clone());

@@ -38,6 +38,8 @@ pub struct Memory {
     /// The last counted embedding coverage per workspace while the indexer works, with when
     /// it was counted and the store's change marker then ([`COVERAGE_REUSE`]).
     pub(crate) counted_coverage: Arc<Mutex<HashMap<WorkspaceId, CountedCoverage>>>,
+    /// What a write does with a text holding a credential.
+    pub(crate) secrets: crate::SecretPolicy,
 }
 
 /// How long `get_stats` reuses a counted embedding coverage while the indexer works and
@@ -81,6 +83,7 @@ impl Memory {
             embedder_pause: Arc::default(),
             indexer: None,
             counted_coverage: Arc::default(),
+            secrets: crate::SecretPolicy::default(),
         }
     }
 
@@ -221,6 +224,7 @@ impl Memory {
             observation_total += entity.observations.len();
         }
         batch_total("entities[].observations", observation_total)?;
+        self.secrets.screen_nodes(&mut entities)?;
         if let Some((first, second)) = first_duplicate(entities.iter().map(|e| &e.name)) {
             return Err(Error::invalid(
                 format!("entities[{second}].name"),
@@ -303,7 +307,8 @@ impl Memory {
     ) -> Result<SummaryUpdate> {
         limits::name("name", name)?;
         limits::content("summary", summary)?;
-        self.store.set_summary(workspace, name, summary).await
+        let summary = self.secrets.screen("summary", summary)?;
+        self.store.set_summary(workspace, name, &summary).await
     }
 
     /// `set_tags`: at most 64 tags of 1–128 bytes; an empty list clears them.
@@ -314,7 +319,14 @@ impl Memory {
         tags: &[String],
     ) -> Result<TagsUpdate> {
         limits::name("name", name)?;
-        let tags = limits::tags("tags", tags)?;
+        let mut tags = limits::tags("tags", tags)?;
+        for (i, tag) in tags.iter_mut().enumerate() {
+            if let std::borrow::Cow::Owned(redacted) =
+                self.secrets.screen(&format!("tags[{i}]"), tag)?
+            {
+                *tag = redacted;
+            }
+        }
         self.store.set_tags(workspace, name, &tags).await
     }
 
@@ -338,6 +350,8 @@ impl Memory {
             total += addition.contents.len();
         }
         batch_total("observations[].contents", total)?;
+        let screened = self.secrets.screen_additions(additions)?;
+        let additions = screened.as_deref().unwrap_or(additions);
         // A text given twice for one node (in one entry or two) is stored once; the store
         // skips the texts the node already holds. Repeats are rare: the call is copied
         // without them only when it has some.
@@ -405,8 +419,9 @@ impl Memory {
         limits::name("entity_name", entity_name)?;
         limits::ordinal("ordinal", ordinal)?;
         limits::content("new_content", new_content)?;
+        let new_content = self.secrets.screen("new_content", new_content)?;
         self.store
-            .replace_observation(workspace, entity_name, ordinal, new_content)
+            .replace_observation(workspace, entity_name, ordinal, &new_content)
             .await
     }
 
@@ -446,6 +461,8 @@ impl Memory {
         relations: &[RelationSpec],
     ) -> Result<CreatedRelations> {
         relations_batch(relations)?;
+        let screened = self.secrets.screen_relations(relations)?;
+        let relations = screened.as_deref().unwrap_or(relations);
         self.store.create_relations(workspace, relations).await
     }
 
@@ -470,8 +487,9 @@ impl Memory {
         limits::name("to_entity", &relation.to_entity)?;
         limits::name("old_type", &relation.relation_type)?;
         limits::name("new_type", new_type)?;
+        let new_type = self.secrets.screen("new_type", new_type)?;
         self.store
-            .rename_relation_type(workspace, relation, new_type)
+            .rename_relation_type(workspace, relation, &new_type)
             .await
     }
 

@@ -101,12 +101,15 @@ impl Memory {
         for (i, relation) in relations.iter().enumerate() {
             validate_relation(relation).map_err(|e| e.within(&format!("relations[{i}]")))?;
         }
+        let mut nodes = nodes;
+        let mut relations = relations.to_vec();
+        self.secrets.screen_import(&mut nodes, &mut relations)?;
         if let Some((first, second)) = first_duplicate(nodes.iter().map(|n| &n.name)) {
             return Err(Error::invalid(
                 format!("nodes[{second}].name"),
                 format!("repeats nodes[{first}].name within one batch"),
             ));
         }
-        self.store.import(workspace, &nodes, relations).await
+        self.store.import(workspace, &nodes, &relations).await
     }
 }

@@ -21,8 +21,8 @@ pub enum SearchMode {
     Text,
 }
 
-/// One node found by `search_nodes`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One node found by `search_nodes` (read back from a server's answer by `engram recall`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchHit {
     /// The node's name.
@@ -54,12 +54,12 @@ pub struct SearchHit {
     /// perspective among whose nearest it was, `text` when it matched the query's words,
     /// `date`, `proximity` and `named` for the hybrid bonuses above. In text and embedding
     /// mode, what `mode` and `matched_perspective` say is not repeated; absent when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signals: Vec<String>,
 }
 
 /// What `search_nodes` returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchResults {
     /// The best nodes, best first.

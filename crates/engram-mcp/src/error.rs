@@ -25,3 +25,18 @@ impl IntoCallToolResult for ToolError {
         Err(ErrorData::internal_error(message, None))
     }
 }
+
+/// A domain error as the JSON-RPC error of a prompt or resource request (these have no
+/// `isError` result): a missing node is "resource not found" (-32002), a bad argument
+/// "invalid params", anything else an internal error, logged here.
+pub fn protocol_error(error: engram_domain::Error) -> ErrorData {
+    let message = error.to_string();
+    match error {
+        engram_domain::Error::NotFound { .. } => ErrorData::resource_not_found(message, None),
+        error if error.is_caller_error() => ErrorData::invalid_params(message, None),
+        _ => {
+            tracing::error!(error = %message, "prompt or resource request failed");
+            ErrorData::internal_error(message, None)
+        }
+    }
+}

@@ -13,7 +13,10 @@
 mod arguments;
 pub mod backlog;
 pub mod error;
+pub mod markdown;
 pub mod params;
+pub mod prompts;
+pub mod resources;
 pub mod results;
 pub mod schema;
 mod tools;
@@ -213,12 +216,47 @@ impl EngramServer {
         self.tool_router.list_all()
     }
 
+    /// The workspace of a prompt or resource request, or the JSON-RPC error saying none is
+    /// bound.
+    fn request_workspace(&self, extensions: &Extensions) -> Result<WorkspaceId, rmcp::ErrorData> {
+        self.workspace(extensions)
+            .map_err(|error| error::protocol_error(error.0))
+    }
+
     fn workspace(&self, extensions: &Extensions) -> Result<WorkspaceId, ToolError> {
         self.bound(extensions).map(|w| w.id).ok_or_else(|| {
             ToolError(engram_domain::Error::Internal(
                 "no workspace is bound to this request (X-Memory-Workspace)".into(),
             ))
         })
+    }
+}
+
+/// Whether the client negotiated a protocol with resource links in tool results (2025-06-18
+/// on).
+fn follows_resource_links(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    (context.protocol_version())
+        .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2025_06_18)
+}
+
+/// Adds a resource link (`engram://node/{name}`) for each node a successful search found, so
+/// a client can attach or open the node in full.
+fn link_found_nodes(result: &mut rmcp::model::CallToolResult) {
+    if result.is_error == Some(true) {
+        return;
+    }
+    let names: Vec<String> = (result.structured_content.as_ref())
+        .and_then(|content| content.get("results")?.as_array())
+        .map(|hits| {
+            (hits.iter())
+                .filter_map(|hit| Some(hit.get("name")?.as_str()?.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for name in names {
+        (result.content).push(rmcp::model::ContentBlock::resource_link(
+            resources::node_link(&name),
+        ));
     }
 }
 
@@ -288,10 +326,14 @@ impl ServerHandler for EngramServer {
             ));
         }
         let (id, cancelled) = (context.id.clone(), context.ct.clone());
-        let response = self
+        let links = tool == "search_nodes" && follows_resource_links(&context);
+        let mut response = self
             .authorised_call(request, context)
             .instrument(span.clone())
             .await;
+        if links && let Ok(rmcp::model::CallToolResponse::Complete(result)) = &mut response {
+            link_found_nodes(result);
+        }
         // A cancelled request's answer is dropped by rmcp, never handed to the transport.
         if let (Some(turn), Ok(_), false) = (backlog_turn, &response, cancelled.is_cancelled()) {
             turn.built(id);
@@ -316,8 +358,64 @@ impl ServerHandler for EngramServer {
         response
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ListPromptsResult::with_all_items(
+            prompts::list(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
+        let workspace = self.request_workspace(&context.extensions)?;
+        let prompt = self
+            .render_prompt(workspace, &request.name, request.arguments.as_ref())
+            .await?;
+        Ok(prompt.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, rmcp::ErrorData> {
+        let workspace = self.request_workspace(&context.extensions)?;
+        let cursor = request.and_then(|r| r.cursor);
+        self.list_resource_page(workspace, cursor).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
+        let workspace = self.request_workspace(&context.extensions)?;
+        Ok(self.read_resource_uri(workspace, &request.uri).await?.into())
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("engram", env!("CARGO_PKG_VERSION"))
                     .with_title("engram knowledge-graph memory"),

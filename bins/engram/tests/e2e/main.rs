@@ -9,6 +9,7 @@ mod binding;
 mod browser;
 mod cli;
 mod consolidation;
+mod context;
 mod contract;
 mod golden;
 mod limits;
@@ -57,6 +58,11 @@ per_backend!(
     binding::malformed_bodies_get_json_rpc_errors,
     binding::workspaces_stay_isolated_across_clients,
     consolidation::drafts_come_from_the_model_when_it_answers_in_time,
+    context::prompts_and_resources_over_streamable_http,
+    context::prompts_and_resources_over_legacy_sse,
+    context::prompts_and_resources_over_stdio,
+    context::recall_and_brief_read_a_server_or_the_database,
+    context::claude_code_hooks_install_run_and_uninstall,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
     contract::every_tool_names_an_argument_of_the_wrong_type,
     contract::the_tool_list_fits_the_caller,

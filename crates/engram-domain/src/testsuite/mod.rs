@@ -27,6 +27,7 @@ mod properties_reads;
 mod properties_writes;
 mod relations;
 mod search;
+mod secrets;
 mod transfer;
 mod vectors;
 mod workload;
@@ -46,6 +47,7 @@ pub use properties_reads::*;
 pub use properties_writes::*;
 pub use relations::*;
 pub use search::*;
+pub use secrets::*;
 pub use transfer::*;
 pub use vectors::*;
 pub use workload::consolidation_benchmark;
@@ -136,6 +138,11 @@ macro_rules! memory_store_test_suite {
             a_rejected_text_is_forgotten_when_its_observation_goes,
             coverage_counts_are_reused_while_indexing_until_a_write,
             late_interaction_decides_what_the_other_signals_tie,
+            // secrets and the brief
+            every_write_path_refuses_a_secret_naming_the_field_and_kind_only,
+            ordinary_technical_text_is_stored_as_given,
+            redacted_and_allowed_secrets_are_stored_as_the_policy_says,
+            brief_lists_the_most_connected_then_the_newest_nodes,
             // transfer
             read_graph_pages_hold_every_node_and_relation_once,
             import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph,

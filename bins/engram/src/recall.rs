@@ -1,0 +1,297 @@
+//! `engram recall` and `engram brief`: memory as markdown on standard output, for people and
+//! for a client's hooks (Claude Code adds what a hook prints to the model's context). Both
+//! ask a running server (`--url`) or read the database directly, within a time limit.
+//!
+//! Under `--hook` they read the hook's JSON input on standard input (the prompt, for recall)
+//! and never fail the client: any error or a time limit passed prints nothing on standard
+//! output, says why on standard error and exits 0 (Claude Code blocks the prompt on exit
+//! status 2 and shows other failures to the user).
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use engram_domain::{Memory, MemoryStore, SearchMode, SearchResults};
+use engram_mcp::markdown;
+
+use crate::cli::{BriefArgs, RecallArgs, RecallFormat, ServerArgs};
+
+/// Bytes of a prompt used as the query: the longest query a search takes is larger, but the
+/// start of a long prompt says what it is about.
+const QUERY_BYTES: usize = 2_000;
+
+/// Where recall and brief read memory from.
+pub enum Source {
+    /// A running server over Streamable HTTP.
+    Server(ServerArgs),
+    /// The database, with the embedder the arguments select.
+    Store(Arc<dyn MemoryStore>),
+}
+
+/// Runs `engram recall`: prints what memory holds on the query, or nothing.
+///
+/// # Errors
+/// A missing query, an unknown workspace, an unreachable server or store, the time limit
+/// passed: all reported (and the exit status 0 kept) under `--hook`.
+pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
+    let hook = args.hook;
+    let limit = args.timeout;
+    let run = async move {
+        let query = match (&args.query, hook) {
+            (Some(query), _) => query.clone(),
+            (None, true) => match hook_prompt(&read_stdin()?)? {
+                Some(prompt) => prompt,
+                None => return Ok(None),
+            },
+            (None, false) => bail!("give the query: engram recall \"QUERY\" --workspace NAME"),
+        };
+        let query = cut_query(&query);
+        if query.trim().is_empty() {
+            return Ok(None);
+        }
+        let results = search(source, &args, &query).await?;
+        Ok(match args.format {
+            RecallFormat::Markdown => markdown::recall(&results, &query),
+            RecallFormat::Json => Some(serde_json::to_string_pretty(&results)? + "\n"),
+        })
+    };
+    finish(hook, limit, run).await
+}
+
+/// Runs `engram brief`: prints the workspace brief.
+///
+/// # Errors
+/// As [`recall`].
+pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
+    let (hook, limit) = (args.hook, args.timeout);
+    let run = async move {
+        if hook {
+            // Claude Code's input (session id, source) says nothing the brief needs.
+            let _ = read_stdin()?;
+        }
+        let text = match source {
+            Source::Server(server) => {
+                let client = connect(&server, &args.workspace).await?;
+                let read = client
+                    .read_resource(rmcp::model::ReadResourceRequestParams::new(
+                        engram_mcp::resources::BRIEF_URI,
+                    ))
+                    .await
+                    .context("reading engram://brief")?;
+                let _ = client.cancel().await;
+                let text = (read.contents.into_iter())
+                    .find_map(|contents| match contents {
+                        rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
+                            Some(text)
+                        }
+                        _ => None,
+                    })
+                    .context("the server's brief has no text")?;
+                markdown::cut_to(text, args.max_chars)
+            }
+            Source::Store(store) => {
+                let memory = Memory::new(store);
+                let workspace = find_workspace(&memory, &args.workspace).await?;
+                let brief = memory
+                    .brief(workspace, engram_domain::BRIEF_NODES)
+                    .await?;
+                markdown::brief(&brief, args.max_chars)
+            }
+        };
+        Ok(Some(text))
+    };
+    finish(hook, limit, run).await
+}
+
+/// Prints what `run` produced within `limit`; under `--hook`, a failure prints nothing and
+/// is not an error.
+async fn finish(
+    hook: bool,
+    limit: Duration,
+    run: impl Future<Output = Result<Option<String>>>,
+) -> Result<()> {
+    let outcome = match tokio::time::timeout(limit, run).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(anyhow::anyhow!(
+            "no answer within {} (--timeout)",
+            humantime::format_duration(limit)
+        )),
+    };
+    match outcome {
+        Ok(Some(text)) => {
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(error) if hook => {
+            eprintln!("engram: memory left out of this prompt: {error:#}");
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The search behind `recall`: `search_nodes` on the server, or on the store with the
+/// selected embedder (waiting for it at most half the time limit, then answering from full
+/// text).
+async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<SearchResults> {
+    match source {
+        Source::Server(server) => {
+            let client = connect(&server, &args.workspace).await?;
+            let mut arguments = serde_json::Map::new();
+            arguments.insert("query".into(), query.into());
+            arguments.insert("limit".into(), args.limit.into());
+            if let Some(min_score) = args.min_score {
+                arguments.insert("min_score".into(), min_score.into());
+            }
+            let result = client
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new("search_nodes")
+                        .with_arguments(arguments),
+                )
+                .await
+                .context("calling search_nodes")?;
+            let _ = client.cancel().await;
+            if result.is_error == Some(true) {
+                let message: Vec<String> = (result.content.iter())
+                    .filter_map(|block| Some(block.as_text()?.text.clone()))
+                    .collect();
+                bail!("search_nodes: {}", message.join(" "));
+            }
+            let structured = result
+                .structured_content
+                .context("search_nodes answered without structured content")?;
+            Ok(serde_json::from_value(structured).context("reading search_nodes' answer")?)
+        }
+        Source::Store(store) => {
+            let mut memory =
+                Memory::new(store).with_query_embedding_budget(args.timeout.mul_f64(0.5));
+            if let Some(embedder) = args.embed.choice().build()? {
+                memory = memory.with_embedder(embedder);
+            }
+            let workspace = find_workspace(&memory, &args.workspace).await?;
+            Ok(memory
+                .search_nodes(
+                    workspace,
+                    query,
+                    args.limit,
+                    SearchMode::Hybrid,
+                    args.min_score,
+                )
+                .await?)
+        }
+    }
+}
+
+/// The id of the workspace `name`, or an error naming the command that lists them.
+async fn find_workspace(memory: &Memory, name: &str) -> Result<engram_domain::WorkspaceId> {
+    Ok(memory
+        .workspace(name)
+        .await
+        .with_context(|| format!("workspace {name:?}: `engram workspace list` shows them"))?
+        .id)
+}
+
+/// An MCP client session with the server, bound to `workspace`.
+async fn connect(
+    server: &ServerArgs,
+    workspace: &str,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let url = server.url.as_deref().context("no --url")?;
+    if !url.starts_with("http://") {
+        bail!(
+            "--url {url}: engram's client speaks plain HTTP (a server on this machine or your \
+             network); for a server behind HTTPS, point --database-url at its database instead"
+        );
+    }
+    let endpoint = match url.trim_end_matches('/') {
+        base if base.ends_with("/mcp") => base.to_owned(),
+        base => format!("{base}/mcp"),
+    };
+    let mut headers = HashMap::from([(
+        reqwest::header::HeaderName::from_static("x-memory-workspace"),
+        reqwest::header::HeaderValue::from_str(workspace).context("--workspace")?,
+    )]);
+    if let Some(token) = &server.token {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).context("--token")?,
+        );
+    }
+    let config = StreamableHttpClientTransportConfig::with_uri(endpoint.clone())
+        .custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    ().serve(transport)
+        .await
+        .with_context(|| format!("connecting to {endpoint}"))
+}
+
+/// Standard input, whole.
+fn read_stdin() -> Result<String> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("reading the hook's input on standard input")?;
+    Ok(input)
+}
+
+/// The prompt in a `UserPromptSubmit` hook's input (`{"hook_event_name":
+/// "UserPromptSubmit", "prompt": "…", …}`, Claude Code's documented format); `None` for a
+/// slash command, which is for the client, not about memory.
+///
+/// # Errors
+/// Input that is not such an object.
+pub fn hook_prompt(input: &str) -> Result<Option<String>> {
+    let input: serde_json::Value =
+        serde_json::from_str(input).context("the hook's input is not JSON")?;
+    let prompt = (input.get("prompt").and_then(serde_json::Value::as_str))
+        .context("the hook's input has no \"prompt\" (engram recall --hook is for UserPromptSubmit)")?;
+    let prompt = prompt.trim();
+    if prompt.starts_with('/') {
+        return Ok(None);
+    }
+    Ok(Some(prompt.to_owned()))
+}
+
+/// The first [`QUERY_BYTES`] bytes of `query`, cut at a character boundary.
+fn cut_query(query: &str) -> String {
+    let mut end = query.len().min(QUERY_BYTES);
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    query[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_comes_from_claude_codes_hook_input() {
+        let input = r#"{"session_id":"abc123","transcript_path":"/tmp/t.jsonl","cwd":"/repo",
+            "permission_mode":"default","hook_event_name":"UserPromptSubmit",
+            "prompt":"  Where does Alice live?  "}"#;
+        assert_eq!(hook_prompt(input).unwrap().as_deref(), Some("Where does Alice live?"));
+        let command = r#"{"hook_event_name":"UserPromptSubmit","prompt":"/compact"}"#;
+        assert_eq!(hook_prompt(command).unwrap(), None);
+        assert!(hook_prompt(r#"{"hook_event_name":"SessionStart"}"#).is_err());
+        assert!(hook_prompt("not json").is_err());
+    }
+
+    #[test]
+    fn long_queries_are_cut_at_a_character_boundary() {
+        let query = "é".repeat(QUERY_BYTES);
+        let cut = cut_query(&query);
+        assert!(cut.len() <= QUERY_BYTES && cut.len() >= QUERY_BYTES - 1);
+        assert!(cut.chars().all(|c| c == 'é'));
+    }
+}

@@ -1,0 +1,180 @@
+//! Secrets kept out of memory: every text a write stores (names, types, summaries, tags,
+//! observations, relation types, imported records) is screened by [`crate::secrets`] and,
+//! by the operator's [`SecretPolicy`], refused, redacted or let through.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, Result};
+use crate::memory::Memory;
+use crate::model::{NewNode, ObservationAdditions, RelationSpec};
+use crate::transfer::{NodeRecord, RelationRecord};
+
+/// What a write does with a text holding a credential ([`crate::secrets::find_secrets`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SecretPolicy {
+    /// Refuse the whole call with [`Error::InvalidArgument`] naming the field and the kind of
+    /// credential, never the credential; nothing is written. The default.
+    #[default]
+    Refuse,
+    /// Store the text with each credential replaced by `[redacted: KIND]`.
+    Redact,
+    /// Store texts as given.
+    Allow,
+}
+
+impl std::str::FromStr for SecretPolicy {
+    type Err = String;
+
+    /// `refuse`, `redact` or `allow`.
+    fn from_str(name: &str) -> std::result::Result<Self, String> {
+        match name {
+            "refuse" => Ok(Self::Refuse),
+            "redact" => Ok(Self::Redact),
+            "allow" => Ok(Self::Allow),
+            other => Err(format!(
+                "unknown secrets policy {other:?}: refuse, redact or allow"
+            )),
+        }
+    }
+}
+
+impl SecretPolicy {
+    /// `text` as the policy stores it: borrowed when unchanged, owned when redacted.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `field` and the credential's kind, under
+    /// [`SecretPolicy::Refuse`].
+    pub fn screen<'a>(self, field: &str, text: &'a str) -> Result<Cow<'a, str>> {
+        match self {
+            Self::Allow => Ok(Cow::Borrowed(text)),
+            Self::Redact => Ok(crate::secrets::redact(text)),
+            Self::Refuse => match crate::secrets::first_secret(text) {
+                None => Ok(Cow::Borrowed(text)),
+                Some(found) => Err(Error::invalid(
+                    field,
+                    format!(
+                        "holds what looks like a credential ({}, bytes {}–{}); secrets are kept \
+                         out of memory, which everyone with access to the workspace reads: \
+                         store where it is kept (a vault entry, an environment variable's \
+                         name) instead of its value",
+                        found.kind.label(),
+                        found.range.start,
+                        found.range.end
+                    ),
+                )),
+            },
+        }
+    }
+
+    /// Screens `text` in place.
+    fn screen_owned(self, field: &str, text: &mut String) -> Result<()> {
+        if let Cow::Owned(redacted) = self.screen(field, text)? {
+            *text = redacted;
+        }
+        Ok(())
+    }
+
+    /// Screens every text of `texts` in place, each named `field[i]`.
+    fn screen_all(self, field: &str, texts: &mut [String]) -> Result<()> {
+        for (i, text) in texts.iter_mut().enumerate() {
+            self.screen_owned(&format!("{field}[{i}]"), text)?;
+        }
+        Ok(())
+    }
+
+    /// Screens a `create_entities` batch in place.
+    pub(crate) fn screen_nodes(self, entities: &mut [NewNode]) -> Result<()> {
+        if self == Self::Allow {
+            return Ok(());
+        }
+        for (i, entity) in entities.iter_mut().enumerate() {
+            let field = format!("entities[{i}]");
+            self.screen_owned(&format!("{field}.name"), &mut entity.name)?;
+            self.screen_owned(&format!("{field}.entity_type"), &mut entity.entity_type)?;
+            if let Some(summary) = &mut entity.summary {
+                self.screen_owned(&format!("{field}.summary"), summary)?;
+            }
+            self.screen_all(&format!("{field}.tags"), &mut entity.tags)?;
+            self.screen_all(&format!("{field}.observations"), &mut entity.observations)?;
+        }
+        Ok(())
+    }
+
+    /// An `add_observations` batch as stored: `None` when unchanged (the common case, no
+    /// copy), else the redacted copy.
+    ///
+    /// # Errors
+    /// As [`SecretPolicy::screen`], naming `observations[i].contents[j]`.
+    pub(crate) fn screen_additions(
+        self,
+        additions: &[ObservationAdditions],
+    ) -> Result<Option<Vec<ObservationAdditions>>> {
+        let mut copy: Option<Vec<ObservationAdditions>> = None;
+        for (i, addition) in additions.iter().enumerate() {
+            for (j, content) in addition.contents.iter().enumerate() {
+                let field = format!("observations[{i}].contents[{j}]");
+                if let Cow::Owned(redacted) = self.screen(&field, content)? {
+                    copy.get_or_insert_with(|| additions.to_vec())[i].contents[j] = redacted;
+                }
+            }
+        }
+        Ok(copy)
+    }
+
+    /// Relations as stored (their types screened): `None` when unchanged.
+    pub(crate) fn screen_relations(
+        self,
+        relations: &[RelationSpec],
+    ) -> Result<Option<Vec<RelationSpec>>> {
+        let mut copy: Option<Vec<RelationSpec>> = None;
+        for (i, relation) in relations.iter().enumerate() {
+            let field = format!("relations[{i}].relation_type");
+            if let Cow::Owned(redacted) = self.screen(&field, &relation.relation_type)? {
+                copy.get_or_insert_with(|| relations.to_vec())[i].relation_type = redacted;
+            }
+        }
+        Ok(copy)
+    }
+
+    /// Screens an import batch in place: every node's texts and every relation's endpoints
+    /// and type (an import may create the nodes its relations name).
+    pub(crate) fn screen_import(
+        self,
+        nodes: &mut [NodeRecord],
+        relations: &mut [RelationRecord],
+    ) -> Result<()> {
+        if self == Self::Allow {
+            return Ok(());
+        }
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let field = format!("nodes[{i}]");
+            self.screen_owned(&format!("{field}.name"), &mut node.name)?;
+            self.screen_owned(&format!("{field}.entity_type"), &mut node.entity_type)?;
+            if let Some(summary) = &mut node.summary {
+                self.screen_owned(&format!("{field}.summary"), summary)?;
+            }
+            self.screen_all(&format!("{field}.tags"), &mut node.tags)?;
+            for (j, observation) in node.observations.iter_mut().enumerate() {
+                let field = format!("{field}.observations[{j}].content");
+                self.screen_owned(&field, &mut observation.content)?;
+            }
+        }
+        for (i, relation) in relations.iter_mut().enumerate() {
+            let field = format!("relations[{i}]");
+            self.screen_owned(&format!("{field}.from"), &mut relation.from)?;
+            self.screen_owned(&format!("{field}.to"), &mut relation.to)?;
+            self.screen_owned(&format!("{field}.relation_type"), &mut relation.relation_type)?;
+        }
+        Ok(())
+    }
+}
+
+impl Memory {
+    /// Screens every written text for credentials by `policy` (default
+    /// [`SecretPolicy::Refuse`]).
+    #[must_use]
+    pub fn with_secret_policy(mut self, policy: SecretPolicy) -> Self {
+        self.secrets = policy;
+        self
+    }
+}

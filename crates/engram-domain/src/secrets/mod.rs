@@ -1,0 +1,217 @@
+//! Credentials in text: what engram looks for in every text written to memory (observations,
+//! node names, types, summaries, tags) so that a key pasted into a conversation is not kept
+//! where everyone with access to the workspace reads it.
+//!
+//! The rules follow the published formats that [gitleaks](https://github.com/gitleaks/gitleaks)
+//! (its `config/gitleaks.toml` rules) and GitHub secret scanning's supported patterns detect:
+//!
+//! - **prefixed tokens**, whose shape alone identifies them: AWS access key ids, Google API
+//!   keys, GitHub, GitLab, Bitbucket, npm, PyPI, Slack, Discord, Telegram, Stripe, OpenAI,
+//!   Anthropic, Twilio, SendGrid, Mailgun and Hugging Face tokens, Slack and Discord webhooks;
+//! - **structures**: PEM/OpenSSH/PGP private-key blocks, JWTs (whose header must decode to
+//!   JSON naming an algorithm), passwords in URLs (`scheme://user:password@host`);
+//! - **assigned values**: a value after a name that says it is secret (`api_key = …`,
+//!   `"token": "…"`, `DB_PASSWORD=…`, `Authorization: Bearer …`, AWS secret keys, Azure
+//!   `AccountKey=`) when it looks random: long enough, varied enough (Shannon entropy, as
+//!   gitleaks' generic rule), and not a placeholder or a reference to where the secret is kept
+//!   (`$VAR`, `${VAR}`, `<password>`, `{{ secrets.X }}`, `os.environ[…]`, `changeme`).
+//!
+//! A token must stand alone: one glued to more letters or digits (inside a base64 blob, a
+//! longer identifier) is not a match, so image data, digests and hashes are never flagged.
+//! [`SecretKind::label`] lists the kinds.
+//!
+//! Cost: every rule is compiled once into a [`regex::RegexSet`], and a text none of whose
+//! rules match (nearly every text) costs one linear scan; a rule that matches is then run on
+//! its own to find and check its matches. The `regex` crate never backtracks, so a 64 KiB
+//! text is linear in its length whatever it holds.
+//!
+//! [`SECRETS_CORPUS`] and [`ORDINARY_CORPUS`] are the acceptance tests: every line of the
+//! first must be found with its label, no line of the second may be.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+mod checks;
+mod corpus;
+mod patterns;
+#[cfg(test)]
+mod tests;
+
+pub use corpus::{ORDINARY_CORPUS, SECRETS_CORPUS, ordinary_corpus, secrets_corpus};
+
+/// What kind of credential a match is; [`label()`](Self::label) gives the stable kebab-case
+/// name used in errors and redaction markers, e.g. "aws-access-key", "github-token",
+/// "private-key", "jwt", "url-password", "assigned-secret".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SecretKind {
+    /// `aws-access-key`: an AWS access key id, `AKIA`/`ASIA`/`ABIA`/`ACCA`/`A3T?` and 16
+    /// upper-case letters or digits.
+    AwsAccessKey,
+    /// `aws-secret-key`: 40 base64 characters after `aws_secret_access_key`,
+    /// `secretAccessKey` and the like.
+    AwsSecretKey,
+    /// `google-api-key`: `AIza` and 35 characters of `[A-Za-z0-9_-]`.
+    GoogleApiKey,
+    /// `azure-storage-key`: an Azure storage connection string's `AccountKey=` (88 base64
+    /// characters ending `==`).
+    AzureStorageKey,
+    /// `github-token`: `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` and 36 letters or digits, or a
+    /// fine-grained `github_pat_` and 82.
+    GithubToken,
+    /// `gitlab-token`: `glpat-` (and the other `gl…-` token prefixes) and at least 20
+    /// characters.
+    GitlabToken,
+    /// `bitbucket-app-password`: `ATBB` and 32 letters or digits.
+    BitbucketAppPassword,
+    /// `npm-token`: `npm_` and 36 letters or digits.
+    NpmToken,
+    /// `pypi-token`: `pypi-AgEIcHlwaS5vcmc` (a macaroon for pypi.org) and at least 50 more.
+    PypiToken,
+    /// `slack-token`: `xoxb-`, `xoxp-`, `xoxa-`, `xoxr-`, `xoxs-`, `xoxo-`, `xoxe-` tokens and
+    /// `xapp-` app-level tokens.
+    SlackToken,
+    /// `slack-webhook`: `https://hooks.slack.com/services/T…/B…/…` (and `workflows/`,
+    /// `triggers/`).
+    SlackWebhook,
+    /// `discord-token`: a bot token, three dot-separated base64url parts whose first decodes
+    /// to the bot's numeric id.
+    DiscordToken,
+    /// `discord-webhook`: `https://discord.com/api/webhooks/ID/TOKEN`.
+    DiscordWebhook,
+    /// `telegram-bot-token`: 8–10 digits, `:`, and 35 characters starting `A`.
+    TelegramBotToken,
+    /// `stripe-key`: `sk_live_`, `rk_live_`, `sk_test_`, `rk_test_` keys and `whsec_` webhook
+    /// secrets.
+    StripeKey,
+    /// `openai-key`: `sk-` and 48 letters or digits, or `sk-proj-`, `sk-svcacct-`,
+    /// `sk-admin-` keys.
+    OpenaiKey,
+    /// `anthropic-key`: `sk-ant-api03-`, `sk-ant-admin01-`, `sk-ant-oat01-` and the like.
+    AnthropicKey,
+    /// `twilio-key`: an API key sid, `SK` and 32 lower-case hex digits.
+    TwilioKey,
+    /// `sendgrid-key`: `SG.`, 22 characters, `.`, 43 characters.
+    SendgridKey,
+    /// `mailgun-key`: `key-` and 32 lower-case hex digits.
+    MailgunKey,
+    /// `huggingface-token`: `hf_` and 34 letters or digits of mixed case.
+    HuggingfaceToken,
+    /// `private-key`: a `-----BEGIN … PRIVATE KEY-----` block (RSA, EC, DSA, OpenSSH, PGP,
+    /// PKCS#8, encrypted), through its `END` line, or its base64 lines when cut short.
+    PrivateKey,
+    /// `jwt`: a signed JSON Web Token, `eyJ…` header `.` `eyJ…` payload `.` signature.
+    Jwt,
+    /// `url-password`: the password of `scheme://user:password@host`.
+    UrlPassword,
+    /// `auth-header`: the credentials of an `Authorization: Bearer|Basic|Token …` header.
+    AuthHeader,
+    /// `assigned-secret`: a random-looking value of at least 16 characters after a name
+    /// holding key, token, secret, auth or credential.
+    AssignedSecret,
+    /// `password`: a value of at least 8 characters mixing letters with digits or symbols
+    /// after a name holding password, passwd, pwd, pass or passphrase.
+    Password,
+}
+
+impl SecretKind {
+    /// The stable kebab-case name of the kind, used in errors and in `[redacted: LABEL]`.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::AwsAccessKey => "aws-access-key",
+            Self::AwsSecretKey => "aws-secret-key",
+            Self::GoogleApiKey => "google-api-key",
+            Self::AzureStorageKey => "azure-storage-key",
+            Self::GithubToken => "github-token",
+            Self::GitlabToken => "gitlab-token",
+            Self::BitbucketAppPassword => "bitbucket-app-password",
+            Self::NpmToken => "npm-token",
+            Self::PypiToken => "pypi-token",
+            Self::SlackToken => "slack-token",
+            Self::SlackWebhook => "slack-webhook",
+            Self::DiscordToken => "discord-token",
+            Self::DiscordWebhook => "discord-webhook",
+            Self::TelegramBotToken => "telegram-bot-token",
+            Self::StripeKey => "stripe-key",
+            Self::OpenaiKey => "openai-key",
+            Self::AnthropicKey => "anthropic-key",
+            Self::TwilioKey => "twilio-key",
+            Self::SendgridKey => "sendgrid-key",
+            Self::MailgunKey => "mailgun-key",
+            Self::HuggingfaceToken => "huggingface-token",
+            Self::PrivateKey => "private-key",
+            Self::Jwt => "jwt",
+            Self::UrlPassword => "url-password",
+            Self::AuthHeader => "auth-header",
+            Self::AssignedSecret => "assigned-secret",
+            Self::Password => "password",
+        }
+    }
+}
+
+impl std::fmt::Display for SecretKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One credential found in a text: its kind and byte range.
+///
+/// The range covers the credential itself: the whole token for prefixed tokens, JWTs and
+/// private-key blocks; only the value for assigned secrets (`api_key = ` stays), only the
+/// password of a URL; always on character boundaries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretMatch {
+    /// What kind of credential it is.
+    pub kind: SecretKind,
+    /// Where it is in the text, in bytes.
+    pub range: Range<usize>,
+}
+
+/// Every credential in `text`, in order, not overlapping (on overlap keep the earlier, then
+/// the longer; a prefixed token before the generic rules when both cover the same bytes).
+#[must_use]
+pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
+    let mut found: Vec<(SecretMatch, usize)> = Vec::new();
+    for rule in patterns::candidate_rules(text) {
+        found.extend(patterns::matches(rule, text).map(|m| (m, rule)));
+    }
+    found.sort_by_key(|(m, rule)| (m.range.start, std::cmp::Reverse(m.range.end), *rule));
+    let mut kept: Vec<SecretMatch> = Vec::with_capacity(found.len());
+    for (m, _) in found {
+        if kept.last().is_none_or(|last| m.range.start >= last.range.end) {
+            kept.push(m);
+        }
+    }
+    kept
+}
+
+/// The first credential in `text` (the first [`find_secrets`] would return), cheaper than
+/// [`find_secrets`] when refusing: each matching rule stops at its first match.
+#[must_use]
+pub fn first_secret(text: &str) -> Option<SecretMatch> {
+    patterns::candidate_rules(text)
+        .filter_map(|rule| patterns::matches(rule, text).next().map(|m| (m, rule)))
+        .min_by_key(|(m, rule)| (m.range.start, std::cmp::Reverse(m.range.end), *rule))
+        .map(|(m, _)| m)
+}
+
+/// `text` with each credential replaced by `[redacted: LABEL]`; [`Cow::Borrowed`] when none.
+#[must_use]
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let found = find_secrets(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut redacted = String::with_capacity(text.len());
+    let mut from = 0;
+    for SecretMatch { kind, range } in found {
+        redacted.push_str(&text[from..range.start]);
+        redacted.push_str("[redacted: ");
+        redacted.push_str(kind.label());
+        redacted.push(']');
+        from = range.end;
+    }
+    redacted.push_str(&text[from..]);
+    Cow::Owned(redacted)
+}

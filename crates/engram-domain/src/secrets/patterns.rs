@@ -1,0 +1,328 @@
+//! The rules: one regular expression each, compiled once, all of them together into the
+//! [`RegexSet`] that tells which rules can match a text at all.
+//!
+//! Shapes are gitleaks' (`config/gitleaks.toml`) and GitHub secret scanning's published
+//! formats, with their boundaries made explicit: a token must not be glued to more letters,
+//! digits or `_` (or the token's own punctuation) on either side, which the `regex` crate's
+//! lack of look-around leaves to [`accept`]. Patterns use ASCII classes only (no `\w`, `\s`,
+//! `\b`), so the crate's Unicode tables are not needed and the lazy DFA never has to give up
+//! on a non-ASCII text.
+
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex, RegexSet};
+
+use super::checks;
+use super::{SecretKind, SecretMatch};
+
+/// How a rule's regex match becomes a [`SecretMatch`], or is dropped.
+enum Accept {
+    /// The match (its group `s` when it has one) is a token: it must not touch a letter, a
+    /// digit, `_` or one of `extra` on its right, nor on its left unless the pattern matches
+    /// its own left context (`own_left`), and `check` must hold for it.
+    Token {
+        /// Punctuation that belongs to the token's alphabet.
+        extra: &'static str,
+        /// Whether the pattern matched the token's left context itself.
+        own_left: bool,
+        /// Shape checks beyond the pattern (placeholders, decoding).
+        check: fn(&str) -> bool,
+    },
+    /// A private-key header, extended through its block ([`checks::private_key_end`]).
+    PrivateKey,
+    /// `scheme://user:password@`: the password, unless a placeholder.
+    UrlPassword,
+    /// `Authorization: <scheme> <credentials>`: the credentials, if they look real.
+    AuthHeader,
+    /// `name <sep> value`: the value, if the name says secret and the value looks random.
+    Assigned,
+}
+
+/// One kind of credential and how to find it.
+struct Rule {
+    kind: SecretKind,
+    /// What every match holds, cheap to look for (literals, short classes): the prefilter.
+    anchor: &'static str,
+    /// The credential's shape.
+    pattern: &'static str,
+    accept: Accept,
+}
+
+/// A token rule with the usual boundaries and checks.
+const fn token(kind: SecretKind, anchor: &'static str, pattern: &'static str, extra: &'static str) -> Rule {
+    checked(kind, anchor, pattern, extra, checks::varied)
+}
+
+/// A token rule with its own shape check.
+const fn checked(
+    kind: SecretKind,
+    anchor: &'static str,
+    pattern: &'static str,
+    extra: &'static str,
+    check: fn(&str) -> bool,
+) -> Rule {
+    Rule { kind, anchor, pattern, accept: Accept::Token { extra, own_left: false, check } }
+}
+
+/// A value after a name the pattern matches itself (its group `s`), checked by `check`.
+const fn assigned(
+    kind: SecretKind,
+    anchor: &'static str,
+    pattern: &'static str,
+    extra: &'static str,
+    check: fn(&str) -> bool,
+) -> Rule {
+    Rule { kind, anchor, pattern, accept: Accept::Token { extra, own_left: true, check } }
+}
+
+/// Every rule, in priority order: where two rules match the same bytes, the first wins, so
+/// specific formats come before URLs' passwords and the generic assigned-value rules.
+static RULES: &[Rule] = &[
+    Rule {
+        kind: SecretKind::PrivateKey,
+        anchor: "-----BEGIN",
+        pattern: r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----",
+        accept: Accept::PrivateKey,
+    },
+    checked(
+        SecretKind::Jwt,
+        r"\.eyJ",
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
+        "-",
+        checks::jwt,
+    ),
+    checked(
+        SecretKind::SlackWebhook,
+        r"hooks\.slack\.com/",
+        r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,}",
+        "-+/",
+        checks::webhook,
+    ),
+    checked(
+        SecretKind::DiscordWebhook,
+        r"discord(?:app)?\.com/api/",
+        r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/[0-9]{17,20}/[A-Za-z0-9_-]{60,68}",
+        "-",
+        checks::webhook,
+    ),
+    token(
+        SecretKind::AwsAccessKey,
+        "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA",
+        "(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
+        "",
+    ),
+    token(SecretKind::GoogleApiKey, "AIza", "AIza[A-Za-z0-9_-]{35}", "-"),
+    token(
+        SecretKind::GithubToken,
+        "gh[pousr]_|github_pat_",
+        "(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82}",
+        "",
+    ),
+    token(
+        SecretKind::GitlabToken,
+        "gl(?:pat|dt|rt|ptt|soat|ft|cbt|imt|agent|oas)-",
+        "(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt|glimt|glagent|gloas)-[A-Za-z0-9_-]{20,}",
+        "-",
+    ),
+    token(SecretKind::BitbucketAppPassword, "ATBB", "ATBB[A-Za-z0-9]{32}", ""),
+    token(SecretKind::NpmToken, "npm_", "npm_[A-Za-z0-9]{36}", ""),
+    token(SecretKind::PypiToken, "pypi-AgEIcHlwaS5vcmc", "pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", "-"),
+    token(
+        SecretKind::SlackToken,
+        "xox[abposre]|xapp-",
+        "xox[abposr]-[0-9]{6,13}-[A-Za-z0-9-]{8,}|xoxe(?:\\.xox[bp])?-[0-9]-[A-Za-z0-9]{100,}\
+         |xapp-[0-9]-[A-Z0-9]{6,}-[0-9]{6,}-[A-Za-z0-9]{20,}",
+        "-",
+    ),
+    checked(
+        SecretKind::DiscordToken,
+        r"\.[A-Za-z0-9_-]{6}\.",
+        r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",
+        "-",
+        checks::discord_token,
+    ),
+    Rule {
+        kind: SecretKind::TelegramBotToken,
+        anchor: "[0-9]:A",
+        pattern: "(?:^|[^A-Za-z0-9_]|bot)(?P<s>[0-9]{8,10}:A[A-Za-z0-9_-]{34})",
+        accept: Accept::Token { extra: "-", own_left: true, check: checks::varied },
+    },
+    token(
+        SecretKind::StripeKey,
+        "[sr]k_(?:live|test|prod)_|whsec_",
+        "(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,99}|whsec_[A-Za-z0-9]{32,}",
+        "",
+    ),
+    token(
+        SecretKind::AnthropicKey,
+        "sk-ant-",
+        "sk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{40,}",
+        "-",
+    ),
+    checked(
+        SecretKind::OpenaiKey,
+        "sk-",
+        "sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|sk-[A-Za-z0-9]{48}",
+        "-",
+        checks::mixed_token,
+    ),
+    checked(SecretKind::TwilioKey, "SK[0-9a-f]{4}", "SK[0-9a-f]{32}", "", checks::hex_token),
+    token(SecretKind::SendgridKey, r"SG\.", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", "-"),
+    checked(SecretKind::MailgunKey, "key-[0-9a-f]{4}", "key-[0-9a-f]{32}", "-", checks::hex_token),
+    checked(SecretKind::HuggingfaceToken, "hf_", "hf_[A-Za-z0-9]{34}", "", checks::huggingface),
+    Rule {
+        kind: SecretKind::UrlPassword,
+        anchor: "://",
+        pattern: "[A-Za-z][A-Za-z0-9+.-]{1,20}://(?P<user>[^/?#@: \t\r\n\"'<>`]*):\
+                  (?P<s>[^/?#@ \t\r\n\"'<>`]+)@[A-Za-z0-9_\\[-]",
+        accept: Accept::UrlPassword,
+    },
+    assigned(
+        SecretKind::AwsSecretKey,
+        "(?i-u:secret[_.-]?access|aws[_.-]?secret)",
+        "(?i-u:aws[_.-]?secret[_.-]?(?:access[_.-]?)?key|secret[_.-]?access[_.-]?key)\
+         [\"'`]?[ \t]*(?:=>|:=|=|:)[ \t]*[\"'`]?(?P<s>[A-Za-z0-9/+]{40})",
+        "+/=",
+        checks::aws_secret,
+    ),
+    assigned(
+        SecretKind::AzureStorageKey,
+        "(?i-u:accountkey)",
+        "(?i-u:accountkey)[ \t]*=[ \t]*(?P<s>[A-Za-z0-9+/]{86}==)",
+        "+/=",
+        checks::varied,
+    ),
+    Rule {
+        kind: SecretKind::AuthHeader,
+        anchor: "(?i-u:authorization)",
+        pattern: "(?i-u:authorization)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?\
+                  (?P<scheme>(?i-u:bearer|basic|token|bot))[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{12,})",
+        accept: Accept::AuthHeader,
+    },
+    Rule {
+        kind: SecretKind::AssignedSecret,
+        anchor: "(?i-u:key|token|secret|passw|pwd|pass|pw|auth|cred)[A-Za-z0-9_.-]*[\"'`]?[ \t]*[:=]",
+        pattern: "(?P<name>[A-Za-z0-9_.-]*(?i-u:key|token|secret|passw(?:or)?d|pwd|pass|pw|auth|credential|cred)\
+                  [A-Za-z0-9_.-]*)[\"'`]?[ \t]*(?:=>|:=|=|:)[ \t]*[\"'`]?\
+                  (?P<s>[^ \t\r\n\"'`,;&]{8}[^ \t\r\n\"'`,;&]*)",
+        accept: Accept::Assigned,
+    },
+];
+
+/// The rules compiled: their anchors together as the prefilter, and each rule's pattern.
+struct Compiled {
+    set: RegexSet,
+    each: Vec<Regex>,
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
+    Compiled {
+        set: RegexSet::new(RULES.iter().map(|rule| rule.anchor)).expect("the anchors compile"),
+        each: (RULES.iter()).map(|rule| Regex::new(rule.pattern).expect("a secret pattern compiles")).collect(),
+    }
+});
+
+/// No credential is shorter than this many bytes.
+const SHORTEST: usize = 8;
+
+/// The rules whose anchor is somewhere in `text`, by index: one scan of `text`.
+pub(super) fn candidate_rules(text: &str) -> impl Iterator<Item = usize> {
+    let matched = (text.len() >= SHORTEST).then(|| COMPILED.set.matches(text));
+    matched.into_iter().flatten()
+}
+
+/// A rejected assigned value at most this long is searched again from its start, so that
+/// `otpauth://x?secret=…` (first matched as the name `otpauth` and a URL value) is not
+/// skipped; a longer one is skipped whole, keeping the search linear.
+const RESCAN_WITHIN: usize = 256;
+
+/// The accepted matches of rule `rule` in `text`, in order.
+pub(super) fn matches(rule: usize, text: &str) -> impl Iterator<Item = SecretMatch> + '_ {
+    let (spec, regex) = (&RULES[rule], &COMPILED.each[rule]);
+    let (mut from, mut end_markers) = (0, checks::EndMarkers::default());
+    std::iter::from_fn(move || {
+        while from < text.len() {
+            let caps = regex.captures_at(text, from)?;
+            let whole = caps.get_match();
+            from = whole.end().max(from + 1);
+            if let Some(found) = accept(spec, text, &caps, &mut end_markers) {
+                return Some(found);
+            }
+            if let (Accept::Assigned, Some(value)) = (&spec.accept, caps.name("s"))
+                && value.len() <= RESCAN_WITHIN
+            {
+                from = value.start();
+            }
+        }
+        None
+    })
+}
+
+/// `caps` as a credential of `rule`, or `None` when the rule's checks reject it.
+fn accept(
+    rule: &Rule,
+    text: &str,
+    caps: &Captures<'_>,
+    end_markers: &mut checks::EndMarkers,
+) -> Option<SecretMatch> {
+    let whole = caps.get_match();
+    let secret = caps.name("s").unwrap_or(whole);
+    let (kind, range) = match rule.accept {
+        Accept::Token { extra, own_left, check } => {
+            let glued = |at: usize| {
+                (text.as_bytes().get(at))
+                    .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_' || extra.as_bytes().contains(&b))
+            };
+            let left_glued = !own_left && secret.start() > 0 && glued(secret.start() - 1);
+            if left_glued || glued(secret.end()) || !check(secret.as_str()) {
+                return None;
+            }
+            (rule.kind, secret.range())
+        }
+        Accept::PrivateKey => {
+            (rule.kind, whole.start()..checks::private_key_end(text, whole.end(), end_markers)?)
+        }
+        Accept::UrlPassword => {
+            let user = caps.name("user").map_or("", |user| user.as_str());
+            if checks::url_placeholder(user, secret.as_str()) {
+                return None;
+            }
+            (rule.kind, secret.range())
+        }
+        Accept::AuthHeader => {
+            let scheme = caps.name("scheme").map_or("", |scheme| scheme.as_str());
+            let value = checks::trim_value(secret.as_str());
+            if !checks::auth_credentials(scheme, value) {
+                return None;
+            }
+            (rule.kind, secret.start()..secret.start() + value.len())
+        }
+        Accept::Assigned => {
+            let name = caps.name("name")?;
+            if text[..name.start()].ends_with("://") {
+                // A URL's user name, as in `https://x-access-token:TOKEN@host`.
+                return None;
+            }
+            let password = checks::name_kind(name.as_str())? == checks::NameKind::Password;
+            let value = checks::trim_value(secret.as_str());
+            if !checks::assigned_value(value, password) {
+                return None;
+            }
+            let kind = if password { SecretKind::Password } else { SecretKind::AssignedSecret };
+            (kind, secret.start()..secret.start() + value.len())
+        }
+    };
+    Some(SecretMatch { kind, range })
+}
+
+#[cfg(test)]
+pub(super) fn bench_each(text: &str) {
+    for (i, regex) in COMPILED.each.iter().enumerate() {
+        let start = std::time::Instant::now();
+        let n = regex.find_iter(text).count();
+        let find = start.elapsed();
+        let start = std::time::Instant::now();
+        let m = matches(i, text).count();
+        println!("  {:?}: find_iter {find:?} ({n}), matches {:?} ({m})", RULES[i].kind, start.elapsed());
+    }
+}

@@ -1,0 +1,219 @@
+//! Secrets kept out of memory on every write path, and the workspace brief.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::secrets::{find_secrets, ordinary_corpus, secrets_corpus};
+use crate::transfer::{NodeRecord, ObservationRecord, RelationRecord};
+use crate::{Error, Ordinal, SecretPolicy};
+
+/// Every write of `secret` (each through another tool or field) and the field its refusal
+/// must name; name-like fields only for texts they could hold (one line, within their limit).
+async fn write_everywhere(
+    memory: &Memory,
+    ws: WorkspaceId,
+    secret: &str,
+) -> Vec<(&'static str, crate::Result<()>)> {
+    let fits_name = crate::limits::name("name", secret).is_ok();
+    let fits_tag = fits_name && secret.len() <= 128;
+    let mut node = entity("New", "note", &[secret]);
+    let mut attempts = vec![(
+        "entities[0].observations[0]",
+        memory.create_entities(ws, vec![node.clone()]).await.map(drop),
+    )];
+    node.observations.clear();
+    node.summary = Some(secret.to_owned());
+    attempts.push((
+        "entities[0].summary",
+        memory.create_entities(ws, vec![node]).await.map(drop),
+    ));
+    attempts.push((
+        "observations[0].contents[1]",
+        (memory.add_observations(ws, &[additions("Staging", &["fine", secret])]).await)
+            .map(drop),
+    ));
+    attempts.push((
+        "new_content",
+        (memory.replace_observation(ws, "Staging", Ordinal(1), secret).await).map(drop),
+    ));
+    attempts.push((
+        "summary",
+        memory.set_summary(ws, "Staging", secret).await.map(drop),
+    ));
+    let record = NodeRecord {
+        name: "Imported".into(),
+        entity_type: "note".into(),
+        observations: vec![ObservationRecord {
+            content: secret.into(),
+            ..ObservationRecord::default()
+        }],
+        ..NodeRecord::default()
+    };
+    attempts.push((
+        "nodes[0].observations[0].content",
+        memory.import(ws, vec![record], &[]).await.map(drop),
+    ));
+    if fits_name {
+        attempts.push((
+            "entities[0].name",
+            (memory.create_entities(ws, vec![entity(secret, "note", &[])]).await).map(drop),
+        ));
+        attempts.push((
+            "relations[0].relation_type",
+            (memory.create_relations(ws, &[relation("Staging", secret, "Vault")]).await)
+                .map(drop),
+        ));
+        let existing = relation("Staging", "uses", "Vault");
+        attempts.push((
+            "new_type",
+            (memory.rename_relation_type(ws, &existing, secret).await).map(drop),
+        ));
+        let link = RelationRecord {
+            from: "Staging".into(),
+            to: "Vault".into(),
+            relation_type: secret.into(),
+            created_at: None,
+        };
+        attempts.push((
+            "relations[0].relation_type",
+            memory.import(ws, Vec::new(), &[link]).await.map(drop),
+        ));
+    }
+    if fits_tag {
+        attempts.push((
+            "tags[1]",
+            (memory.set_tags(ws, "Staging", &strings(&["env", secret])).await).map(drop),
+        ));
+    }
+    attempts
+}
+
+/// A workspace holding `Staging` (one observation) `-uses->` `Vault`.
+async fn staging(store: Arc<dyn MemoryStore>, policy: SecretPolicy) -> (Memory, WorkspaceId) {
+    let (memory, ws) = memory_with_workspace(store, "secrets").await;
+    let memory = memory.with_secret_policy(policy);
+    (memory.create_entities(ws, vec![entity("Staging", "environment", &["base fact"])]))
+        .await
+        .unwrap();
+    create_nodes(&memory, ws, &["Vault"]).await;
+    (memory.create_relations(ws, &[relation("Staging", "uses", "Vault")]))
+        .await
+        .unwrap();
+    (memory, ws)
+}
+
+pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = staging(store, SecretPolicy::Refuse).await;
+    let before = counts(&memory, ws).await;
+    let mut checked = 0;
+    for (label, text) in secrets_corpus() {
+        let core = &text[find_secrets(&text)[0].range.clone()];
+        for (field, outcome) in write_everywhere(&memory, ws, &text).await {
+            match outcome {
+                Err(Error::InvalidArgument {
+                    field: named,
+                    reason,
+                }) => {
+                    assert_eq!(named, field, "{label}: {reason}");
+                    assert!(reason.contains(label), "{field}: {reason}");
+                    assert!(!reason.contains(core), "{field} echoes the secret: {reason}");
+                }
+                other => panic!("{label} via {field} was not refused: {other:?}"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 600, "{checked} writes checked");
+    assert_eq!(counts(&memory, ws).await, before, "a refused write wrote something");
+    let staging = memory.open_nodes(ws, &strings(&["Staging"])).await.unwrap();
+    let node = &staging.entities[0];
+    assert_eq!((node.summary.as_deref(), node.tags.len()), (None, 0));
+    assert_eq!(node.observations, observations(&[(1, "base fact")]));
+}
+
+pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = staging(store, SecretPolicy::Refuse).await;
+    let lines: Vec<&str> = ordinary_corpus().collect();
+    assert!(lines.len() >= 150, "{} ordinary lines", lines.len());
+    let added = memory
+        .add_observations(ws, &[additions("Staging", &lines)])
+        .await
+        .unwrap();
+    assert_eq!(added[0].added.len() + added[0].skipped_duplicates.len(), lines.len());
+    for line in &lines {
+        memory.set_summary(ws, "Vault", line).await.unwrap();
+        if crate::limits::name("relation_type", line).is_ok() {
+            (memory.create_relations(ws, &[relation("Staging", line, "Vault")]))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = staging(store.clone(), SecretPolicy::Redact).await;
+    let corpus: Vec<(&str, String)> = secrets_corpus().collect();
+    // A node a secret, so that two texts redacted alike are both kept.
+    let names: Vec<String> = (0..corpus.len()).map(|i| format!("note {i}")).collect();
+    let nodes = (corpus.iter().zip(&names))
+        .map(|((_, text), name)| entity(name, "note", &[text.as_str()]))
+        .collect();
+    memory.create_entities(ws, nodes).await.unwrap();
+    let opened = memory.open_nodes(ws, &names).await.unwrap();
+    assert_eq!(opened.entities.len(), corpus.len());
+    for ((label, text), node) in corpus.iter().zip(&opened.entities) {
+        let stored = &node.observations[0].content;
+        let core = &text[find_secrets(text)[0].range.clone()];
+        assert!(!stored.contains(core), "{label}: {stored}");
+        let marker = format!("[redacted: {label}]");
+        assert!(stored.contains(&marker), "{stored}");
+    }
+    (memory.set_summary(ws, "Vault", &corpus[0].1)).await.unwrap();
+    let vault = memory.open_nodes(ws, &strings(&["Vault"])).await.unwrap();
+    let summary = vault.entities[0].summary.clone().unwrap_or_default();
+    assert!(summary.contains("[redacted: "), "{summary}");
+
+    let allowing = Memory::new(store).with_secret_policy(SecretPolicy::Allow);
+    let open = allowing.create_workspace("open").await.unwrap().id;
+    (allowing.create_entities(open, vec![entity("Staging", "environment", &[&corpus[0].1])]))
+        .await
+        .unwrap();
+    let kept = allowing.open_nodes(open, &strings(&["Staging"])).await.unwrap();
+    assert_eq!(kept.entities[0].observations[0].content, corpus[0].1);
+}
+
+pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "brief").await;
+    let empty = memory.brief(ws, 5).await.unwrap();
+    assert_eq!((empty.node_count, empty.connected.len(), empty.recent.len()), (0, 0, 0));
+    let mut hub = entity("engram", "project", &["a memory server"]);
+    hub.summary = Some("The memory server.".into());
+    memory.create_entities(ws, vec![hub]).await.unwrap();
+    create_nodes(&memory, ws, &["Alice", "Bob", "Carol", "Dave"]).await;
+    let links = [
+        relation("Alice", "works_on", "engram"),
+        relation("Bob", "works_on", "engram"),
+        relation("engram", "used_by", "Bob"),
+        relation("Carol", "uses", "engram"),
+        relation("Alice", "knows", "Bob"),
+    ];
+    memory.create_relations(ws, &links).await.unwrap();
+    memory.set_summary(ws, "Dave", "Newest of all.").await.unwrap();
+    let brief = memory.brief(ws, 2).await.unwrap();
+    assert_eq!(
+        (brief.node_count, brief.observation_count, brief.relation_count),
+        (5, 1, 5)
+    );
+    let connected: Vec<(&str, usize)> = (brief.connected.iter())
+        .map(|node| (node.name.as_str(), node.related_nodes))
+        .collect();
+    assert_eq!(connected, [("engram", 3), ("Alice", 2)]);
+    assert_eq!(brief.connected[0].summary.as_deref(), Some("The memory server."));
+    assert_eq!(brief.recent.len(), 2);
+    assert_eq!(brief.recent[0].name, "Dave");
+    assert!(brief.recent.iter().all(|node| node.name != "engram" && node.name != "Alice"));
+}
