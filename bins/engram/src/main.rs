@@ -270,7 +270,9 @@ async fn with_store(
     let no_file = matches!(location, Location::Sqlite(path) if !path.exists());
     let command = match command {
         // A dry run creates nothing, the database file included: check against nothing.
-        Command::Import(args) if args.dry_run && no_file => return import::run(None, args).await,
+        Command::Import(args) if args.dry_run && no_file => {
+            return import::run(None, args, secrets).await;
+        }
         command => command,
     };
     if reads_only
@@ -310,7 +312,7 @@ async fn with_store(
         Command::Token(command) => tokens::run(&Memory::new(store.shared()), command).await,
         Command::Import(args) => {
             let memory = Memory::new(store.shared()).with_secret_policy(secrets);
-            import::run(Some(&memory), args).await
+            import::run(Some(&memory), args, secrets).await
         }
         Command::Recall(args) => recall::recall(recall::Source::Store(store.shared()), args).await,
         Command::Brief(args) => recall::brief(recall::Source::Store(store.shared()), args).await,

@@ -137,8 +137,12 @@ impl SecretPolicy {
     }
 
     /// Screens an import batch in place: every node's texts and every relation's endpoints
-    /// and type (an import may create the nodes its relations name).
-    pub(crate) fn screen_import(
+    /// and type (an import may create the nodes its relations name). `engram import` screens
+    /// each line this way, to refuse the line rather than its batch.
+    ///
+    /// # Errors
+    /// As [`SecretPolicy::screen`], naming `nodes[i].…` or `relations[i].…`.
+    pub fn screen_import(
         self,
         nodes: &mut [NodeRecord],
         relations: &mut [RelationRecord],

@@ -124,6 +124,39 @@ pub struct Rejected {
     pub reason: String,
 }
 
+/// `line` as `secrets` stores it: a credential in any of its texts refuses the line (naming
+/// the field and the kind of secret, never the secret) or is redacted.
+///
+/// # Errors
+/// [`Rejected`] under [`engram_domain::SecretPolicy::Refuse`].
+pub fn screen(
+    line: Option<Line>,
+    secrets: engram_domain::SecretPolicy,
+) -> Result<Option<Line>, Rejected> {
+    let refused = |kind: Kind, error: engram_domain::Error, prefix: &str| Rejected {
+        kind,
+        reason: error.to_string().replacen(prefix, "", 1),
+    };
+    match line {
+        Some(Line::Node(node)) => {
+            let observations = node.observations.len() as u64;
+            let mut nodes = [node];
+            (secrets.screen_import(&mut nodes, &mut []))
+                .map_err(|e| refused(Kind::Entity(observations), e, "nodes[0]."))?;
+            let [node] = nodes;
+            Ok(Some(Line::Node(node)))
+        }
+        Some(Line::Relation(relation)) => {
+            let mut relations = [relation];
+            (secrets.screen_import(&mut [], &mut relations))
+                .map_err(|e| refused(Kind::Relation, e, "relations[0]."))?;
+            let [relation] = relations;
+            Ok(Some(Line::Relation(relation)))
+        }
+        other => Ok(other),
+    }
+}
+
 /// Parses and validates one line; `Ok(None)` for a blank one.
 pub fn parse_line(text: &str) -> Result<Option<Line>, Rejected> {
     let text = text.trim();

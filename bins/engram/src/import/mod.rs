@@ -62,7 +62,11 @@ enum Reached {
 /// The workspace does not exist (without `--create-workspace` or `--dry-run`), the file
 /// cannot be read, a batch cannot be written, a line was refused (after everything else was
 /// imported), or [`Interrupted`].
-pub async fn run(memory: Option<&Memory>, args: ImportArgs) -> Result<()> {
+pub async fn run(
+    memory: Option<&Memory>,
+    args: ImportArgs,
+    secrets: engram_domain::SecretPolicy,
+) -> Result<()> {
     let target = match memory {
         Some(memory) => match memory.workspace(&args.workspace).await {
             Ok(workspace) => Target::Workspace(memory, workspace.id),
@@ -92,7 +96,7 @@ pub async fn run(memory: Option<&Memory>, args: ImportArgs) -> Result<()> {
     let stop = CancellationToken::new();
     let listener = tokio::spawn(stop_on_signal(stop.clone()));
     let mut number = 0;
-    let read = read_all(&mut importer, reader, &progress, &mut number, &stop).await;
+    let read = read_all(&mut importer, reader, &progress, &mut number, &stop, secrets).await;
     progress.set_message("writing relations that waited for their nodes");
     let finished = match read {
         Ok(Reached::Whole) => importer.finish().await.map(|()| Reached::Whole),
@@ -161,6 +165,7 @@ async fn read_all(
     progress: &ProgressBar,
     number: &mut usize,
     stop: &CancellationToken,
+    secrets: engram_domain::SecretPolicy,
 ) -> Result<Reached> {
     let mut reader = BufReader::new(reader);
     let mut buffer = Vec::new();
@@ -189,7 +194,7 @@ async fn read_all(
                 reason: format!("not UTF-8 text (an invalid byte at offset {at})"),
             }),
         };
-        match parsed {
+        match parsed.and_then(|line| lines::screen(line, secrets)) {
             Ok(None | Some(Line::Header)) => {}
             Ok(Some(Line::Node(node))) => importer.add_node(*number, node).await?,
             Ok(Some(Line::Relation(relation))) => importer.add_relation(*number, relation).await?,

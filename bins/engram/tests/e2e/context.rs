@@ -345,3 +345,44 @@ pub async fn claude_code_hooks_install_run_and_uninstall(backend: Backend) {
     let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
     assert_eq!(after, before);
 }
+
+pub async fn import_refuses_or_redacts_a_secret_line_by_line(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.jsonl");
+    let key = "ghp_Zk3WqT9vLm2XpR7sYc4NbH8dFa6JuE1oQiVg";
+    let lines = [
+        json!({"type": "entity", "name": "CI", "entityType": "service",
+               "observations": ["runs on every push", format!("deploys with token {key}")]}),
+        json!({"type": "entity", "name": "Bob", "entityType": "person", "observations": ["likes tea"]}),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let path = file.to_str().unwrap();
+    let database = server.database_url.as_str();
+
+    let refused = engram(&["import", path, "--workspace", "demo", "--database-url", database], "");
+    assert!(!refused.status.success(), "a refused line fails the import: {refused:?}");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(report.contains("line 1") && report.contains("github-token"), "{report}");
+    assert!(report.contains("observations[1].content"), "{report}");
+    assert!(!report.contains(key), "{report}");
+    let client = server.streamable_client("demo").await;
+    let opened = ok(&client, "open_nodes", json!({"names": ["CI", "Bob"]})).await;
+    assert_eq!(opened["not_found"], json!(["CI"]), "{opened}");
+
+    let redacted = engram(
+        &["import", path, "--workspace", "demo", "--database-url", database, "--secrets", "redact"],
+        "",
+    );
+    assert!(redacted.status.success(), "{redacted:?}");
+    let opened = ok(&client, "open_nodes", json!({"names": ["CI"]})).await;
+    assert_eq!(
+        opened["entities"][0]["observations"][1]["content"],
+        "deploys with token [redacted: github-token]"
+    );
+}

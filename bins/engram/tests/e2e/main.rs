@@ -63,6 +63,7 @@ per_backend!(
     context::prompts_and_resources_over_stdio,
     context::recall_and_brief_read_a_server_or_the_database,
     context::claude_code_hooks_install_run_and_uninstall,
+    context::import_refuses_or_redacts_a_secret_line_by_line,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
     contract::every_tool_names_an_argument_of_the_wrong_type,
     contract::the_tool_list_fits_the_caller,

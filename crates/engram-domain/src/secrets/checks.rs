@@ -178,8 +178,8 @@ const REFERENCE_PARTS: &[&str] = &[
 
 /// Whether `value` is a placeholder or a reference, not a secret: `$VAR`, `${VAR}`, `%VAR%`,
 /// `{{ x }}`, `<x>`, `process.env.X`, `os.environ[...]`, a dotted path such as
-/// `settings.SECRET_KEY`, an `UPPER_SNAKE` variable name, `changeme`, `xxxx`, one repeated
-/// character.
+/// `settings.SECRET_KEY`, a Rust path's tail (`::NAME`, the name's `:` taken for a
+/// separator), an `UPPER_SNAKE` variable name, `changeme`, `xxxx`, one repeated character.
 pub(super) fn placeholder(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     let first = value.chars().next().unwrap_or('$');
@@ -189,7 +189,8 @@ pub(super) fn placeholder(value: &str) -> bool {
         chars.dedup();
         chars.len()
     };
-    matches!(first, '$' | '%' | '*' | '&' | '!' | '@' | '{' | '<' | '[' | '(' | '#' | '\\')
+    matches!(first, '$' | '%' | '*' | '&' | '!' | '@' | '{' | '<' | '[' | '(' | '#' | '\\' | ':')
+        || value.starts_with("__")
         || distinct <= 2
         || PLACEHOLDERS.contains(&lower.as_str())
         || PLACEHOLDER_PARTS.iter().any(|part| lower.contains(part))
@@ -232,6 +233,13 @@ pub(super) fn trim_value(value: &str) -> &str {
     value.trim_end_matches([')', ']', '}', '>', '.'])
 }
 
+/// Whether what follows an unquoted `name: value` makes the value a type, as in Rust's
+/// `const NAME: Type = …` or `trait Name: Super {`: `=` (not `==`, `=>`) or `{` next.
+pub(super) fn type_annotation(after: &str) -> bool {
+    let after = after.trim_start_matches([' ', '\t']);
+    after.starts_with('{') || (after.starts_with('=') && !after.starts_with("==") && !after.starts_with("=>"))
+}
+
 /// Whether a URL's password is a placeholder: the user's name again, a port-like number, or
 /// a [`placeholder`].
 pub(super) fn url_placeholder(user: &str, password: &str) -> bool {
@@ -259,10 +267,13 @@ pub(super) fn auth_credentials(scheme: &str, value: &str) -> bool {
 ///
 /// Secrets (after key/token/secret/auth/credential names): at least 16 characters, digits and
 /// letters both, an alphanumeric run of 6 or more mixing them (so `gpt-4o-mini-2024-07-18` and
-/// dates are not), entropy over [`entropy_bar`]. Passwords (after password/passwd/pwd/pass
-/// names): at least 8 characters, letters with digits or symbols, entropy at least 2.5. Both:
-/// not a [`placeholder`] or reference, not a URL, not a path.
+/// dates are not), entropy over [`entropy_bar`], not an identifier made of words
+/// ([`wordy`]). Passwords (after password/passwd/pwd/pass names): at least 8 characters,
+/// letters with digits or symbols, entropy at least 2.5. Both: not a [`placeholder`] or
+/// reference, not a URL, not a path; judged percent-decoded (`value%20with%27quotes%27`).
 pub(super) fn assigned_value(value: &str, password: bool) -> bool {
+    let decoded = percent_decoded(value);
+    let value = decoded.as_str();
     let len = value.chars().count();
     if len < if password { 8 } else { 16 } || value.contains("://") || path_like(value) || placeholder(value) {
         return false;
@@ -277,7 +288,51 @@ pub(super) fn assigned_value(value: &str, password: bool) -> bool {
         .split(|c: char| !c.is_ascii_alphanumeric())
         .any(|run| run.len() >= 6 && run.bytes().any(|b| b.is_ascii_digit()) && run.bytes().any(|b| b.is_ascii_alphabetic()));
     let hex = value.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    classes.digit > 0 && classes.letters() > 1 && mixed_run && entropy(value) >= entropy_bar(len, hex)
+    classes.digit > 0
+        && classes.letters() > 1
+        && mixed_run
+        && !wordy(value)
+        && entropy(value) >= entropy_bar(len, hex)
+}
+
+/// Whether `value` is an identifier made of words, such as `X509CertificateTemplateFlag` or
+/// `x25519_generate_private_key` (a type or function after `name:`): three quarters of its
+/// letters or more are in capitalised or lower-case words of four letters or more. Random
+/// tokens rarely are (about 1 % of 16-character ones, fewer of longer ones, by sampling).
+fn wordy(value: &str) -> bool {
+    if !value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) {
+        return false;
+    }
+    let letters = value.bytes().filter(u8::is_ascii_alphabetic).count();
+    let in_words: usize = (words_cased(value).iter())
+        .filter(|w| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_alphabetic()) && w[1..].bytes().all(|b| b.is_ascii_lowercase()))
+        .map(String::len)
+        .sum();
+    in_words * 4 >= letters * 3
+}
+
+/// `value` with `%XX` escapes decoded (lossily); unchanged without any.
+fn percent_decoded(value: &str) -> String {
+    if !value.contains('%') {
+        return value.to_owned();
+    }
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What a name says its value is.
@@ -344,10 +399,19 @@ pub(super) fn name_kind(name: &str) -> Option<NameKind> {
     }
 }
 
-/// `name`'s words, lower-cased: split at non-alphanumerics, at lower-to-upper case changes
-/// (`apiKey`), before the last capital of an acronym (`APIKey`), and between letters and
-/// digits (`password2`).
+/// `name`'s words, lower-cased ([`words_cased`]).
 fn words(name: &str) -> Vec<String> {
+    let mut words = words_cased(name);
+    for word in &mut words {
+        word.make_ascii_lowercase();
+    }
+    words
+}
+
+/// `name`'s words: split at non-alphanumerics, at lower-to-upper case changes (`apiKey`),
+/// before the last capital of an acronym (`APIKey`), and between letters and digits
+/// (`password2`).
+fn words_cased(name: &str) -> Vec<String> {
     let chars: Vec<char> = name.chars().collect();
     let mut words = Vec::new();
     let mut word = String::new();
@@ -367,7 +431,7 @@ fn words(name: &str) -> Vec<String> {
                 words.push(std::mem::take(&mut word));
             }
         }
-        word.push(c.to_ascii_lowercase());
+        word.push(c);
     }
     if !word.is_empty() {
         words.push(word);

@@ -65,7 +65,8 @@ pub enum SecretKind {
     BitbucketAppPassword,
     /// `npm-token`: `npm_` and 36 letters or digits.
     NpmToken,
-    /// `pypi-token`: `pypi-AgEIcHlwaS5vcmc` (a macaroon for pypi.org) and at least 50 more.
+    /// `pypi-token`: a macaroon for pypi.org, `pypi-` then `AgEIcHlwaS5vcmc` and at least
+    /// 50 more characters.
     PypiToken,
     /// `slack-token`: `xoxb-`, `xoxp-`, `xoxa-`, `xoxr-`, `xoxs-`, `xoxo-`, `xoxe-` tokens and
     /// `xapp-` app-level tokens.

@@ -203,7 +203,7 @@ static RULES: &[Rule] = &[
         kind: SecretKind::AssignedSecret,
         anchor: "(?i-u:key|token|secret|passw|pwd|pass|pw|auth|cred)[A-Za-z0-9_.-]*[\"'`]?[ \t]*[:=]",
         pattern: "(?P<name>[A-Za-z0-9_.-]*(?i-u:key|token|secret|passw(?:or)?d|pwd|pass|pw|auth|credential|cred)\
-                  [A-Za-z0-9_.-]*)[\"'`]?[ \t]*(?:=>|:=|=|:)[ \t]*[\"'`]?\
+                  [A-Za-z0-9_.-]*)[\"'`]?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*(?P<quote>[\"'`]?)\
                   (?P<s>[^ \t\r\n\"'`,;&]{8}[^ \t\r\n\"'`,;&]*)",
         accept: Accept::Assigned,
     },
@@ -305,7 +305,10 @@ fn accept(
             }
             let password = checks::name_kind(name.as_str())? == checks::NameKind::Password;
             let value = checks::trim_value(secret.as_str());
-            if !checks::assigned_value(value, password) {
+            let typed = caps.name("sep").is_some_and(|sep| sep.as_str() == ":")
+                && caps.name("quote").is_some_and(|quote| quote.is_empty())
+                && checks::type_annotation(&text[secret.start() + value.len()..]);
+            if typed || !checks::assigned_value(value, password) {
                 return None;
             }
             let kind = if password { SecretKind::Password } else { SecretKind::AssignedSecret };
