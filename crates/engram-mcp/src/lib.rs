@@ -59,7 +59,8 @@ get_neighborhood walks from a node, get_nodes_by_type and get_recently_modified 
 read_graph pages through everything.
 - Store durable facts as observations on the node they are about; create the node first with \
 create_entities (existing names are left untouched). Prefer adding a fact over rewriting one; \
-use replace_observation to correct a fact, keeping its ordinal.
+use replace_observation to correct a fact, keeping its ordinal. Never store a credential (key, \
+token, password): it is refused or redacted; store where it is kept instead.
 - Link related nodes with create_relations; find_unlinked_references, find_similar_nodes and \
 get_orphaned_nodes show links that are missing.
 - Keep summaries current: get_pending_consolidation lists nodes whose summary is missing or \

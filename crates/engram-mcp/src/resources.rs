@@ -35,9 +35,10 @@ pub fn node_uri(name: &str) -> String {
     format!("{NODE_URI_PREFIX}{}", utf8_percent_encode(name, KEPT))
 }
 
-/// What a resource link to the node `name` carries: its URI and name.
+/// What a resource link to the node `name` carries: its URI and name, nothing more (a
+/// search sends ten of them; the template says the type).
 pub fn node_link(name: &str) -> Resource {
-    Resource::new(node_uri(name), name).with_mime_type("text/markdown")
+    Resource::new(node_uri(name), name)
 }
 
 /// The resource templates: a node by name.
@@ -83,7 +84,8 @@ impl EngramServer {
         let more = page.nodes.len() > RESOURCES_PAGE as usize;
         let mut last = None;
         for (node, _) in page.nodes.into_iter().take(RESOURCES_PAGE as usize) {
-            resources.push(node_link(&node.name).with_description(node.entity_type));
+            let link = node_link(&node.name).with_mime_type("text/markdown");
+            resources.push(link.with_description(node.entity_type));
             last = Some(node.name);
         }
         let mut result = ListResourcesResult::with_all_items(resources);

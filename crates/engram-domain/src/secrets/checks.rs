@@ -1,40 +1,51 @@
-//! The checks a rule's match must pass beyond its pattern: placeholders and references are
-//! not secrets, an assigned value must look random, a JWT's header must be JSON, a private
-//! key block runs to its `END` line.
+//! The checks a prefixed token must pass beyond its pattern: it must not be a documentation
+//! placeholder (`XXXX…`, `1234567890…`), a JWT's header must be JSON, a Discord token's first
+//! part a numeric id; and entropy, for these and for assigned values.
+
+use super::values::Classes;
 
 /// Shannon entropy of `s` over its characters, in bits per character.
 pub(super) fn entropy(s: &str) -> f64 {
-    let mut counts: Vec<(char, u32)> = Vec::new();
-    let mut total = 0_u32;
-    for c in s.chars() {
-        total += 1;
-        match counts.iter_mut().find(|(seen, _)| *seen == c) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((c, 1)),
-        }
-    }
-    let total = f64::from(total);
-    (counts.iter())
-        .map(|&(_, n)| {
-            let p = f64::from(n) / total;
+    let mut chars: Vec<char> = s.chars().collect();
+    chars.sort_unstable();
+    #[allow(clippy::cast_precision_loss, reason = "lengths are far below 2^52")]
+    let total = chars.len() as f64;
+    (chars.chunk_by(|a, b| a == b))
+        .map(|run| {
+            #[allow(clippy::cast_precision_loss, reason = "lengths are far below 2^52")]
+            let p = run.len() as f64 / total;
             -p * p.log2()
         })
         .sum()
 }
 
-/// The entropy a random value of `len` characters reaches (about 99 % of random values, by
-/// sampling): lower for short values, whose characters cannot all differ, and for hex, whose
-/// alphabet is 16 letters; at most 3.5 bits per character, gitleaks' generic bar.
-fn entropy_bar(len: usize, hex: bool) -> f64 {
-    #[allow(clippy::cast_precision_loss, reason = "lengths are far below 2^52")]
-    let log_len = (len as f64).log2();
-    if hex { (0.65 * log_len).min(3.0) } else { (0.8 * log_len).min(3.5) }
+/// Whether `s` has a run of six characters counting up (`123456`, `abcdef`), as
+/// documentation's made-up tokens do and random ones practically never.
+pub(super) fn counts_up(s: &str) -> bool {
+    let mut run = 1;
+    let mut previous = None;
+    for c in s.chars() {
+        run = if previous.and_then(|p: char| char::from_u32(u32::from(p) + 1)) == Some(c) {
+            run + 1
+        } else {
+            1
+        };
+        if run >= 6 {
+            return true;
+        }
+        previous = Some(c);
+    }
+    false
 }
 
-/// Whether a token's random part varies: not `XXXXXXXX`, `00000000`, or a run of six equal
-/// characters, as documentation placeholders are.
+/// Whether a token's random part varies: not `XXXXXXXX`, `00000000`, a run of six equal
+/// characters or six counting up (`ghp_1234567890abcdef…`), as documentation placeholders
+/// are.
 pub(super) fn varied(token: &str) -> bool {
-    let body = token.rsplit(['_', '-', '/', '.', ':', '=']).find(|part| part.len() >= 8).unwrap_or(token);
+    let body = token
+        .rsplit(['_', '-', '/', '.', ':', '='])
+        .find(|part| part.len() >= 8)
+        .unwrap_or(token);
     let mut distinct: Vec<char> = body.chars().collect();
     distinct.sort_unstable();
     distinct.dedup();
@@ -47,12 +58,14 @@ pub(super) fn varied(token: &str) -> bool {
         }
         previous = Some(c);
     }
-    distinct.len() >= (body.chars().count() / 4).clamp(3, 8)
+    distinct.len() >= (body.chars().count() / 4).clamp(3, 8) && !counts_up(body)
 }
 
 /// A webhook URL whose secret (its last path segment) is no placeholder.
 pub(super) fn webhook(url: &str) -> bool {
-    url.rsplit('/').next().is_some_and(|secret| secret.len() >= 16 && varied(secret))
+    url.rsplit('/')
+        .next()
+        .is_some_and(|secret| secret.len() >= 16 && varied(secret))
 }
 
 /// An OpenAI key: varied, and the classic `sk-` form mixes upper case, lower case and digits.
@@ -78,7 +91,9 @@ pub(super) fn huggingface(token: &str) -> bool {
 /// An AWS secret key: 40 random base64 characters.
 pub(super) fn aws_secret(value: &str) -> bool {
     let classes = Classes::of(value);
-    let kinds = usize::from(classes.upper > 0) + usize::from(classes.lower > 0) + usize::from(classes.digit > 0);
+    let kinds = usize::from(classes.upper > 0)
+        + usize::from(classes.lower > 0)
+        + usize::from(classes.digit > 0);
     kinds >= 2 && entropy(value) >= 3.5 && varied(value)
 }
 
@@ -119,408 +134,4 @@ pub(super) fn base64_decode(s: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
-}
-
-/// How many characters of each class a value has.
-#[derive(Default)]
-struct Classes {
-    upper: usize,
-    lower: usize,
-    digit: usize,
-    /// Punctuation other than `_`, `-` and `.`, which identifiers and versions use.
-    symbol: usize,
-    /// Non-ASCII characters.
-    other: usize,
-}
-
-impl Classes {
-    fn of(s: &str) -> Self {
-        let mut classes = Self::default();
-        for c in s.chars() {
-            match c {
-                'A'..='Z' => classes.upper += 1,
-                'a'..='z' => classes.lower += 1,
-                '0'..='9' => classes.digit += 1,
-                '_' | '-' | '.' => {}
-                c if c.is_ascii() => classes.symbol += 1,
-                _ => classes.other += 1,
-            }
-        }
-        classes
-    }
-
-    fn letters(&self) -> usize {
-        self.upper + self.lower
-    }
-}
-
-/// Values that stand for a secret rather than being one, compared lower-cased.
-const PLACEHOLDERS: &[&str] = &[
-    "password", "passwd", "pass", "pwd", "secret", "changeme", "example", "test", "testing",
-    "none", "null", "nil", "undefined", "empty", "todo", "tbd", "fixme", "redacted", "hidden",
-    "masked", "dummy", "sample", "placeholder", "admin", "root", "guest", "default", "demo",
-    "foo", "bar", "foobar", "user", "username", "postgres", "mysql", "redis", "token", "key",
-    "apikey", "api_key", "letmein", "qwerty", "true", "false",
-];
-
-/// Parts of values that mark them as placeholders, compared lower-cased.
-const PLACEHOLDER_PARTS: &[&str] = &[
-    "example", "placeholder", "changeme", "change_me", "change-me", "redacted", "your",
-    "xxxx", "****", "....", "dummy", "sample", "password", "passwd", "secret_here", "_here",
-    "insert", "replace", "fixme", "todo", "<", ">",
-];
-
-/// Parts of values that refer to where a secret is kept: variables, templates, code.
-const REFERENCE_PARTS: &[&str] = &[
-    "${", "{{", "}}", "$(", "#{", "process.env", "environ", "getenv", "env(", "env[", "env.",
-    "secrets.", "vault:", "(", "[", "::", "->",
-];
-
-/// Whether `value` is a placeholder or a reference, not a secret: `$VAR`, `${VAR}`, `%VAR%`,
-/// `{{ x }}`, `<x>`, `process.env.X`, `os.environ[...]`, a dotted path such as
-/// `settings.SECRET_KEY`, a Rust path's tail (`::NAME`, the name's `:` taken for a
-/// separator), an `UPPER_SNAKE` variable name, `changeme`, `xxxx`, one repeated character.
-pub(super) fn placeholder(value: &str) -> bool {
-    let lower = value.to_ascii_lowercase();
-    let first = value.chars().next().unwrap_or('$');
-    let distinct = {
-        let mut chars: Vec<char> = lower.chars().collect();
-        chars.sort_unstable();
-        chars.dedup();
-        chars.len()
-    };
-    matches!(first, '$' | '%' | '*' | '&' | '!' | '@' | '{' | '<' | '[' | '(' | '#' | '\\' | ':')
-        || value.starts_with("__")
-        || distinct <= 2
-        || PLACEHOLDERS.contains(&lower.as_str())
-        || PLACEHOLDER_PARTS.iter().any(|part| lower.contains(part))
-        || REFERENCE_PARTS.iter().any(|part| lower.contains(part))
-        || code_path(value)
-        || upper_snake(value)
-}
-
-/// `a.b.c` where every part is an identifier: `settings.API_KEY`, `config.auth.token`.
-fn code_path(value: &str) -> bool {
-    let mut parts = value.split('.');
-    let identifier = |part: &str| {
-        part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    value.contains('.') && parts.all(identifier)
-}
-
-/// An environment variable's name: `GITHUB_TOKEN`, `DB_PASSWORD_2`.
-fn upper_snake(value: &str) -> bool {
-    value.contains('_')
-        && value.starts_with(|c: char| c.is_ascii_uppercase())
-        && value.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
-/// A path or file name: `/etc/ssl/key.pem`, `./secrets.json`, `~/.aws/credentials`.
-fn path_like(value: &str) -> bool {
-    const EXTENSIONS: &[&str] =
-        &[".pem", ".key", ".json", ".txt", ".yaml", ".yml", ".toml", ".env", ".p12", ".pfx", ".crt", ".ini"];
-    let lower = value.to_ascii_lowercase();
-    ["/", "./", "../", "~/"].iter().any(|start| value.starts_with(start))
-        || value.get(1..3) == Some(":\\")
-        || value.contains('\\')
-        || EXTENSIONS.iter().any(|extension| lower.ends_with(extension))
-}
-
-/// `value` without what follows it in prose or code rather than belonging to it: a closing
-/// bracket or a sentence's full stop.
-pub(super) fn trim_value(value: &str) -> &str {
-    value.trim_end_matches([')', ']', '}', '>', '.'])
-}
-
-/// Whether what follows an unquoted `name: value` makes the value a type, as in Rust's
-/// `const NAME: Type = …` or `trait Name: Super {`: `=` (not `==`, `=>`) or `{` next.
-pub(super) fn type_annotation(after: &str) -> bool {
-    let after = after.trim_start_matches([' ', '\t']);
-    after.starts_with('{') || (after.starts_with('=') && !after.starts_with("==") && !after.starts_with("=>"))
-}
-
-/// Whether a URL's password is a placeholder: the user's name again, a port-like number, or
-/// a [`placeholder`].
-pub(super) fn url_placeholder(user: &str, password: &str) -> bool {
-    password.eq_ignore_ascii_case(user)
-        || (password.len() <= 5 && password.chars().all(|c| c.is_ascii_digit()))
-        || password.starts_with(':')
-        || placeholder(password)
-        || (password.contains('%') && placeholder(&password.replace("%3C", "<").replace("%7B", "{")))
-}
-
-/// Whether an `Authorization` header's credentials look real: `Basic` credentials that do
-/// not decode to a placeholder password; other schemes as an assigned secret.
-pub(super) fn auth_credentials(scheme: &str, value: &str) -> bool {
-    if scheme.eq_ignore_ascii_case("basic")
-        && let Some(decoded) = base64_decode(value)
-        && let Ok(decoded) = String::from_utf8(decoded)
-        && let Some((user, password)) = decoded.split_once(':')
-    {
-        return !password.is_empty() && !url_placeholder(user, password);
-    }
-    assigned_value(value, false)
-}
-
-/// Whether a value assigned to a secret-sounding name looks like a real secret.
-///
-/// Secrets (after key/token/secret/auth/credential names): at least 16 characters, digits and
-/// letters both, an alphanumeric run of 6 or more mixing them (so `gpt-4o-mini-2024-07-18` and
-/// dates are not), entropy over [`entropy_bar`], not an identifier made of words
-/// ([`wordy`]). Passwords (after password/passwd/pwd/pass names): at least 8 characters,
-/// letters with digits or symbols, entropy at least 2.5. Both: not a [`placeholder`] or
-/// reference, not a URL, not a path; judged percent-decoded (`value%20with%27quotes%27`).
-pub(super) fn assigned_value(value: &str, password: bool) -> bool {
-    let decoded = percent_decoded(value);
-    let value = decoded.as_str();
-    let len = value.chars().count();
-    if len < if password { 8 } else { 16 } || value.contains("://") || path_like(value) || placeholder(value) {
-        return false;
-    }
-    let classes = Classes::of(value);
-    if password {
-        return classes.letters() > 0
-            && (classes.digit > 0 || classes.symbol > 0 || classes.other > 0)
-            && entropy(value) >= 2.5;
-    }
-    let mixed_run = value
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|run| run.len() >= 6 && run.bytes().any(|b| b.is_ascii_digit()) && run.bytes().any(|b| b.is_ascii_alphabetic()));
-    let hex = value.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    classes.digit > 0
-        && classes.letters() > 1
-        && mixed_run
-        && !wordy(value)
-        && entropy(value) >= entropy_bar(len, hex)
-}
-
-/// Whether `value` is an identifier made of words, such as `X509CertificateTemplateFlag` or
-/// `x25519_generate_private_key` (a type or function after `name:`): three quarters of its
-/// letters or more are in capitalised or lower-case words of four letters or more. Random
-/// tokens rarely are (about 1 % of 16-character ones, fewer of longer ones, by sampling).
-fn wordy(value: &str) -> bool {
-    if !value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) {
-        return false;
-    }
-    let letters = value.bytes().filter(u8::is_ascii_alphabetic).count();
-    let in_words: usize = (words_cased(value).iter())
-        .filter(|w| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_alphabetic()) && w[1..].bytes().all(|b| b.is_ascii_lowercase()))
-        .map(String::len)
-        .sum();
-    in_words * 4 >= letters * 3
-}
-
-/// `value` with `%XX` escapes decoded (lossily); unchanged without any.
-fn percent_decoded(value: &str) -> String {
-    if !value.contains('%') {
-        return value.to_owned();
-    }
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// What a name says its value is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum NameKind {
-    /// A key, token, secret, auth or credential.
-    Secret,
-    /// A password.
-    Password,
-}
-
-/// Name parts that make a name a password's.
-const PASSWORD_WORDS: &[&str] = &["password", "passwd", "pwd", "pass", "passphrase", "passcode", "pw"];
-
-/// Name parts that make a name a secret's.
-const SECRET_WORDS: &[&str] = &[
-    "key", "token", "secret", "auth", "credential", "credentials", "cred", "creds", "apikey",
-    "secretkey", "accesskey", "privatekey", "authkey", "authtoken", "accesstoken",
-    "refreshtoken", "sessiontoken", "clientsecret", "signingkey", "masterkey", "encryptionkey",
-];
-
-/// Name parts that make a secret-sounding name something else wherever they stand:
-/// `public_key`, `primary_key`, `sort_key`, `max_tokens`, `cache_key`, `key_hash`.
-const NOT_SECRET_ANYWHERE: &[&str] = &[
-    "public", "pub", "pubkey", "publishable", "primary", "foreign", "sort", "partition",
-    "cache", "idempotency", "max", "min", "num", "total", "site", "unique", "composite",
-    "dedup", "lookup", "hash", "hashed", "sha", "md5", "checksum", "digest", "fingerprint",
-    "hint", "placeholder", "example", "sample", "description", "policy", "strength",
-];
-
-/// Name parts that make a secret-sounding name something else as its last part: `key_id`,
-/// `token_url`, `secret_name`, `password_file`, `token_count`.
-const NOT_SECRET_LAST: &[&str] = &[
-    "id", "ids", "name", "names", "url", "uri", "urls", "file", "files", "path", "dir", "type",
-    "types", "kind", "count", "len", "length", "size", "limit", "limits", "format", "version",
-    "prefix", "suffix", "field", "fields", "column", "header", "index", "expiry", "expires",
-    "expiration", "expire", "exp", "ttl", "timeout", "age", "endpoint", "host", "port", "env",
-    "var", "variable", "location", "region", "method", "mode", "provider", "scope", "scopes",
-    "usage", "list", "enabled", "required", "rotation", "algorithm", "alg", "bits", "encoding",
-    "pattern", "regex", "source", "ref", "template", "param", "attr", "class", "style", "mask",
-    "level", "error", "message", "msg", "text", "label", "title", "manager", "store", "ring",
-    "board", "code", "status", "hook", "handler", "reset", "change", "update", "changed",
-];
-
-/// What `name` (an identifier, a dotted or dashed config key, a JSON key) says its value is:
-/// split into words at `_`, `-`, `.` and camel case, a name is a password's or a secret's when
-/// one word is (`DB_PASSWORD`, `apiKey`, `x-api-key`, `GITHUB_TOKEN`), unless another word
-/// says otherwise (`public_key`, `token_count`, `key_id`, `max_tokens`).
-pub(super) fn name_kind(name: &str) -> Option<NameKind> {
-    let words = words(name);
-    let last = words.last()?;
-    if NOT_SECRET_LAST.contains(&last.as_str()) || words.iter().any(|w| NOT_SECRET_ANYWHERE.contains(&w.as_str())) {
-        return None;
-    }
-    let is = |list: &[&str], suffixes: &[&str]| {
-        (words.iter()).any(|w| list.contains(&w.as_str()) || suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s)))
-    };
-    if is(PASSWORD_WORDS, &["password", "passwd", "passphrase"]) {
-        Some(NameKind::Password)
-    } else if is(SECRET_WORDS, &["token", "secret", "apikey", "secretkey", "accesskey", "privatekey"]) {
-        Some(NameKind::Secret)
-    } else {
-        None
-    }
-}
-
-/// `name`'s words, lower-cased ([`words_cased`]).
-fn words(name: &str) -> Vec<String> {
-    let mut words = words_cased(name);
-    for word in &mut words {
-        word.make_ascii_lowercase();
-    }
-    words
-}
-
-/// `name`'s words: split at non-alphanumerics, at lower-to-upper case changes (`apiKey`),
-/// before the last capital of an acronym (`APIKey`), and between letters and digits
-/// (`password2`).
-fn words_cased(name: &str) -> Vec<String> {
-    let chars: Vec<char> = name.chars().collect();
-    let mut words = Vec::new();
-    let mut word = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            continue;
-        }
-        if let Some(&previous) = i.checked_sub(1).and_then(|p| chars.get(p)) {
-            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
-            let boundary = (previous.is_ascii_lowercase() && c.is_ascii_uppercase())
-                || (previous.is_ascii_uppercase() && c.is_ascii_uppercase() && next_lower)
-                || (previous.is_ascii_digit() != c.is_ascii_digit() && previous.is_ascii_alphanumeric());
-            if boundary && !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-        }
-        word.push(c);
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
-}
-
-/// The most bytes after a private-key header searched for its `END` line or base64 lines: a
-/// 4096-bit PGP secret key block is about 7 KiB.
-const KEY_BLOCK_REACH: usize = 16 * 1024;
-
-/// Where the next `-----END` marker of a text is, remembered across the text's private-key
-/// headers (met in order) so that many headers without an `END` cost one search, not one each.
-#[derive(Default)]
-pub(super) struct EndMarkers {
-    /// The last search's answer: the marker's offset, or `None` when the rest of the text
-    /// has none.
-    next: Option<Option<usize>>,
-}
-
-impl EndMarkers {
-    /// The offset of the first `-----END` at or after `at`.
-    fn after(&mut self, text: &str, at: usize) -> Option<usize> {
-        match self.next {
-            Some(None) => None,
-            Some(Some(found)) if found >= at => Some(found),
-            _ => *self.next.insert(text[at..].find("-----END").map(|i| at + i)),
-        }
-    }
-}
-
-/// Where the private-key block whose header ends at `header_end` ends: after its
-/// `-----END … PRIVATE KEY…-----` line when one follows within [`KEY_BLOCK_REACH`], else
-/// after the base64 (and `Proc-Type:`-style header) lines that follow the header, real line
-/// breaks or `\n` escapes (a key inside JSON) alike. `None` when the block holds no key
-/// material (a run of 24 base64 characters), as when prose names the header.
-pub(super) fn private_key_end(text: &str, header_end: usize, end_markers: &mut EndMarkers) -> Option<usize> {
-    let mut end = None;
-    if let Some(at) = end_markers.after(text, header_end)
-        && at - header_end <= KEY_BLOCK_REACH
-    {
-        let after = &text[at + 8..];
-        if let Some(close) = after.find("-----")
-            && close <= 40
-            && after[..close].contains("PRIVATE KEY")
-        {
-            end = Some((at, at + 8 + close + 5));
-        }
-    }
-    let (body_end, end) = end.unwrap_or_else(|| {
-        let mut reach = (header_end + KEY_BLOCK_REACH).min(text.len());
-        while !text.is_char_boundary(reach) {
-            reach -= 1;
-        }
-        let end = header_end + key_lines_end(&text[header_end..reach]);
-        (end, end)
-    });
-    let body = &text.as_bytes()[header_end..body_end];
-    let key_material = (body.split(|&b| !(b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')))
-        .any(|run| run.len() >= 24);
-    key_material.then_some(end)
-}
-
-/// How far the base64 lines at the start of `rest` run.
-fn key_lines_end(rest: &str) -> usize {
-    let bytes = rest.as_bytes();
-    let (mut at, mut end, mut header_line) = (0, 0, false);
-    while at < bytes.len() {
-        // Separators: white space and the escapes `\n`, `\r`, `\t`.
-        match bytes[at] {
-            b' ' | b'\t' => at += 1,
-            b'\n' | b'\r' => (at, header_line) = (at + 1, false),
-            b'\\' if matches!(bytes.get(at + 1), Some(b'n' | b'r' | b't')) => {
-                header_line &= bytes[at + 1] == b't';
-                at += 2;
-            }
-            _ => {
-                let len = bytes[at..].iter().position(|&b| b.is_ascii_whitespace() || b == b'\\').unwrap_or(bytes.len() - at);
-                let word = &rest[at..at + len];
-                let base64 = word.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-                let field = word.len() > 1 && word.ends_with(':') && word[..word.len() - 1].bytes().all(|b| b.is_ascii_alphabetic() || b == b'-');
-                if !(header_line || field || (base64 && (word.len() >= 16 || word.ends_with('=')))) {
-                    break;
-                }
-                header_line |= field;
-                at += len;
-                end = at;
-            }
-        }
-    }
-    end
 }

@@ -21,7 +21,9 @@ pub const ORDINARY_CORPUS: &str = include_str!("corpus/ordinary.txt");
 /// When a line has no tab between label and text (a broken corpus).
 pub fn secrets_corpus() -> impl Iterator<Item = (&'static str, String)> {
     corpus_lines(SECRETS_CORPUS).map(|line| {
-        let (label, text) = line.split_once('\t').expect("a corpus line is LABEL<tab>TEXT");
+        let (label, text) = line
+            .split_once('\t')
+            .expect("a corpus line is LABEL<tab>TEXT");
         (label, unescape(text))
     })
 }

@@ -20,10 +20,21 @@
 //! longer identifier) is not a match, so image data, digests and hashes are never flagged.
 //! [`SecretKind::label`] lists the kinds.
 //!
-//! Cost: every rule is compiled once into a [`regex::RegexSet`], and a text none of whose
-//! rules match (nearly every text) costs one linear scan; a rule that matches is then run on
-//! its own to find and check its matches. The `regex` crate never backtracks, so a 64 KiB
-//! text is linear in its length whatever it holds.
+//! Cost: the rules are compiled once; what each rule's matches must hold (its anchor: `ghp_`,
+//! `AKIA`, `-----BEGIN`, `://`, a secret-sounding name followed by `=` or `:`) is one
+//! [`regex::RegexSet`], so a text none of whose anchors occur (most texts) costs one linear
+//! scan, and only the rules whose anchors occur run on their own to find and check their
+//! matches. The `regex` crate never backtracks, and every check is linear, so a 64 KiB text
+//! costs time linear in its length whatever it holds (a few milliseconds in a debug build).
+//!
+//! Limits, chosen to keep ordinary text unflagged: an assigned value is one word (a password
+//! with spaces, `password hunter2` without `=` or `:`, `mysql -pX` are not found); a secret
+//! must have digits and letters (a letters-only value is not found), a password at least 8
+//! characters with a digit or a symbol; a value that is an identifier made of words, a
+//! dotted path, a type after `name:`, or longer than 1 KiB is not a secret; a password in a
+//! URL equal to the user's name or a common default (`postgres`, `guest`, `secret`) is a
+//! placeholder. Well-formed example credentials from documentation (AWS's `AKIA…EXAMPLE`, a
+//! JWT from a README) are found: a format cannot tell them from real ones.
 //!
 //! [`SECRETS_CORPUS`] and [`ORDINARY_CORPUS`] are the acceptance tests: every line of the
 //! first must be found with its label, no line of the second may be.
@@ -34,6 +45,9 @@ use std::ops::Range;
 mod checks;
 mod corpus;
 mod patterns;
+mod private_key;
+mod values;
+
 #[cfg(test)]
 mod tests;
 
@@ -98,11 +112,14 @@ pub enum SecretKind {
     /// `huggingface-token`: `hf_` and 34 letters or digits of mixed case.
     HuggingfaceToken,
     /// `private-key`: a `-----BEGIN … PRIVATE KEY-----` block (RSA, EC, DSA, OpenSSH, PGP,
-    /// PKCS#8, encrypted), through its `END` line, or its base64 lines when cut short.
+    /// PKCS#8, encrypted; a GCP service account's JSON `private_key` with its `\n` escapes),
+    /// through its `END` line, or its base64 lines when cut short; a header without key
+    /// material (named in prose) is not one.
     PrivateKey,
     /// `jwt`: a signed JSON Web Token, `eyJ…` header `.` `eyJ…` payload `.` signature.
     Jwt,
-    /// `url-password`: the password of `scheme://user:password@host`.
+    /// `url-password`: the password of `scheme://user:password@host`, unless a placeholder
+    /// (`password`, `changeme`, `***`, `${VAR}`, `$VAR`, the user's name again).
     UrlPassword,
     /// `auth-header`: the credentials of an `Authorization: Bearer|Basic|Token …` header.
     AuthHeader,
@@ -180,7 +197,10 @@ pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
     found.sort_by_key(|(m, rule)| (m.range.start, std::cmp::Reverse(m.range.end), *rule));
     let mut kept: Vec<SecretMatch> = Vec::with_capacity(found.len());
     for (m, _) in found {
-        if kept.last().is_none_or(|last| m.range.start >= last.range.end) {
+        if kept
+            .last()
+            .is_none_or(|last| m.range.start >= last.range.end)
+        {
             kept.push(m);
         }
     }
