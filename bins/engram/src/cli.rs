@@ -123,7 +123,7 @@ pub struct ServerArgs {
     pub url: Option<String>,
     /// The server's access token (`engram token create`), when it requires one; better given
     /// in the environment.
-    #[arg(long, env = "ENGRAM_TOKEN", hide_env_values = true, requires = "url")]
+    #[arg(long, env = "ENGRAM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 }
 

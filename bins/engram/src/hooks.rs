@@ -95,9 +95,7 @@ pub fn hooks(engram_path: &str, args: &HooksArgs, database_url: Option<&str>) ->
         common.join(" "),
         args.limit
     );
-    let entry = |command: String| {
-        json!([{ "hooks": [{ "type": "command", "command": command, "timeout": args.timeout }] }])
-    };
+    let entry = |command: String| json!([{ "hooks": [{ "type": "command", "command": command, "timeout": args.timeout }] }]);
     json!({ "hooks": { "SessionStart": entry(brief), "UserPromptSubmit": entry(recall) } })
 }
 
@@ -108,7 +106,10 @@ fn with_hooks(mut settings: Value, hooks: &Value) -> Value {
         .map(|object| object.entry("hooks").or_insert_with(|| json!({})));
     if let Some(Value::Object(events)) = events {
         for event in EVENTS {
-            let ours = hooks["hooks"][event].as_array().cloned().unwrap_or_default();
+            let ours = hooks["hooks"][event]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             match events.entry(event).or_insert_with(|| json!([])) {
                 Value::Array(groups) => groups.extend(ours),
                 other => *other = Value::Array(ours),
@@ -238,7 +239,11 @@ mod tests {
         assert_eq!(prompt_hooks.len(), 2);
         assert_eq!(prompt_hooks[0]["hooks"][0]["command"], "lint.sh");
         assert_eq!(once["hooks"]["SessionStart"].as_array().unwrap().len(), 1);
-        assert_eq!(without_hooks(once), existing, "uninstalling restores the rest");
+        assert_eq!(
+            without_hooks(once),
+            existing,
+            "uninstalling restores the rest"
+        );
         assert_eq!(without_hooks(with_hooks(json!({}), &ours)), json!({}));
     }
 }

@@ -202,7 +202,9 @@ async fn run(cli: Cli) -> Result<()> {
                     Ok(())
                 }
                 Err(_) => {
-                    eprintln!("engram: memory left out of this prompt: the store did not answer in time");
+                    eprintln!(
+                        "engram: memory left out of this prompt: the store did not answer in time"
+                    );
                     Ok(())
                 }
             }

@@ -94,9 +94,7 @@ pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
             Source::Store(store) => {
                 let memory = Memory::new(store);
                 let workspace = find_workspace(&memory, &args.workspace).await?;
-                let brief = memory
-                    .brief(workspace, engram_domain::BRIEF_NODES)
-                    .await?;
+                let brief = memory.brief(workspace, engram_domain::BRIEF_NODES).await?;
                 markdown::brief(&brief, args.max_chars)
             }
         };
@@ -224,11 +222,12 @@ async fn connect(
     if let Some(token) = &server.token {
         headers.insert(
             reqwest::header::AUTHORIZATION,
-            reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).context("--token")?,
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                .context("--token")?,
         );
     }
-    let config = StreamableHttpClientTransportConfig::with_uri(endpoint.clone())
-        .custom_headers(headers);
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(endpoint.clone()).custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
     ().serve(transport)
         .await
@@ -253,8 +252,9 @@ fn read_stdin() -> Result<String> {
 pub fn hook_prompt(input: &str) -> Result<Option<String>> {
     let input: serde_json::Value =
         serde_json::from_str(input).context("the hook's input is not JSON")?;
-    let prompt = (input.get("prompt").and_then(serde_json::Value::as_str))
-        .context("the hook's input has no \"prompt\" (engram recall --hook is for UserPromptSubmit)")?;
+    let prompt = (input.get("prompt").and_then(serde_json::Value::as_str)).context(
+        "the hook's input has no \"prompt\" (engram recall --hook is for UserPromptSubmit)",
+    )?;
     let prompt = prompt.trim();
     if prompt.starts_with('/') {
         return Ok(None);
@@ -280,7 +280,10 @@ mod tests {
         let input = r#"{"session_id":"abc123","transcript_path":"/tmp/t.jsonl","cwd":"/repo",
             "permission_mode":"default","hook_event_name":"UserPromptSubmit",
             "prompt":"  Where does Alice live?  "}"#;
-        assert_eq!(hook_prompt(input).unwrap().as_deref(), Some("Where does Alice live?"));
+        assert_eq!(
+            hook_prompt(input).unwrap().as_deref(),
+            Some("Where does Alice live?")
+        );
         let command = r#"{"hook_event_name":"UserPromptSubmit","prompt":"/compact"}"#;
         assert_eq!(hook_prompt(command).unwrap(), None);
         assert!(hook_prompt(r#"{"hook_event_name":"SessionStart"}"#).is_err());

@@ -45,13 +45,23 @@ impl SecretPolicy {
     /// [`Error::InvalidArgument`] naming `field` and the credential's kind, under
     /// [`SecretPolicy::Refuse`].
     pub fn screen<'a>(self, field: &str, text: &'a str) -> Result<Cow<'a, str>> {
+        self.screen_named(|| field.to_owned(), text)
+    }
+
+    /// [`SecretPolicy::screen`] naming the field only when it refuses (most texts hold no
+    /// secret, and a batch has thousands of fields).
+    fn screen_named<'a>(
+        self,
+        field: impl FnOnce() -> String,
+        text: &'a str,
+    ) -> Result<Cow<'a, str>> {
         match self {
             Self::Allow => Ok(Cow::Borrowed(text)),
             Self::Redact => Ok(crate::secrets::redact(text)),
             Self::Refuse => match crate::secrets::first_secret(text) {
                 None => Ok(Cow::Borrowed(text)),
                 Some(found) => Err(Error::invalid(
-                    field,
+                    field(),
                     format!(
                         "holds what looks like a credential ({}, bytes {}–{}); secrets are kept \
                          out of memory, which everyone with access to the workspace reads: \
@@ -67,17 +77,17 @@ impl SecretPolicy {
     }
 
     /// Screens `text` in place.
-    fn screen_owned(self, field: &str, text: &mut String) -> Result<()> {
-        if let Cow::Owned(redacted) = self.screen(field, text)? {
+    fn screen_owned(self, field: impl FnOnce() -> String, text: &mut String) -> Result<()> {
+        if let Cow::Owned(redacted) = self.screen_named(field, text)? {
             *text = redacted;
         }
         Ok(())
     }
 
     /// Screens every text of `texts` in place, each named `field[i]`.
-    fn screen_all(self, field: &str, texts: &mut [String]) -> Result<()> {
+    fn screen_all(self, field: &dyn Fn() -> String, texts: &mut [String]) -> Result<()> {
         for (i, text) in texts.iter_mut().enumerate() {
-            self.screen_owned(&format!("{field}[{i}]"), text)?;
+            self.screen_owned(|| format!("{}[{i}]", field()), text)?;
         }
         Ok(())
     }
@@ -88,14 +98,14 @@ impl SecretPolicy {
             return Ok(());
         }
         for (i, entity) in entities.iter_mut().enumerate() {
-            let field = format!("entities[{i}]");
-            self.screen_owned(&format!("{field}.name"), &mut entity.name)?;
-            self.screen_owned(&format!("{field}.entity_type"), &mut entity.entity_type)?;
+            let field = |name: &str| format!("entities[{i}].{name}");
+            self.screen_owned(|| field("name"), &mut entity.name)?;
+            self.screen_owned(|| field("entity_type"), &mut entity.entity_type)?;
             if let Some(summary) = &mut entity.summary {
-                self.screen_owned(&format!("{field}.summary"), summary)?;
+                self.screen_owned(|| field("summary"), summary)?;
             }
-            self.screen_all(&format!("{field}.tags"), &mut entity.tags)?;
-            self.screen_all(&format!("{field}.observations"), &mut entity.observations)?;
+            self.screen_all(&|| field("tags"), &mut entity.tags)?;
+            self.screen_all(&|| field("observations"), &mut entity.observations)?;
         }
         Ok(())
     }
@@ -112,8 +122,8 @@ impl SecretPolicy {
         let mut copy: Option<Vec<ObservationAdditions>> = None;
         for (i, addition) in additions.iter().enumerate() {
             for (j, content) in addition.contents.iter().enumerate() {
-                let field = format!("observations[{i}].contents[{j}]");
-                if let Cow::Owned(redacted) = self.screen(&field, content)? {
+                let field = || format!("observations[{i}].contents[{j}]");
+                if let Cow::Owned(redacted) = self.screen_named(field, content)? {
                     copy.get_or_insert_with(|| additions.to_vec())[i].contents[j] = redacted;
                 }
             }
@@ -128,8 +138,8 @@ impl SecretPolicy {
     ) -> Result<Option<Vec<RelationSpec>>> {
         let mut copy: Option<Vec<RelationSpec>> = None;
         for (i, relation) in relations.iter().enumerate() {
-            let field = format!("relations[{i}].relation_type");
-            if let Cow::Owned(redacted) = self.screen(&field, &relation.relation_type)? {
+            let field = || format!("relations[{i}].relation_type");
+            if let Cow::Owned(redacted) = self.screen_named(field, &relation.relation_type)? {
                 copy.get_or_insert_with(|| relations.to_vec())[i].relation_type = redacted;
             }
         }
@@ -151,23 +161,23 @@ impl SecretPolicy {
             return Ok(());
         }
         for (i, node) in nodes.iter_mut().enumerate() {
-            let field = format!("nodes[{i}]");
-            self.screen_owned(&format!("{field}.name"), &mut node.name)?;
-            self.screen_owned(&format!("{field}.entity_type"), &mut node.entity_type)?;
+            let field = |name: &str| format!("nodes[{i}].{name}");
+            self.screen_owned(|| field("name"), &mut node.name)?;
+            self.screen_owned(|| field("entity_type"), &mut node.entity_type)?;
             if let Some(summary) = &mut node.summary {
-                self.screen_owned(&format!("{field}.summary"), summary)?;
+                self.screen_owned(|| field("summary"), summary)?;
             }
-            self.screen_all(&format!("{field}.tags"), &mut node.tags)?;
+            self.screen_all(&|| field("tags"), &mut node.tags)?;
             for (j, observation) in node.observations.iter_mut().enumerate() {
-                let field = format!("{field}.observations[{j}].content");
-                self.screen_owned(&field, &mut observation.content)?;
+                let content = || field(&format!("observations[{j}].content"));
+                self.screen_owned(content, &mut observation.content)?;
             }
         }
         for (i, relation) in relations.iter_mut().enumerate() {
-            let field = format!("relations[{i}]");
-            self.screen_owned(&format!("{field}.from"), &mut relation.from)?;
-            self.screen_owned(&format!("{field}.to"), &mut relation.to)?;
-            self.screen_owned(&format!("{field}.relation_type"), &mut relation.relation_type)?;
+            let field = |name: &str| format!("relations[{i}].{name}");
+            self.screen_owned(|| field("from"), &mut relation.from)?;
+            self.screen_owned(|| field("to"), &mut relation.to)?;
+            self.screen_owned(|| field("relation_type"), &mut relation.relation_type)?;
         }
         Ok(())
     }

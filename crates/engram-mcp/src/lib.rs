@@ -407,7 +407,10 @@ impl ServerHandler for EngramServer {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
         let workspace = self.request_workspace(&context.extensions)?;
-        Ok(self.read_resource_uri(workspace, &request.uri).await?.into())
+        Ok(self
+            .read_resource_uri(workspace, &request.uri)
+            .await?
+            .into())
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -100,10 +100,7 @@ pub fn brief(brief: &Brief, max_chars: usize) -> String {
         }
     }
     if left_out > 0 {
-        let _ = writeln!(
-            out,
-            "({left_out} more: get_recently_modified, read_graph)"
-        );
+        let _ = writeln!(out, "({left_out} more: get_recently_modified, read_graph)");
     }
     cut_to(out, max_chars)
 }
@@ -117,7 +114,11 @@ pub fn cut_to(text: String, max: usize) -> String {
     let cut: String = text.chars().take(max).collect();
     match cut.rfind('\n') {
         Some(end) => cut[..=end].to_owned(),
-        None => cut.chars().take(max.saturating_sub(1)).chain(['\n']).collect(),
+        None => cut
+            .chars()
+            .take(max.saturating_sub(1))
+            .chain(['\n'])
+            .collect(),
     }
 }
 

@@ -47,7 +47,11 @@ pub fn list() -> Vec<Prompt> {
 
 /// The argument `name` of a prompt request, as a string.
 fn argument<'a>(arguments: Option<&'a JsonObject>, name: &str) -> Option<&'a str> {
-    arguments?.get(name)?.as_str().map(str::trim).filter(|value| !value.is_empty())
+    arguments?
+        .get(name)?
+        .as_str()
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
 }
 
 impl EngramServer {
@@ -73,8 +77,13 @@ impl EngramServer {
                         markdown::quote(topic, 80)
                     )
                 });
-                Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-                    .with_description(format!("What memory holds on \"{}\"", markdown::quote(topic, 80))))
+                Ok(
+                    GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                        .with_description(format!(
+                            "What memory holds on \"{}\"",
+                            markdown::quote(topic, 80)
+                        )),
+                )
             }
             "consolidate" => {
                 let mut options = ReportOptions::default();

@@ -100,14 +100,20 @@ impl EngramServer {
         uri: &str,
     ) -> Result<ReadResourceResult, ErrorData> {
         let text = if uri == BRIEF_URI {
-            let brief = (self.memory.brief(workspace, engram_domain::BRIEF_NODES).await)
+            let brief = (self
+                .memory
+                .brief(workspace, engram_domain::BRIEF_NODES)
+                .await)
                 .map_err(protocol_error)?;
             markdown::brief(&brief, markdown::BRIEF_CHARS)
         } else if let Some(encoded) = uri.strip_prefix(NODE_URI_PREFIX) {
             let name = percent_decode_str(encoded).decode_utf8().map_err(|_| {
                 ErrorData::invalid_params(format!("{uri}: the node name is not UTF-8"), None)
             })?;
-            let opened = (self.memory.open_nodes(workspace, &[name.into_owned()]).await)
+            let opened = (self
+                .memory
+                .open_nodes(workspace, &[name.into_owned()])
+                .await)
                 .map_err(protocol_error)?;
             let Some(node) = opened.entities.first() else {
                 return Err(ErrorData::resource_not_found(
@@ -118,7 +124,9 @@ impl EngramServer {
             markdown::node(node, &opened.relations)
         } else {
             return Err(ErrorData::resource_not_found(
-                format!("unknown resource {uri}: engram serves {BRIEF_URI} and {NODE_URI_PREFIX}{{name}}"),
+                format!(
+                    "unknown resource {uri}: engram serves {BRIEF_URI} and {NODE_URI_PREFIX}{{name}}"
+                ),
                 None,
             ));
         };

@@ -96,7 +96,15 @@ pub async fn run(
     let stop = CancellationToken::new();
     let listener = tokio::spawn(stop_on_signal(stop.clone()));
     let mut number = 0;
-    let read = read_all(&mut importer, reader, &progress, &mut number, &stop, secrets).await;
+    let read = read_all(
+        &mut importer,
+        reader,
+        &progress,
+        &mut number,
+        &stop,
+        secrets,
+    )
+    .await;
     progress.set_message("writing relations that waited for their nodes");
     let finished = match read {
         Ok(Reached::Whole) => importer.finish().await.map(|()| Reached::Whole),

@@ -91,10 +91,19 @@ pub async fn prompts_and_resources_answer(client: &Client) {
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["recall", "consolidate"]);
     let recalled = recall_prompt(client, "Who runs the staging cluster?").await;
-    assert!(recalled.contains("- Ana María / infra [person] "), "{recalled}");
-    assert!(recalled.contains("runs the staging cluster in Lisbon"), "{recalled}");
+    assert!(
+        recalled.contains("- Ana María / infra [person] "),
+        "{recalled}"
+    );
+    assert!(
+        recalled.contains("runs the staging cluster in Lisbon"),
+        "{recalled}"
+    );
     let nothing = recall_prompt(client, "zxqv plorb wibble").await;
-    assert_eq!(nothing, "Memory holds nothing relevant on \"zxqv plorb wibble\".");
+    assert_eq!(
+        nothing,
+        "Memory holds nothing relevant on \"zxqv plorb wibble\"."
+    );
     let consolidate = client
         .get_prompt(GetPromptRequestParams::new("consolidate"))
         .await
@@ -109,9 +118,14 @@ pub async fn prompts_and_resources_answer(client: &Client) {
         .unwrap();
     let brief = resource_text(&brief.contents);
     assert!(brief.starts_with("# Memory: workspace "), "{brief}");
-    assert!(brief.contains("3 nodes, 4 observations, 2 relations."), "{brief}");
     assert!(
-        brief.contains("## Most connected\n- engram [project], 2 related: The memory server for AI agents.\n"),
+        brief.contains("3 nodes, 4 observations, 2 relations."),
+        "{brief}"
+    );
+    assert!(
+        brief.contains(
+            "## Most connected\n- engram [project], 2 related: The memory server for AI agents.\n"
+        ),
         "{brief}"
     );
     let uri = "engram://node/Ana%20Mar%C3%ADa%20%2F%20infra";
@@ -129,7 +143,12 @@ pub async fn prompts_and_resources_answer(client: &Client) {
         .read_resource(ReadResourceRequestParams::new("engram://node/Nobody"))
         .await
         .unwrap_err();
-    assert!(missing.to_string().contains("no node at engram://node/Nobody"), "{missing}");
+    assert!(
+        missing
+            .to_string()
+            .contains("no node at engram://node/Nobody"),
+        "{missing}"
+    );
 
     let templates = client.list_all_resource_templates().await.unwrap();
     assert_eq!(templates[0].uri_template, "engram://node/{name}");
@@ -150,7 +169,9 @@ pub async fn prompts_and_resources_over_streamable_http(backend: Backend) {
     assert_eq!(first.resources.len(), 101);
     let cursor = first.next_cursor.clone().expect("a second page");
     let second = client
-        .list_resources(Some(PaginatedRequestParams::default().with_cursor(Some(cursor))))
+        .list_resources(Some(
+            PaginatedRequestParams::default().with_cursor(Some(cursor)),
+        ))
         .await
         .unwrap();
     assert_eq!(second.resources.len(), 53);
@@ -158,13 +179,24 @@ pub async fn prompts_and_resources_over_streamable_http(backend: Backend) {
     assert_eq!(second.resources[52].uri, "engram://node/topic%20149");
 
     // A search links every node it found.
-    let found = call(&client, "search_nodes", json!({"query": "staging cluster Lisbon"})).await;
-    let links: Vec<Value> = (serde_json::to_value(&found.content).unwrap().as_array().unwrap())
-        .iter()
-        .filter(|block| block["type"] == "resource_link")
-        .cloned()
-        .collect();
-    assert_eq!(links[0]["uri"], "engram://node/Ana%20Mar%C3%ADa%20%2F%20infra", "{links:?}");
+    let found = call(
+        &client,
+        "search_nodes",
+        json!({"query": "staging cluster Lisbon"}),
+    )
+    .await;
+    let links: Vec<Value> = (serde_json::to_value(&found.content)
+        .unwrap()
+        .as_array()
+        .unwrap())
+    .iter()
+    .filter(|block| block["type"] == "resource_link")
+    .cloned()
+    .collect();
+    assert_eq!(
+        links[0]["uri"], "engram://node/Ana%20Mar%C3%ADa%20%2F%20infra",
+        "{links:?}"
+    );
     assert_eq!(links[0]["name"], "Ana María / infra");
 
     // A credential is refused as a tool error naming the field and the kind, not the value.
@@ -177,7 +209,10 @@ pub async fn prompts_and_resources_over_streamable_http(backend: Backend) {
     .await;
     assert_eq!(refused.is_error, Some(true));
     let message = serde_json::to_string(&refused.content).unwrap();
-    assert!(message.contains("observations[0].contents[0]") && message.contains("aws-access-key"), "{message}");
+    assert!(
+        message.contains("observations[0].contents[0]") && message.contains("aws-access-key"),
+        "{message}"
+    );
     assert!(!message.contains(key), "{message}");
 }
 
@@ -218,7 +253,12 @@ fn run(command: &mut Command, stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("running engram");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -234,29 +274,78 @@ pub async fn recall_and_brief_read_a_server_or_the_database(backend: Backend) {
     let database = server.database_url.as_str();
     for source in [["--url", url], ["--database-url", database]] {
         let recalled = engram(
-            &[&["recall", "who runs the staging cluster", "--workspace", "demo"], &source[..]].concat(),
+            &[
+                &[
+                    "recall",
+                    "who runs the staging cluster",
+                    "--workspace",
+                    "demo",
+                ],
+                &source[..],
+            ]
+            .concat(),
             "",
         );
         let recalled = stdout(&recalled);
-        assert!(recalled.starts_with("Memory on \"who runs the staging cluster\""), "{recalled}");
-        assert!(recalled.contains("- Ana María / infra [person] "), "{recalled}");
+        assert!(
+            recalled.starts_with("Memory on \"who runs the staging cluster\""),
+            "{recalled}"
+        );
+        assert!(
+            recalled.contains("- Ana María / infra [person] "),
+            "{recalled}"
+        );
         let json = engram(
-            &[&["recall", "staging cluster", "--workspace", "demo", "--format", "json"], &source[..]].concat(),
+            &[
+                &[
+                    "recall",
+                    "staging cluster",
+                    "--workspace",
+                    "demo",
+                    "--format",
+                    "json",
+                ],
+                &source[..],
+            ]
+            .concat(),
             "",
         );
         let json: Value = serde_json::from_str(&stdout(&json)).unwrap();
         assert_eq!(json["results"][0]["name"], "Ana María / infra");
-        let nothing = engram(&[&["recall", "zxqv plorb", "--workspace", "demo"], &source[..]].concat(), "");
+        let nothing = engram(
+            &[
+                &["recall", "zxqv plorb", "--workspace", "demo"],
+                &source[..],
+            ]
+            .concat(),
+            "",
+        );
         assert_eq!(stdout(&nothing), "", "nothing relevant prints nothing");
-        let brief = engram(&[&["brief", "--workspace", "demo"], &source[..]].concat(), "");
+        let brief = engram(
+            &[&["brief", "--workspace", "demo"], &source[..]].concat(),
+            "",
+        );
         let brief = stdout(&brief);
-        assert!(brief.contains("- engram [project], 2 related: The memory server"), "{brief}");
-        let short = engram(&[&["brief", "--workspace", "demo", "--max-chars", "120"], &source[..]].concat(), "");
+        assert!(
+            brief.contains("- engram [project], 2 related: The memory server"),
+            "{brief}"
+        );
+        let short = engram(
+            &[
+                &["brief", "--workspace", "demo", "--max-chars", "120"],
+                &source[..],
+            ]
+            .concat(),
+            "",
+        );
         assert!(stdout(&short).chars().count() <= 120);
     }
     let unknown = engram(&["recall", "x", "--workspace", "nope", "--url", url], "");
     assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("nope"), "{unknown:?}");
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("nope"),
+        "{unknown:?}"
+    );
 }
 
 /// What Claude Code sends a `UserPromptSubmit` hook on standard input (its documented hook
@@ -299,36 +388,82 @@ pub async fn claude_code_hooks_install_run_and_uninstall(backend: Backend) {
     std::fs::write(&settings_path, before.to_string()).unwrap();
     let settings = settings_path.to_str().unwrap();
 
-    let printed = engram(&["hooks", "claude-code", "--workspace", "demo", "--url", &server.base], "");
+    let printed = engram(
+        &[
+            "hooks",
+            "claude-code",
+            "--workspace",
+            "demo",
+            "--url",
+            &server.base,
+        ],
+        "",
+    );
     let printed: Value = serde_json::from_str(&stdout(&printed)).unwrap();
     assert!(installed(&printed, "SessionStart").contains(" brief --hook --workspace demo"));
 
     for _ in 0..2 {
         let install = engram(
-            &["hooks", "claude-code", "--workspace", "demo", "--url", &server.base, "--install", "--settings", settings],
+            &[
+                "hooks",
+                "claude-code",
+                "--workspace",
+                "demo",
+                "--url",
+                &server.base,
+                "--install",
+                "--settings",
+                settings,
+            ],
             "",
         );
-        assert!(stdout(&install).contains("installed engram's hooks"), "{install:?}");
+        assert!(
+            stdout(&install).contains("installed engram's hooks"),
+            "{install:?}"
+        );
     }
-    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
     assert_eq!(merged["model"], "sonnet");
     let prompt_hooks = merged["hooks"]["UserPromptSubmit"].as_array().unwrap();
-    assert_eq!(prompt_hooks.len(), 2, "installed once, the user's hook kept: {merged}");
+    assert_eq!(
+        prompt_hooks.len(),
+        2,
+        "installed once, the user's hook kept: {merged}"
+    );
     let backups = std::fs::read_dir(settings_path.parent().unwrap())
         .unwrap()
-        .filter(|entry| entry.as_ref().unwrap().file_name().to_string_lossy().contains(".engram-backup-"))
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".engram-backup-")
+        })
         .count();
     assert!(backups >= 1);
 
     // The installed commands, run by a shell as Claude Code runs them, with its input.
     let sh = |command: &str, input: &str| {
-        run(Command::new("sh").args(["-c", command]).current_dir(dir.path()), input)
+        run(
+            Command::new("sh")
+                .args(["-c", command])
+                .current_dir(dir.path()),
+            input,
+        )
     };
     let start = sh(&installed(&merged, "SessionStart"), SESSION_START);
-    assert!(stdout(&start).contains("# Memory: workspace demo"), "{start:?}");
+    assert!(
+        stdout(&start).contains("# Memory: workspace demo"),
+        "{start:?}"
+    );
     let recall = installed(&merged, "UserPromptSubmit");
     let answered = sh(&recall, &prompt_input("Who runs our staging cluster?"));
-    assert!(stdout(&answered).contains("Ana María / infra"), "{answered:?}");
+    assert!(
+        stdout(&answered).contains("Ana María / infra"),
+        "{answered:?}"
+    );
     let unrelated = sh(&recall, &prompt_input("zxqv plorb wibble"));
     assert_eq!(stdout(&unrelated), "");
     let slash = sh(&recall, &prompt_input("/compact"));
@@ -338,11 +473,26 @@ pub async fn claude_code_hooks_install_run_and_uninstall(backend: Backend) {
     let gone = recall.replace(&server.base, "http://127.0.0.1:9");
     let failed = sh(&gone, &prompt_input("Who runs our staging cluster?"));
     assert_eq!(stdout(&failed), "");
-    assert!(String::from_utf8_lossy(&failed.stderr).contains("memory left out"), "{failed:?}");
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("memory left out"),
+        "{failed:?}"
+    );
 
-    let removed = engram(&["hooks", "claude-code", "--workspace", "demo", "--uninstall", "--settings", settings], "");
+    let removed = engram(
+        &[
+            "hooks",
+            "claude-code",
+            "--workspace",
+            "demo",
+            "--uninstall",
+            "--settings",
+            settings,
+        ],
+        "",
+    );
     assert!(stdout(&removed).contains("took engram's hooks out"));
-    let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    let after: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
     assert_eq!(after, before);
 }
 
@@ -361,14 +511,30 @@ pub async fn import_refuses_or_redacts_a_secret_line_by_line(backend: Backend) {
     let path = file.to_str().unwrap();
     let database = server.database_url.as_str();
 
-    let refused = engram(&["import", path, "--workspace", "demo", "--database-url", database], "");
-    assert!(!refused.status.success(), "a refused line fails the import: {refused:?}");
+    let refused = engram(
+        &[
+            "import",
+            path,
+            "--workspace",
+            "demo",
+            "--database-url",
+            database,
+        ],
+        "",
+    );
+    assert!(
+        !refused.status.success(),
+        "a refused line fails the import: {refused:?}"
+    );
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&refused.stdout),
         String::from_utf8_lossy(&refused.stderr)
     );
-    assert!(report.contains("line 1") && report.contains("github-token"), "{report}");
+    assert!(
+        report.contains("line 1") && report.contains("github-token"),
+        "{report}"
+    );
     assert!(report.contains("observations[1].content"), "{report}");
     assert!(!report.contains(key), "{report}");
     let client = server.streamable_client("demo").await;
@@ -376,7 +542,16 @@ pub async fn import_refuses_or_redacts_a_secret_line_by_line(backend: Backend) {
     assert_eq!(opened["not_found"], json!(["CI"]), "{opened}");
 
     let redacted = engram(
-        &["import", path, "--workspace", "demo", "--database-url", database, "--secrets", "redact"],
+        &[
+            "import",
+            path,
+            "--workspace",
+            "demo",
+            "--database-url",
+            database,
+            "--secrets",
+            "redact",
+        ],
         "",
     );
     assert!(redacted.status.success(), "{redacted:?}");
@@ -385,4 +560,45 @@ pub async fn import_refuses_or_redacts_a_secret_line_by_line(backend: Backend) {
         opened["entities"][0]["observations"][1]["content"],
         "deploys with token [redacted: github-token]"
     );
+}
+
+pub async fn recall_and_brief_send_a_token_to_a_server_that_requires_one(backend: Backend) {
+    let server = TestServer::start_requiring_tokens(backend, &["demo"]).await;
+    let token = crate::auth::create_token(
+        &server.database_url,
+        &["--workspace", "demo", "--read-only"],
+    );
+    let url = server.base.as_str();
+    let refused = engram(&["brief", "--workspace", "demo", "--url", url], "");
+    assert!(!refused.status.success(), "{refused:?}");
+    let brief = engram(
+        &[
+            "brief",
+            "--workspace",
+            "demo",
+            "--url",
+            url,
+            "--token",
+            &token,
+        ],
+        "",
+    );
+    assert!(
+        stdout(&brief).starts_with("# Memory: workspace demo\nEmpty so far."),
+        "{brief:?}"
+    );
+    let recall = engram(
+        &[
+            "recall",
+            "anything",
+            "--workspace",
+            "demo",
+            "--url",
+            url,
+            "--token",
+            &token,
+        ],
+        "",
+    );
+    assert_eq!(stdout(&recall), "");
 }

@@ -19,7 +19,10 @@ async fn write_everywhere(
     let mut node = entity("New", "note", &[secret]);
     let mut attempts = vec![(
         "entities[0].observations[0]",
-        memory.create_entities(ws, vec![node.clone()]).await.map(drop),
+        memory
+            .create_entities(ws, vec![node.clone()])
+            .await
+            .map(drop),
     )];
     node.observations.clear();
     node.summary = Some(secret.to_owned());
@@ -29,12 +32,17 @@ async fn write_everywhere(
     ));
     attempts.push((
         "observations[0].contents[1]",
-        (memory.add_observations(ws, &[additions("Staging", &["fine", secret])]).await)
+        (memory
+            .add_observations(ws, &[additions("Staging", &["fine", secret])])
+            .await)
             .map(drop),
     ));
     attempts.push((
         "new_content",
-        (memory.replace_observation(ws, "Staging", Ordinal(1), secret).await).map(drop),
+        (memory
+            .replace_observation(ws, "Staging", Ordinal(1), secret)
+            .await)
+            .map(drop),
     ));
     attempts.push((
         "summary",
@@ -56,11 +64,16 @@ async fn write_everywhere(
     if fits_name {
         attempts.push((
             "entities[0].name",
-            (memory.create_entities(ws, vec![entity(secret, "note", &[])]).await).map(drop),
+            (memory
+                .create_entities(ws, vec![entity(secret, "note", &[])])
+                .await)
+                .map(drop),
         ));
         attempts.push((
             "relations[0].relation_type",
-            (memory.create_relations(ws, &[relation("Staging", secret, "Vault")]).await)
+            (memory
+                .create_relations(ws, &[relation("Staging", secret, "Vault")])
+                .await)
                 .map(drop),
         ));
         let existing = relation("Staging", "uses", "Vault");
@@ -82,7 +95,10 @@ async fn write_everywhere(
     if fits_tag {
         attempts.push((
             "tags[1]",
-            (memory.set_tags(ws, "Staging", &strings(&["env", secret])).await).map(drop),
+            (memory
+                .set_tags(ws, "Staging", &strings(&["env", secret]))
+                .await)
+                .map(drop),
         ));
     }
     attempts
@@ -118,7 +134,10 @@ pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
                 }) => {
                     assert_eq!(named, field, "{label}: {reason}");
                     assert!(reason.contains(label), "{field}: {reason}");
-                    assert!(!reason.contains(core), "{field} echoes the secret: {reason}");
+                    assert!(
+                        !reason.contains(core),
+                        "{field} echoes the secret: {reason}"
+                    );
                 }
                 other => panic!("{label} via {field} was not refused: {other:?}"),
             }
@@ -126,7 +145,11 @@ pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
         }
     }
     assert!(checked > 600, "{checked} writes checked");
-    assert_eq!(counts(&memory, ws).await, before, "a refused write wrote something");
+    assert_eq!(
+        counts(&memory, ws).await,
+        before,
+        "a refused write wrote something"
+    );
     let staging = memory.open_nodes(ws, &strings(&["Staging"])).await.unwrap();
     let node = &staging.entities[0];
     assert_eq!((node.summary.as_deref(), node.tags.len()), (None, 0));
@@ -141,7 +164,10 @@ pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemorySto
         .add_observations(ws, &[additions("Staging", &lines)])
         .await
         .unwrap();
-    assert_eq!(added[0].added.len() + added[0].skipped_duplicates.len(), lines.len());
+    assert_eq!(
+        added[0].added.len() + added[0].skipped_duplicates.len(),
+        lines.len()
+    );
     for line in &lines {
         memory.set_summary(ws, "Vault", line).await.unwrap();
         if crate::limits::name("relation_type", line).is_ok() {
@@ -172,24 +198,35 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
         let marker = format!("[redacted: {label}]");
         assert!(stored.contains(&marker), "{stored}");
     }
-    (memory.set_summary(ws, "Vault", &corpus[0].1)).await.unwrap();
+    (memory.set_summary(ws, "Vault", &corpus[0].1))
+        .await
+        .unwrap();
     let vault = memory.open_nodes(ws, &strings(&["Vault"])).await.unwrap();
     let summary = vault.entities[0].summary.clone().unwrap_or_default();
     assert!(summary.contains("[redacted: "), "{summary}");
 
     let allowing = Memory::new(store).with_secret_policy(SecretPolicy::Allow);
     let open = allowing.create_workspace("open").await.unwrap().id;
-    (allowing.create_entities(open, vec![entity("Staging", "environment", &[&corpus[0].1])]))
+    (allowing.create_entities(
+        open,
+        vec![entity("Staging", "environment", &[&corpus[0].1])],
+    ))
+    .await
+    .unwrap();
+    let kept = allowing
+        .open_nodes(open, &strings(&["Staging"]))
         .await
         .unwrap();
-    let kept = allowing.open_nodes(open, &strings(&["Staging"])).await.unwrap();
     assert_eq!(kept.entities[0].observations[0].content, corpus[0].1);
 }
 
 pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "brief").await;
     let empty = memory.brief(ws, 5).await.unwrap();
-    assert_eq!((empty.node_count, empty.connected.len(), empty.recent.len()), (0, 0, 0));
+    assert_eq!(
+        (empty.node_count, empty.connected.len(), empty.recent.len()),
+        (0, 0, 0)
+    );
     let mut hub = entity("engram", "project", &["a memory server"]);
     hub.summary = Some("The memory server.".into());
     memory.create_entities(ws, vec![hub]).await.unwrap();
@@ -202,18 +239,33 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
         relation("Alice", "knows", "Bob"),
     ];
     memory.create_relations(ws, &links).await.unwrap();
-    memory.set_summary(ws, "Dave", "Newest of all.").await.unwrap();
+    memory
+        .set_summary(ws, "Dave", "Newest of all.")
+        .await
+        .unwrap();
     let brief = memory.brief(ws, 2).await.unwrap();
     assert_eq!(
-        (brief.node_count, brief.observation_count, brief.relation_count),
+        (
+            brief.node_count,
+            brief.observation_count,
+            brief.relation_count
+        ),
         (5, 1, 5)
     );
     let connected: Vec<(&str, usize)> = (brief.connected.iter())
         .map(|node| (node.name.as_str(), node.related_nodes))
         .collect();
     assert_eq!(connected, [("engram", 3), ("Alice", 2)]);
-    assert_eq!(brief.connected[0].summary.as_deref(), Some("The memory server."));
+    assert_eq!(
+        brief.connected[0].summary.as_deref(),
+        Some("The memory server.")
+    );
     assert_eq!(brief.recent.len(), 2);
     assert_eq!(brief.recent[0].name, "Dave");
-    assert!(brief.recent.iter().all(|node| node.name != "engram" && node.name != "Alice"));
+    assert!(
+        brief
+            .recent
+            .iter()
+            .all(|node| node.name != "engram" && node.name != "Alice")
+    );
 }
