@@ -21,7 +21,8 @@ pub enum SearchMode {
     Text,
 }
 
-/// One node found by `search_nodes` (read back from a server's answer by `engram recall`).
+/// One node found by `search_nodes`.
+// Deserialize: `engram recall --url` reads it back from a server's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchHit {
