@@ -155,9 +155,18 @@ pub struct RecallArgs {
     /// The output.
     #[arg(long, value_enum, default_value_t = RecallFormat::Markdown)]
     pub format: RecallFormat,
-    /// Run as a Claude Code `UserPromptSubmit` hook: the query is the `prompt` of the JSON on
-    /// standard input, and a failure or the time limit prints nothing and exits 0, so a slow
-    /// store never holds up the user.
+    #[command(flatten)]
+    pub run: HookRunArgs,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+}
+
+/// How `recall` and `brief` run: where they read, within what time, as a hook or not.
+#[derive(Debug, Clone, Args)]
+pub struct HookRunArgs {
+    /// Run as a Claude Code hook (`UserPromptSubmit` for recall: the query is the `prompt`
+    /// of the JSON on standard input; `SessionStart` for brief): a failure or the time limit
+    /// prints nothing and exits 0, so a slow store never holds up the user.
     #[arg(long)]
     pub hook: bool,
     /// The time limit, e.g. `3s`.
@@ -165,8 +174,6 @@ pub struct RecallArgs {
     pub timeout: Duration,
     #[command(flatten)]
     pub server: ServerArgs,
-    #[command(flatten)]
-    pub embed: EmbedArgs,
 }
 
 /// Arguments of `engram brief`.
@@ -178,15 +185,8 @@ pub struct BriefArgs {
     /// The longest brief printed, in characters.
     #[arg(long, default_value_t = engram_mcp::markdown::BRIEF_CHARS)]
     pub max_chars: usize,
-    /// Run as a Claude Code `SessionStart` hook: read (and ignore) its JSON input; a failure
-    /// or the time limit prints nothing and exits 0.
-    #[arg(long)]
-    pub hook: bool,
-    /// The time limit, e.g. `3s`.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    pub timeout: Duration,
     #[command(flatten)]
-    pub server: ServerArgs,
+    pub run: HookRunArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -176,23 +176,22 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Hooks(cli::HooksCommand::ClaudeCode(args)) => {
             hooks::run(&args, cli.database_url.as_deref())
         }
-        Command::Recall(args) if args.server.url.is_some() => {
-            let server = args.server.clone();
+        Command::Recall(args) if args.run.server.url.is_some() => {
+            let server = args.run.server.clone();
             recall::recall(recall::Source::Server(server), args).await
         }
-        Command::Brief(args) if args.server.url.is_some() => {
-            let server = args.server.clone();
+        Command::Brief(args) if args.run.server.url.is_some() => {
+            let server = args.run.server.clone();
             recall::brief(recall::Source::Server(server), args).await
         }
         // A hook never fails its client: a store that cannot be opened in time is reported
         // and the prompt goes on without memory.
-        command @ (Command::Recall(cli::RecallArgs { hook: true, .. })
-        | Command::Brief(cli::BriefArgs { hook: true, .. })) => {
-            let limit = match &command {
-                Command::Recall(args) => args.timeout,
-                Command::Brief(args) => args.timeout,
-                _ => unreachable!("matched above"),
-            };
+        Command::Recall(cli::RecallArgs { ref run, .. })
+        | Command::Brief(cli::BriefArgs { ref run, .. })
+            if run.hook =>
+        {
+            let limit = run.timeout;
+            let command = cli.command;
             let location = location()?;
             let run = with_store(&location, command, secrets);
             match tokio::time::timeout(limit, run).await {

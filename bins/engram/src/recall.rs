@@ -36,8 +36,7 @@ pub enum Source {
 /// A missing query, an unknown workspace, an unreachable server or store, the time limit
 /// passed: all reported (and the exit status 0 kept) under `--hook`.
 pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
-    let hook = args.hook;
-    let limit = args.timeout;
+    let (hook, limit) = (args.run.hook, args.run.timeout);
     let run = async move {
         let query = match (&args.query, hook) {
             (Some(query), _) => query.clone(),
@@ -65,7 +64,7 @@ pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
 /// # Errors
 /// As [`recall`].
 pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
-    let (hook, limit) = (args.hook, args.timeout);
+    let (hook, limit) = (args.run.hook, args.run.timeout);
     let run = async move {
         if hook {
             // Claude Code's input (session id, source) says nothing the brief needs.
@@ -168,7 +167,7 @@ async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<Search
         }
         Source::Store(store) => {
             let mut memory =
-                Memory::new(store).with_query_embedding_budget(args.timeout.mul_f64(0.5));
+                Memory::new(store).with_query_embedding_budget(args.run.timeout.mul_f64(0.5));
             if let Some(embedder) = args.embed.choice().build()? {
                 memory = memory.with_embedder(embedder);
             }

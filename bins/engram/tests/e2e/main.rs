@@ -12,6 +12,7 @@ mod consolidation;
 mod context;
 mod contract;
 mod golden;
+mod hooks;
 mod limits;
 mod observability;
 mod recall;
@@ -61,10 +62,10 @@ per_backend!(
     context::prompts_and_resources_over_streamable_http,
     context::prompts_and_resources_over_legacy_sse,
     context::prompts_and_resources_over_stdio,
-    context::recall_and_brief_read_a_server_or_the_database,
-    context::claude_code_hooks_install_run_and_uninstall,
-    context::import_refuses_or_redacts_a_secret_line_by_line,
-    context::recall_and_brief_send_a_token_to_a_server_that_requires_one,
+    hooks::recall_and_brief_read_a_server_or_the_database,
+    hooks::claude_code_hooks_install_run_and_uninstall,
+    hooks::import_refuses_or_redacts_a_secret_line_by_line,
+    hooks::recall_and_brief_send_a_token_to_a_server_that_requires_one,
     consolidation::a_model_slower_than_the_budget_leaves_extractive_drafts,
     contract::every_tool_names_an_argument_of_the_wrong_type,
     contract::the_tool_list_fits_the_caller,

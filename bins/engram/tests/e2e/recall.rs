@@ -10,7 +10,8 @@ use crate::server::{Backend, Client, TestServer};
 /// facts, 30 questions (English ones about German, Spanish and Chinese facts among them).
 const MULTILINGUAL: &str = include_str!("../../../../xtask/data/multilingual-memory.json");
 
-async fn wait_for_indexing(client: &Client) {
+/// Waits until every observation has its vectors.
+pub async fn wait_for_indexing(client: &Client) {
     for _ in 0..1_200 {
         let stats = ok(client, "get_stats", json!({})).await;
         if stats["embedding_coverage"].as_f64() == Some(1.0) {

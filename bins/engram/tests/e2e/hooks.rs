@@ -1,0 +1,378 @@
+//! `engram recall`, `engram brief` and `engram hooks claude-code` run as a person (and as
+//! Claude Code) runs them, and `engram import` keeping secrets out line by line.
+
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::context::remember;
+use crate::scenario::ok;
+use crate::server::{Backend, TestServer};
+
+/// `engram` as typed, with `stdin` on its standard input.
+fn engram(args: &[&str], stdin: &str) -> Output {
+    run(Command::new(env!("CARGO_BIN_EXE_engram")).args(args), stdin)
+}
+
+fn run(command: &mut Command, stdin: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = command
+        .env_remove("ENGRAM_DATABASE_URL")
+        .env_remove("ENGRAM_URL")
+        .env_remove("ENGRAM_TOKEN")
+        .env("ENGRAM_LOG", "warn")
+        .env("ENGRAM_EMBEDDER", "none")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running engram");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub async fn recall_and_brief_read_a_server_or_the_database(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    remember(&server.streamable_client("demo").await).await;
+    let url = server.base.as_str();
+    let database = server.database_url.as_str();
+    for source in [["--url", url], ["--database-url", database]] {
+        let recalled = engram(
+            &[
+                &[
+                    "recall",
+                    "who runs the staging cluster",
+                    "--workspace",
+                    "demo",
+                ],
+                &source[..],
+            ]
+            .concat(),
+            "",
+        );
+        let recalled = stdout(&recalled);
+        assert!(
+            recalled.starts_with("Memory on \"who runs the staging cluster\""),
+            "{recalled}"
+        );
+        assert!(
+            recalled.contains("- Ana María / infra [person] "),
+            "{recalled}"
+        );
+        let json = engram(
+            &[
+                &[
+                    "recall",
+                    "staging cluster",
+                    "--workspace",
+                    "demo",
+                    "--format",
+                    "json",
+                ],
+                &source[..],
+            ]
+            .concat(),
+            "",
+        );
+        let json: Value = serde_json::from_str(&stdout(&json)).unwrap();
+        assert_eq!(json["results"][0]["name"], "Ana María / infra");
+        let nothing = engram(
+            &[
+                &["recall", "zxqv plorb", "--workspace", "demo"],
+                &source[..],
+            ]
+            .concat(),
+            "",
+        );
+        assert_eq!(stdout(&nothing), "", "nothing relevant prints nothing");
+        let brief = engram(
+            &[&["brief", "--workspace", "demo"], &source[..]].concat(),
+            "",
+        );
+        let brief = stdout(&brief);
+        assert!(
+            brief.contains("- engram [project], 2 related: The memory server"),
+            "{brief}"
+        );
+        let short = engram(
+            &[
+                &["brief", "--workspace", "demo", "--max-chars", "120"],
+                &source[..],
+            ]
+            .concat(),
+            "",
+        );
+        assert!(stdout(&short).chars().count() <= 120);
+    }
+    let unknown = engram(&["recall", "x", "--workspace", "nope", "--url", url], "");
+    assert!(!unknown.status.success());
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("nope"),
+        "{unknown:?}"
+    );
+}
+
+/// What Claude Code sends a `UserPromptSubmit` hook on standard input (its documented hook
+/// input).
+fn prompt_input(prompt: &str) -> String {
+    json!({
+        "session_id": "4b6f7c1e-0f5e-4a77-9d3c-2c1f0e9a8b7d",
+        "transcript_path": "/home/user/.claude/projects/demo/4b6f7c1e.jsonl",
+        "cwd": "/home/user/demo",
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt
+    })
+    .to_string()
+}
+
+/// What Claude Code sends a `SessionStart` hook.
+const SESSION_START: &str = r#"{"session_id":"4b6f7c1e-0f5e-4a77-9d3c-2c1f0e9a8b7d","transcript_path":"/home/user/.claude/projects/demo/4b6f7c1e.jsonl","cwd":"/home/user/demo","hook_event_name":"SessionStart","source":"startup"}"#;
+
+/// The installed command of `event` in a settings file.
+fn installed(settings: &Value, event: &str) -> String {
+    let groups = settings["hooks"][event].as_array().unwrap();
+    let engram = (groups.iter())
+        .flat_map(|group| group["hooks"].as_array().unwrap())
+        .find(|hook| hook["command"].as_str().unwrap().contains("--hook"))
+        .unwrap_or_else(|| panic!("no engram hook under {event}: {settings}"));
+    assert_eq!(engram["type"], "command");
+    assert!(engram["timeout"].as_u64().unwrap() <= 10);
+    engram["command"].as_str().unwrap().to_owned()
+}
+
+pub async fn claude_code_hooks_install_run_and_uninstall(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    remember(&server.streamable_client("demo").await).await;
+    let dir = tempfile::tempdir().unwrap();
+    let settings_path = dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings_path.parent().unwrap()).unwrap();
+    let before = json!({"model": "sonnet", "hooks": {"UserPromptSubmit": [
+        {"hooks": [{"type": "command", "command": "echo checked"}]}]}});
+    std::fs::write(&settings_path, before.to_string()).unwrap();
+    let settings = settings_path.to_str().unwrap();
+
+    let printed = engram(
+        &[
+            "hooks",
+            "claude-code",
+            "--workspace",
+            "demo",
+            "--url",
+            &server.base,
+        ],
+        "",
+    );
+    let printed: Value = serde_json::from_str(&stdout(&printed)).unwrap();
+    assert!(installed(&printed, "SessionStart").contains(" brief --hook --workspace demo"));
+
+    for _ in 0..2 {
+        let install = engram(
+            &[
+                "hooks",
+                "claude-code",
+                "--workspace",
+                "demo",
+                "--url",
+                &server.base,
+                "--install",
+                "--settings",
+                settings,
+            ],
+            "",
+        );
+        assert!(
+            stdout(&install).contains("installed engram's hooks"),
+            "{install:?}"
+        );
+    }
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    assert_eq!(merged["model"], "sonnet");
+    let prompt_hooks = merged["hooks"]["UserPromptSubmit"].as_array().unwrap();
+    assert_eq!(
+        prompt_hooks.len(),
+        2,
+        "installed once, the user's hook kept: {merged}"
+    );
+    let backups = std::fs::read_dir(settings_path.parent().unwrap())
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".engram-backup-")
+        })
+        .count();
+    assert!(backups >= 1);
+
+    // The installed commands, run by a shell as Claude Code runs them, with its input.
+    let sh = |command: &str, input: &str| {
+        run(
+            Command::new("sh")
+                .args(["-c", command])
+                .current_dir(dir.path()),
+            input,
+        )
+    };
+    let start = sh(&installed(&merged, "SessionStart"), SESSION_START);
+    assert!(
+        stdout(&start).contains("# Memory: workspace demo"),
+        "{start:?}"
+    );
+    let recall = installed(&merged, "UserPromptSubmit");
+    let answered = sh(&recall, &prompt_input("Who runs our staging cluster?"));
+    assert!(
+        stdout(&answered).contains("Ana María / infra"),
+        "{answered:?}"
+    );
+    let unrelated = sh(&recall, &prompt_input("zxqv plorb wibble"));
+    assert_eq!(stdout(&unrelated), "");
+    let slash = sh(&recall, &prompt_input("/compact"));
+    assert_eq!(stdout(&slash), "");
+
+    // A server that is gone costs the prompt nothing: no output, status 0, a word on stderr.
+    let gone = recall.replace(&server.base, "http://127.0.0.1:9");
+    let failed = sh(&gone, &prompt_input("Who runs our staging cluster?"));
+    assert_eq!(stdout(&failed), "");
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("memory left out"),
+        "{failed:?}"
+    );
+
+    let removed = engram(
+        &[
+            "hooks",
+            "claude-code",
+            "--workspace",
+            "demo",
+            "--uninstall",
+            "--settings",
+            settings,
+        ],
+        "",
+    );
+    assert!(stdout(&removed).contains("took engram's hooks out"));
+    let after: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    assert_eq!(after, before);
+}
+
+pub async fn import_refuses_or_redacts_a_secret_line_by_line(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.jsonl");
+    let key = "ghp_Zk3WqT9vLm2XpR7sYc4NbH8dFa6JuE1oQiVg";
+    let lines = [
+        json!({"type": "entity", "name": "CI", "entityType": "service",
+               "observations": ["runs on every push", format!("deploys with token {key}")]}),
+        json!({"type": "entity", "name": "Bob", "entityType": "person", "observations": ["likes tea"]}),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let path = file.to_str().unwrap();
+    let database = server.database_url.as_str();
+
+    let refused = engram(
+        &[
+            "import",
+            path,
+            "--workspace",
+            "demo",
+            "--database-url",
+            database,
+        ],
+        "",
+    );
+    assert!(
+        !refused.status.success(),
+        "a refused line fails the import: {refused:?}"
+    );
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(
+        report.contains("line 1") && report.contains("github-token"),
+        "{report}"
+    );
+    assert!(report.contains("observations[1].content"), "{report}");
+    assert!(!report.contains(key), "{report}");
+    let client = server.streamable_client("demo").await;
+    let opened = ok(&client, "open_nodes", json!({"names": ["CI", "Bob"]})).await;
+    assert_eq!(opened["not_found"], json!(["CI"]), "{opened}");
+
+    let redacted = engram(
+        &[
+            "import",
+            path,
+            "--workspace",
+            "demo",
+            "--database-url",
+            database,
+            "--secrets",
+            "redact",
+        ],
+        "",
+    );
+    assert!(redacted.status.success(), "{redacted:?}");
+    let opened = ok(&client, "open_nodes", json!({"names": ["CI"]})).await;
+    assert_eq!(
+        opened["entities"][0]["observations"][1]["content"],
+        "deploys with token [redacted: github-token]"
+    );
+}
+
+pub async fn recall_and_brief_send_a_token_to_a_server_that_requires_one(backend: Backend) {
+    let server = TestServer::start_requiring_tokens(backend, &["demo"]).await;
+    let token = crate::auth::create_token(
+        &server.database_url,
+        &["--workspace", "demo", "--read-only"],
+    );
+    let url = server.base.as_str();
+    let refused = engram(&["brief", "--workspace", "demo", "--url", url], "");
+    assert!(!refused.status.success(), "{refused:?}");
+    let brief = engram(
+        &[
+            "brief",
+            "--workspace",
+            "demo",
+            "--url",
+            url,
+            "--token",
+            &token,
+        ],
+        "",
+    );
+    assert!(
+        stdout(&brief).starts_with("# Memory: workspace demo\nEmpty so far."),
+        "{brief:?}"
+    );
+    let recall = engram(
+        &[
+            "recall",
+            "anything",
+            "--workspace",
+            "demo",
+            "--url",
+            url,
+            "--token",
+            &token,
+        ],
+        "",
+    );
+    assert_eq!(stdout(&recall), "");
+}
