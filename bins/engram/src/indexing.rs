@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use engram_domain::{Embedder, Indexer, MemoryStore};
+use engram_domain::{Embedder, IndexStore, Indexer};
 use tokio_util::sync::CancellationToken;
 
 /// Pairs embedded per pass: one model batch, small enough to keep passes short.
@@ -46,7 +46,7 @@ impl EmbedderChoice {
 }
 
 /// The indexer the server runs: [`BATCH_SIZE`] pairs a pass.
-pub fn indexer(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Indexer {
+pub fn indexer(store: Arc<dyn IndexStore>, embedder: Arc<dyn Embedder>) -> Indexer {
     Indexer::new(store, embedder, BATCH_SIZE)
 }
 
@@ -57,7 +57,7 @@ pub fn indexer(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Inde
 /// it sets aside.
 pub async fn run_indexer(
     indexer: Indexer,
-    store: Arc<dyn MemoryStore>,
+    store: Arc<dyn IndexStore>,
     shutdown: CancellationToken,
 ) {
     let mut backoff = IDLE_POLL;
@@ -116,7 +116,7 @@ pub async fn run_indexer(
     tracing::info!("indexer stopped");
 }
 
-async fn wait_for_change(store: &dyn MemoryStore, seen: Option<i64>, shutdown: &CancellationToken) {
+async fn wait_for_change(store: &dyn IndexStore, seen: Option<i64>, shutdown: &CancellationToken) {
     let started = tokio::time::Instant::now();
     while started.elapsed() < IDLE_MAX {
         tokio::select! {

@@ -178,7 +178,7 @@ pub struct QueryVector {
     pub token_signs: Option<Vec<u8>>,
 }
 
-/// What a store gathers for one search ([`crate::MemoryStore::search`]).
+/// What a store gathers for one search ([`crate::SearchStore::search`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateQuery {
     /// The query for full-text search (any of its words, stemmed, stop words dropped);

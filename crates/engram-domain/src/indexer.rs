@@ -20,14 +20,14 @@ use crate::error::{Error, Result};
 use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
 use crate::perspectives::render_document;
 use crate::retry::Failure;
-use crate::store::MemoryStore;
+use crate::store::IndexStore;
 use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash, usual_dimension, vector_defect};
 
 /// Keeps a store's vectors for one embedder current. The loop that calls
 /// [`Indexer::run_once`] (and sleeps when idle) belongs to the binary.
 #[derive(Clone)]
 pub struct Indexer {
-    store: Arc<dyn MemoryStore>,
+    store: Arc<dyn IndexStore>,
     embedder: Arc<dyn Embedder>,
     batch_size: usize,
     rejected: Arc<Mutex<HashMap<PairKey, SetAside>>>,
@@ -82,11 +82,7 @@ impl Indexer {
     }
 
     /// An indexer embedding at most `batch_size` pairs per pass.
-    pub fn new(
-        store: Arc<dyn MemoryStore>,
-        embedder: Arc<dyn Embedder>,
-        batch_size: usize,
-    ) -> Self {
+    pub fn new(store: Arc<dyn IndexStore>, embedder: Arc<dyn Embedder>, batch_size: usize) -> Self {
         Self {
             store,
             embedder,

@@ -48,5 +48,8 @@ pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
 pub use retry::Failure;
 pub use search_results::*;
-pub use store::{Endpoints, MemoryStore, first_occurrences};
+pub use store::{
+    Endpoints, GraphStore, IndexStore, MemoryStore, NodeStore, ObservationStore, RelationStore,
+    SearchStore, TokenStore, TransferStore, WorkspaceStore, first_occurrences,
+};
 pub use vectors::*;

@@ -66,7 +66,7 @@ impl Memory {
         self.store.graph_page(workspace, query).await
     }
 
-    /// Imports one batch in one transaction (see [`crate::MemoryStore::import`]): at most
+    /// Imports one batch in one transaction (see [`crate::TransferStore::import`]): at most
     /// 1,000 nodes of distinct names holding at most [`IMPORT_BATCH_OBSERVATIONS`]
     /// observations, and at most 1,000 relations, each checked as [`validate_node`] and
     /// [`validate_relation`] do; a batch with any invalid record writes nothing.

@@ -38,13 +38,43 @@ pub enum Endpoints {
 /// them in its result (`not_found` lists); an unreachable database is
 /// [`crate::Error::Unavailable`].
 ///
-/// Object safe: used as `Arc<dyn MemoryStore>`.
+/// Object safe: used as `Arc<dyn MemoryStore>`. It is the union of one trait per capability,
+/// each implemented by a backend in the module that holds its SQL; a part of engram that needs
+/// one capability takes that trait alone (`Arc<dyn IndexStore>` for the indexer).
+pub trait MemoryStore:
+    WorkspaceStore
+    + NodeStore
+    + ObservationStore
+    + RelationStore
+    + GraphStore
+    + TokenStore
+    + TransferStore
+    + IndexStore
+    + SearchStore
+{
+}
+
+impl<T> MemoryStore for T where
+    T: WorkspaceStore
+        + NodeStore
+        + ObservationStore
+        + RelationStore
+        + GraphStore
+        + TokenStore
+        + TransferStore
+        + IndexStore
+        + SearchStore
+        + ?Sized
+{
+}
+
+/// Workspaces: creating, finding, listing, renaming and deleting them, and whether the store
+/// can serve.
 #[async_trait]
-pub trait MemoryStore: Send + Sync + 'static {
+pub trait WorkspaceStore: Send + Sync + 'static {
     /// Whether the store can serve: reachable ([`crate::Error::Unavailable`] otherwise) and
     /// its schema current ([`crate::Error::Internal`] otherwise).
     async fn health(&self) -> Result<()>;
-
     /// Creates a workspace. [`crate::Error::AlreadyExists`] when the name is taken.
     async fn create_workspace(&self, name: &str) -> Result<Workspace>;
     /// Looks a workspace up by name. [`crate::Error::NotFound`] when there is none.
@@ -56,7 +86,11 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Deletes a workspace and everything in it. Without `force`, a workspace that holds
     /// nodes is refused with [`crate::Error::Conflict`].
     async fn delete_workspace(&self, name: &str, force: bool) -> Result<()>;
+}
 
+/// Nodes: the node tools of the catalog, and the counts and events kept per workspace.
+#[async_trait]
+pub trait NodeStore: Send + Sync + 'static {
     /// `create_entities`: inserts the nodes that do not exist yet with their observations;
     /// existing names are left exactly as they were and reported with `already_existed`.
     /// Rows come back in input order.
@@ -101,6 +135,24 @@ pub trait MemoryStore: Send + Sync + 'static {
         name: &str,
         tags: &[String],
     ) -> Result<TagsUpdate>;
+    /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
+    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
+    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
+    /// was set before their newest observation was written; oldest summary first.
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>>;
+    /// `get_stats`: counts, and the fraction of current embeddings.
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
+    /// Counts of create, update and delete events since `since` (the consolidation report's
+    /// `event_summary`).
+    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
+}
+
+/// Observations: appending, replacing and deleting a node's ordered facts.
+#[async_trait]
+pub trait ObservationStore: Send + Sync + 'static {
     /// `add_observations`: appends in order; ordinals come from a per-node counter, so
     /// concurrent writers never collide and deleted ordinals are never reused.
     async fn add_observations(
@@ -123,6 +175,11 @@ pub trait MemoryStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         deletions: &[ObservationDeletions],
     ) -> Result<Vec<DeletedObservations>>;
+}
+
+/// Relations: creating, deleting, renaming and reading typed relations.
+#[async_trait]
+pub trait RelationStore: Send + Sync + 'static {
     /// `create_relations`: creates the relations whose endpoints exist and that do not exist.
     async fn create_relations(
         &self,
@@ -151,6 +208,11 @@ pub trait MemoryStore: Send + Sync + 'static {
         entity_a: &str,
         entity_b: &str,
     ) -> Result<Vec<Relation>>;
+}
+
+/// Walking the graph: neighbourhoods, paths and mentions without relations.
+#[async_trait]
+pub trait GraphStore: Send + Sync + 'static {
     /// `get_neighborhood`: the node and everything within `depth` hops, relations followed in
     /// either direction. [`crate::Error::NotFound`] for an unknown node.
     async fn get_neighborhood(
@@ -162,26 +224,31 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// `get_path`: a shortest path (in hops, relations in either direction) of at most
     /// [`crate::limits::MAX_PATH_HOPS`]. [`crate::Error::NotFound`] for an unknown endpoint.
     async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath>;
-    /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
-    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
     /// `find_unlinked_references`: pairs where a node's observations mention another node's
     /// whole name (case-insensitive, at word boundaries) but no relation links the two.
     async fn find_unlinked_references(
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<UnlinkedReference>>;
-    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
-    /// was set before their newest observation was written; oldest summary first.
-    async fn get_pending_consolidation(
-        &self,
-        workspace: WorkspaceId,
-    ) -> Result<Vec<PendingConsolidation>>;
-    /// `get_stats`: counts, and the fraction of current embeddings.
-    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
-    /// Counts of create, update and delete events since `since` (the consolidation report's
-    /// `event_summary`).
-    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
+}
 
+/// Access tokens for the HTTP transports ([`crate::auth`]).
+#[async_trait]
+pub trait TokenStore: Send + Sync + 'static {
+    /// Stores a new access token ([`crate::auth`]); its id must be new.
+    async fn create_token(&self, token: &crate::auth::NewToken) -> Result<crate::auth::TokenInfo>;
+    /// Every access token (of `workspace` when given), by workspace name then age.
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<crate::auth::TokenInfo>>;
+    /// The access token with public id `id` and the SHA-256 of its secret, if it exists.
+    async fn token(&self, id: &str) -> Result<Option<(crate::auth::TokenInfo, Vec<u8>)>>;
+    /// Revokes an access token (it is kept, with `revoked_at`, and grants nothing since);
+    /// [`crate::Error::NotFound`] (kind `token`) when there is none or it is revoked already.
+    async fn revoke_token(&self, id: &str) -> Result<()>;
+}
+
+/// Whole-graph pages and import batches (`read_graph`, `engram export`, `engram import`).
+#[async_trait]
+pub trait TransferStore: Send + Sync + 'static {
     /// `read_graph` and `engram export`: one page of the workspace's graph in one snapshot,
     /// nodes in byte-wise name order after `query.after` (at most `query.limit`, of
     /// `query.entity_type` when given) with their observation counts, their observations
@@ -200,20 +267,23 @@ pub trait MemoryStore: Send + Sync + 'static {
         nodes: &[NodeRecord],
         relations: &[RelationRecord],
     ) -> Result<ImportOutcome>;
+}
 
-    /// Stores a new access token ([`crate::auth`]); its id must be new.
-    async fn create_token(&self, token: &crate::auth::NewToken) -> Result<crate::auth::TokenInfo>;
-    /// Every access token (of `workspace` when given), by workspace name then age.
-    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<crate::auth::TokenInfo>>;
-    /// The access token with public id `id` and the SHA-256 of its secret, if it exists.
-    async fn token(&self, id: &str) -> Result<Option<(crate::auth::TokenInfo, Vec<u8>)>>;
-    /// Revokes an access token (it is kept, with `revoked_at`, and grants nothing since);
-    /// [`crate::Error::NotFound`] (kind `token`) when there is none or it is revoked already.
-    async fn revoke_token(&self, id: &str) -> Result<()>;
-
+/// What the indexer reads and writes: perspectives, pending (observation, perspective) pairs,
+/// vectors and their coverage.
+#[async_trait]
+pub trait IndexStore: Send + Sync + 'static {
     /// The workspace's perspectives, by name. A workspace starts with
     /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].
     async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;
+    /// Creates or changes the workspace's perspective `perspective.name` (its id is ignored)
+    /// and returns it as stored. Vectors of changed perspectives become stale and are
+    /// re-embedded by the indexer.
+    async fn set_perspective(
+        &self,
+        workspace: WorkspaceId,
+        perspective: &Perspective,
+    ) -> Result<Perspective>;
     /// Up to `limit` (observation, enabled perspective) pairs whose `model` vector is missing
     /// or whose node changed since it was rendered, workspaces in turn: those of the first
     /// workspace after `cursor.served_first` (by id, wrapping around; the first workspace for
@@ -231,9 +301,48 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
     /// vectors (`node_embeddings`) up to date.
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()>;
+    /// Every node of the workspace that has an aggregate `model` vector in `perspective`
+    /// (the mean of its observation vectors), with its type, ordered by name. The
+    /// consolidation report clusters these.
+    async fn node_vectors(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: PerspectiveId,
+    ) -> Result<Vec<NodeVector>>;
+    /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
+    /// `model` vector is current; 1.0 for a workspace without observations.
+    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64>;
+    /// A number that changes whenever anything is written in any workspace (the newest
+    /// event's id), so an idle indexer can tell cheaply whether to look for work.
+    async fn change_marker(&self) -> Result<i64>;
+    /// Deletes the workspace's `model` vectors (observation and node level), so the indexer
+    /// embeds everything again; returns how many observation vectors were dropped.
+    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64>;
+    /// How many (observation, enabled perspective) pairs the workspace has.
+    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
+}
+
+/// Gathering one search's candidates, and the pairs of related nodes similarity searches
+/// leave out.
+#[async_trait]
+pub trait SearchStore: Send + Sync + 'static {
+    /// Gathers the candidates of one search in one snapshot ([`crate::fusion`]): the
+    /// `query.depth` nearest observations per query vector (cosine similarity, only stored
+    /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full
+    /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
+    /// within `query.within` and `query.entity_types` when given; then, for every candidate,
+    /// its stored vector per query vector's perspective and its full-text score
+    /// ([`crate::fusion::CandidateSet::set_vectors`], `set_text_scores`). Candidates come
+    /// back in any order.
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        query: &CandidateQuery,
+    ) -> Result<Vec<Candidate>>;
     /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
     /// `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
-    /// name, then ordinal): [`MemoryStore::search`] with that one vector and no text.
+    /// name, then ordinal): [`SearchStore::search`] with that one vector and no text.
     async fn vector_search(
         &self,
         workspace: WorkspaceId,
@@ -279,48 +388,7 @@ pub trait MemoryStore: Send + Sync + 'static {
         });
         Ok(hits)
     }
-    /// Gathers the candidates of one search in one snapshot ([`crate::fusion`]): the
-    /// `query.depth` nearest observations per query vector (cosine similarity, only stored
-    /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full
-    /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
-    /// within `query.within` and `query.entity_types` when given; then, for every candidate,
-    /// its stored vector per query vector's perspective and its full-text score
-    /// ([`crate::fusion::CandidateSet::set_vectors`], `set_text_scores`). Candidates come
-    /// back in any order.
-    async fn search(
-        &self,
-        workspace: WorkspaceId,
-        query: &CandidateQuery,
-    ) -> Result<Vec<Candidate>>;
     /// The `(from, to)` node names of every relation of the workspace (a pair once however
     /// many types link it), for telling related nodes from unrelated ones.
     async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>>;
-    /// Every node of the workspace that has an aggregate `model` vector in `perspective`
-    /// (the mean of its observation vectors), with its type, ordered by name. The
-    /// consolidation report clusters these.
-    async fn node_vectors(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: PerspectiveId,
-    ) -> Result<Vec<NodeVector>>;
-    /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
-    /// `model` vector is current; 1.0 for a workspace without observations.
-    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64>;
-    /// A number that changes whenever anything is written in any workspace (the newest
-    /// event's id), so an idle indexer can tell cheaply whether to look for work.
-    async fn change_marker(&self) -> Result<i64>;
-    /// Deletes the workspace's `model` vectors (observation and node level), so the indexer
-    /// embeds everything again; returns how many observation vectors were dropped.
-    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64>;
-    /// How many (observation, enabled perspective) pairs the workspace has.
-    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
-    /// Creates or changes the workspace's perspective `perspective.name` (its id is ignored)
-    /// and returns it as stored. Vectors of changed perspectives become stale and are
-    /// re-embedded by the indexer.
-    async fn set_perspective(
-        &self,
-        workspace: WorkspaceId,
-        perspective: &Perspective,
-    ) -> Result<Perspective>;
 }

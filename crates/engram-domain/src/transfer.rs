@@ -80,7 +80,7 @@ pub struct RelationRecord {
     pub created_at: Option<Timestamp>,
 }
 
-/// Which page of a workspace's graph to read ([`crate::MemoryStore::graph_page`]): nodes in
+/// Which page of a workspace's graph to read ([`crate::TransferStore::graph_page`]): nodes in
 /// name order (byte-wise) after `after`, at most `limit`, optionally of one type.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GraphPageQuery {
@@ -111,7 +111,7 @@ pub struct GraphPage {
     pub total_relations: Option<u64>,
 }
 
-/// What one import batch did ([`crate::MemoryStore::import`]).
+/// What one import batch did ([`crate::TransferStore::import`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ImportOutcome {
     /// Nodes created.

@@ -1,9 +1,12 @@
 //! Graph walks and graph-wide checks: neighbourhood, shortest path, unlinked references.
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::path::PathSearch;
 use engram_domain::*;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 use crate::nodes::{relation, relations_among};
 use crate::observations::node_pair;
@@ -116,4 +119,30 @@ pub(crate) async fn find_unlinked_references(
             reference_count: row.get("reference_count"),
         })
         .collect())
+}
+
+#[async_trait]
+impl GraphStore for PgStore {
+    #[instrument(skip_all)]
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        depth: u32,
+    ) -> Result<Neighborhood> {
+        read!(self, |tx| get_neighborhood(&tx, workspace, name, depth))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+        read!(self, |tx| get_path(&tx, workspace, from, to))
+    }
+
+    #[instrument(skip_all)]
+    async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>> {
+        read!(self, |tx| find_unlinked_references(&tx, workspace))
+    }
 }

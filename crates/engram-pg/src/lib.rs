@@ -15,6 +15,8 @@
 //! # Ok(()) }
 //! ```
 
+#[macro_use]
+mod transaction;
 mod error;
 mod graph;
 mod nodes;
@@ -22,7 +24,6 @@ mod observations;
 mod relations;
 mod search;
 mod statistics;
-mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod text_query;

@@ -3,12 +3,15 @@
 
 use std::collections::{HashMap, HashSet};
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::*;
 use serde::Serialize;
 use tokio_postgres::Row;
 use tokio_postgres::types::Json;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 
 #[derive(Debug, Serialize)]
@@ -412,4 +415,99 @@ pub(crate) async fn event_counts(
         updates: row.get("updates"),
         deletes: row.get("deletes"),
     })
+}
+
+#[async_trait]
+impl NodeStore for PgStore {
+    #[instrument(skip_all, fields(count = entities.len()))]
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        entities: &[NewNode],
+    ) -> Result<Vec<CreatedNode>> {
+        let created = write!(self, |tx| create_entities(&tx, workspace, entities))?;
+        let rows = entities.len() + entities.iter().map(|e| e.observations.len()).sum::<usize>();
+        self.written.wrote(rows, &self.pool);
+        Ok(created)
+    }
+
+    #[instrument(skip_all, fields(count = names.len()))]
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<DeletedNodes> {
+        let deleted = write!(self, |tx| delete_entities(&tx, workspace, names))?;
+        self.written.wrote(names.len(), &self.pool);
+        Ok(deleted)
+    }
+
+    #[instrument(skip_all, fields(count = names.len()))]
+    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+        read!(self, |tx| open_nodes(&tx, workspace, names))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        entity_type: &str,
+    ) -> Result<Vec<TypedNode>> {
+        read!(self, |tx| get_nodes_by_type(&tx, workspace, entity_type))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        days: u32,
+        limit: u32,
+    ) -> Result<Vec<NodeBrief>> {
+        read!(self, |tx| get_recently_modified(
+            &tx, workspace, days, limit
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        summary: &str,
+    ) -> Result<SummaryUpdate> {
+        write!(self, |tx| set_summary(&tx, workspace, name, summary))
+    }
+
+    #[instrument(skip_all)]
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        tags: &[String],
+    ) -> Result<TagsUpdate> {
+        write!(self, |tx| set_tags(&tx, workspace, name, tags))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
+        read!(self, |tx| get_orphaned_nodes(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>> {
+        read!(self, |tx| get_pending_consolidation(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
+        read!(self, |tx| get_stats(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
+        read!(self, |tx| event_counts(&tx, workspace, since))
+    }
 }

@@ -2,9 +2,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::*;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 
 pub(crate) async fn add_observations(
@@ -241,4 +244,47 @@ pub(crate) async fn delete_observations(
             }
         })
         .collect())
+}
+
+#[async_trait]
+impl ObservationStore for PgStore {
+    #[instrument(skip_all, fields(count = additions.len()))]
+    async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        additions: &[ObservationAdditions],
+    ) -> Result<Vec<AddedObservations>> {
+        let added = write!(self, |tx| add_observations(&tx, workspace, additions))?;
+        let rows = additions.iter().map(|a| a.contents.len()).sum();
+        self.written.wrote(rows, &self.pool);
+        Ok(added)
+    }
+
+    #[instrument(skip_all)]
+    async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        ordinal: Ordinal,
+        new_content: &str,
+    ) -> Result<ReplacedObservation> {
+        write!(self, |tx| replace_observation(
+            &tx,
+            workspace,
+            entity_name,
+            ordinal.0,
+            new_content
+        ))
+    }
+
+    #[instrument(skip_all, fields(count = deletions.len()))]
+    async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        deletions: &[ObservationDeletions],
+    ) -> Result<Vec<DeletedObservations>> {
+        let deleted = write!(self, |tx| delete_observations(&tx, workspace, deletions))?;
+        self.written.wrote(deletions.len(), &self.pool);
+        Ok(deleted)
+    }
 }

@@ -2,9 +2,12 @@
 
 use std::collections::HashSet;
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::*;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::{db, is_unique_violation};
 use crate::nodes::relation;
 use crate::observations::node_pair;
@@ -159,4 +162,53 @@ pub(crate) async fn get_relations_between(
         .await
         .map_err(db)?;
     Ok(rows.iter().map(relation).collect())
+}
+
+#[async_trait]
+impl RelationStore for PgStore {
+    #[instrument(skip_all, fields(count = relations.len()))]
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<CreatedRelations> {
+        let created = write!(self, |tx| create_relations(&tx, workspace, relations))?;
+        self.written.wrote(relations.len(), &self.pool);
+        Ok(created)
+    }
+
+    #[instrument(skip_all, fields(count = relations.len()))]
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<DeletedRelations> {
+        let deleted = write!(self, |tx| delete_relations(&tx, workspace, relations))?;
+        self.written.wrote(relations.len(), &self.pool);
+        Ok(deleted)
+    }
+
+    #[instrument(skip_all)]
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        relation: &RelationSpec,
+        new_type: &str,
+    ) -> Result<RelationSpec> {
+        write!(self, |tx| rename_relation_type(
+            &tx, workspace, relation, new_type
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        entity_a: &str,
+        entity_b: &str,
+    ) -> Result<Vec<Relation>> {
+        read!(self, |tx| get_relations_between(
+            &tx, workspace, entity_a, entity_b
+        ))
+    }
 }

@@ -5,13 +5,17 @@
 //! [`TextQuery`]), then each candidate's vectors and missing text score. Every statement runs
 //! in the caller's read-only snapshot.
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::fusion::{
     Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
+use engram_domain::*;
 use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId, words};
 use pgvector::Vector;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 use crate::text_query::{SharesCache, TextQuery};
 use crate::vectors::tune_hnsw;
@@ -317,4 +321,26 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
             created_at: row.get(6),
         })
         .collect())
+}
+
+#[async_trait]
+impl SearchStore for PgStore {
+    #[instrument(skip_all)]
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        request: &CandidateQuery,
+    ) -> Result<Vec<Candidate>> {
+        read!(self, |tx| search(
+            &tx,
+            workspace,
+            request,
+            &self.lexeme_shares
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>> {
+        read!(self, |tx| crate::vectors::related_pairs(&tx, workspace))
+    }
 }

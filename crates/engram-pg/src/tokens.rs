@@ -1,10 +1,14 @@
 //! Access tokens ([`engram_domain::auth`]): create, list, look up, revoke.
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::auth::{Access, NewToken, TokenInfo};
+use engram_domain::*;
 use engram_domain::{Error, Result, WorkspaceId};
 use tokio_postgres::Row;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 
 const COLUMNS: &str = "t.id, w.name AS workspace, t.workspace_id, t.read_only, t.label, \
@@ -94,4 +98,28 @@ pub(crate) async fn revoke(client: &impl GenericClient, id: &str) -> Result<()> 
         return Err(Error::token_not_found(id));
     }
     Ok(())
+}
+
+#[async_trait]
+impl TokenStore for PgStore {
+    #[instrument(skip_all)]
+    async fn create_token(&self, token: &NewToken) -> Result<TokenInfo> {
+        write!(self, |tx| create(&tx, token))
+    }
+
+    #[instrument(skip_all)]
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<TokenInfo>> {
+        read!(self, |tx| list(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn token(&self, id: &str) -> Result<Option<(TokenInfo, Vec<u8>)>> {
+        let client = self.client().await?;
+        lookup(&client, id).await
+    }
+
+    #[instrument(skip_all)]
+    async fn revoke_token(&self, id: &str) -> Result<()> {
+        write!(self, |tx| revoke(&tx, id))
+    }
 }

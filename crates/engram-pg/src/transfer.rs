@@ -3,12 +3,15 @@
 
 use std::collections::{HashMap, HashSet};
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::transfer::*;
 use engram_domain::*;
 use serde::Serialize;
 use tokio_postgres::types::Json;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 
 pub(crate) async fn graph_page(
@@ -329,4 +332,26 @@ async fn import_relations(
         }
     }
     Ok(())
+}
+
+#[async_trait]
+impl TransferStore for PgStore {
+    #[instrument(skip_all, fields(limit = query.limit))]
+    async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        query: &GraphPageQuery,
+    ) -> Result<GraphPage> {
+        read!(self, |tx| graph_page(&tx, workspace, query))
+    }
+
+    #[instrument(skip_all, fields(nodes = nodes.len(), relations = relations.len()))]
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        nodes: &[NodeRecord],
+        relations: &[RelationRecord],
+    ) -> Result<ImportOutcome> {
+        write!(self, |tx| import(&tx, workspace, nodes, relations))
+    }
 }

@@ -6,11 +6,14 @@
 //! ([`ensure_hnsw_indexes`]). PostgreSQL uses them only when a query repeats the expression and
 //! the predicate with the dimension as a literal, so search SQL is formatted per dimension.
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::perspectives::{DEFAULT_PERSPECTIVES, ObservationContext, Perspective};
 use engram_domain::*;
 use pgvector::Vector;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::db;
 
 /// Candidates the HNSW scan keeps per query; higher is more accurate and slower.
@@ -402,4 +405,81 @@ pub(crate) async fn set_perspective(
         id: PerspectiveId(id),
         ..perspective.clone()
     })
+}
+
+#[async_trait]
+impl IndexStore for PgStore {
+    #[instrument(skip_all)]
+    async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>> {
+        read!(self, |tx| perspectives(&tx, workspace))
+    }
+
+    #[instrument(skip_all)]
+    async fn set_perspective(
+        &self,
+        workspace: WorkspaceId,
+        perspective: &Perspective,
+    ) -> Result<Perspective> {
+        write!(self, |tx| set_perspective(&tx, workspace, perspective))
+    }
+
+    #[instrument(skip_all)]
+    async fn pending_embeddings(
+        &self,
+        model: &str,
+        limit: usize,
+        cursor: &PendingCursor,
+    ) -> Result<Vec<EmbeddingTask>> {
+        read!(self, |tx| pending_embeddings(&tx, model, limit, cursor))
+    }
+
+    #[instrument(skip_all, fields(count = records.len()))]
+    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
+        let dims: Vec<i32> = write!(self, |tx| save_embeddings(&tx, model, records))?;
+        for d in dims {
+            let fresh = self.hnsw_ready.lock().expect("index cache lock").insert(d);
+            if fresh {
+                let client = self.client().await?;
+                if let Err(error) = ensure_hnsw_indexes(&client, d).await {
+                    self.hnsw_ready.lock().expect("index cache lock").remove(&d);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn node_vectors(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: PerspectiveId,
+    ) -> Result<Vec<NodeVector>> {
+        read!(self, |tx| node_vectors(&tx, workspace, model, perspective))
+    }
+
+    #[instrument(skip_all)]
+    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
+        read!(self, |tx| embedding_coverage(&tx, workspace, model))
+    }
+
+    async fn change_marker(&self) -> Result<i64> {
+        let client = self.client().await?;
+        let row = client
+            .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
+            .await
+            .map_err(db)?;
+        Ok(row.get(0))
+    }
+
+    #[instrument(skip_all)]
+    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
+        write!(self, |tx| clear_embeddings(&tx, workspace, model))
+    }
+
+    #[instrument(skip_all)]
+    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
+        read!(self, |tx| embedding_pairs(&tx, workspace))
+    }
 }

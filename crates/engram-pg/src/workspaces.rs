@@ -1,9 +1,13 @@
 //! Workspace management: create, look up, list, rename, delete.
 
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use engram_domain::*;
 use engram_domain::{Error, Result, Workspace, WorkspaceId, WorkspaceInfo};
 use tokio_postgres::Row;
+use tracing::instrument;
 
+use crate::PgStore;
 use crate::error::{db, is_unique_violation};
 
 const NAME_TAKEN: &str = "workspaces_name_key";
@@ -107,4 +111,41 @@ pub(crate) async fn delete(client: &impl GenericClient, name: &str, force: bool)
         .await
         .map_err(db)?;
     Ok(())
+}
+
+#[async_trait]
+impl WorkspaceStore for PgStore {
+    async fn health(&self) -> Result<()> {
+        if self.is_migrated().await? {
+            Ok(())
+        } else {
+            Err(Error::schema_not_current())
+        }
+    }
+
+    #[instrument(skip_all)]
+    async fn create_workspace(&self, name: &str) -> Result<Workspace> {
+        write!(self, |tx| create(&tx, name))
+    }
+
+    #[instrument(skip_all)]
+    async fn workspace(&self, name: &str) -> Result<Workspace> {
+        let client = self.client().await?;
+        get(&client, name).await
+    }
+
+    #[instrument(skip_all)]
+    async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
+        read!(self, |tx| list(&tx))
+    }
+
+    #[instrument(skip_all)]
+    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
+        write!(self, |tx| rename(&tx, name, new_name))
+    }
+
+    #[instrument(skip_all)]
+    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
+        write!(self, |tx| delete(&tx, name, force))
+    }
 }

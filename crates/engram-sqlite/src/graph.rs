@@ -2,10 +2,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use async_trait::async_trait;
 use engram_domain::path::PathSearch;
 use engram_domain::*;
 use rusqlite::{Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::nodes::{node_id, node_pair, relation, relations_among};
 use crate::sql::{id_list, query, strings};
 
@@ -181,4 +184,38 @@ pub(crate) fn find_unlinked_references(
             reference_count: count,
         })
         .collect())
+}
+
+#[async_trait]
+impl GraphStore for SqliteStore {
+    #[instrument(skip_all)]
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        depth: u32,
+    ) -> Result<Neighborhood> {
+        let name = name.to_owned();
+        self.pool
+            .read(move |tx| get_neighborhood(tx, workspace, &name, depth))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.pool
+            .read(move |tx| get_path(tx, workspace, &from, &to))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>> {
+        self.pool
+            .read(move |tx| find_unlinked_references(tx, workspace))
+            .await
+    }
 }

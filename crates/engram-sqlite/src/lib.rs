@@ -23,7 +23,6 @@ mod observations;
 mod relations;
 mod search;
 mod sql;
-mod store;
 mod tokens;
 mod transfer;
 mod vector_lists;

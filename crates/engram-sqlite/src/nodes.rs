@@ -3,9 +3,12 @@
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Row, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::sql::{id_list, query, strings, tags_json};
 use crate::{micros, timestamp};
@@ -511,4 +514,118 @@ pub(crate) fn node_pair(
 ) -> Result<(i64, i64)> {
     let first = node_id(tx, workspace, a)?;
     Ok((first, node_id(tx, workspace, b)?))
+}
+
+#[async_trait]
+impl NodeStore for SqliteStore {
+    #[instrument(skip_all, fields(count = entities.len()))]
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        entities: &[NewNode],
+    ) -> Result<Vec<CreatedNode>> {
+        let entities = entities.to_vec();
+        self.pool
+            .write(move |tx| create_entities(tx, workspace, &entities))
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = names.len()))]
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<DeletedNodes> {
+        let names = names.to_vec();
+        self.pool
+            .write(move |tx| delete_entities(tx, workspace, &names))
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = names.len()))]
+    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+        let names = names.to_vec();
+        self.pool
+            .read(move |tx| open_nodes(tx, workspace, &names))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        entity_type: &str,
+    ) -> Result<Vec<TypedNode>> {
+        let entity_type = entity_type.to_owned();
+        self.pool
+            .read(move |tx| get_nodes_by_type(tx, workspace, &entity_type))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        days: u32,
+        limit: u32,
+    ) -> Result<Vec<NodeBrief>> {
+        self.pool
+            .read(move |tx| get_recently_modified(tx, workspace, days, limit))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        summary: &str,
+    ) -> Result<SummaryUpdate> {
+        let (name, summary) = (name.to_owned(), summary.to_owned());
+        self.pool
+            .write(move |tx| set_summary(tx, workspace, &name, &summary))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        tags: &[String],
+    ) -> Result<TagsUpdate> {
+        let (name, tags) = (name.to_owned(), tags.to_vec());
+        self.pool
+            .write(move |tx| set_tags(tx, workspace, &name, &tags))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
+        self.pool
+            .read(move |tx| get_orphaned_nodes(tx, workspace))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>> {
+        self.pool
+            .read(move |tx| get_pending_consolidation(tx, workspace))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
+        self.pool.read(move |tx| get_stats(tx, workspace)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
+        self.pool
+            .read(move |tx| event_counts(tx, workspace, since))
+            .await
+    }
 }

@@ -2,9 +2,12 @@
 
 use std::collections::BTreeSet;
 
+use async_trait::async_trait;
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::nodes::{NewObservation, insert_observations, node_ids};
 
@@ -178,4 +181,45 @@ pub(crate) fn delete_observations(
         });
     }
     Ok(result)
+}
+
+#[async_trait]
+impl ObservationStore for SqliteStore {
+    #[instrument(skip_all, fields(count = additions.len()))]
+    async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        additions: &[ObservationAdditions],
+    ) -> Result<Vec<AddedObservations>> {
+        let additions = additions.to_vec();
+        self.pool
+            .write(move |tx| add_observations(tx, workspace, &additions))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        ordinal: Ordinal,
+        new_content: &str,
+    ) -> Result<ReplacedObservation> {
+        let (name, content) = (entity_name.to_owned(), new_content.to_owned());
+        self.pool
+            .write(move |tx| replace_observation(tx, workspace, &name, ordinal.0, &content))
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = deletions.len()))]
+    async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        deletions: &[ObservationDeletions],
+    ) -> Result<Vec<DeletedObservations>> {
+        let deletions = deletions.to_vec();
+        self.pool
+            .write(move |tx| delete_observations(tx, workspace, &deletions))
+            .await
+    }
 }

@@ -2,9 +2,12 @@
 
 use std::collections::HashSet;
 
+use async_trait::async_trait;
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::{db, is_unique_violation};
 use crate::nodes::{node_ids, node_pair, relation};
 use crate::sql::query;
@@ -151,4 +154,57 @@ pub(crate) fn get_relations_between(
         params![a, b],
         relation,
     )
+}
+
+#[async_trait]
+impl RelationStore for SqliteStore {
+    #[instrument(skip_all, fields(count = relations.len()))]
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<CreatedRelations> {
+        let relations = relations.to_vec();
+        self.pool
+            .write(move |tx| create_relations(tx, workspace, &relations))
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = relations.len()))]
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<DeletedRelations> {
+        let relations = relations.to_vec();
+        self.pool
+            .write(move |tx| delete_relations(tx, workspace, &relations))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        relation: &RelationSpec,
+        new_type: &str,
+    ) -> Result<RelationSpec> {
+        let (relation, new_type) = (relation.clone(), new_type.to_owned());
+        self.pool
+            .write(move |tx| rename_relation_type(tx, workspace, &relation, &new_type))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        entity_a: &str,
+        entity_b: &str,
+    ) -> Result<Vec<Relation>> {
+        let (a, b) = (entity_a.to_owned(), entity_b.to_owned());
+        self.pool
+            .read(move |tx| get_relations_between(tx, workspace, &a, &b))
+            .await
+    }
 }

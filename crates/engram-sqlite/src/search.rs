@@ -3,12 +3,15 @@
 
 use std::collections::HashSet;
 
+use async_trait::async_trait;
 use engram_domain::fusion::{
     Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params, params_from_iter};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::sql::{id_list, query, tags_json};
 use crate::vector_lists::VectorLists;
@@ -390,4 +393,27 @@ pub(crate) fn related_pairs(
         [workspace.0],
         |row| Ok((row.get(0)?, row.get(1)?)),
     )
+}
+
+#[async_trait]
+impl SearchStore for SqliteStore {
+    #[instrument(skip_all)]
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        request: &CandidateQuery,
+    ) -> Result<Vec<Candidate>> {
+        let (request, lists) = (request.clone(), self.lists.clone());
+        let found = self
+            .pool
+            .read(move |tx| search(tx, workspace, &request, &lists))
+            .await?;
+        self.lists.build_when_due_at_first_search(&self.pool);
+        Ok(found)
+    }
+
+    #[instrument(skip_all)]
+    async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>> {
+        self.pool.read(move |tx| related_pairs(tx, workspace)).await
+    }
 }

@@ -1,9 +1,13 @@
 //! Access tokens ([`engram_domain::auth`]): create, list, look up, revoke.
 
+use async_trait::async_trait;
 use engram_domain::auth::{Access, NewToken, TokenInfo};
+use engram_domain::*;
 use engram_domain::{Error, Result, WorkspaceId};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::sql::query;
 use crate::{micros, timestamp};
@@ -84,4 +88,30 @@ pub(crate) fn revoke(tx: &Transaction<'_>, id: &str) -> Result<()> {
         return Err(Error::token_not_found(id));
     }
     Ok(())
+}
+
+#[async_trait]
+impl TokenStore for SqliteStore {
+    #[instrument(skip_all)]
+    async fn create_token(&self, token: &NewToken) -> Result<TokenInfo> {
+        let token = token.clone();
+        self.pool.write(move |tx| create(tx, &token)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<TokenInfo>> {
+        self.pool.read(move |tx| list(tx, workspace)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn token(&self, id: &str) -> Result<Option<(TokenInfo, Vec<u8>)>> {
+        let id = id.to_owned();
+        self.pool.read(move |tx| lookup(tx, &id)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn revoke_token(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        self.pool.write(move |tx| revoke(tx, &id)).await
+    }
 }

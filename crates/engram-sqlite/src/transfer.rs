@@ -3,10 +3,13 @@
 
 use std::collections::HashSet;
 
+use async_trait::async_trait;
 use engram_domain::transfer::*;
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::nodes::{NewObservation, insert_observations};
 use crate::sql::{query, strings, tags_json};
@@ -271,4 +274,32 @@ fn import_relations(
         }
     }
     Ok(())
+}
+
+#[async_trait]
+impl TransferStore for SqliteStore {
+    #[instrument(skip_all, fields(limit = query.limit))]
+    async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        query: &GraphPageQuery,
+    ) -> Result<GraphPage> {
+        let query = query.clone();
+        self.pool
+            .read(move |tx| graph_page(tx, workspace, &query))
+            .await
+    }
+
+    #[instrument(skip_all, fields(nodes = nodes.len(), relations = relations.len()))]
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        nodes: &[NodeRecord],
+        relations: &[RelationRecord],
+    ) -> Result<ImportOutcome> {
+        let (nodes, relations) = (nodes.to_vec(), relations.to_vec());
+        self.pool
+            .write(move |tx| import(tx, workspace, &nodes, &relations))
+            .await
+    }
 }

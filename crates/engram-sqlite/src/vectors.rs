@@ -16,10 +16,13 @@
 
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
 use engram_domain::perspectives::{DEFAULT_PERSPECTIVES, ObservationContext, Perspective};
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::sql::{id_list, query, strings};
 use crate::vector_lists::{Filing, VectorLists};
@@ -515,4 +518,95 @@ pub(crate) fn set_perspective(
         id: PerspectiveId(id),
         ..perspective.clone()
     })
+}
+
+#[async_trait]
+impl IndexStore for SqliteStore {
+    #[instrument(skip_all)]
+    async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>> {
+        self.pool.read(move |tx| perspectives(tx, workspace)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn set_perspective(
+        &self,
+        workspace: WorkspaceId,
+        perspective: &Perspective,
+    ) -> Result<Perspective> {
+        let perspective = perspective.clone();
+        self.pool
+            .write(move |tx| set_perspective(tx, workspace, &perspective))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn pending_embeddings(
+        &self,
+        model: &str,
+        limit: usize,
+        cursor: &PendingCursor,
+    ) -> Result<Vec<EmbeddingTask>> {
+        let (model, cursor) = (model.to_owned(), cursor.clone());
+        self.pool
+            .read(move |tx| pending_embeddings(tx, &model, limit, &cursor))
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = records.len()))]
+    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
+        let (model, records) = (model.to_owned(), records.to_vec());
+        let lists = self.lists.clone();
+        self.pool
+            .write(move |tx| save_embeddings(tx, &model, &records, &lists))
+            .await?;
+        self.lists.build_when_due(&self.pool);
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn node_vectors(
+        &self,
+        workspace: WorkspaceId,
+        model: &str,
+        perspective: PerspectiveId,
+    ) -> Result<Vec<NodeVector>> {
+        let model = model.to_owned();
+        self.pool
+            .read(move |tx| node_vectors(tx, workspace, &model, perspective))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
+        let model = model.to_owned();
+        self.pool
+            .read(move |tx| embedding_coverage(tx, workspace, &model))
+            .await
+    }
+
+    async fn change_marker(&self) -> Result<i64> {
+        self.pool
+            .read(move |tx| {
+                tx.query_row("SELECT coalesce(max(id), 0) FROM events", [], |row| {
+                    row.get(0)
+                })
+                .map_err(db)
+            })
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
+        let model = model.to_owned();
+        self.pool
+            .write(move |tx| clear_embeddings(tx, workspace, &model))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
+        self.pool
+            .read(move |tx| embedding_pairs(tx, workspace))
+            .await
+    }
 }

@@ -1,8 +1,12 @@
 //! Workspace management: create, look up, list, rename, delete.
 
+use async_trait::async_trait;
+use engram_domain::*;
 use engram_domain::{Error, Result, Workspace, WorkspaceId, WorkspaceInfo};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::{db, is_unique_violation};
 use crate::timestamp;
 
@@ -101,4 +105,46 @@ pub(crate) fn delete(tx: &Transaction<'_>, name: &str, force: bool) -> Result<()
     tx.execute("DELETE FROM workspaces WHERE id = ?1", [id])
         .map_err(db)?;
     Ok(())
+}
+
+#[async_trait]
+impl WorkspaceStore for SqliteStore {
+    async fn health(&self) -> Result<()> {
+        if self.is_migrated().await? {
+            Ok(())
+        } else {
+            Err(Error::schema_not_current())
+        }
+    }
+
+    #[instrument(skip_all)]
+    async fn create_workspace(&self, name: &str) -> Result<Workspace> {
+        let name = name.to_owned();
+        self.pool.write(move |tx| create(tx, &name)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn workspace(&self, name: &str) -> Result<Workspace> {
+        let name = name.to_owned();
+        self.pool.read(move |tx| get(tx, &name)).await
+    }
+
+    #[instrument(skip_all)]
+    async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
+        self.pool.read(list).await
+    }
+
+    #[instrument(skip_all)]
+    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
+        let (name, new_name) = (name.to_owned(), new_name.to_owned());
+        self.pool
+            .write(move |tx| rename(tx, &name, &new_name))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
+        let name = name.to_owned();
+        self.pool.write(move |tx| delete(tx, &name, force)).await
+    }
 }

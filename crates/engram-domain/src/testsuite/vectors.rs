@@ -1,5 +1,5 @@
 //! What a store does with vectors, on hand-made ones saved straight through
-//! [`MemoryStore::save_embeddings`]: the indexer's queue and its state, vector search by
+//! [`crate::IndexStore::save_embeddings`]: the indexer's queue and its state, vector search by
 //! workspace, model, perspective and node, several dimensions, node aggregates, and vectors
 //! going with what they were made from.
 

@@ -7,7 +7,7 @@ use engram_domain::perspectives::{Perspective, render_document};
 use engram_domain::testsuite::{
     deletions, entity, memory_with_every_perspective, memory_with_workspace, strings,
 };
-use engram_domain::{EmbeddingRecord, Error, MemoryStore, text_hash};
+use engram_domain::{EmbeddingRecord, Error, MemoryStore, WorkspaceStore, text_hash};
 use engram_sqlite::SqliteStore;
 use rusqlite::Connection;
 

@@ -1,0 +1,50 @@
+//! The one transaction every store call runs in: [`write!`] for calls that change the memory,
+//! [`read!`] for calls that only read (one snapshot). Each capability's `impl` (in the module
+//! holding its SQL) wraps its query in one of them.
+
+/// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
+/// commits it; on error the transaction rolls back when dropped. A deadlock or serialization
+/// failure (which canonical lock order should make rare) is retried, at most
+/// [`crate::error::WRITE_ATTEMPTS`] times in all, each retry logged.
+macro_rules! write {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let mut attempt = 1;
+        loop {
+            let outcome = async {
+                let mut client = $store.client().await?;
+                let $tx = client.transaction().await.map_err(crate::error::db)?;
+                let value = $body.await?;
+                $tx.commit().await.map_err(crate::error::db)?;
+                Ok(value)
+            }
+            .await;
+            match outcome {
+                Err(error)
+                    if attempt < crate::error::WRITE_ATTEMPTS
+                        && crate::error::is_transient(&error) =>
+                {
+                    tracing::warn!(%error, attempt, "retrying a write after a transient conflict");
+                    attempt += 1;
+                }
+                outcome => break outcome,
+            }
+        }
+    }};
+}
+
+/// Runs `$body` in a read-only transaction on one snapshot, so multi-statement reads agree.
+macro_rules! read {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let mut client = $store.client().await?;
+        let $tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(crate::error::db)?;
+        let value = $body.await?;
+        $tx.commit().await.map_err(crate::error::db)?;
+        Ok(value)
+    }};
+}
