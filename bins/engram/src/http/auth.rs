@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::binding::refuse;
+use super::refusal::refuse;
 use super::sessions::ClientAddress;
 
 /// What the auth middleware knows.

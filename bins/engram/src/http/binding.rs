@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::auth::Grant;
+use super::refusal::{refuse, rpc_error};
 use super::sessions::{ClientAddress, SessionCounter, Share, publish_open};
 
 /// The header that binds a request to a workspace.
@@ -157,18 +158,6 @@ impl Binder {
     }
 }
 
-/// A JSON-RPC error body with an HTTP status, so MCP clients show the message: code -32603
-/// (internal error) for a server-side status such as an unreachable database, -32600
-/// (invalid request) for the others.
-pub fn refuse(status: StatusCode, message: String) -> Response {
-    let code = if status.is_server_error() {
-        -32603
-    } else {
-        -32600
-    };
-    rpc_error(status, code, message)
-}
-
 /// What makes `message` no JSON-RPC 2.0 message MCP accepts, if anything: it must be an
 /// object with `"jsonrpc": "2.0"`, a string `method` when it has one, a string or integer `id`
 /// (MCP allows no `null`), and `params`, when given, an object (MCP names its parameters).
@@ -252,16 +241,6 @@ fn is_over_limit(error: &axum::Error) -> bool {
         source = error.source();
     }
     false
-}
-
-/// A JSON-RPC error body with `code` and an HTTP status.
-pub(super) fn rpc_error(status: StatusCode, code: i32, message: String) -> Response {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": code, "message": message},
-    });
-    (status, axum::Json(body)).into_response()
 }
 
 /// State of [`check_json`]: the largest body, and the requests in flight in each session.

@@ -8,6 +8,7 @@ pub mod forwarded;
 mod guard;
 mod json_shape;
 pub mod metrics;
+mod refusal;
 mod sessions;
 mod sse;
 mod ui;

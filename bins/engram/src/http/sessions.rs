@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::binding::refuse;
+use super::refusal::refuse;
 
 /// How many sessions may be open, from whom, and for how long unused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

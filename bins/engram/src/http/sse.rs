@@ -24,7 +24,8 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Grant;
-use super::binding::{Binder, refuse, rpc_error};
+use super::binding::Binder;
+use super::refusal::{refuse, rpc_error};
 use super::sessions::{ClientAddress, Share, publish_open};
 use super::unread::{Tally, UnreadBudget};
 
