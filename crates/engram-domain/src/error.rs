@@ -37,6 +37,12 @@ pub enum Error {
     /// The backing service (database, embedder) cannot be reached; retrying later may work.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// A concurrent write conflicted with this call's (a deadlock or a serialization failure
+    /// the database resolved by rolling this call back): nothing was changed, and running the
+    /// call again may succeed. Stores classify it from the driver's own error code and retry
+    /// the transaction a few times before reporting it.
+    #[error("unavailable: {0}")]
+    Contended(String),
     /// A bug or an unexpected state of the backing service.
     #[error("internal error: {0}")]
     Internal(String),

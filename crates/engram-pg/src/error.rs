@@ -3,8 +3,9 @@
 use engram_domain::Error;
 use tokio_postgres::error::SqlState;
 
-/// Maps a driver error by its SQLSTATE: connection and resource trouble, and a server that
-/// refuses the configured role, password or database, is [`Error::Unavailable`]; everything
+/// Maps a driver error by its SQLSTATE: a deadlock or serialization failure is
+/// [`Error::Contended`] (retried by `write!`); connection and resource trouble, and a server
+/// that refuses the configured role, password or database, is [`Error::Unavailable`]; everything
 /// else [`Error::Internal`] with PostgreSQL's own message. An error without a SQLSTATE (the
 /// connection broke or could not be made) carries its whole chain of causes.
 /// Constraint violations that a caller can cause are caught by validation or mapped by the
@@ -19,9 +20,12 @@ pub(crate) fn db(error: tokio_postgres::Error) -> Error {
     let message = format!("postgresql: {} ({})", db_error.message(), code.code());
     // 08 connection, 53 resources, 57 operator intervention, 40 rollback, 28 authorization,
     // 3D no such database.
-    let unavailable = matches!(class, "08" | "53" | "57" | "40" | "28" | "3D")
-        || *code == SqlState::T_R_SERIALIZATION_FAILURE;
-    if *code == SqlState::QUERY_CANCELED {
+    let unavailable = matches!(class, "08" | "53" | "57" | "40" | "28" | "3D");
+    let contended =
+        *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE;
+    if contended {
+        Error::Contended(message)
+    } else if *code == SqlState::QUERY_CANCELED {
         Error::Unavailable(format!(
             "{message}: the call ran past its time limit (statement_timeout) and was rolled \
              back; nothing was changed"
@@ -56,10 +60,10 @@ fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
 pub(crate) const WRITE_ATTEMPTS: u32 = 3;
 
 /// Whether `error` is a deadlock (40P01) or serialization failure (40001), which a retry of
-/// the whole transaction resolves; [`db`] writes the SQLSTATE at the end of the message.
+/// the whole transaction resolves: [`db`] classifies them from the SQLSTATE as
+/// [`Error::Contended`].
 pub(crate) fn is_transient(error: &Error) -> bool {
-    matches!(error, Error::Unavailable(message)
-        if message.ends_with("(40P01)") || message.ends_with("(40001)"))
+    matches!(error, Error::Contended(_))
 }
 
 /// Maps a failure to get a pooled connection.

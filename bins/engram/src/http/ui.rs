@@ -83,7 +83,7 @@ fn failure(error: &Error) -> Response {
     let status = match error {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
         Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
-        Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Error::Unavailable(_) | Error::Contended(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ if error.is_caller_error() => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
