@@ -2,7 +2,7 @@
 """Calibrated, absolute search scores fitted offline on the LoCoMo dev split (facts mapping).
 
 Every conversation is its own memory (as a user's would be). For each query the hybrid
-candidates are gathered as the server gathers them (`locomo.py`, `fusion.rs` `rank()`: the 50
+candidates are gathered as the server gathers them (`locomo.py`, `search/ranking.rs` `rank()`: the 50
 nearest by embedding ∪ the 100 best bm25 matches) and each candidate gets the features
 `crate::calibration::Features` holds:
 
@@ -43,7 +43,7 @@ ENGLISH = snowballstemmer.stemmer("english")  # the server's `words::query_terms
 CACHE = os.path.join(ROOT, "target", "ablation", "calibrate")
 BINARY = os.path.join(ROOT, "target", "release", "examples", "embed_lines")
 
-# Hybrid constants (crates/engram-domain/src/fusion.rs).
+# Hybrid constants (crates/engram-domain/src/search/ranking.rs).
 EMBEDDING_WEIGHT, DATE_BONUS, DAY_BONUS, PROXIMITY_BONUS, PROXIMITY_PAIRS = 0.6, 0.1, 0.1, 0.05, 3
 NAMED_BONUS, TOKEN_WEIGHT, HUBNESS_WEIGHT, HUBNESS_NEIGHBOURS = 0.05, 0.7, 0.4, 10
 DEPTH, TEXT_DEPTH = 50, 100
@@ -144,7 +144,7 @@ def proximity(terms, stems):
 
 
 def scaled_among(values):
-    """fusion.rs `scaled_among`: min-max among the candidates, the mean for those without."""
+    """search/ranking.rs `scaled_among`: min-max among the candidates, the mean for those without."""
     known = values[np.isfinite(values)]
     if len(known) == 0 or known.max() <= known.min():
         return np.zeros(len(values))

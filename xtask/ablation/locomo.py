@@ -163,7 +163,7 @@ MONTHS = "January February March April May June July August September October No
 
 
 def named_dates(text):
-    """The months and years `text` names (as the server's `dates.rs`)."""
+    """The months and years `text` names (as the server's `search/dates.rs`)."""
     months = {i + 1 for i, m in enumerate(MONTHS) for w in re.findall(r"[A-Z][a-z]+", text)
               if w == m or (3 <= len(w) <= 4 and m.startswith(w) and w != "Marc")}
     return months, set(re.findall(r"\b(19\d\d|20\d\d)\b", text))
@@ -422,7 +422,7 @@ def main():
         T = T_saved
 
 
-    # Late interaction (crates/engram-domain/src/late_interaction.rs): each candidate's MaxSim
+    # Late interaction (crates/engram-domain/src/search/late_interaction.rs): each candidate's MaxSim
     # over the signs of its content tokens' vectors and the question's, scaled among the
     # candidates from 0 to 1, times a weight, on top of every signal above.
     header("Late interaction (token signs) on top of every signal above")

@@ -5,12 +5,12 @@ use async_trait::async_trait;
 use crate::error::Result;
 
 /// A text's embedding: its vector and, from a model that exposes them, the packed signs of
-/// its content tokens' vectors for late interaction ([`crate::late_interaction`]).
+/// its content tokens' vectors for late interaction ([`crate::search::late_interaction`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Embedding {
     /// The pooled, L2-normalised vector.
     pub vector: Vec<f32>,
-    /// [`crate::late_interaction::pack_signs`] of the content tokens' vectors (of the
+    /// [`crate::search::late_interaction::pack_signs`] of the content tokens' vectors (of the
     /// vector's dimension); `None` when the model gives no token vectors or the text has no
     /// content token.
     pub token_signs: Option<Vec<u8>>,
@@ -82,9 +82,9 @@ pub trait Embedder: Send + Sync + 'static {
     }
 
     /// How this model's similarities become calibrated scores
-    /// ([`crate::calibration`]); `None` (the default) leaves hybrid and embedding scores
+    /// ([`crate::search::calibration`]); `None` (the default) leaves hybrid and embedding scores
     /// uncalibrated (ranking scores, comparable within one search only) and drops nothing.
-    fn calibration(&self) -> Option<crate::calibration::ModelCalibration> {
+    fn calibration(&self) -> Option<crate::search::calibration::ModelCalibration> {
         None
     }
 }

@@ -6,35 +6,28 @@
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
 pub mod auth;
-pub mod calibration;
 pub mod compact;
 mod consolidation;
-pub mod dates;
 mod embed;
 mod error;
-pub mod fusion;
 mod generate;
 mod indexer;
-pub mod late_interaction;
 pub mod limits;
 mod memory;
 mod memory_brief;
-mod memory_search;
 mod memory_secrets;
 mod memory_transfer;
 mod model;
 pub mod path;
 pub mod perspectives;
 mod retry;
-mod search_results;
+pub mod search;
 pub mod secrets;
-pub mod similarity;
 mod store;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 pub mod transfer;
 mod vectors;
-pub mod words;
 
 pub use consolidation::*;
 pub use embed::{Embedder, Embedding};
@@ -47,7 +40,7 @@ pub use memory_secrets::SecretPolicy;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
 pub use retry::Failure;
-pub use search_results::*;
+pub use search::results::*;
 pub use store::{
     Endpoints, GraphStore, IndexStore, MemoryStore, NodeStore, ObservationStore, RelationStore,
     SearchStore, TokenStore, TransferStore, WorkspaceStore, first_occurrences,

@@ -3,10 +3,10 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::fusion::{Candidate, CandidateQuery, QueryVector};
 use crate::model::*;
 use crate::perspectives::Perspective;
-use crate::search_results::*;
+use crate::search::results::*;
+use crate::search::{Candidate, CandidateQuery, QueryVector};
 use crate::transfer::*;
 use crate::vectors::*;
 
@@ -327,13 +327,13 @@ pub trait IndexStore: Send + Sync + 'static {
 /// leave out.
 #[async_trait]
 pub trait SearchStore: Send + Sync + 'static {
-    /// Gathers the candidates of one search in one snapshot ([`crate::fusion`]): the
+    /// Gathers the candidates of one search in one snapshot ([`crate::search`]): the
     /// `query.depth` nearest observations per query vector (cosine similarity, only stored
     /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full
     /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
     /// within `query.within` and `query.entity_types` when given; then, for every candidate,
     /// its stored vector per query vector's perspective and its full-text score
-    /// ([`crate::fusion::CandidateSet::set_vectors`], `set_text_scores`). Candidates come
+    /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`). Candidates come
     /// back in any order.
     async fn search(
         &self,

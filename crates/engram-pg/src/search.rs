@@ -7,11 +7,12 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use engram_domain::fusion::{
+use engram_domain::search::words;
+use engram_domain::search::{
     Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;
-use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId, words};
+use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
 use pgvector::Vector;
 use tracing::instrument;
 

@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::GenericClient;
-use engram_domain::{Result, words};
+use engram_domain::Result;
+use engram_domain::search::words;
 use tokio_postgres::types::ToSql;
 
 use crate::error::db;

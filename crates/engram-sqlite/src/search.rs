@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use engram_domain::fusion::{
+use engram_domain::search::words;
+use engram_domain::search::{
     Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;

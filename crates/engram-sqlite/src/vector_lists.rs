@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use engram_domain::similarity::{self, inverted_file::Centroids, unit};
+use engram_domain::search::similarity::{self, inverted_file::Centroids, unit};
 use engram_domain::{PerspectiveId, Result};
 use rusqlite::{OptionalExtension, Transaction, params};
 

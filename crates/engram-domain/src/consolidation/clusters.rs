@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 use petgraph::unionfind::UnionFind;
 
-use crate::memory_search::NODE_NEIGHBOURS;
-use crate::similarity::{Neighbour, centroid, cosine};
+use crate::search::NODE_NEIGHBOURS;
+use crate::search::similarity::{Neighbour, centroid, cosine};
 use crate::vectors::NodeVector;
 
 /// Neighbours per node in the mutual k-nearest-neighbour graph.
@@ -25,7 +25,7 @@ pub const CLUSTER_NEIGHBOURS: usize = NODE_NEIGHBOURS;
 /// (closest to the cluster's centroid; ties by name), largest cluster first (ties by the
 /// central node's name).
 ///
-/// `neighbours` are each node's nearest neighbours ([`crate::similarity::nearest_neighbours`]
+/// `neighbours` are each node's nearest neighbours ([`crate::search::similarity::nearest_neighbours`]
 /// with [`CLUSTER_NEIGHBOURS`] and a threshold of at most `min_score`).
 pub(crate) fn find(
     nodes: &[NodeVector],
@@ -100,7 +100,8 @@ mod tests {
             node("lone", [0.0, 0.0, 1.0]),
         ];
         let vectors: Vec<&[f32]> = nodes.iter().map(|n| n.vector.as_slice()).collect();
-        let neighbours = crate::similarity::nearest_neighbours(&vectors, CLUSTER_NEIGHBOURS, 0.5);
+        let neighbours =
+            crate::search::similarity::nearest_neighbours(&vectors, CLUSTER_NEIGHBOURS, 0.5);
         let clusters = find(&nodes, &neighbours, 0.9);
         let names: Vec<Vec<&str>> = clusters
             .iter()

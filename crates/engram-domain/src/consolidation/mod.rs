@@ -10,10 +10,10 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::Memory;
-use crate::memory_search::{neighbours_of, unrelated_pairs};
 use crate::model::*;
-use crate::search_results::SimilarPair;
-use crate::similarity::Neighbour;
+use crate::search::results::SimilarPair;
+use crate::search::similarity::Neighbour;
+use crate::search::{neighbours_of, unrelated_pairs};
 use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::*;
-use crate::fusion::{CandidateQuery, QueryVector};
-use crate::late_interaction::pack_signs;
+use crate::search::late_interaction::pack_signs;
+use crate::search::{CandidateQuery, QueryVector};
 use crate::{Embedder, Embedding, Indexer, Memory, MemoryStore, Result, SearchMode};
 
 /// Vector length of [`Tokenised`].
@@ -23,8 +23,8 @@ struct Tokenised {
 
 impl Tokenised {
     fn embedding(text: &str) -> Embedding {
-        let tokens: Vec<Vec<f32>> = (crate::words::words(text))
-            .filter(|w| !crate::words::is_stop_word(w))
+        let tokens: Vec<Vec<f32>> = (crate::search::words::words(text))
+            .filter(|w| !crate::search::words::is_stop_word(w))
             .map(|w| if w == "kiwi" { "banana".to_owned() } else { w })
             .map(|w| {
                 let hash = u64::from_le_bytes(crate::vectors::text_hash(&w).try_into().unwrap());
@@ -130,7 +130,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
     assert_eq!(names, ["Orchard", "Market"]);
     let gap = hybrid.results[0].score - hybrid.results[1].score;
     assert!(
-        (gap - crate::fusion::TOKEN_WEIGHT).abs() < 1e-9,
+        (gap - crate::search::TOKEN_WEIGHT).abs() < 1e-9,
         "{hybrid:?}"
     );
 }

@@ -17,6 +17,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::TermEmbedder;
+use crate::search::similarity;
 use crate::*;
 
 /// Dimension of the vectors stored (TermEmbedder's, zero-padded).

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use engram_domain::calibration::{Calibration, ModelCalibration, Rescue};
+use engram_domain::search::calibration::{Calibration, ModelCalibration, Rescue};
 
 /// A sentence model the local embedder runs in-process (`--model`, `ENGRAM_MODEL`).
 ///
@@ -182,7 +182,7 @@ impl LocalModel {
         }
     }
 
-    /// How its similarities become calibrated scores ([`engram_domain::calibration`]):
+    /// How its similarities become calibrated scores ([`engram_domain::search::calibration`]):
     /// logistic weights fitted on LoCoMo's dev conversations with leave-one-conversation-out
     /// checks (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores").
     pub fn calibration(self) -> Option<ModelCalibration> {

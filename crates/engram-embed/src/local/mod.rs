@@ -237,7 +237,7 @@ impl Embedder for LocalEmbedder {
         self.inner.spec.model_id()
     }
 
-    fn calibration(&self) -> Option<engram_domain::calibration::ModelCalibration> {
+    fn calibration(&self) -> Option<engram_domain::search::calibration::ModelCalibration> {
         self.inner.spec.calibration()
     }
 

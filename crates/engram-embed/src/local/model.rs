@@ -6,7 +6,7 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{LayerNorm, Module, VarBuilder};
 use candle_transformers::models::bert::{BertEncoder, Config};
-use engram_domain::late_interaction::{is_content_piece, pack_signs};
+use engram_domain::search::late_interaction::{is_content_piece, pack_signs};
 use engram_domain::{Embedding, Error, Result};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
@@ -122,7 +122,7 @@ impl Model {
     }
 
     /// Embeds `texts` in `role`: one unit vector per text, in order, with the packed signs of
-    /// its content tokens' vectors ([`engram_domain::late_interaction`]).
+    /// its content tokens' vectors ([`engram_domain::search::late_interaction`]).
     pub(super) fn embed(&self, texts: &[String], role: Role) -> Result<Vec<Embedding>> {
         let prefix = match role {
             Role::Query => self.spec.query_prefix(),

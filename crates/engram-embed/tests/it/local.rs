@@ -46,7 +46,7 @@ async fn vectors_have_384_dimensions_and_unit_length() {
 
 #[tokio::test]
 async fn content_tokens_come_with_their_signs() {
-    use engram_domain::late_interaction::{bytes_per_token, max_sim};
+    use engram_domain::search::late_interaction::{bytes_per_token, max_sim};
     let texts = [
         "Alice moved to Lisbon in March",
         "the build uses cargo",

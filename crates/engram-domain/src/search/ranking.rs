@@ -1,13 +1,4 @@
-//! Hybrid retrieval: what a store gathers for one search (candidate observations with every
-//! signal's raw score, [`CandidateQuery`] → [`Candidate`]) and how they are ranked
-//! ([`rank`]).
-//!
-//! A store answers one [`CandidateQuery`] in one snapshot: the `depth` nearest observations
-//! per query vector, the `text_depth` best full-text matches, and then, for every candidate
-//! found by either, its stored vector in each perspective (from which [`CandidateSet`]
-//! computes the similarities the nearest-neighbour search did not give) and its full-text
-//! score, so that fusion compares like with like and can compare candidates with one another
-//! (hubness). [`CandidateSet`] does the bookkeeping so that stores only run SQL.
+//! How a search's candidates ([`super::candidates`]) are ranked: [`rank`].
 //!
 //! Hybrid scores are *score-level* fusion: each signal scaled among the candidates (the text
 //! score divided by the best one, the similarity placed between the median and the best, so
@@ -17,14 +8,12 @@
 //! 0.459 at best, R@5 0.655 against 0.648; BENCHMARKS.md), because ranks throw away how much
 //! better the first match is than the tenth; scaling among the candidates keeps that and needs
 //! no knowledge of the embedding model's similarity scale. What a score *means* across queries
-//! is [`crate::calibration`]'s.
+//! is [`crate::search::calibration`]'s.
 
-use std::collections::BTreeMap;
-
-use crate::dates::NamedDates;
-use crate::late_interaction::{best_agreements, token_weights, weighted_mean};
-use crate::model::Timestamp;
-use crate::search_results::SearchMode;
+use super::candidates::*;
+use crate::search::dates::NamedDates;
+use crate::search::late_interaction::{best_agreements, token_weights, weighted_mean};
+use crate::search::results::SearchMode;
 
 /// The weight of embedding similarity in the hybrid score; full text has the rest. Tuned on
 /// the LoCoMo dev split, both mappings (0.5–0.7 are within a point of each other).
@@ -42,7 +31,7 @@ pub const DATE_BONUS: f64 = 0.1;
 pub const DAY_BONUS: f64 = 0.1;
 
 /// What hybrid adds for each pair of consecutive query terms that stand together in an
-/// observation ([`crate::words::proximity`]), for at most [`PROXIMITY_PAIRS`] pairs. bm25 scores
+/// observation ([`crate::search::words::proximity`]), for at most [`PROXIMITY_PAIRS`] pairs. bm25 scores
 /// each word alone, so "support group" in a text counts no more than "support" and "group"
 /// far apart; on the LoCoMo dev split this gave R@1 +0.015, MRR +0.011, R@5 +0.004.
 pub const PROXIMITY_BONUS: f64 = 0.05;
@@ -57,7 +46,7 @@ pub const PROXIMITY_PAIRS: usize = 3;
 /// alike; before hubness it cost R@5 0.001–0.005).
 pub const NAMED_BONUS: f64 = 0.05;
 
-/// The weight of late interaction in the hybrid score ([`crate::late_interaction`]): each
+/// The weight of late interaction in the hybrid score ([`crate::search::late_interaction`]): each
 /// candidate's MaxSim over token signs (query tokens weighted by their idf among the
 /// candidates), scaled among the candidates from 0 (the lowest) to 1 (the highest), times
 /// this, is added to the weighted signals. On the LoCoMo dev split 0.7 raised R@1 / R@5 /
@@ -80,9 +69,9 @@ pub const MAX_BONUS: f64 =
 pub struct QueryCues {
     /// The months, years and days the query names.
     pub dates: NamedDates,
-    /// Its terms ([`crate::words::query_terms`]).
+    /// Its terms ([`crate::search::words::query_terms`]).
     pub terms: Vec<String>,
-    /// Its words, lower-cased ([`crate::words::words`]).
+    /// Its words, lower-cased ([`crate::search::words::words`]).
     pub words: Vec<String>,
 }
 
@@ -101,14 +90,14 @@ impl QueryCues {
     pub fn of(query: &str) -> Self {
         Self {
             dates: NamedDates::of(query),
-            terms: crate::words::query_terms(query),
-            words: crate::words::words(query).collect(),
+            terms: crate::search::words::query_terms(query),
+            words: crate::search::words::words(query).collect(),
         }
     }
 
     /// Whether every word of `text` (at least one) is a word of the query.
     fn names(&self, text: &str) -> bool {
-        let mut words = crate::words::words(text).peekable();
+        let mut words = crate::search::words::words(text).peekable();
         words.peek().is_some() && words.all(|w| self.words.contains(&w))
     }
 
@@ -126,7 +115,7 @@ impl QueryCues {
                 )
             }
         };
-        let pairs = crate::words::proximity(&self.terms, &row.content).min(PROXIMITY_PAIRS);
+        let pairs = crate::search::words::proximity(&self.terms, &row.content).min(PROXIMITY_PAIRS);
         let named = self.names(&row.entity_type) || self.names(&row.name);
         let value = if month { DATE_BONUS } else { 0.0 }
             + DAY_BONUS * day
@@ -156,230 +145,6 @@ pub const HUBNESS_NEIGHBOURS: usize = 10;
 /// 100: 600 candidates) costs 2 ms instead of 9 for the comparisons.
 pub const HUBNESS_POOL: usize = 150;
 
-/// Nearest observations gathered per query vector, at the least (more when a search asks for
-/// more results).
-pub const EMBEDDING_DEPTH: usize = 50;
-
-/// Full-text matches gathered, as a multiple of the embedding depth: keyword matches are
-/// cheap to gather and a deep list keeps a strong keyword match that embeddings rank low.
-pub const TEXT_DEPTH_FACTOR: usize = 2;
-
-/// One query vector: the query rendered for a perspective, embedded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueryVector {
-    /// The perspective's id.
-    pub perspective: crate::PerspectiveId,
-    /// The perspective's name, for the result's signals.
-    pub perspective_name: String,
-    /// The vector.
-    pub vector: Vec<f32>,
-    /// Its token signs ([`crate::Embedding::token_signs`]), when the model gives them and
-    /// the search ranks by them; a store reads the candidates' token signs only then.
-    pub token_signs: Option<Vec<u8>>,
-}
-
-/// What a store gathers for one search ([`crate::SearchStore::search`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct CandidateQuery {
-    /// The query for full-text search (any of its words, stemmed, stop words dropped);
-    /// `None` leaves the text signal out.
-    pub text: Option<String>,
-    /// The model the vectors come from; only stored vectors of this model are compared.
-    pub model: String,
-    /// Query vectors, one per searched perspective; empty leaves the embedding signal out.
-    pub vectors: Vec<QueryVector>,
-    /// Nearest observations gathered per vector.
-    pub depth: usize,
-    /// Best full-text matches gathered.
-    pub text_depth: usize,
-    /// Only the observations of this node.
-    pub within: Option<String>,
-    /// Only the observations of nodes of these types; empty for every type.
-    pub entity_types: Vec<String>,
-}
-
-impl CandidateQuery {
-    /// Whether the search is narrowed to one node or to some types; otherwise it covers the
-    /// whole workspace (and a store need not join nodes to filter).
-    pub fn is_narrowed(&self) -> bool {
-        self.within.is_some() || !self.entity_types.is_empty()
-    }
-
-    /// The types to keep, `None` for every type.
-    pub fn types(&self) -> Option<&[String]> {
-        (!self.entity_types.is_empty()).then_some(&self.entity_types[..])
-    }
-}
-
-/// An observation a store gathered, with each signal's raw score.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
-    /// The observation's row.
-    pub row: ObservationRow,
-    /// What each signal made of it.
-    pub signals: Signals,
-}
-
-/// One candidate's raw scores.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Signals {
-    /// Cosine similarity per [`CandidateQuery::vectors`] entry, in order; `None` where the
-    /// observation has no vector in that perspective.
-    pub similarities: Vec<Option<f64>>,
-    /// Whether it was among each vector's `depth` nearest.
-    pub nearest: Vec<bool>,
-    /// Its stored vector per [`CandidateQuery::vectors`] entry, in order; `None` where it has
-    /// none. Hybrid ranking compares the best candidates with one another
-    /// ([`HUBNESS_WEIGHT`]).
-    pub vectors: Vec<Option<Vec<f32>>>,
-    /// Its stored token signs per [`CandidateQuery::vectors`] entry, in order; `None` where
-    /// it has none ([`TOKEN_WEIGHT`]).
-    pub token_signs: Vec<Option<Vec<u8>>>,
-    /// Its full-text score (higher is better) when it matches the text query.
-    pub text_score: Option<f64>,
-}
-
-/// An observation with its node, as a store reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ObservationRow {
-    /// The observation's id.
-    pub observation_id: i64,
-    /// The node's name.
-    pub name: String,
-    /// The node's type.
-    pub entity_type: String,
-    /// The node's summary.
-    pub summary: Option<String>,
-    /// The observation's ordinal.
-    pub ordinal: crate::Ordinal,
-    /// The observation's text.
-    pub content: String,
-    /// When the observation was written.
-    pub created_at: Timestamp,
-}
-
-/// Collects a store's answers for one [`CandidateQuery`], keyed by observation id.
-#[derive(Debug)]
-pub struct CandidateSet {
-    queries: Vec<Vec<f32>>,
-    by_id: BTreeMap<i64, Signals>,
-}
-
-impl CandidateSet {
-    /// An empty set for `query`.
-    pub fn new(query: &CandidateQuery) -> Self {
-        Self {
-            queries: query.vectors.iter().map(|v| v.vector.clone()).collect(),
-            by_id: BTreeMap::new(),
-        }
-    }
-
-    fn slot(&mut self, id: i64) -> &mut Signals {
-        let vectors = self.queries.len();
-        self.by_id.entry(id).or_insert_with(|| Signals {
-            similarities: vec![None; vectors],
-            nearest: vec![false; vectors],
-            vectors: vec![None; vectors],
-            token_signs: vec![None; vectors],
-            text_score: None,
-        })
-    }
-
-    /// Adds the nearest observations of vector `index` as `(observation id, similarity)`.
-    pub fn add_nearest(&mut self, index: usize, hits: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, similarity) in finite(hits) {
-            let slot = self.slot(id);
-            slot.similarities[index] = Some(similarity);
-            slot.nearest[index] = true;
-        }
-    }
-
-    /// Adds the best full-text matches as `(observation id, score)`.
-    pub fn add_text_matches(&mut self, hits: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, score) in finite(hits) {
-            self.slot(id).text_score = Some(score);
-        }
-    }
-
-    /// Adds a full-text ranking, best first, as `(observation id, score)`: the first `depth`
-    /// become candidates, the others fill in the text scores of candidates already found
-    /// (add the nearest observations first).
-    pub fn add_text_ranking(&mut self, ranking: Vec<(i64, f64)>, depth: usize) {
-        let mut ranking = ranking.into_iter();
-        self.add_text_matches(ranking.by_ref().take(depth));
-        self.set_text_scores(ranking);
-    }
-
-    /// Every candidate's observation id, ascending.
-    pub fn ids(&self) -> Vec<i64> {
-        self.by_id.keys().copied().collect()
-    }
-
-    /// The candidates that have no full-text score yet.
-    pub fn without_text_score(&self) -> Vec<i64> {
-        (self.by_id.iter())
-            .filter(|(_, s)| s.text_score.is_none())
-            .map(|(id, _)| *id)
-            .collect()
-    }
-
-    /// Sets the stored vectors (and token signs) in the perspective of query vector `index`
-    /// of candidates already in the set (others are ignored), and the similarity of those
-    /// not among its nearest (cosine; a vector of zeros has none).
-    pub fn set_vectors(&mut self, index: usize, vectors: impl IntoIterator<Item = StoredVector>) {
-        let query = &self.queries[index];
-        for stored in vectors {
-            let (id, vector) = (stored.observation_id, stored.vector);
-            if let Some(slot) = self.by_id.get_mut(&id) {
-                slot.token_signs[index] = stored.token_signs;
-                if slot.similarities[index].is_none() && vector.iter().any(|x| *x != 0.0) {
-                    let similarity = f64::from(crate::similarity::cosine(query, &vector));
-                    slot.similarities[index] = Some(similarity).filter(|s| s.is_finite());
-                }
-                slot.vectors[index] = Some(vector);
-            }
-        }
-    }
-
-    /// Fills in full-text scores of candidates already in the set (others are ignored).
-    pub fn set_text_scores(&mut self, scores: impl IntoIterator<Item = (i64, f64)>) {
-        for (id, score) in finite(scores) {
-            if let Some(slot) = self.by_id.get_mut(&id) {
-                slot.text_score = Some(score);
-            }
-        }
-    }
-
-    /// The candidates with their rows; ids without a row (none, within one snapshot) are
-    /// dropped.
-    pub fn finish(mut self, rows: Vec<ObservationRow>) -> Vec<Candidate> {
-        rows.into_iter()
-            .filter_map(|row| {
-                let signals = self.by_id.remove(&row.observation_id)?;
-                Some(Candidate { row, signals })
-            })
-            .collect()
-    }
-}
-
-/// An observation's stored vector in one perspective, as a store reads it for
-/// [`CandidateSet::set_vectors`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredVector {
-    /// The observation's id.
-    pub observation_id: i64,
-    /// The vector.
-    pub vector: Vec<f32>,
-    /// Its token signs, if stored.
-    pub token_signs: Option<Vec<u8>>,
-}
-
-/// The scores that are numbers: a vector of zeros has no cosine (NaN in pgvector), and such
-/// a score must neither rank first nor reach a client.
-fn finite(scores: impl IntoIterator<Item = (i64, f64)>) -> impl Iterator<Item = (i64, f64)> {
-    scores.into_iter().filter(|(_, score)| score.is_finite())
-}
-
 /// A ranked candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranked {
@@ -392,9 +157,9 @@ pub struct Ranked {
     /// `embedding:<perspective>` per perspective among whose nearest it was; `text` when it
     /// matched the query's words.
     pub signals: Vec<String>,
-    /// What a calibrated score is computed from ([`crate::calibration`]): the similarity and
+    /// What a calibrated score is computed from ([`crate::search::calibration`]): the similarity and
     /// late interaction; the term coverage stays 0 until [`calibrate`] needs it.
-    pub features: crate::calibration::Features,
+    pub features: crate::search::calibration::Features,
 }
 
 /// Ranks `candidates` gathered for `query` in `mode`, best first (ties by node name, then
@@ -485,7 +250,7 @@ pub fn rank(
                 }
             }
             let perspective = best.map(|(i, _)| query.vectors[i].perspective_name.clone());
-            let features = crate::calibration::Features {
+            let features = crate::search::calibration::Features {
                 similarity: (c.signals.similarities.iter().flatten().copied())
                     .fold(None, |best: Option<f64>, s| {
                         Some(best.map_or(s, |b| b.max(s)))
@@ -539,19 +304,19 @@ fn median(values: &[f64]) -> f64 {
 /// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals (each
 /// candidate's coverage of the query's `terms` counted here, only for searches that
 /// calibrate), and leaves out those below `min_score`, except a clear best match by meaning (`rescue`,
-/// [`crate::calibration::Rescue`]). The order stays the ranking's: it finds more (the
+/// [`crate::search::calibration::Rescue`]). The order stays the ranking's: it finds more (the
 /// calibrated scores gate, they do not rank), so a later result may score higher than an
 /// earlier one.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
     terms: &[String],
-    calibration: &crate::calibration::Calibration,
+    calibration: &crate::search::calibration::Calibration,
     min_score: f64,
-    rescue: Option<&crate::calibration::Rescue>,
+    rescue: Option<&crate::search::calibration::Rescue>,
 ) {
     for r in ranked.iter_mut() {
-        r.features.coverage = crate::calibration::coverage(terms, &r.row.content);
-        r.score = crate::calibration::round(calibration.score(&r.features));
+        r.features.coverage = crate::search::calibration::coverage(terms, &r.row.content);
+        r.score = crate::search::calibration::round(calibration.score(&r.features));
     }
     let nearest: Vec<(usize, f64)> = (ranked.iter().enumerate())
         .filter(|(_, r)| r.signals.iter().any(|s| s.starts_with("embedding:")))
@@ -644,7 +409,8 @@ fn hubness(candidates: &[Candidate], index: usize) -> Vec<f64> {
         });
         pool.truncate(HUBNESS_POOL);
     }
-    let neighbours = crate::similarity::nearest_in_pool(&vectors, &pool, HUBNESS_NEIGHBOURS);
+    let neighbours =
+        crate::search::similarity::nearest_in_pool(&vectors, &pool, HUBNESS_NEIGHBOURS);
     for (c, found) in with.into_iter().zip(neighbours) {
         if !found.is_empty() {
             let sum: f64 = found.iter().map(|n| f64::from(n.similarity)).sum();

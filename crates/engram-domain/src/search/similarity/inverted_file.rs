@@ -170,7 +170,7 @@ fn nearest_lists(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::similarity::nearest_neighbours;
+    use crate::search::similarity::nearest_neighbours;
 
     /// `n` vectors of 32 dimensions around 20 topics: each a topic direction plus noise.
     fn clustered(n: usize) -> Vec<Vec<f32>> {

@@ -22,14 +22,14 @@
 /// Whether `piece`, a token of the model's vocabulary (a word or a word piece such as
 /// `##ing` of WordPiece, or `▁the` of SentencePiece, whose `▁` marks a word's start), carries
 /// content: it has a letter or digit, it is no marker such as `[CLS]` or `<s>`, and it is no
-/// stop word ([`crate::words::is_stop_word`], whatever its case).
+/// stop word ([`crate::search::words::is_stop_word`], whatever its case).
 pub fn is_content_piece(piece: &str) -> bool {
     let marker = (piece.starts_with('[') && piece.ends_with(']'))
         || (piece.starts_with('<') && piece.ends_with('>'));
     let word = piece.trim_start_matches('\u{2581}');
     !marker
         && word.chars().any(char::is_alphanumeric)
-        && !crate::words::is_stop_word(&word.to_lowercase())
+        && !crate::search::words::is_stop_word(&word.to_lowercase())
 }
 
 /// The bytes one token takes in packed signs of `dims`-dimensional token vectors.

@@ -1,7 +1,7 @@
 //! The dates a text names, as far as a search needs them: which months, years and days. A
 //! question that names a month or a year ("what did we decide in March 2024?") prefers
 //! observations dated then, and one that names a day ("on 8 May, 2023") those dated on or
-//! near it, by a date written in them or by when they were written ([`crate::fusion`]).
+//! near it, by a date written in them or by when they were written ([`crate::search`]).
 //!
 //! Months count only as capitalised English names or their three-letter abbreviations
 //! ("May", "Sept"), so the verb "may" is not a month, nor "May" opening a question unless a

@@ -4,17 +4,17 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::calibration;
 use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
-use crate::fusion::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
 use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
 use crate::retry::Failure;
-use crate::search_results::*;
-use crate::similarity::{self, Neighbour};
+use crate::search::calibration;
+use crate::search::results::*;
+use crate::search::similarity::{self, Neighbour};
+use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
 use crate::vectors::*;
 
 /// An embedder's refusal faster than this does not pause it: the pause spares searches a
@@ -114,7 +114,7 @@ impl Memory {
     /// once with its best-matching observation.
     ///
     /// `mode` ([`SearchMode`]): hybrid (default) fuses embedding similarity across every
-    /// enabled perspective with full-text rank ([`crate::fusion`]); embedding and text use one
+    /// enabled perspective with full-text rank ([`crate::search`]); embedding and text use one
     /// signal. When the model is unavailable or no current vector matches, hybrid and
     /// embedding answer from full text and say so in `notice`.
     pub async fn search_nodes(
@@ -130,7 +130,7 @@ impl Memory {
         check_min_score(min_score)?;
         let limit = limit as usize;
         // Several observations of one node may rank high: gather twice the nodes asked for.
-        let depth = fusion::EMBEDDING_DEPTH.max(limit * 2);
+        let depth = search::EMBEDDING_DEPTH.max(limit * 2);
         let found = self
             .retrieve(workspace, query, mode, Scope::default(), depth, min_score)
             .await?;
@@ -189,7 +189,7 @@ impl Memory {
             within: None,
             entity_types,
         };
-        let depth = fusion::EMBEDDING_DEPTH.max(limit);
+        let depth = search::EMBEDDING_DEPTH.max(limit);
         let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
         let observations = (found.ranked.into_iter().take(limit))
             .map(|hit| FoundObservation {
@@ -287,7 +287,7 @@ impl Memory {
             model,
             vectors,
             depth,
-            text_depth: depth * fusion::TEXT_DEPTH_FACTOR,
+            text_depth: depth * search::TEXT_DEPTH_FACTOR,
             within: scope.within.map(str::to_owned),
             entity_types: scope.entity_types.to_vec(),
         };
@@ -333,7 +333,7 @@ impl Memory {
             });
         }
         let cues = QueryCues::of(query);
-        let mut ranked = fusion::rank(&request, candidates, effective, &cues);
+        let mut ranked = search::rank(&request, candidates, effective, &cues);
         let model = self.embedder.as_ref().and_then(|e| e.calibration());
         if let Some((calibration, default, rescue)) =
             calibration::of_mode(effective, model.as_ref())
@@ -341,7 +341,7 @@ impl Memory {
             let found = ranked.len();
             let least = min_score.unwrap_or(default);
             let rescue = rescue.as_ref();
-            fusion::calibrate(&mut ranked, &cues.terms, &calibration, least, rescue);
+            search::calibrate(&mut ranked, &cues.terms, &calibration, least, rescue);
             if ranked.is_empty() && found > 0 {
                 let nothing = format!(
                     "nothing in memory matched: {found} candidate(s) scored below min_score {least}"

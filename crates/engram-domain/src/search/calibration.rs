@@ -2,7 +2,7 @@
 //! estimated from absolute signals, so that a client can compare scores across queries and a
 //! search can say that nothing in memory matched.
 //!
-//! Ranking ([`crate::fusion::rank`]) divides each signal by its best value among the
+//! Ranking ([`crate::search::rank`]) divides each signal by its best value among the
 //! candidates, which orders one query's candidates but makes the best of any query look good:
 //! nonsense scored 0.96. A calibrated score is a logistic function of signals that do not
 //! depend on the other candidates: the cosine similarity to the query, the late interaction's
@@ -16,7 +16,7 @@
 //! model. The scores are probabilities per observation: an on-topic question's best result
 //! scored a median 0.14 on the dev split, and the default thresholds are small (0.005).
 
-use crate::search_results::SearchMode;
+use crate::search::results::SearchMode;
 
 /// The signals of one ranked candidate a calibrated score is computed from.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -24,9 +24,9 @@ pub struct Features {
     /// Its best cosine similarity to the query (raw, −1–1), 0 without a vector.
     pub similarity: f64,
     /// Its late interaction with the query: the weighted mean of the query tokens' best
-    /// agreements (−1–1, [`crate::late_interaction`]); 0 without token signs.
+    /// agreements (−1–1, [`crate::search::late_interaction`]); 0 without token signs.
     pub late: f64,
-    /// The share (0–1) of the query's terms ([`crate::words::query_terms`]) its text holds.
+    /// The share (0–1) of the query's terms ([`crate::search::words::query_terms`]) its text holds.
     pub coverage: f64,
 }
 
@@ -128,13 +128,13 @@ pub fn of_mode(
     }
 }
 
-/// The share (0–1) of `terms` (a query's, [`crate::words::query_terms`]) that `text` holds,
+/// The share (0–1) of `terms` (a query's, [`crate::search::words::query_terms`]) that `text` holds,
 /// stemmed alike; 0 for a query without terms.
 pub fn coverage(terms: &[String], text: &str) -> f64 {
     if terms.is_empty() {
         return 0.0;
     }
-    let stems = crate::words::stems(text);
+    let stems = crate::search::words::stems(text);
     let held = terms.iter().filter(|term| stems.contains(term)).count();
     held as f64 / terms.len() as f64
 }
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn coverage_counts_the_query_terms_a_text_holds() {
-        let terms = crate::words::query_terms("When did Melanie paint the sunrise?");
+        let terms = crate::search::words::query_terms("When did Melanie paint the sunrise?");
         assert_eq!(terms, ["melani", "paint", "sunris"]);
         let covered = coverage(&terms, "Melanie painted a lake sunrise");
         assert!((covered - 1.0).abs() < 1e-12, "{covered}");

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// Embedding similarity, full-text rank and late interaction fused ([`crate::fusion`]).
+    /// Embedding similarity, full-text rank and late interaction fused ([`crate::search`]).
     #[default]
     Hybrid,
     /// Cosine similarity of embeddings, across every enabled perspective.
@@ -41,7 +41,7 @@ pub struct SearchHit {
     pub matched_perspective: Option<String>,
     /// How likely the observation is relevant, 0 to 1 (4 significant digits), comparable across
     /// queries: a logistic function of its cosine similarity to the query, its late
-    /// interaction and the share of the query's terms it holds ([`crate::calibration`]);
+    /// interaction and the share of the query's terms it holds ([`crate::search::calibration`]);
     /// results below the search's `min_score` are left out. Results come in ranking order,
     /// which finds more than ordering by this score, so a later result may score higher than
     /// an earlier one. With an embedding model engram has no calibration for (an Ollama
