@@ -1,18 +1,15 @@
 //! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
 
 use std::collections::{HashMap, HashSet};
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-use lru::LruCache;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::limits;
 use crate::model::*;
-use crate::retry::Failure;
+use crate::search::{QUERY_EMBEDDING_BUDGET, QueryEmbedding};
 use crate::store::MemoryStore;
 
 /// The graph tools of the catalog, validated, over any store.
@@ -26,13 +23,8 @@ pub struct Memory {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) generator: Option<Arc<dyn TextGenerator>>,
     pub(crate) generation_budget: GenerationBudget,
-    /// Query vectors by (model id, rendered query), most recently used kept.
-    pub(crate) query_vectors: Arc<Mutex<QueryVectorCache>>,
-    /// How long a search waits for the embedder before answering from full text.
-    pub(crate) query_embedding_budget: Duration,
-    /// While its wait runs, searches skip the embedder (it failed or was too slow): a down
-    /// or hung embedder costs one budget, not one per search.
-    pub(crate) embedder_pause: Arc<Mutex<Option<Failure>>>,
+    /// The query vectors' cache, the time a search waits for the embedder, and its pause.
+    pub(crate) query_embedding: Arc<QueryEmbedding>,
     /// The indexer filling this store's vectors, for the texts it set aside.
     pub(crate) indexer: Option<crate::Indexer>,
     /// The last counted embedding coverage per workspace while the indexer works, with when
@@ -55,21 +47,6 @@ pub(crate) struct CountedCoverage {
     coverage: f64,
 }
 
-/// The default of [`Memory::with_query_embedding_budget`]: ample for a local model (≈ 10 ms
-/// a query) or a warm Ollama, and a short wait when the embedder hangs.
-pub const QUERY_EMBEDDING_BUDGET: Duration = Duration::from_secs(3);
-
-/// How long searches answer from full text alone after the embedder failed or overran its
-/// budget, before they try it again.
-pub const EMBEDDER_PAUSE: Duration = Duration::from_secs(30);
-
-/// Query embeddings (vector and token signs) by (model id, rendered query).
-pub(crate) type QueryVectorCache = LruCache<(String, String), Arc<crate::Embedding>>;
-
-/// Query embeddings [`Memory`] keeps: about 2 MB at 384 dimensions (1.5 kB a vector, about
-/// 0.5 kB of token signs for a ten-word question).
-const QUERY_VECTOR_CACHE: NonZeroUsize = NonZeroUsize::new(1_024).unwrap();
-
 impl Memory {
     /// Wraps a store; without an embedder, embedding-mode searches answer from full text.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
@@ -78,9 +55,7 @@ impl Memory {
             embedder: None,
             generator: None,
             generation_budget: GenerationBudget::default(),
-            query_vectors: Arc::new(Mutex::new(LruCache::new(QUERY_VECTOR_CACHE))),
-            query_embedding_budget: QUERY_EMBEDDING_BUDGET,
-            embedder_pause: Arc::default(),
+            query_embedding: Arc::new(QueryEmbedding::new(QUERY_EMBEDDING_BUDGET)),
             indexer: None,
             counted_coverage: Arc::default(),
             secrets: crate::SecretPolicy::default(),
@@ -102,12 +77,12 @@ impl Memory {
         (self.indexer.as_ref()).map_or_else(Vec::new, |i| i.rejected_in(workspace))
     }
 
-    /// How long a search may wait for the embedder (default [`QUERY_EMBEDDING_BUDGET`]).
-    /// Past it, or when the embedder fails, the search answers from full text and says so,
-    /// and searches skip the embedder for [`EMBEDDER_PAUSE`].
+    /// How long a search may wait for the embedder (default 3 s). Past it, or when the
+    /// embedder fails, the search answers from full text and says so, and searches skip the
+    /// embedder for 30 s (`search/query_embedding.rs`). Starts with an empty query cache.
     #[must_use]
     pub fn with_query_embedding_budget(mut self, budget: Duration) -> Self {
-        self.query_embedding_budget = budget;
+        self.query_embedding = Arc::new(QueryEmbedding::new(budget));
         self
     }
 

@@ -13,6 +13,7 @@ pub mod calibration;
 pub mod candidates;
 pub mod dates;
 pub mod late_interaction;
+mod query_embedding;
 pub mod ranking;
 pub mod results;
 pub mod similarity;
@@ -20,5 +21,6 @@ mod tools;
 pub mod words;
 
 pub use candidates::*;
+pub(crate) use query_embedding::{QUERY_EMBEDDING_BUDGET, QueryEmbedding};
 pub use ranking::*;
 pub(crate) use tools::{NODE_NEIGHBOURS, neighbours_of, unrelated_pairs};

@@ -41,7 +41,7 @@ pub struct SearchHit {
     pub matched_perspective: Option<String>,
     /// How likely the observation is relevant, 0 to 1 (4 significant digits), comparable across
     /// queries: a logistic function of its cosine similarity to the query, its late
-    /// interaction and the share of the query's terms it holds ([`crate::search::calibration`]);
+    /// interaction and the share of the query's terms it holds ([`crate::calibration`]);
     /// results below the search's `min_score` are left out. Results come in ranking order,
     /// which finds more than ordering by this score, so a later result may score higher than
     /// an earlier one. With an embedding model engram has no calibration for (an Ollama

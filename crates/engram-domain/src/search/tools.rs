@@ -1,25 +1,20 @@
 //! The search tools of [`Memory`]: `search_nodes`, `search_observations`,
 //! `query_observations`, `find_similar_nodes`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::embed::{Embedder, Embedding};
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
-use crate::retry::Failure;
 use crate::search::calibration;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
 use crate::vectors::*;
-
-/// An embedder's refusal faster than this does not pause it: the pause spares searches a
-/// wait, and such a refusal makes none (a local model that is still being fetched).
-pub const FAST_REFUSAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Checks a search's `min_score`: a number from 0 to 1.
 fn check_min_score(min_score: Option<f64>) -> Result<()> {
@@ -436,48 +431,8 @@ impl Memory {
                 (p, text)
             })
             .collect();
-        let mut known: HashMap<String, Arc<Embedding>> = HashMap::new();
-        let mut missing: Vec<String> = Vec::new();
-        {
-            let mut cache = self.lock_query_vectors();
-            for (_, text) in &rendered {
-                if known.contains_key(text) || missing.contains(text) {
-                    continue;
-                }
-                match cache.get(&(model.clone(), text.clone())) {
-                    Some(vector) => {
-                        known.insert(text.clone(), vector.clone());
-                    }
-                    None => missing.push(text.clone()),
-                }
-            }
-        }
-        if !missing.is_empty() {
-            let vectors = self.embed_within_budget(embedder, &missing).await?;
-            // A malformed answer is never cached, and the search answers from full text.
-            if vectors.len() != missing.len() {
-                return Err(Error::Unavailable(format!(
-                    "the embedder returned {} vectors for {} queries",
-                    vectors.len(),
-                    missing.len()
-                )));
-            }
-            let dimension = known
-                .values()
-                .next()
-                .map(|e| e.vector.len())
-                .or_else(|| usual_dimension(vectors.iter().map(|e| e.vector.as_slice())));
-            if let Some(defect) = (vectors.iter()).find_map(|e| vector_defect(&e.vector, dimension))
-            {
-                return Err(Error::Unavailable(defect));
-            }
-            let mut cache = self.lock_query_vectors();
-            for (text, embedding) in missing.into_iter().zip(vectors) {
-                let embedding = Arc::new(embedding);
-                cache.put((model.clone(), text.clone()), embedding.clone());
-                known.insert(text, embedding);
-            }
-        }
+        let texts: Vec<String> = rendered.iter().map(|(_, text)| text.clone()).collect();
+        let known = self.query_embedding.embed(embedder, &texts).await?;
         let vectors = (rendered.into_iter())
             .map(|(perspective, text)| QueryVector {
                 perspective: perspective.id,
@@ -487,62 +442,6 @@ impl Memory {
             })
             .collect();
         Ok((model, vectors))
-    }
-
-    /// `embedder.embed_queries_with_tokens(texts)` within the query budget, unless the
-    /// embedder is paused after a failure; a failure that took [`FAST_REFUSAL`] or longer, or
-    /// an overrun, pauses it ([`crate::memory::EMBEDDER_PAUSE`]).
-    ///
-    /// Errors: [`Error::Unavailable`] saying why, so the search answers from text.
-    async fn embed_within_budget(
-        &self,
-        embedder: &Arc<dyn Embedder>,
-        texts: &[String],
-    ) -> Result<Vec<Embedding>> {
-        let pause = |reason: String| {
-            let pause = crate::memory::EMBEDDER_PAUSE;
-            *self.lock_embedder_pause() = Some(Failure::after(None, reason.clone(), pause, pause));
-            Error::Unavailable(reason)
-        };
-        if let Some(paused) = self.lock_embedder_pause().as_ref()
-            && let Some(left) = paused.wait_left()
-        {
-            return Err(Error::Unavailable(format!(
-                "{}; trying it again in {} s",
-                paused.reason(),
-                left.as_secs().max(1)
-            )));
-        }
-        let budget = self.query_embedding_budget;
-        let asked = std::time::Instant::now();
-        match tokio::time::timeout(budget, embedder.embed_queries_with_tokens(texts)).await {
-            Ok(Ok(vectors)) => Ok(vectors),
-            // An embedder that says no at once (a model still downloading) costs nothing to
-            // ask again, and the next search may find it ready: no pause.
-            Ok(Err(Error::Unavailable(reason))) if asked.elapsed() < FAST_REFUSAL => {
-                Err(Error::Unavailable(reason))
-            }
-            Ok(Err(Error::Unavailable(reason))) => Err(pause(reason)),
-            // Any other failure of the embedder (a malformed answer) is not the search's:
-            // it answers from full text.
-            Ok(Err(other)) => Err(Error::Unavailable(format!("the embedder failed: {other}"))),
-            Err(_) => Err(pause(format!(
-                "the embedder did not answer within {} ms",
-                budget.as_millis()
-            ))),
-        }
-    }
-
-    fn lock_embedder_pause(&self) -> std::sync::MutexGuard<'_, Option<Failure>> {
-        self.embedder_pause
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn lock_query_vectors(&self) -> std::sync::MutexGuard<'_, crate::memory::QueryVectorCache> {
-        self.query_vectors
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
