@@ -21,10 +21,10 @@ pub async fn run(
         .workspace(workspace)
         .await
         .with_context(|| format!("workspace {workspace:?}"))?;
-    let cleared = store
+    let cleared = memory
         .clear_embeddings(workspace.id, embedder.model_id())
         .await?;
-    let total = store.embedding_pairs(workspace.id).await?;
+    let total = memory.embedding_pairs(workspace.id).await?;
     println!(
         "re-embedding {total} observation × perspective pairs of {} with {} (dropped {cleared} vectors)",
         workspace.name,
@@ -39,10 +39,10 @@ pub async fn run(
     let indexer = Indexer::new(store.clone(), embedder.clone(), BATCH_SIZE);
     loop {
         let done = indexer.run_once().await?;
-        let coverage = store
-            .embedding_coverage(workspace.id, embedder.model_id())
+        let progress = memory
+            .embedding_progress(workspace.id, embedder.model_id())
             .await?;
-        bar.set_position((coverage * total as f64).round() as u64);
+        bar.set_position(progress.embedded());
         if done == 0 {
             break;
         }

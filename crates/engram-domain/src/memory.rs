@@ -116,8 +116,9 @@ impl Memory {
         self.embedder.as_ref()
     }
 
-    /// The store underneath, for operations outside the tools.
-    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+    /// The store underneath: every caller outside this crate goes through `Memory`'s
+    /// methods, which validate what they pass on.
+    pub(crate) fn store(&self) -> &Arc<dyn MemoryStore> {
         &self.store
     }
 

@@ -261,13 +261,14 @@ async fn refresh(scrape: &Scrape, shown: &[(WorkspaceId, String)]) -> engram_dom
     let Some(embedder) = scrape.memory.embedder() else {
         return Ok(());
     };
-    let store = scrape.memory.store();
     for (id, name) in shown {
-        let coverage = store.embedding_coverage(*id, embedder.model_id()).await?;
-        let pairs = store.embedding_pairs(*id).await?;
-        let backlog = pairs as f64 - (coverage * pairs as f64).round();
-        metrics::gauge!("engram_embedding_coverage", "workspace" => name.clone()).set(coverage);
-        metrics::gauge!("engram_indexer_backlog", "workspace" => name.clone()).set(backlog);
+        let progress = (scrape.memory)
+            .embedding_progress(*id, embedder.model_id())
+            .await?;
+        metrics::gauge!("engram_embedding_coverage", "workspace" => name.clone())
+            .set(progress.coverage);
+        metrics::gauge!("engram_indexer_backlog", "workspace" => name.clone())
+            .set(progress.backlog() as f64);
     }
     Ok(())
 }

@@ -303,7 +303,7 @@ async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Res
     let memory = binder.memory();
     let (stats, pairs) = match tokio::try_join!(
         memory.get_stats(workspace.id),
-        memory.store().embedding_pairs(workspace.id),
+        memory.embedding_pairs(workspace.id),
     ) {
         Ok(both) => both,
         Err(error) => return failure(&error),
