@@ -116,12 +116,6 @@ impl Memory {
         self.embedder.as_ref()
     }
 
-    /// The store underneath: every caller outside this crate goes through `Memory`'s
-    /// methods, which validate what they pass on.
-    pub(crate) fn store(&self) -> &Arc<dyn MemoryStore> {
-        &self.store
-    }
-
     /// Whether the store is reachable and its schema current.
     pub async fn health(&self) -> Result<()> {
         self.store.health().await

@@ -14,7 +14,6 @@ mod arguments;
 pub mod backlog;
 pub mod error;
 pub mod markdown;
-pub mod params;
 pub mod prompts;
 pub mod resources;
 pub mod results;
@@ -88,7 +87,7 @@ pub const CALLS_PER_SESSION: usize = 4;
 
 /// Every tool with portable schemas, built once per process.
 static TOOLS: std::sync::LazyLock<ToolRouter<EngramServer>> = std::sync::LazyLock::new(|| {
-    let mut router = EngramServer::tool_router();
+    let mut router = tools::router();
     for route in router.map.values_mut() {
         let tool = &mut route.attr;
         tool.input_schema = std::sync::Arc::new(schema::model_facing(&tool.input_schema));

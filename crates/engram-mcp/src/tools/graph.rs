@@ -1,0 +1,134 @@
+//! Walking and paging the graph: neighbourhoods, paths, mentions without relations, read_graph.
+
+use engram_domain::*;
+use rmcp::handler::server::wrapper::Json;
+use rmcp::model::Extensions;
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::NoParams;
+use crate::EngramServer;
+use crate::arguments::Parameters;
+use crate::error::ToolError;
+use crate::results::*;
+
+fn default_depth() -> u32 {
+    1
+}
+
+/// Parameters of `get_neighborhood`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NeighborhoodParams {
+    /// The node at the centre.
+    pub name: String,
+    /// Hops to follow, relations in either direction, 0–6. Default 1.
+    #[serde(default = "default_depth")]
+    #[schemars(range(min = 0, max = 6))]
+    pub depth: u32,
+}
+
+/// Parameters of `get_path`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathParams {
+    /// Where the path starts.
+    pub from_entity: String,
+    /// Where it ends.
+    pub to_entity: String,
+}
+
+fn default_read_graph_limit() -> u32 {
+    READ_GRAPH_LIMIT
+}
+
+/// Parameters of `read_graph`; every one is optional.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadGraphParams {
+    /// Continue after the previous page: pass its `next_cursor`. From the first node when
+    /// omitted.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Nodes per page, 1–1,000. Default 50.
+    #[serde(default = "default_read_graph_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u32,
+    /// Only nodes of this type (and the relations leaving them).
+    #[serde(default)]
+    pub entity_type: Option<String>,
+    /// "names": name and type; "summary" (default): also summary, tags and observation
+    /// count; "full": also every observation.
+    #[serde(default)]
+    pub detail: transfer::GraphDetail,
+}
+
+#[tool_router(router = graph_tools, vis = "pub(super)")]
+impl EngramServer {
+    /// A node and every node within `depth` hops (relations followed in either direction),
+    /// with the relations among them.
+    #[tool(annotations(read_only_hint = true))]
+    async fn get_neighborhood(
+        &self,
+        Parameters(params): Parameters<NeighborhoodParams>,
+        extensions: Extensions,
+    ) -> Result<Json<Neighborhood>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let neighborhood = self
+            .memory
+            .get_neighborhood(workspace, &params.name, params.depth)
+            .await?;
+        Ok(Json(neighborhood))
+    }
+
+    /// The shortest chain of relations (followed in either direction) between two nodes.
+    #[tool(annotations(read_only_hint = true))]
+    async fn get_path(
+        &self,
+        Parameters(params): Parameters<PathParams>,
+        extensions: Extensions,
+    ) -> Result<Json<GraphPath>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let path = self
+            .memory
+            .get_path(workspace, &params.from_entity, &params.to_entity)
+            .await?;
+        Ok(Json(path))
+    }
+
+    /// Nodes whose observations mention another node's name with no relation between the
+    /// two: candidates for explicit relations (a heuristic; judge each).
+    #[tool(annotations(read_only_hint = true))]
+    async fn find_unlinked_references(
+        &self,
+        Parameters(NoParams {}): Parameters<NoParams>,
+        extensions: Extensions,
+    ) -> Result<Json<UnlinkedReferencesResult>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let references = self.memory.find_unlinked_references(workspace).await?;
+        Ok(Json(UnlinkedReferencesResult { references }))
+    }
+
+    /// Walk the whole graph a page at a time: nodes in name order with the relations leaving
+    /// them, the totals, and a `next_cursor` to pass back for the next page.
+    #[tool(annotations(read_only_hint = true))]
+    async fn read_graph(
+        &self,
+        Parameters(params): Parameters<ReadGraphParams>,
+        extensions: Extensions,
+    ) -> Result<Json<transfer::GraphPageResult>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let page = self
+            .memory
+            .read_graph(
+                workspace,
+                params.cursor.as_deref(),
+                params.limit,
+                params.entity_type.as_deref(),
+                params.detail,
+            )
+            .await?;
+        Ok(Json(page))
+    }
+}
