@@ -12,6 +12,7 @@
 
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
+mod calls;
 mod consolidation;
 mod embedder;
 mod faults;
@@ -33,6 +34,7 @@ mod vectors;
 mod workload;
 mod workspaces;
 
+pub use calls::*;
 pub use consolidation::*;
 pub use embedder::*;
 pub use faults::*;
@@ -66,6 +68,8 @@ use crate::{
 macro_rules! memory_store_test_suite {
     ($fixture:path) => {
         $crate::memory_store_test_suite!(@tests $fixture;
+            // what each tool costs in store calls
+            every_tool_makes_the_store_calls_it_is_known_to,
             // workspaces
             workspaces_are_created_listed_renamed_and_deleted,
             workspace_names_are_validated,
