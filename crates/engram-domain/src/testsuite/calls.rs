@@ -269,17 +269,17 @@ impl<S: MemoryStore + ?Sized> GraphStore for CountingStore<S> {
 
 #[async_trait]
 impl<S: MemoryStore + ?Sized> TokenStore for CountingStore<S> {
-    async fn create_token(&self, token: &crate::auth::NewToken) -> Result<crate::auth::TokenInfo> {
+    async fn create_token(&self, token: &auth::NewToken) -> Result<auth::TokenInfo> {
         self.count("create_token");
         self.inner.create_token(token).await
     }
 
-    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<crate::auth::TokenInfo>> {
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<auth::TokenInfo>> {
         self.count("tokens");
         self.inner.tokens(workspace).await
     }
 
-    async fn token(&self, id: &str) -> Result<Option<(crate::auth::TokenInfo, Vec<u8>)>> {
+    async fn token(&self, id: &str) -> Result<Option<(auth::TokenInfo, Vec<u8>)>> {
         self.count("token");
         self.inner.token(id).await
     }
