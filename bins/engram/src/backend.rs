@@ -119,6 +119,15 @@ pub enum Store {
 }
 
 impl Store {
+    /// The store for a command that only reads: SQLite starts no background build.
+    #[must_use]
+    pub fn reading_only(self) -> Self {
+        match self {
+            Self::Sqlite(store) => Self::Sqlite(store.reading_only()),
+            other => other,
+        }
+    }
+
     /// Connects to (PostgreSQL) or opens, creating it if needed (SQLite), the store at
     /// `location`, with `call_timeout` as each store call's time limit.
     ///

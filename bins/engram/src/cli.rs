@@ -201,18 +201,19 @@ pub enum HooksCommand {
 /// Arguments of `engram hooks claude-code`.
 #[derive(Debug, Args)]
 pub struct HooksArgs {
-    /// The workspace the hooks read.
-    #[arg(long, env = "ENGRAM_WORKSPACE")]
-    pub workspace: String,
+    /// The workspace the hooks read (not needed with `--uninstall`).
+    #[arg(long, env = "ENGRAM_WORKSPACE", required_unless_present = "uninstall")]
+    pub workspace: Option<String>,
     /// Merge the hooks into the settings file (replacing engram's earlier ones).
     #[arg(long, conflicts_with = "uninstall")]
     pub install: bool,
     /// Take engram's hooks out of the settings file, leaving every other setting.
     #[arg(long)]
     pub uninstall: bool,
-    /// The settings file: the project's `.claude/settings.json` by default;
-    /// `~/.claude/settings.json` for every project.
-    #[arg(long, default_value = ".claude/settings.json")]
+    /// The settings file: the project's own, uncommitted `.claude/settings.local.json` by
+    /// default (the hooks name this machine's engram and database); `~/.claude/settings.json`
+    /// for every project.
+    #[arg(long, default_value = ".claude/settings.local.json")]
     pub settings: std::path::PathBuf,
     /// Seconds each hook may take before Claude Code stops waiting (engram itself gives up a
     /// second earlier and prints nothing).

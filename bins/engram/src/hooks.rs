@@ -20,7 +20,11 @@ const EVENTS: [&str; 2] = ["SessionStart", "UserPromptSubmit"];
 /// A settings file that cannot be read, is not a JSON object, or cannot be written.
 pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
     let engram = std::env::current_exe().context("finding the engram executable")?;
-    let hooks = hooks(&engram.to_string_lossy(), args, database_url);
+    let database = match (&args.url, database_url) {
+        (None, Some(url)) => Some(database_for_hooks(url)?),
+        _ => None,
+    };
+    let hooks = hooks(&engram.to_string_lossy(), args, database.as_deref());
     if !args.install && !args.uninstall {
         println!("{}", serde_json::to_string_pretty(&hooks)?);
         eprintln!(
@@ -29,17 +33,27 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
         );
         return Ok(());
     }
-    let path = &args.settings;
+    // A settings file that is a link (dotfiles) is written where it points.
+    let path = &std::fs::canonicalize(&args.settings).unwrap_or_else(|_| args.settings.clone());
     let existing = match std::fs::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => json!({}),
         Ok(text) => serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON; nothing was changed", path.display()))?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && args.uninstall => {
+            println!("{} does not exist: no hooks to take out", path.display());
+            return Ok(());
+        }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => json!({}),
         Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
     };
     anyhow::ensure!(
         existing.is_object(),
         "{} is not a JSON object; nothing was changed",
+        path.display()
+    );
+    anyhow::ensure!(
+        existing.get("hooks").is_none_or(Value::is_object),
+        "\"hooks\" in {} is not an object; nothing was changed",
         path.display()
     );
     let updated = if args.install {
@@ -60,7 +74,7 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
              recall on every prompt; `engram hooks claude-code --uninstall --settings {}` \
              takes them out",
             path.display(),
-            args.workspace,
+            args.workspace.as_deref().unwrap_or_default(),
             path.display()
         );
     } else {
@@ -77,7 +91,7 @@ pub fn hooks(engram_path: &str, args: &HooksArgs, database_url: Option<&str>) ->
     let mut common = vec![
         "--hook".to_owned(),
         "--workspace".to_owned(),
-        shell_quote(&args.workspace),
+        shell_quote(args.workspace.as_deref().unwrap_or_default()),
         "--timeout".to_owned(),
         own_limit,
     ];
@@ -97,6 +111,36 @@ pub fn hooks(engram_path: &str, args: &HooksArgs, database_url: Option<&str>) ->
     );
     let entry = |command: String| json!([{ "hooks": [{ "type": "command", "command": command, "timeout": args.timeout }] }]);
     json!({ "hooks": { "SessionStart": entry(brief), "UserPromptSubmit": entry(recall) } })
+}
+
+/// The database as the hooks name it: a SQLite file by its absolute path (a hook runs in
+/// whatever directory the client is in); a PostgreSQL URL only without a password, which the
+/// settings file would otherwise keep in the clear.
+///
+/// # Errors
+/// A URL with a password, or one that names no database engram knows.
+fn database_for_hooks(url: &str) -> Result<String> {
+    match engram::backend::Location::parse(Some(url))? {
+        engram::backend::Location::Sqlite(path) => {
+            let path = std::path::absolute(&path).unwrap_or(path);
+            Ok(path.display().to_string())
+        }
+        engram::backend::Location::Postgres(url) => {
+            let userinfo = (url.split_once("://").map(|(_, rest)| rest))
+                .and_then(|rest| rest.split_once('@').map(|(userinfo, _)| userinfo));
+            let password = userinfo.is_some_and(|userinfo| userinfo.contains(':'))
+                || url
+                    .split_whitespace()
+                    .any(|word| word.starts_with("password="));
+            anyhow::ensure!(
+                !password,
+                "the database URL holds a password, which the hooks would keep in the settings \
+                 file: give the hooks a server instead (--url), or keep the password out of \
+                 the URL (~/.pgpass, PGPASSWORD in the client's environment)"
+            );
+            Ok(url)
+        }
+    }
 }
 
 /// `settings` with `hooks`' entries appended to its own under each event.
@@ -185,6 +229,11 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
     let mut partial = path.as_os_str().to_os_string();
     partial.push(".engram-partial");
     std::fs::write(&partial, text).with_context(|| format!("writing {}", path.display()))?;
+    // The file keeps the permissions it had.
+    if let Ok(metadata) = std::fs::metadata(path) {
+        std::fs::set_permissions(&partial, metadata.permissions())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     std::fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
 }
 
@@ -194,10 +243,10 @@ mod tests {
 
     fn args() -> HooksArgs {
         HooksArgs {
-            workspace: "my project".into(),
+            workspace: Some("my project".into()),
             install: true,
             uninstall: false,
-            settings: ".claude/settings.json".into(),
+            settings: ".claude/settings.local.json".into(),
             timeout: 5,
             limit: 5,
             url: Some("http://127.0.0.1:8765".into()),

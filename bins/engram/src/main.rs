@@ -26,13 +26,33 @@ fn main() -> std::process::ExitCode {
     fix_model_threads();
     limit_malloc_arenas();
     quiet_on_closed_pipes();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Claude Code blocks the user's prompt when a hook exits with status 2, clap's status
+        // for a bad argument (one read from the environment included): a hook says why and
+        // lets the prompt go on.
+        Err(error) if is_hook() && error.use_stderr() => {
+            eprintln!("engram: memory left out of this prompt: {error}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(error) => error.exit(),
+    };
     init_tracing(cli.log_format);
+    let hook = is_hook();
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")
-        .and_then(|runtime| runtime.block_on(run(cli)));
+        .and_then(|runtime| {
+            let outcome = runtime.block_on(run(cli));
+            // A hook ends when its answer is printed: work still running on blocking threads
+            // (a model being fetched, a statement waiting on a lock) is abandoned, not waited
+            // for, so the client's time limit is never reached.
+            if hook {
+                runtime.shutdown_background();
+            }
+            outcome
+        });
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         // `engram export | head`: the reader has what it wanted.
@@ -46,6 +66,14 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Whether engram runs as a client's hook (`recall --hook`, `brief --hook`), read from the raw
+/// arguments so that it is known even when they do not parse.
+fn is_hook() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|arg| arg == "--hook")
+        && args.iter().any(|arg| arg == "recall" || arg == "brief")
 }
 
 /// Whether `error` comes from writing to a pipe whose reader is gone.
@@ -192,8 +220,10 @@ async fn run(cli: Cli) -> Result<()> {
         {
             let limit = run.timeout;
             let command = cli.command;
-            let location = location()?;
-            let run = with_store(&location, command, secrets);
+            let run = async {
+                let location = location()?;
+                with_store(&location, command, secrets).await
+            };
             match tokio::time::timeout(limit, run).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(error)) => {
@@ -286,7 +316,10 @@ async fn with_store(
             path.display()
         );
     }
-    let store = Store::open(location, engram_domain::limits::CALL_TIMEOUT).await?;
+    let mut store = Store::open(location, engram_domain::limits::CALL_TIMEOUT).await?;
+    if reads_only {
+        store = store.reading_only();
+    }
     let applied = if reads_only {
         ensure_migrated(&store).await?;
         Vec::new()

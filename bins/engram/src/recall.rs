@@ -77,9 +77,10 @@ pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
                     .read_resource(rmcp::model::ReadResourceRequestParams::new(
                         engram_mcp::resources::BRIEF_URI,
                     ))
-                    .await
-                    .context("reading engram://brief")?;
+                    .await;
+                // The session is closed whatever the answer, not left to time out.
                 let _ = client.cancel().await;
+                let read = read.context("reading engram://brief")?;
                 let text = (read.contents.into_iter())
                     .find_map(|contents| match contents {
                         rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
@@ -151,9 +152,10 @@ async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<Search
                     rmcp::model::CallToolRequestParams::new("search_nodes")
                         .with_arguments(arguments),
                 )
-                .await
-                .context("calling search_nodes")?;
+                .await;
+            // The session is closed whatever the answer, not left to time out.
             let _ = client.cancel().await;
+            let result = result.context("calling search_nodes")?;
             if result.is_error == Some(true) {
                 let message: Vec<String> = (result.content.iter())
                     .filter_map(|block| Some(block.as_text()?.text.clone()))
@@ -168,7 +170,7 @@ async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<Search
         Source::Store(store) => {
             let mut memory =
                 Memory::new(store).with_query_embedding_budget(args.run.timeout.mul_f64(0.5));
-            if let Some(embedder) = args.embed.choice().build()? {
+            if let Some(embedder) = embedder(&args.embed, args.run.hook)? {
                 memory = memory.with_embedder(embedder);
             }
             let workspace = find_workspace(&memory, &args.workspace).await?;
@@ -183,6 +185,29 @@ async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<Search
                 .await?)
         }
     }
+}
+
+/// The embedder `embed` selects; under `--hook`, a local model that is not on this machine yet
+/// is not fetched (a prompt would wait for a download it is then killed in): the search
+/// answers from full text, and `engram fetch-model` is named.
+fn embedder(
+    embed: &crate::cli::EmbedArgs,
+    hook: bool,
+) -> Result<Option<Arc<dyn engram_domain::Embedder>>> {
+    let choice = embed.choice();
+    if let engram::indexing::EmbedderChoice::Local(model) = choice
+        && hook
+        && !matches!(engram_embed::local::local_model_dir(model), Ok(Some(_)))
+    {
+        eprintln!(
+            "engram: {} is not on this machine yet; recalling by full text (`engram fetch-model \
+             --model {}` fetches it)",
+            model.display_name(),
+            model
+        );
+        return Ok(None);
+    }
+    choice.build()
 }
 
 /// The id of the workspace `name`, or an error naming the command that lists them.
@@ -255,10 +280,20 @@ pub fn hook_prompt(input: &str) -> Result<Option<String>> {
         "the hook's input has no \"prompt\" (engram recall --hook is for UserPromptSubmit)",
     )?;
     let prompt = prompt.trim();
-    if prompt.starts_with('/') {
+    if is_slash_command(prompt) {
         return Ok(None);
     }
     Ok(Some(prompt.to_owned()))
+}
+
+/// Whether `prompt` is a client's slash command (`/compact`, `/review 12`, `/mcp:tool`), not a
+/// question: its first word is `/` and a name. A path (`/etc/hosts is empty`) is a question.
+fn is_slash_command(prompt: &str) -> bool {
+    let first = prompt.split_whitespace().next().unwrap_or_default();
+    first.strip_prefix('/').is_some_and(|name| {
+        !name.is_empty()
+            && (name.chars()).all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'))
+    })
 }
 
 /// The first [`QUERY_BYTES`] bytes of `query`, cut at a character boundary.
@@ -285,6 +320,11 @@ mod tests {
         );
         let command = r#"{"hook_event_name":"UserPromptSubmit","prompt":"/compact"}"#;
         assert_eq!(hook_prompt(command).unwrap(), None);
+        let path = r#"{"hook_event_name":"UserPromptSubmit","prompt":"/etc/hosts is empty"}"#;
+        assert_eq!(
+            hook_prompt(path).unwrap().as_deref(),
+            Some("/etc/hosts is empty")
+        );
         assert!(hook_prompt(r#"{"hook_event_name":"SessionStart"}"#).is_err());
         assert!(hook_prompt("not json").is_err());
     }

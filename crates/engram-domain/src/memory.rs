@@ -290,13 +290,7 @@ impl Memory {
     ) -> Result<TagsUpdate> {
         limits::name("name", name)?;
         let mut tags = limits::tags("tags", tags)?;
-        for (i, tag) in tags.iter_mut().enumerate() {
-            if let std::borrow::Cow::Owned(redacted) =
-                self.secrets.screen(&format!("tags[{i}]"), tag)?
-            {
-                *tag = redacted;
-            }
-        }
+        self.secrets.screen_tags("tags", &mut tags)?;
         self.store.set_tags(workspace, name, &tags).await
     }
 
@@ -431,8 +425,7 @@ impl Memory {
         relations: &[RelationSpec],
     ) -> Result<CreatedRelations> {
         relations_batch(relations)?;
-        let screened = self.secrets.screen_relations(relations)?;
-        let relations = screened.as_deref().unwrap_or(relations);
+        self.secrets.screen_relations(relations)?;
         self.store.create_relations(workspace, relations).await
     }
 
@@ -457,9 +450,9 @@ impl Memory {
         limits::name("to_entity", &relation.to_entity)?;
         limits::name("old_type", &relation.relation_type)?;
         limits::name("new_type", new_type)?;
-        let new_type = self.secrets.screen("new_type", new_type)?;
+        self.secrets.screen_relation_type(new_type)?;
         self.store
-            .rename_relation_type(workspace, relation, &new_type)
+            .rename_relation_type(workspace, relation, new_type)
             .await
     }
 

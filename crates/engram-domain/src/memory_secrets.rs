@@ -10,13 +10,15 @@ use crate::model::{NewNode, ObservationAdditions, RelationSpec};
 use crate::transfer::{NodeRecord, RelationRecord};
 
 /// What a write does with a text holding a credential ([`crate::secrets::find_secrets`]).
+/// Texts are screened before their limits are checked, so a redacted text is held to them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SecretPolicy {
     /// Refuse the whole call with [`Error::InvalidArgument`] naming the field and the kind of
     /// credential, never the credential; nothing is written. The default.
     #[default]
     Refuse,
-    /// Store the text with each credential replaced by `[redacted: KIND]`.
+    /// Store the text with each credential replaced by `[redacted: KIND]`; a name-like text
+    /// (a node's name or type, a relation's type) holding one is refused all the same.
     Redact,
     /// Store texts as given.
     Allow,
@@ -39,13 +41,18 @@ impl std::str::FromStr for SecretPolicy {
 }
 
 impl SecretPolicy {
-    /// `text` as the policy stores it: borrowed when unchanged, owned when redacted.
+    /// A content text (an observation, a summary) as the policy stores it: borrowed when
+    /// unchanged, owned when redacted.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `field` and the credential's kind, under
-    /// [`SecretPolicy::Refuse`].
+    /// [`SecretPolicy::Refuse`]; or the content limit, which a redacted text is held to again.
     pub fn screen<'a>(self, field: &str, text: &'a str) -> Result<Cow<'a, str>> {
-        self.screen_named(|| field.to_owned(), text)
+        let screened = self.screen_named(|| field.to_owned(), text)?;
+        if let Cow::Owned(redacted) = &screened {
+            crate::limits::content(field, redacted)?;
+        }
+        Ok(screened)
     }
 
     /// [`SecretPolicy::screen`] naming the field only when it refuses (most texts hold no
@@ -76,18 +83,54 @@ impl SecretPolicy {
         }
     }
 
-    /// Screens `text` in place.
-    fn screen_owned(self, field: impl FnOnce() -> String, text: &mut String) -> Result<()> {
-        if let Cow::Owned(redacted) = self.screen_named(field, text)? {
+    /// A name-like text (a node's name or type, a relation's type or endpoint) as stored:
+    /// unchanged, or refused under [`SecretPolicy::Redact`] too. A redacted name would no
+    /// longer name what the caller meant, could exceed the name limit, and two secrets would
+    /// redact to the same node.
+    fn screen_identity(self, field: impl FnOnce() -> String, text: &str) -> Result<()> {
+        let policy = match self {
+            Self::Redact => Self::Refuse,
+            other => other,
+        };
+        policy.screen_named(field, text).map(drop)
+    }
+
+    /// Screens a content text (an observation, a summary) in place; a redacted one is held to
+    /// the content limit again (each marker is longer than some secrets).
+    fn screen_owned(self, field: impl Fn() -> String, text: &mut String) -> Result<()> {
+        if let Cow::Owned(redacted) = self.screen_named(&field, text)? {
+            crate::limits::content(&field(), &redacted)?;
             *text = redacted;
         }
         Ok(())
+    }
+
+    /// The relation type `new_type` of `rename_relation_type`: refused (never redacted) when
+    /// it holds a credential.
+    pub(crate) fn screen_relation_type(self, new_type: &str) -> Result<()> {
+        self.screen_identity(|| "new_type".to_owned(), new_type)
     }
 
     /// Screens every text of `texts` in place, each named `field[i]`.
     fn screen_all(self, field: &dyn Fn() -> String, texts: &mut [String]) -> Result<()> {
         for (i, text) in texts.iter_mut().enumerate() {
             self.screen_owned(|| format!("{}[{i}]", field()), text)?;
+        }
+        Ok(())
+    }
+
+    /// Screens tags in place; redacted ones are held to the tag limits again (and repeats
+    /// dropped).
+    pub(crate) fn screen_tags(self, field: &str, tags: &mut Vec<String>) -> Result<()> {
+        let mut changed = false;
+        for (i, tag) in tags.iter_mut().enumerate() {
+            if let Cow::Owned(redacted) = self.screen_named(|| format!("{field}[{i}]"), tag)? {
+                *tag = redacted;
+                changed = true;
+            }
+        }
+        if changed {
+            *tags = crate::limits::tags(field, tags)?;
         }
         Ok(())
     }
@@ -99,12 +142,12 @@ impl SecretPolicy {
         }
         for (i, entity) in entities.iter_mut().enumerate() {
             let field = |name: &str| format!("entities[{i}].{name}");
-            self.screen_owned(|| field("name"), &mut entity.name)?;
-            self.screen_owned(|| field("entity_type"), &mut entity.entity_type)?;
+            self.screen_identity(|| field("name"), &entity.name)?;
+            self.screen_identity(|| field("entity_type"), &entity.entity_type)?;
             if let Some(summary) = &mut entity.summary {
                 self.screen_owned(|| field("summary"), summary)?;
             }
-            self.screen_all(&|| field("tags"), &mut entity.tags)?;
+            self.screen_tags(&field("tags"), &mut entity.tags)?;
             self.screen_all(&|| field("observations"), &mut entity.observations)?;
         }
         Ok(())
@@ -124,6 +167,7 @@ impl SecretPolicy {
             for (j, content) in addition.contents.iter().enumerate() {
                 let field = || format!("observations[{i}].contents[{j}]");
                 if let Cow::Owned(redacted) = self.screen_named(field, content)? {
+                    crate::limits::content(&field(), &redacted)?;
                     copy.get_or_insert_with(|| additions.to_vec())[i].contents[j] = redacted;
                 }
             }
@@ -131,19 +175,14 @@ impl SecretPolicy {
         Ok(copy)
     }
 
-    /// Relations as stored (their types screened): `None` when unchanged.
-    pub(crate) fn screen_relations(
-        self,
-        relations: &[RelationSpec],
-    ) -> Result<Option<Vec<RelationSpec>>> {
-        let mut copy: Option<Vec<RelationSpec>> = None;
+    /// Screens relations' types, which are refused (never redacted) when they hold a
+    /// credential.
+    pub(crate) fn screen_relations(self, relations: &[RelationSpec]) -> Result<()> {
         for (i, relation) in relations.iter().enumerate() {
             let field = || format!("relations[{i}].relation_type");
-            if let Cow::Owned(redacted) = self.screen_named(field, &relation.relation_type)? {
-                copy.get_or_insert_with(|| relations.to_vec())[i].relation_type = redacted;
-            }
+            self.screen_identity(field, &relation.relation_type)?;
         }
-        Ok(copy)
+        Ok(())
     }
 
     /// Screens an import batch in place: every node's texts and every relation's endpoints
@@ -162,12 +201,12 @@ impl SecretPolicy {
         }
         for (i, node) in nodes.iter_mut().enumerate() {
             let field = |name: &str| format!("nodes[{i}].{name}");
-            self.screen_owned(|| field("name"), &mut node.name)?;
-            self.screen_owned(|| field("entity_type"), &mut node.entity_type)?;
+            self.screen_identity(|| field("name"), &node.name)?;
+            self.screen_identity(|| field("entity_type"), &node.entity_type)?;
             if let Some(summary) = &mut node.summary {
                 self.screen_owned(|| field("summary"), summary)?;
             }
-            self.screen_all(&|| field("tags"), &mut node.tags)?;
+            self.screen_tags(&field("tags"), &mut node.tags)?;
             for (j, observation) in node.observations.iter_mut().enumerate() {
                 let content = || field(&format!("observations[{j}].content"));
                 self.screen_owned(content, &mut observation.content)?;
@@ -175,9 +214,9 @@ impl SecretPolicy {
         }
         for (i, relation) in relations.iter_mut().enumerate() {
             let field = |name: &str| format!("relations[{i}].{name}");
-            self.screen_owned(|| field("from"), &mut relation.from)?;
-            self.screen_owned(|| field("to"), &mut relation.to)?;
-            self.screen_owned(|| field("relation_type"), &mut relation.relation_type)?;
+            self.screen_identity(|| field("from"), &relation.from)?;
+            self.screen_identity(|| field("to"), &relation.to)?;
+            self.screen_identity(|| field("relation_type"), &relation.relation_type)?;
         }
         Ok(())
     }

@@ -374,6 +374,8 @@ impl ServerHandler for EngramServer {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
         let workspace = self.request_workspace(&context.extensions)?;
+        // A prompt runs a search or the report: it takes a turn among the session's calls.
+        let _turn = self.running.acquire().await.ok();
         let prompt = self
             .render_prompt(workspace, &request.name, request.arguments.as_ref())
             .await?;
@@ -386,6 +388,7 @@ impl ServerHandler for EngramServer {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, rmcp::ErrorData> {
         let workspace = self.request_workspace(&context.extensions)?;
+        let _turn = self.running.acquire().await.ok();
         let cursor = request.and_then(|r| r.cursor);
         self.list_resource_page(workspace, cursor).await
     }
@@ -406,6 +409,7 @@ impl ServerHandler for EngramServer {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
         let workspace = self.request_workspace(&context.extensions)?;
+        let _turn = self.running.acquire().await.ok();
         Ok(self
             .read_resource_uri(workspace, &request.uri)
             .await?

@@ -47,9 +47,11 @@ pub fn brief(brief: &Brief, max_chars: usize) -> String {
     }
     let _ = writeln!(
         out,
-        "{} nodes, {} observations, {} relations. Search it (search_nodes) before answering \
-         from memory; store lasting facts with add_observations.",
-        brief.node_count, brief.observation_count, brief.relation_count
+        "{}, {}, {}. Search it (search_nodes) before answering from memory; store lasting \
+         facts with add_observations.",
+        counted(brief.node_count, "node"),
+        counted(brief.observation_count, "observation"),
+        counted(brief.relation_count, "relation")
     );
     let connected = (brief.connected.iter()).map(|node| {
         let mut line = format!(
@@ -103,6 +105,14 @@ pub fn brief(brief: &Brief, max_chars: usize) -> String {
         let _ = writeln!(out, "({left_out} more: get_recently_modified, read_graph)");
     }
     cut_to(out, max_chars)
+}
+
+/// `1 node`, `2 nodes`.
+fn counted(count: i64, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
 }
 
 /// `text` cut to at most `max` characters: whole lines, each ending in a line break (the

@@ -171,6 +171,16 @@ impl SqliteStore {
         self
     }
 
+    /// Starts no build of inverted files at its first search, for a short-lived command that
+    /// only reads (`engram recall`): a build it started would be abandoned when it exits, and
+    /// hold up other builders until it counts as abandoned. Saving vectors still looks for
+    /// due builds.
+    #[must_use]
+    pub fn reading_only(self) -> Self {
+        self.lists.skip_first_search_build();
+        self
+    }
+
     /// Builds now the inverted files that are due, and waits for those another builder (a
     /// server on the same file) is at; the number this call built. They are otherwise built
     /// in the background, looked for at most every 30 seconds while vectors are saved or

@@ -215,6 +215,11 @@ impl VectorLists {
         });
     }
 
+    /// Makes [`VectorLists::build_when_due_at_first_search`] start nothing.
+    pub(crate) fn skip_first_search_build(&self) {
+        self.searched.store(true, Ordering::Release);
+    }
+
     /// At the first search since the store opened, [`VectorLists::build_when_due`]: a store
     /// opened on vectors saved without lists (by an older version) builds them.
     pub(crate) fn build_when_due_at_first_search(self: &Arc<Self>, pool: &Arc<Pool>) {

@@ -252,12 +252,54 @@ pub async fn claude_code_hooks_install_run_and_uninstall(backend: Backend) {
         "{failed:?}"
     );
 
-    let removed = engram(
+    // A bad setting in the client's environment (clap's exit status 2 would block the
+    // prompt) costs the prompt nothing either.
+    let mut misconfigured = Command::new("sh");
+    misconfigured
+        .args(["-c", &recall])
+        .current_dir(dir.path())
+        .env("ENGRAM_SECRETS", "off");
+    let misconfigured = run(
+        &mut misconfigured,
+        &prompt_input("Who runs our staging cluster?"),
+    );
+    assert_eq!(stdout(&misconfigured), "");
+    let said = String::from_utf8_lossy(&misconfigured.stderr);
+    assert!(
+        said.contains("memory left out") && said.contains("secrets"),
+        "{said}"
+    );
+
+    // A PostgreSQL URL with a password is not written into a settings file.
+    let leaky = engram(
         &[
             "hooks",
             "claude-code",
             "--workspace",
             "demo",
+            "--database-url",
+            "postgres://engram:hunter2@db.example/engram",
+            "--install",
+            "--settings",
+            settings,
+        ],
+        "",
+    );
+    assert!(!leaky.status.success());
+    assert!(
+        String::from_utf8_lossy(&leaky.stderr).contains("holds a password"),
+        "{leaky:?}"
+    );
+    assert!(
+        !std::fs::read_to_string(&settings_path)
+            .unwrap()
+            .contains("hunter2")
+    );
+
+    let removed = engram(
+        &[
+            "hooks",
+            "claude-code",
             "--uninstall",
             "--settings",
             settings,

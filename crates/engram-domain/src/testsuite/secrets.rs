@@ -205,6 +205,22 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
     let summary = vault.entities[0].summary.clone().unwrap_or_default();
     assert!(summary.contains("[redacted: "), "{summary}");
 
+    // A name holding a credential is refused even when redacting: a redacted name would not
+    // name what was meant, and two secrets would redact to one node.
+    let named = entity(&format!("key {}", "AKIAZ7QW4RTY2UIOPL3M"), "note", &[]);
+    let refused = memory.create_entities(ws, vec![named]).await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::InvalidArgument { field, .. } if field == "entities[0].name"),
+        "{refused}"
+    );
+    // A redacted tag is held to the tag limit again.
+    let tag = format!("{} {}", "t".repeat(105), "AKIAZ7QW4RTY2UIOPL3M");
+    let long = memory.set_tags(ws, "Vault", &[tag]).await.unwrap_err();
+    assert!(
+        matches!(&long, Error::InvalidArgument { field, .. } if field == "tags[0]"),
+        "{long}"
+    );
+
     let allowing = Memory::new(store).with_secret_policy(SecretPolicy::Allow);
     let open = allowing.create_workspace("open").await.unwrap().id;
     (allowing.create_entities(
