@@ -73,10 +73,10 @@ pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
         let text = match source {
             Source::Server(server) => {
                 let client = connect(&server, &args.workspace).await?;
+                let max_chars = (args.max_chars).clamp(200, engram_mcp::resources::BRIEF_MAX_CHARS);
+                let uri = format!("{}?max_chars={max_chars}", engram_mcp::resources::BRIEF_URI);
                 let read = client
-                    .read_resource(rmcp::model::ReadResourceRequestParams::new(
-                        engram_mcp::resources::BRIEF_URI,
-                    ))
+                    .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
                     .await;
                 // The session is closed whatever the answer, not left to time out.
                 let _ = client.cancel().await;

@@ -41,6 +41,30 @@ pub fn node_link(name: &str) -> Resource {
     Resource::new(node_uri(name), name)
 }
 
+/// The largest bound a brief may be asked for, in characters.
+pub const BRIEF_MAX_CHARS: usize = 20_000;
+
+/// The bound a brief's URI asks for: `` (the default) or `?max_chars=N`.
+fn brief_bound(uri: &str, query: &str) -> Result<usize, ErrorData> {
+    if query.is_empty() {
+        return Ok(markdown::BRIEF_CHARS);
+    }
+    let wrong = || {
+        ErrorData::invalid_params(
+            format!("{uri}: the brief takes `?max_chars=N`, N from 200 to {BRIEF_MAX_CHARS}"),
+            None,
+        )
+    };
+    let chars: usize = (query.strip_prefix("?max_chars="))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(wrong)?;
+    if (200..=BRIEF_MAX_CHARS).contains(&chars) {
+        Ok(chars)
+    } else {
+        Err(wrong())
+    }
+}
+
 /// The resource templates: a node by name.
 pub fn templates() -> Vec<ResourceTemplate> {
     vec![
@@ -68,7 +92,8 @@ impl EngramServer {
                     .with_title("Memory brief")
                     .with_description(
                         "The workspace at a glance: counts, most connected and recently \
-                         changed nodes with their summaries.",
+                         changed nodes with their summaries, in 2,000 characters \
+                         (engram://brief?max_chars=N for another bound).",
                     )
                     .with_mime_type("text/markdown"),
             );
@@ -93,19 +118,22 @@ impl EngramServer {
         Ok(result)
     }
 
-    /// `resources/read`: the brief or one node, as markdown.
+    /// `resources/read`: the brief (`engram://brief`, or `engram://brief?max_chars=N` for
+    /// another bound than [`markdown::BRIEF_CHARS`], 200–[`BRIEF_MAX_CHARS`]) or one node, as
+    /// markdown.
     pub(crate) async fn read_resource_uri(
         &self,
         workspace: WorkspaceId,
         uri: &str,
     ) -> Result<ReadResourceResult, ErrorData> {
-        let text = if uri == BRIEF_URI {
+        let text = if let Some(query) = uri.strip_prefix(BRIEF_URI) {
+            let max_chars = brief_bound(uri, query)?;
             let brief = (self
                 .memory
                 .brief(workspace, engram_domain::BRIEF_NODES)
                 .await)
                 .map_err(protocol_error)?;
-            markdown::brief(&brief, markdown::BRIEF_CHARS)
+            markdown::brief(&brief, max_chars)
         } else if let Some(encoded) = uri.strip_prefix(NODE_URI_PREFIX) {
             let name = percent_decode_str(encoded).decode_utf8().map_err(|_| {
                 ErrorData::invalid_params(format!("{uri}: the node name is not UTF-8"), None)

@@ -119,6 +119,18 @@ async fn prompts_and_resources_answer(client: &Client) {
         ),
         "{brief}"
     );
+    let short = client
+        .read_resource(ReadResourceRequestParams::new(
+            "engram://brief?max_chars=200",
+        ))
+        .await
+        .unwrap();
+    assert!(resource_text(&short.contents).chars().count() <= 200);
+    let bad = client
+        .read_resource(ReadResourceRequestParams::new("engram://brief?max_chars=5"))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("`?max_chars=N`, N from 200"), "{bad}");
     let uri = "engram://node/Ana%20Mar%C3%ADa%20%2F%20infra";
     let node = client
         .read_resource(ReadResourceRequestParams::new(uri))
