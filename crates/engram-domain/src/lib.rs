@@ -6,6 +6,7 @@
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
 pub mod auth;
+mod checked;
 pub mod compact;
 mod consolidation;
 mod embed;
@@ -30,6 +31,7 @@ pub mod testsuite;
 pub mod transfer;
 mod vectors;
 
+pub use checked::Checked;
 pub use consolidation::*;
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};

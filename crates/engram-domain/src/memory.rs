@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::checked::Checked;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
@@ -215,7 +216,10 @@ impl Memory {
                     .collect()
             })
             .collect();
-        let mut created = self.store.create_entities(workspace, &entities).await?;
+        let mut created = self
+            .store
+            .create_entities(workspace, Checked::new(&entities))
+            .await?;
         for (row, repeated) in created.iter_mut().zip(repeated) {
             if !row.already_existed {
                 row.skipped_duplicates = repeated;
@@ -278,7 +282,9 @@ impl Memory {
         limits::name("name", name)?;
         limits::content("summary", summary)?;
         let summary = self.secrets.screen("summary", summary)?;
-        self.store.set_summary(workspace, name, &summary).await
+        self.store
+            .set_summary(workspace, name, Checked::new(&summary))
+            .await
     }
 
     /// `set_tags`: at most 64 tags of 1–128 bytes; an empty list clears them.
@@ -291,7 +297,9 @@ impl Memory {
         limits::name("name", name)?;
         let mut tags = limits::tags("tags", tags)?;
         self.secrets.screen_tags("tags", &mut tags)?;
-        self.store.set_tags(workspace, name, &tags).await
+        self.store
+            .set_tags(workspace, name, Checked::new(&tags))
+            .await
     }
 
     /// `add_observations`: at most 1,000 contents per call, each 1–65,536 bytes.
@@ -329,7 +337,10 @@ impl Memory {
             })
             .collect();
         if kept.iter().flatten().all(|first| *first) {
-            return self.store.add_observations(workspace, additions).await;
+            return self
+                .store
+                .add_observations(workspace, Checked::new(additions))
+                .await;
         }
         let once: Vec<ObservationAdditions> = (additions.iter().zip(&kept))
             .map(|(addition, kept)| ObservationAdditions {
@@ -340,7 +351,10 @@ impl Memory {
                     .collect(),
             })
             .collect();
-        let mut results = self.store.add_observations(workspace, &once).await?;
+        let mut results = self
+            .store
+            .add_observations(workspace, Checked::new(&once))
+            .await?;
         // Every skipped text in request order, with the ordinal that holds it.
         let placed: HashMap<(String, String), Ordinal> = (results.iter())
             .flat_map(|r| {
@@ -385,7 +399,7 @@ impl Memory {
         limits::content("new_content", new_content)?;
         let new_content = self.secrets.screen("new_content", new_content)?;
         self.store
-            .replace_observation(workspace, entity_name, ordinal, &new_content)
+            .replace_observation(workspace, entity_name, ordinal, Checked::new(&new_content))
             .await
     }
 
@@ -426,7 +440,9 @@ impl Memory {
     ) -> Result<CreatedRelations> {
         relations_batch(relations)?;
         self.secrets.screen_relations(relations)?;
-        self.store.create_relations(workspace, relations).await
+        self.store
+            .create_relations(workspace, Checked::new(relations))
+            .await
     }
 
     /// `delete_relations`.
@@ -452,7 +468,7 @@ impl Memory {
         limits::name("new_type", new_type)?;
         self.secrets.screen_relation_type(new_type)?;
         self.store
-            .rename_relation_type(workspace, relation, new_type)
+            .rename_relation_type(workspace, relation, Checked::new(new_type))
             .await
     }
 

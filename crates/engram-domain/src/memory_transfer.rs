@@ -1,6 +1,7 @@
 //! [`Memory`]'s whole-graph operations: `read_graph` (paged) and the batches behind
 //! `engram export` and `engram import`.
 
+use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::{Memory, first_duplicate};
@@ -110,6 +111,8 @@ impl Memory {
                 format!("repeats nodes[{first}].name within one batch"),
             ));
         }
-        self.store.import(workspace, &nodes, &relations).await
+        self.store
+            .import(workspace, Checked::new(&nodes), Checked::new(&relations))
+            .await
     }
 }

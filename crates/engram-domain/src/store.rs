@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 
+use crate::checked::Checked;
 use crate::error::Result;
 use crate::model::*;
 use crate::perspectives::Perspective;
@@ -97,7 +98,7 @@ pub trait NodeStore: Send + Sync + 'static {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewNode],
+        entities: Checked<&[NewNode]>,
     ) -> Result<Vec<CreatedNode>>;
     /// `delete_entities`: deletes nodes with their observations, relations (both
     /// directions), embeddings and events.
@@ -126,14 +127,14 @@ pub trait NodeStore: Send + Sync + 'static {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        summary: &str,
+        summary: Checked<&str>,
     ) -> Result<SummaryUpdate>;
     /// `set_tags`: replaces the tag set (already de-duplicated).
     async fn set_tags(
         &self,
         workspace: WorkspaceId,
         name: &str,
-        tags: &[String],
+        tags: Checked<&[String]>,
     ) -> Result<TagsUpdate>;
     /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
@@ -158,7 +159,7 @@ pub trait ObservationStore: Send + Sync + 'static {
     async fn add_observations(
         &self,
         workspace: WorkspaceId,
-        additions: &[ObservationAdditions],
+        additions: Checked<&[ObservationAdditions]>,
     ) -> Result<Vec<AddedObservations>>;
     /// `replace_observation`: replaces the text in place, keeping the ordinal.
     /// [`crate::Error::NotFound`] for an unknown node or ordinal.
@@ -167,7 +168,7 @@ pub trait ObservationStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         entity_name: &str,
         ordinal: Ordinal,
-        new_content: &str,
+        new_content: Checked<&str>,
     ) -> Result<ReplacedObservation>;
     /// `delete_observations`: deletes by ordinal; the others keep theirs.
     async fn delete_observations(
@@ -184,7 +185,7 @@ pub trait RelationStore: Send + Sync + 'static {
     async fn create_relations(
         &self,
         workspace: WorkspaceId,
-        relations: &[RelationSpec],
+        relations: Checked<&[RelationSpec]>,
     ) -> Result<CreatedRelations>;
     /// `delete_relations`: deletes the given relations where they exist.
     async fn delete_relations(
@@ -199,7 +200,7 @@ pub trait RelationStore: Send + Sync + 'static {
         &self,
         workspace: WorkspaceId,
         relation: &RelationSpec,
-        new_type: &str,
+        new_type: Checked<&str>,
     ) -> Result<RelationSpec>;
     /// `get_relations_between`: relations linking the two nodes, in both directions.
     async fn get_relations_between(
@@ -264,8 +265,8 @@ pub trait TransferStore: Send + Sync + 'static {
     async fn import(
         &self,
         workspace: WorkspaceId,
-        nodes: &[NodeRecord],
-        relations: &[RelationRecord],
+        nodes: Checked<&[NodeRecord]>,
+        relations: Checked<&[RelationRecord]>,
     ) -> Result<ImportOutcome>;
 }
 

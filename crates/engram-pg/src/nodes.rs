@@ -423,9 +423,9 @@ impl NodeStore for PgStore {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewNode],
+        entities: Checked<&[NewNode]>,
     ) -> Result<Vec<CreatedNode>> {
-        let created = write!(self, |tx| create_entities(&tx, workspace, entities))?;
+        let created = write!(self, |tx| create_entities(&tx, workspace, *entities))?;
         let rows = entities.len() + entities.iter().map(|e| e.observations.len()).sum::<usize>();
         self.written.wrote(rows, &self.pool);
         Ok(created)
@@ -473,9 +473,9 @@ impl NodeStore for PgStore {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        summary: &str,
+        summary: Checked<&str>,
     ) -> Result<SummaryUpdate> {
-        write!(self, |tx| set_summary(&tx, workspace, name, summary))
+        write!(self, |tx| set_summary(&tx, workspace, name, *summary))
     }
 
     #[instrument(skip_all)]
@@ -483,9 +483,9 @@ impl NodeStore for PgStore {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        tags: &[String],
+        tags: Checked<&[String]>,
     ) -> Result<TagsUpdate> {
-        write!(self, |tx| set_tags(&tx, workspace, name, tags))
+        write!(self, |tx| set_tags(&tx, workspace, name, *tags))
     }
 
     #[instrument(skip_all)]

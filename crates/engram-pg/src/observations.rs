@@ -252,9 +252,9 @@ impl ObservationStore for PgStore {
     async fn add_observations(
         &self,
         workspace: WorkspaceId,
-        additions: &[ObservationAdditions],
+        additions: Checked<&[ObservationAdditions]>,
     ) -> Result<Vec<AddedObservations>> {
-        let added = write!(self, |tx| add_observations(&tx, workspace, additions))?;
+        let added = write!(self, |tx| add_observations(&tx, workspace, *additions))?;
         let rows = additions.iter().map(|a| a.contents.len()).sum();
         self.written.wrote(rows, &self.pool);
         Ok(added)
@@ -266,14 +266,14 @@ impl ObservationStore for PgStore {
         workspace: WorkspaceId,
         entity_name: &str,
         ordinal: Ordinal,
-        new_content: &str,
+        new_content: Checked<&str>,
     ) -> Result<ReplacedObservation> {
         write!(self, |tx| replace_observation(
             &tx,
             workspace,
             entity_name,
             ordinal.0,
-            new_content
+            *new_content
         ))
     }
 

@@ -170,9 +170,9 @@ impl RelationStore for PgStore {
     async fn create_relations(
         &self,
         workspace: WorkspaceId,
-        relations: &[RelationSpec],
+        relations: Checked<&[RelationSpec]>,
     ) -> Result<CreatedRelations> {
-        let created = write!(self, |tx| create_relations(&tx, workspace, relations))?;
+        let created = write!(self, |tx| create_relations(&tx, workspace, *relations))?;
         self.written.wrote(relations.len(), &self.pool);
         Ok(created)
     }
@@ -193,10 +193,10 @@ impl RelationStore for PgStore {
         &self,
         workspace: WorkspaceId,
         relation: &RelationSpec,
-        new_type: &str,
+        new_type: Checked<&str>,
     ) -> Result<RelationSpec> {
         write!(self, |tx| rename_relation_type(
-            &tx, workspace, relation, new_type
+            &tx, workspace, relation, *new_type
         ))
     }
 

@@ -349,9 +349,9 @@ impl TransferStore for PgStore {
     async fn import(
         &self,
         workspace: WorkspaceId,
-        nodes: &[NodeRecord],
-        relations: &[RelationRecord],
+        nodes: Checked<&[NodeRecord]>,
+        relations: Checked<&[RelationRecord]>,
     ) -> Result<ImportOutcome> {
-        write!(self, |tx| import(&tx, workspace, nodes, relations))
+        write!(self, |tx| import(&tx, workspace, *nodes, *relations))
     }
 }

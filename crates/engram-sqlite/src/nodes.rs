@@ -522,7 +522,7 @@ impl NodeStore for SqliteStore {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewNode],
+        entities: Checked<&[NewNode]>,
     ) -> Result<Vec<CreatedNode>> {
         let entities = entities.to_vec();
         self.pool
@@ -579,9 +579,9 @@ impl NodeStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        summary: &str,
+        summary: Checked<&str>,
     ) -> Result<SummaryUpdate> {
-        let (name, summary) = (name.to_owned(), summary.to_owned());
+        let (name, summary) = (name.to_owned(), (*summary).to_owned());
         self.pool
             .write(move |tx| set_summary(tx, workspace, &name, &summary))
             .await
@@ -592,7 +592,7 @@ impl NodeStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        tags: &[String],
+        tags: Checked<&[String]>,
     ) -> Result<TagsUpdate> {
         let (name, tags) = (name.to_owned(), tags.to_vec());
         self.pool

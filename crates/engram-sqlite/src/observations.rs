@@ -189,7 +189,7 @@ impl ObservationStore for SqliteStore {
     async fn add_observations(
         &self,
         workspace: WorkspaceId,
-        additions: &[ObservationAdditions],
+        additions: Checked<&[ObservationAdditions]>,
     ) -> Result<Vec<AddedObservations>> {
         let additions = additions.to_vec();
         self.pool
@@ -203,9 +203,9 @@ impl ObservationStore for SqliteStore {
         workspace: WorkspaceId,
         entity_name: &str,
         ordinal: Ordinal,
-        new_content: &str,
+        new_content: Checked<&str>,
     ) -> Result<ReplacedObservation> {
-        let (name, content) = (entity_name.to_owned(), new_content.to_owned());
+        let (name, content) = (entity_name.to_owned(), (*new_content).to_owned());
         self.pool
             .write(move |tx| replace_observation(tx, workspace, &name, ordinal.0, &content))
             .await

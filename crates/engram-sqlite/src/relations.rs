@@ -162,7 +162,7 @@ impl RelationStore for SqliteStore {
     async fn create_relations(
         &self,
         workspace: WorkspaceId,
-        relations: &[RelationSpec],
+        relations: Checked<&[RelationSpec]>,
     ) -> Result<CreatedRelations> {
         let relations = relations.to_vec();
         self.pool
@@ -187,9 +187,9 @@ impl RelationStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
         relation: &RelationSpec,
-        new_type: &str,
+        new_type: Checked<&str>,
     ) -> Result<RelationSpec> {
-        let (relation, new_type) = (relation.clone(), new_type.to_owned());
+        let (relation, new_type) = (relation.clone(), (*new_type).to_owned());
         self.pool
             .write(move |tx| rename_relation_type(tx, workspace, &relation, &new_type))
             .await

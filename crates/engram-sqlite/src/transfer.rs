@@ -294,8 +294,8 @@ impl TransferStore for SqliteStore {
     async fn import(
         &self,
         workspace: WorkspaceId,
-        nodes: &[NodeRecord],
-        relations: &[RelationRecord],
+        nodes: Checked<&[NodeRecord]>,
+        relations: Checked<&[RelationRecord]>,
     ) -> Result<ImportOutcome> {
         let (nodes, relations) = (nodes.to_vec(), relations.to_vec());
         self.pool

@@ -130,7 +130,10 @@ async fn prompts_and_resources_answer(client: &Client) {
         .read_resource(ReadResourceRequestParams::new("engram://brief?max_chars=5"))
         .await
         .unwrap_err();
-    assert!(bad.to_string().contains("`?max_chars=N`, N from 200"), "{bad}");
+    assert!(
+        bad.to_string().contains("`?max_chars=N`, N from 200"),
+        "{bad}"
+    );
     let uri = "engram://node/Ana%20Mar%C3%ADa%20%2F%20infra";
     let node = client
         .read_resource(ReadResourceRequestParams::new(uri))

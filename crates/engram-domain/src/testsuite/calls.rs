@@ -77,7 +77,7 @@ impl<S: MemoryStore + ?Sized> NodeStore for CountingStore<S> {
     async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: &[NewNode],
+        entities: Checked<&[NewNode]>,
     ) -> Result<Vec<CreatedNode>> {
         self.count("create_entities");
         self.inner.create_entities(workspace, entities).await
@@ -122,7 +122,7 @@ impl<S: MemoryStore + ?Sized> NodeStore for CountingStore<S> {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        summary: &str,
+        summary: Checked<&str>,
     ) -> Result<SummaryUpdate> {
         self.count("set_summary");
         self.inner.set_summary(workspace, name, summary).await
@@ -132,7 +132,7 @@ impl<S: MemoryStore + ?Sized> NodeStore for CountingStore<S> {
         &self,
         workspace: WorkspaceId,
         name: &str,
-        tags: &[String],
+        tags: Checked<&[String]>,
     ) -> Result<TagsUpdate> {
         self.count("set_tags");
         self.inner.set_tags(workspace, name, tags).await
@@ -167,7 +167,7 @@ impl<S: MemoryStore + ?Sized> ObservationStore for CountingStore<S> {
     async fn add_observations(
         &self,
         workspace: WorkspaceId,
-        additions: &[ObservationAdditions],
+        additions: Checked<&[ObservationAdditions]>,
     ) -> Result<Vec<AddedObservations>> {
         self.count("add_observations");
         self.inner.add_observations(workspace, additions).await
@@ -178,7 +178,7 @@ impl<S: MemoryStore + ?Sized> ObservationStore for CountingStore<S> {
         workspace: WorkspaceId,
         entity_name: &str,
         ordinal: Ordinal,
-        new_content: &str,
+        new_content: Checked<&str>,
     ) -> Result<ReplacedObservation> {
         self.count("replace_observation");
         self.inner
@@ -201,7 +201,7 @@ impl<S: MemoryStore + ?Sized> RelationStore for CountingStore<S> {
     async fn create_relations(
         &self,
         workspace: WorkspaceId,
-        relations: &[RelationSpec],
+        relations: Checked<&[RelationSpec]>,
     ) -> Result<CreatedRelations> {
         self.count("create_relations");
         self.inner.create_relations(workspace, relations).await
@@ -220,7 +220,7 @@ impl<S: MemoryStore + ?Sized> RelationStore for CountingStore<S> {
         &self,
         workspace: WorkspaceId,
         relation: &RelationSpec,
-        new_type: &str,
+        new_type: Checked<&str>,
     ) -> Result<RelationSpec> {
         self.count("rename_relation_type");
         self.inner
@@ -304,8 +304,8 @@ impl<S: MemoryStore + ?Sized> TransferStore for CountingStore<S> {
     async fn import(
         &self,
         workspace: WorkspaceId,
-        nodes: &[NodeRecord],
-        relations: &[RelationRecord],
+        nodes: Checked<&[NodeRecord]>,
+        relations: Checked<&[RelationRecord]>,
     ) -> Result<ImportOutcome> {
         self.count("import");
         self.inner.import(workspace, nodes, relations).await
