@@ -258,8 +258,16 @@ async fn connect(
         .with_context(|| format!("connecting to {endpoint}"))
 }
 
-/// Standard input, whole.
+/// Standard input, whole. A terminal is refused rather than waited on: `--hook` is for a
+/// client that writes its JSON and closes the pipe.
 fn read_stdin() -> Result<String> {
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() {
+        bail!(
+            "--hook reads the client's hook input (JSON) on standard input; by hand, give the \
+             query instead: engram recall \"QUERY\" --workspace NAME"
+        );
+    }
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
