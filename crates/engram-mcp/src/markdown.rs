@@ -133,23 +133,25 @@ pub fn cut_to(text: String, max: usize) -> String {
 }
 
 /// What a search found, as a list a model reads before it answers: each node with its type,
-/// score (two digits), the observation that matched and its summary; `None` when the search
-/// found nothing (so that a hook prints nothing).
+/// the observation that matched and its summary, in ranking order; `None` when the search
+/// found nothing (so that a hook prints nothing). No score: the list holds only what passed
+/// the search's `min_score` (or the one match by meaning kept below it), and a small figure
+/// beside a fact that answers the question reads as "ignore this" (the calibrated scores run
+/// low for some models and memories; `--format json` has them).
 pub fn recall(results: &SearchResults, topic: &str) -> Option<String> {
     if results.results.is_empty() {
         return None;
     }
     let mut out = format!(
-        "Memory on \"{}\" (engram; score = chance it is relevant; open_nodes for more):\n",
+        "Memory on \"{}\" (engram, most relevant first; open_nodes for more):\n",
         quote(topic, 80)
     );
     for hit in &results.results {
         let _ = write!(
             out,
-            "- {} [{}] {:.2}: {}",
+            "- {} [{}]: {}",
             hit.name,
             hit.entity_type,
-            hit.score,
             quote(&hit.matched_observation, QUOTE_CHARS)
         );
         if let Some(summary) = &hit.summary {

@@ -83,7 +83,7 @@ async fn prompts_and_resources_answer(client: &Client) {
     assert_eq!(names, ["recall", "consolidate"]);
     let recalled = recall_prompt(client, "Who runs the staging cluster?").await;
     assert!(
-        recalled.contains("- Ana María / infra [person] "),
+        recalled.contains("- Ana María / infra [person]: "),
         "{recalled}"
     );
     assert!(

@@ -66,7 +66,7 @@ pub async fn recall_and_brief_read_a_server_or_the_database(backend: Backend) {
             "{recalled}"
         );
         assert!(
-            recalled.contains("- Ana María / infra [person] "),
+            recalled.contains("- Ana María / infra [person]: "),
             "{recalled}"
         );
         let json = engram(
