@@ -56,6 +56,26 @@ impl Location {
     }
 }
 
+impl Location {
+    /// Whether a PostgreSQL URL carries a password: `user:password@`, `?password=` (or
+    /// `&password=`), or a key-value string's `password=`. What `Display` leaves out.
+    pub fn holds_password(&self) -> bool {
+        let Self::Postgres(url) = self else {
+            return false;
+        };
+        if is_conninfo(url) {
+            return url
+                .split_whitespace()
+                .any(|word| word.starts_with("password="));
+        }
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+        let (server, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let userinfo = server.rsplit_once('@').map(|(userinfo, _)| userinfo);
+        userinfo.is_some_and(|userinfo| userinfo.contains(':'))
+            || query.split('&').any(|pair| pair.starts_with("password="))
+    }
+}
+
 impl fmt::Display for Location {
     /// `postgresql host:port/database` (no user or password) or `sqlite /path/engram.db`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,6 +216,19 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_are_found_in_every_url_form() {
+        let holds = |url: &str| Location::parse(Some(url)).unwrap().holds_password();
+        assert!(holds("postgres://me:secret@db.example/engram"));
+        assert!(holds(
+            "postgres://me@db.example/engram?sslmode=require&password=secret"
+        ));
+        assert!(holds("host=db dbname=e password=secret"));
+        assert!(!holds("postgres://me@db.example/engram?sslmode=require"));
+        assert!(!holds("host=db dbname=e user=me"));
+        assert!(!holds("/data/e.db"));
+    }
 
     #[test]
     fn urls_choose_the_backend() {

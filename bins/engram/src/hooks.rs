@@ -120,27 +120,19 @@ pub fn hooks(engram_path: &str, args: &HooksArgs, database_url: Option<&str>) ->
 /// # Errors
 /// A URL with a password, or one that names no database engram knows.
 fn database_for_hooks(url: &str) -> Result<String> {
-    match engram::backend::Location::parse(Some(url))? {
-        engram::backend::Location::Sqlite(path) => {
-            let path = std::path::absolute(&path).unwrap_or(path);
-            Ok(path.display().to_string())
-        }
-        engram::backend::Location::Postgres(url) => {
-            let userinfo = (url.split_once("://").map(|(_, rest)| rest))
-                .and_then(|rest| rest.split_once('@').map(|(userinfo, _)| userinfo));
-            let password = userinfo.is_some_and(|userinfo| userinfo.contains(':'))
-                || url
-                    .split_whitespace()
-                    .any(|word| word.starts_with("password="));
-            anyhow::ensure!(
-                !password,
-                "the database URL holds a password, which the hooks would keep in the settings \
-                 file: give the hooks a server instead (--url), or keep the password out of \
-                 the URL (~/.pgpass, PGPASSWORD in the client's environment)"
-            );
-            Ok(url)
-        }
-    }
+    let location = engram::backend::Location::parse(Some(url))?;
+    anyhow::ensure!(
+        !location.holds_password(),
+        "the database URL holds a password, which the hooks would keep in the settings file: \
+         give the hooks a server instead (--url), or keep the password out of the URL \
+         (~/.pgpass, PGPASSWORD in the client's environment)"
+    );
+    Ok(match location {
+        engram::backend::Location::Sqlite(path) => (std::path::absolute(&path).unwrap_or(path))
+            .display()
+            .to_string(),
+        engram::backend::Location::Postgres(url) => url,
+    })
 }
 
 /// `settings` with `hooks`' entries appended to its own under each event.

@@ -19,7 +19,7 @@ use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, PerspectiveCommand, ServeArgs, WorkspaceCommand};
 use engram::backend::{Location, Store};
 use engram::http::Guard;
-use engram_domain::{Memory, MemoryStore};
+use engram_domain::{Memory, MemoryStore, SecretPolicy};
 use tokio_util::sync::CancellationToken;
 
 fn main() -> std::process::ExitCode {
@@ -38,13 +38,28 @@ fn main() -> std::process::ExitCode {
         Err(error) => error.exit(),
     };
     init_tracing(cli.log_format);
-    let hook = is_hook();
+    // `recall` and `brief` answer within `--timeout`, opening the store included.
+    let (limit, hook) = match &cli.command {
+        Command::Recall(cli::RecallArgs { run, .. })
+        | Command::Brief(cli::BriefArgs { run, .. }) => (Some(run.timeout), run.hook),
+        _ => (None, false),
+    };
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")
         .and_then(|runtime| {
-            let outcome = runtime.block_on(run(cli));
+            let outcome = match limit {
+                None => runtime.block_on(run(cli)),
+                Some(limit) => runtime.block_on(async {
+                    (tokio::time::timeout(limit, run(cli)).await).unwrap_or_else(|_| {
+                        Err(anyhow::anyhow!(
+                            "no answer within {} (--timeout)",
+                            humantime::format_duration(limit)
+                        ))
+                    })
+                }),
+            };
             // A hook ends when its answer is printed: work still running on blocking threads
             // (a model being fetched, a statement waiting on a lock) is abandoned, not waited
             // for, so the client's time limit is never reached.
@@ -55,6 +70,12 @@ fn main() -> std::process::ExitCode {
         });
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // A hook never fails its client (Claude Code shows failures to the user, and blocks
+        // the prompt on status 2): it says why on stderr and the prompt goes on.
+        Err(error) if hook => {
+            eprintln!("engram: memory left out of this prompt: {error:#}");
+            std::process::ExitCode::SUCCESS
+        }
         // `engram export | head`: the reader has what it wanted.
         Err(error) if is_closed_pipe(&error) => std::process::ExitCode::SUCCESS,
         Err(error) if error.is::<import::Interrupted>() => {
@@ -212,32 +233,6 @@ async fn run(cli: Cli) -> Result<()> {
             let server = args.run.server.clone();
             recall::brief(recall::Source::Server(server), args).await
         }
-        // A hook never fails its client: a store that cannot be opened in time is reported
-        // and the prompt goes on without memory.
-        Command::Recall(cli::RecallArgs { ref run, .. })
-        | Command::Brief(cli::BriefArgs { ref run, .. })
-            if run.hook =>
-        {
-            let limit = run.timeout;
-            let command = cli.command;
-            let run = async {
-                let location = location()?;
-                with_store(&location, command, secrets).await
-            };
-            match tokio::time::timeout(limit, run).await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(error)) => {
-                    eprintln!("engram: memory left out of this prompt: {error:#}");
-                    Ok(())
-                }
-                Err(_) => {
-                    eprintln!(
-                        "engram: memory left out of this prompt: the store did not answer in time"
-                    );
-                    Ok(())
-                }
-            }
-        }
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "engram", &mut std::io::stdout());
@@ -292,11 +287,7 @@ async fn run(cli: Cli) -> Result<()> {
 /// The commands that work on the store. Those that only read never create a database nor
 /// change a schema (they say what to run instead); the others bring the schema up to date
 /// first.
-async fn with_store(
-    location: &Location,
-    command: Command,
-    secrets: engram_domain::SecretPolicy,
-) -> Result<()> {
+async fn with_store(location: &Location, command: Command, secrets: SecretPolicy) -> Result<()> {
     let reads_only = reads_only(&command);
     let no_file = matches!(location, Location::Sqlite(path) if !path.exists());
     let command = match command {
@@ -345,7 +336,9 @@ async fn with_store(
         Command::Report(args) => report::run(store.shared(), args).await,
         Command::Token(command) => tokens::run(&Memory::new(store.shared()), command).await,
         Command::Import(args) => {
-            let memory = Memory::new(store.shared()).with_secret_policy(secrets);
+            // Each line is screened by `secrets` as it is read (a secret refuses its line, not
+            // its batch), so the batches are not screened a second time.
+            let memory = Memory::new(store.shared()).with_secret_policy(SecretPolicy::Allow);
             import::run(Some(&memory), args, secrets).await
         }
         Command::Recall(args) => recall::recall(recall::Source::Store(store.shared()), args).await,
@@ -388,7 +381,7 @@ async fn serve(
     location: &Location,
     args: ServeArgs,
     listener: Option<tokio::net::TcpListener>,
-    secrets: engram_domain::SecretPolicy,
+    secrets: SecretPolicy,
 ) -> Result<()> {
     if args.no_migrate {
         ensure_migrated(&store).await?;

@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use engram_domain::{Memory, MemoryStore, SearchMode, SearchResults};
@@ -33,10 +32,10 @@ pub enum Source {
 /// Runs `engram recall`: prints what memory holds on the query, or nothing.
 ///
 /// # Errors
-/// A missing query, an unknown workspace, an unreachable server or store, the time limit
-/// passed: all reported (and the exit status 0 kept) under `--hook`.
+/// A missing query, an unknown workspace, an unreachable server or store. `main` bounds the
+/// call by `--timeout` and, under `--hook`, reports a failure with exit status 0.
 pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
-    let (hook, limit) = (args.run.hook, args.run.timeout);
+    let hook = args.run.hook;
     let run = async move {
         let query = match (&args.query, hook) {
             (Some(query), _) => query.clone(),
@@ -56,7 +55,8 @@ pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
             RecallFormat::Json => Some(serde_json::to_string_pretty(&results)? + "\n"),
         })
     };
-    finish(hook, limit, run).await
+    print_answer(run.await?);
+    Ok(())
 }
 
 /// Runs `engram brief`: prints the workspace brief.
@@ -64,7 +64,7 @@ pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
 /// # Errors
 /// As [`recall`].
 pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
-    let (hook, limit) = (args.run.hook, args.run.timeout);
+    let hook = args.run.hook;
     let run = async move {
         if hook {
             // Claude Code's input (session id, source) says nothing the brief needs.
@@ -98,39 +98,19 @@ pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
                 markdown::brief(&brief, args.max_chars)
             }
         };
-        Ok(Some(text))
+        Ok::<_, anyhow::Error>(Some(text))
     };
-    finish(hook, limit, run).await
+    print_answer(run.await?);
+    Ok(())
 }
 
-/// Prints what `run` produced within `limit`; under `--hook`, a failure prints nothing and
-/// is not an error.
-async fn finish(
-    hook: bool,
-    limit: Duration,
-    run: impl Future<Output = Result<Option<String>>>,
-) -> Result<()> {
-    let outcome = match tokio::time::timeout(limit, run).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(anyhow::anyhow!(
-            "no answer within {} (--timeout)",
-            humantime::format_duration(limit)
-        )),
-    };
-    match outcome {
-        Ok(Some(text)) => {
-            print!("{text}");
-            if !text.ends_with('\n') {
-                println!();
-            }
-            Ok(())
+/// Prints `answer` (nothing for `None`), ending in a line break.
+fn print_answer(answer: Option<String>) {
+    if let Some(text) = answer {
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
         }
-        Ok(None) => Ok(()),
-        Err(error) if hook => {
-            eprintln!("engram: memory left out of this prompt: {error:#}");
-            Ok(())
-        }
-        Err(error) => Err(error),
     }
 }
 
@@ -240,7 +220,7 @@ async fn connect(
         base => format!("{base}/mcp"),
     };
     let mut headers = HashMap::from([(
-        reqwest::header::HeaderName::from_static("x-memory-workspace"),
+        reqwest::header::HeaderName::from_static(engram::http::WORKSPACE_HEADER),
         reqwest::header::HeaderValue::from_str(workspace).context("--workspace")?,
     )]);
     if let Some(token) = &server.token {

@@ -10,7 +10,7 @@ use crate::model::{NewNode, ObservationAdditions, RelationSpec};
 use crate::transfer::{NodeRecord, RelationRecord};
 
 /// What a write does with a text holding a credential ([`crate::secrets::find_secrets`]).
-/// Texts are screened before their limits are checked, so a redacted text is held to them.
+/// Texts are screened after their limits are checked, and a redacted one is checked again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SecretPolicy {
     /// Refuse the whole call with [`Error::InvalidArgument`] naming the field and the kind of
@@ -48,9 +48,15 @@ impl SecretPolicy {
     /// [`Error::InvalidArgument`] naming `field` and the credential's kind, under
     /// [`SecretPolicy::Refuse`]; or the content limit, which a redacted text is held to again.
     pub fn screen<'a>(self, field: &str, text: &'a str) -> Result<Cow<'a, str>> {
-        let screened = self.screen_named(|| field.to_owned(), text)?;
+        self.screen_content(|| field.to_owned(), text)
+    }
+
+    /// [`SecretPolicy::screen`] with the field named only when needed; a redacted text is held
+    /// to the content limit again (each marker is longer than some secrets).
+    fn screen_content<'a>(self, field: impl Fn() -> String, text: &'a str) -> Result<Cow<'a, str>> {
+        let screened = self.screen_named(&field, text)?;
         if let Cow::Owned(redacted) = &screened {
-            crate::limits::content(field, redacted)?;
+            crate::limits::content(&field(), redacted)?;
         }
         Ok(screened)
     }
@@ -95,11 +101,9 @@ impl SecretPolicy {
         policy.screen_named(field, text).map(drop)
     }
 
-    /// Screens a content text (an observation, a summary) in place; a redacted one is held to
-    /// the content limit again (each marker is longer than some secrets).
+    /// Screens a content text (an observation, a summary) in place.
     fn screen_owned(self, field: impl Fn() -> String, text: &mut String) -> Result<()> {
-        if let Cow::Owned(redacted) = self.screen_named(&field, text)? {
-            crate::limits::content(&field(), &redacted)?;
+        if let Cow::Owned(redacted) = self.screen_content(field, text)? {
             *text = redacted;
         }
         Ok(())
@@ -109,14 +113,6 @@ impl SecretPolicy {
     /// it holds a credential.
     pub(crate) fn screen_relation_type(self, new_type: &str) -> Result<()> {
         self.screen_identity(|| "new_type".to_owned(), new_type)
-    }
-
-    /// Screens every text of `texts` in place, each named `field[i]`.
-    fn screen_all(self, field: &dyn Fn() -> String, texts: &mut [String]) -> Result<()> {
-        for (i, text) in texts.iter_mut().enumerate() {
-            self.screen_owned(|| format!("{}[{i}]", field()), text)?;
-        }
-        Ok(())
     }
 
     /// Screens tags in place; redacted ones are held to the tag limits again (and repeats
@@ -142,15 +138,29 @@ impl SecretPolicy {
         }
         for (i, entity) in entities.iter_mut().enumerate() {
             let field = |name: &str| format!("entities[{i}].{name}");
-            self.screen_identity(|| field("name"), &entity.name)?;
-            self.screen_identity(|| field("entity_type"), &entity.entity_type)?;
-            if let Some(summary) = &mut entity.summary {
-                self.screen_owned(|| field("summary"), summary)?;
+            let node = NodeTexts {
+                name: &entity.name,
+                entity_type: &entity.entity_type,
+                summary: &mut entity.summary,
+                tags: &mut entity.tags,
+            };
+            self.screen_node(&field, node)?;
+            for (j, observation) in entity.observations.iter_mut().enumerate() {
+                self.screen_owned(|| field(&format!("observations[{j}]")), observation)?;
             }
-            self.screen_tags(&field("tags"), &mut entity.tags)?;
-            self.screen_all(&|| field("observations"), &mut entity.observations)?;
         }
         Ok(())
+    }
+
+    /// Screens what a created or imported node stores besides its observations: its name
+    /// and type (refused, never redacted), summary and tags; `field(part)` names each.
+    fn screen_node(self, field: &dyn Fn(&str) -> String, node: NodeTexts<'_>) -> Result<()> {
+        self.screen_identity(|| field("name"), node.name)?;
+        self.screen_identity(|| field("entity_type"), node.entity_type)?;
+        if let Some(summary) = node.summary {
+            self.screen_owned(|| field("summary"), summary)?;
+        }
+        self.screen_tags(&field("tags"), node.tags)
     }
 
     /// An `add_observations` batch as stored: `None` when unchanged (the common case, no
@@ -166,8 +176,7 @@ impl SecretPolicy {
         for (i, addition) in additions.iter().enumerate() {
             for (j, content) in addition.contents.iter().enumerate() {
                 let field = || format!("observations[{i}].contents[{j}]");
-                if let Cow::Owned(redacted) = self.screen_named(field, content)? {
-                    crate::limits::content(&field(), &redacted)?;
+                if let Cow::Owned(redacted) = self.screen_content(field, content)? {
                     copy.get_or_insert_with(|| additions.to_vec())[i].contents[j] = redacted;
                 }
             }
@@ -194,25 +203,26 @@ impl SecretPolicy {
     pub fn screen_import(
         self,
         nodes: &mut [NodeRecord],
-        relations: &mut [RelationRecord],
+        relations: &[RelationRecord],
     ) -> Result<()> {
         if self == Self::Allow {
             return Ok(());
         }
-        for (i, node) in nodes.iter_mut().enumerate() {
+        for (i, record) in nodes.iter_mut().enumerate() {
             let field = |name: &str| format!("nodes[{i}].{name}");
-            self.screen_identity(|| field("name"), &node.name)?;
-            self.screen_identity(|| field("entity_type"), &node.entity_type)?;
-            if let Some(summary) = &mut node.summary {
-                self.screen_owned(|| field("summary"), summary)?;
-            }
-            self.screen_tags(&field("tags"), &mut node.tags)?;
-            for (j, observation) in node.observations.iter_mut().enumerate() {
+            let node = NodeTexts {
+                name: &record.name,
+                entity_type: &record.entity_type,
+                summary: &mut record.summary,
+                tags: &mut record.tags,
+            };
+            self.screen_node(&field, node)?;
+            for (j, observation) in record.observations.iter_mut().enumerate() {
                 let content = || field(&format!("observations[{j}].content"));
                 self.screen_owned(content, &mut observation.content)?;
             }
         }
-        for (i, relation) in relations.iter_mut().enumerate() {
+        for (i, relation) in relations.iter().enumerate() {
             let field = |name: &str| format!("relations[{i}].{name}");
             self.screen_identity(|| field("from"), &relation.from)?;
             self.screen_identity(|| field("to"), &relation.to)?;
@@ -220,6 +230,14 @@ impl SecretPolicy {
         }
         Ok(())
     }
+}
+
+/// A node's texts other than its observations, as [`SecretPolicy::screen_node`] screens them.
+struct NodeTexts<'a> {
+    name: &'a str,
+    entity_type: &'a str,
+    summary: &'a mut Option<String>,
+    tags: &'a mut Vec<String>,
 }
 
 impl Memory {

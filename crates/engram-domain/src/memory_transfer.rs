@@ -103,8 +103,7 @@ impl Memory {
             validate_relation(relation).map_err(|e| e.within(&format!("relations[{i}]")))?;
         }
         let mut nodes = nodes;
-        let mut relations = relations.to_vec();
-        self.secrets.screen_import(&mut nodes, &mut relations)?;
+        self.secrets.screen_import(&mut nodes, relations)?;
         if let Some((first, second)) = first_duplicate(nodes.iter().map(|n| &n.name)) {
             return Err(Error::invalid(
                 format!("nodes[{second}].name"),
@@ -112,7 +111,7 @@ impl Memory {
             ));
         }
         self.store
-            .import(workspace, Checked::new(&nodes), Checked::new(&relations))
+            .import(workspace, Checked::new(&nodes), Checked::new(relations))
             .await
     }
 }

@@ -216,11 +216,16 @@ impl EngramServer {
         self.tool_router.list_all()
     }
 
-    /// The workspace of a prompt or resource request, or the JSON-RPC error saying none is
-    /// bound.
-    fn request_workspace(&self, extensions: &Extensions) -> Result<WorkspaceId, rmcp::ErrorData> {
-        self.workspace(extensions)
-            .map_err(|error| error::protocol_error(error.0))
+    /// The workspace of a prompt or resource request (or the JSON-RPC error saying none is
+    /// bound), once the request has its turn among the session's calls (a prompt runs a
+    /// search or the report): the permit is held until it is dropped.
+    async fn request_turn(
+        &self,
+        extensions: &Extensions,
+    ) -> Result<(WorkspaceId, Option<tokio::sync::SemaphorePermit<'_>>), rmcp::ErrorData> {
+        let workspace =
+            (self.workspace(extensions)).map_err(|error| error::protocol_error(error.0))?;
+        Ok((workspace, self.running.acquire().await.ok()))
     }
 
     fn workspace(&self, extensions: &Extensions) -> Result<WorkspaceId, ToolError> {
@@ -373,9 +378,7 @@ impl ServerHandler for EngramServer {
         request: rmcp::model::GetPromptRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
-        let workspace = self.request_workspace(&context.extensions)?;
-        // A prompt runs a search or the report: it takes a turn among the session's calls.
-        let _turn = self.running.acquire().await.ok();
+        let (workspace, _turn) = self.request_turn(&context.extensions).await?;
         let prompt = self
             .render_prompt(workspace, &request.name, request.arguments.as_ref())
             .await?;
@@ -387,8 +390,7 @@ impl ServerHandler for EngramServer {
         request: Option<rmcp::model::PaginatedRequestParams>,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, rmcp::ErrorData> {
-        let workspace = self.request_workspace(&context.extensions)?;
-        let _turn = self.running.acquire().await.ok();
+        let (workspace, _turn) = self.request_turn(&context.extensions).await?;
         let cursor = request.and_then(|r| r.cursor);
         self.list_resource_page(workspace, cursor).await
     }
@@ -408,8 +410,7 @@ impl ServerHandler for EngramServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
-        let workspace = self.request_workspace(&context.extensions)?;
-        let _turn = self.running.acquire().await.ok();
+        let (workspace, _turn) = self.request_turn(&context.extensions).await?;
         Ok(self
             .read_resource_uri(workspace, &request.uri)
             .await?

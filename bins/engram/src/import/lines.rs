@@ -141,16 +141,14 @@ pub fn screen(
         Some(Line::Node(node)) => {
             let observations = node.observations.len() as u64;
             let mut nodes = [node];
-            (secrets.screen_import(&mut nodes, &mut []))
+            (secrets.screen_import(&mut nodes, &[]))
                 .map_err(|e| refused(Kind::Entity(observations), e, "nodes[0]."))?;
             let [node] = nodes;
             Ok(Some(Line::Node(node)))
         }
         Some(Line::Relation(relation)) => {
-            let mut relations = [relation];
-            (secrets.screen_import(&mut [], &mut relations))
+            (secrets.screen_import(&mut [], std::slice::from_ref(&relation)))
                 .map_err(|e| refused(Kind::Relation, e, "relations[0]."))?;
-            let [relation] = relations;
             Ok(Some(Line::Relation(relation)))
         }
         other => Ok(other),

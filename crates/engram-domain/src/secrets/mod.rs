@@ -36,13 +36,15 @@
 //! placeholder. Well-formed example credentials from documentation (AWS's `AKIA…EXAMPLE`, a
 //! JWT from a README) are found: a format cannot tell them from real ones.
 //!
-//! [`SECRETS_CORPUS`] and [`ORDINARY_CORPUS`] are the acceptance tests: every line of the
-//! first must be found with its label, no line of the second may be.
+//! `SECRETS_CORPUS` and `ORDINARY_CORPUS` (built for tests and the `testsuite` feature only)
+//! are the acceptance tests: every line of the first must be found with its label, no line of
+//! the second may be.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 mod checks;
+#[cfg(any(test, feature = "testsuite"))]
 mod corpus;
 mod patterns;
 mod private_key;
@@ -51,6 +53,7 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, feature = "testsuite"))]
 pub use corpus::{ORDINARY_CORPUS, SECRETS_CORPUS, ordinary_corpus, secrets_corpus};
 
 /// What kind of credential a match is; [`label()`](Self::label) gives the stable kebab-case

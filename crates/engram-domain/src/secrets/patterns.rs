@@ -20,14 +20,12 @@ use super::{checks, private_key, values};
 
 /// How a rule's regex match becomes a [`SecretMatch`], or is dropped.
 enum Accept {
-    /// The match (its group `s` when it has one) is a token: it must not touch a letter, a
-    /// digit, `_` or one of `extra` on its right, nor on its left unless the pattern matches
-    /// its own left context (`own_left`), and `check` must hold for it.
+    /// The match is a token: it must not touch a letter, a digit, `_` or one of `extra` on
+    /// its right, nor on its left (unless the pattern matches its own left context and names
+    /// the token as group `s`), and `check` must hold for it.
     Token {
         /// Punctuation that belongs to the token's alphabet.
         extra: &'static str,
-        /// Whether the pattern matched the token's left context itself.
-        own_left: bool,
         /// Shape checks beyond the pattern (placeholders, decoding).
         check: fn(&str) -> bool,
     },
@@ -61,7 +59,8 @@ const fn token(
     checked(kind, anchor, pattern, extra, checks::varied)
 }
 
-/// A token rule with its own shape check.
+/// A token rule with its own shape check (the token is group `s` when the pattern matches
+/// its left context too, as a value after its name).
 const fn checked(
     kind: SecretKind,
     anchor: &'static str,
@@ -73,31 +72,7 @@ const fn checked(
         kind,
         anchor,
         pattern,
-        accept: Accept::Token {
-            extra,
-            own_left: false,
-            check,
-        },
-    }
-}
-
-/// A value after a name the pattern matches itself (its group `s`), checked by `check`.
-const fn assigned(
-    kind: SecretKind,
-    anchor: &'static str,
-    pattern: &'static str,
-    extra: &'static str,
-    check: fn(&str) -> bool,
-) -> Rule {
-    Rule {
-        kind,
-        anchor,
-        pattern,
-        accept: Accept::Token {
-            extra,
-            own_left: true,
-            check,
-        },
+        accept: Accept::Token { extra, check },
     }
 }
 
@@ -182,16 +157,13 @@ static RULES: &[Rule] = &[
         "-",
         checks::discord_token,
     ),
-    Rule {
-        kind: SecretKind::TelegramBotToken,
-        anchor: "[0-9]:A",
-        pattern: "(?:^|[^A-Za-z0-9_]|bot)(?P<s>[0-9]{8,10}:A[A-Za-z0-9_-]{34})",
-        accept: Accept::Token {
-            extra: "-",
-            own_left: true,
-            check: checks::varied,
-        },
-    },
+    checked(
+        SecretKind::TelegramBotToken,
+        "[0-9]:A",
+        "(?:^|[^A-Za-z0-9_]|bot)(?P<s>[0-9]{8,10}:A[A-Za-z0-9_-]{34})",
+        "-",
+        checks::varied,
+    ),
     token(
         SecretKind::StripeKey,
         "[sr]k_(?:live|test|prod)_|whsec_",
@@ -245,7 +217,7 @@ static RULES: &[Rule] = &[
                   (?P<s>[^/?#@ \t\r\n\"'<>`]+)@[A-Za-z0-9_\\[-]",
         accept: Accept::UrlPassword,
     },
-    assigned(
+    checked(
         SecretKind::AwsSecretKey,
         "(?i-u:secret[_.-]?access|aws[_.-]?secret)",
         "(?i-u:aws[_.-]?secret[_.-]?(?:access[_.-]?)?key|secret[_.-]?access[_.-]?key)\
@@ -253,7 +225,7 @@ static RULES: &[Rule] = &[
         "+/=",
         checks::aws_secret,
     ),
-    assigned(
+    checked(
         SecretKind::AzureStorageKey,
         "(?i-u:accountkey)",
         "(?i-u:accountkey)[ \t]*=[ \t]*(?P<s>[A-Za-z0-9+/]{86}==)",
@@ -336,11 +308,9 @@ fn accept(
     let whole = caps.get_match();
     let secret = caps.name("s").unwrap_or(whole);
     let (kind, range) = match rule.accept {
-        Accept::Token {
-            extra,
-            own_left,
-            check,
-        } => {
+        Accept::Token { extra, check } => {
+            // A pattern naming its token (group `s`) matched the token's left context itself.
+            let own_left = caps.name("s").is_some();
             let glued = |at: usize| {
                 (text.as_bytes().get(at)).is_some_and(|&b| {
                     b.is_ascii_alphanumeric() || b == b'_' || extra.as_bytes().contains(&b)

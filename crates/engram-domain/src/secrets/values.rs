@@ -161,8 +161,7 @@ pub(super) fn url_placeholder(user: &str, password: &str) -> bool {
         || (password.len() <= 5 && password.chars().all(|c| c.is_ascii_digit()))
         || password.contains(':')
         || placeholder(password)
-        || (password.contains('%')
-            && placeholder(&password.replace("%3C", "<").replace("%7B", "{")))
+        || (password.contains('%') && placeholder(&percent_decoded(password)))
 }
 
 /// Whether an `Authorization` header's credentials look real: `Basic` credentials that do
