@@ -209,7 +209,7 @@ fn table(runs: &[Value]) -> String {
             .collect();
         out.push_str(&format!("| `{call}` | {} |\n", cells.join(" | ")));
     }
-    let rows: [Row; 6] = [
+    let rows: [Row; 7] = [
         ("load (import), observations/s", |r| {
             thousands(&r["load_observations_per_second"])
         }),
@@ -218,6 +218,14 @@ fn table(runs: &[Value]) -> String {
                 "— (text only)".to_owned()
             } else {
                 thousands(&r["index_observations_per_second"])
+            }
+        }),
+        ("vector index build after indexing, s", |r| {
+            let seconds = &r["hnsw_seconds"];
+            let seconds = if seconds.is_null() { &r["vector_lists_seconds"] } else { seconds };
+            match seconds.as_f64() {
+                Some(s) => format!("{s:.1}"),
+                None => "—".to_owned(),
             }
         }),
         ("disk bytes per observation", |r| {

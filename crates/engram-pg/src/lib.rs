@@ -19,6 +19,7 @@
 mod transaction;
 mod error;
 mod graph;
+mod hnsw;
 mod nodes;
 mod observations;
 mod relations;
@@ -55,8 +56,8 @@ const MIGRATION_LOCK: i64 = 0x656e_6772_616d; // "engram"
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
-    /// Dimensions whose HNSW indexes this process has made sure exist.
-    hnsw_ready: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i32>>>,
+    /// What this process knows of the HNSW indexes, and when it builds them.
+    hnsw: std::sync::Arc<hnsw::HnswIndexes>,
     /// The full-text statistics searches weigh words by, kept between searches.
     lexeme_shares: std::sync::Arc<text_query::SharesCache>,
     /// Rows written, for keeping the planner's statistics current ([`statistics`]).
@@ -150,7 +151,7 @@ impl PgStore {
 
         let store = Self {
             pool,
-            hnsw_ready: std::sync::Arc::default(),
+            hnsw: std::sync::Arc::default(),
             lexeme_shares: std::sync::Arc::default(),
             written: std::sync::Arc::default(),
             place: format!("server {servers}, database {database}").into(),

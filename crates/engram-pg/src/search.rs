@@ -19,7 +19,7 @@ use tracing::instrument;
 use crate::PgStore;
 use crate::error::db;
 use crate::text_query::{SharesCache, TextQuery};
-use crate::vectors::tune_hnsw;
+use crate::hnsw::tune_search;
 
 /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
 pub(crate) async fn search(
@@ -36,7 +36,7 @@ pub(crate) async fn search(
     let tune = async {
         match request.vectors.is_empty() {
             true => Ok(()),
-            false => tune_hnsw(client).await,
+            false => tune_search(client).await,
         }
     };
     let nearest = (request.vectors.iter())

@@ -1,10 +1,5 @@
-//! Perspectives, the indexer's queue, the HNSW index and settings of a search, the vectors
-//! and relations the consolidation report pairs nodes with (in the domain), coverage.
-//!
-//! Vectors of any dimension share one `vector` column; HNSW indexes are partial expression
-//! indexes per dimension (`(embedding::vector(384)) … WHERE dims = 384`), created on first use
-//! ([`ensure_hnsw_indexes`]). PostgreSQL uses them only when a query repeats the expression and
-//! the predicate with the dimension as a literal, so search SQL is formatted per dimension.
+//! Perspectives, the indexer's queue, the vectors and relations the consolidation report pairs
+//! nodes with (in the domain), coverage. The HNSW indexes are [`crate::hnsw`]'s.
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
@@ -15,9 +10,6 @@ use tracing::instrument;
 
 use crate::PgStore;
 use crate::error::db;
-
-/// Candidates the HNSW scan keeps per query; higher is more accurate and slower.
-const EF_SEARCH: i32 = 100;
 
 pub(crate) async fn seed_perspectives(client: &impl GenericClient, workspace: i64) -> Result<()> {
     let names: Vec<&str> = DEFAULT_PERSPECTIVES.iter().map(|p| p.name).collect();
@@ -211,43 +203,6 @@ pub(crate) async fn save_embeddings(
     Ok(dims)
 }
 
-/// Creates the observation vectors' HNSW index for `dims` if it is missing. `CREATE INDEX
-/// CONCURRENTLY` cannot run in a transaction, so this takes a plain pooled connection. Node
-/// vectors have none: the consolidation report reads them whole and pairs them in memory
-/// (migration V5 drops the ones earlier versions built). A large index takes longer than a
-/// call's time limit, so the build runs without `statement_timeout`, which is reset after.
-pub(crate) async fn ensure_hnsw_indexes(client: &impl GenericClient, dims: i32) -> Result<()> {
-    // Two statements, not one batch: a batch runs as one transaction, which `CREATE INDEX
-    // CONCURRENTLY` refuses.
-    client
-        .batch_execute("SET statement_timeout = 0")
-        .await
-        .map_err(db)?;
-    let built = client
-        .batch_execute(&format!(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS embeddings_hnsw_{dims} ON embeddings
-             USING hnsw ((embedding::vector({dims})) vector_cosine_ops)
-             WHERE dims = {dims}"
-        ))
-        .await
-        .map_err(db);
-    let reset = client.batch_execute("RESET statement_timeout").await;
-    built?;
-    reset.map_err(db)
-}
-
-/// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,
-/// which keep going past rows a filter drops, so a workspace filter still returns k rows
-/// (pgvector >= 0.8).
-pub(crate) async fn tune_hnsw(client: &impl GenericClient) -> Result<()> {
-    client
-        .batch_execute(&format!(
-            "SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
-        ))
-        .await
-        .map_err(db)
-}
-
 /// The `(from, to)` names of every relation of the workspace, each pair once.
 pub(crate) async fn related_pairs(
     client: &impl GenericClient,
@@ -430,22 +385,24 @@ impl IndexStore for PgStore {
         limit: usize,
         cursor: &PendingCursor,
     ) -> Result<Vec<EmbeddingTask>> {
-        read!(self, |tx| pending_embeddings(&tx, model, limit, cursor))
+        let tasks = read!(self, |tx| pending_embeddings(&tx, model, limit, cursor))?;
+        if self.hnsw.due(tasks.len(), limit) {
+            // Spawned, so that a build outlives a call dropped while it waits, and releases
+            // its lock.
+            let (store, model) = (self.clone(), model.to_owned());
+            let build = tokio::spawn(async move {
+                let client = store.client().await?;
+                store.hnsw.build_missing(&client, &model).await
+            });
+            (build.await).map_err(|e| Error::Internal(format!("building an HNSW index: {e}")))??;
+        }
+        Ok(tasks)
     }
 
     #[instrument(skip_all, fields(count = records.len()))]
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
         let dims: Vec<i32> = write!(self, |tx| save_embeddings(&tx, model, records))?;
-        for d in dims {
-            let fresh = self.hnsw_ready.lock().expect("index cache lock").insert(d);
-            if fresh {
-                let client = self.client().await?;
-                if let Err(error) = ensure_hnsw_indexes(&client, d).await {
-                    self.hnsw_ready.lock().expect("index cache lock").remove(&d);
-                    return Err(error);
-                }
-            }
-        }
+        self.hnsw.saved(&dims);
         Ok(())
     }
 

@@ -125,6 +125,10 @@ struct Report {
     /// SQLite: seconds to build (or wait for) the inverted files over the vectors.
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_lists_seconds: Option<f64>,
+    /// PostgreSQL: seconds from the last vector saved to a valid HNSW index (the server builds
+    /// it once its indexer's queue is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hnsw_seconds: Option<f64>,
     text_only: bool,
     /// The SQLite files' bytes (PostgreSQL's are read by `cargo xtask bench scale`).
     disk_bytes: Option<u64>,
@@ -335,6 +339,30 @@ async fn wait_for_indexing(client: &Client, served: Instant) -> Result<()> {
     }
 }
 
+/// Waits until PostgreSQL's HNSW index over the 384-dimension vectors is valid (at most two
+/// hours).
+async fn wait_for_hnsw(database_url: &str) -> Result<()> {
+    let store = engram_pg::PgStore::connect(database_url).await?;
+    let client = store.pool().get().await?;
+    let started = Instant::now();
+    loop {
+        let valid: Option<bool> = (client.query_opt(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('embeddings_hnsw_384')",
+            &[],
+        ))
+        .await?
+        .map(|row| row.get(0));
+        if valid == Some(true) {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(2 * 3_600),
+            "the HNSW index was not built in 2 hours"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Loads `file` into the benchmark's workspace of `database_url` with `engram import`.
 fn import(engram: &Path, file: &Path, database_url: &str) -> Result<()> {
     let imported = std::process::Command::new(engram)
@@ -408,6 +436,14 @@ async fn main() -> Result<()> {
         let store = engram_sqlite::SqliteStore::open(&args.database_url).await?;
         store.build_vector_lists().await?;
         Some(started.elapsed().as_secs_f64())
+    } else {
+        None
+    };
+
+    let hnsw_seconds = if !sqlite && !args.text_only {
+        let started = Instant::now();
+        wait_for_hnsw(&args.database_url).await?;
+        Some((started.elapsed().as_secs_f64() * 10.0).round() / 10.0)
     } else {
         None
     };
@@ -536,6 +572,7 @@ async fn main() -> Result<()> {
         index_observations_per_second: index_seconds
             .map(|seconds| (args.observations as f64 / seconds).round()),
         vector_lists_seconds: lists_seconds,
+        hnsw_seconds,
         text_only: args.text_only,
         disk_bytes,
         rss_mb,

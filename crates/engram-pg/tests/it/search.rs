@@ -12,6 +12,7 @@ use engram_pg::PgStore;
 use engram_pg::testing::fresh_database;
 
 struct Fixture {
+    url: String,
     store: Arc<PgStore>,
     memory: Memory,
     indexer: Indexer,
@@ -19,12 +20,14 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
-    let store = Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
+    let url = fresh_database().await;
+    let store = Arc::new(PgStore::connect(&url).await.unwrap());
     let embedder: Arc<dyn Embedder> = Arc::new(LocalEmbedder::default());
     let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder, 64);
     let workspace = memory.create_workspace("search").await.unwrap().id;
     Fixture {
+        url,
         store,
         memory,
         indexer,
@@ -126,6 +129,63 @@ async fn a_paraphrase_finds_its_observation() {
         hybrid.results[0].signals,
         ["embedding:general", "text", "named"]
     );
+}
+
+/// Whether the 384-dimension HNSW index exists, and is valid.
+async fn hnsw_index(store: &PgStore) -> Option<bool> {
+    let client = store.pool().get().await.unwrap();
+    (client.query_opt(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('embeddings_hnsw_384')",
+        &[],
+    ))
+    .await
+    .unwrap()
+    .map(|row| row.get(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hnsw_index_is_built_once_the_queue_is_empty() {
+    let f = fixture().await;
+    people(&f).await;
+    // Passes of one pair: the queue is not empty after the first three, and vectors go in
+    // without an index (searched exactly meanwhile).
+    let indexer = Indexer::new(f.store.clone(), Arc::new(LocalEmbedder::default()), 1);
+    for _ in 0..3 {
+        assert_eq!(indexer.run_once().await.unwrap(), 1);
+    }
+    assert_eq!(hnsw_index(&f.store).await, None);
+    let found = f
+        .memory
+        .search_nodes(
+            f.workspace,
+            "who relocated to Portugal?",
+            10,
+            SearchMode::Embedding,
+            Some(0.0),
+        )
+        .await
+        .unwrap();
+    assert!(!found.results.is_empty());
+    // The pass that finds the last pair finds fewer than it asked for: the index is built.
+    indexer.run_until_idle().await.unwrap();
+    assert_eq!(hnsw_index(&f.store).await, Some(true));
+
+    // A build that stopped leaves an invalid index, which another process (fresh state) drops
+    // and builds again at its first empty queue.
+    let client = f.store.pool().get().await.unwrap();
+    client
+        .execute(
+            "UPDATE pg_index SET indisvalid = false
+             WHERE indexrelid = to_regclass('embeddings_hnsw_384')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(hnsw_index(&f.store).await, Some(false));
+    let restarted = Arc::new(PgStore::connect(&f.url).await.unwrap());
+    let indexer = Indexer::new(restarted.clone(), Arc::new(LocalEmbedder::default()), 64);
+    assert_eq!(indexer.run_until_idle().await.unwrap(), 0);
+    assert_eq!(hnsw_index(&restarted).await, Some(true));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
