@@ -222,7 +222,11 @@ fn table(runs: &[Value]) -> String {
         }),
         ("vector index build after indexing, s", |r| {
             let seconds = &r["hnsw_seconds"];
-            let seconds = if seconds.is_null() { &r["vector_lists_seconds"] } else { seconds };
+            let seconds = if seconds.is_null() {
+                &r["vector_lists_seconds"]
+            } else {
+                seconds
+            };
             match seconds.as_f64() {
                 Some(s) => format!("{s:.1}"),
                 None => "—".to_owned(),

@@ -50,7 +50,11 @@ async fn main() -> anyhow::Result<()> {
     let embedder = Arc::new(LocalEmbedder::default());
     embedder.embed_documents(&["warm up".to_owned()]).await?;
     let texts: Vec<String> = (store
-        .pending_embeddings(embedder.model_id(), count, &Default::default())
+        .pending_embeddings(engram_domain::PendingEmbeddings {
+            model: embedder.model_id(),
+            limit: count,
+            cursor: &Default::default(),
+        })
         .await?)
         .iter()
         .map(|task| render_document(&task.document_template, &task.context))

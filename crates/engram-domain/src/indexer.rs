@@ -19,6 +19,7 @@ use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
 use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
 use crate::perspectives::render_document;
+use crate::requests::PendingEmbeddings;
 use crate::retry::Failure;
 use crate::store::IndexStore;
 use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash, usual_dimension, vector_defect};
@@ -151,7 +152,13 @@ impl Indexer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let tasks = self.store.pending_embeddings(model, limit, &cursor).await?;
+        let tasks = (self.store)
+            .pending_embeddings(PendingEmbeddings {
+                model,
+                limit,
+                cursor: &cursor,
+            })
+            .await?;
         (self.cursor.lock().unwrap_or_else(|p| p.into_inner())).advance(&tasks);
         let mut records = Vec::with_capacity(tasks.len());
         let mut texts = Vec::new();

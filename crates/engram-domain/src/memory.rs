@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::limits;
 use crate::model::*;
+use crate::requests::*;
 use crate::search::{QUERY_EMBEDDING_BUDGET, QueryEmbedding};
 use crate::store::MemoryStore;
 
@@ -169,7 +170,12 @@ impl Memory {
         perspective: &crate::perspectives::Perspective,
     ) -> Result<crate::perspectives::Perspective> {
         crate::perspectives::validate(perspective)?;
-        self.store.set_perspective(workspace, perspective).await
+        (self.store)
+            .set_perspective(SetPerspective {
+                workspace,
+                perspective,
+            })
+            .await
     }
 
     /// `create_entities`. Names must be unique within the batch; at most 1,000 entities and
@@ -218,7 +224,10 @@ impl Memory {
             .collect();
         let mut created = self
             .store
-            .create_entities(workspace, Checked::new(&entities))
+            .create_entities(CreateEntities {
+                workspace,
+                entities: Checked::new(&entities),
+            })
             .await?;
         for (row, repeated) in created.iter_mut().zip(repeated) {
             if !row.already_existed {
@@ -235,7 +244,9 @@ impl Memory {
         names: &[String],
     ) -> Result<DeletedNodes> {
         names_batch("entity_names", names)?;
-        self.store.delete_entities(workspace, names).await
+        (self.store)
+            .delete_entities(DeleteEntities { workspace, names })
+            .await
     }
 
     /// `open_nodes`.
@@ -245,7 +256,7 @@ impl Memory {
         names: &[String],
     ) -> Result<OpenedNodes> {
         names_batch("names", names)?;
-        self.store.open_nodes(workspace, names).await
+        self.store.open_nodes(OpenNodes { workspace, names }).await
     }
 
     /// `get_nodes_by_type`.
@@ -255,7 +266,12 @@ impl Memory {
         entity_type: &str,
     ) -> Result<Vec<TypedNode>> {
         limits::name("entity_type", entity_type)?;
-        self.store.get_nodes_by_type(workspace, entity_type).await
+        (self.store)
+            .get_nodes_by_type(GetNodesByType {
+                workspace,
+                entity_type,
+            })
+            .await
     }
 
     /// `get_recently_modified`: `days` 1–36,500, `limit` 1–1,000.
@@ -268,7 +284,11 @@ impl Memory {
         limits::within("days", days, limits::DAYS)?;
         limits::within("limit", limit, limits::LIMIT)?;
         self.store
-            .get_recently_modified(workspace, days, limit)
+            .get_recently_modified(GetRecentlyModified {
+                workspace,
+                days,
+                limit,
+            })
             .await
     }
 
@@ -283,7 +303,11 @@ impl Memory {
         limits::content("summary", summary)?;
         let summary = self.secrets.screen("summary", summary)?;
         self.store
-            .set_summary(workspace, name, Checked::new(&summary))
+            .set_summary(SetSummary {
+                workspace,
+                name,
+                summary: Checked::new(&summary),
+            })
             .await
     }
 
@@ -298,7 +322,11 @@ impl Memory {
         let mut tags = limits::tags("tags", tags)?;
         self.secrets.screen_tags("tags", &mut tags)?;
         self.store
-            .set_tags(workspace, name, Checked::new(&tags))
+            .set_tags(SetTags {
+                workspace,
+                name,
+                tags: Checked::new(&tags),
+            })
             .await
     }
 
@@ -339,7 +367,10 @@ impl Memory {
         if kept.iter().flatten().all(|first| *first) {
             return self
                 .store
-                .add_observations(workspace, Checked::new(additions))
+                .add_observations(AddObservations {
+                    workspace,
+                    additions: Checked::new(additions),
+                })
                 .await;
         }
         let once: Vec<ObservationAdditions> = (additions.iter().zip(&kept))
@@ -353,7 +384,10 @@ impl Memory {
             .collect();
         let mut results = self
             .store
-            .add_observations(workspace, Checked::new(&once))
+            .add_observations(AddObservations {
+                workspace,
+                additions: Checked::new(&once),
+            })
             .await?;
         // Every skipped text in request order, with the ordinal that holds it.
         let placed: HashMap<(String, String), Ordinal> = (results.iter())
@@ -399,7 +433,12 @@ impl Memory {
         limits::content("new_content", new_content)?;
         let new_content = self.secrets.screen("new_content", new_content)?;
         self.store
-            .replace_observation(workspace, entity_name, ordinal, Checked::new(&new_content))
+            .replace_observation(ReplaceObservation {
+                workspace,
+                entity_name,
+                ordinal,
+                new_content: Checked::new(&new_content),
+            })
             .await
     }
 
@@ -429,7 +468,12 @@ impl Memory {
             total += deletion.ordinals.len() + deletion.contents.len();
         }
         batch_total("deletions[].ordinals", total)?;
-        self.store.delete_observations(workspace, deletions).await
+        (self.store)
+            .delete_observations(DeleteObservations {
+                workspace,
+                deletions,
+            })
+            .await
     }
 
     /// `create_relations`.
@@ -441,7 +485,10 @@ impl Memory {
         relations_batch(relations)?;
         self.secrets.screen_relations(relations)?;
         self.store
-            .create_relations(workspace, Checked::new(relations))
+            .create_relations(CreateRelations {
+                workspace,
+                relations: Checked::new(relations),
+            })
             .await
     }
 
@@ -452,7 +499,12 @@ impl Memory {
         relations: &[RelationSpec],
     ) -> Result<DeletedRelations> {
         relations_batch(relations)?;
-        self.store.delete_relations(workspace, relations).await
+        (self.store)
+            .delete_relations(DeleteRelations {
+                workspace,
+                relations,
+            })
+            .await
     }
 
     /// `rename_relation_type`.
@@ -468,7 +520,11 @@ impl Memory {
         limits::name("new_type", new_type)?;
         self.secrets.screen_relation_type(new_type)?;
         self.store
-            .rename_relation_type(workspace, relation, Checked::new(new_type))
+            .rename_relation_type(RenameRelationType {
+                workspace,
+                relation,
+                new_type: Checked::new(new_type),
+            })
             .await
     }
 
@@ -482,7 +538,11 @@ impl Memory {
         limits::name("entity_a", entity_a)?;
         limits::name("entity_b", entity_b)?;
         self.store
-            .get_relations_between(workspace, entity_a, entity_b)
+            .get_relations_between(GetRelationsBetween {
+                workspace,
+                entity_a,
+                entity_b,
+            })
             .await
     }
 
@@ -495,7 +555,13 @@ impl Memory {
     ) -> Result<Neighborhood> {
         limits::name("name", name)?;
         limits::within("depth", depth, limits::DEPTH)?;
-        self.store.get_neighborhood(workspace, name, depth).await
+        (self.store)
+            .get_neighborhood(GetNeighborhood {
+                workspace,
+                name,
+                depth,
+            })
+            .await
     }
 
     /// `get_path`.
@@ -507,7 +573,13 @@ impl Memory {
     ) -> Result<GraphPath> {
         limits::name("from_entity", from)?;
         limits::name("to_entity", to)?;
-        self.store.get_path(workspace, from, to).await
+        self.store
+            .get_path(GetPath {
+                workspace,
+                from,
+                to,
+            })
+            .await
     }
 
     /// `get_orphaned_nodes`.

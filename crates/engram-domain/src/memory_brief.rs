@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::memory::Memory;
 use crate::model::{NodeBrief, WorkspaceId};
+use crate::requests::OpenNodes;
 
 /// Nodes [`Memory::brief`] lists at most in each of its lists.
 pub const BRIEF_NODES: usize = 32;
@@ -73,7 +74,12 @@ impl Memory {
         let opened = if names.is_empty() {
             crate::OpenedNodes::default()
         } else {
-            self.store.open_nodes(workspace, &names).await?
+            (self.store)
+                .open_nodes(OpenNodes {
+                    workspace,
+                    names: &names,
+                })
+                .await?
         };
         let degree_of: HashMap<&str, usize> = ranked.iter().copied().collect();
         // By name: a node deleted since the relations were read is simply missing.
@@ -87,7 +93,11 @@ impl Memory {
             .collect();
         let wanted = u32::try_from(nodes + connected.len()).unwrap_or(u32::MAX);
         let mut recent = (self.store)
-            .get_recently_modified(workspace, *crate::limits::DAYS.end(), wanted)
+            .get_recently_modified(crate::GetRecentlyModified {
+                workspace,
+                days: *crate::limits::DAYS.end(),
+                limit: wanted,
+            })
             .await?;
         recent.retain(|node| !connected.iter().any(|c| c.name == node.name));
         recent.truncate(nodes);

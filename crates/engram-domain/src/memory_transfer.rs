@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::{Memory, first_duplicate};
 use crate::model::WorkspaceId;
+use crate::requests::ImportBatch;
 use crate::transfer::*;
 
 /// The default page size of `read_graph`.
@@ -111,7 +112,11 @@ impl Memory {
             ));
         }
         self.store
-            .import(workspace, Checked::new(&nodes), Checked::new(relations))
+            .import(ImportBatch {
+                workspace,
+                nodes: Checked::new(&nodes),
+                relations: Checked::new(relations),
+            })
             .await
     }
 }

@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 
-use crate::checked::Checked;
 use crate::error::Result;
 use crate::model::*;
 use crate::perspectives::Perspective;
+use crate::requests::*;
 use crate::search::results::*;
 use crate::search::{Candidate, CandidateQuery, QueryVector};
 use crate::transfer::*;
@@ -95,47 +95,20 @@ pub trait NodeStore: Send + Sync + 'static {
     /// `create_entities`: inserts the nodes that do not exist yet with their observations;
     /// existing names are left exactly as they were and reported with `already_existed`.
     /// Rows come back in input order.
-    async fn create_entities(
-        &self,
-        workspace: WorkspaceId,
-        entities: Checked<&[NewNode]>,
-    ) -> Result<Vec<CreatedNode>>;
+    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>>;
     /// `delete_entities`: deletes nodes with their observations, relations (both
     /// directions), embeddings and events.
-    async fn delete_entities(
-        &self,
-        workspace: WorkspaceId,
-        names: &[String],
-    ) -> Result<DeletedNodes>;
+    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes>;
     /// `open_nodes`: nodes with observations in ordinal order, and every relation touching one.
-    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes>;
+    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes>;
     /// `get_nodes_by_type`: nodes of one type, by name.
-    async fn get_nodes_by_type(
-        &self,
-        workspace: WorkspaceId,
-        entity_type: &str,
-    ) -> Result<Vec<TypedNode>>;
+    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>>;
     /// `get_recently_modified`: nodes written in the last `days` days, newest first.
-    async fn get_recently_modified(
-        &self,
-        workspace: WorkspaceId,
-        days: u32,
-        limit: u32,
-    ) -> Result<Vec<NodeBrief>>;
+    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>>;
     /// `set_summary`: sets the summary and moves `summary_updated_at` and `updated_at`.
-    async fn set_summary(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        summary: Checked<&str>,
-    ) -> Result<SummaryUpdate>;
+    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate>;
     /// `set_tags`: replaces the tag set (already de-duplicated).
-    async fn set_tags(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        tags: Checked<&[String]>,
-    ) -> Result<TagsUpdate>;
+    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate>;
     /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
     /// `get_pending_consolidation`: nodes with observations whose summary was never set or
@@ -158,23 +131,18 @@ pub trait ObservationStore: Send + Sync + 'static {
     /// concurrent writers never collide and deleted ordinals are never reused.
     async fn add_observations(
         &self,
-        workspace: WorkspaceId,
-        additions: Checked<&[ObservationAdditions]>,
+        request: AddObservations<'_>,
     ) -> Result<Vec<AddedObservations>>;
     /// `replace_observation`: replaces the text in place, keeping the ordinal.
     /// [`crate::Error::NotFound`] for an unknown node or ordinal.
     async fn replace_observation(
         &self,
-        workspace: WorkspaceId,
-        entity_name: &str,
-        ordinal: Ordinal,
-        new_content: Checked<&str>,
+        request: ReplaceObservation<'_>,
     ) -> Result<ReplacedObservation>;
     /// `delete_observations`: deletes by ordinal; the others keep theirs.
     async fn delete_observations(
         &self,
-        workspace: WorkspaceId,
-        deletions: &[ObservationDeletions],
+        request: DeleteObservations<'_>,
     ) -> Result<Vec<DeletedObservations>>;
 }
 
@@ -182,32 +150,17 @@ pub trait ObservationStore: Send + Sync + 'static {
 #[async_trait]
 pub trait RelationStore: Send + Sync + 'static {
     /// `create_relations`: creates the relations whose endpoints exist and that do not exist.
-    async fn create_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: Checked<&[RelationSpec]>,
-    ) -> Result<CreatedRelations>;
+    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations>;
     /// `delete_relations`: deletes the given relations where they exist.
-    async fn delete_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: &[RelationSpec],
-    ) -> Result<DeletedRelations>;
+    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations>;
     /// `rename_relation_type`: changes one relation's type. [`crate::Error::NotFound`] when
     /// the relation does not exist, [`crate::Error::Conflict`] when the renamed relation
     /// already exists (nothing is changed then).
-    async fn rename_relation_type(
-        &self,
-        workspace: WorkspaceId,
-        relation: &RelationSpec,
-        new_type: Checked<&str>,
-    ) -> Result<RelationSpec>;
+    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec>;
     /// `get_relations_between`: relations linking the two nodes, in both directions.
     async fn get_relations_between(
         &self,
-        workspace: WorkspaceId,
-        entity_a: &str,
-        entity_b: &str,
+        request: GetRelationsBetween<'_>,
     ) -> Result<Vec<Relation>>;
 }
 
@@ -216,15 +169,10 @@ pub trait RelationStore: Send + Sync + 'static {
 pub trait GraphStore: Send + Sync + 'static {
     /// `get_neighborhood`: the node and everything within `depth` hops, relations followed in
     /// either direction. [`crate::Error::NotFound`] for an unknown node.
-    async fn get_neighborhood(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        depth: u32,
-    ) -> Result<Neighborhood>;
+    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood>;
     /// `get_path`: a shortest path (in hops, relations in either direction) of at most
     /// [`crate::limits::MAX_PATH_HOPS`]. [`crate::Error::NotFound`] for an unknown endpoint.
-    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath>;
+    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath>;
     /// `find_unlinked_references`: pairs where a node's observations mention another node's
     /// whole name (case-insensitive, at word boundaries) but no relation links the two.
     async fn find_unlinked_references(
@@ -262,12 +210,7 @@ pub trait TransferStore: Send + Sync + 'static {
     /// holds are skipped and the others placed by [`crate::transfer::place_observations`].
     /// Relations whose endpoints both exist (after this batch's nodes) are created unless
     /// present; the others come back in `relations_missing`.
-    async fn import(
-        &self,
-        workspace: WorkspaceId,
-        nodes: Checked<&[NodeRecord]>,
-        relations: Checked<&[RelationRecord]>,
-    ) -> Result<ImportOutcome>;
+    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome>;
 }
 
 /// What the indexer reads and writes: perspectives, pending (observation, perspective) pairs,
@@ -280,11 +223,7 @@ pub trait IndexStore: Send + Sync + 'static {
     /// Creates or changes the workspace's perspective `perspective.name` (its id is ignored)
     /// and returns it as stored. Vectors of changed perspectives become stale and are
     /// re-embedded by the indexer.
-    async fn set_perspective(
-        &self,
-        workspace: WorkspaceId,
-        perspective: &Perspective,
-    ) -> Result<Perspective>;
+    async fn set_perspective(&self, request: SetPerspective<'_>) -> Result<Perspective>;
     /// Up to `limit` (observation, enabled perspective) pairs whose `model` vector is missing
     /// or whose node changed since it was rendered, workspaces in turn: those of the first
     /// workspace after `cursor.served_first` (by id, wrapping around; the first workspace for
@@ -295,9 +234,7 @@ pub trait IndexStore: Send + Sync + 'static {
     /// its batch's rows, not every observation before them.
     async fn pending_embeddings(
         &self,
-        model: &str,
-        limit: usize,
-        cursor: &PendingCursor,
+        request: PendingEmbeddings<'_>,
     ) -> Result<Vec<EmbeddingTask>>;
     /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
     /// vectors (`node_embeddings`) up to date.
@@ -305,12 +242,7 @@ pub trait IndexStore: Send + Sync + 'static {
     /// Every node of the workspace that has an aggregate `model` vector in `perspective`
     /// (the mean of its observation vectors), with its type, ordered by name. The
     /// consolidation report clusters these.
-    async fn node_vectors(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: PerspectiveId,
-    ) -> Result<Vec<NodeVector>>;
+    async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>>;
     /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
     /// `model` vector is current; 1.0 for a workspace without observations.
     async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64>;

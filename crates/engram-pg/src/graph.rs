@@ -124,18 +124,23 @@ pub(crate) async fn find_unlinked_references(
 #[async_trait]
 impl GraphStore for PgStore {
     #[instrument(skip_all)]
-    async fn get_neighborhood(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        depth: u32,
-    ) -> Result<Neighborhood> {
-        read!(self, |tx| get_neighborhood(&tx, workspace, name, depth))
+    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood> {
+        read!(self, |tx| get_neighborhood(
+            &tx,
+            request.workspace,
+            request.name,
+            request.depth
+        ))
     }
 
     #[instrument(skip_all)]
-    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
-        read!(self, |tx| get_path(&tx, workspace, from, to))
+    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
+        read!(self, |tx| get_path(
+            &tx,
+            request.workspace,
+            request.from,
+            request.to
+        ))
     }
 
     #[instrument(skip_all)]

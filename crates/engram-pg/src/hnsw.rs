@@ -63,7 +63,9 @@ impl Default for HnswIndexes {
 
 impl HnswIndexes {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Notes the dimensions of vectors just saved: one without a known index is checked at
@@ -84,7 +86,11 @@ impl HnswIndexes {
     /// Builds the index of every dimension of `model`'s stored vectors that has none, and
     /// returns when they are built. Another process building holds the lock: this one checks
     /// again at its next empty queue.
-    pub(crate) async fn build_missing(&self, client: &impl GenericClient, model: &str) -> Result<()> {
+    pub(crate) async fn build_missing(
+        &self,
+        client: &impl GenericClient,
+        model: &str,
+    ) -> Result<()> {
         let locked: bool = (client.query_one("SELECT pg_try_advisory_lock($1)", &[&BUILD_LOCK]))
             .await
             .map_err(db)?

@@ -419,73 +419,76 @@ pub(crate) async fn event_counts(
 
 #[async_trait]
 impl NodeStore for PgStore {
-    #[instrument(skip_all, fields(count = entities.len()))]
-    async fn create_entities(
-        &self,
-        workspace: WorkspaceId,
-        entities: Checked<&[NewNode]>,
-    ) -> Result<Vec<CreatedNode>> {
-        let created = write!(self, |tx| create_entities(&tx, workspace, *entities))?;
-        let rows = entities.len() + entities.iter().map(|e| e.observations.len()).sum::<usize>();
+    #[instrument(skip_all, fields(count = request.entities.len()))]
+    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>> {
+        let created = write!(self, |tx| create_entities(
+            &tx,
+            request.workspace,
+            *request.entities
+        ))?;
+        let rows = request.entities.len()
+            + request
+                .entities
+                .iter()
+                .map(|e| e.observations.len())
+                .sum::<usize>();
         self.written.wrote(rows, &self.pool);
         Ok(created)
     }
 
-    #[instrument(skip_all, fields(count = names.len()))]
-    async fn delete_entities(
-        &self,
-        workspace: WorkspaceId,
-        names: &[String],
-    ) -> Result<DeletedNodes> {
-        let deleted = write!(self, |tx| delete_entities(&tx, workspace, names))?;
-        self.written.wrote(names.len(), &self.pool);
+    #[instrument(skip_all, fields(count = request.names.len()))]
+    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes> {
+        let deleted = write!(self, |tx| delete_entities(
+            &tx,
+            request.workspace,
+            request.names
+        ))?;
+        self.written.wrote(request.names.len(), &self.pool);
         Ok(deleted)
     }
 
-    #[instrument(skip_all, fields(count = names.len()))]
-    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
-        read!(self, |tx| open_nodes(&tx, workspace, names))
+    #[instrument(skip_all, fields(count = request.names.len()))]
+    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes> {
+        read!(self, |tx| open_nodes(&tx, request.workspace, request.names))
     }
 
     #[instrument(skip_all)]
-    async fn get_nodes_by_type(
-        &self,
-        workspace: WorkspaceId,
-        entity_type: &str,
-    ) -> Result<Vec<TypedNode>> {
-        read!(self, |tx| get_nodes_by_type(&tx, workspace, entity_type))
-    }
-
-    #[instrument(skip_all)]
-    async fn get_recently_modified(
-        &self,
-        workspace: WorkspaceId,
-        days: u32,
-        limit: u32,
-    ) -> Result<Vec<NodeBrief>> {
-        read!(self, |tx| get_recently_modified(
-            &tx, workspace, days, limit
+    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>> {
+        read!(self, |tx| get_nodes_by_type(
+            &tx,
+            request.workspace,
+            request.entity_type
         ))
     }
 
     #[instrument(skip_all)]
-    async fn set_summary(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        summary: Checked<&str>,
-    ) -> Result<SummaryUpdate> {
-        write!(self, |tx| set_summary(&tx, workspace, name, *summary))
+    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>> {
+        read!(self, |tx| get_recently_modified(
+            &tx,
+            request.workspace,
+            request.days,
+            request.limit
+        ))
     }
 
     #[instrument(skip_all)]
-    async fn set_tags(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        tags: Checked<&[String]>,
-    ) -> Result<TagsUpdate> {
-        write!(self, |tx| set_tags(&tx, workspace, name, *tags))
+    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate> {
+        write!(self, |tx| set_summary(
+            &tx,
+            request.workspace,
+            request.name,
+            *request.summary
+        ))
+    }
+
+    #[instrument(skip_all)]
+    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate> {
+        write!(self, |tx| set_tags(
+            &tx,
+            request.workspace,
+            request.name,
+            *request.tags
+        ))
     }
 
     #[instrument(skip_all)]

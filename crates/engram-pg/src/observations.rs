@@ -248,14 +248,17 @@ pub(crate) async fn delete_observations(
 
 #[async_trait]
 impl ObservationStore for PgStore {
-    #[instrument(skip_all, fields(count = additions.len()))]
+    #[instrument(skip_all, fields(count = request.additions.len()))]
     async fn add_observations(
         &self,
-        workspace: WorkspaceId,
-        additions: Checked<&[ObservationAdditions]>,
+        request: AddObservations<'_>,
     ) -> Result<Vec<AddedObservations>> {
-        let added = write!(self, |tx| add_observations(&tx, workspace, *additions))?;
-        let rows = additions.iter().map(|a| a.contents.len()).sum();
+        let added = write!(self, |tx| add_observations(
+            &tx,
+            request.workspace,
+            *request.additions
+        ))?;
+        let rows = request.additions.iter().map(|a| a.contents.len()).sum();
         self.written.wrote(rows, &self.pool);
         Ok(added)
     }
@@ -263,28 +266,28 @@ impl ObservationStore for PgStore {
     #[instrument(skip_all)]
     async fn replace_observation(
         &self,
-        workspace: WorkspaceId,
-        entity_name: &str,
-        ordinal: Ordinal,
-        new_content: Checked<&str>,
+        request: ReplaceObservation<'_>,
     ) -> Result<ReplacedObservation> {
         write!(self, |tx| replace_observation(
             &tx,
-            workspace,
-            entity_name,
-            ordinal.0,
-            *new_content
+            request.workspace,
+            request.entity_name,
+            request.ordinal.0,
+            *request.new_content
         ))
     }
 
-    #[instrument(skip_all, fields(count = deletions.len()))]
+    #[instrument(skip_all, fields(count = request.deletions.len()))]
     async fn delete_observations(
         &self,
-        workspace: WorkspaceId,
-        deletions: &[ObservationDeletions],
+        request: DeleteObservations<'_>,
     ) -> Result<Vec<DeletedObservations>> {
-        let deleted = write!(self, |tx| delete_observations(&tx, workspace, deletions))?;
-        self.written.wrote(deletions.len(), &self.pool);
+        let deleted = write!(self, |tx| delete_observations(
+            &tx,
+            request.workspace,
+            request.deletions
+        ))?;
+        self.written.wrote(request.deletions.len(), &self.pool);
         Ok(deleted)
     }
 }

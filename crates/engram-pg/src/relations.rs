@@ -166,49 +166,48 @@ pub(crate) async fn get_relations_between(
 
 #[async_trait]
 impl RelationStore for PgStore {
-    #[instrument(skip_all, fields(count = relations.len()))]
-    async fn create_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: Checked<&[RelationSpec]>,
-    ) -> Result<CreatedRelations> {
-        let created = write!(self, |tx| create_relations(&tx, workspace, *relations))?;
-        self.written.wrote(relations.len(), &self.pool);
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations> {
+        let created = write!(self, |tx| create_relations(
+            &tx,
+            request.workspace,
+            *request.relations
+        ))?;
+        self.written.wrote(request.relations.len(), &self.pool);
         Ok(created)
     }
 
-    #[instrument(skip_all, fields(count = relations.len()))]
-    async fn delete_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: &[RelationSpec],
-    ) -> Result<DeletedRelations> {
-        let deleted = write!(self, |tx| delete_relations(&tx, workspace, relations))?;
-        self.written.wrote(relations.len(), &self.pool);
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations> {
+        let deleted = write!(self, |tx| delete_relations(
+            &tx,
+            request.workspace,
+            request.relations
+        ))?;
+        self.written.wrote(request.relations.len(), &self.pool);
         Ok(deleted)
     }
 
     #[instrument(skip_all)]
-    async fn rename_relation_type(
-        &self,
-        workspace: WorkspaceId,
-        relation: &RelationSpec,
-        new_type: Checked<&str>,
-    ) -> Result<RelationSpec> {
+    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec> {
         write!(self, |tx| rename_relation_type(
-            &tx, workspace, relation, *new_type
+            &tx,
+            request.workspace,
+            request.relation,
+            *request.new_type
         ))
     }
 
     #[instrument(skip_all)]
     async fn get_relations_between(
         &self,
-        workspace: WorkspaceId,
-        entity_a: &str,
-        entity_b: &str,
+        request: GetRelationsBetween<'_>,
     ) -> Result<Vec<Relation>> {
         read!(self, |tx| get_relations_between(
-            &tx, workspace, entity_a, entity_b
+            &tx,
+            request.workspace,
+            request.entity_a,
+            request.entity_b
         ))
     }
 }

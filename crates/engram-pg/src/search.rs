@@ -18,8 +18,8 @@ use tracing::instrument;
 
 use crate::PgStore;
 use crate::error::db;
-use crate::text_query::{SharesCache, TextQuery};
 use crate::hnsw::tune_search;
+use crate::text_query::{SharesCache, TextQuery};
 
 /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
 pub(crate) async fn search(

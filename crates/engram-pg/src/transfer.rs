@@ -345,13 +345,13 @@ impl TransferStore for PgStore {
         read!(self, |tx| graph_page(&tx, workspace, query))
     }
 
-    #[instrument(skip_all, fields(nodes = nodes.len(), relations = relations.len()))]
-    async fn import(
-        &self,
-        workspace: WorkspaceId,
-        nodes: Checked<&[NodeRecord]>,
-        relations: Checked<&[RelationRecord]>,
-    ) -> Result<ImportOutcome> {
-        write!(self, |tx| import(&tx, workspace, *nodes, *relations))
+    #[instrument(skip_all, fields(nodes = request.nodes.len(), relations = request.relations.len()))]
+    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
+        write!(self, |tx| import(
+            &tx,
+            request.workspace,
+            *request.nodes,
+            *request.relations
+        ))
     }
 }

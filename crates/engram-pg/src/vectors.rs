@@ -370,31 +370,35 @@ impl IndexStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_perspective(
-        &self,
-        workspace: WorkspaceId,
-        perspective: &Perspective,
-    ) -> Result<Perspective> {
-        write!(self, |tx| set_perspective(&tx, workspace, perspective))
+    async fn set_perspective(&self, request: SetPerspective<'_>) -> Result<Perspective> {
+        write!(self, |tx| set_perspective(
+            &tx,
+            request.workspace,
+            request.perspective
+        ))
     }
 
     #[instrument(skip_all)]
     async fn pending_embeddings(
         &self,
-        model: &str,
-        limit: usize,
-        cursor: &PendingCursor,
+        request: PendingEmbeddings<'_>,
     ) -> Result<Vec<EmbeddingTask>> {
-        let tasks = read!(self, |tx| pending_embeddings(&tx, model, limit, cursor))?;
-        if self.hnsw.due(tasks.len(), limit) {
+        let tasks = read!(self, |tx| pending_embeddings(
+            &tx,
+            request.model,
+            request.limit,
+            request.cursor
+        ))?;
+        if self.hnsw.due(tasks.len(), request.limit) {
             // Spawned, so that a build outlives a call dropped while it waits, and releases
             // its lock.
-            let (store, model) = (self.clone(), model.to_owned());
+            let (store, model) = (self.clone(), request.model.to_owned());
             let build = tokio::spawn(async move {
                 let client = store.client().await?;
                 store.hnsw.build_missing(&client, &model).await
             });
-            (build.await).map_err(|e| Error::Internal(format!("building an HNSW index: {e}")))??;
+            (build.await)
+                .map_err(|e| Error::Internal(format!("building an HNSW index: {e}")))??;
         }
         Ok(tasks)
     }
@@ -407,13 +411,13 @@ impl IndexStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn node_vectors(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: PerspectiveId,
-    ) -> Result<Vec<NodeVector>> {
-        read!(self, |tx| node_vectors(&tx, workspace, model, perspective))
+    async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>> {
+        read!(self, |tx| node_vectors(
+            &tx,
+            request.workspace,
+            request.model,
+            request.perspective
+        ))
     }
 
     #[instrument(skip_all)]

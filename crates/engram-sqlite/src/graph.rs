@@ -189,12 +189,12 @@ pub(crate) fn find_unlinked_references(
 #[async_trait]
 impl GraphStore for SqliteStore {
     #[instrument(skip_all)]
-    async fn get_neighborhood(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        depth: u32,
-    ) -> Result<Neighborhood> {
+    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood> {
+        let GetNeighborhood {
+            workspace,
+            name,
+            depth,
+        } = request;
         let name = name.to_owned();
         self.pool
             .read(move |tx| get_neighborhood(tx, workspace, &name, depth))
@@ -202,7 +202,12 @@ impl GraphStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
+        let GetPath {
+            workspace,
+            from,
+            to,
+        } = request;
         let (from, to) = (from.to_owned(), to.to_owned());
         self.pool
             .read(move |tx| get_path(tx, workspace, &from, &to))

@@ -518,32 +518,30 @@ pub(crate) fn node_pair(
 
 #[async_trait]
 impl NodeStore for SqliteStore {
-    #[instrument(skip_all, fields(count = entities.len()))]
-    async fn create_entities(
-        &self,
-        workspace: WorkspaceId,
-        entities: Checked<&[NewNode]>,
-    ) -> Result<Vec<CreatedNode>> {
+    #[instrument(skip_all, fields(count = request.entities.len()))]
+    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>> {
+        let CreateEntities {
+            workspace,
+            entities,
+        } = request;
         let entities = entities.to_vec();
         self.pool
             .write(move |tx| create_entities(tx, workspace, &entities))
             .await
     }
 
-    #[instrument(skip_all, fields(count = names.len()))]
-    async fn delete_entities(
-        &self,
-        workspace: WorkspaceId,
-        names: &[String],
-    ) -> Result<DeletedNodes> {
+    #[instrument(skip_all, fields(count = request.names.len()))]
+    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes> {
+        let DeleteEntities { workspace, names } = request;
         let names = names.to_vec();
         self.pool
             .write(move |tx| delete_entities(tx, workspace, &names))
             .await
     }
 
-    #[instrument(skip_all, fields(count = names.len()))]
-    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+    #[instrument(skip_all, fields(count = request.names.len()))]
+    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes> {
+        let OpenNodes { workspace, names } = request;
         let names = names.to_vec();
         self.pool
             .read(move |tx| open_nodes(tx, workspace, &names))
@@ -551,11 +549,11 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_nodes_by_type(
-        &self,
-        workspace: WorkspaceId,
-        entity_type: &str,
-    ) -> Result<Vec<TypedNode>> {
+    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>> {
+        let GetNodesByType {
+            workspace,
+            entity_type,
+        } = request;
         let entity_type = entity_type.to_owned();
         self.pool
             .read(move |tx| get_nodes_by_type(tx, workspace, &entity_type))
@@ -563,24 +561,24 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_recently_modified(
-        &self,
-        workspace: WorkspaceId,
-        days: u32,
-        limit: u32,
-    ) -> Result<Vec<NodeBrief>> {
+    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>> {
+        let GetRecentlyModified {
+            workspace,
+            days,
+            limit,
+        } = request;
         self.pool
             .read(move |tx| get_recently_modified(tx, workspace, days, limit))
             .await
     }
 
     #[instrument(skip_all)]
-    async fn set_summary(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        summary: Checked<&str>,
-    ) -> Result<SummaryUpdate> {
+    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate> {
+        let SetSummary {
+            workspace,
+            name,
+            summary,
+        } = request;
         let (name, summary) = (name.to_owned(), (*summary).to_owned());
         self.pool
             .write(move |tx| set_summary(tx, workspace, &name, &summary))
@@ -588,12 +586,12 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_tags(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        tags: Checked<&[String]>,
-    ) -> Result<TagsUpdate> {
+    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate> {
+        let SetTags {
+            workspace,
+            name,
+            tags,
+        } = request;
         let (name, tags) = (name.to_owned(), tags.to_vec());
         self.pool
             .write(move |tx| set_tags(tx, workspace, &name, &tags))

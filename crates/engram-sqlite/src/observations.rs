@@ -185,12 +185,15 @@ pub(crate) fn delete_observations(
 
 #[async_trait]
 impl ObservationStore for SqliteStore {
-    #[instrument(skip_all, fields(count = additions.len()))]
+    #[instrument(skip_all, fields(count = request.additions.len()))]
     async fn add_observations(
         &self,
-        workspace: WorkspaceId,
-        additions: Checked<&[ObservationAdditions]>,
+        request: AddObservations<'_>,
     ) -> Result<Vec<AddedObservations>> {
+        let AddObservations {
+            workspace,
+            additions,
+        } = request;
         let additions = additions.to_vec();
         self.pool
             .write(move |tx| add_observations(tx, workspace, &additions))
@@ -200,23 +203,29 @@ impl ObservationStore for SqliteStore {
     #[instrument(skip_all)]
     async fn replace_observation(
         &self,
-        workspace: WorkspaceId,
-        entity_name: &str,
-        ordinal: Ordinal,
-        new_content: Checked<&str>,
+        request: ReplaceObservation<'_>,
     ) -> Result<ReplacedObservation> {
+        let ReplaceObservation {
+            workspace,
+            entity_name,
+            ordinal,
+            new_content,
+        } = request;
         let (name, content) = (entity_name.to_owned(), (*new_content).to_owned());
         self.pool
             .write(move |tx| replace_observation(tx, workspace, &name, ordinal.0, &content))
             .await
     }
 
-    #[instrument(skip_all, fields(count = deletions.len()))]
+    #[instrument(skip_all, fields(count = request.deletions.len()))]
     async fn delete_observations(
         &self,
-        workspace: WorkspaceId,
-        deletions: &[ObservationDeletions],
+        request: DeleteObservations<'_>,
     ) -> Result<Vec<DeletedObservations>> {
+        let DeleteObservations {
+            workspace,
+            deletions,
+        } = request;
         let deletions = deletions.to_vec();
         self.pool
             .write(move |tx| delete_observations(tx, workspace, &deletions))

@@ -158,24 +158,24 @@ pub(crate) fn get_relations_between(
 
 #[async_trait]
 impl RelationStore for SqliteStore {
-    #[instrument(skip_all, fields(count = relations.len()))]
-    async fn create_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: Checked<&[RelationSpec]>,
-    ) -> Result<CreatedRelations> {
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations> {
+        let CreateRelations {
+            workspace,
+            relations,
+        } = request;
         let relations = relations.to_vec();
         self.pool
             .write(move |tx| create_relations(tx, workspace, &relations))
             .await
     }
 
-    #[instrument(skip_all, fields(count = relations.len()))]
-    async fn delete_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: &[RelationSpec],
-    ) -> Result<DeletedRelations> {
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations> {
+        let DeleteRelations {
+            workspace,
+            relations,
+        } = request;
         let relations = relations.to_vec();
         self.pool
             .write(move |tx| delete_relations(tx, workspace, &relations))
@@ -183,12 +183,12 @@ impl RelationStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_relation_type(
-        &self,
-        workspace: WorkspaceId,
-        relation: &RelationSpec,
-        new_type: Checked<&str>,
-    ) -> Result<RelationSpec> {
+    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec> {
+        let RenameRelationType {
+            workspace,
+            relation,
+            new_type,
+        } = request;
         let (relation, new_type) = (relation.clone(), (*new_type).to_owned());
         self.pool
             .write(move |tx| rename_relation_type(tx, workspace, &relation, &new_type))
@@ -198,10 +198,13 @@ impl RelationStore for SqliteStore {
     #[instrument(skip_all)]
     async fn get_relations_between(
         &self,
-        workspace: WorkspaceId,
-        entity_a: &str,
-        entity_b: &str,
+        request: GetRelationsBetween<'_>,
     ) -> Result<Vec<Relation>> {
+        let GetRelationsBetween {
+            workspace,
+            entity_a,
+            entity_b,
+        } = request;
         let (a, b) = (entity_a.to_owned(), entity_b.to_owned());
         self.pool
             .read(move |tx| get_relations_between(tx, workspace, &a, &b))

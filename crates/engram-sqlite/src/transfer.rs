@@ -290,13 +290,13 @@ impl TransferStore for SqliteStore {
             .await
     }
 
-    #[instrument(skip_all, fields(nodes = nodes.len(), relations = relations.len()))]
-    async fn import(
-        &self,
-        workspace: WorkspaceId,
-        nodes: Checked<&[NodeRecord]>,
-        relations: Checked<&[RelationRecord]>,
-    ) -> Result<ImportOutcome> {
+    #[instrument(skip_all, fields(nodes = request.nodes.len(), relations = request.relations.len()))]
+    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
+        let ImportBatch {
+            workspace,
+            nodes,
+            relations,
+        } = request;
         let (nodes, relations) = (nodes.to_vec(), relations.to_vec());
         self.pool
             .write(move |tx| import(tx, workspace, &nodes, &relations))

@@ -528,11 +528,11 @@ impl IndexStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_perspective(
-        &self,
-        workspace: WorkspaceId,
-        perspective: &Perspective,
-    ) -> Result<Perspective> {
+    async fn set_perspective(&self, request: SetPerspective<'_>) -> Result<Perspective> {
+        let SetPerspective {
+            workspace,
+            perspective,
+        } = request;
         let perspective = perspective.clone();
         self.pool
             .write(move |tx| set_perspective(tx, workspace, &perspective))
@@ -542,10 +542,13 @@ impl IndexStore for SqliteStore {
     #[instrument(skip_all)]
     async fn pending_embeddings(
         &self,
-        model: &str,
-        limit: usize,
-        cursor: &PendingCursor,
+        request: PendingEmbeddings<'_>,
     ) -> Result<Vec<EmbeddingTask>> {
+        let PendingEmbeddings {
+            model,
+            limit,
+            cursor,
+        } = request;
         let (model, cursor) = (model.to_owned(), cursor.clone());
         self.pool
             .read(move |tx| pending_embeddings(tx, &model, limit, &cursor))
@@ -564,12 +567,12 @@ impl IndexStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn node_vectors(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: PerspectiveId,
-    ) -> Result<Vec<NodeVector>> {
+    async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>> {
+        let GetNodeVectors {
+            workspace,
+            model,
+            perspective,
+        } = request;
         let model = model.to_owned();
         self.pool
             .read(move |tx| node_vectors(tx, workspace, &model, perspective))

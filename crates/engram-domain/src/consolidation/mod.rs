@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::Memory;
 use crate::model::*;
+use crate::requests::GetNodeVectors;
 use crate::search::results::SimilarPair;
 use crate::search::similarity::Neighbour;
 use crate::search::{neighbours_of, unrelated_pairs};
@@ -272,7 +273,11 @@ impl Memory {
             Err(error) => return Err(error),
         };
         let (vectors, related, coverage) = futures::try_join!(
-            self.store.node_vectors(workspace, model, perspective.id),
+            (self.store).node_vectors(GetNodeVectors {
+                workspace,
+                model,
+                perspective: perspective.id
+            }),
             self.store.related_pairs(workspace),
             self.store.embedding_coverage(workspace, model),
         )?;

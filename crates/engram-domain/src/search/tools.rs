@@ -10,6 +10,7 @@ use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
+use crate::requests::{GetNodeVectors, OpenNodes};
 use crate::search::calibration;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
@@ -221,7 +222,10 @@ impl Memory {
         // Unknown nodes are an error, not an empty answer.
         let opened = self
             .store
-            .open_nodes(workspace, &[entity_name.to_owned()])
+            .open_nodes(OpenNodes {
+                workspace,
+                names: &[entity_name.to_owned()],
+            })
             .await?;
         let Some(node) = opened.entities.first() else {
             return Err(Error::node_not_found(entity_name));
@@ -377,7 +381,11 @@ impl Memory {
         let model = self.required_embedder()?.model_id();
         let perspective = self.node_perspective(workspace).await?;
         let (vectors, related) = futures::try_join!(
-            self.store.node_vectors(workspace, model, perspective.id),
+            (self.store).node_vectors(GetNodeVectors {
+                workspace,
+                model,
+                perspective: perspective.id
+            }),
             self.store.related_pairs(workspace),
         )?;
         let (vectors, neighbours) = neighbours_of(vectors, min_score as f32).await?;

@@ -74,68 +74,39 @@ impl<S: MemoryStore + ?Sized> WorkspaceStore for CountingStore<S> {
 
 #[async_trait]
 impl<S: MemoryStore + ?Sized> NodeStore for CountingStore<S> {
-    async fn create_entities(
-        &self,
-        workspace: WorkspaceId,
-        entities: Checked<&[NewNode]>,
-    ) -> Result<Vec<CreatedNode>> {
+    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>> {
         self.count("create_entities");
-        self.inner.create_entities(workspace, entities).await
+        self.inner.create_entities(request).await
     }
 
-    async fn delete_entities(
-        &self,
-        workspace: WorkspaceId,
-        names: &[String],
-    ) -> Result<DeletedNodes> {
+    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes> {
         self.count("delete_entities");
-        self.inner.delete_entities(workspace, names).await
+        self.inner.delete_entities(request).await
     }
 
-    async fn open_nodes(&self, workspace: WorkspaceId, names: &[String]) -> Result<OpenedNodes> {
+    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes> {
         self.count("open_nodes");
-        self.inner.open_nodes(workspace, names).await
+        self.inner.open_nodes(request).await
     }
 
-    async fn get_nodes_by_type(
-        &self,
-        workspace: WorkspaceId,
-        entity_type: &str,
-    ) -> Result<Vec<TypedNode>> {
+    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>> {
         self.count("get_nodes_by_type");
-        self.inner.get_nodes_by_type(workspace, entity_type).await
+        self.inner.get_nodes_by_type(request).await
     }
 
-    async fn get_recently_modified(
-        &self,
-        workspace: WorkspaceId,
-        days: u32,
-        limit: u32,
-    ) -> Result<Vec<NodeBrief>> {
+    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>> {
         self.count("get_recently_modified");
-        self.inner
-            .get_recently_modified(workspace, days, limit)
-            .await
+        self.inner.get_recently_modified(request).await
     }
 
-    async fn set_summary(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        summary: Checked<&str>,
-    ) -> Result<SummaryUpdate> {
+    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate> {
         self.count("set_summary");
-        self.inner.set_summary(workspace, name, summary).await
+        self.inner.set_summary(request).await
     }
 
-    async fn set_tags(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        tags: Checked<&[String]>,
-    ) -> Result<TagsUpdate> {
+    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate> {
         self.count("set_tags");
-        self.inner.set_tags(workspace, name, tags).await
+        self.inner.set_tags(request).await
     }
 
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
@@ -166,96 +137,65 @@ impl<S: MemoryStore + ?Sized> NodeStore for CountingStore<S> {
 impl<S: MemoryStore + ?Sized> ObservationStore for CountingStore<S> {
     async fn add_observations(
         &self,
-        workspace: WorkspaceId,
-        additions: Checked<&[ObservationAdditions]>,
+        request: AddObservations<'_>,
     ) -> Result<Vec<AddedObservations>> {
         self.count("add_observations");
-        self.inner.add_observations(workspace, additions).await
+        self.inner.add_observations(request).await
     }
 
     async fn replace_observation(
         &self,
-        workspace: WorkspaceId,
-        entity_name: &str,
-        ordinal: Ordinal,
-        new_content: Checked<&str>,
+        request: ReplaceObservation<'_>,
     ) -> Result<ReplacedObservation> {
         self.count("replace_observation");
-        self.inner
-            .replace_observation(workspace, entity_name, ordinal, new_content)
-            .await
+        self.inner.replace_observation(request).await
     }
 
     async fn delete_observations(
         &self,
-        workspace: WorkspaceId,
-        deletions: &[ObservationDeletions],
+        request: DeleteObservations<'_>,
     ) -> Result<Vec<DeletedObservations>> {
         self.count("delete_observations");
-        self.inner.delete_observations(workspace, deletions).await
+        self.inner.delete_observations(request).await
     }
 }
 
 #[async_trait]
 impl<S: MemoryStore + ?Sized> RelationStore for CountingStore<S> {
-    async fn create_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: Checked<&[RelationSpec]>,
-    ) -> Result<CreatedRelations> {
+    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations> {
         self.count("create_relations");
-        self.inner.create_relations(workspace, relations).await
+        self.inner.create_relations(request).await
     }
 
-    async fn delete_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: &[RelationSpec],
-    ) -> Result<DeletedRelations> {
+    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations> {
         self.count("delete_relations");
-        self.inner.delete_relations(workspace, relations).await
+        self.inner.delete_relations(request).await
     }
 
-    async fn rename_relation_type(
-        &self,
-        workspace: WorkspaceId,
-        relation: &RelationSpec,
-        new_type: Checked<&str>,
-    ) -> Result<RelationSpec> {
+    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec> {
         self.count("rename_relation_type");
-        self.inner
-            .rename_relation_type(workspace, relation, new_type)
-            .await
+        self.inner.rename_relation_type(request).await
     }
 
     async fn get_relations_between(
         &self,
-        workspace: WorkspaceId,
-        entity_a: &str,
-        entity_b: &str,
+        request: GetRelationsBetween<'_>,
     ) -> Result<Vec<Relation>> {
         self.count("get_relations_between");
-        self.inner
-            .get_relations_between(workspace, entity_a, entity_b)
-            .await
+        self.inner.get_relations_between(request).await
     }
 }
 
 #[async_trait]
 impl<S: MemoryStore + ?Sized> GraphStore for CountingStore<S> {
-    async fn get_neighborhood(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        depth: u32,
-    ) -> Result<Neighborhood> {
+    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood> {
         self.count("get_neighborhood");
-        self.inner.get_neighborhood(workspace, name, depth).await
+        self.inner.get_neighborhood(request).await
     }
 
-    async fn get_path(&self, workspace: WorkspaceId, from: &str, to: &str) -> Result<GraphPath> {
+    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
         self.count("get_path");
-        self.inner.get_path(workspace, from, to).await
+        self.inner.get_path(request).await
     }
 
     async fn find_unlinked_references(
@@ -301,14 +241,9 @@ impl<S: MemoryStore + ?Sized> TransferStore for CountingStore<S> {
         self.inner.graph_page(workspace, query).await
     }
 
-    async fn import(
-        &self,
-        workspace: WorkspaceId,
-        nodes: Checked<&[NodeRecord]>,
-        relations: Checked<&[RelationRecord]>,
-    ) -> Result<ImportOutcome> {
+    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
         self.count("import");
-        self.inner.import(workspace, nodes, relations).await
+        self.inner.import(request).await
     }
 }
 
@@ -319,23 +254,17 @@ impl<S: MemoryStore + ?Sized> IndexStore for CountingStore<S> {
         self.inner.perspectives(workspace).await
     }
 
-    async fn set_perspective(
-        &self,
-        workspace: WorkspaceId,
-        perspective: &Perspective,
-    ) -> Result<Perspective> {
+    async fn set_perspective(&self, request: SetPerspective<'_>) -> Result<Perspective> {
         self.count("set_perspective");
-        self.inner.set_perspective(workspace, perspective).await
+        self.inner.set_perspective(request).await
     }
 
     async fn pending_embeddings(
         &self,
-        model: &str,
-        limit: usize,
-        cursor: &PendingCursor,
+        request: PendingEmbeddings<'_>,
     ) -> Result<Vec<EmbeddingTask>> {
         self.count("pending_embeddings");
-        self.inner.pending_embeddings(model, limit, cursor).await
+        self.inner.pending_embeddings(request).await
     }
 
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
@@ -343,14 +272,9 @@ impl<S: MemoryStore + ?Sized> IndexStore for CountingStore<S> {
         self.inner.save_embeddings(model, records).await
     }
 
-    async fn node_vectors(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: PerspectiveId,
-    ) -> Result<Vec<NodeVector>> {
+    async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>> {
         self.count("node_vectors");
-        self.inner.node_vectors(workspace, model, perspective).await
+        self.inner.node_vectors(request).await
     }
 
     async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::*;
 use crate::perspectives::{Perspective, render_document};
 use crate::{EmbeddingRecord, EmbeddingTask, MemoryStore, PendingCursor, WorkspaceId, text_hash};
+use crate::{GetNodeVectors, PendingEmbeddings};
 
 /// Saves a hand-made vector for every pending task of `model` for which `vector` gives one.
 pub(super) async fn save_vectors(
@@ -16,7 +17,11 @@ pub(super) async fn save_vectors(
     vector: impl Fn(&EmbeddingTask) -> Option<Vec<f32>>,
 ) -> usize {
     let tasks = store
-        .pending_embeddings(model, 1_000, &Default::default())
+        .pending_embeddings(PendingEmbeddings {
+            model: model,
+            limit: 1_000,
+            cursor: &Default::default(),
+        })
         .await
         .unwrap();
     let records: Vec<EmbeddingRecord> = tasks
@@ -178,7 +183,14 @@ pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn Memo
             .await
             .unwrap();
         assert_eq!(hits(&found), [hit("A", 2, 1000), hit("A", 1, 0)], "{model}");
-        let node = store.node_vectors(ws, model, general).await.unwrap();
+        let node = store
+            .node_vectors(GetNodeVectors {
+                workspace: ws,
+                model,
+                perspective: general,
+            })
+            .await
+            .unwrap();
         assert_eq!(node.len(), 1);
         assert_eq!(node[0].vector.len(), dims);
     }
@@ -208,7 +220,11 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     let general = perspective(&store, ws, "general").await.id;
     let vectors = |store: Arc<dyn MemoryStore>| async move {
         store
-            .node_vectors(ws, "m", general)
+            .node_vectors(GetNodeVectors {
+                workspace: ws,
+                model: "m",
+                perspective: general,
+            })
             .await
             .unwrap()
             .into_iter()
@@ -230,7 +246,11 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         .await
         .unwrap();
     let tasks = store
-        .pending_embeddings("m", 100, &Default::default())
+        .pending_embeddings(PendingEmbeddings {
+            model: "m",
+            limit: 100,
+            cursor: &Default::default(),
+        })
         .await
         .unwrap();
     assert_eq!(tasks.len(), 5);
@@ -255,7 +275,11 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     store.save_embeddings("m", &unchanged).await.unwrap();
     assert!(
         store
-            .pending_embeddings("m", 100, &Default::default())
+            .pending_embeddings(PendingEmbeddings {
+                model: "m",
+                limit: 100,
+                cursor: &Default::default()
+            })
             .await
             .unwrap()
             .is_empty()
@@ -309,14 +333,22 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     assert!(found().await.is_empty());
     assert!(
         store
-            .node_vectors(ws, "m", general)
+            .node_vectors(GetNodeVectors {
+                workspace: ws,
+                model: "m",
+                perspective: general
+            })
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(
         store
-            .pending_embeddings("m", 100, &Default::default())
+            .pending_embeddings(PendingEmbeddings {
+                model: "m",
+                limit: 100,
+                cursor: &Default::default()
+            })
             .await
             .unwrap()
             .len(),
@@ -329,7 +361,11 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     memory.delete_workspace("gone", true).await.unwrap();
     assert!(
         store
-            .pending_embeddings("m", 100, &Default::default())
+            .pending_embeddings(PendingEmbeddings {
+                model: "m",
+                limit: 100,
+                cursor: &Default::default()
+            })
             .await
             .unwrap()
             .is_empty()
@@ -373,7 +409,11 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     assert_eq!(store.embedding_pairs(ws).await.unwrap(), 10);
     assert!(
         store
-            .pending_embeddings("m", 100, &Default::default())
+            .pending_embeddings(PendingEmbeddings {
+                model: "m",
+                limit: 100,
+                cursor: &Default::default()
+            })
             .await
             .unwrap()
             .is_empty()
@@ -387,7 +427,11 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     let stored = memory.set_perspective(ws, &shouting).await.unwrap();
     assert_eq!(stored.id, general.id);
     let pending = store
-        .pending_embeddings("m", 100, &Default::default())
+        .pending_embeddings(PendingEmbeddings {
+            model: "m",
+            limit: 100,
+            cursor: &Default::default(),
+        })
         .await
         .unwrap();
     assert_eq!(pending.len(), 2);
@@ -444,7 +488,14 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     // From the start: the first workspace first, in observation order, the batch filled
     // from the next.
     let mut cursor = PendingCursor::default();
-    let first = store.pending_embeddings("m", 21, &cursor).await.unwrap();
+    let first = store
+        .pending_embeddings(PendingEmbeddings {
+            model: "m",
+            limit: 21,
+            cursor: &cursor,
+        })
+        .await
+        .unwrap();
     assert_eq!(first.len(), 21);
     assert_eq!(&workspaces(&first)[..20], [busy; 20]);
     assert_eq!(first[20].workspace, quiet);
@@ -455,7 +506,14 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     // Having served `busy` first (its first three observations), `quiet` comes first, then
     // `busy` from its third observation on (read again: the batch may have cut it).
     cursor.advance(&first[..3]);
-    let next = store.pending_embeddings("m", 4, &cursor).await.unwrap();
+    let next = store
+        .pending_embeddings(PendingEmbeddings {
+            model: "m",
+            limit: 4,
+            cursor: &cursor,
+        })
+        .await
+        .unwrap();
     assert_eq!(workspaces(&next), [quiet, busy, busy, busy]);
     assert_eq!(
         contents(&next)[1..],
@@ -464,6 +522,13 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     // Past the last observation, around to the first.
     cursor.advance(&first[..20]);
     cursor.served_first = Some(quiet);
-    let around = store.pending_embeddings("m", 2, &cursor).await.unwrap();
+    let around = store
+        .pending_embeddings(PendingEmbeddings {
+            model: "m",
+            limit: 2,
+            cursor: &cursor,
+        })
+        .await
+        .unwrap();
     assert_eq!(contents(&around), ["backlog 19", "backlog 0"]);
 }

@@ -82,7 +82,12 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
                 enabled: false,
                 ..perspective
             };
-            store.set_perspective(workspace, &disabled).await?;
+            store
+                .set_perspective(SetPerspective {
+                    workspace,
+                    perspective: &disabled,
+                })
+                .await?;
         }
     }
 
@@ -174,7 +179,11 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     let similar = started.elapsed();
     let started = Instant::now();
     let vectors = store
-        .node_vectors(workspace, "bench/terms-384", perspective.id)
+        .node_vectors(GetNodeVectors {
+            workspace,
+            model: "bench/terms-384",
+            perspective: perspective.id,
+        })
         .await?;
     let loaded_vectors = started.elapsed();
     let started = Instant::now();

@@ -110,7 +110,11 @@ fn count(db: &Connection, sql: &str) -> i64 {
 /// Saves a vector of `dims` ones for every pending task of `model`.
 async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize {
     let tasks = store
-        .pending_embeddings(model, 1_000, &Default::default())
+        .pending_embeddings(engram_domain::PendingEmbeddings {
+            model,
+            limit: 1_000,
+            cursor: &Default::default(),
+        })
         .await
         .unwrap();
     let records: Vec<EmbeddingRecord> = tasks
