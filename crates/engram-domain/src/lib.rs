@@ -22,7 +22,6 @@ mod memory_transfer;
 mod model;
 pub mod path;
 pub mod perspectives;
-mod requests;
 mod retry;
 pub mod search;
 pub mod secrets;
@@ -44,11 +43,7 @@ pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
-pub use requests::*;
 pub use retry::Failure;
 pub use search::results::*;
-pub use store::{
-    Endpoints, GraphStore, IndexStore, MemoryStore, NodeStore, ObservationStore, RelationStore,
-    SearchStore, TokenStore, TransferStore, WorkspaceStore, first_occurrences,
-};
+pub use store::*;
 pub use vectors::*;

@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::limits;
 use crate::model::*;
-use crate::requests::*;
 use crate::search::{QUERY_EMBEDDING_BUDGET, QueryEmbedding};
 use crate::store::MemoryStore;
+use crate::store::*;
 
 /// The graph tools of the catalog, validated, over any store.
 ///
@@ -120,7 +120,11 @@ impl Memory {
 
     /// Whether the store is reachable and its schema current.
     pub async fn health(&self) -> Result<()> {
-        self.store.health().await
+        if self.store.schema_current().await? {
+            Ok(())
+        } else {
+            Err(Error::schema_not_current())
+        }
     }
 
     /// Creates a workspace named 1–64 characters of `A–Z a–z 0–9 . _ -`.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::memory::Memory;
 use crate::model::{NodeBrief, WorkspaceId};
-use crate::requests::OpenNodes;
+use crate::store::OpenNodes;
 
 /// Nodes [`Memory::brief`] lists at most in each of its lists.
 pub const BRIEF_NODES: usize = 32;

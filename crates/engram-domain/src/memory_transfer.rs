@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::{Memory, first_duplicate};
 use crate::model::WorkspaceId;
-use crate::requests::ImportBatch;
+use crate::store::{ImportBatch, ReadGraph};
 use crate::transfer::*;
 
 /// The default page size of `read_graph`.
@@ -44,7 +44,12 @@ impl Memory {
             observations: detail == GraphDetail::Full,
             totals: true,
         };
-        let page = self.store.graph_page(workspace, &query).await?;
+        let page = (self.store)
+            .graph_page(ReadGraph {
+                workspace,
+                query: &query,
+            })
+            .await?;
         Ok(GraphPageResult::from_page(page, detail, limit))
     }
 
@@ -65,7 +70,7 @@ impl Memory {
         if let Some(entity_type) = &query.entity_type {
             limits::name("entity_type", entity_type)?;
         }
-        self.store.graph_page(workspace, query).await
+        self.store.graph_page(ReadGraph { workspace, query }).await
     }
 
     /// Imports one batch in one transaction (see [`crate::TransferStore::import`]): at most

@@ -58,6 +58,20 @@ pub struct PathSearch {
     exhausted: bool,
 }
 
+impl crate::GraphPath {
+    /// The path a [`PathWalk`] found, given as it walked: `path` from the target back to the
+    /// source, `relations` in the order they were taken.
+    pub fn walked_back(mut path: Vec<String>, mut relations: Vec<crate::Relation>) -> Self {
+        path.reverse();
+        relations.reverse();
+        Self {
+            found: true,
+            path,
+            relations,
+        }
+    }
+}
+
 impl PathSearch {
     /// A search from `source` to `target`.
     pub fn new(source: i64, target: i64) -> Self {

@@ -101,9 +101,15 @@ pub(crate) fn migration(error: &refinery::Error) -> Error {
     Error::Internal(format!("migration failed: {error}"))
 }
 
-/// Whether the error is a violation of the unique constraint `constraint`.
-pub(crate) fn is_unique_violation(error: &tokio_postgres::Error, constraint: &str) -> bool {
-    error.as_db_error().is_some_and(|db_error| {
+/// `taken()` when the error violates the unique constraint `constraint` (the name is held
+/// already), otherwise the error as [`db`] maps it.
+pub(crate) fn taken_or_db(
+    error: tokio_postgres::Error,
+    constraint: &str,
+    taken: impl FnOnce() -> Error,
+) -> Error {
+    let unique = error.as_db_error().is_some_and(|db_error| {
         *db_error.code() == SqlState::UNIQUE_VIOLATION && db_error.constraint() == Some(constraint)
-    })
+    });
+    if unique { taken() } else { db(error) }
 }

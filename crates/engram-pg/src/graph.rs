@@ -90,13 +90,7 @@ pub(crate) async fn get_path(
         path.push(rows[chosen].get("neighbour"));
         relations.push(relation(&rows[chosen]));
     }
-    path.reverse();
-    relations.reverse();
-    Ok(GraphPath {
-        found: true,
-        path,
-        relations,
-    })
+    Ok(GraphPath::walked_back(path, relations))
 }
 
 pub(crate) async fn find_unlinked_references(

@@ -215,12 +215,10 @@ impl PgStore {
     /// Whether every migration this build embeds has been applied.
     pub async fn is_migrated(&self) -> Result<bool> {
         let client = self.client().await?;
-        let latest = embedded::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| i64::from(m.version()))
-            .max()
-            .unwrap_or(0);
+        let migrations = embedded::migrations::runner();
+        let latest = (migrations.get_migrations().iter())
+            .map(|m| m.version())
+            .max();
         let applied: Option<i64> = match client
             .query_one(
                 "SELECT max(version)::bigint FROM refinery_schema_history",
@@ -233,7 +231,7 @@ impl PgStore {
             Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => None,
             Err(e) => return Err(error::db(e)),
         };
-        Ok(applied.unwrap_or(0) >= latest)
+        Ok(applied.unwrap_or(0) >= latest.map_or(0, i64::from))
     }
 
     /// Identifies the schema this build migrates to: every embedded migration's version and

@@ -185,10 +185,7 @@ pub(crate) async fn relations_among(
     ids: &[i64],
     endpoints: Endpoints,
 ) -> Result<Vec<Relation>> {
-    let joined = match endpoints {
-        Endpoints::Either => "OR",
-        Endpoints::Both => "AND",
-    };
+    let joined = endpoints.sql_operator();
     let rows = client
         .query(
             &format!(

@@ -8,7 +8,7 @@ use engram_domain::*;
 use tracing::instrument;
 
 use crate::PgStore;
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, taken_or_db};
 use crate::nodes::relation;
 use crate::observations::node_pair;
 
@@ -126,11 +126,9 @@ pub(crate) async fn rename_relation_type(
         )
         .await
         .map_err(|e| {
-            if is_unique_violation(&e, RELATIONS_UNIQUE) {
+            taken_or_db(e, RELATIONS_UNIQUE, || {
                 Error::relation_taken(relation, new_type)
-            } else {
-                db(e)
-            }
+            })
         })?;
     if updated == 0 {
         return Err(Error::relation_not_found(relation));

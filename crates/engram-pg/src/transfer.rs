@@ -336,13 +336,9 @@ async fn import_relations(
 
 #[async_trait]
 impl TransferStore for PgStore {
-    #[instrument(skip_all, fields(limit = query.limit))]
-    async fn graph_page(
-        &self,
-        workspace: WorkspaceId,
-        query: &GraphPageQuery,
-    ) -> Result<GraphPage> {
-        read!(self, |tx| graph_page(&tx, workspace, query))
+    #[instrument(skip_all, fields(limit = request.query.limit))]
+    async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage> {
+        read!(self, |tx| graph_page(&tx, request.workspace, request.query))
     }
 
     #[instrument(skip_all, fields(nodes = request.nodes.len(), relations = request.relations.len()))]

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use tracing::instrument;
 
 use crate::PgStore;
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, taken_or_db};
 
 const NAME_TAKEN: &str = "workspaces_name_key";
 
@@ -27,13 +27,7 @@ pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Wo
             &[&name],
         )
         .await
-        .map_err(|e| {
-            if is_unique_violation(&e, NAME_TAKEN) {
-                Error::workspace_taken(name)
-            } else {
-                db(e)
-            }
-        })?;
+        .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(name)))?;
     let workspace = workspace(&row);
     crate::vectors::seed_perspectives(client, workspace.id.0).await?;
     Ok(workspace)
@@ -80,13 +74,7 @@ pub(crate) async fn rename(
             &[&name, &new_name],
         )
         .await
-        .map_err(|e| {
-            if is_unique_violation(&e, NAME_TAKEN) {
-                Error::workspace_taken(new_name)
-            } else {
-                db(e)
-            }
-        })?;
+        .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(new_name)))?;
     row.map(|row| workspace(&row))
         .ok_or_else(|| Error::workspace_not_found(name))
 }
@@ -115,12 +103,8 @@ pub(crate) async fn delete(client: &impl GenericClient, name: &str, force: bool)
 
 #[async_trait]
 impl WorkspaceStore for PgStore {
-    async fn health(&self) -> Result<()> {
-        if self.is_migrated().await? {
-            Ok(())
-        } else {
-            Err(Error::schema_not_current())
-        }
+    async fn schema_current(&self) -> Result<bool> {
+        self.is_migrated().await
     }
 
     #[instrument(skip_all)]

@@ -70,6 +70,20 @@ pub(crate) fn is_unique_violation(error: &rusqlite::Error, columns: &str) -> boo
     }
 }
 
+/// `taken()` when the error violates the unique constraint on `columns` (the name is held
+/// already), otherwise the error as [`db`] maps it.
+pub(crate) fn taken_or_db(
+    error: rusqlite::Error,
+    columns: &str,
+    taken: impl FnOnce() -> Error,
+) -> Error {
+    if is_unique_violation(&error, columns) {
+        taken()
+    } else {
+        db(error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,13 +79,7 @@ pub(crate) fn get_path(
         path.push(name);
         relations.push(hop);
     }
-    path.reverse();
-    relations.reverse();
-    Ok(GraphPath {
-        found: true,
-        path,
-        relations,
-    })
+    Ok(GraphPath::walked_back(path, relations))
 }
 
 /// Whether `c` is part of a word, as PostgreSQL's `[[:alnum:]_]`.

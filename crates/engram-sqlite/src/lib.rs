@@ -131,12 +131,10 @@ impl SqliteStore {
     ///
     /// Errors: [`Error::Unavailable`] when the file cannot be read.
     pub async fn is_migrated(&self) -> Result<bool> {
-        let latest = embedded::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| i64::from(m.version()))
-            .max()
-            .unwrap_or(0);
+        let migrations = embedded::migrations::runner();
+        let latest = (migrations.get_migrations().iter())
+            .map(|m| m.version())
+            .max();
         let applied = self
             .pool
             .read(|tx| {
@@ -159,7 +157,7 @@ impl SqliteStore {
                 .map_err(error::db)
             })
             .await?;
-        Ok(applied >= latest)
+        Ok(applied >= latest.map_or(0, i64::from))
     }
 
     /// Gives a perspective an inverted file over its vectors from `vectors` vectors of a

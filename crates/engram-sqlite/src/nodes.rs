@@ -163,10 +163,7 @@ pub(crate) fn relations_among(
     ids: &[i64],
     endpoints: Endpoints,
 ) -> Result<Vec<Relation>> {
-    let joined = match endpoints {
-        Endpoints::Either => "OR",
-        Endpoints::Both => "AND",
-    };
+    let joined = endpoints.sql_operator();
     query(
         tx,
         &format!(

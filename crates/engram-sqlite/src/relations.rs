@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, taken_or_db};
 use crate::nodes::{node_ids, node_pair, relation};
 use crate::sql::query;
 
@@ -120,11 +120,9 @@ pub(crate) fn rename_relation_type(
         )
         .optional()
         .map_err(|e| {
-            if is_unique_violation(&e, RELATIONS_UNIQUE) {
+            taken_or_db(e, RELATIONS_UNIQUE, || {
                 Error::relation_taken(relation, new_type)
-            } else {
-                db(e)
-            }
+            })
         })?;
     if renamed.is_none() {
         return Err(Error::relation_not_found(relation));

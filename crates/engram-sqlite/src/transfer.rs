@@ -278,13 +278,9 @@ fn import_relations(
 
 #[async_trait]
 impl TransferStore for SqliteStore {
-    #[instrument(skip_all, fields(limit = query.limit))]
-    async fn graph_page(
-        &self,
-        workspace: WorkspaceId,
-        query: &GraphPageQuery,
-    ) -> Result<GraphPage> {
-        let query = query.clone();
+    #[instrument(skip_all, fields(limit = request.query.limit))]
+    async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage> {
+        let (workspace, query) = (request.workspace, request.query.clone());
         self.pool
             .read(move |tx| graph_page(tx, workspace, &query))
             .await

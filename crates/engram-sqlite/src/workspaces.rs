@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, taken_or_db};
 use crate::timestamp;
 
 const NAME_TAKEN: &str = "workspaces.name";
@@ -28,13 +28,7 @@ pub(crate) fn create(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
             [name],
             workspace,
         )
-        .map_err(|e| {
-            if is_unique_violation(&e, NAME_TAKEN) {
-                Error::workspace_taken(name)
-            } else {
-                db(e)
-            }
-        })?;
+        .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(name)))?;
     crate::vectors::seed_perspectives(tx, workspace.id)?;
     Ok(workspace)
 }
@@ -77,13 +71,7 @@ pub(crate) fn rename(tx: &Transaction<'_>, name: &str, new_name: &str) -> Result
         workspace,
     )
     .optional()
-    .map_err(|e| {
-        if is_unique_violation(&e, NAME_TAKEN) {
-            Error::workspace_taken(new_name)
-        } else {
-            db(e)
-        }
-    })?
+    .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(new_name)))?
     .ok_or_else(|| Error::workspace_not_found(name))
 }
 
@@ -109,12 +97,8 @@ pub(crate) fn delete(tx: &Transaction<'_>, name: &str, force: bool) -> Result<()
 
 #[async_trait]
 impl WorkspaceStore for SqliteStore {
-    async fn health(&self) -> Result<()> {
-        if self.is_migrated().await? {
-            Ok(())
-        } else {
-            Err(Error::schema_not_current())
-        }
+    async fn schema_current(&self) -> Result<bool> {
+        self.is_migrated().await
     }
 
     #[instrument(skip_all)]

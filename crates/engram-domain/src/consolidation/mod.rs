@@ -11,10 +11,10 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::memory::Memory;
 use crate::model::*;
-use crate::requests::GetNodeVectors;
 use crate::search::results::SimilarPair;
 use crate::search::similarity::Neighbour;
 use crate::search::{neighbours_of, unrelated_pairs};
+use crate::store::GetNodeVectors;
 use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;

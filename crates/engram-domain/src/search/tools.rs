@@ -10,11 +10,11 @@ use crate::limits;
 use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
-use crate::requests::{GetNodeVectors, OpenNodes};
 use crate::search::calibration;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
+use crate::store::{GetNodeVectors, OpenNodes};
 use crate::vectors::*;
 
 /// Checks a search's `min_score`: a number from 0 to 1.

@@ -41,9 +41,9 @@ impl<S: ?Sized> CountingStore<S> {
 
 #[async_trait]
 impl<S: MemoryStore + ?Sized> WorkspaceStore for CountingStore<S> {
-    async fn health(&self) -> Result<()> {
-        self.count("health");
-        self.inner.health().await
+    async fn schema_current(&self) -> Result<bool> {
+        self.count("schema_current");
+        self.inner.schema_current().await
     }
 
     async fn create_workspace(&self, name: &str) -> Result<Workspace> {
@@ -232,13 +232,9 @@ impl<S: MemoryStore + ?Sized> TokenStore for CountingStore<S> {
 
 #[async_trait]
 impl<S: MemoryStore + ?Sized> TransferStore for CountingStore<S> {
-    async fn graph_page(
-        &self,
-        workspace: WorkspaceId,
-        query: &GraphPageQuery,
-    ) -> Result<GraphPage> {
+    async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage> {
         self.count("graph_page");
-        self.inner.graph_page(workspace, query).await
+        self.inner.graph_page(request).await
     }
 
     async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {

@@ -205,6 +205,19 @@ pub async fn memory_with_every_perspective(
     (memory, workspace)
 }
 
+/// Asserts that a call which started at `started` gave up on a held lock within its time
+/// limit, well under 3 s, as [`Error::Unavailable`] saying so: `result` is the call's.
+pub fn assert_gave_up_in_time<T: std::fmt::Debug>(
+    started: std::time::Instant,
+    result: crate::Result<T>,
+) {
+    let elapsed = started.elapsed();
+    assert!(elapsed < std::time::Duration::from_secs(3), "{elapsed:?}");
+    let error = result.unwrap_err();
+    assert!(matches!(error, crate::Error::Unavailable(_)), "{error}");
+    assert!(error.to_string().contains("time limit"), "{error}");
+}
+
 /// A node to create with a type and observations.
 pub fn entity(name: &str, entity_type: &str, observations: &[&str]) -> NewNode {
     NewNode {
