@@ -174,12 +174,16 @@ impl Memory {
         perspective: &crate::perspectives::Perspective,
     ) -> Result<crate::perspectives::Perspective> {
         crate::perspectives::validate(perspective)?;
-        (self.store)
+        let stored = (self.store)
             .set_perspective(SetPerspective {
                 workspace,
                 perspective,
             })
-            .await
+            .await?;
+        // This process's searches read them again (other processes' see the change in their
+        // search's snapshot).
+        self.query_embedding.remember(workspace, None);
+        Ok(stored)
     }
 
     /// `create_entities`. Names must be unique within the batch; at most 1,000 entities and

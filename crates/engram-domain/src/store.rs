@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::search::results::*;
-use crate::search::{Candidate, CandidateQuery, QueryVector};
+use crate::search::{CandidateQuery, Gathered, QueryVector};
 use crate::transfer::*;
 use crate::vectors::*;
 
@@ -283,13 +283,9 @@ pub trait SearchStore: Send + Sync + 'static {
     /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
     /// within `query.within` and `query.entity_types` when given; then, for every candidate,
     /// its stored vector per query vector's perspective and its full-text score
-    /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`). Candidates come
-    /// back in any order.
-    async fn search(
-        &self,
-        workspace: WorkspaceId,
-        query: &CandidateQuery,
-    ) -> Result<Vec<Candidate>>;
+    /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and the workspace's
+    /// perspectives. Candidates come back in any order.
+    async fn search(&self, workspace: WorkspaceId, query: &CandidateQuery) -> Result<Gathered>;
     /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
     /// `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
     /// name, then ordinal): [`SearchStore::search`] with that one vector and no text.
@@ -316,8 +312,8 @@ pub trait SearchStore: Send + Sync + 'static {
             within: within.map(str::to_owned),
             entity_types: Vec::new(),
         };
-        let candidates = self.search(workspace, &request).await?;
-        let mut hits: Vec<ObservationHit> = (candidates.into_iter())
+        let gathered = self.search(workspace, &request).await?;
+        let mut hits: Vec<ObservationHit> = (gathered.candidates.into_iter())
             .filter_map(|c| {
                 let score = c.signals.similarities[0]?;
                 let row = c.row;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::search::words;
 use engram_domain::search::{
-    Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
+    CandidateQuery, CandidateSet, Gathered, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;
 use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
@@ -27,7 +27,7 @@ pub(crate) async fn search(
     workspace: WorkspaceId,
     request: &CandidateQuery,
     shares: &SharesCache,
-) -> Result<Vec<Candidate>> {
+) -> Result<Gathered> {
     let mut set = CandidateSet::new(request);
     // Independent statements go out together: tokio-postgres pipelines the queries of futures
     // polled at once on one connection, in the order they are first polled, so a search
@@ -51,8 +51,12 @@ pub(crate) async fn search(
         let matches = text_matches(client, workspace, &query, request.text_depth, request).await?;
         Ok((Some(query), matches))
     };
-    let ((), nearest, (query, text)) =
-        futures::try_join!(tune, futures::future::try_join_all(nearest), text)?;
+    let ((), nearest, (query, text), perspectives) = futures::try_join!(
+        tune,
+        futures::future::try_join_all(nearest),
+        text,
+        crate::vectors::perspectives(client, workspace)
+    )?;
     for (index, found) in nearest.into_iter().enumerate() {
         set.add_nearest(index, found);
     }
@@ -80,7 +84,10 @@ pub(crate) async fn search(
         set.set_vectors(index, found);
     }
     set.set_text_scores(text_fill);
-    Ok(set.finish(rows))
+    Ok(Gathered {
+        candidates: set.finish(rows),
+        perspectives,
+    })
 }
 
 /// The `request.depth` observations nearest `vector` in `perspective` as `(observation id,
@@ -327,11 +334,7 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
 #[async_trait]
 impl SearchStore for PgStore {
     #[instrument(skip_all)]
-    async fn search(
-        &self,
-        workspace: WorkspaceId,
-        request: &CandidateQuery,
-    ) -> Result<Vec<Candidate>> {
+    async fn search(&self, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Gathered> {
         read!(self, |tx| search(
             &tx,
             workspace,

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use engram_domain::search::words;
 use engram_domain::search::{
-    Candidate, CandidateQuery, CandidateSet, ObservationRow, QueryVector, StoredVector,
+    CandidateQuery, CandidateSet, Gathered, ObservationRow, QueryVector, StoredVector,
 };
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params, params_from_iter};
@@ -182,7 +182,8 @@ pub(crate) fn search(
     workspace: WorkspaceId,
     request: &CandidateQuery,
     lists: &VectorLists,
-) -> Result<Vec<Candidate>> {
+) -> Result<Gathered> {
+    let perspectives = crate::vectors::perspectives(tx, workspace)?;
     let terms = match request.text.as_deref() {
         Some(text) => text_terms(tx, text)?,
         None => None,
@@ -219,7 +220,10 @@ pub(crate) fn search(
         set.set_text_scores(text_scores(tx, &terms.query, &missing)?);
     }
     let rows = observation_rows(tx, &set.ids())?;
-    Ok(set.finish(rows))
+    Ok(Gathered {
+        candidates: set.finish(rows),
+        perspectives,
+    })
 }
 
 /// A search's FTS5 query: any of the words of `text` that are not stop words, less those that
@@ -399,11 +403,7 @@ pub(crate) fn related_pairs(
 #[async_trait]
 impl SearchStore for SqliteStore {
     #[instrument(skip_all)]
-    async fn search(
-        &self,
-        workspace: WorkspaceId,
-        request: &CandidateQuery,
-    ) -> Result<Vec<Candidate>> {
+    async fn search(&self, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Gathered> {
         let (request, lists) = (request.clone(), self.lists.clone());
         let found = self
             .pool

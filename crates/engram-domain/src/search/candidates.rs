@@ -8,6 +8,7 @@
 //! ([`super::rank`]) compares like with like and can compare candidates with one another
 //! (hubness). [`CandidateSet`] does the bookkeeping so that stores only run SQL.
 
+use crate::perspectives::Perspective;
 use std::collections::BTreeMap;
 
 use crate::model::Timestamp;
@@ -65,6 +66,17 @@ impl CandidateQuery {
     pub fn types(&self) -> Option<&[String]> {
         (!self.entity_types.is_empty()).then_some(&self.entity_types[..])
     }
+}
+
+/// What a store answers for one search ([`crate::SearchStore::search`]), all from one
+/// snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gathered {
+    /// The candidates, in any order.
+    pub candidates: Vec<Candidate>,
+    /// The workspace's perspectives, by name: a search renders its query for the
+    /// perspectives it saw last, and checks here that they still hold.
+    pub perspectives: Vec<Perspective>,
 }
 
 /// An observation a store gathered, with each signal's raw score.

@@ -1,5 +1,6 @@
-//! Embedding a search's query: the cache of query vectors, the time a search may wait for
-//! the embedder, and the pause after it failed or overran. One [`QueryEmbedding`] per
+//! Embedding a search's query: the perspectives it is rendered for, the cache of query
+//! vectors, the time a search may wait for the embedder, and the pause after it failed or
+//! overran. One [`QueryEmbedding`] per
 //! [`crate::Memory`] (its clones share it).
 
 use std::collections::HashMap;
@@ -11,6 +12,8 @@ use lru::LruCache;
 
 use crate::embed::{Embedder, Embedding};
 use crate::error::{Error, Result};
+use crate::model::WorkspaceId;
+use crate::perspectives::Perspective;
 use crate::retry::Failure;
 use crate::vectors::{usual_dimension, vector_defect};
 
@@ -40,6 +43,11 @@ pub(crate) struct QueryEmbedding {
     /// While its wait runs, searches skip the embedder (it failed or was too slow): a down or
     /// hung embedder costs one budget, not one per search.
     pause: Mutex<Option<Failure>>,
+    /// Each workspace's perspectives as its last search saw them. A search renders its query
+    /// for these, and its one store call reads them again in its snapshot
+    /// ([`crate::search::Gathered::perspectives`]): a change made since (by any process) is
+    /// seen by the search it would have changed, which then runs again.
+    perspectives: Mutex<HashMap<WorkspaceId, Arc<Vec<Perspective>>>>,
 }
 
 impl QueryEmbedding {
@@ -49,7 +57,23 @@ impl QueryEmbedding {
             cache: Mutex::new(LruCache::new(CACHED_QUERIES)),
             budget,
             pause: Mutex::new(None),
+            perspectives: Mutex::default(),
         }
+    }
+
+    /// The perspectives the last search of `workspace` saw, if any.
+    pub(crate) fn perspectives(&self, workspace: WorkspaceId) -> Option<Arc<Vec<Perspective>>> {
+        let known = self.perspectives.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(&workspace).cloned()
+    }
+
+    /// Keeps `perspectives` as `workspace`'s (`None` forgets them: this process changed one).
+    pub(crate) fn remember(&self, workspace: WorkspaceId, perspectives: Option<Vec<Perspective>>) {
+        let mut known = self.perspectives.lock().unwrap_or_else(|e| e.into_inner());
+        match perspectives {
+            Some(perspectives) => known.insert(workspace, Arc::new(perspectives)),
+            None => known.remove(&workspace),
+        };
     }
 
     /// The embedding of every text of `texts` by `embedder`, by text: cached ones from the

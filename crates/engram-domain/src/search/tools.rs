@@ -252,9 +252,12 @@ impl Memory {
     }
 
     /// One search: the query's vectors (unless text mode), the store's candidates in one call,
-    /// ranked. Falls back to full text, with a notice, when the embedder is unavailable or no
-    /// stored vector of its model matched; a second store call happens only then, in
-    /// embedding mode.
+    /// ranked. The query is rendered for the perspectives the workspace's last search saw
+    /// (read from the store only for its first search in this process); the store call reads
+    /// them again in its snapshot, and a search that finds them changed runs once more with
+    /// the new ones. Falls back to full text, with a notice, when the embedder is unavailable
+    /// or no stored vector of its model matched; in embedding mode that takes a second store
+    /// call.
     async fn retrieve(
         &self,
         workspace: WorkspaceId,
@@ -264,33 +267,32 @@ impl Memory {
         depth: usize,
         min_score: Option<f64>,
     ) -> Result<Retrieval> {
-        let mut notice = None;
-        let (model, vectors) = if mode == SearchMode::Text {
-            (String::new(), Vec::new())
-        } else {
-            match self.query_vectors(workspace, query).await {
-                Ok(found) => found,
-                Err(error) => {
-                    notice = Some(fallback_notice(&error)?);
-                    (String::new(), Vec::new())
-                }
+        let mut seen = match mode {
+            SearchMode::Text => None,
+            _ => Some(self.known_perspectives(workspace).await?),
+        };
+        let (mut request, mut notice, mut gathered) = loop {
+            let (request, notice) = self
+                .candidate_query(
+                    query,
+                    mode,
+                    &scope,
+                    depth,
+                    seen.as_deref().map(Vec::as_slice),
+                )
+                .await?;
+            let gathered = self.store.search(workspace, &request).await?;
+            let changed = (seen.as_deref()).is_some_and(|seen| *seen != gathered.perspectives);
+            self.query_embedding
+                .remember(workspace, Some(gathered.perspectives.clone()));
+            if !changed {
+                break (request, notice, gathered);
             }
+            // A perspective changed since this process last searched the workspace: render the
+            // query for the perspectives the snapshot holds and search again.
+            seen = self.query_embedding.perspectives(workspace);
         };
-        let mut vectors = vectors;
-        if mode != SearchMode::Hybrid {
-            // Only hybrid ranks by late interaction: the store need not read token signs.
-            vectors.iter_mut().for_each(|v| v.token_signs = None);
-        }
-        let mut request = CandidateQuery {
-            text: (mode != SearchMode::Embedding || vectors.is_empty()).then(|| query.to_owned()),
-            model,
-            vectors,
-            depth,
-            text_depth: depth * search::TEXT_DEPTH_FACTOR,
-            within: scope.within.map(str::to_owned),
-            entity_types: scope.entity_types.to_vec(),
-        };
-        let mut candidates = self.store.search(workspace, &request).await?;
+        let mut candidates = std::mem::take(&mut gathered.candidates);
         let embedding_matched = (candidates.iter()).any(|c| c.signals.nearest.contains(&true));
         // Texts the embedder refused are found by full text only: say so.
         let rejected = match mode {
@@ -314,7 +316,7 @@ impl Memory {
             if request.text.is_none() {
                 request.text = Some(query.to_owned());
                 request.vectors.clear();
-                candidates = self.store.search(workspace, &request).await?;
+                candidates = self.store.search(workspace, &request).await?.candidates;
             }
         }
         if let Some(first) = rejected.first() {
@@ -420,19 +422,67 @@ impl Memory {
             .ok_or_else(|| Error::Unavailable("no embedding model is configured".into()))
     }
 
+    /// What the store is asked for one search: the query's text (unless embedding mode found
+    /// vectors) and its vectors for the enabled ones of `perspectives` (none in text mode,
+    /// `perspectives` `None`), with the notice when the embedder could not give them.
+    async fn candidate_query(
+        &self,
+        query: &str,
+        mode: SearchMode,
+        scope: &Scope<'_>,
+        depth: usize,
+        perspectives: Option<&[Perspective]>,
+    ) -> Result<(CandidateQuery, Option<String>)> {
+        let mut notice = None;
+        let (model, mut vectors) = match perspectives {
+            None => (String::new(), Vec::new()),
+            Some(perspectives) => match self.query_vectors(query, perspectives).await {
+                Ok(found) => found,
+                Err(error) => {
+                    notice = Some(fallback_notice(&error)?);
+                    (String::new(), Vec::new())
+                }
+            },
+        };
+        if mode != SearchMode::Hybrid {
+            // Only hybrid ranks by late interaction: the store need not read token signs.
+            vectors.iter_mut().for_each(|v| v.token_signs = None);
+        }
+        let request = CandidateQuery {
+            text: (mode != SearchMode::Embedding || vectors.is_empty()).then(|| query.to_owned()),
+            model,
+            vectors,
+            depth,
+            text_depth: depth * search::TEXT_DEPTH_FACTOR,
+            within: scope.within.map(str::to_owned),
+            entity_types: scope.entity_types.to_vec(),
+        };
+        Ok((request, notice))
+    }
+
+    /// The workspace's perspectives as its last search saw them, or from the store for its
+    /// first.
+    async fn known_perspectives(&self, workspace: WorkspaceId) -> Result<Arc<Vec<Perspective>>> {
+        if let Some(known) = self.query_embedding.perspectives(workspace) {
+            return Ok(known);
+        }
+        let read = self.store.perspectives(workspace).await?;
+        self.query_embedding.remember(workspace, Some(read.clone()));
+        Ok(Arc::new(read))
+    }
+
     /// The query rendered for every enabled perspective and embedded: identical renderings
     /// once, cached ones from the cache, the rest in one
     /// [`Embedder::embed_queries_with_tokens`] call. Returns the model id and one vector (with
     /// its token signs) per enabled perspective (none when all are disabled).
     async fn query_vectors(
         &self,
-        workspace: WorkspaceId,
         query: &str,
+        perspectives: &[Perspective],
     ) -> Result<(String, Vec<QueryVector>)> {
         let embedder = self.required_embedder()?;
         let model = embedder.model_id().to_owned();
-        let perspectives = self.store.perspectives(workspace).await?;
-        let rendered: Vec<(Perspective, String)> = (perspectives.into_iter())
+        let rendered: Vec<(&Perspective, String)> = (perspectives.iter())
             .filter(|p| p.enabled)
             .map(|p| {
                 let text = render_query(&p.query_template, query);
@@ -444,7 +494,7 @@ impl Memory {
         let vectors = (rendered.into_iter())
             .map(|(perspective, text)| QueryVector {
                 perspective: perspective.id,
-                perspective_name: perspective.name,
+                perspective_name: perspective.name.clone(),
                 vector: known[&text].vector.clone(),
                 token_signs: known[&text].token_signs.clone(),
             })

@@ -137,6 +137,7 @@ macro_rules! memory_store_test_suite {
             hybrid_finds_what_only_one_signal_can,
             search_observations_ranks_every_matching_observation,
             a_search_embeds_its_query_once_and_remembers_it,
+            a_perspective_changed_elsewhere_is_seen_by_the_next_search,
             a_hung_embedder_costs_one_budget_not_one_per_search,
             a_text_the_embedder_rejects_does_not_stop_the_others,
             a_rejected_text_is_forgotten_when_its_observation_goes,

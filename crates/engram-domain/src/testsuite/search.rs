@@ -714,6 +714,50 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     assert_eq!(calls(), 2);
 }
 
+/// A search renders its query for the perspectives the workspace's last search saw; its store
+/// call reads them again in its snapshot, so one changed by another process (another `Memory`
+/// on the same store) is used by the next search, not the one after.
+pub async fn a_perspective_changed_elsewhere_is_seen_by_the_next_search(
+    store: Arc<dyn MemoryStore>,
+) {
+    let f = fixture(store.clone()).await;
+    people(&f).await;
+    f.indexer.run_until_idle().await.unwrap();
+    let perspectives_of = |found: &SearchResults| -> Vec<String> {
+        let mut seen: Vec<String> = (found.results.iter())
+            .flat_map(|r| r.signals.iter())
+            .filter(|s| s.starts_with("embedding:"))
+            .cloned()
+            .collect();
+        seen.sort();
+        seen.dedup();
+        seen
+    };
+    let hybrid = SearchMode::Hybrid;
+    let before = (f
+        .memory
+        .search_nodes(f.ws, "tea in the morning", 10, hybrid, None))
+    .await
+    .unwrap();
+    assert_eq!(before.results[0].name, "Dave");
+    assert_eq!(perspectives_of(&before).len(), 5, "{before:?}");
+
+    let elsewhere = Memory::new(store);
+    for mut perspective in elsewhere.perspectives(f.ws).await.unwrap() {
+        if perspective.name != "temporal" {
+            perspective.enabled = false;
+            elsewhere.set_perspective(f.ws, &perspective).await.unwrap();
+        }
+    }
+    let after = (f
+        .memory
+        .search_nodes(f.ws, "tea in the morning", 10, hybrid, None))
+    .await
+    .unwrap();
+    assert_eq!(after.results[0].name, "Dave");
+    assert_eq!(perspectives_of(&after), ["embedding:temporal"], "{after:?}");
+}
+
 pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn MemoryStore>) {
     let f = fixture(store).await;
     people(&f).await;
