@@ -219,6 +219,17 @@ pub(crate) async fn delete_observations(
         )
         .await
         .map_err(db)?;
+    // A node that lost its last observation keeps no aggregate vector (the indexer refreshes
+    // the others' when it embeds their changed context).
+    client
+        .execute(
+            "DELETE FROM node_embeddings ne USING nodes n
+             WHERE n.workspace_id = $1 AND n.name = ANY($2) AND ne.node_id = n.id
+               AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = n.id)",
+            &[&workspace.0, &names],
+        )
+        .await
+        .map_err(db)?;
     let mut deleted: BTreeSet<(String, i64)> = rows
         .iter()
         .map(|row| (row.get("name"), row.get("ordinal")))

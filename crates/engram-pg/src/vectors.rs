@@ -191,15 +191,6 @@ pub(crate) async fn save_embeddings(
         .execute(&statement, &[&model, &all_ids])
         .await
         .map_err(db)?;
-    // Nodes that lost every observation keep no aggregate.
-    client
-        .execute(
-            "DELETE FROM node_embeddings ne WHERE ne.model = $1
-               AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = ne.node_id)",
-            &[&model],
-        )
-        .await
-        .map_err(db)?;
     Ok(dims)
 }
 

@@ -145,6 +145,14 @@ pub(crate) fn delete_observations(
              RETURNING ordinal",
         )
         .map_err(db)?;
+    let mut forget_aggregate = tx
+        .prepare_cached(
+            "DELETE FROM node_embeddings
+             WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+               AND NOT EXISTS (SELECT 1 FROM observations o
+                               WHERE o.node_id = node_embeddings.node_id)",
+        )
+        .map_err(db)?;
     let mut result = Vec::with_capacity(deletions.len());
     for deletion in deletions {
         let mut requested: BTreeSet<i64> = deletion.ordinals.iter().map(|o| o.0).collect();
@@ -173,6 +181,11 @@ pub(crate) fn delete_observations(
                 not_found_ordinals.push(ordinal);
             }
         }
+        // A node that lost its last observation keeps no aggregate vector (the indexer
+        // refreshes the others' when it embeds their changed context).
+        forget_aggregate
+            .execute(params![workspace.0, deletion.entity_name])
+            .map_err(db)?;
         deleted_ordinals.sort_unstable();
         result.push(DeletedObservations {
             entity_name: deletion.entity_name.clone(),

@@ -373,12 +373,6 @@ fn refresh_node_embeddings(tx: &Transaction<'_>, model: &str, observations: &[i6
                 .map_err(db)?;
         }
     }
-    tx.execute(
-        "DELETE FROM node_embeddings WHERE model = ?1
-           AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = node_embeddings.node_id)",
-        [model],
-    )
-    .map_err(db)?;
     Ok(())
 }
 

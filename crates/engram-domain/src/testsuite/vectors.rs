@@ -240,11 +240,15 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     );
 
     // B loses an observation: its other one is re-indexed (its text is unchanged, so no new
-    // vector), and its mean follows. A loses its only one: its aggregate goes at the next save.
+    // vector), and its mean follows. A loses its only one: its aggregate goes with it.
     memory
         .delete_observations(ws, &[deletions("B", &[1]), deletions("A", &[1])])
         .await
         .unwrap();
+    assert_eq!(
+        vectors(store.clone()).await,
+        [("B".to_owned(), "kind_b".to_owned(), vec![0.5, 0.5])]
+    );
     let tasks = store
         .pending_embeddings(PendingEmbeddings {
             model: "m",
