@@ -283,7 +283,8 @@ pub trait SearchStore: Send + Sync + 'static {
     /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
     /// within `query.within` and `query.entity_types` when given; then, for every candidate,
     /// its stored vector per query vector's perspective and its full-text score
-    /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and the workspace's
+    /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and, when
+    /// `query.perspectives`, the workspace's
     /// perspectives. Candidates come back in any order.
     async fn search(&self, workspace: WorkspaceId, query: &CandidateQuery) -> Result<Gathered>;
     /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
@@ -299,6 +300,7 @@ pub trait SearchStore: Send + Sync + 'static {
         within: Option<&str>,
     ) -> Result<Vec<ObservationHit>> {
         let request = CandidateQuery {
+            perspectives: false,
             text: None,
             model: model.to_owned(),
             vectors: vec![QueryVector {

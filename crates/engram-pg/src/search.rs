@@ -51,12 +51,13 @@ pub(crate) async fn search(
         let matches = text_matches(client, workspace, &query, request.text_depth, request).await?;
         Ok((Some(query), matches))
     };
-    let ((), nearest, (query, text), perspectives) = futures::try_join!(
-        tune,
-        futures::future::try_join_all(nearest),
-        text,
-        crate::vectors::perspectives(client, workspace)
-    )?;
+    let ((), nearest, (query, text), perspectives) =
+        futures::try_join!(tune, futures::future::try_join_all(nearest), text, async {
+            match request.perspectives {
+                true => crate::vectors::perspectives(client, workspace).await,
+                false => Ok(Vec::new()),
+            }
+        })?;
     for (index, found) in nearest.into_iter().enumerate() {
         set.add_nearest(index, found);
     }

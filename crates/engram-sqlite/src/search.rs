@@ -183,7 +183,10 @@ pub(crate) fn search(
     request: &CandidateQuery,
     lists: &VectorLists,
 ) -> Result<Gathered> {
-    let perspectives = crate::vectors::perspectives(tx, workspace)?;
+    let perspectives = match request.perspectives {
+        true => crate::vectors::perspectives(tx, workspace)?,
+        false => Vec::new(),
+    };
     let terms = match request.text.as_deref() {
         Some(text) => text_terms(tx, text)?,
         None => None,

@@ -53,6 +53,9 @@ pub struct CandidateQuery {
     pub within: Option<String>,
     /// Only the observations of nodes of these types; empty for every type.
     pub entity_types: Vec<String>,
+    /// Whether to read the workspace's perspectives too ([`Gathered::perspectives`]; empty
+    /// otherwise): a search that rendered its query for them checks they still hold.
+    pub perspectives: bool,
 }
 
 impl CandidateQuery {
@@ -74,8 +77,9 @@ impl CandidateQuery {
 pub struct Gathered {
     /// The candidates, in any order.
     pub candidates: Vec<Candidate>,
-    /// The workspace's perspectives, by name: a search renders its query for the
-    /// perspectives it saw last, and checks here that they still hold.
+    /// The workspace's perspectives, by name, when [`CandidateQuery::perspectives`] asked for
+    /// them: a search renders its query for the perspectives it saw last, and checks here
+    /// that they still hold.
     pub perspectives: Vec<Perspective>,
 }
 

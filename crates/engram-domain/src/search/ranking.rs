@@ -426,6 +426,7 @@ mod tests {
 
     fn query(perspectives: &[&str]) -> CandidateQuery {
         CandidateQuery {
+            perspectives: false,
             text: Some("q".into()),
             model: "m".into(),
             vectors: (perspectives.iter().enumerate())

@@ -271,7 +271,9 @@ impl Memory {
             SearchMode::Text => None,
             _ => Some(self.known_perspectives(workspace).await?),
         };
+        let mut attempts = 0;
         let (mut request, mut notice, mut gathered) = loop {
+            attempts += 1;
             let (request, notice) = self
                 .candidate_query(
                     query,
@@ -283,9 +285,11 @@ impl Memory {
                 .await?;
             let gathered = self.store.search(workspace, &request).await?;
             let changed = (seen.as_deref()).is_some_and(|seen| *seen != gathered.perspectives);
-            self.query_embedding
-                .remember(workspace, Some(gathered.perspectives.clone()));
-            if !changed {
+            if changed {
+                (self.query_embedding).remember(workspace, Some(gathered.perspectives.clone()));
+            }
+            // A second change while this search ran again is left to the next search.
+            if !changed || attempts == 2 {
                 break (request, notice, gathered);
             }
             // A perspective changed since this process last searched the workspace: render the
@@ -456,6 +460,7 @@ impl Memory {
             text_depth: depth * search::TEXT_DEPTH_FACTOR,
             within: scope.within.map(str::to_owned),
             entity_types: scope.entity_types.to_vec(),
+            perspectives: perspectives.is_some(),
         };
         Ok((request, notice))
     }

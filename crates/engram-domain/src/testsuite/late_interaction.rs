@@ -90,6 +90,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
         .find(|p| p.name == "general")
         .unwrap();
     let request = CandidateQuery {
+        perspectives: false,
         text: None,
         model: "test/tokenised".into(),
         vectors: vec![QueryVector {
