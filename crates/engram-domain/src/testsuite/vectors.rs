@@ -16,14 +16,7 @@ pub(super) async fn save_vectors(
     model: &str,
     vector: impl Fn(&EmbeddingTask) -> Option<Vec<f32>>,
 ) -> usize {
-    let tasks = store
-        .pending_embeddings(PendingEmbeddings {
-            model: model,
-            limit: 1_000,
-            cursor: &Default::default(),
-        })
-        .await
-        .unwrap();
+    let tasks = pending(store, model, 1_000, None).await;
     let records: Vec<EmbeddingRecord> = tasks
         .iter()
         .filter_map(|task| {
@@ -198,6 +191,24 @@ pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn Memo
     assert_eq!(coverage_of(&store, ws, "five").await, 1.0);
 }
 
+/// Up to `limit` pending pairs of `model`, from `cursor` on (`None`: from the first workspace's
+/// first observation).
+async fn pending(
+    store: &Arc<dyn MemoryStore>,
+    model: &str,
+    limit: usize,
+    cursor: Option<&PendingCursor>,
+) -> Vec<EmbeddingTask> {
+    let start = PendingCursor::default();
+    let cursor = cursor.unwrap_or(&start);
+    let request = PendingEmbeddings {
+        model,
+        limit,
+        cursor,
+    };
+    store.pending_embeddings(request).await.unwrap()
+}
+
 async fn coverage_of(store: &Arc<dyn MemoryStore>, ws: WorkspaceId, model: &str) -> f64 {
     store.embedding_coverage(ws, model).await.unwrap()
 }
@@ -249,14 +260,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         vectors(store.clone()).await,
         [("B".to_owned(), "kind_b".to_owned(), vec![0.5, 0.5])]
     );
-    let tasks = store
-        .pending_embeddings(PendingEmbeddings {
-            model: "m",
-            limit: 100,
-            cursor: &Default::default(),
-        })
-        .await
-        .unwrap();
+    let tasks = pending(&store, "m", 100, None).await;
     assert_eq!(tasks.len(), 5);
     let unchanged: Vec<EmbeddingRecord> = tasks
         .iter()
@@ -277,17 +281,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
         })
         .collect();
     store.save_embeddings("m", &unchanged).await.unwrap();
-    assert!(
-        store
-            .pending_embeddings(PendingEmbeddings {
-                model: "m",
-                limit: 100,
-                cursor: &Default::default()
-            })
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(pending(&store, "m", 100, None).await.is_empty());
     assert_eq!(
         vectors(store.clone()).await,
         [("B".to_owned(), "kind_b".to_owned(), vec![0.0, 1.0])]
@@ -346,34 +340,13 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
             .unwrap()
             .is_empty()
     );
-    assert_eq!(
-        store
-            .pending_embeddings(PendingEmbeddings {
-                model: "m",
-                limit: 100,
-                cursor: &Default::default()
-            })
-            .await
-            .unwrap()
-            .len(),
-        5
-    );
+    assert_eq!(pending(&store, "m", 100, None).await.len(), 5);
     assert_eq!(coverage_of(&store, ws, "m").await, 0.0);
 
     // Deleting the workspace deletes its vectors with it: a new one starts empty.
     save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await;
     memory.delete_workspace("gone", true).await.unwrap();
-    assert!(
-        store
-            .pending_embeddings(PendingEmbeddings {
-                model: "m",
-                limit: 100,
-                cursor: &Default::default()
-            })
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(pending(&store, "m", 100, None).await.is_empty());
     let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
         .create_entities(ws, vec![entity("A", "thing", &["a1"])])
@@ -411,17 +384,7 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     assert_eq!(coverage_of(&store, ws, "m").await, 1.0);
     memory.set_perspective(ws, &general).await.unwrap();
     assert_eq!(store.embedding_pairs(ws).await.unwrap(), 10);
-    assert!(
-        store
-            .pending_embeddings(PendingEmbeddings {
-                model: "m",
-                limit: 100,
-                cursor: &Default::default()
-            })
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(pending(&store, "m", 100, None).await.is_empty());
 
     // A new document template makes the perspective's vectors go.
     let shouting = Perspective {
@@ -430,14 +393,7 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     };
     let stored = memory.set_perspective(ws, &shouting).await.unwrap();
     assert_eq!(stored.id, general.id);
-    let pending = store
-        .pending_embeddings(PendingEmbeddings {
-            model: "m",
-            limit: 100,
-            cursor: &Default::default(),
-        })
-        .await
-        .unwrap();
+    let pending = pending(&store, "m", 100, None).await;
     assert_eq!(pending.len(), 2);
     assert!(pending.iter().all(|t| t.perspective_id == general.id
         && t.document_template == "{name}! {observation}!"
@@ -492,14 +448,7 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     // From the start: the first workspace first, in observation order, the batch filled
     // from the next.
     let mut cursor = PendingCursor::default();
-    let first = store
-        .pending_embeddings(PendingEmbeddings {
-            model: "m",
-            limit: 21,
-            cursor: &cursor,
-        })
-        .await
-        .unwrap();
+    let first = pending(&store, "m", 21, Some(&cursor)).await;
     assert_eq!(first.len(), 21);
     assert_eq!(&workspaces(&first)[..20], [busy; 20]);
     assert_eq!(first[20].workspace, quiet);
@@ -510,14 +459,7 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     // Having served `busy` first (its first three observations), `quiet` comes first, then
     // `busy` from its third observation on (read again: the batch may have cut it).
     cursor.advance(&first[..3]);
-    let next = store
-        .pending_embeddings(PendingEmbeddings {
-            model: "m",
-            limit: 4,
-            cursor: &cursor,
-        })
-        .await
-        .unwrap();
+    let next = pending(&store, "m", 4, Some(&cursor)).await;
     assert_eq!(workspaces(&next), [quiet, busy, busy, busy]);
     assert_eq!(
         contents(&next)[1..],
@@ -526,13 +468,6 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     // Past the last observation, around to the first.
     cursor.advance(&first[..20]);
     cursor.served_first = Some(quiet);
-    let around = store
-        .pending_embeddings(PendingEmbeddings {
-            model: "m",
-            limit: 2,
-            cursor: &cursor,
-        })
-        .await
-        .unwrap();
+    let around = pending(&store, "m", 2, Some(&cursor)).await;
     assert_eq!(contents(&around), ["backlog 19", "backlog 0"]);
 }
