@@ -12,10 +12,11 @@
 //! search compares the query with every vector of its workspace and perspective (exact, slower
 //! on a large backlog). Vectors saved after the build go into the index as they are saved.
 //!
-//! The check runs on the indexer's pass that finds fewer pending pairs than it asked for, at
+//! The check starts on the indexer's pass that finds fewer pending pairs than it asked for, at
 //! the first such pass of the process (a build interrupted by a stop is finished then) and
-//! after vectors of a dimension without a known index were saved. One process builds at a
-//! time (an advisory lock); an index a stopped build left invalid is dropped and built again.
+//! after vectors of a dimension without a known index were saved, and runs in the background
+//! while the indexer goes on. One process builds at a time (an advisory lock); an index a
+//! stopped build left invalid is dropped and built again.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -48,6 +49,8 @@ struct State {
     ready: HashSet<i32>,
     /// Whether the dimensions of the stored vectors are to be checked at the next empty queue.
     unchecked: bool,
+    /// Whether this process is checking (and building) now.
+    building: bool,
 }
 
 impl Default for HnswIndexes {
@@ -56,6 +59,7 @@ impl Default for HnswIndexes {
             state: Mutex::new(State {
                 ready: HashSet::new(),
                 unchecked: true,
+                building: false,
             }),
         }
     }
@@ -78,9 +82,19 @@ impl HnswIndexes {
     }
 
     /// Whether a pass of the indexer that found `found` of the `asked` pending pairs is to
-    /// check the indexes: the queue is empty and a check is due.
-    pub(crate) fn due(&self, found: usize, asked: usize) -> bool {
-        found < asked && self.state().unchecked
+    /// start a check of the indexes: the queue is empty, a check is due and none runs. When
+    /// it says yes, the caller runs [`HnswIndexes::build_missing`], then
+    /// [`HnswIndexes::finished`].
+    pub(crate) fn start(&self, found: usize, asked: usize) -> bool {
+        let mut state = self.state();
+        let due = found < asked && state.unchecked && !state.building;
+        state.building |= due;
+        due
+    }
+
+    /// The check [`HnswIndexes::start`] began has ended.
+    pub(crate) fn finished(&self) {
+        self.state().building = false;
     }
 
     /// Builds the index of every dimension of `model`'s stored vectors that has none, and

@@ -380,16 +380,20 @@ impl IndexStore for PgStore {
             request.limit,
             request.cursor
         ))?;
-        if self.hnsw.due(tasks.len(), request.limit) {
-            // Spawned, so that a build outlives a call dropped while it waits, and releases
-            // its lock.
+        if self.hnsw.start(tasks.len(), request.limit) {
+            // In the background: the indexer goes on embedding meanwhile (`CREATE INDEX
+            // CONCURRENTLY` takes in the rows written during the build).
             let (store, model) = (self.clone(), request.model.to_owned());
-            let build = tokio::spawn(async move {
-                let client = store.client().await?;
-                store.hnsw.build_missing(&client, &model).await
+            tokio::spawn(async move {
+                let built = async {
+                    let client = store.client().await?;
+                    store.hnsw.build_missing(&client, &model).await
+                };
+                if let Err(error) = built.await {
+                    tracing::warn!(%error, "building an HNSW index failed; tried again at the indexer's next empty queue");
+                }
+                store.hnsw.finished();
             });
-            (build.await)
-                .map_err(|e| Error::Internal(format!("building an HNSW index: {e}")))??;
         }
         Ok(tasks)
     }
