@@ -217,8 +217,8 @@ pub trait TokenStore: Send + Sync + 'static {
 #[async_trait]
 pub trait TransferStore: Send + Sync + 'static {
     /// `read_graph` and `engram export`: one page of the workspace's graph in one snapshot,
-    /// nodes in byte-wise name order after `request.query.after` (at most `query.limit`, of
-    /// `query.entity_type` when given) with their observation counts, their observations
+    /// nodes in byte-wise name order after `request.query.after` (at most `query.limit`,
+    /// of `query.entity_type` when given) with their observation counts, their observations
     /// when `query.observations`, and the relations leaving them.
     async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage>;
     /// `engram import`: one batch in one transaction. Nodes that do not exist are created as
@@ -284,8 +284,7 @@ pub trait SearchStore: Send + Sync + 'static {
     /// within `query.within` and `query.entity_types` when given; then, for every candidate,
     /// its stored vector per query vector's perspective and its full-text score
     /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and, when
-    /// `query.perspectives`, the workspace's
-    /// perspectives. Candidates come back in any order.
+    /// `query.perspectives`, the workspace's perspectives. Candidates come back in any order.
     async fn search(&self, workspace: WorkspaceId, query: &CandidateQuery) -> Result<Gathered>;
     /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
     /// `perspective` is closest to `vector`, with cosine similarity, best first (ties by node

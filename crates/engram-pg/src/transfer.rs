@@ -341,7 +341,10 @@ impl TransferStore for PgStore {
         read!(self, |tx| graph_page(&tx, request.workspace, request.query))
     }
 
-    #[instrument(skip_all, fields(nodes = request.nodes.len(), relations = request.relations.len()))]
+    #[instrument(
+        skip_all,
+        fields(nodes = request.nodes.len(), relations = request.relations.len())
+    )]
     async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
         write!(self, |tx| import(
             &tx,

@@ -390,7 +390,8 @@ impl IndexStore for PgStore {
                     store.hnsw.build_missing(&client, &model).await
                 };
                 if let Err(error) = built.await {
-                    tracing::warn!(%error, "building an HNSW index failed; tried again at the indexer's next empty queue");
+                    let next = "tried again at the indexer's next empty queue";
+                    tracing::warn!(%error, "building an HNSW index failed; {next}");
                 }
                 store.hnsw.finished();
             });

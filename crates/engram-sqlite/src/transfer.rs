@@ -286,7 +286,10 @@ impl TransferStore for SqliteStore {
             .await
     }
 
-    #[instrument(skip_all, fields(nodes = request.nodes.len(), relations = request.relations.len()))]
+    #[instrument(
+        skip_all,
+        fields(nodes = request.nodes.len(), relations = request.relations.len())
+    )]
     async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
         let ImportBatch {
             workspace,
