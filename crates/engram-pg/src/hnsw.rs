@@ -233,7 +233,9 @@ async fn build(client: &impl GenericClient, dims: i32) -> Result<()> {
     built?;
     reset.map_err(db)?;
     info!(index = %name, seconds = started.elapsed().as_secs_f64(), "built an HNSW index");
-    Ok(())
+    // The build follows a bulk load: with statistics from before it, the planner takes the
+    // vectors of a workspace for a handful and sorts them all instead of walking the index.
+    crate::statistics::analyze(client, &["embeddings".to_owned()]).await
 }
 
 /// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,

@@ -71,28 +71,38 @@ pub(crate) async fn fold_counts(client: &impl GenericClient) -> Result<u64> {
         .map_err(db)
 }
 
-/// Analyzes the graph's tables when `nodes` or `observations` changed by more than a fifth
-/// (and at least 1,000 rows) since their last analysis, or when `observations` holds rows but
-/// was never analyzed (a first import: until then full-text ranking weighs every word alike,
-/// see `text_query`, and plans assume an empty table; `reltuples` tells it at once, where the
-/// statistics views lag behind the writes); returns whether it did.
+/// Analyzes each of the graph's tables (`nodes`, `observations`, `relations`, `embeddings`)
+/// that changed by more than a fifth (and at least 1,000 rows) since its last analysis, or
+/// that holds rows but was never analyzed (a first import: until then full-text ranking
+/// weighs every word alike, see `text_query`, and plans assume an empty table, so a search
+/// walks the `(workspace, model, perspective)` index and sorts every vector instead of the
+/// HNSW index; `reltuples` tells it at once, where the statistics views lag behind the
+/// writes); returns whether it analyzed any.
 pub(crate) async fn refresh(client: &impl GenericClient) -> Result<bool> {
-    let stale: bool = client
-        .query_one(
-            "SELECT coalesce(bool_or(n_mod_since_analyze > greatest(1000, 0.2 * n_live_tup)), false)
-                    OR ((SELECT reltuples < 0 FROM pg_class WHERE oid = 'observations'::regclass)
-                        AND EXISTS (SELECT 1 FROM observations))
-             FROM pg_stat_user_tables WHERE relname IN ('nodes', 'observations')",
+    let stale: Vec<String> = client
+        .query(
+            "SELECT s.relname::text FROM pg_stat_user_tables s
+             JOIN pg_class c ON c.oid = s.relid
+             WHERE s.relname IN ('nodes', 'observations', 'relations', 'embeddings')
+               AND (s.n_mod_since_analyze > greatest(1000, 0.2 * s.n_live_tup)
+                    OR (c.reltuples < 0 AND s.n_live_tup + s.n_mod_since_analyze > 0))",
             &[],
         )
         .await
         .map_err(db)?
-        .get(0);
-    if stale {
-        client
-            .batch_execute("ANALYZE nodes, observations, relations")
-            .await
-            .map_err(db)?;
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    if !stale.is_empty() {
+        analyze(client, &stale).await?;
     }
-    Ok(stale)
+    Ok(!stale.is_empty())
+}
+
+/// `ANALYZE` of `tables` (names of engram's own tables).
+pub(crate) async fn analyze(client: &impl GenericClient, tables: &[String]) -> Result<()> {
+    client
+        .batch_execute(&format!("ANALYZE {}", tables.join(", ")))
+        .await
+        .map_err(db)
 }

@@ -402,6 +402,7 @@ impl IndexStore for PgStore {
     #[instrument(skip_all, fields(count = records.len()))]
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
         let dims: Vec<i32> = write!(self, |tx| save_embeddings(&tx, model, records))?;
+        self.written.wrote(records.len(), &self.pool);
         self.hnsw.saved(&dims);
         Ok(())
     }

@@ -243,3 +243,81 @@ async fn vector_search_stays_on_the_hnsw_index() {
         .get(0);
     assert_eq!(node_indexes, 0);
 }
+
+/// The plan of a workspace-wide nearest-neighbour query as `search` writes it, with literal
+/// values (a custom plan, as the server's).
+async fn nearest_plan(store: &PgStore, model: &str) -> Vec<String> {
+    let client = store.pool().get().await.unwrap();
+    let query = format!("[{}]", vec!["0.1"; 384].join(","));
+    let explain = format!(
+        "EXPLAIN SELECT e.observation_id FROM embeddings e
+         WHERE e.dims = 384 AND e.workspace_id = 1 AND e.model = '{model}'
+           AND e.perspective_id = 1
+         ORDER BY e.embedding::vector(384) <=> '{query}'::vector(384) LIMIT 10"
+    );
+    (client.query(&explain, &[]).await.unwrap())
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_bulk_load_searches_walk_the_hnsw_index() {
+    let store = Arc::new(PgStore::connect(&fresh_database().await).await.unwrap());
+    let memory = Memory::new(store.clone());
+    let ws = memory.create_workspace("bulk").await.unwrap().id;
+    assert_eq!(ws, WorkspaceId(1));
+    for batch in 0..6 {
+        let entities = (0..1_000)
+            .map(|i| entity(&format!("node {batch}-{i}"), "thing", &["a fact"]))
+            .collect();
+        memory.create_entities(ws, entities).await.unwrap();
+    }
+    // 6,000 vectors saved in batches, as an indexer does: spread pseudo-random directions.
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let cursor = PendingCursor::default();
+    loop {
+        let request = PendingEmbeddings {
+            model: "bulk",
+            limit: 1_000,
+            cursor: &cursor,
+        };
+        let tasks = store.pending_embeddings(request).await.unwrap();
+        if tasks.is_empty() {
+            break;
+        }
+        let records: Vec<EmbeddingRecord> = (tasks.iter())
+            .filter(|task| task.perspective_name == "general")
+            .map(|task| EmbeddingRecord {
+                observation_id: task.observation_id,
+                perspective_id: task.perspective_id,
+                text_hash: vec![0; 8],
+                source_updated_at: task.source_updated_at,
+                vector: Some((0..384).map(|_| next()).collect()),
+                token_signs: None,
+            })
+            .collect();
+        store.save_embeddings("bulk", &records).await.unwrap();
+    }
+    // The empty queue started the build; then the statistics describe 6,000 vectors, and the
+    // planner walks the index instead of sorting the workspace's vectors.
+    assert_eq!(hnsw_index_built(&store).await, Some(true));
+    let mut plan = nearest_plan(&store, "bulk").await;
+    for _ in 0..300 {
+        if plan.iter().any(|line| line.contains("embeddings_hnsw_384")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        plan = nearest_plan(&store, "bulk").await;
+    }
+    assert!(
+        plan.iter().any(|line| line.contains("embeddings_hnsw_384")),
+        "{plan:#?}"
+    );
+}
