@@ -267,8 +267,9 @@ impl Memory {
         depth: usize,
         min_score: Option<f64>,
     ) -> Result<Retrieval> {
-        let mut seen = match mode {
-            SearchMode::Text => None,
+        // Text mode, and a memory without an embedder, render the query for no perspective.
+        let mut seen = match (mode, &self.embedder) {
+            (SearchMode::Text, _) | (_, None) => None,
             _ => Some(self.known_perspectives(workspace).await?),
         };
         let mut attempts = 0;
@@ -438,9 +439,10 @@ impl Memory {
         perspectives: Option<&[Perspective]>,
     ) -> Result<(CandidateQuery, Option<String>)> {
         let mut notice = None;
-        let (model, mut vectors) = match perspectives {
-            None => (String::new(), Vec::new()),
-            Some(perspectives) => match self.query_vectors(query, perspectives).await {
+        let (model, mut vectors) = match mode {
+            SearchMode::Text => (String::new(), Vec::new()),
+            // Without an embedder `perspectives` is `None`, and this says so.
+            _ => match self.query_vectors(query, perspectives.unwrap_or_default()).await {
                 Ok(found) => found,
                 Err(error) => {
                     notice = Some(fallback_notice(&error)?);
@@ -460,7 +462,9 @@ impl Memory {
             text_depth: depth * search::TEXT_DEPTH_FACTOR,
             within: scope.within.map(str::to_owned),
             entity_types: scope.entity_types.to_vec(),
-            perspectives: perspectives.is_some(),
+            // The perspectives are checked when the query was rendered for them (not when the
+            // embedder failed: the search answers from text alone).
+            perspectives: perspectives.is_some() && notice.is_none(),
         };
         Ok((request, notice))
     }

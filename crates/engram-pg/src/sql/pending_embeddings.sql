@@ -20,8 +20,11 @@ SELECT o.id AS observation_id, o.workspace_id, p.id AS perspective_id,
 FROM observations o
 JOIN nodes n ON n.id = o.node_id
 JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+-- The range again on `e` (implied by `o`): a merge join, which the planner picks once it knows
+-- the table is large, then reads the vectors from `$4` on, not from the first.
 LEFT JOIN embeddings e
        ON e.observation_id = o.id AND e.perspective_id = p.id AND e.model = $1
+      AND e.observation_id > $4 AND e.observation_id <= $5
 WHERE o.workspace_id = $3 AND o.id > $4 AND o.id <= $5
   AND (e.observation_id IS NULL OR e.source_updated_at <> n.updated_at)
 ORDER BY o.id, p.id
