@@ -442,7 +442,10 @@ impl Memory {
         let (model, mut vectors) = match mode {
             SearchMode::Text => (String::new(), Vec::new()),
             // Without an embedder `perspectives` is `None`, and this says so.
-            _ => match self.query_vectors(query, perspectives.unwrap_or_default()).await {
+            _ => match self
+                .query_vectors(query, perspectives.unwrap_or_default())
+                .await
+            {
                 Ok(found) => found,
                 Err(error) => {
                     notice = Some(fallback_notice(&error)?);
