@@ -285,7 +285,9 @@ impl Memory {
                 )
                 .await?;
             let gathered = self.store.search(workspace, &request).await?;
-            let changed = (seen.as_deref()).is_some_and(|seen| *seen != gathered.perspectives);
+            // Only a store call that read them says what they are now (none after the embedder failed).
+            let changed = request.perspectives
+                && (seen.as_deref()).is_some_and(|seen| *seen != gathered.perspectives);
             if changed {
                 (self.query_embedding).remember(workspace, Some(gathered.perspectives.clone()));
             }
