@@ -71,28 +71,42 @@ pub(crate) async fn fold_counts(client: &impl GenericClient) -> Result<u64> {
         .map_err(db)
 }
 
-/// Analyzes each of the graph's tables (`nodes`, `observations`, `relations`, `embeddings`)
-/// that changed by more than a fifth (and at least 1,000 rows) since its last analysis, or
-/// that holds rows but was never analyzed (a first import: until then full-text ranking
-/// weighs every word alike, see `text_query`, and plans assume an empty table, so a search
-/// walks the `(workspace, model, perspective)` index and sorts every vector instead of the
-/// HNSW index; `reltuples` tells it at once, where the statistics views lag behind the
-/// writes); returns whether it analyzed any.
+/// Analyzes the graph's tables (`nodes`, `observations`, `relations`) when `nodes` or
+/// `observations` changed by more than a fifth (and at least 1,000 rows) since the last
+/// analysis or `observations` holds rows but was never analyzed (a first import: until then
+/// full-text ranking weighs every word alike, see `text_query`, and plans assume an empty
+/// table), and `embeddings` on the same terms (without it a search after a bulk load walks the
+/// `(workspace, model, perspective)` index and sorts every vector instead of the HNSW index);
+/// `reltuples` and the tables themselves tell a first load at once, where the statistics views
+/// lag behind the writes. Returns whether it analyzed any.
 pub(crate) async fn refresh(client: &impl GenericClient) -> Result<bool> {
-    let stale: Vec<String> = client
-        .query(
-            "SELECT s.relname::text FROM pg_stat_user_tables s
-             JOIN pg_class c ON c.oid = s.relid
-             WHERE s.relname IN ('nodes', 'observations', 'relations', 'embeddings')
-               AND (s.n_mod_since_analyze > greatest(1000, 0.2 * s.n_live_tup)
-                    OR (c.reltuples < 0 AND s.n_live_tup + s.n_mod_since_analyze > 0))",
+    // One row: whether the graph's tables are due (analyzed together, as before the vectors
+    // counted), and whether the vectors are. "Never analyzed but holds rows" is asked of the
+    // tables themselves: the statistics views lag behind the writes.
+    let row = client
+        .query_one(
+            "SELECT
+               (SELECT coalesce(bool_or(n_mod_since_analyze > greatest(1000, 0.2 * n_live_tup)),
+                                false)
+                FROM pg_stat_user_tables WHERE relname IN ('nodes', 'observations'))
+               OR ((SELECT reltuples < 0 FROM pg_class WHERE oid = 'observations'::regclass)
+                   AND EXISTS (SELECT 1 FROM observations)),
+               (SELECT coalesce(bool_or(n_mod_since_analyze > greatest(1000, 0.2 * n_live_tup)),
+                                false)
+                FROM pg_stat_user_tables WHERE relname = 'embeddings')
+               OR ((SELECT reltuples < 0 FROM pg_class WHERE oid = 'embeddings'::regclass)
+                   AND EXISTS (SELECT 1 FROM embeddings))",
             &[],
         )
         .await
-        .map_err(db)?
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+        .map_err(db)?;
+    let mut stale: Vec<String> = Vec::new();
+    if row.get::<_, bool>(0) {
+        stale.extend(["nodes", "observations", "relations"].map(String::from));
+    }
+    if row.get::<_, bool>(1) {
+        stale.push("embeddings".to_owned());
+    }
     if !stale.is_empty() {
         analyze(client, &stale).await?;
     }
