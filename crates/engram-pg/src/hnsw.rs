@@ -160,15 +160,7 @@ impl HnswIndexes {
 /// [`MAX_BUILD_MEMORY_KB`]), both reset after.
 async fn build(client: &impl GenericClient, dims: i32) -> Result<()> {
     let name = format!("embeddings_hnsw_{dims}");
-    let valid: Option<bool> = client
-        .query_opt(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
-            &[&name],
-        )
-        .await
-        .map_err(db)?
-        .map(|row| row.get(0));
-    match valid {
+    match index_state(client, dims).await? {
         Some(true) => return Ok(()),
         Some(false) => {
             info!(index = %name, "dropping an HNSW index a stopped build left invalid");
@@ -236,6 +228,20 @@ async fn build(client: &impl GenericClient, dims: i32) -> Result<()> {
     // The build follows a bulk load: with statistics from before it, the planner takes the
     // vectors of a workspace for a handful and sorts them all instead of walking the index.
     crate::statistics::analyze(client, &["embeddings".to_owned()]).await
+}
+
+/// Whether the HNSW index of dimension `dims` exists (`None` when not) and is valid
+/// (`Some(false)` while a concurrent build runs, or after one stopped).
+pub(crate) async fn index_state(client: &impl GenericClient, dims: i32) -> Result<Option<bool>> {
+    let name = format!("embeddings_hnsw_{dims}");
+    let row = client
+        .query_opt(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
+            &[&name],
+        )
+        .await
+        .map_err(db)?;
+    Ok(row.map(|row| row.get(0)))
 }
 
 /// Sets the HNSW scan for this transaction: `EF_SEARCH` candidates, and iterative scans,

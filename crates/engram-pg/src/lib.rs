@@ -212,6 +212,13 @@ impl PgStore {
         Ok(applied)
     }
 
+    /// Whether the observation vectors' HNSW index for `dims` dimensions exists (`None` when
+    /// not) and is valid (`Some(false)` while it is being built). The indexer builds it once its
+    /// queue is empty; benchmarks and tests wait for it.
+    pub async fn hnsw_index_state(&self, dims: i32) -> Result<Option<bool>> {
+        hnsw::index_state(&self.client().await?, dims).await
+    }
+
     /// Whether every migration this build embeds has been applied.
     pub async fn is_migrated(&self) -> Result<bool> {
         let client = self.client().await?;

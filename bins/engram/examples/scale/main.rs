@@ -344,16 +344,9 @@ async fn wait_for_indexing(client: &Client, served: Instant) -> Result<()> {
 /// hours).
 async fn wait_for_hnsw(database_url: &str) -> Result<()> {
     let store = engram_pg::PgStore::connect(database_url).await?;
-    let client = store.pool().get().await?;
     let started = Instant::now();
     loop {
-        let valid: Option<bool> = (client.query_opt(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('embeddings_hnsw_384')",
-            &[],
-        ))
-        .await?
-        .map(|row| row.get(0));
-        if valid == Some(true) {
+        if store.hnsw_index_state(DIMENSION as i32).await? == Some(true) {
             return Ok(());
         }
         anyhow::ensure!(

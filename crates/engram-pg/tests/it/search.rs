@@ -133,14 +133,7 @@ async fn a_paraphrase_finds_its_observation() {
 
 /// Whether the 384-dimension HNSW index exists, and is valid.
 async fn hnsw_index(store: &PgStore) -> Option<bool> {
-    let client = store.pool().get().await.unwrap();
-    (client.query_opt(
-        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('embeddings_hnsw_384')",
-        &[],
-    ))
-    .await
-    .unwrap()
-    .map(|row| row.get(0))
+    store.hnsw_index_state(384).await.unwrap()
 }
 
 /// [`hnsw_index`] once it is valid, or after 30 s.
