@@ -1,7 +1,10 @@
-//! How results stay small on the wire: every result reaches a model's context twice (MCP's
-//! structured content and its JSON text twin), so absent values are left out rather than
-//! written as `null`, empty secondary lists are left out, and scores carry 4 significant
-//! digits. The output schemas say which fields may be absent.
+//! How results stay small on the wire without breaking the contract. Every key the tool
+//! catalog (`shared/reference/tool-catalog.md`) or the primary specification names is in
+//! every result, `null` or `[]` when empty: clients are written against those keys. What
+//! engram adds beyond them (`already_existed: false`, `skipped_duplicates`, `signals`,
+//! notices, the sources of generated texts) is left out when empty, since every result reaches
+//! a model's context twice (MCP's structured content and its JSON text twin), and scores
+//! carry 4 significant digits. The output schemas mark the catalog's keys required.
 
 use serde::Serializer;
 

@@ -129,7 +129,6 @@ pub struct DeletedNodes {
     /// Names that were deleted, in request order.
     pub deleted: Vec<String>,
     /// Names that did not exist, in request order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found: Vec<String>,
 }
 
@@ -186,11 +185,9 @@ pub struct NodeDetail {
     pub name: String,
     /// Its type.
     pub entity_type: String,
-    /// Its summary, if one was set.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its summary; `null` when none was set.
     pub summary: Option<String>,
     /// Its tags, in the order they were set.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// Its observations in ordinal order.
     pub observations: Vec<Observation>,
@@ -207,10 +204,8 @@ pub struct OpenedNodes {
     /// The nodes found, in request order.
     pub entities: Vec<NodeDetail>,
     /// Every relation with at least one endpoint among the requested nodes.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relations: Vec<Relation>,
     /// Requested names that do not exist.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found: Vec<String>,
 }
 
@@ -222,11 +217,9 @@ pub struct TypedNode {
     pub name: String,
     /// Its type.
     pub entity_type: String,
-    /// Its summary, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its summary; `null` when none was set.
     pub summary: Option<String>,
     /// Its tags.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// When it or any child was last written.
     pub updated_at: Timestamp,
@@ -240,8 +233,7 @@ pub struct NodeBrief {
     pub name: String,
     /// Its type.
     pub entity_type: String,
-    /// Its summary, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its summary; `null` when none was set.
     pub summary: Option<String>,
     /// When it or any child was last written.
     pub updated_at: Timestamp,
@@ -286,8 +278,8 @@ pub struct AddedObservations {
     pub entity_name: String,
     /// What was added with the ordinals it got (empty when the node does not exist).
     pub added: Vec<Observation>,
-    /// `true` when no node has this name; nothing was added for it. Absent when it exists.
-    #[serde(skip_serializing_if = "crate::compact::is_false")]
+    /// `true` when no node has this name; nothing was added for it (a row, not a tool error, as the
+    /// specification's shape has it: check it before believing the facts were stored).
     pub not_found: bool,
     /// Given texts the node already held (or that the call repeated), not stored again: each
     /// with the ordinal that holds it (the reference memory server's habit); absent when none.
@@ -331,7 +323,6 @@ pub struct DeletedObservations {
     /// Ordinals that existed and are gone, ascending.
     pub deleted_ordinals: Vec<Ordinal>,
     /// Ordinals that did not exist (all of them when the node does not exist), ascending.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found_ordinals: Vec<Ordinal>,
 }
 
@@ -342,10 +333,8 @@ pub struct CreatedRelations {
     /// Relations created now.
     pub created: Vec<RelationSpec>,
     /// Relations that existed already (unchanged).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub already_existed: Vec<RelationSpec>,
     /// Endpoint names that do not exist, each once; relations naming them were skipped.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_found: Vec<String>,
 }
 
@@ -367,11 +356,9 @@ pub struct GraphNode {
     pub name: String,
     /// Its type.
     pub entity_type: String,
-    /// Its summary, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its summary; `null` when none was set.
     pub summary: Option<String>,
     /// Its tags.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
 }
 
@@ -383,7 +370,6 @@ pub struct Neighborhood {
     /// The nodes, nearest first, then by name.
     pub nodes: Vec<GraphNode>,
     /// The relations whose both endpoints are among `nodes`, sorted.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relations: Vec<Relation>,
 }
 
@@ -424,8 +410,7 @@ pub struct PendingConsolidation {
     pub observation_count: i64,
     /// When its newest observation was written (added or replaced).
     pub last_observation_at: Timestamp,
-    /// When its summary was last set; absent when never.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// When its summary was last set; `null` when never.
     pub summary_updated_at: Option<Timestamp>,
 }
 

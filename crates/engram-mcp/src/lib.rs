@@ -6,7 +6,7 @@
 //! extensions ([`BoundWorkspace`]). A read-only session is offered, and may call, only the
 //! tools annotated `readOnlyHint`; a call to another is refused as a tool error that says why.
 //! The operator may offer a subset of the tools ([`ToolSet`]). Every schema is made portable
-//! ([`schema::portable`]), and an argument of the wrong type is answered naming it.
+//! ([`schema`]), and an argument of the wrong type is answered naming it.
 //! Tool errors a model can fix come back as results with `isError: true`; outages as
 //! JSON-RPC errors (see [`error`]).
 
@@ -92,7 +92,7 @@ static TOOLS: std::sync::LazyLock<ToolRouter<EngramServer>> = std::sync::LazyLoc
         let tool = &mut route.attr;
         tool.input_schema = std::sync::Arc::new(schema::model_facing(&tool.input_schema));
         if let Some(output) = &tool.output_schema {
-            tool.output_schema = Some(std::sync::Arc::new(schema::portable(output)));
+            tool.output_schema = Some(std::sync::Arc::new(schema::output(output)));
         }
     }
     router

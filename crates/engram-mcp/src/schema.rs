@@ -1,11 +1,17 @@
 //! Tool schemas every client accepts. schemars writes JSON Schema 2020-12 with habits strict
 //! validators (Ajv in strict mode, as in the MCP Inspector; some model providers' tool-schema
 //! checks) refuse or warn about: formats of its own (`uint32`, `int64`, `double`), nullable
-//! values as type arrays (`["string", "null"]`) or as `anyOf` with `{"type": "null"}`, and
-//! `"default": null`. [`portable`] rewrites a schema without them. No meaning is lost: an
-//! optional value is one whose property is not required (outputs leave absent values out;
-//! inputs also accept `null` for them), and an unsigned integer keeps its `minimum: 0`.
-//! `$schema` goes too: 2020-12 is MCP's default dialect (2025-11-25, "JSON Schema Usage").
+//! values as type arrays (`["string", "null"]`), and `"default": null`. Two rewrites remove
+//! them, losing no meaning:
+//! - [`model_facing`], for inputs: an optional value is one whose property is not required
+//!   (inputs also accept `null` for it), so the null alternatives go;
+//! - [`output`], for results: every key the catalog names is required and may be `null`
+//!   (`compact`'s rule in `engram-domain`), so a nullable value becomes
+//!   `"anyOf": [{"type": "string"}, {"type": "null"}]`, the form every validator reads without
+//!   a warning.
+//!
+//! An unsigned integer keeps its `minimum: 0`. `$schema` goes too: 2020-12 is MCP's default
+//! dialect (2025-11-25, "JSON Schema Usage").
 
 use serde_json::{Map, Value};
 
@@ -32,10 +38,24 @@ const STANDARD_FORMATS: &[&str] = &[
     "regex",
 ];
 
+/// What becomes of a schema's `null` alternatives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nulls {
+    /// Dropped: the value is optional instead (inputs).
+    Drop,
+    /// Kept, as an `anyOf` alternative `{"type": "null"}` (outputs).
+    Keep,
+}
+
+/// An output schema: `schema` made portable, with `null` allowed where the type allows it.
+pub fn output(schema: &Map<String, Value>) -> Map<String, Value> {
+    portable(schema, Nulls::Keep)
+}
+
 /// `schema` rewritten as described in the module documentation.
-pub fn portable(schema: &Map<String, Value>) -> Map<String, Value> {
+fn portable(schema: &Map<String, Value>, nulls: Nulls) -> Map<String, Value> {
     let mut schema = Value::Object(schema.clone());
-    rewrite(&mut schema);
+    rewrite(&mut schema, nulls);
     let Value::Object(mut schema) = schema else {
         unreachable!("an object stays an object")
     };
@@ -43,12 +63,13 @@ pub fn portable(schema: &Map<String, Value>) -> Map<String, Value> {
     schema
 }
 
-/// An input schema as a model reads it: [`portable`], with every `$ref` replaced by its
+/// An input schema as a model reads it: portable, optional values without their `null`
+/// alternative, with every `$ref` replaced by its
 /// definition (tool inputs are small and not recursive, so nothing repeats), and without
 /// the documentation of the Rust types behind them (the property's own description says
 /// what the model needs) or defaults that are empty lists.
 pub fn model_facing(schema: &Map<String, Value>) -> Map<String, Value> {
-    let mut schema = portable(schema);
+    let mut schema = portable(schema, Nulls::Drop);
     let definitions = schema.remove("$defs").unwrap_or(Value::Null);
     let mut schema = Value::Object(schema);
     inline(&mut schema, &definitions, 0);
@@ -96,19 +117,65 @@ fn inline(value: &mut Value, definitions: &Value, depth: usize) {
     }
 }
 
-fn rewrite(value: &mut Value) {
+fn rewrite(value: &mut Value, nulls: Nulls) {
     match value {
         Value::Object(object) => {
+            match nulls {
+                Nulls::Drop => drop_nulls(object),
+                Nulls::Keep => nulls_as_alternatives(object),
+            }
             rewrite_object(object);
-            object.values_mut().for_each(rewrite);
+            object.values_mut().for_each(|child| rewrite(child, nulls));
         }
-        Value::Array(items) => items.iter_mut().for_each(rewrite),
+        Value::Array(items) => items.iter_mut().for_each(|item| rewrite(item, nulls)),
         _ => {}
     }
 }
 
-fn rewrite_object(object: &mut Map<String, Value>) {
-    // `"type": ["string", "null"]` → `"type": "string"`.
+/// Keywords that describe a value rather than constrain its type: they stay beside `anyOf`.
+const ANNOTATIONS: &[&str] = &["description", "title", "default", "examples", "deprecated"];
+
+/// `"type": ["string", "null"], "format": …` → `"anyOf": [{"type": "string", "format": …},
+/// {"type": "null"}]`; an enumeration's `null` value becomes the `null` alternative too.
+fn nulls_as_alternatives(object: &mut Map<String, Value>) {
+    let nullable_type = matches!(object.get("type"), Some(Value::Array(types))
+        if types.iter().any(is_null_name));
+    let nullable_enum = matches!(object.get("enum"), Some(Value::Array(values))
+        if values.iter().any(Value::is_null));
+    if !nullable_type && !nullable_enum {
+        return;
+    }
+    let mut value = Map::new();
+    for key in object.keys().cloned().collect::<Vec<_>>() {
+        if !ANNOTATIONS.contains(&key.as_str()) {
+            value.insert(key.clone(), object.remove(&key).expect("a listed key"));
+        }
+    }
+    if let Some(Value::Array(types)) = value.get_mut("type") {
+        types.retain(|t| !is_null_name(t));
+        if types.len() == 1 {
+            let only = types.remove(0);
+            value.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = value.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    object.insert(
+        "anyOf".into(),
+        Value::Array(vec![
+            Value::Object(value),
+            serde_json::json!({"type": "null"}),
+        ]),
+    );
+}
+
+fn is_null_name(type_name: &Value) -> bool {
+    type_name == "null"
+}
+
+/// `"type": ["string", "null"]` → `"type": "string"`; `"anyOf": [X, {"type": "null"}]` → X.
+fn drop_nulls(object: &mut Map<String, Value>) {
     if let Some(Value::Array(types)) = object.get("type") {
         let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
         if kept.len() == 1 {
@@ -137,6 +204,10 @@ fn rewrite_object(object: &mut Map<String, Value>) {
     if let Some(Value::Array(values)) = object.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
+}
+
+/// What both rewrites do.
+fn rewrite_object(object: &mut Map<String, Value>) {
     // An enumeration as `oneOf` of documented constants → `enum`: the variants' Rust
     // documentation is not for the model, and `enum` is what every validator knows.
     if let Some(Value::Array(alternatives)) = object.get("oneOf")
@@ -163,14 +234,15 @@ fn rewrite_object(object: &mut Map<String, Value>) {
     }
 }
 
-/// Whether `schema` holds anything [`portable`] removes (for tests).
+/// Whether `schema` holds anything the rewrites remove (for tests): a `null` type is
+/// portable only as an alternative of `anyOf`.
 pub fn unportable_parts(schema: &Value) -> Vec<String> {
     let mut found = Vec::new();
-    walk(schema, "#", &mut found);
+    walk(schema, "#", false, &mut found);
     found
 }
 
-fn walk(value: &Value, at: &str, found: &mut Vec<String>) {
+fn walk(value: &Value, at: &str, alternative: bool, found: &mut Vec<String>) {
     match value {
         Value::Object(object) => {
             if matches!(object.get("type"), Some(Value::Array(_))) {
@@ -181,19 +253,27 @@ fn walk(value: &Value, at: &str, found: &mut Vec<String>) {
             {
                 found.push(format!("{at}: format {format:?}"));
             }
-            if object.get("type") == Some(&Value::from("null")) {
+            if object.get("type") == Some(&Value::from("null")) && !alternative {
                 found.push(format!("{at}: a null type"));
             }
             if object.contains_key("nullable") {
                 found.push(format!("{at}: nullable"));
             }
             for (key, child) in object {
-                walk(child, &format!("{at}/{key}"), found);
+                if key == "anyOf"
+                    && let Value::Array(alternatives) = child
+                {
+                    for (index, item) in alternatives.iter().enumerate() {
+                        walk(item, &format!("{at}/anyOf/{index}"), true, found);
+                    }
+                } else {
+                    walk(child, &format!("{at}/{key}"), false, found);
+                }
             }
         }
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                walk(item, &format!("{at}/{index}"), found);
+                walk(item, &format!("{at}/{index}"), false, found);
             }
         }
         _ => {}
@@ -206,7 +286,7 @@ mod tests {
     use serde_json::json;
 
     fn rewritten(schema: Value) -> Value {
-        Value::Object(portable(schema.as_object().unwrap()))
+        Value::Object(portable(schema.as_object().unwrap(), Nulls::Drop))
     }
 
     #[test]
@@ -271,11 +351,47 @@ mod tests {
                 }
             })
         );
-        let portable = Value::Object(portable(schema.as_object().unwrap()));
+        let portable = Value::Object(output(schema.as_object().unwrap()));
         assert_eq!(
             portable["$defs"]["Mode"],
             json!({"description": "Rust docs.", "type": "string", "enum": ["a", "b"]})
         );
+    }
+
+    #[test]
+    fn outputs_keep_null_as_an_alternative() {
+        let schema = Value::Object(output(
+            json!({
+                "type": "object",
+                "properties": {
+                    "summary": {"type": ["string", "null"], "description": "Its summary."},
+                    "at": {"type": ["string", "null"], "format": "date-time"},
+                    "label": {"anyOf": [{"$ref": "#/$defs/Label"}, {"type": "null"}]},
+                    "count": {"type": "integer", "format": "uint64", "minimum": 0}
+                },
+                "required": ["summary", "at", "label", "count"],
+                "$defs": {"Label": {"type": "string"}}
+            })
+            .as_object()
+            .unwrap(),
+        ));
+        assert_eq!(
+            schema["properties"],
+            json!({
+                "summary": {"description": "Its summary.",
+                            "anyOf": [{"type": "string"}, {"type": "null"}]},
+                "at": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
+                "label": {"anyOf": [{"$ref": "#/$defs/Label"}, {"type": "null"}]},
+                "count": {"type": "integer", "minimum": 0}
+            })
+        );
+        assert!(unportable_parts(&schema).is_empty());
+        let validator = jsonschema::draft202012::new(&schema).unwrap();
+        assert!(
+            validator.is_valid(&json!({"summary": null, "at": null, "label": null,
+                                           "count": 1}))
+        );
+        assert!(!validator.is_valid(&json!({"at": null, "label": null, "count": 1})));
     }
 
     #[test]

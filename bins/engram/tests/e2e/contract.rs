@@ -199,6 +199,7 @@ pub async fn a_text_the_node_holds_is_skipped_and_reported(backend: Backend) {
         added,
         json!({"results": [{"entity_name": "Alice",
                             "added": [{"ordinal": 3, "content": "plays chess"}],
+                            "not_found": false,
                             "skipped_duplicates": [{"ordinal": 2, "content": "likes tea"}]}]})
     );
     let opened = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;

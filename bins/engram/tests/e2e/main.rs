@@ -20,6 +20,7 @@ mod reference;
 mod scale;
 mod scenario;
 mod server;
+mod shapes;
 mod sse_client;
 mod stdio;
 mod transfer;
@@ -80,6 +81,8 @@ per_backend!(
     recall::a_multilingual_memory_answers_and_nonsense_finds_nothing,
     scenario::every_tool_over_streamable_http,
     scenario::every_tool_over_legacy_sse,
+    shapes::every_result_has_the_catalogs_keys_over_streamable_http,
+    shapes::every_result_has_the_catalogs_keys_over_legacy_sse,
     sse_client::unknown_session_is_not_found,
     sse_client::a_session_keeps_its_workspace,
     sse_client::a_client_that_does_not_read_its_stream_is_dropped,

@@ -45,8 +45,8 @@ pub struct StaleSummary {
     /// When its summary was last set; absent when never.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_updated_at: Option<Timestamp>,
-    /// A proposed summary, for the model to check and pass to `set_summary`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// A proposed summary, for the model to check and pass to `set_summary`; `null` when
+    /// none could be written.
     pub draft_summary: Option<String>,
     /// Who wrote `draft_summary`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,8 +68,7 @@ pub struct RelationCandidate {
     /// Cosine similarity of their aggregate vectors, −1 to 1.
     #[serde(serialize_with = "crate::compact::score")]
     pub similarity_score: f64,
-    /// Why they may belong together.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why they may belong together; `null` when no rationale was written.
     pub rationale: Option<String>,
     /// Who wrote `rationale`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,8 +85,7 @@ pub struct Cluster {
     pub node_names: Vec<String>,
     /// How many nodes it has (may exceed `node_names`' length).
     pub size: i64,
-    /// A short name for what the nodes share.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// A short name for what the nodes share; `null` when none was found.
     pub centroid_label: Option<String>,
     /// Who wrote `centroid_label`.
     #[serde(skip_serializing_if = "Option::is_none")]

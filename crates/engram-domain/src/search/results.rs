@@ -30,14 +30,12 @@ pub struct SearchHit {
     pub name: String,
     /// Its type.
     pub entity_type: String,
-    /// Its summary, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its summary; `null` when none was set.
     pub summary: Option<String>,
     /// The observation that matched best.
     pub matched_observation: String,
     /// The perspective whose vector is closest to the query's (when the observation has a
-    /// vector; embedding and hybrid mode).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// vector; embedding and hybrid mode); `null` otherwise (text mode).
     pub matched_perspective: Option<String>,
     /// How likely the observation is relevant, 0 to 1 (4 significant digits), comparable across
     /// queries: a logistic function of its cosine similarity to the query, its late
