@@ -26,7 +26,7 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
     };
     let hooks = hooks(&engram.to_string_lossy(), args, database.as_deref());
     if !args.install && !args.uninstall {
-        println!("{}", serde_json::to_string_pretty(&hooks)?);
+        outln!("{}", serde_json::to_string_pretty(&hooks)?);
         eprintln!(
             "(add this to {} or run again with --install)",
             args.settings.display()
@@ -40,7 +40,7 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
         Ok(text) => serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON; nothing was changed", path.display()))?,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound && args.uninstall => {
-            println!("{} does not exist: no hooks to take out", path.display());
+            outln!("{} does not exist: no hooks to take out", path.display());
             return Ok(());
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => json!({}),
@@ -69,7 +69,7 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
     }
     write_atomically(path, &(serde_json::to_string_pretty(&updated)? + "\n"))?;
     if args.install {
-        println!(
+        outln!(
             "installed engram's hooks in {} (workspace {}): the brief at session start, \
              recall on every prompt; `engram hooks claude-code --uninstall --settings {}` \
              takes them out",
@@ -78,7 +78,7 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
             path.display()
         );
     } else {
-        println!("took engram's hooks out of {}", path.display());
+        outln!("took engram's hooks out of {}", path.display());
     }
     Ok(())
 }

@@ -1,5 +1,24 @@
 //! The `engram` command: serve MCP, migrate the database, manage workspaces.
 
+/// `println!` for a command's output: a reader that went away (`engram report demo | head`)
+/// ends the command quietly with status 0, as `cat` does, told by the write's error kind
+/// (Rust ignores SIGPIPE, and `println!` would panic).
+macro_rules! outln {
+    () => {
+        $crate::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` as [`outln!`] does it.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*))
+    };
+}
+
 mod cli;
 mod export;
 mod hooks;
@@ -25,7 +44,6 @@ use tokio_util::sync::CancellationToken;
 fn main() -> std::process::ExitCode {
     fix_model_threads();
     limit_malloc_arenas();
-    quiet_on_closed_pipes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // Claude Code blocks the user's prompt when a hook exits with status 2, clap's status
@@ -106,20 +124,16 @@ fn is_closed_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
-/// A command whose output is cut short (`engram report demo | head`) ends quietly with status
-/// 0, as `cat` does: Rust ignores SIGPIPE, so `println!` panics on a closed standard output;
-/// that one panic becomes a quiet exit, every other keeps its message.
-fn quiet_on_closed_pipes() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = (info.payload().downcast_ref::<String>().map(String::as_str))
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+/// Writes a command's output to standard output ([`outln!`]); a closed pipe ends the process
+/// with status 0, any other failure to write is a bug worth its panic.
+fn write_out(output: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(error) = std::io::stdout().lock().write_fmt(output) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        default(info);
-    }));
+        panic!("writing to standard output: {error}");
+    }
 }
 
 /// Sets `RAYON_NUM_THREADS`, when unset, to the thread count the local model would choose
@@ -248,7 +262,7 @@ async fn run(cli: Cli) -> Result<()> {
             let command = Cli::command().disable_help_subcommand(true);
             clap_mangen::generate_to(command, &dir)
                 .with_context(|| format!("writing the manual pages to {}", dir.display()))?;
-            println!("wrote the manual pages to {}", dir.display());
+            outln!("wrote the manual pages to {}", dir.display());
             Ok(())
         }
         Command::FetchModel { model } => {
@@ -262,7 +276,7 @@ async fn run(cli: Cli) -> Result<()> {
                     engram_embed::local::ensure_model_files(model)
                 })
                 .await??;
-                println!("{} is in {}", model.display_name(), dir.display());
+                outln!("{} is in {}", model.display_name(), dir.display());
             }
             Ok(())
         }
@@ -319,10 +333,10 @@ async fn with_store(location: &Location, command: Command, secrets: SecretPolicy
     };
     if let Command::Migrate = command {
         if applied.is_empty() {
-            println!("database schema is up to date");
+            outln!("database schema is up to date");
         }
         for migration in applied {
-            println!("applied {migration}");
+            outln!("applied {migration}");
         }
         return Ok(());
     }

@@ -107,9 +107,9 @@ pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
 /// Prints `answer` (nothing for `None`), ending in a line break.
 fn print_answer(answer: Option<String>) {
     if let Some(text) = answer {
-        print!("{text}");
+        out!("{text}");
         if !text.ends_with('\n') {
-            println!();
+            outln!();
         }
     }
 }

@@ -25,7 +25,7 @@ pub async fn run(
         .clear_embeddings(workspace.id, embedder.model_id())
         .await?;
     let total = memory.embedding_pairs(workspace.id).await?;
-    println!(
+    outln!(
         "re-embedding {total} observation × perspective pairs of {} with {} (dropped {cleared} vectors)",
         workspace.name,
         embedder.model_id()
@@ -48,6 +48,6 @@ pub async fn run(
         }
     }
     bar.finish();
-    println!("done: {} is fully embedded", workspace.name);
+    outln!("done: {} is fully embedded", workspace.name);
     Ok(())
 }

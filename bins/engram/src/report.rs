@@ -30,6 +30,6 @@ pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
     let report = memory
         .get_consolidation_report(workspace.id, options)
         .await?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    outln!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }

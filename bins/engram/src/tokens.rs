@@ -45,18 +45,22 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                     .map(|at| format!(", valid until {}", at.format("%Y-%m-%d %H:%M UTC")))
                     .unwrap_or_default(),
             );
-            println!("{token}");
+            outln!("{token}");
         }
         TokenCommand::List { workspace, json } => {
             let tokens = memory.tokens(workspace.as_deref()).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&tokens)?);
+                outln!("{}", serde_json::to_string_pretty(&tokens)?);
             } else if tokens.is_empty() {
-                println!("no tokens: create one with `engram token create --workspace NAME`");
+                outln!("no tokens: create one with `engram token create --workspace NAME`");
             } else {
-                println!(
+                outln!(
                     "{:<17} {:<24} {:<11} {:<17} {:<24} label",
-                    "id", "workspace", "access", "created", "state"
+                    "id",
+                    "workspace",
+                    "access",
+                    "created",
+                    "state"
                 );
                 let now = chrono::Utc::now();
                 for token in tokens {
@@ -64,7 +68,7 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                         Access::ReadWrite => "read-write",
                         Access::ReadOnly => "read-only",
                     };
-                    println!(
+                    outln!(
                         "{:<17} {:<24} {:<11} {:<17} {:<24} {}",
                         token.id,
                         token.workspace,
@@ -78,7 +82,7 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
         }
         TokenCommand::Revoke { token } => {
             memory.revoke_token(&token).await?;
-            println!("revoked; every engram process on this database refuses it from now on");
+            outln!("revoked; every engram process on this database refuses it from now on");
         }
     }
     Ok(())

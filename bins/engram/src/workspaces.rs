@@ -10,18 +10,18 @@ pub async fn run(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
     match command {
         WorkspaceCommand::Create { name } => {
             let workspace = memory.create_workspace(&name).await?;
-            println!("created workspace {}", workspace.name);
+            outln!("created workspace {}", workspace.name);
         }
         WorkspaceCommand::List { json } => {
             let workspaces = memory.list_workspaces().await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&workspaces)?);
+                outln!("{}", serde_json::to_string_pretty(&workspaces)?);
             } else if workspaces.is_empty() {
-                println!("no workspaces yet: create one with `engram workspace create NAME`");
+                outln!("no workspaces yet: create one with `engram workspace create NAME`");
             } else {
-                println!("{:<32} {:>8}  created", "name", "nodes");
+                outln!("{:<32} {:>8}  created", "name", "nodes");
                 for info in workspaces {
-                    println!(
+                    outln!(
                         "{:<32} {:>8}  {}",
                         info.workspace.name,
                         info.node_count,
@@ -32,12 +32,12 @@ pub async fn run(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
         }
         WorkspaceCommand::Rename { name, new_name } => {
             memory.rename_workspace(&name, &new_name).await?;
-            println!("renamed workspace {name} to {new_name}");
+            outln!("renamed workspace {name} to {new_name}");
         }
         WorkspaceCommand::Perspectives(command) => perspectives(memory, command).await?,
         WorkspaceCommand::Delete { name, force } => {
             memory.delete_workspace(&name, force).await?;
-            println!("deleted workspace {name}");
+            outln!("deleted workspace {name}");
         }
     }
     Ok(())
@@ -49,9 +49,9 @@ async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()
             let workspace = memory.workspace(workspace.name()).await?;
             for p in memory.perspectives(workspace.id).await? {
                 let state = if p.enabled { "enabled" } else { "disabled" };
-                println!("{} ({state})", p.name);
-                println!("  document: {}", p.document_template);
-                println!("  query:    {}", p.query_template);
+                outln!("{} ({state})", p.name);
+                outln!("  document: {}", p.document_template);
+                outln!("  query:    {}", p.query_template);
             }
         }
         PerspectiveCommand::Set {
@@ -91,9 +91,10 @@ async fn perspectives(memory: &Memory, command: PerspectiveCommand) -> Result<()
             } else {
                 "disabled"
             };
-            println!(
+            outln!(
                 "perspective {} of {} is set ({state})",
-                stored.name, workspace.name
+                stored.name,
+                workspace.name
             );
         }
     }

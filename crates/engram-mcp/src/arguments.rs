@@ -5,15 +5,20 @@
 //!
 //! [`Parameters`] replaces rmcp's extractor of the same name (rmcp's `#[tool]` macro finds a
 //! tool's input schema by that name); it keeps serde's path to the failing value with
-//! `serde_path_to_error`. rmcp can only fail an extractor with a JSON-RPC error, so the error
-//! it returns is marked ([`is_argument_error`]) and the server turns it into a tool result.
+//! `serde_path_to_error`, and says what is wrong there from the parameters' own JSON Schema
+//! (the one `tools/list` publishes): the type it needs, the values it allows, the required
+//! argument it lacks or the arguments it takes. Nothing is read from serde's wording; a
+//! failure the schema does not explain passes serde's message on as it is. rmcp can only fail
+//! an extractor with a JSON-RPC error, so the error it returns is marked
+//! ([`is_argument_error`]) and the server turns it into a tool result.
 
 use rmcp::ErrorData;
 use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::tool::ToolCallContext;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use serde_path_to_error::Segment;
 
 /// A tool's deserialized arguments.
 pub struct Parameters<P>(pub P);
@@ -31,7 +36,9 @@ impl<P: JsonSchema> JsonSchema for Parameters<P> {
 /// The `data` that marks a JSON-RPC error as a bad argument, to be answered as a tool error.
 const MARK: &str = "engram/invalid-argument";
 
-impl<S, P: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Parameters<P> {
+impl<S, P: DeserializeOwned + JsonSchema> FromContextPart<ToolCallContext<'_, S>>
+    for Parameters<P>
+{
     fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, ErrorData> {
         let arguments = Value::Object(context.arguments.take().unwrap_or_default());
         parse(&arguments).map(Parameters).map_err(|message| {
@@ -46,89 +53,140 @@ pub fn is_argument_error(error: &ErrorData) -> bool {
 }
 
 /// `arguments` as `P`, or a message naming the argument that does not fit.
-pub fn parse<P: DeserializeOwned>(arguments: &Value) -> Result<P, String> {
+pub fn parse<P: DeserializeOwned + JsonSchema>(arguments: &Value) -> Result<P, String> {
     serde_path_to_error::deserialize(arguments).map_err(|error| {
-        let path = error.path().to_string();
-        describe(&path, &error.inner().to_string(), arguments)
+        let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+        let schema = Value::Object(crate::schema::model_facing(
+            generator
+                .into_root_schema_for::<P>()
+                .as_object()
+                .expect("an object schema"),
+        ));
+        let path: Vec<&Segment> = error.path().iter().collect();
+        describe(&path, &schema, arguments)
+            .unwrap_or_else(|| format!("invalid argument `{}`: {}", shown(&path), error.inner()))
     })
 }
 
-/// The message for serde's `message` about the value at `path` (`.` for the root).
-fn describe(path: &str, message: &str, arguments: &Value) -> String {
-    if let Some(field) = between(message, "missing field `", "`") {
-        let full = join(path, field);
-        return format!("missing argument `{full}`: it is required");
-    }
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
-        let allowed = expected
-            .trim_start_matches(", ")
-            .replace("expected one of ", "")
-            .replace("expected ", "")
-            .replace("there are no fields", "");
-        let known = if allowed.is_empty() {
-            "this tool takes no arguments".to_string()
-        } else {
-            format!("the arguments here are {allowed}")
+/// What is wrong at `path` in `arguments`, by `schema`; `None` when the schema does not say.
+fn describe(path: &[&Segment], schema: &Value, arguments: &Value) -> Option<String> {
+    let (mut value, mut place) = (arguments, Some(schema));
+    for (depth, segment) in path.iter().enumerate() {
+        let parent = place;
+        place = place.and_then(|schema| match segment {
+            Segment::Map { key } => schema.get("properties")?.get(key),
+            Segment::Seq { .. } => schema.get("items"),
+            _ => None,
+        });
+        value = match segment {
+            Segment::Map { key } => value.get(key)?,
+            Segment::Seq { index } => value.get(index)?,
+            _ => return None,
         };
-        return format!("unknown argument `{}`: {known}", join_unknown(path, field));
-    }
-    let given = value_at(arguments, path).map(render);
-    let expected = message
-        .rsplit_once(", expected ")
-        .map(|(_, expected)| plain_type(expected));
-    let path = if path == "." { "arguments" } else { path };
-    match (expected, given) {
-        (Some(expected), Some(given)) => {
-            format!("invalid argument `{path}`: expected {expected}, got {given}")
+        if place.is_none()
+            && let (Segment::Map { key }, Some(parent)) = (segment, parent)
+        {
+            return unknown(&path[..depth], key, parent);
         }
-        (Some(expected), None) => format!("invalid argument `{path}`: expected {expected}"),
-        _ => format!("invalid argument `{path}`: {message}"),
+    }
+    let place = place?;
+    let at = shown(path);
+    if let Some(expected) = mismatch(place, value) {
+        return Some(format!(
+            "invalid argument `{at}`: expected {expected}, got {}",
+            render(value)
+        ));
+    }
+    let object = value.as_object()?;
+    let required = (place.get("required")?.as_array()?.iter()).filter_map(Value::as_str);
+    if let Some(missing) = required.clone().find(|key| !object.contains_key(*key)) {
+        return Some(format!(
+            "missing argument `{}`: it is required",
+            joined(&at, missing)
+        ));
+    }
+    let properties = place.get("properties").and_then(Value::as_object);
+    let stray = object
+        .keys()
+        .find(|key| properties.is_none_or(|p| !p.contains_key(*key)))?;
+    unknown(path, stray, place)
+}
+
+/// The message for an argument `key` that the object at `path` (described by `schema`) does
+/// not take.
+fn unknown(path: &[&Segment], key: &str, schema: &Value) -> Option<String> {
+    if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+        return None;
+    }
+    let empty = Map::new();
+    let properties = (schema.get("properties").and_then(Value::as_object)).unwrap_or(&empty);
+    let known = if properties.is_empty() {
+        "this tool takes no arguments".to_string()
+    } else {
+        let names: Vec<String> = properties.keys().map(|name| format!("`{name}`")).collect();
+        format!("the arguments here are {}", names.join(", "))
+    };
+    Some(format!(
+        "unknown argument `{}`: {known}",
+        joined(&shown(path), key)
+    ))
+}
+
+/// What `schema` needs that `value` is not, in JSON's words; `None` when it fits.
+fn mismatch(schema: &Value, value: &Value) -> Option<String> {
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        return Some(format!("one of {}", allowed.join(", ")));
+    }
+    let non_negative = schema
+        .get("minimum")
+        .and_then(Value::as_f64)
+        .is_some_and(|minimum| minimum >= 0.0);
+    let (fits, expected) = match schema.get("type")?.as_str()? {
+        "object" => (value.is_object(), "an object"),
+        "array" => (value.is_array(), "an array"),
+        "string" => (value.is_string(), "a string"),
+        "boolean" => (value.is_boolean(), "a boolean"),
+        "number" => (value.is_number(), "a number"),
+        "integer" if non_negative => (value.is_u64(), "a non-negative integer"),
+        "integer" => (value.is_i64() || value.is_u64(), "an integer"),
+        _ => return None,
+    };
+    (!fits).then(|| expected.to_string())
+}
+
+/// `path` as a model reads it: `entities[0].name`, or `arguments` for the whole.
+fn shown(path: &[&Segment]) -> String {
+    let mut shown = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => shown.push_str(&format!("[{index}]")),
+            Segment::Map { key } => {
+                if !shown.is_empty() {
+                    shown.push('.');
+                }
+                shown.push_str(key);
+            }
+            Segment::Enum { variant } => shown.push_str(&format!("::{variant}")),
+            Segment::Unknown => shown.push('?'),
+        }
+    }
+    if shown.is_empty() {
+        "arguments".into()
+    } else {
+        shown
     }
 }
 
-/// `field` below `path` (serde's path of the struct that misses it).
-fn join(path: &str, field: &str) -> String {
-    if path == "." || path.is_empty() {
+/// `field` below `path` (`arguments` for the top).
+fn joined(path: &str, field: &str) -> String {
+    if path == "arguments" {
         field.to_string()
     } else {
         format!("{path}.{field}")
     }
-}
-
-/// serde's path of an unknown field may already end in the field's name.
-fn join_unknown(path: &str, field: &str) -> String {
-    if path == field || path.ends_with(&format!(".{field}")) {
-        path.to_string()
-    } else {
-        join(path, field)
-    }
-}
-
-fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
-    let rest = text.strip_prefix(start)?;
-    rest.split_once(end).map(|(inside, _)| inside)
-}
-
-/// The value at serde's `path` (`entities[0].name`) in `arguments`.
-fn value_at<'a>(arguments: &'a Value, path: &str) -> Option<&'a Value> {
-    if path == "." {
-        return Some(arguments);
-    }
-    let mut value = arguments;
-    for segment in path.split('.') {
-        let (key, indexes) = segment.split_once('[').unwrap_or((segment, ""));
-        if !key.is_empty() {
-            value = value.get(key)?;
-        }
-        for index in indexes.split('[') {
-            let Some(index) = index.strip_suffix(']') else {
-                continue;
-            };
-            value = value.get(index.parse::<usize>().ok()?)?;
-        }
-    }
-    Some(value)
 }
 
 /// A value as a model wrote it, cut to 60 characters.
@@ -145,27 +203,13 @@ fn render(value: &Value) -> String {
     }
 }
 
-/// serde's name of an expected type in JSON's words.
-fn plain_type(expected: &str) -> String {
-    match expected {
-        "u8" | "u16" | "u32" | "u64" | "usize" => "a non-negative integer".into(),
-        "i8" | "i16" | "i32" | "i64" | "isize" => "an integer".into(),
-        "f32" | "f64" => "a number".into(),
-        "a sequence" => "an array".into(),
-        "a map" => "an object".into(),
-        "unit" => "null".into(),
-        other if other.starts_with("struct ") => "an object".into(),
-        other if other.starts_with("a string") || other.starts_with("a boolean") => other.into(),
-        other => other.replace('`', "\""),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schemars::JsonSchema;
     use serde::Deserialize;
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Item {
@@ -174,14 +218,14 @@ mod tests {
         tags: Vec<String>,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields, rename_all = "lowercase")]
     enum Mode {
         Hybrid,
         Text,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Params {
@@ -266,5 +310,20 @@ mod tests {
             nested.starts_with("unknown argument `items[0].colour`"),
             "{nested}"
         );
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
+
+    #[test]
+    fn what_the_schema_does_not_explain_passes_serdes_message_on() {
+        assert_eq!(
+            parse::<Nothing>(&serde_json::json!({"x": 1})).unwrap_err(),
+            "unknown argument `x`: this tool takes no arguments"
+        );
+        let huge = error(serde_json::json!({"depth": 5_000_000_000u64}));
+        assert!(huge.starts_with("invalid argument `depth`: "), "{huge}");
+        assert!(huge.contains("5000000000"), "{huge}");
     }
 }

@@ -237,34 +237,6 @@ impl EngramServer {
     }
 }
 
-/// Whether the client negotiated a protocol with resource links in tool results (2025-06-18
-/// on).
-fn follows_resource_links(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
-    (context.protocol_version())
-        .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2025_06_18)
-}
-
-/// Adds a resource link (`engram://node/{name}`) for each node a successful search found, so
-/// a client can attach or open the node in full.
-fn link_found_nodes(result: &mut rmcp::model::CallToolResult) {
-    if result.is_error == Some(true) {
-        return;
-    }
-    let names: Vec<String> = (result.structured_content.as_ref())
-        .and_then(|content| content.get("results")?.as_array())
-        .map(|hits| {
-            (hits.iter())
-                .filter_map(|hit| Some(hit.get("name")?.as_str()?.to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
-    for name in names {
-        (result.content).push(rmcp::model::ContentBlock::resource_link(
-            resources::node_link(&name),
-        ));
-    }
-}
-
 /// Whether `tool` is annotated as changing nothing.
 fn is_read_only(tool: &rmcp::model::Tool) -> bool {
     tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)
@@ -331,14 +303,10 @@ impl ServerHandler for EngramServer {
             ));
         }
         let (id, cancelled) = (context.id.clone(), context.ct.clone());
-        let links = tool == "search_nodes" && follows_resource_links(&context);
-        let mut response = self
+        let response = self
             .authorised_call(request, context)
             .instrument(span.clone())
             .await;
-        if links && let Ok(rmcp::model::CallToolResponse::Complete(result)) = &mut response {
-            link_found_nodes(result);
-        }
         // A cancelled request's answer is dropped by rmcp, never handed to the transport.
         if let (Some(turn), Ok(_), false) = (backlog_turn, &response, cancelled.is_cancelled()) {
             turn.built(id);

@@ -120,7 +120,7 @@ pub async fn run(
         workspace.push_str(" (new)");
     }
     // The table is printed whatever happened, so a stopped import says how far it got.
-    print!(
+    out!(
         "{}",
         table::render(&importer.report, &args, &workspace, number)
     );
@@ -149,7 +149,7 @@ pub async fn run(
         ));
     }
     anyhow::ensure!(importer.report.problems.is_empty(), "{closing}");
-    println!("{closing}");
+    outln!("{closing}");
     Ok(())
 }
 

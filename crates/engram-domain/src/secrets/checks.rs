@@ -2,8 +2,6 @@
 //! placeholder (`XXXX…`, `1234567890…`), a JWT's header must be JSON, a Discord token's first
 //! part a numeric id; and entropy, for these and for assigned values.
 
-use super::values::Classes;
-
 /// Shannon entropy of `s` over its characters, in bits per character.
 pub(super) fn entropy(s: &str) -> f64 {
     let mut chars: Vec<char> = s.chars().collect();
@@ -134,4 +132,37 @@ pub(super) fn base64_decode(s: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// How many characters of each class a value has.
+#[derive(Default)]
+pub(super) struct Classes {
+    pub(super) upper: usize,
+    pub(super) lower: usize,
+    pub(super) digit: usize,
+    /// Punctuation other than `_`, `-` and `.`, which identifiers and versions use.
+    pub(super) symbol: usize,
+    /// Non-ASCII characters.
+    pub(super) other: usize,
+}
+
+impl Classes {
+    pub(super) fn of(s: &str) -> Self {
+        let mut classes = Self::default();
+        for c in s.chars() {
+            match c {
+                'A'..='Z' => classes.upper += 1,
+                'a'..='z' => classes.lower += 1,
+                '0'..='9' => classes.digit += 1,
+                '_' | '-' | '.' => {}
+                c if c.is_ascii() => classes.symbol += 1,
+                _ => classes.other += 1,
+            }
+        }
+        classes
+    }
+
+    pub(super) fn letters(&self) -> usize {
+        self.upper + self.lower
+    }
 }

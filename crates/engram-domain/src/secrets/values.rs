@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use super::checks::{base64_decode, counts_up, entropy};
+use super::checks::{Classes, base64_decode, counts_up, entropy};
 
 /// The entropy a random value of `len` characters reaches (about 99 % of random values, by
 /// sampling): lower for short values, whose characters cannot all differ, and for hex, whose
@@ -16,39 +16,6 @@ fn entropy_bar(len: usize, hex: bool) -> f64 {
         (0.65 * log_len).min(3.0)
     } else {
         (0.8 * log_len).min(3.5)
-    }
-}
-
-/// How many characters of each class a value has.
-#[derive(Default)]
-pub(super) struct Classes {
-    pub(super) upper: usize,
-    pub(super) lower: usize,
-    pub(super) digit: usize,
-    /// Punctuation other than `_`, `-` and `.`, which identifiers and versions use.
-    pub(super) symbol: usize,
-    /// Non-ASCII characters.
-    pub(super) other: usize,
-}
-
-impl Classes {
-    pub(super) fn of(s: &str) -> Self {
-        let mut classes = Self::default();
-        for c in s.chars() {
-            match c {
-                'A'..='Z' => classes.upper += 1,
-                'a'..='z' => classes.lower += 1,
-                '0'..='9' => classes.digit += 1,
-                '_' | '-' | '.' => {}
-                c if c.is_ascii() => classes.symbol += 1,
-                _ => classes.other += 1,
-            }
-        }
-        classes
-    }
-
-    fn letters(&self) -> usize {
-        self.upper + self.lower
     }
 }
 

@@ -2,8 +2,9 @@
 
 use engram_domain::*;
 use rmcp::handler::server::wrapper::Json;
-use rmcp::model::Extensions;
-use rmcp::{tool, tool_router};
+use rmcp::model::{CallToolResult, ContentBlock, Extensions, ProtocolVersion};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -100,13 +101,16 @@ impl EngramServer {
     /// Find nodes by meaning and keywords, each once with its best-matching observation.
     /// `score` is the probability (0–1) that a result is relevant, comparable across
     /// queries; when nothing relevant is in memory, `results` is empty and `notice` says so.
-    #[tool(annotations(read_only_hint = true))]
+    #[tool(
+        annotations(read_only_hint = true),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<SearchResults>()
+    )]
     async fn search_nodes(
         &self,
         Parameters(params): Parameters<SearchNodesParams>,
-        extensions: Extensions,
-    ) -> Result<Json<SearchResults>, ToolError> {
-        let workspace = self.workspace(&extensions)?;
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let workspace = self.workspace(&context.extensions)?;
         let results = self
             .memory
             .search_nodes(
@@ -117,7 +121,23 @@ impl EngramServer {
                 params.min_score,
             )
             .await?;
-        Ok(Json(results))
+        let names: Vec<String> = (results.results.iter())
+            .map(|hit| hit.name.clone())
+            .collect();
+        let structured = serde_json::to_value(results)
+            .map_err(|error| ToolError(Error::Internal(format!("serialising results: {error}"))))?;
+        let mut result = CallToolResult::structured(structured);
+        // A client of protocol 2025-06-18 or later gets a resource link (`engram://node/{name}`)
+        // for each node found, to attach or open it in full.
+        if (context.protocol_version())
+            .is_some_and(|version| version >= ProtocolVersion::V_2025_06_18)
+        {
+            (result.content).extend(
+                (names.iter())
+                    .map(|name| ContentBlock::resource_link(crate::resources::node_link(name))),
+            );
+        }
+        Ok(result)
     }
 
     /// Search within one node's observations, best match first (modes as in search_nodes).
