@@ -1,7 +1,8 @@
 //! The layering rules of ARCHITECTURE.md, checked against the crates' manifests (as
 //! rust-analyzer's tidy tests check theirs): `cargo metadata` lists each workspace crate's
 //! normal dependencies, and each crate may use only what its layer allows. `deny.toml`'s
-//! `wrappers` check the same from the other side (who may use a driver).
+//! `wrappers` check the same from the other side (who may use a driver). ARCHITECTURE.md holds
+//! only what stays true, so it carries no measured figure (those live in BENCHMARKS.md).
 
 #[cfg(test)]
 mod tests {
@@ -94,5 +95,67 @@ mod tests {
                 "engram-domain depends on {forbidden}"
             );
         }
+    }
+
+    /// Units a measured figure is written in: a number followed by one of them (`22 ms`,
+    /// `2GB`, `40 %`) is a figure.
+    const UNITS: [&str; 24] = [
+        "ns", "µs", "us", "ms", "s", "sec", "seconds", "minutes", "hours", "B", "bytes", "KB", "MB",
+        "GB", "TB", "KiB", "MiB", "GiB", "%", "×", "x", "obs/s", "calls/s", "vectors/s",
+    ];
+
+    /// The figures (`number unit`) in `text`, with their line numbers.
+    fn figures(text: &str) -> Vec<(usize, String)> {
+        let mut found = Vec::new();
+        for (line_number, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c: char| "()[]{},;:`*_\"'".contains(c)))
+                .collect();
+            for (i, word) in words.iter().enumerate() {
+                let digits = word.trim_end_matches(|c: char| !c.is_ascii_digit());
+                if digits.is_empty()
+                    || !digits.starts_with(|c: char| c.is_ascii_digit())
+                    || !digits.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+                {
+                    continue;
+                }
+                let attached = &word[digits.len()..];
+                let unit = if attached.is_empty() {
+                    words.get(i + 1).copied().unwrap_or_default()
+                } else {
+                    attached
+                };
+                if UNITS.contains(&unit) {
+                    found.push((line_number + 1, format!("{digits} {unit}")));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn figures_are_found_in_any_spelling() {
+        assert_eq!(
+            figures("took 22 ms, (2GB) and 40 %;\nat 5,456 obs/s, 384 floats, MCP 2025-06-18"),
+            vec![
+                (1, "22 ms".to_string()),
+                (1, "2 GB".to_string()),
+                (1, "40 %".to_string()),
+                (2, "5,456 obs/s".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn the_architecture_carries_no_measured_figure() {
+        let text = std::fs::read_to_string(crate::workspace_root().join("ARCHITECTURE.md"))
+            .expect("reading ARCHITECTURE.md");
+        let found = figures(&text);
+        assert!(
+            found.is_empty(),
+            "ARCHITECTURE.md says what stays true; measured figures go stale and belong in \
+             BENCHMARKS.md (name the constant or the benchmark instead): {found:?}"
+        );
     }
 }
