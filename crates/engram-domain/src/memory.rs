@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::limits;
 use crate::model::*;
-use crate::search::{QUERY_EMBEDDING_BUDGET, QueryEmbedding};
+use crate::search::QUERY_EMBEDDING_BUDGET;
+use crate::search::results::*;
+use crate::search::tools::Searcher;
 use crate::store::MemoryStore;
 use crate::store::*;
 
@@ -25,8 +27,9 @@ pub struct Memory {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) generator: Option<Arc<dyn TextGenerator>>,
     pub(crate) generation_budget: GenerationBudget,
-    /// The query vectors' cache, the time a search waits for the embedder, and its pause.
-    pub(crate) query_embedding: Arc<QueryEmbedding>,
+    /// The search tools, with the query vectors' cache and the time a search waits for the
+    /// embedder.
+    search: Searcher,
     /// The indexer filling this store's vectors, for the texts it set aside.
     pub(crate) indexer: Option<crate::Indexer>,
     /// The last counted embedding coverage per workspace while the indexer works, with when
@@ -53,11 +56,11 @@ impl Memory {
     /// Wraps a store; without an embedder, embedding-mode searches answer from full text.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
         Self {
+            search: Searcher::new(store.clone(), QUERY_EMBEDDING_BUDGET),
             store,
             embedder: None,
             generator: None,
             generation_budget: GenerationBudget::default(),
-            query_embedding: Arc::new(QueryEmbedding::new(QUERY_EMBEDDING_BUDGET)),
             indexer: None,
             counted_coverage: Arc::default(),
             secrets: crate::SecretPolicy::default(),
@@ -68,6 +71,7 @@ impl Memory {
     /// which texts its embedder rejected.
     #[must_use]
     pub fn with_indexer(mut self, indexer: crate::Indexer) -> Self {
+        self.search = self.search.with_indexer(indexer.clone());
         self.indexer = Some(indexer);
         self
     }
@@ -84,13 +88,14 @@ impl Memory {
     /// embedder for 30 s (`search/query_embedding.rs`). Starts with an empty query cache.
     #[must_use]
     pub fn with_query_embedding_budget(mut self, budget: Duration) -> Self {
-        self.query_embedding = Arc::new(QueryEmbedding::new(budget));
+        self.search = self.search.with_budget(budget);
         self
     }
 
     /// Uses `embedder` for semantic search (the same one the indexer fills vectors with).
     #[must_use]
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.search = self.search.with_embedder(embedder.clone());
         self.embedder = Some(embedder);
         self
     }
@@ -182,7 +187,7 @@ impl Memory {
             .await?;
         // This process's searches read them again (other processes' see the change in their
         // search's snapshot).
-        self.query_embedding.remember(workspace, None);
+        self.search.forget_perspectives(workspace);
         Ok(stored)
     }
 
@@ -675,6 +680,89 @@ impl Memory {
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<WorkspaceId, CountedCoverage>> {
         (self.counted_coverage.lock()).unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    // Search (`search/tools.rs`).
+
+    /// `search_nodes`: the `limit` (1–1,000) nodes best matching `query` (1–4,096 bytes), each
+    /// once with its best-matching observation.
+    ///
+    /// `mode` ([`SearchMode`]): hybrid (default) fuses embedding similarity across every
+    /// enabled perspective with full-text rank ([`crate::search`]); embedding and text use one
+    /// signal. When the model is unavailable or no current vector matches, hybrid and
+    /// embedding answer from full text and say so in `notice`.
+    pub async fn search_nodes(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        limit: u32,
+        mode: SearchMode,
+        min_score: Option<f64>,
+    ) -> Result<SearchResults> {
+        (self.search)
+            .search_nodes(workspace, query, limit, mode, min_score)
+            .await
+    }
+
+    /// `search_observations` (an extension beyond the catalog): the `limit` (1–1,000)
+    /// observations of the whole workspace best matching `query`, each with its node, so a
+    /// node with many observations shows every one that matches. `entity_types` (at most 100
+    /// names) narrows the search to nodes of those types. Modes as in
+    /// [`Memory::search_nodes`].
+    pub async fn search_observations(
+        &self,
+        workspace: WorkspaceId,
+        query: &str,
+        limit: u32,
+        mode: SearchMode,
+        entity_types: &[String],
+        min_score: Option<f64>,
+    ) -> Result<FoundObservations> {
+        (self.search)
+            .search_observations(workspace, query, limit, mode, entity_types, min_score)
+            .await
+    }
+
+    /// `query_observations`: the observations of one node best matching `query`, best first.
+    /// Modes and fallback as in [`Memory::search_nodes`].
+    ///
+    /// Errors: [`Error::NotFound`] for an unknown node.
+    pub async fn query_observations(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        query: &str,
+        mode: SearchMode,
+        min_score: Option<f64>,
+    ) -> Result<ObservationResults> {
+        (self.search)
+            .query_observations(workspace, entity_name, query, mode, min_score)
+            .await
+    }
+
+    /// `find_similar_nodes`: unrelated pairs whose aggregate vectors (in the `general`
+    /// perspective, or the first enabled one) have cosine similarity ≥ `min_score`
+    /// (−1.0–1.0), best first, at most `limit` (1–1,000).
+    ///
+    /// Errors: [`Error::Unavailable`] without an embedder.
+    pub async fn find_similar_nodes(
+        &self,
+        workspace: WorkspaceId,
+        limit: u32,
+        min_score: f64,
+    ) -> Result<Vec<SimilarPair>> {
+        (self.search)
+            .find_similar_nodes(workspace, limit, min_score)
+            .await
+    }
+
+    /// The perspective whose aggregate vectors stand for a node: `general`, or the first
+    /// enabled one. [`Error::Conflict`] when every perspective is disabled.
+    pub(crate) async fn node_perspective(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<crate::perspectives::Perspective> {
+        self.search.node_perspective(workspace).await
     }
 }
 

@@ -17,7 +17,7 @@ mod query_embedding;
 pub mod ranking;
 pub mod results;
 pub mod similarity;
-mod tools;
+pub(crate) mod tools;
 pub mod words;
 
 pub use candidates::*;

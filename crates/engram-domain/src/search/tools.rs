@@ -1,5 +1,5 @@
-//! The search tools of [`Memory`]: `search_nodes`, `search_observations`,
-//! `query_observations`, `find_similar_nodes`.
+//! The search tools: `search_nodes`, `search_observations`, `query_observations`,
+//! `find_similar_nodes`, run by a [`Searcher`], which [`crate::Memory`] delegates them to.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -7,14 +7,14 @@ use std::sync::Arc;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::limits;
-use crate::memory::Memory;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
+use crate::search::QueryEmbedding;
 use crate::search::calibration;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
-use crate::store::{GetNodeVectors, OpenNodes};
+use crate::store::{GetNodeVectors, MemoryStore, OpenNodes};
 use crate::vectors::*;
 
 /// Checks a search's `min_score`: a number from 0 to 1.
@@ -105,15 +105,54 @@ struct Retrieval {
     notice: Option<String>,
 }
 
-impl Memory {
-    /// `search_nodes`: the `limit` (1–1,000) nodes best matching `query` (1–4,096 bytes), each
-    /// once with its best-matching observation.
-    ///
-    /// `mode` ([`SearchMode`]): hybrid (default) fuses embedding similarity across every
-    /// enabled perspective with full-text rank ([`crate::search`]); embedding and text use one
-    /// signal. When the model is unavailable or no current vector matches, hybrid and
-    /// embedding answer from full text and say so in `notice`.
-    pub async fn search_nodes(
+/// What a search needs: the store, the embedder, and the query vectors' cache with the time a
+/// search waits for the embedder. Cheap to clone (clones share the cache).
+#[derive(Clone)]
+pub(crate) struct Searcher {
+    store: Arc<dyn MemoryStore>,
+    embedder: Option<Arc<dyn Embedder>>,
+    query_embedding: Arc<QueryEmbedding>,
+    /// The indexer, for the texts its embedder rejected (found by full text only).
+    indexer: Option<crate::Indexer>,
+}
+
+impl Searcher {
+    /// Searches `store` from full text alone, waiting at most `budget` for an embedder once
+    /// one is given ([`Searcher::with_embedder`]).
+    pub(crate) fn new(store: Arc<dyn MemoryStore>, budget: std::time::Duration) -> Self {
+        Self {
+            store,
+            embedder: None,
+            query_embedding: Arc::new(QueryEmbedding::new(budget)),
+            indexer: None,
+        }
+    }
+
+    /// Knows `indexer`, to say which texts its embedder rejected.
+    pub(crate) fn with_indexer(mut self, indexer: crate::Indexer) -> Self {
+        self.indexer = Some(indexer);
+        self
+    }
+
+    /// Embeds queries with `embedder`.
+    pub(crate) fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Waits at most `budget` for the embedder, with an empty query cache.
+    pub(crate) fn with_budget(mut self, budget: std::time::Duration) -> Self {
+        self.query_embedding = Arc::new(QueryEmbedding::new(budget));
+        self
+    }
+
+    /// Forgets the workspace's perspectives, so the next search reads them again.
+    pub(crate) fn forget_perspectives(&self, workspace: WorkspaceId) {
+        self.query_embedding.remember(workspace, None);
+    }
+
+    /// As [`Memory::search_nodes`](crate::Memory::search_nodes).
+    pub(crate) async fn search_nodes(
         &self,
         workspace: WorkspaceId,
         query: &str,
@@ -151,12 +190,8 @@ impl Memory {
         })
     }
 
-    /// `search_observations` (an extension beyond the catalog): the `limit` (1–1,000)
-    /// observations of the whole workspace best matching `query`, each with its node, so a
-    /// node with many observations shows every one that matches. `entity_types` (at most 100
-    /// names) narrows the search to nodes of those types. Modes as in
-    /// [`Memory::search_nodes`].
-    pub async fn search_observations(
+    /// As [`Memory::search_observations`](crate::Memory::search_observations).
+    pub(crate) async fn search_observations(
         &self,
         workspace: WorkspaceId,
         query: &str,
@@ -204,11 +239,8 @@ impl Memory {
         })
     }
 
-    /// `query_observations`: the observations of one node best matching `query`, best first.
-    /// Modes and fallback as in [`Memory::search_nodes`].
-    ///
-    /// Errors: [`Error::NotFound`] for an unknown node.
-    pub async fn query_observations(
+    /// As [`Memory::query_observations`](crate::Memory::query_observations).
+    pub(crate) async fn query_observations(
         &self,
         workspace: WorkspaceId,
         entity_name: &str,
@@ -304,7 +336,7 @@ impl Memory {
         // Texts the embedder refused are found by full text only: say so.
         let rejected = match mode {
             SearchMode::Text => Vec::new(),
-            _ => self.rejected_texts(workspace),
+            _ => (self.indexer.as_ref()).map_or_else(Vec::new, |i| i.rejected_in(workspace)),
         };
         let mut effective = mode;
         if mode != SearchMode::Text && !embedding_matched {
@@ -369,12 +401,8 @@ impl Memory {
         })
     }
 
-    /// `find_similar_nodes`: unrelated pairs whose aggregate vectors (in the `general`
-    /// perspective, or the first enabled one) have cosine similarity ≥ `min_score`
-    /// (−1.0–1.0), best first, at most `limit` (1–1,000).
-    ///
-    /// Errors: [`Error::Unavailable`] without an embedder.
-    pub async fn find_similar_nodes(
+    /// As [`Memory::find_similar_nodes`](crate::Memory::find_similar_nodes).
+    pub(crate) async fn find_similar_nodes(
         &self,
         workspace: WorkspaceId,
         limit: u32,
