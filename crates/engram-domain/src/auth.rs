@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::model::{Timestamp, WorkspaceId};
+use crate::store::MemoryStore;
 
 /// The prefix every token starts with, so a leaked one is recognisable (secret scanners).
 pub const TOKEN_PREFIX: &str = "engram_";
@@ -110,98 +111,82 @@ pub fn secret_matches(secret: &str, stored: &[u8]) -> bool {
     secret_hash(secret).ct_eq(stored).into()
 }
 
-impl crate::Memory {
-    /// Creates a token granting `workspace` with `access` until `expires_at` (never when
-    /// `None`), made from `random` (40 bytes from the operating system's generator). Returns
-    /// its record and the token itself, which is not stored and cannot be shown again.
-    ///
-    /// # Errors
-    /// [`crate::Error::NotFound`] for an unknown workspace, [`crate::Error::InvalidArgument`]
-    /// for a bad name, a `label` over 256 bytes or an `expires_at` outside the years 1–9999.
-    pub async fn create_token(
-        &self,
-        workspace: &str,
-        access: Access,
-        label: Option<&str>,
-        expires_at: Option<Timestamp>,
-        random: &[u8; 40],
-    ) -> crate::Result<(TokenInfo, String)> {
-        crate::limits::workspace_name("workspace", workspace)?;
-        if let Some(label) = label {
-            crate::limits::name("label", label)?;
+/// The semantics of [`Memory::create_token`](crate::Memory::create_token).
+pub(crate) async fn create_token(
+    store: &dyn MemoryStore,
+    workspace: &str,
+    access: Access,
+    label: Option<&str>,
+    expires_at: Option<Timestamp>,
+    random: &[u8; 40],
+) -> crate::Result<(TokenInfo, String)> {
+    crate::limits::workspace_name("workspace", workspace)?;
+    if let Some(label) = label {
+        crate::limits::name("label", label)?;
+    }
+    if let Some(expires_at) = expires_at {
+        crate::limits::timestamp("expires_at", expires_at)?;
+    }
+    let workspace = store.workspace(workspace).await?;
+    let issued = IssuedToken::from_random(random);
+    let token = NewToken {
+        id: issued.id,
+        workspace: workspace.id,
+        access,
+        label: label.map(str::to_owned),
+        expires_at,
+        secret_hash: issued.secret_hash,
+    };
+    let info = store.create_token(&token).await?;
+    Ok((info, issued.token))
+}
+
+/// The semantics of [`Memory::tokens`](crate::Memory::tokens).
+pub(crate) async fn tokens(
+    store: &dyn MemoryStore,
+    workspace: Option<&str>,
+) -> crate::Result<Vec<TokenInfo>> {
+    let workspace = match workspace {
+        Some(name) => {
+            crate::limits::workspace_name("workspace", name)?;
+            Some(store.workspace(name).await?.id)
         }
-        if let Some(expires_at) = expires_at {
-            crate::limits::timestamp("expires_at", expires_at)?;
+        None => None,
+    };
+    store.tokens(workspace).await
+}
+
+/// The semantics of [`Memory::revoke_token`](crate::Memory::revoke_token).
+pub(crate) async fn revoke_token(store: &dyn MemoryStore, id_or_token: &str) -> crate::Result<()> {
+    let id = match parse(id_or_token) {
+        Some((id, _)) => id,
+        None if id_or_token.len() == 16 && id_or_token.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            id_or_token
         }
-        let workspace = self.store.workspace(workspace).await?;
-        let issued = IssuedToken::from_random(random);
-        let token = NewToken {
-            id: issued.id,
-            workspace: workspace.id,
-            access,
-            label: label.map(str::to_owned),
-            expires_at,
-            secret_hash: issued.secret_hash,
-        };
-        let info = self.store.create_token(&token).await?;
-        Ok((info, issued.token))
-    }
+        None => {
+            return Err(crate::Error::invalid(
+                "token",
+                "expected a token id (16 hex digits, as `engram token list` shows) or a token",
+            ));
+        }
+    };
+    store.revoke_token(id).await
+}
 
-    /// Every token (of `workspace` when given), without secrets.
-    ///
-    /// # Errors
-    /// [`crate::Error::NotFound`] for an unknown workspace.
-    pub async fn tokens(&self, workspace: Option<&str>) -> crate::Result<Vec<TokenInfo>> {
-        let workspace = match workspace {
-            Some(name) => Some(self.workspace(name).await?.id),
-            None => None,
-        };
-        self.store.tokens(workspace).await
-    }
-
-    /// Revokes a token, given by its id or as the whole token; it stops working at once
-    /// for every engram process on this store.
-    ///
-    /// # Errors
-    /// [`crate::Error::NotFound`] (kind `token`) when there is none,
-    /// [`crate::Error::InvalidArgument`] for something that is neither.
-    pub async fn revoke_token(&self, id_or_token: &str) -> crate::Result<()> {
-        let id = match parse(id_or_token) {
-            Some((id, _)) => id,
-            None if id_or_token.len() == 16
-                && id_or_token.bytes().all(|b| b.is_ascii_hexdigit()) =>
-            {
-                id_or_token
-            }
-            None => {
-                return Err(crate::Error::invalid(
-                    "token",
-                    "expected a token id (16 hex digits, as `engram token list` shows) or a token",
-                ));
-            }
-        };
-        self.store.revoke_token(id).await
-    }
-
-    /// What a presented bearer token grants at `now`: `None` when it is malformed, unknown,
-    /// revoked, expired or its secret is wrong (deliberately indistinguishable).
-    ///
-    /// # Errors
-    /// [`crate::Error::Unavailable`] when the store cannot be asked.
-    pub async fn authenticate(
-        &self,
-        presented: &str,
-        now: Timestamp,
-    ) -> crate::Result<Option<TokenInfo>> {
-        let Some((id, secret)) = parse(presented) else {
-            return Ok(None);
-        };
-        let Some((info, stored)) = self.store.token(id).await? else {
-            return Ok(None);
-        };
-        let live = info.revoked_at.is_none() && info.expires_at.is_none_or(|expires| now < expires);
-        Ok((secret_matches(secret, &stored) && live).then_some(info))
-    }
+/// The semantics of [`Memory::authenticate`](crate::Memory::authenticate).
+pub(crate) async fn authenticate(
+    store: &dyn MemoryStore,
+    presented: &str,
+    now: Timestamp,
+) -> crate::Result<Option<TokenInfo>> {
+    let Some((id, secret)) = parse(presented) else {
+        return Ok(None);
+    };
+    let Some((info, stored)) = store.token(id).await? else {
+        return Ok(None);
+    };
+    let live = info.revoked_at.is_none() && info.expires_at.is_none_or(|expires| now < expires);
+    Ok((secret_matches(secret, &stored) && live).then_some(info))
 }
 
 fn hex(bytes: &[u8]) -> String {

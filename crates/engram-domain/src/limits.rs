@@ -4,7 +4,10 @@
 //! limit, so a model reading the error can fix its call. Validation runs before any write, so a
 //! rejected call changes nothing.
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
+use crate::model::RelationSpec;
 
 /// Node names, entity types and relation types: bytes (UTF-8), inclusive.
 pub const NAME_BYTES: std::ops::RangeInclusive<usize> = 1..=256;
@@ -237,6 +240,56 @@ fn text(field: &str, value: &str, bytes: std::ops::RangeInclusive<usize>) -> Res
         ));
     }
     Ok(())
+}
+
+/// A list of node names: 1–1,000 names, each a valid name, named `field[i]` when not.
+pub(crate) fn names_batch(field: &str, names: &[String]) -> Result<()> {
+    batch(field, names)?;
+    for (i, value) in names.iter().enumerate() {
+        name(&format!("{field}[{i}]"), value)?;
+    }
+    Ok(())
+}
+
+/// A list of relations: 1–1,000, each endpoint and type a valid name.
+pub(crate) fn relations_batch(relations: &[RelationSpec]) -> Result<()> {
+    batch("relations", relations)?;
+    for (i, relation) in relations.iter().enumerate() {
+        name(
+            &format!("relations[{i}].from_entity"),
+            &relation.from_entity,
+        )?;
+        name(&format!("relations[{i}].to_entity"), &relation.to_entity)?;
+        name(
+            &format!("relations[{i}].relation_type"),
+            &relation.relation_type,
+        )?;
+    }
+    Ok(())
+}
+
+/// A call's items counted across its entries: at most [`MAX_BATCH`].
+pub(crate) fn batch_total(field: &str, total: usize) -> Result<()> {
+    if total > MAX_BATCH {
+        return Err(Error::invalid(
+            field,
+            format!("at most {} items per call, got {total}", MAX_BATCH),
+        ));
+    }
+    Ok(())
+}
+
+/// The indices of the first value that occurs twice: `(first, repeat)`.
+pub(crate) fn first_duplicate<'a>(
+    values: impl Iterator<Item = &'a String>,
+) -> Option<(usize, usize)> {
+    let mut seen = HashMap::new();
+    for (i, value) in values.enumerate() {
+        if let Some(first) = seen.insert(value, i) {
+            return Some((first, i));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

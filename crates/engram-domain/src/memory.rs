@@ -1,20 +1,21 @@
 //! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::checked::Checked;
+use crate::auth::{Access, TokenInfo};
 use crate::embed::Embedder;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
-use crate::limits;
 use crate::model::*;
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::results::*;
 use crate::search::tools::Searcher;
 use crate::store::MemoryStore;
 use crate::store::*;
+use crate::transfer::*;
+use crate::{Brief, EmbeddingProgress, SecretPolicy};
 
 /// The graph tools of the catalog, validated, over any store.
 ///
@@ -23,20 +24,20 @@ use crate::store::*;
 /// nothing. Cheap to clone.
 #[derive(Clone)]
 pub struct Memory {
-    pub(crate) store: Arc<dyn MemoryStore>,
-    pub(crate) embedder: Option<Arc<dyn Embedder>>,
-    pub(crate) generator: Option<Arc<dyn TextGenerator>>,
-    pub(crate) generation_budget: GenerationBudget,
+    store: Arc<dyn MemoryStore>,
+    embedder: Option<Arc<dyn Embedder>>,
+    generator: Option<Arc<dyn TextGenerator>>,
+    generation_budget: GenerationBudget,
     /// The search tools, with the query vectors' cache and the time a search waits for the
     /// embedder.
     search: Searcher,
     /// The indexer filling this store's vectors, for the texts it set aside.
-    pub(crate) indexer: Option<crate::Indexer>,
+    indexer: Option<crate::Indexer>,
     /// The last counted embedding coverage per workspace while the indexer works, with when
     /// it was counted and the store's change marker then ([`COVERAGE_REUSE`]).
-    pub(crate) counted_coverage: Arc<Mutex<HashMap<WorkspaceId, CountedCoverage>>>,
+    counted_coverage: Arc<Mutex<HashMap<WorkspaceId, CountedCoverage>>>,
     /// What a write does with a text holding a credential.
-    pub(crate) secrets: crate::SecretPolicy,
+    secrets: SecretPolicy,
 }
 
 /// How long `get_stats` reuses a counted embedding coverage while the indexer works and
@@ -63,7 +64,7 @@ impl Memory {
             generation_budget: GenerationBudget::default(),
             indexer: None,
             counted_coverage: Arc::default(),
-            secrets: crate::SecretPolicy::default(),
+            secrets: SecretPolicy::default(),
         }
     }
 
@@ -90,6 +91,20 @@ impl Memory {
     pub fn with_query_embedding_budget(mut self, budget: Duration) -> Self {
         self.search = self.search.with_budget(budget);
         self
+    }
+
+    /// Screens every written text for credentials by `policy` (default
+    /// [`SecretPolicy::Refuse`]).
+    #[must_use]
+    pub fn with_secret_policy(mut self, policy: SecretPolicy) -> Self {
+        self.secrets = policy;
+        self
+    }
+
+    /// The store itself, for the conformance suite's checks below the tools.
+    #[cfg(feature = "testsuite")]
+    pub(crate) fn store(&self) -> &dyn MemoryStore {
+        &*self.store
     }
 
     /// Uses `embedder` for semantic search (the same one the indexer fills vectors with).
@@ -123,43 +138,36 @@ impl Memory {
         self.embedder.as_ref()
     }
 
+    // Workspaces (`workspaces.rs`).
+
     /// Whether the store is reachable and its schema current.
     pub async fn health(&self) -> Result<()> {
-        if self.store.schema_current().await? {
-            Ok(())
-        } else {
-            Err(Error::schema_not_current())
-        }
+        crate::workspaces::health(&*self.store).await
     }
 
     /// Creates a workspace named 1–64 characters of `A–Z a–z 0–9 . _ -`.
     pub async fn create_workspace(&self, name: &str) -> Result<Workspace> {
-        limits::workspace_name("workspace", name)?;
-        self.store.create_workspace(name).await
+        crate::workspaces::create_workspace(&*self.store, name).await
     }
 
     /// Looks up the workspace a connection binds to.
     pub async fn workspace(&self, name: &str) -> Result<Workspace> {
-        limits::workspace_name("workspace", name)?;
-        self.store.workspace(name).await
+        crate::workspaces::workspace(&*self.store, name).await
     }
 
     /// Every workspace with its node count.
     pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
-        self.store.list_workspaces().await
+        crate::workspaces::list_workspaces(&*self.store).await
     }
 
     /// Renames a workspace.
     pub async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
-        limits::workspace_name("workspace", name)?;
-        limits::workspace_name("new_name", new_name)?;
-        self.store.rename_workspace(name, new_name).await
+        crate::workspaces::rename_workspace(&*self.store, name, new_name).await
     }
 
     /// Deletes a workspace; one that holds nodes needs `force`.
     pub async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
-        limits::workspace_name("workspace", name)?;
-        self.store.delete_workspace(name, force).await
+        crate::workspaces::delete_workspace(&*self.store, name, force).await
     }
 
     /// The workspace's perspectives.
@@ -167,7 +175,207 @@ impl Memory {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<crate::perspectives::Perspective>> {
-        self.store.perspectives(workspace).await
+        crate::workspaces::perspectives(&*self.store, workspace).await
+    }
+
+    // Nodes (`nodes.rs`).
+
+    /// `create_entities`. Names must be unique within the batch; at most 1,000 entities and
+    /// 1,000 observations per call.
+    pub async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        entities: Vec<NewNode>,
+    ) -> Result<Vec<CreatedNode>> {
+        crate::nodes::create_entities(&*self.store, self.secrets, workspace, entities).await
+    }
+
+    /// `delete_entities`.
+    pub async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<DeletedNodes> {
+        crate::nodes::delete_entities(&*self.store, workspace, names).await
+    }
+
+    /// `open_nodes`.
+    pub async fn open_nodes(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+    ) -> Result<OpenedNodes> {
+        crate::nodes::open_nodes(&*self.store, workspace, names).await
+    }
+
+    /// `get_nodes_by_type`.
+    pub async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        entity_type: &str,
+    ) -> Result<Vec<TypedNode>> {
+        crate::nodes::get_nodes_by_type(&*self.store, workspace, entity_type).await
+    }
+
+    /// `get_recently_modified`: `days` 1–36,500, `limit` 1–1,000.
+    pub async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        days: u32,
+        limit: u32,
+    ) -> Result<Vec<NodeBrief>> {
+        crate::nodes::get_recently_modified(&*self.store, workspace, days, limit).await
+    }
+
+    /// `set_summary`: 1–65,536 bytes.
+    pub async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        summary: &str,
+    ) -> Result<SummaryUpdate> {
+        crate::nodes::set_summary(&*self.store, self.secrets, workspace, name, summary).await
+    }
+
+    /// `set_tags`: at most 64 tags of 1–128 bytes; an empty list clears them.
+    pub async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        tags: &[String],
+    ) -> Result<TagsUpdate> {
+        crate::nodes::set_tags(&*self.store, self.secrets, workspace, name, tags).await
+    }
+
+    /// `get_orphaned_nodes`.
+    pub async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
+        crate::nodes::get_orphaned_nodes(&*self.store, workspace).await
+    }
+
+    /// `get_pending_consolidation`.
+    pub async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>> {
+        crate::nodes::get_pending_consolidation(&*self.store, workspace).await
+    }
+
+    // Observations (`observations.rs`).
+
+    /// `add_observations`: at most 1,000 contents per call, each 1–65,536 bytes.
+    pub async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        additions: &[ObservationAdditions],
+    ) -> Result<Vec<AddedObservations>> {
+        crate::observations::add_observations(&*self.store, self.secrets, workspace, additions)
+            .await
+    }
+
+    /// `replace_observation`.
+    pub async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        entity_name: &str,
+        ordinal: Ordinal,
+        new_content: &str,
+    ) -> Result<ReplacedObservation> {
+        crate::observations::replace_observation(
+            &*self.store,
+            self.secrets,
+            workspace,
+            entity_name,
+            ordinal,
+            new_content,
+        )
+        .await
+    }
+
+    /// `delete_observations`: at most 1,000 ordinals and texts per call, at least one per
+    /// node.
+    pub async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        deletions: &[ObservationDeletions],
+    ) -> Result<Vec<DeletedObservations>> {
+        crate::observations::delete_observations(&*self.store, workspace, deletions).await
+    }
+
+    // Relations (`relations.rs`).
+
+    /// `create_relations`.
+    pub async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<CreatedRelations> {
+        crate::relations::create_relations(&*self.store, self.secrets, workspace, relations).await
+    }
+
+    /// `delete_relations`.
+    pub async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        relations: &[RelationSpec],
+    ) -> Result<DeletedRelations> {
+        crate::relations::delete_relations(&*self.store, workspace, relations).await
+    }
+
+    /// `rename_relation_type`.
+    pub async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        relation: &RelationSpec,
+        new_type: &str,
+    ) -> Result<RelationSpec> {
+        crate::relations::rename_relation_type(
+            &*self.store,
+            self.secrets,
+            workspace,
+            relation,
+            new_type,
+        )
+        .await
+    }
+
+    /// `get_relations_between`.
+    pub async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        entity_a: &str,
+        entity_b: &str,
+    ) -> Result<Vec<Relation>> {
+        crate::relations::get_relations_between(&*self.store, workspace, entity_a, entity_b).await
+    }
+
+    // Graph (`graph.rs`).
+
+    /// `get_neighborhood`: `depth` 0–6.
+    pub async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        depth: u32,
+    ) -> Result<Neighborhood> {
+        crate::graph::get_neighborhood(&*self.store, workspace, name, depth).await
+    }
+
+    /// `get_path`.
+    pub async fn get_path(
+        &self,
+        workspace: WorkspaceId,
+        from: &str,
+        to: &str,
+    ) -> Result<GraphPath> {
+        crate::graph::get_path(&*self.store, workspace, from, to).await
+    }
+
+    /// `find_unlinked_references`.
+    pub async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>> {
+        crate::graph::find_unlinked_references(&*self.store, workspace).await
     }
 
     /// Creates or changes a perspective: a name of 1–64 characters of `a–z 0–9 _ -`, a
@@ -189,431 +397,6 @@ impl Memory {
         // search's snapshot).
         self.search.forget_perspectives(workspace);
         Ok(stored)
-    }
-
-    /// `create_entities`. Names must be unique within the batch; at most 1,000 entities and
-    /// 1,000 observations per call.
-    pub async fn create_entities(
-        &self,
-        workspace: WorkspaceId,
-        mut entities: Vec<NewNode>,
-    ) -> Result<Vec<CreatedNode>> {
-        limits::batch("entities", &entities)?;
-        let mut observation_total = 0;
-        for (i, entity) in entities.iter_mut().enumerate() {
-            let field = format!("entities[{i}]");
-            limits::name(&format!("{field}.name"), &entity.name)?;
-            limits::name(&format!("{field}.entity_type"), &entity.entity_type)?;
-            if let Some(summary) = &entity.summary {
-                limits::content(&format!("{field}.summary"), summary)?;
-            }
-            entity.tags = limits::tags(&format!("{field}.tags"), &entity.tags)?;
-            for (j, observation) in entity.observations.iter().enumerate() {
-                limits::content(&format!("{field}.observations[{j}]"), observation)?;
-            }
-            observation_total += entity.observations.len();
-        }
-        batch_total("entities[].observations", observation_total)?;
-        self.secrets.screen_nodes(&mut entities)?;
-        if let Some((first, second)) = first_duplicate(entities.iter().map(|e| &e.name)) {
-            return Err(Error::invalid(
-                format!("entities[{second}].name"),
-                format!("repeats entities[{first}].name within one call"),
-            ));
-        }
-        // A text given twice for one node is stored once, at its first place.
-        let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
-            .map(|entity| {
-                let (kept, repeated) = once_each(std::mem::take(&mut entity.observations));
-                entity.observations = kept;
-                repeated
-                    .into_iter()
-                    .map(|(kept_at, content)| Observation {
-                        ordinal: Ordinal(kept_at as i64 + 1),
-                        content,
-                    })
-                    .collect()
-            })
-            .collect();
-        let mut created = self
-            .store
-            .create_entities(CreateEntities {
-                workspace,
-                entities: Checked::new(&entities),
-            })
-            .await?;
-        for (row, repeated) in created.iter_mut().zip(repeated) {
-            if !row.already_existed {
-                row.skipped_duplicates = repeated;
-            }
-        }
-        Ok(created)
-    }
-
-    /// `delete_entities`.
-    pub async fn delete_entities(
-        &self,
-        workspace: WorkspaceId,
-        names: &[String],
-    ) -> Result<DeletedNodes> {
-        names_batch("entity_names", names)?;
-        (self.store)
-            .delete_entities(DeleteEntities { workspace, names })
-            .await
-    }
-
-    /// `open_nodes`.
-    pub async fn open_nodes(
-        &self,
-        workspace: WorkspaceId,
-        names: &[String],
-    ) -> Result<OpenedNodes> {
-        names_batch("names", names)?;
-        self.store.open_nodes(OpenNodes { workspace, names }).await
-    }
-
-    /// `get_nodes_by_type`.
-    pub async fn get_nodes_by_type(
-        &self,
-        workspace: WorkspaceId,
-        entity_type: &str,
-    ) -> Result<Vec<TypedNode>> {
-        limits::name("entity_type", entity_type)?;
-        (self.store)
-            .get_nodes_by_type(GetNodesByType {
-                workspace,
-                entity_type,
-            })
-            .await
-    }
-
-    /// `get_recently_modified`: `days` 1–36,500, `limit` 1–1,000.
-    pub async fn get_recently_modified(
-        &self,
-        workspace: WorkspaceId,
-        days: u32,
-        limit: u32,
-    ) -> Result<Vec<NodeBrief>> {
-        limits::within("days", days, limits::DAYS)?;
-        limits::within("limit", limit, limits::LIMIT)?;
-        self.store
-            .get_recently_modified(GetRecentlyModified {
-                workspace,
-                days,
-                limit,
-            })
-            .await
-    }
-
-    /// `set_summary`: 1–65,536 bytes.
-    pub async fn set_summary(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        summary: &str,
-    ) -> Result<SummaryUpdate> {
-        limits::name("name", name)?;
-        limits::content("summary", summary)?;
-        let summary = self.secrets.screen("summary", summary)?;
-        self.store
-            .set_summary(SetSummary {
-                workspace,
-                name,
-                summary: Checked::new(&summary),
-            })
-            .await
-    }
-
-    /// `set_tags`: at most 64 tags of 1–128 bytes; an empty list clears them.
-    pub async fn set_tags(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        tags: &[String],
-    ) -> Result<TagsUpdate> {
-        limits::name("name", name)?;
-        let mut tags = limits::tags("tags", tags)?;
-        self.secrets.screen_tags("tags", &mut tags)?;
-        self.store
-            .set_tags(SetTags {
-                workspace,
-                name,
-                tags: Checked::new(&tags),
-            })
-            .await
-    }
-
-    /// `add_observations`: at most 1,000 contents per call, each 1–65,536 bytes.
-    pub async fn add_observations(
-        &self,
-        workspace: WorkspaceId,
-        additions: &[ObservationAdditions],
-    ) -> Result<Vec<AddedObservations>> {
-        limits::batch("observations", additions)?;
-        let mut total = 0;
-        for (i, addition) in additions.iter().enumerate() {
-            limits::name(
-                &format!("observations[{i}].entity_name"),
-                &addition.entity_name,
-            )?;
-            limits::batch(&format!("observations[{i}].contents"), &addition.contents)?;
-            for (j, content) in addition.contents.iter().enumerate() {
-                limits::content(&format!("observations[{i}].contents[{j}]"), content)?;
-            }
-            total += addition.contents.len();
-        }
-        batch_total("observations[].contents", total)?;
-        let screened = self.secrets.screen_additions(additions)?;
-        let additions = screened.as_deref().unwrap_or(additions);
-        // A text given twice for one node (in one entry or two) is stored once; the store
-        // skips the texts the node already holds. Repeats are rare: the call is copied
-        // without them only when it has some.
-        let mut given: HashMap<&str, HashSet<&str>> = HashMap::new();
-        let kept: Vec<Vec<bool>> = (additions.iter())
-            .map(|addition| {
-                let seen = given.entry(addition.entity_name.as_str()).or_default();
-                (addition.contents.iter())
-                    .map(|content| seen.insert(content.as_str()))
-                    .collect()
-            })
-            .collect();
-        if kept.iter().flatten().all(|first| *first) {
-            return self
-                .store
-                .add_observations(AddObservations {
-                    workspace,
-                    additions: Checked::new(additions),
-                })
-                .await;
-        }
-        let once: Vec<ObservationAdditions> = (additions.iter().zip(&kept))
-            .map(|(addition, kept)| ObservationAdditions {
-                entity_name: addition.entity_name.clone(),
-                contents: (addition.contents.iter().zip(kept))
-                    .filter(|(_, kept)| **kept)
-                    .map(|(content, _)| content.clone())
-                    .collect(),
-            })
-            .collect();
-        let mut results = self
-            .store
-            .add_observations(AddObservations {
-                workspace,
-                additions: Checked::new(&once),
-            })
-            .await?;
-        // Every skipped text in request order, with the ordinal that holds it.
-        let placed: HashMap<(String, String), Ordinal> = (results.iter())
-            .flat_map(|r| {
-                (r.added.iter().chain(&r.skipped_duplicates))
-                    .map(|o| ((r.entity_name.clone(), o.content.clone()), o.ordinal))
-            })
-            .collect();
-        let mut stored: HashSet<(&str, &str)> = HashSet::new();
-        for (result, addition) in results.iter_mut().zip(additions) {
-            if result.not_found {
-                continue;
-            }
-            let name = addition.entity_name.as_str();
-            let added: HashSet<&str> = result.added.iter().map(|o| o.content.as_str()).collect();
-            let mut skipped = Vec::new();
-            for content in &addition.contents {
-                if added.contains(content.as_str()) && stored.insert((name, content)) {
-                    continue;
-                }
-                if let Some(&ordinal) = placed.get(&(name.to_owned(), content.clone())) {
-                    skipped.push(Observation {
-                        ordinal,
-                        content: content.clone(),
-                    });
-                }
-            }
-            result.skipped_duplicates = skipped;
-        }
-        Ok(results)
-    }
-
-    /// `replace_observation`.
-    pub async fn replace_observation(
-        &self,
-        workspace: WorkspaceId,
-        entity_name: &str,
-        ordinal: Ordinal,
-        new_content: &str,
-    ) -> Result<ReplacedObservation> {
-        limits::name("entity_name", entity_name)?;
-        limits::ordinal("ordinal", ordinal)?;
-        limits::content("new_content", new_content)?;
-        let new_content = self.secrets.screen("new_content", new_content)?;
-        self.store
-            .replace_observation(ReplaceObservation {
-                workspace,
-                entity_name,
-                ordinal,
-                new_content: Checked::new(&new_content),
-            })
-            .await
-    }
-
-    /// `delete_observations`: at most 1,000 ordinals and texts per call, at least one per
-    /// node.
-    pub async fn delete_observations(
-        &self,
-        workspace: WorkspaceId,
-        deletions: &[ObservationDeletions],
-    ) -> Result<Vec<DeletedObservations>> {
-        limits::batch("deletions", deletions)?;
-        let mut total = 0;
-        for (i, deletion) in deletions.iter().enumerate() {
-            limits::name(
-                &format!("deletions[{i}].entity_name"),
-                &deletion.entity_name,
-            )?;
-            if deletion.contents.is_empty() {
-                limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
-            }
-            for (j, ordinal) in deletion.ordinals.iter().enumerate() {
-                limits::ordinal(&format!("deletions[{i}].ordinals[{j}]"), *ordinal)?;
-            }
-            for (j, content) in deletion.contents.iter().enumerate() {
-                limits::content(&format!("deletions[{i}].observations[{j}]"), content)?;
-            }
-            total += deletion.ordinals.len() + deletion.contents.len();
-        }
-        batch_total("deletions[].ordinals", total)?;
-        (self.store)
-            .delete_observations(DeleteObservations {
-                workspace,
-                deletions,
-            })
-            .await
-    }
-
-    /// `create_relations`.
-    pub async fn create_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: &[RelationSpec],
-    ) -> Result<CreatedRelations> {
-        relations_batch(relations)?;
-        self.secrets.screen_relations(relations)?;
-        self.store
-            .create_relations(CreateRelations {
-                workspace,
-                relations: Checked::new(relations),
-            })
-            .await
-    }
-
-    /// `delete_relations`.
-    pub async fn delete_relations(
-        &self,
-        workspace: WorkspaceId,
-        relations: &[RelationSpec],
-    ) -> Result<DeletedRelations> {
-        relations_batch(relations)?;
-        (self.store)
-            .delete_relations(DeleteRelations {
-                workspace,
-                relations,
-            })
-            .await
-    }
-
-    /// `rename_relation_type`.
-    pub async fn rename_relation_type(
-        &self,
-        workspace: WorkspaceId,
-        relation: &RelationSpec,
-        new_type: &str,
-    ) -> Result<RelationSpec> {
-        limits::name("from_entity", &relation.from_entity)?;
-        limits::name("to_entity", &relation.to_entity)?;
-        limits::name("old_type", &relation.relation_type)?;
-        limits::name("new_type", new_type)?;
-        self.secrets.screen_relation_type(new_type)?;
-        self.store
-            .rename_relation_type(RenameRelationType {
-                workspace,
-                relation,
-                new_type: Checked::new(new_type),
-            })
-            .await
-    }
-
-    /// `get_relations_between`.
-    pub async fn get_relations_between(
-        &self,
-        workspace: WorkspaceId,
-        entity_a: &str,
-        entity_b: &str,
-    ) -> Result<Vec<Relation>> {
-        limits::name("entity_a", entity_a)?;
-        limits::name("entity_b", entity_b)?;
-        self.store
-            .get_relations_between(GetRelationsBetween {
-                workspace,
-                entity_a,
-                entity_b,
-            })
-            .await
-    }
-
-    /// `get_neighborhood`: `depth` 0–6.
-    pub async fn get_neighborhood(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        depth: u32,
-    ) -> Result<Neighborhood> {
-        limits::name("name", name)?;
-        limits::within("depth", depth, limits::DEPTH)?;
-        (self.store)
-            .get_neighborhood(GetNeighborhood {
-                workspace,
-                name,
-                depth,
-            })
-            .await
-    }
-
-    /// `get_path`.
-    pub async fn get_path(
-        &self,
-        workspace: WorkspaceId,
-        from: &str,
-        to: &str,
-    ) -> Result<GraphPath> {
-        limits::name("from_entity", from)?;
-        limits::name("to_entity", to)?;
-        self.store
-            .get_path(GetPath {
-                workspace,
-                from,
-                to,
-            })
-            .await
-    }
-
-    /// `get_orphaned_nodes`.
-    pub async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
-        self.store.get_orphaned_nodes(workspace).await
-    }
-
-    /// `find_unlinked_references`.
-    pub async fn find_unlinked_references(
-        &self,
-        workspace: WorkspaceId,
-    ) -> Result<Vec<UnlinkedReference>> {
-        self.store.find_unlinked_references(workspace).await
-    }
-
-    /// `get_pending_consolidation`.
-    pub async fn get_pending_consolidation(
-        &self,
-        workspace: WorkspaceId,
-    ) -> Result<Vec<PendingConsolidation>> {
-        self.store.get_pending_consolidation(workspace).await
     }
 
     /// `get_stats`, with `embedding_coverage` for the configured embedder (0.0 without one)
@@ -756,87 +539,180 @@ impl Memory {
             .await
     }
 
-    /// The perspective whose aggregate vectors stand for a node: `general`, or the first
-    /// enabled one. [`Error::Conflict`] when every perspective is disabled.
-    pub(crate) async fn node_perspective(
+    // `memory_brief.rs`.
+
+    /// The workspace at a glance: its counts, the `nodes` (1–[`BRIEF_NODES`], clamped) most
+    /// connected nodes and the `nodes` most recently changed others, each with its type and
+    /// summary. Reads every relation's endpoints once (the degree of each node), so it costs
+    /// about what the consolidation report's relation list does.
+    ///
+    /// # Errors
+    /// What the store reports.
+    pub async fn brief(&self, workspace: WorkspaceId, nodes: usize) -> Result<Brief> {
+        crate::memory_brief::brief(&*self.store, workspace, nodes).await
+    }
+
+    // `memory_indexing.rs`.
+
+    /// The workspace's (observation, enabled perspective) pairs: what the indexer embeds.
+    ///
+    /// # Errors
+    /// What the store reports.
+    pub async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
+        crate::memory_indexing::embedding_pairs(&*self.store, workspace).await
+    }
+
+    /// How far `model`'s vectors are with the workspace, counted now (not the reused figure
+    /// of `get_stats`).
+    ///
+    /// # Errors
+    /// What the store reports.
+    pub async fn embedding_progress(
         &self,
         workspace: WorkspaceId,
-    ) -> Result<crate::perspectives::Perspective> {
-        self.search.node_perspective(workspace).await
+        model: &str,
+    ) -> Result<EmbeddingProgress> {
+        crate::memory_indexing::embedding_progress(&*self.store, workspace, model).await
     }
-}
 
-pub(crate) fn names_batch(field: &str, names: &[String]) -> Result<()> {
-    limits::batch(field, names)?;
-    for (i, name) in names.iter().enumerate() {
-        limits::name(&format!("{field}[{i}]"), name)?;
+    /// Drops the workspace's `model` vectors so that the indexer embeds every text again;
+    /// returns how many observation vectors went.
+    ///
+    /// # Errors
+    /// What the store reports.
+    pub async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
+        crate::memory_indexing::clear_embeddings(&*self.store, workspace, model).await
     }
-    Ok(())
-}
 
-fn relations_batch(relations: &[RelationSpec]) -> Result<()> {
-    limits::batch("relations", relations)?;
-    for (i, relation) in relations.iter().enumerate() {
-        limits::name(
-            &format!("relations[{i}].from_entity"),
-            &relation.from_entity,
-        )?;
-        limits::name(&format!("relations[{i}].to_entity"), &relation.to_entity)?;
-        limits::name(
-            &format!("relations[{i}].relation_type"),
-            &relation.relation_type,
-        )?;
-    }
-    Ok(())
-}
+    // `memory_transfer.rs`.
 
-fn batch_total(field: &str, total: usize) -> Result<()> {
-    if total > limits::MAX_BATCH {
-        return Err(Error::invalid(
-            field,
-            format!("at most {} items per call, got {total}", limits::MAX_BATCH),
-        ));
+    /// `read_graph`: the page of nodes after `cursor` (a previous page's `next_cursor`), at
+    /// most `limit` (1–1,000), of `entity_type` when given, at `detail`, with the relations
+    /// leaving them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad `limit`, `entity_type` or `cursor`.
+    pub async fn read_graph(
+        &self,
+        workspace: WorkspaceId,
+        cursor: Option<&str>,
+        limit: u32,
+        entity_type: Option<&str>,
+        detail: GraphDetail,
+    ) -> Result<GraphPageResult> {
+        crate::memory_transfer::read_graph(
+            &*self.store,
+            workspace,
+            cursor,
+            limit,
+            entity_type,
+            detail,
+        )
+        .await
     }
-    Ok(())
-}
 
-/// The indices of the first value that occurs twice: `(first, repeat)`.
-pub(crate) fn first_duplicate<'a>(
-    values: impl Iterator<Item = &'a String>,
-) -> Option<(usize, usize)> {
-    let mut seen = HashMap::new();
-    for (i, value) in values.enumerate() {
-        if let Some(first) = seen.insert(value, i) {
-            return Some((first, i));
-        }
+    /// One page of the lossless export: `query.limit` 1–1,000 nodes with everything they
+    /// hold when `query.observations`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad `limit`, `after` or `entity_type`.
+    pub async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        query: &GraphPageQuery,
+    ) -> Result<GraphPage> {
+        crate::memory_transfer::graph_page(&*self.store, workspace, query).await
     }
-    None
-}
 
-/// `texts` with each text once, at its first place, and the repeats left out: each with the
-/// index its first occurrence keeps.
-fn once_each(texts: Vec<String>) -> (Vec<String>, Vec<(usize, String)>) {
-    use std::collections::hash_map::Entry;
-    // Per text, `None` when it is kept, else the kept index of its first occurrence.
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    let places: Vec<Option<usize>> = (texts.iter())
-        .map(|text| {
-            let next = first.len();
-            match first.entry(text.as_str()) {
-                Entry::Occupied(at) => Some(*at.get()),
-                Entry::Vacant(slot) => {
-                    slot.insert(next);
-                    None
-                }
-            }
-        })
-        .collect();
-    let (mut kept, mut repeated) = (Vec::with_capacity(texts.len()), Vec::new());
-    for (text, place) in texts.into_iter().zip(places) {
-        match place {
-            Some(at) => repeated.push((at, text)),
-            None => kept.push(text),
-        }
+    /// Imports one batch in one transaction (see [`crate::TransferStore::import`]): at most
+    /// 1,000 nodes of distinct names holding at most [`IMPORT_BATCH_OBSERVATIONS`]
+    /// observations, and at most 1,000 relations, each checked as [`validate_node`] and
+    /// [`validate_relation`] do; a batch with any invalid record writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the record (`nodes[3].observations[0].content`).
+    pub async fn import(
+        &self,
+        workspace: WorkspaceId,
+        nodes: Vec<NodeRecord>,
+        relations: &[RelationRecord],
+    ) -> Result<ImportOutcome> {
+        crate::memory_transfer::import(&*self.store, self.secrets, workspace, nodes, relations)
+            .await
     }
-    (kept, repeated)
+
+    // `auth.rs`.
+
+    /// Creates a token granting `workspace` with `access` until `expires_at` (never when
+    /// `None`), made from `random` (40 bytes from the operating system's generator). Returns
+    /// its record and the token itself, which is not stored and cannot be shown again.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] for an unknown workspace, [`crate::Error::InvalidArgument`]
+    /// for a bad name, a `label` over 256 bytes or an `expires_at` outside the years 1–9999.
+    pub async fn create_token(
+        &self,
+        workspace: &str,
+        access: Access,
+        label: Option<&str>,
+        expires_at: Option<Timestamp>,
+        random: &[u8; 40],
+    ) -> Result<(TokenInfo, String)> {
+        crate::auth::create_token(&*self.store, workspace, access, label, expires_at, random).await
+    }
+
+    /// Every token (of `workspace` when given), without secrets.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] for an unknown workspace.
+    pub async fn tokens(&self, workspace: Option<&str>) -> Result<Vec<TokenInfo>> {
+        crate::auth::tokens(&*self.store, workspace).await
+    }
+
+    /// Revokes a token, given by its id or as the whole token; it stops working at once
+    /// for every engram process on this store.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] (kind `token`) when there is none,
+    /// [`crate::Error::InvalidArgument`] for something that is neither.
+    pub async fn revoke_token(&self, id_or_token: &str) -> Result<()> {
+        crate::auth::revoke_token(&*self.store, id_or_token).await
+    }
+
+    /// What a presented bearer token grants at `now`: `None` when it is malformed, unknown,
+    /// revoked, expired or its secret is wrong (deliberately indistinguishable).
+    ///
+    /// # Errors
+    /// [`crate::Error::Unavailable`] when the store cannot be asked.
+    pub async fn authenticate(&self, presented: &str, now: Timestamp) -> Result<Option<TokenInfo>> {
+        crate::auth::authenticate(&*self.store, presented, now).await
+    }
+
+    // `consolidation/`.
+
+    /// `get_consolidation_report`: stale summaries with drafts, unrelated similar pairs with
+    /// rationales, orphans, clusters with labels, and event counts.
+    ///
+    /// Each list holds at most `options.limit` entries. Pairs and clusters need an embedding
+    /// model and current node vectors; without them those lists are empty and `notices` says
+    /// why. Drafts, rationales and labels come from the text generator when one is configured
+    /// and answers within the report's [`crate::GenerationBudget`]; otherwise they are
+    /// extractive. Nothing here fails because of the generator.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a limit or score out of range, or a `since`
+    /// outside the years 1–9999.
+    pub async fn get_consolidation_report(
+        &self,
+        workspace: WorkspaceId,
+        options: crate::ReportOptions,
+    ) -> Result<crate::ConsolidationReport> {
+        let reporter = crate::consolidation::Reporter {
+            store: &*self.store,
+            embedder: self.embedder.as_ref(),
+            generator: self.generator.as_ref(),
+            budget: self.generation_budget,
+            search: &self.search,
+        };
+        reporter.report(workspace, options).await
+    }
 }

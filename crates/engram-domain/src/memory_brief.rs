@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::memory::Memory;
 use crate::model::{NodeBrief, WorkspaceId};
+use crate::store::MemoryStore;
 use crate::store::OpenNodes;
 
 /// Nodes [`Memory::brief`] lists at most in each of its lists.
@@ -46,68 +46,64 @@ pub struct ConnectedNode {
     pub related_nodes: usize,
 }
 
-impl Memory {
-    /// The workspace at a glance: its counts, the `nodes` (1–[`BRIEF_NODES`], clamped) most
-    /// connected nodes and the `nodes` most recently changed others, each with its type and
-    /// summary. Reads every relation's endpoints once (the degree of each node), so it costs
-    /// about what the consolidation report's relation list does.
-    ///
-    /// # Errors
-    /// What the store reports.
-    pub async fn brief(&self, workspace: WorkspaceId, nodes: usize) -> Result<Brief> {
-        let nodes = nodes.clamp(1, BRIEF_NODES);
-        let stats = self.store.get_stats(workspace).await?;
-        let pairs = self.store.related_pairs(workspace).await?;
-        let linked: std::collections::HashSet<(&str, &str)> = (pairs.iter())
-            .filter(|(from, to)| from != to)
-            .map(|(from, to)| (from.min(to).as_str(), from.max(to).as_str()))
-            .collect();
-        let mut degree: HashMap<&str, usize> = HashMap::new();
-        for (from, to) in linked {
-            *degree.entry(from).or_default() += 1;
-            *degree.entry(to).or_default() += 1;
-        }
-        let mut ranked: Vec<(&str, usize)> = degree.into_iter().collect();
-        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        ranked.truncate(nodes);
-        let names: Vec<String> = ranked.iter().map(|(name, _)| (*name).to_owned()).collect();
-        let opened = if names.is_empty() {
-            crate::OpenedNodes::default()
-        } else {
-            (self.store)
-                .open_nodes(OpenNodes {
-                    workspace,
-                    names: &names,
-                })
-                .await?
-        };
-        let degree_of: HashMap<&str, usize> = ranked.iter().copied().collect();
-        // By name: a node deleted since the relations were read is simply missing.
-        let connected: Vec<ConnectedNode> = (opened.entities.into_iter())
-            .map(|node| ConnectedNode {
-                related_nodes: degree_of.get(node.name.as_str()).copied().unwrap_or(0),
-                name: node.name,
-                entity_type: node.entity_type,
-                summary: node.summary,
-            })
-            .collect();
-        let wanted = u32::try_from(nodes + connected.len()).unwrap_or(u32::MAX);
-        let mut recent = (self.store)
-            .get_recently_modified(crate::GetRecentlyModified {
-                workspace,
-                days: *crate::limits::DAYS.end(),
-                limit: wanted,
-            })
-            .await?;
-        recent.retain(|node| !connected.iter().any(|c| c.name == node.name));
-        recent.truncate(nodes);
-        Ok(Brief {
-            workspace: stats.workspace,
-            node_count: stats.node_count,
-            observation_count: stats.observation_count,
-            relation_count: stats.relation_count,
-            connected,
-            recent,
-        })
+/// The semantics of [`Memory::brief`](crate::Memory::brief).
+pub(crate) async fn brief(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    nodes: usize,
+) -> Result<Brief> {
+    let nodes = nodes.clamp(1, BRIEF_NODES);
+    let stats = store.get_stats(workspace).await?;
+    let pairs = store.related_pairs(workspace).await?;
+    let linked: std::collections::HashSet<(&str, &str)> = (pairs.iter())
+        .filter(|(from, to)| from != to)
+        .map(|(from, to)| (from.min(to).as_str(), from.max(to).as_str()))
+        .collect();
+    let mut degree: HashMap<&str, usize> = HashMap::new();
+    for (from, to) in linked {
+        *degree.entry(from).or_default() += 1;
+        *degree.entry(to).or_default() += 1;
     }
+    let mut ranked: Vec<(&str, usize)> = degree.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ranked.truncate(nodes);
+    let names: Vec<String> = ranked.iter().map(|(name, _)| (*name).to_owned()).collect();
+    let opened = if names.is_empty() {
+        crate::OpenedNodes::default()
+    } else {
+        store
+            .open_nodes(OpenNodes {
+                workspace,
+                names: &names,
+            })
+            .await?
+    };
+    let degree_of: HashMap<&str, usize> = ranked.iter().copied().collect();
+    // By name: a node deleted since the relations were read is simply missing.
+    let connected: Vec<ConnectedNode> = (opened.entities.into_iter())
+        .map(|node| ConnectedNode {
+            related_nodes: degree_of.get(node.name.as_str()).copied().unwrap_or(0),
+            name: node.name,
+            entity_type: node.entity_type,
+            summary: node.summary,
+        })
+        .collect();
+    let wanted = u32::try_from(nodes + connected.len()).unwrap_or(u32::MAX);
+    let mut recent = store
+        .get_recently_modified(crate::GetRecentlyModified {
+            workspace,
+            days: *crate::limits::DAYS.end(),
+            limit: wanted,
+        })
+        .await?;
+    recent.retain(|node| !connected.iter().any(|c| c.name == node.name));
+    recent.truncate(nodes);
+    Ok(Brief {
+        workspace: stats.workspace,
+        node_count: stats.node_count,
+        observation_count: stats.observation_count,
+        relation_count: stats.relation_count,
+        connected,
+        recent,
+    })
 }

@@ -2,8 +2,8 @@
 //! metrics): how many texts a workspace has to embed, how many are current, and starting over.
 
 use crate::error::Result;
-use crate::memory::Memory;
 use crate::model::WorkspaceId;
+use crate::store::MemoryStore;
 
 /// How far the embedder is with a workspace.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,38 +26,32 @@ impl EmbeddingProgress {
     }
 }
 
-impl Memory {
-    /// The workspace's (observation, enabled perspective) pairs: what the indexer embeds.
-    ///
-    /// # Errors
-    /// What the store reports.
-    pub async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
-        self.store.embedding_pairs(workspace).await
-    }
+/// The semantics of [`Memory::embedding_pairs`](crate::Memory::embedding_pairs).
+pub(crate) async fn embedding_pairs(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+) -> Result<u64> {
+    store.embedding_pairs(workspace).await
+}
 
-    /// How far `model`'s vectors are with the workspace, counted now (not the reused figure
-    /// of `get_stats`).
-    ///
-    /// # Errors
-    /// What the store reports.
-    pub async fn embedding_progress(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-    ) -> Result<EmbeddingProgress> {
-        let coverage = self.store.embedding_coverage(workspace, model).await?;
-        let pairs = self.store.embedding_pairs(workspace).await?;
-        Ok(EmbeddingProgress { pairs, coverage })
-    }
+/// The semantics of [`Memory::embedding_progress`](crate::Memory::embedding_progress).
+pub(crate) async fn embedding_progress(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    model: &str,
+) -> Result<EmbeddingProgress> {
+    let coverage = store.embedding_coverage(workspace, model).await?;
+    let pairs = store.embedding_pairs(workspace).await?;
+    Ok(EmbeddingProgress { pairs, coverage })
+}
 
-    /// Drops the workspace's `model` vectors so that the indexer embeds every text again;
-    /// returns how many observation vectors went.
-    ///
-    /// # Errors
-    /// What the store reports.
-    pub async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
-        self.store.clear_embeddings(workspace, model).await
-    }
+/// The semantics of [`Memory::clear_embeddings`](crate::Memory::clear_embeddings).
+pub(crate) async fn clear_embeddings(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    model: &str,
+) -> Result<u64> {
+    store.clear_embeddings(workspace, model).await
 }
 
 #[cfg(test)]

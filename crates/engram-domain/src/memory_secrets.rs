@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::memory::Memory;
 use crate::model::{NewNode, ObservationAdditions, RelationSpec};
 use crate::transfer::{NodeRecord, RelationRecord};
 
@@ -238,14 +237,4 @@ struct NodeTexts<'a> {
     entity_type: &'a str,
     summary: &'a mut Option<String>,
     tags: &'a mut Vec<String>,
-}
-
-impl Memory {
-    /// Screens every written text for credentials by `policy` (default
-    /// [`SecretPolicy::Refuse`]).
-    #[must_use]
-    pub fn with_secret_policy(mut self, policy: SecretPolicy) -> Self {
-        self.secrets = policy;
-        self
-    }
 }

@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashMap};
 use futures::StreamExt;
 use tokio::time::{Instant, timeout_at};
 
+use super::Reporter;
 use super::{ConsolidationReport, TextSource};
 use crate::error::Result;
 use crate::limits::MAX_BATCH;
-use crate::memory::Memory;
 use crate::model::{NodeDetail, Ordinal, WorkspaceId};
 use crate::vectors::NodeVector;
 
@@ -44,7 +44,7 @@ enum Slot {
 
 /// Fills every draft, rationale and label of `report`.
 pub(super) async fn write(
-    memory: &Memory,
+    memory: &Reporter<'_>,
     workspace: WorkspaceId,
     perspective: Option<crate::PerspectiveId>,
     node_vectors: &[NodeVector],
@@ -62,7 +62,7 @@ pub(super) async fn write(
             continue;
         };
         let nearest = match (
-            memory.embedder(),
+            memory.embedder,
             perspective,
             vectors.get(node.name.as_str()),
         ) {
@@ -120,7 +120,7 @@ pub(super) async fn write(
         prompts.push((Slot::Label(i), label_prompt(&members)));
     }
 
-    if memory.generator().is_some() {
+    if memory.generator.is_some() {
         generate(memory, prompts, report).await;
     }
     Ok(())
@@ -129,7 +129,7 @@ pub(super) async fn write(
 /// The stale nodes, both ends of every candidate pair and the most central members of every
 /// cluster, by name.
 async fn node_details(
-    memory: &Memory,
+    memory: &Reporter<'_>,
     workspace: WorkspaceId,
     report: &ConsolidationReport,
 ) -> Result<HashMap<String, NodeDetail>> {
@@ -167,11 +167,15 @@ async fn node_details(
 
 /// Asks the generator for every prompt, `budget.concurrency` at a time, until the budget's
 /// deadline; writes each usable answer into its slot and notes what stayed extractive.
-async fn generate(memory: &Memory, prompts: Vec<(Slot, String)>, report: &mut ConsolidationReport) {
-    let Some(generator) = memory.generator() else {
+async fn generate(
+    memory: &Reporter<'_>,
+    prompts: Vec<(Slot, String)>,
+    report: &mut ConsolidationReport,
+) {
+    let Some(generator) = memory.generator else {
         return;
     };
-    let budget = memory.generation_budget;
+    let budget = memory.budget;
     let deadline = Instant::now() + budget.total;
     let total = prompts.len();
     let mut answers = futures::stream::iter(prompts)

@@ -9,12 +9,17 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::limits;
-use crate::memory::Memory;
+use std::sync::Arc;
+
+use crate::embed::Embedder;
+use crate::generate::{GenerationBudget, TextGenerator};
 use crate::model::*;
 use crate::search::results::SimilarPair;
 use crate::search::similarity::Neighbour;
+use crate::search::tools::Searcher;
 use crate::search::{neighbours_of, unrelated_pairs};
 use crate::store::GetNodeVectors;
+use crate::store::MemoryStore;
 use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;
@@ -115,7 +120,7 @@ pub struct ConsolidationReport {
     pub notices: Vec<String>,
 }
 
-/// Parameters of [`Memory::get_consolidation_report`].
+/// Parameters of [`crate::Memory::get_consolidation_report`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReportOptions {
     /// Start of `event_summary`'s window; default 7 days ago.
@@ -141,19 +146,19 @@ impl Default for ReportOptions {
     }
 }
 
-impl Memory {
-    /// `get_consolidation_report`: stale summaries with drafts, unrelated similar pairs with
-    /// rationales, orphans, clusters with labels, and event counts.
-    ///
-    /// Each list holds at most `options.limit` entries. Pairs and clusters need an embedding
-    /// model and current node vectors; without them those lists are empty and `notices` says
-    /// why. Drafts, rationales and labels come from the text generator when one is configured
-    /// and answers within the report's [`crate::GenerationBudget`]; otherwise they are
-    /// extractive. Nothing here fails because of the generator.
-    ///
-    /// Errors: [`Error::InvalidArgument`] for a limit or score out of range, or a `since`
-    /// outside the years 1–9999.
-    pub async fn get_consolidation_report(
+/// What a report reads from: the store, the embedder (pairs and clusters), the text generator
+/// and its budget (drafts), and the search tools (the node perspective).
+pub(crate) struct Reporter<'a> {
+    pub(crate) store: &'a dyn MemoryStore,
+    pub(crate) embedder: Option<&'a Arc<dyn Embedder>>,
+    pub(crate) generator: Option<&'a Arc<dyn TextGenerator>>,
+    pub(crate) budget: GenerationBudget,
+    pub(crate) search: &'a Searcher,
+}
+
+impl Reporter<'_> {
+    /// The report, as [`crate::Memory::get_consolidation_report`] describes it.
+    pub(crate) async fn report(
         &self,
         workspace: WorkspaceId,
         options: ReportOptions,
@@ -251,7 +256,7 @@ impl Memory {
         options: &ReportOptions,
         notices: &mut Vec<String>,
     ) -> Result<Option<Similarity>> {
-        let Some(embedder) = self.embedder.as_ref() else {
+        let Some(embedder) = self.embedder else {
             notices.push(
                 "no embedding model is configured: relation_candidates and cluster_summary \
                  need one"
@@ -260,7 +265,7 @@ impl Memory {
             return Ok(None);
         };
         let model = embedder.model_id();
-        let perspective = match self.node_perspective(workspace).await {
+        let perspective = match self.search.node_perspective(workspace).await {
             Ok(perspective) => perspective,
             Err(Error::Conflict(reason)) => {
                 notices.push(format!(

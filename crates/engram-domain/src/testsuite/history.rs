@@ -238,7 +238,7 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
     memory.delete_entities(ws, &strings(&["A"])).await.unwrap();
     assert_eq!(memory.get_stats(ws).await.unwrap(), stats(2, 1, 1));
     assert!(matches!(
-        memory.store.get_stats(WorkspaceId(ws.0 + 1000)).await,
+        memory.store().get_stats(WorkspaceId(ws.0 + 1000)).await,
         Err(Error::NotFound {
             kind: "workspace",
             ..

@@ -326,7 +326,7 @@ pub async fn events_since(
     workspace: WorkspaceId,
     since: Timestamp,
 ) -> (i64, i64, i64) {
-    let events = memory.store.event_counts(workspace, since).await.unwrap();
+    let events = memory.store().event_counts(workspace, since).await.unwrap();
     assert_eq!(events.since, since);
     (events.creates, events.updates, events.deletes)
 }
