@@ -84,18 +84,26 @@ pub struct WorkspaceInfo {
     pub node_count: i64,
 }
 
-/// A node to create (`create_entities`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A node to create (`create_entities`), as a client sends it: the field docs are the input
+/// schema's descriptions, and the reference memory server's `entityType` is accepted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "EntityInput"))]
+#[serde(deny_unknown_fields)]
 pub struct NewNode {
-    /// Unique within the workspace; 1–256 bytes, no control characters.
+    /// Unique name within the workspace, 1–256 bytes, e.g. "Alice" or "engram/storage".
     pub name: String,
-    /// Free-form type such as `person` or `project`; 1–256 bytes.
+    /// The node's type, 1–256 bytes, e.g. "person", "project", "decision".
+    #[serde(alias = "entityType")]
     pub entity_type: String,
-    /// Initial observations, given ordinals 1, 2, … in order.
+    /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes.
+    #[serde(default)]
     pub observations: Vec<String>,
-    /// Optional summary; sets `summary_updated_at` when present.
+    /// Optional summary of the node, 1–65,536 bytes.
+    #[serde(default)]
     pub summary: Option<String>,
-    /// Optional tags; duplicates are dropped, first occurrence kept.
+    /// Optional tags, at most 64 of 1–128 bytes each; repeats are dropped.
+    #[serde(default)]
     pub tags: Vec<String>,
 }
 
@@ -155,14 +163,19 @@ pub struct Relation {
 }
 
 /// A relation as given by a caller and echoed back: `{from_entity, to_entity, relation_type}`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+// The reference memory server's `from`, `to` and `relationType` are accepted as well.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct RelationSpec {
     /// Source node name.
+    #[serde(alias = "from")]
     pub from_entity: String,
     /// Target node name.
+    #[serde(alias = "to")]
     pub to_entity: String,
-    /// The relation's type; 1–256 bytes, no control characters.
+    /// The relation's type in active voice, e.g. "works_on", 1–256 bytes.
+    #[serde(alias = "relationType")]
     pub relation_type: String,
 }
 
@@ -261,12 +274,16 @@ pub struct TagsUpdate {
     pub tags: Vec<String>,
 }
 
-/// Observations to append to one node (`add_observations`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Observations to append to one node (`add_observations`), as a client sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "ObservationInput"))]
+#[serde(deny_unknown_fields)]
 pub struct ObservationAdditions {
     /// The node to append to.
+    #[serde(alias = "entityName")]
     pub entity_name: String,
-    /// Texts appended in order, each getting the node's next ordinal.
+    /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes.
     pub contents: Vec<String>,
 }
 
@@ -301,17 +318,40 @@ pub struct ReplacedObservation {
     pub new_content: String,
 }
 
-/// Ordinals to delete from one node (`delete_observations`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Ordinals to delete from one node (`delete_observations`), as a client sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "DeletionInput", transform = ordinals_required))]
+#[serde(deny_unknown_fields)]
 pub struct ObservationDeletions {
     /// The node.
+    #[serde(alias = "entityName")]
     pub entity_name: String,
-    /// Ordinals to delete; the rest keep theirs.
+    /// Ordinals to delete; the remaining observations keep theirs.
+    #[serde(default)]
     pub ordinals: Vec<Ordinal>,
     /// Texts to delete (every observation of the node with exactly this content), as the
-    /// reference memory server deletes; their ordinals are reported as deleted, and a text
-    /// that matches nothing is not reported.
+    /// reference memory server deletes, by its key `observations` (not advertised); their
+    /// ordinals are reported as deleted, and a text that matches nothing is not reported.
+    #[serde(default, rename = "observations")]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     pub contents: Vec<String>,
+}
+
+/// The catalog's schema of [`ObservationDeletions`]: `ordinals` required. Serde defaults it
+/// only so that the reference server's `observations` (texts) can stand in its place.
+#[cfg(feature = "schema")]
+fn ordinals_required(schema: &mut schemars::Schema) {
+    if let Some(ordinals) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("ordinals"))
+        .and_then(|o| o.as_object_mut())
+    {
+        ordinals.remove("default");
+    }
+    if let Some(required) = schema.get_mut("required").and_then(|r| r.as_array_mut()) {
+        required.push("ordinals".into());
+    }
 }
 
 /// One row of `delete_observations`' result, in request order.

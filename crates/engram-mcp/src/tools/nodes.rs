@@ -13,33 +13,13 @@ use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
 
-/// A node to create.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EntityInput {
-    /// Unique name within the workspace, 1–256 bytes, e.g. "Alice" or "engram/storage".
-    pub name: String,
-    /// The node's type, 1–256 bytes, e.g. "person", "project", "decision".
-    #[serde(alias = "entityType")]
-    pub entity_type: String,
-    /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes.
-    #[serde(default)]
-    pub observations: Vec<String>,
-    /// Optional summary of the node, 1–65,536 bytes.
-    #[serde(default)]
-    pub summary: Option<String>,
-    /// Optional tags, at most 64 of 1–128 bytes each; repeats are dropped.
-    #[serde(default)]
-    pub tags: Vec<String>,
-}
-
 /// Parameters of `create_entities`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEntitiesParams {
     /// Nodes to create, 1–1,000 per call (and at most 1,000 observations in all). A name that
     /// already exists is left exactly as it is and reported with `already_existed: true`.
-    pub entities: Vec<EntityInput>,
+    pub entities: Vec<NewNode>,
 }
 
 /// Parameters of `delete_entities`.
@@ -119,18 +99,10 @@ impl EngramServer {
         extensions: Extensions,
     ) -> Result<Json<CreateEntitiesResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let entities = params
-            .entities
-            .into_iter()
-            .map(|e| NewNode {
-                name: e.name,
-                entity_type: e.entity_type,
-                observations: e.observations,
-                summary: e.summary,
-                tags: e.tags,
-            })
-            .collect();
-        let entities = self.memory.create_entities(workspace, entities).await?;
+
+        let entities = (self.memory)
+            .create_entities(workspace, params.entities)
+            .await?;
         Ok(Json(CreateEntitiesResult { entities }))
     }
 

@@ -12,23 +12,12 @@ use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
 
-/// Observations to append to one node.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ObservationInput {
-    /// The node to append to.
-    #[serde(alias = "entityName")]
-    pub entity_name: String,
-    /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes.
-    pub contents: Vec<String>,
-}
-
 /// Parameters of `add_observations`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddObservationsParams {
     /// Per node, the observations to append; at most 1,000 contents per call in all.
-    pub observations: Vec<ObservationInput>,
+    pub observations: Vec<ObservationAdditions>,
 }
 
 /// Parameters of `replace_observation`.
@@ -43,44 +32,12 @@ pub struct ReplaceObservationParams {
     pub new_content: String,
 }
 
-/// Ordinals to delete from one node.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(transform = ordinals_required)]
-pub struct DeletionInput {
-    /// The node.
-    #[serde(alias = "entityName")]
-    pub entity_name: String,
-    /// Ordinals to delete; the remaining observations keep theirs.
-    #[serde(default)]
-    pub ordinals: Vec<i64>,
-    /// The reference server's way: texts to delete by exact content (not advertised).
-    #[serde(default)]
-    #[schemars(skip)]
-    pub observations: Vec<String>,
-}
-
-/// The catalog's schema of [`DeletionInput`]: `ordinals` required. Serde defaults it only
-/// so that the reference server's `observations` (texts) can stand in its place.
-fn ordinals_required(schema: &mut schemars::Schema) {
-    if let Some(ordinals) = schema
-        .get_mut("properties")
-        .and_then(|p| p.get_mut("ordinals"))
-        .and_then(|o| o.as_object_mut())
-    {
-        ordinals.remove("default");
-    }
-    if let Some(required) = schema.get_mut("required").and_then(|r| r.as_array_mut()) {
-        required.push("ordinals".into());
-    }
-}
-
 /// Parameters of `delete_observations`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteObservationsParams {
     /// Per node, the ordinals to delete; at most 1,000 ordinals per call in all.
-    pub deletions: Vec<DeletionInput>,
+    pub deletions: Vec<ObservationDeletions>,
 }
 
 #[tool_router(router = observation_tools, vis = "pub(super)")]
@@ -93,15 +50,10 @@ impl EngramServer {
         extensions: Extensions,
     ) -> Result<Json<AddObservationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let additions: Vec<ObservationAdditions> = params
-            .observations
-            .into_iter()
-            .map(|o| ObservationAdditions {
-                entity_name: o.entity_name,
-                contents: o.contents,
-            })
-            .collect();
-        let results = self.memory.add_observations(workspace, &additions).await?;
+
+        let results = (self.memory)
+            .add_observations(workspace, &params.observations)
+            .await?;
         Ok(Json(AddObservationsResult { results }))
     }
 
@@ -133,18 +85,10 @@ impl EngramServer {
         extensions: Extensions,
     ) -> Result<Json<DeleteObservationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let deletions: Vec<ObservationDeletions> = params
-            .deletions
-            .into_iter()
-            .map(|d| ObservationDeletions {
-                entity_name: d.entity_name,
-                ordinals: d.ordinals.into_iter().map(Ordinal).collect(),
-                contents: d.observations,
-            })
-            .collect();
+
         let results = self
             .memory
-            .delete_observations(workspace, &deletions)
+            .delete_observations(workspace, &params.deletions)
             .await?;
         Ok(Json(DeleteObservationsResult { results }))
     }

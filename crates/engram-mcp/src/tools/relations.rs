@@ -12,27 +12,12 @@ use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
 
-/// A directed typed relation.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RelationInput {
-    /// Source node name.
-    #[serde(alias = "from")]
-    pub from_entity: String,
-    /// Target node name.
-    #[serde(alias = "to")]
-    pub to_entity: String,
-    /// The relation's type in active voice, e.g. "works_on", 1–256 bytes.
-    #[serde(alias = "relationType")]
-    pub relation_type: String,
-}
-
 /// Parameters of `create_relations` and `delete_relations`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RelationsParams {
     /// The relations, 1–1,000 per call.
-    pub relations: Vec<RelationInput>,
+    pub relations: Vec<RelationSpec>,
 }
 
 /// Parameters of `rename_relation_type`.
@@ -59,17 +44,6 @@ pub struct RelationsBetweenParams {
     pub entity_b: String,
 }
 
-fn relation_specs(relations: Vec<RelationInput>) -> Vec<RelationSpec> {
-    relations
-        .into_iter()
-        .map(|r| RelationSpec {
-            from_entity: r.from_entity,
-            to_entity: r.to_entity,
-            relation_type: r.relation_type,
-        })
-        .collect()
-}
-
 #[tool_router(router = relation_tools, vis = "pub(super)")]
 impl EngramServer {
     /// Create directed typed relations between existing nodes.
@@ -80,9 +54,10 @@ impl EngramServer {
         extensions: Extensions,
     ) -> Result<Json<CreatedRelations>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let relations = relation_specs(params.relations);
         Ok(Json(
-            self.memory.create_relations(workspace, &relations).await?,
+            self.memory
+                .create_relations(workspace, &params.relations)
+                .await?,
         ))
     }
 
@@ -94,9 +69,10 @@ impl EngramServer {
         extensions: Extensions,
     ) -> Result<Json<DeletedRelations>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let relations = relation_specs(params.relations);
         Ok(Json(
-            self.memory.delete_relations(workspace, &relations).await?,
+            self.memory
+                .delete_relations(workspace, &params.relations)
+                .await?,
         ))
     }
 
