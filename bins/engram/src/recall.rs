@@ -8,7 +8,6 @@
 //! status 2 and shows other failures to the user).
 
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -39,7 +38,7 @@ pub async fn recall(source: Source, args: RecallArgs) -> Result<()> {
     let run = async move {
         let query = match (&args.query, hook) {
             (Some(query), _) => query.clone(),
-            (None, true) => match hook_prompt(&read_stdin()?)? {
+            (None, true) => match hook_prompt(&read_stdin().await?)? {
                 Some(prompt) => prompt,
                 None => return Ok(None),
             },
@@ -68,7 +67,7 @@ pub async fn brief(source: Source, args: BriefArgs) -> Result<()> {
     let run = async move {
         if hook {
             // Claude Code's input (session id, source) says nothing the brief needs.
-            let _ = read_stdin()?;
+            let _ = read_stdin().await?;
         }
         let text = match source {
             Source::Server(server) => {
@@ -238,21 +237,32 @@ async fn connect(
         .with_context(|| format!("connecting to {endpoint}"))
 }
 
-/// Standard input, whole. A terminal is refused rather than waited on: `--hook` is for a
-/// client that writes its JSON and closes the pipe.
-fn read_stdin() -> Result<String> {
+/// The most a hook reads of its input: Claude Code's JSON with the user's prompt, which
+/// [`cut_query`] cuts far below this anyway.
+pub const MAX_HOOK_INPUT: u64 = 1024 * 1024;
+
+/// Standard input, whole, read without blocking the runtime, so that `--timeout` bounds it
+/// too (a client that keeps the pipe open cannot hold the hook), and at most
+/// [`MAX_HOOK_INPUT`] bytes of it. A terminal is refused rather than waited on: `--hook` is
+/// for a client that writes its JSON and closes the pipe.
+async fn read_stdin() -> Result<String> {
     use std::io::IsTerminal as _;
+    use tokio::io::AsyncReadExt as _;
     if std::io::stdin().is_terminal() {
         bail!(
             "--hook reads the client's hook input (JSON) on standard input; by hand, give the \
              query instead: engram recall \"QUERY\" --workspace NAME"
         );
     }
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
+    let mut input = Vec::new();
+    (tokio::io::stdin().take(MAX_HOOK_INPUT + 1))
+        .read_to_end(&mut input)
+        .await
         .context("reading the hook's input on standard input")?;
-    Ok(input)
+    if input.len() as u64 > MAX_HOOK_INPUT {
+        bail!("the hook's input is larger than {MAX_HOOK_INPUT} bytes; it was not read");
+    }
+    String::from_utf8(input).context("the hook's input on standard input is not UTF-8")
 }
 
 /// The prompt in a `UserPromptSubmit` hook's input (`{"hook_event_name":

@@ -418,3 +418,67 @@ pub async fn recall_and_brief_send_a_token_to_a_server_that_requires_one(backend
     );
     assert_eq!(stdout(&recall), "");
 }
+
+/// A hook whose client keeps standard input open (or trickles it) still ends within its
+/// `--timeout`, with status 0 and a line saying why; an input past `MAX_HOOK_INPUT` is not
+/// read into memory whole.
+#[test]
+fn a_hook_ends_within_its_timeout_whatever_its_input_does() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("engram.db").display().to_string();
+    let created = engram(&["workspace", "create", "hw", "--database-url", &url], "");
+    assert!(created.status.success(), "{created:?}");
+    let hook = ["recall", "--hook", "--workspace", "hw", "--timeout", "2s"];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(hook)
+        .args(["--database-url", &url])
+        .env("ENGRAM_LOG", "warn")
+        .env("ENGRAM_EMBEDDER", "none")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The prompt arrives, and the pipe stays open.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(prompt_input("Alice").as_bytes()).unwrap();
+    let started = std::time::Instant::now();
+    let deadline = started + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook still runs with its standard input open"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    drop(stdin);
+    assert!(status.success(), "{status:?}");
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--timeout"), "{stderr}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(hook)
+        .args(["--database-url", &url])
+        .env("ENGRAM_LOG", "warn")
+        .env("ENGRAM_EMBEDDER", "none")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The hook stops reading at its bound: the rest meets a closed pipe.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&vec![b'x'; 3 * 1024 * 1024]);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("larger than 1048576 bytes"), "{stderr}");
+}
