@@ -126,14 +126,37 @@ fn is_closed_pipe(error: &anyhow::Error) -> bool {
 
 /// Writes a command's output to standard output ([`outln!`]); a closed pipe ends the process
 /// with status 0, any other failure to write is a bug worth its panic.
+///
+/// Stored text reaches a terminal (or a hook's client) only as characters: every control
+/// character but newline and tab is written as its escape (`\u{1b}`), so an observation
+/// holding a terminal escape sequence cannot retitle, clear or rewrite the user's terminal.
 fn write_out(output: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    if let Err(error) = std::io::stdout().lock().write_fmt(output) {
+    let text = output.to_string();
+    let shown = printable(&text);
+    if let Err(error) = std::io::stdout().lock().write_all(shown.as_bytes()) {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
         panic!("writing to standard output: {error}");
     }
+}
+
+/// `text` with every control character but newline and tab escaped (`\u{1b}`).
+fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
 }
 
 /// Sets `RAYON_NUM_THREADS`, when unset, to the thread count the local model would choose

@@ -670,3 +670,43 @@ fn the_workspace_is_named_the_same_way_everywhere() {
         "{alone:?}"
     );
 }
+
+/// Stored text printed by a command reaches the terminal as characters only: an observation
+/// holding terminal escape sequences (a window title, clearing the screen) comes out escaped.
+#[test]
+fn stored_terminal_escapes_are_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("engram.db").display().to_string();
+    let created = engram(&["workspace", "create", "esc", "--database-url", &url]);
+    assert!(created.status.success(), "{created:?}");
+    let file = dir.path().join("graph.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"entity\",\"name\":\"Mallory\",\"entityType\":\"person\",\
+         \"observations\":[\"Mallory wrote \\u001b]0;pwned\\u0007 and \\u001b[2J here\"]}\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let imported = engram(&[
+        "import",
+        &file,
+        "--workspace",
+        "esc",
+        "--database-url",
+        &url,
+    ]);
+    assert!(imported.status.success(), "{imported:?}");
+    let recalled = engram(&[
+        "recall",
+        "Mallory",
+        "--workspace",
+        "esc",
+        "--database-url",
+        &url,
+    ]);
+    assert!(recalled.status.success(), "{recalled:?}");
+    let out = text(&recalled.stdout);
+    assert!(out.contains("Mallory wrote"), "{out}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("\\u{1b}]0;pwned\\u{7}"), "{out}");
+}
