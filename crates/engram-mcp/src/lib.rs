@@ -373,6 +373,36 @@ impl ServerHandler for EngramServer {
         ))
     }
 
+    /// A request rmcp could not read as any method it knows. One of MCP's own methods whose
+    /// parameters are missing or malformed (`resources/read` without a string `uri`) is an
+    /// invalid-params error (-32602) naming what it needs; only an unknown method is -32601.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, rmcp::ErrorData> {
+        let needs = match request.method.as_str() {
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                "`uri`, a string such as engram://node/{name}"
+            }
+            "prompts/get" => "`name`, a string, and `arguments`, an object of strings",
+            "tools/call" => "`name`, a string, and `arguments`, an object",
+            "completion/complete" => "`ref` and `argument`",
+            "logging/setLevel" => "`level`, a log level",
+            _ => {
+                return Err(rmcp::ErrorData::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    request.method,
+                    None,
+                ));
+            }
+        };
+        Err(rmcp::ErrorData::invalid_params(
+            format!("invalid params for {}: it needs {needs}", request.method),
+            None,
+        ))
+    }
+
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,

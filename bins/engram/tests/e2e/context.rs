@@ -156,6 +156,25 @@ async fn prompts_and_resources_answer(client: &Client) {
         "{missing}"
     );
 
+    // Malformed parameters of a method MCP has are invalid params (-32602), not an unknown
+    // method (-32601).
+    for params in [serde_json::json!({}), serde_json::json!({"uri": 5})] {
+        let request = rmcp::model::ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
+            "resources/read",
+            Some(params.clone()),
+        ));
+        let error = client.send_request(request).await.unwrap_err();
+        let rmcp::ServiceError::McpError(error) = error else {
+            panic!("{params}: {error}")
+        };
+        assert_eq!(
+            error.code,
+            rmcp::model::ErrorCode::INVALID_PARAMS,
+            "{params}: {error:?}"
+        );
+        assert!(error.message.contains("`uri`"), "{error:?}");
+    }
+
     let templates = client.list_all_resource_templates().await.unwrap();
     assert_eq!(templates[0].uri_template, "engram://node/{name}");
 }
