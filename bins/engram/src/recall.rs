@@ -7,11 +7,12 @@
 //! output, says why on standard error and exits 0 (Claude Code blocks the prompt on exit
 //! status 2 and shows other failures to the user).
 
+use engram_domain::SearchNodes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use engram_domain::{Memory, MemoryStore, SearchMode, SearchResults};
+use engram_domain::{Memory, MemoryStore, SearchResults};
 use engram_mcp::markdown;
 
 use crate::cli::{BriefArgs, RecallArgs, RecallFormat, ServerArgs};
@@ -156,10 +157,9 @@ async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<Search
             Ok(memory
                 .search_nodes(
                     workspace,
-                    query,
-                    args.limit,
-                    SearchMode::Hybrid,
-                    args.min_score,
+                    &SearchNodes::new(query)
+                        .limit(args.limit)
+                        .min_score(args.min_score),
                 )
                 .await?)
         }

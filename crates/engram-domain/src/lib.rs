@@ -49,6 +49,7 @@ pub use memory_secrets::SecretPolicy;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
 pub use retry::Failure;
+pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 pub use search::results::*;
 pub use store::*;
 pub use vectors::*;

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::model::*;
 use crate::search::QUERY_EMBEDDING_BUDGET;
+use crate::search::requests::*;
 use crate::search::results::*;
 use crate::search::tools::Searcher;
 use crate::store::MemoryStore;
@@ -477,14 +478,9 @@ impl Memory {
     pub async fn search_nodes(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: u32,
-        mode: SearchMode,
-        min_score: Option<f64>,
+        request: &SearchNodes,
     ) -> Result<SearchResults> {
-        (self.search)
-            .search_nodes(workspace, query, limit, mode, min_score)
-            .await
+        self.search.search_nodes(workspace, request).await
     }
 
     /// `search_observations` (an extension beyond the catalog): the `limit` (1–1,000)
@@ -495,15 +491,9 @@ impl Memory {
     pub async fn search_observations(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: u32,
-        mode: SearchMode,
-        entity_types: &[String],
-        min_score: Option<f64>,
+        request: &SearchObservations,
     ) -> Result<FoundObservations> {
-        (self.search)
-            .search_observations(workspace, query, limit, mode, entity_types, min_score)
-            .await
+        self.search.search_observations(workspace, request).await
     }
 
     /// `query_observations`: the observations of one node best matching `query`, best first.
@@ -513,14 +503,9 @@ impl Memory {
     pub async fn query_observations(
         &self,
         workspace: WorkspaceId,
-        entity_name: &str,
-        query: &str,
-        mode: SearchMode,
-        min_score: Option<f64>,
+        request: &QueryObservations,
     ) -> Result<ObservationResults> {
-        (self.search)
-            .query_observations(workspace, entity_name, query, mode, min_score)
-            .await
+        self.search.query_observations(workspace, request).await
     }
 
     /// `find_similar_nodes`: unrelated pairs whose aggregate vectors (in the `general`
@@ -531,12 +516,9 @@ impl Memory {
     pub async fn find_similar_nodes(
         &self,
         workspace: WorkspaceId,
-        limit: u32,
-        min_score: f64,
+        request: FindSimilarNodes,
     ) -> Result<Vec<SimilarPair>> {
-        (self.search)
-            .find_similar_nodes(workspace, limit, min_score)
-            .await
+        self.search.find_similar_nodes(workspace, request).await
     }
 
     // `memory_brief.rs`.

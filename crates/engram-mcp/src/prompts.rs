@@ -2,7 +2,8 @@
 //! topic) and `consolidate` (the consolidation report, walked through with the model). Both
 //! are rendered from the workspace's live data when a client gets them.
 
-use engram_domain::{ReportOptions, SearchMode, WorkspaceId};
+use engram_domain::SearchNodes;
+use engram_domain::{ReportOptions, WorkspaceId};
 use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 
@@ -68,7 +69,7 @@ impl EngramServer {
                     ErrorData::invalid_params("prompt recall needs the argument `topic`", None)
                 })?;
                 let results = (self.memory)
-                    .search_nodes(workspace, topic, RECALL_LIMIT, SearchMode::Hybrid, None)
+                    .search_nodes(workspace, &SearchNodes::new(topic).limit(RECALL_LIMIT))
                     .await
                     .map_err(protocol_error)?;
                 let text = markdown::recall(&results, topic).unwrap_or_else(|| {

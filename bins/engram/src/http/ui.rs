@@ -11,10 +11,11 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use engram_domain::SearchNodes;
 use std::collections::{HashMap, HashSet};
 
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
-use engram_domain::{Error, Memory, ReportOptions, SearchMode, WorkspaceId};
+use engram_domain::{Error, Memory, ReportOptions, WorkspaceId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -252,7 +253,12 @@ async fn search(
 ) -> Response {
     let memory = binder.memory();
     let (q, limit, min_score) = (&query.q, query.limit, query.min_score);
-    match (memory.search_nodes(workspace.id, q, limit, SearchMode::Hybrid, min_score)).await {
+    match (memory.search_nodes(
+        workspace.id,
+        &SearchNodes::new(q).limit(limit).min_score(min_score),
+    ))
+    .await
+    {
         Ok(found) => axum::Json(found).into_response(),
         Err(error) => failure(&error),
     }

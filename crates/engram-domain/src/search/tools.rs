@@ -11,6 +11,7 @@ use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
 use crate::search::QueryEmbedding;
 use crate::search::calibration;
+use crate::search::requests::*;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
@@ -155,11 +156,15 @@ impl Searcher {
     pub(crate) async fn search_nodes(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: u32,
-        mode: SearchMode,
-        min_score: Option<f64>,
+        request: &SearchNodes,
     ) -> Result<SearchResults> {
+        let SearchNodes {
+            query,
+            limit,
+            mode,
+            min_score,
+        } = request;
+        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
         check_query(query)?;
         limits::within("limit", limit, limits::LIMIT)?;
         check_min_score(min_score)?;
@@ -194,12 +199,16 @@ impl Searcher {
     pub(crate) async fn search_observations(
         &self,
         workspace: WorkspaceId,
-        query: &str,
-        limit: u32,
-        mode: SearchMode,
-        entity_types: &[String],
-        min_score: Option<f64>,
+        request: &SearchObservations,
     ) -> Result<FoundObservations> {
+        let SearchObservations {
+            query,
+            limit,
+            mode,
+            entity_types,
+            min_score,
+        } = request;
+        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
         check_query(query)?;
         limits::within("limit", limit, limits::LIMIT)?;
         check_min_score(min_score)?;
@@ -243,11 +252,16 @@ impl Searcher {
     pub(crate) async fn query_observations(
         &self,
         workspace: WorkspaceId,
-        entity_name: &str,
-        query: &str,
-        mode: SearchMode,
-        min_score: Option<f64>,
+        request: &QueryObservations,
     ) -> Result<ObservationResults> {
+        let QueryObservations {
+            entity_name,
+            query,
+            mode,
+            min_score,
+        } = request;
+        let (entity_name, query, mode, min_score) =
+            (entity_name.as_str(), query.as_str(), *mode, *min_score);
         limits::name("entity_name", entity_name)?;
         check_query(query)?;
         check_min_score(min_score)?;
@@ -405,9 +419,9 @@ impl Searcher {
     pub(crate) async fn find_similar_nodes(
         &self,
         workspace: WorkspaceId,
-        limit: u32,
-        min_score: f64,
+        request: FindSimilarNodes,
     ) -> Result<Vec<SimilarPair>> {
+        let FindSimilarNodes { limit, min_score } = request;
         limits::within("limit", limit, limits::LIMIT)?;
         if !(-1.0..=1.0).contains(&min_score) {
             return Err(Error::invalid(

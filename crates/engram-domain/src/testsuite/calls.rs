@@ -4,6 +4,7 @@
 //! reads that need more (the perspectives before a workspace's first search, the coverage
 //! behind `get_stats`, the report's lists) are pinned here, so a change that adds a round trip is seen.
 
+use crate::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -372,23 +373,32 @@ pub async fn every_tool_makes_the_store_calls_it_is_known_to(store: Arc<dyn Memo
     memory.get_stats(ws).await.unwrap();
     note("get_stats", counting.take());
     let hybrid = SearchMode::Hybrid;
-    (memory.search_nodes(ws, "Lisbon", 10, hybrid, None))
+    (memory.search_nodes(ws, &SearchNodes::new("Lisbon").mode(hybrid)))
         .await
         .unwrap();
     note("search_nodes", counting.take());
-    (memory.search_nodes(ws, "Lisbon", 10, SearchMode::Text, None))
+    (memory.search_nodes(ws, &SearchNodes::new("Lisbon").mode(SearchMode::Text)))
         .await
         .unwrap();
     note("search_nodes text", counting.take());
-    (memory.search_observations(ws, "Lisbon", 10, hybrid, &[], None))
+    (memory.search_observations(ws, &SearchObservations::new("Lisbon").mode(hybrid)))
         .await
         .unwrap();
     note("search_observations", counting.take());
-    (memory.query_observations(ws, "Alice", "Lisbon", hybrid, None))
+    (memory.query_observations(ws, &QueryObservations::new("Alice", "Lisbon").mode(hybrid)))
         .await
         .unwrap();
     note("query_observations", counting.take());
-    memory.find_similar_nodes(ws, 10, 0.75).await.unwrap();
+    memory
+        .find_similar_nodes(
+            ws,
+            FindSimilarNodes {
+                limit: 10,
+                min_score: 0.75,
+            },
+        )
+        .await
+        .unwrap();
     note("find_similar_nodes", counting.take());
     (memory.get_consolidation_report(ws, ReportOptions::default()))
         .await

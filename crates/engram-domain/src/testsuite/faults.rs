@@ -2,6 +2,7 @@
 //! ragged, too few) are rejected texts when they are documents and a full-text answer when
 //! they are queries, never cached; a bad vector an older engram stored is skipped.
 
+use crate::{QueryObservations, SearchNodes, SearchObservations};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -113,16 +114,33 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     .await;
     assert!(saved >= 1);
     for mode in [SearchMode::Hybrid, SearchMode::Embedding] {
-        let found = (memory.search_nodes(ws, "roses", 10, mode, Some(0.0)).await).unwrap();
+        let found = (memory
+            .search_nodes(
+                ws,
+                &SearchNodes::new("roses").mode(mode).min_score(Some(0.0)),
+            )
+            .await)
+            .unwrap();
         assert_eq!(found.results[0].name, "Garden", "{mode:?}: {found:?}");
         let facts = memory
-            .search_observations(ws, "roses", 20, mode, &[], Some(0.0))
+            .search_observations(
+                ws,
+                &SearchObservations::new("roses")
+                    .limit(20)
+                    .mode(mode)
+                    .min_score(Some(0.0)),
+            )
             .await
             .unwrap();
         assert!(!facts.observations.is_empty(), "{mode:?}");
         for name in ["Garden", "Shed"] {
             let within = memory
-                .query_observations(ws, name, "roses", mode, Some(0.0))
+                .query_observations(
+                    ws,
+                    &QueryObservations::new(name, "roses")
+                        .mode(mode)
+                        .min_score(Some(0.0)),
+                )
                 .await
                 .unwrap();
             assert!(
@@ -143,7 +161,7 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         let query = format!("roses {fault:?}");
         embedder.set(fault);
         let found = (memory
-            .search_nodes(ws, &query, 5, SearchMode::Hybrid, Some(0.0))
+            .search_nodes(ws, &SearchNodes::new(&query).limit(5).min_score(Some(0.0)))
             .await)
             .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
         assert_eq!(found.mode, SearchMode::Text, "{fault:?}");
@@ -151,13 +169,18 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         assert!(notice.contains(said), "{fault:?}: {notice}");
         assert_eq!(found.results[0].name, "Garden");
         let within = memory
-            .query_observations(ws, "Garden", &query, SearchMode::Embedding, Some(0.0))
+            .query_observations(
+                ws,
+                &QueryObservations::new("Garden", &query)
+                    .mode(SearchMode::Embedding)
+                    .min_score(Some(0.0)),
+            )
             .await
             .unwrap();
         assert_eq!(within.mode, SearchMode::Text, "{fault:?}");
         embedder.set(QueryFault::None);
         let again = (memory
-            .search_nodes(ws, &query, 5, SearchMode::Hybrid, Some(0.0))
+            .search_nodes(ws, &SearchNodes::new(&query).limit(5).min_score(Some(0.0)))
             .await)
             .unwrap();
         assert_eq!(again.mode, SearchMode::Hybrid, "{fault:?}: {again:?}");

@@ -1,6 +1,7 @@
 //! Late interaction end to end: token signs made by the indexer are stored beside the vectors,
 //! read back for a search's candidates, and decide between candidates the other signals tie.
 
+use crate::SearchNodes;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -119,7 +120,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
     // "kiwi" is answered by "banana" in the orchard alone.
     let search = async |mode| {
         memory
-            .search_nodes(ws, "apples kiwi", 10, mode, None)
+            .search_nodes(ws, &SearchNodes::new("apples kiwi").mode(mode))
             .await
             .unwrap()
     };

@@ -1,5 +1,6 @@
 //! Every limit of [`crate::limits`] is enforced before anything is written.
 
+use crate::SearchNodes;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -169,8 +170,11 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
     }
     assert_eq!(footprint(m, ws).await, before);
     assert_invalid(
-        m.search_nodes(ws, "nul\0query", 10, crate::SearchMode::Text, None)
-            .await,
+        m.search_nodes(
+            ws,
+            &SearchNodes::new("nul\0query").mode(crate::SearchMode::Text),
+        )
+        .await,
         "query",
     );
     // Invisible characters are fine inside facts (emoji sequences use U+200D).

@@ -2,6 +2,7 @@
 //! ([`super::properties`] has the promises every call keeps; here each tool also checks its
 //! answer against the snapshot).
 
+use crate::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 use std::sync::Arc;
 
 use proptest::collection::vec;
@@ -151,7 +152,8 @@ async fn search_nodes(h: &mut Harness) {
     blame.unless((1..=1_000).contains(&limit), "limit");
     let input = (&q, limit, mode);
     let m = h.memory.clone();
-    let call = m.search_nodes(h.ws, &q, limit, mode, None);
+    let request = SearchNodes::new(&q).limit(limit).mode(mode);
+    let call = m.search_nodes(h.ws, &request);
     if let Some(found) = h.run("search_nodes", &input, &blame, call).await {
         assert!(found.results.len() <= limit as usize);
         assert!(
@@ -184,7 +186,11 @@ async fn search_observations(h: &mut Harness) {
     }
     let input = (&q, limit, mode, &types);
     let m = h.memory.clone();
-    let call = m.search_observations(h.ws, &q, limit, mode, &types, None);
+    let request = SearchObservations::new(&q)
+        .limit(limit)
+        .mode(mode)
+        .entity_types(types.to_vec());
+    let call = m.search_observations(h.ws, &request);
     if let Some(found) = h.run("search_observations", &input, &blame, call).await {
         assert!(found.observations.len() <= limit as usize);
         for hit in &found.observations {
@@ -205,7 +211,8 @@ async fn query_observations(h: &mut Harness) {
     blame.unless(query_ok(&q), "query");
     let input = (&name, &q, mode);
     let m = h.memory.clone();
-    let call = m.query_observations(h.ws, &name, &q, mode, None);
+    let request = QueryObservations::new(&name, &q).mode(mode);
+    let call = m.query_observations(h.ws, &request);
     let found = h.run("query_observations", &input, &blame, call).await;
     let node = h.before.node(&name);
     assert_eq!(
@@ -345,7 +352,7 @@ async fn reports(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless((1..=1_000).contains(&limit), "limit");
     blame.unless(in_range(min_score), "min_score");
-    let call = m.find_similar_nodes(h.ws, limit, min_score);
+    let call = m.find_similar_nodes(h.ws, FindSimilarNodes { limit, min_score });
     // Valid arguments meet "no embedding model is configured" ([`Harness::run`]).
     let similar = h
         .run("find_similar_nodes", &(limit, min_score), &blame, call)

@@ -2,6 +2,7 @@
 //! words get similar vectors), and `search_nodes`, `query_observations` and
 //! `find_similar_nodes` answer from the store's vectors, or from full text when they cannot.
 
+use crate::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -213,7 +214,10 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
 
     let found = f
         .memory
-        .search_nodes(f.ws, "who moved to Lisbon", 10, SearchMode::Embedding, None)
+        .search_nodes(
+            f.ws,
+            &SearchNodes::new("who moved to Lisbon").mode(SearchMode::Embedding),
+        )
         .await
         .unwrap();
     assert_eq!(found.mode, SearchMode::Embedding);
@@ -231,7 +235,12 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
 
     let pet = f
         .memory
-        .search_nodes(f.ws, "golden retriever", 1, SearchMode::Embedding, None)
+        .search_nodes(
+            f.ws,
+            &SearchNodes::new("golden retriever")
+                .limit(1)
+                .mode(SearchMode::Embedding),
+        )
         .await
         .unwrap();
     assert_eq!(pet.results.len(), 1);
@@ -258,7 +267,12 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     assert_eq!(f.embedder.take().len(), 5);
     let bees = f
         .memory
-        .search_nodes(f.ws, "bees", 1, SearchMode::Embedding, None)
+        .search_nodes(
+            f.ws,
+            &SearchNodes::new("bees")
+                .limit(1)
+                .mode(SearchMode::Embedding),
+        )
         .await
         .unwrap();
     assert_eq!(bees.results[0].name, "Dave");
@@ -318,7 +332,10 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     f.indexer.run_until_idle().await.unwrap();
     let job = f
         .memory
-        .query_observations(f.ws, "Alice", "which hospital", SearchMode::Embedding, None)
+        .query_observations(
+            f.ws,
+            &QueryObservations::new("Alice", "which hospital").mode(SearchMode::Embedding),
+        )
         .await
         .unwrap();
     assert_eq!(job.mode, SearchMode::Embedding);
@@ -327,7 +344,10 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     assert_eq!(ordinals[0], 2);
     let text = f
         .memory
-        .query_observations(f.ws, "Alice", "cats", SearchMode::Text, None)
+        .query_observations(
+            f.ws,
+            &QueryObservations::new("Alice", "cats").mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert_eq!(text.mode, SearchMode::Text);
@@ -335,7 +355,10 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     assert_eq!(text.observations[0].content, "has two cats");
     assert_eq!(
         f.memory
-            .query_observations(f.ws, "Nobody", "x", SearchMode::Embedding, None)
+            .query_observations(
+                f.ws,
+                &QueryObservations::new("Nobody", "x").mode(SearchMode::Embedding)
+            )
             .await
             .unwrap_err(),
         Error::node_not_found("Nobody")
@@ -373,7 +396,17 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
     f.memory.create_entities(f.ws, entities).await.unwrap();
     f.indexer.run_until_idle().await.unwrap();
     // The two compilers share about half their words; the bread shares none.
-    let pairs = f.memory.find_similar_nodes(f.ws, 20, 0.4).await.unwrap();
+    let pairs = f
+        .memory
+        .find_similar_nodes(
+            f.ws,
+            FindSimilarNodes {
+                limit: 20,
+                min_score: 0.4,
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(pairs.len(), 1, "{pairs:?}");
     assert_eq!(
         (pairs[0].node_a.as_str(), pairs[0].node_b.as_str()),
@@ -386,7 +419,13 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
     assert!(pairs[0].similarity >= 0.4 && pairs[0].similarity <= 0.6);
     assert!(
         f.memory
-            .find_similar_nodes(f.ws, 20, 0.6)
+            .find_similar_nodes(
+                f.ws,
+                FindSimilarNodes {
+                    limit: 20,
+                    min_score: 0.6
+                }
+            )
             .await
             .unwrap()
             .is_empty()
@@ -400,7 +439,13 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
     f.indexer.run_until_idle().await.unwrap();
     assert!(
         f.memory
-            .find_similar_nodes(f.ws, 20, 0.4)
+            .find_similar_nodes(
+                f.ws,
+                FindSimilarNodes {
+                    limit: 20,
+                    min_score: 0.4
+                }
+            )
             .await
             .unwrap()
             .is_empty()
@@ -413,7 +458,10 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     // Nothing indexed yet: no vector can match.
     let unindexed = f
         .memory
-        .search_nodes(f.ws, "Lisbon", 10, SearchMode::Embedding, None)
+        .search_nodes(
+            f.ws,
+            &SearchNodes::new("Lisbon").mode(SearchMode::Embedding),
+        )
         .await
         .unwrap();
     assert_eq!(unindexed.mode, SearchMode::Text);
@@ -425,10 +473,7 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     let answer = memory
         .search_nodes(
             f.ws,
-            "which tools build the project",
-            10,
-            SearchMode::Embedding,
-            None,
+            &SearchNodes::new("which tools build the project").mode(SearchMode::Embedding),
         )
         .await
         .unwrap();
@@ -452,10 +497,7 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
         .memory
         .search_nodes(
             f.ws,
-            "What does Dave drink in the morning?",
-            10,
-            SearchMode::Text,
-            None,
+            &SearchNodes::new("What does Dave drink in the morning?").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -466,14 +508,17 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
     // Stop words alone match nothing; other workspaces are not searched.
     let none = f
         .memory
-        .search_nodes(f.ws, "the of and", 10, SearchMode::Text, None)
+        .search_nodes(f.ws, &SearchNodes::new("the of and").mode(SearchMode::Text))
         .await
         .unwrap();
     assert!(none.results.is_empty(), "{none:?}");
     let other = f.memory.create_workspace("other").await.unwrap().id;
     let elsewhere = f
         .memory
-        .search_nodes(other, "Dave morning", 10, SearchMode::Text, None)
+        .search_nodes(
+            other,
+            &SearchNodes::new("Dave morning").mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert!(elsewhere.results.is_empty(), "{elsewhere:?}");
@@ -484,7 +529,10 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
         .unwrap();
     let gone = f
         .memory
-        .search_nodes(f.ws, "Dave morning", 10, SearchMode::Text, None)
+        .search_nodes(
+            f.ws,
+            &SearchNodes::new("Dave morning").mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert!(gone.results.is_empty(), "{gone:?}");
@@ -540,7 +588,7 @@ pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) 
         .unwrap();
     let search = async |query: &str, mode| {
         memory
-            .search_nodes(ws, query, 10, mode, None)
+            .search_nodes(ws, &SearchNodes::new(query).mode(mode))
             .await
             .unwrap()
     };
@@ -593,7 +641,13 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     f.indexer.run_until_idle().await.unwrap();
     let search = async |limit, mode, types: &[&str]| {
         (f.memory)
-            .search_observations(f.ws, "hospital", limit, mode, &strings(types), None)
+            .search_observations(
+                f.ws,
+                &SearchObservations::new("hospital")
+                    .limit(limit)
+                    .mode(mode)
+                    .entity_types(strings(types).to_vec()),
+            )
             .await
             .unwrap()
     };
@@ -641,25 +695,38 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     let memory = &f.memory;
     refused(
         memory
-            .search_observations(f.ws, "x", 10, SearchMode::Text, &many, None)
+            .search_observations(
+                f.ws,
+                &SearchObservations::new("x")
+                    .mode(SearchMode::Text)
+                    .entity_types(many.to_vec()),
+            )
             .await,
         "entity_types",
     );
     refused(
         memory
-            .search_observations(f.ws, "x", 10, SearchMode::Text, &strings(&[""]), None)
+            .search_observations(
+                f.ws,
+                &SearchObservations::new("x")
+                    .mode(SearchMode::Text)
+                    .entity_types(strings(&[""]).to_vec()),
+            )
             .await,
         "entity_types[0]",
     );
     refused(
         memory
-            .search_observations(f.ws, "x", 0, SearchMode::Text, &[], None)
+            .search_observations(
+                f.ws,
+                &SearchObservations::new("x").limit(0).mode(SearchMode::Text),
+            )
             .await,
         "limit",
     );
     refused(
         memory
-            .search_observations(f.ws, " ", 10, SearchMode::Text, &[], None)
+            .search_observations(f.ws, &SearchObservations::new(" ").mode(SearchMode::Text))
             .await,
         "query",
     );
@@ -673,7 +740,7 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     let texts = || f.embedder.queries.load(Ordering::Relaxed);
     // Five perspectives, one rendering of the query: one text in one call.
     let found = (f.memory)
-        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid, None)
+        .search_nodes(f.ws, &SearchNodes::new("golden retriever"))
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "Carol");
@@ -682,16 +749,12 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     (f.memory)
         .search_observations(
             f.ws,
-            "golden retriever",
-            10,
-            SearchMode::Embedding,
-            &[],
-            None,
+            &SearchObservations::new("golden retriever").mode(SearchMode::Embedding),
         )
         .await
         .unwrap();
     (f.memory)
-        .query_observations(f.ws, "Carol", "golden retriever", SearchMode::Hybrid, None)
+        .query_observations(f.ws, &QueryObservations::new("Carol", "golden retriever"))
         .await
         .unwrap();
     assert_eq!((calls(), texts()), (1, 1));
@@ -702,13 +765,16 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     temporal.query_template = "when: {query}".into();
     f.memory.set_perspective(f.ws, &temporal).await.unwrap();
     (f.memory)
-        .search_nodes(f.ws, "tea in the morning", 10, SearchMode::Hybrid, None)
+        .search_nodes(f.ws, &SearchNodes::new("tea in the morning"))
         .await
         .unwrap();
     assert_eq!((calls(), texts()), (2, 3));
     // Text mode never calls the model.
     (f.memory)
-        .search_nodes(f.ws, "cargo builds", 10, SearchMode::Text, None)
+        .search_nodes(
+            f.ws,
+            &SearchNodes::new("cargo builds").mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert_eq!(calls(), 2);
@@ -736,7 +802,7 @@ pub async fn a_perspective_changed_elsewhere_is_seen_by_the_next_search(
     let hybrid = SearchMode::Hybrid;
     let before = (f
         .memory
-        .search_nodes(f.ws, "tea in the morning", 10, hybrid, None))
+        .search_nodes(f.ws, &SearchNodes::new("tea in the morning").mode(hybrid)))
     .await
     .unwrap();
     assert_eq!(before.results[0].name, "Dave");
@@ -751,7 +817,7 @@ pub async fn a_perspective_changed_elsewhere_is_seen_by_the_next_search(
     }
     let after = (f
         .memory
-        .search_nodes(f.ws, "tea in the morning", 10, hybrid, None))
+        .search_nodes(f.ws, &SearchNodes::new("tea in the morning").mode(hybrid)))
     .await
     .unwrap();
     assert_eq!(after.results[0].name, "Dave");
@@ -768,7 +834,7 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
         .with_query_embedding_budget(budget);
     let started = std::time::Instant::now();
     let first = memory
-        .search_nodes(f.ws, "golden retriever", 10, SearchMode::Hybrid, None)
+        .search_nodes(f.ws, &SearchNodes::new("golden retriever"))
         .await
         .unwrap();
     let waited = started.elapsed();
@@ -787,7 +853,7 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
     for mode in [SearchMode::Embedding, SearchMode::Hybrid] {
         let started = std::time::Instant::now();
         let next = memory
-            .search_nodes(f.ws, "tea", 10, mode, None)
+            .search_nodes(f.ws, &SearchNodes::new("tea").mode(mode))
             .await
             .unwrap();
         assert!(started.elapsed() < budget, "{:?}", started.elapsed());
@@ -850,7 +916,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 1);
     assert_eq!(memory.get_stats(elsewhere).await.unwrap().rejected_texts, 0);
     let found = memory
-        .search_nodes(ws, "poison", 5, SearchMode::Hybrid, None)
+        .search_nodes(ws, &SearchNodes::new("poison").limit(5))
         .await
         .unwrap();
     let notice = found.notice.unwrap_or_default();
@@ -982,7 +1048,7 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
         let memory = &memory;
         async move {
             let found = memory
-                .search_nodes(workspace, query, 10, SearchMode::Text, None)
+                .search_nodes(workspace, &SearchNodes::new(query).mode(SearchMode::Text))
                 .await
                 .unwrap();
             (found.results.into_iter())
@@ -1040,7 +1106,10 @@ where
     refresh().await;
     for mode in [SearchMode::Text, SearchMode::Hybrid] {
         let found = memory
-            .search_nodes(workspace, "widget sprocket", 5, mode, None)
+            .search_nodes(
+                workspace,
+                &SearchNodes::new("widget sprocket").limit(5).mode(mode),
+            )
             .await
             .unwrap();
         assert_eq!(found.results[0].name, "odd", "{mode:?}: {found:?}");
@@ -1083,7 +1152,12 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
         .unwrap();
     refresh().await;
     let found = memory
-        .search_nodes(workspace, "gear sprocket", 5, SearchMode::Text, None)
+        .search_nodes(
+            workspace,
+            &SearchNodes::new("gear sprocket")
+                .limit(5)
+                .mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "odd", "{found:?}");
@@ -1091,17 +1165,16 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
     let narrowed = memory
         .search_observations(
             workspace,
-            "which gear has a sprocket",
-            5,
-            SearchMode::Text,
-            &types,
-            None,
+            &SearchObservations::new("which gear has a sprocket")
+                .limit(5)
+                .mode(SearchMode::Text)
+                .entity_types(types.to_vec()),
         )
         .await
         .unwrap();
     assert_eq!(narrowed.observations[0].name, "odd", "{narrowed:?}");
     let gear = memory
-        .search_nodes(workspace, "gear", 10, SearchMode::Text, None)
+        .search_nodes(workspace, &SearchNodes::new("gear").mode(SearchMode::Text))
         .await
         .unwrap();
     assert_eq!(gear.results.len(), 10, "{gear:?}");

@@ -1,3 +1,4 @@
+use crate::SearchNodes;
 use std::sync::Arc;
 
 use super::*;
@@ -300,7 +301,10 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
     assert_eq!(added[1].added, observations(&[(2, "again")]));
     // And the imported text is searchable.
     let found = memory
-        .search_nodes(copy, "revised", 5, SearchMode::Text, None)
+        .search_nodes(
+            copy,
+            &SearchNodes::new("revised").limit(5).mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "Alice");

@@ -11,6 +11,7 @@
 
 #![allow(clippy::print_stdout)]
 
+use crate::FindSimilarNodes;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -175,7 +176,15 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         .find(|p| p.name == "general")
         .expect("general perspective");
     let started = Instant::now();
-    let pairs = memory.find_similar_nodes(workspace, 20, 0.75).await?;
+    let pairs = memory
+        .find_similar_nodes(
+            workspace,
+            FindSimilarNodes {
+                limit: 20,
+                min_score: 0.75,
+            },
+        )
+        .await?;
     let similar = started.elapsed();
     let started = Instant::now();
     let vectors = store

@@ -13,8 +13,12 @@ use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
 
-pub(super) fn default_min_score() -> f64 {
-    0.75
+fn default_min_score() -> f64 {
+    search::requests::DEFAULT_SIMILAR_MIN_SCORE
+}
+
+fn default_similar_limit() -> u32 {
+    search::requests::DEFAULT_SIMILAR_LIMIT
 }
 
 /// Parameters of `get_consolidation_report`; every one is optional.
@@ -26,7 +30,7 @@ pub struct ConsolidationReportParams {
     #[serde(default)]
     pub since: Option<Timestamp>,
     /// At most this many entries in each list, 1–1,000. Default 20.
-    #[serde(default = "super::search::default_similar_limit")]
+    #[serde(default = "default_similar_limit")]
     #[schemars(range(min = 1, max = 1000))]
     pub limit: u32,
     /// Least cosine similarity of a relation candidate, -1.0–1.0. Default 0.75.

@@ -5,96 +5,11 @@ use rmcp::handler::server::wrapper::Json;
 use rmcp::model::{CallToolResult, ContentBlock, Extensions, ProtocolVersion};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use crate::EngramServer;
 use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
-
-fn default_search_limit() -> u32 {
-    10
-}
-
-/// Parameters of `search_nodes`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchNodesParams {
-    /// What to look for, in your own words (1–4,096 bytes), e.g. "where does Alice live now".
-    pub query: String,
-    /// At most this many nodes, 1–1,000. Default 10.
-    #[serde(default = "default_search_limit")]
-    #[schemars(range(min = 1, max = 1000))]
-    pub limit: u32,
-    /// "hybrid" (default): meaning and keywords fused, the best on our benchmarks.
-    /// "embedding": by meaning alone, across every enabled perspective. "text": full-text
-    /// keyword match alone, for exact terms.
-    #[serde(default)]
-    pub mode: SearchMode,
-    /// Leave out results scoring below this (0–1). Scores are calibrated probabilities of
-    /// relevance, comparable across queries; by default results unlikely to be relevant are
-    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
-    #[serde(default)]
-    #[schemars(range(min = 0.0, max = 1.0))]
-    pub min_score: Option<f64>,
-}
-
-/// Parameters of `search_observations`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchObservationsParams {
-    /// What to look for, in your own words (1–4,096 bytes).
-    pub query: String,
-    /// At most this many observations, 1–1,000. Default 10.
-    #[serde(default = "default_search_limit")]
-    #[schemars(range(min = 1, max = 1000))]
-    pub limit: u32,
-    /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
-    #[serde(default)]
-    pub mode: SearchMode,
-    /// Only observations of nodes of these types (at most 100); all types when omitted.
-    #[serde(default)]
-    pub entity_types: Vec<String>,
-    /// Leave out results scoring below this, 0–1, as in `search_nodes`; 0 keeps everything.
-    #[serde(default)]
-    #[schemars(range(min = 0.0, max = 1.0))]
-    pub min_score: Option<f64>,
-}
-
-/// Parameters of `query_observations`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct QueryObservationsParams {
-    /// The node whose observations to search.
-    pub entity_name: String,
-    /// What to look for, 1–4,096 bytes.
-    pub query: String,
-    /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
-    #[serde(default)]
-    pub mode: SearchMode,
-    /// Leave out results scoring below this, 0–1, as in `search_nodes`; 0 keeps everything.
-    #[serde(default)]
-    #[schemars(range(min = 0.0, max = 1.0))]
-    pub min_score: Option<f64>,
-}
-
-pub(super) fn default_similar_limit() -> u32 {
-    20
-}
-
-/// Parameters of `find_similar_nodes`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FindSimilarNodesParams {
-    /// At most this many pairs, 1–1,000. Default 20.
-    #[serde(default = "default_similar_limit")]
-    #[schemars(range(min = 1, max = 1000))]
-    pub limit: u32,
-    /// Cosine similarity threshold, -1.0–1.0. Default 0.75.
-    #[serde(default = "super::consolidation::default_min_score")]
-    pub min_score: f64,
-}
 
 #[tool_router(router = search_tools, vis = "pub(super)")]
 impl EngramServer {
@@ -107,20 +22,11 @@ impl EngramServer {
     )]
     async fn search_nodes(
         &self,
-        Parameters(params): Parameters<SearchNodesParams>,
+        Parameters(request): Parameters<SearchNodes>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ToolError> {
         let workspace = self.workspace(&context.extensions)?;
-        let results = self
-            .memory
-            .search_nodes(
-                workspace,
-                &params.query,
-                params.limit,
-                params.mode,
-                params.min_score,
-            )
-            .await?;
+        let results = self.memory.search_nodes(workspace, &request).await?;
         let names: Vec<String> = (results.results.iter())
             .map(|hit| hit.name.clone())
             .collect();
@@ -144,20 +50,11 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn query_observations(
         &self,
-        Parameters(params): Parameters<QueryObservationsParams>,
+        Parameters(request): Parameters<QueryObservations>,
         extensions: Extensions,
     ) -> Result<Json<ObservationResults>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let results = self
-            .memory
-            .query_observations(
-                workspace,
-                &params.entity_name,
-                &params.query,
-                params.mode,
-                params.min_score,
-            )
-            .await?;
+        let results = self.memory.query_observations(workspace, &request).await?;
         Ok(Json(results))
     }
 
@@ -166,21 +63,11 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn search_observations(
         &self,
-        Parameters(params): Parameters<SearchObservationsParams>,
+        Parameters(request): Parameters<SearchObservations>,
         extensions: Extensions,
     ) -> Result<Json<FoundObservations>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let results = self
-            .memory
-            .search_observations(
-                workspace,
-                &params.query,
-                params.limit,
-                params.mode,
-                &params.entity_types,
-                params.min_score,
-            )
-            .await?;
+        let results = self.memory.search_observations(workspace, &request).await?;
         Ok(Json(results))
     }
 
@@ -189,14 +76,11 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn find_similar_nodes(
         &self,
-        Parameters(params): Parameters<FindSimilarNodesParams>,
+        Parameters(request): Parameters<FindSimilarNodes>,
         extensions: Extensions,
     ) -> Result<Json<SimilarNodesResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let pairs = self
-            .memory
-            .find_similar_nodes(workspace, params.limit, params.min_score)
-            .await?;
+        let pairs = self.memory.find_similar_nodes(workspace, request).await?;
         Ok(Json(SimilarNodesResult { pairs }))
     }
 }

@@ -3,6 +3,7 @@
 //! HNSW index. The backend-neutral search tests are in the conformance suite
 //! (`engram_domain::testsuite::search` on a deterministic test embedder, and `vectors`).
 
+use engram_domain::SearchNodes;
 use std::sync::Arc;
 
 use engram_domain::testsuite::entity;
@@ -78,10 +79,9 @@ async fn a_paraphrase_finds_its_observation() {
         .memory
         .search_nodes(
             f.workspace,
-            "where does Alice live now",
-            10,
-            SearchMode::Embedding,
-            Some(0.0),
+            &SearchNodes::new("where does Alice live now")
+                .mode(SearchMode::Embedding)
+                .min_score(Some(0.0)),
         )
         .await
         .unwrap();
@@ -101,10 +101,10 @@ async fn a_paraphrase_finds_its_observation() {
         .memory
         .search_nodes(
             f.workspace,
-            "who has a dog",
-            1,
-            SearchMode::Embedding,
-            Some(0.0),
+            &SearchNodes::new("who has a dog")
+                .limit(1)
+                .mode(SearchMode::Embedding)
+                .min_score(Some(0.0)),
         )
         .await
         .unwrap();
@@ -116,10 +116,7 @@ async fn a_paraphrase_finds_its_observation() {
         .memory
         .search_nodes(
             f.workspace,
-            "where does Alice live now",
-            10,
-            SearchMode::default(),
-            None,
+            &SearchNodes::new("where does Alice live now").mode(SearchMode::default()),
         )
         .await
         .unwrap();
@@ -162,10 +159,9 @@ async fn the_hnsw_index_is_built_once_the_queue_is_empty() {
         .memory
         .search_nodes(
             f.workspace,
-            "who relocated to Portugal?",
-            10,
-            SearchMode::Embedding,
-            Some(0.0),
+            &SearchNodes::new("who relocated to Portugal?")
+                .mode(SearchMode::Embedding)
+                .min_score(Some(0.0)),
         )
         .await
         .unwrap();

@@ -2,6 +2,7 @@
 //! grows, and searched with the exact answer's recall; vectors saved or deleted after a build
 //! are found or gone.
 
+use engram_domain::SearchNodes;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -25,7 +26,12 @@ async fn nodes(memory: &Memory, workspace: WorkspaceId, range: std::ops::Range<u
 /// The names `query` finds in embedding mode, best first.
 async fn found(memory: &Memory, workspace: WorkspaceId, query: &str) -> Vec<String> {
     let results = memory
-        .search_nodes(workspace, query, 10, SearchMode::Embedding, Some(0.0))
+        .search_nodes(
+            workspace,
+            &SearchNodes::new(query)
+                .mode(SearchMode::Embedding)
+                .min_score(Some(0.0)),
+        )
         .await
         .unwrap();
     results.results.into_iter().map(|hit| hit.name).collect()
@@ -124,7 +130,12 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
     let db = Connection::open(&path).unwrap();
     db.execute("DELETE FROM vector_list_entries", []).unwrap();
     let results = memory
-        .search_nodes(workspace, &queries[0], 10, SearchMode::Embedding, Some(0.0))
+        .search_nodes(
+            workspace,
+            &SearchNodes::new(&queries[0])
+                .mode(SearchMode::Embedding)
+                .min_score(Some(0.0)),
+        )
         .await
         .unwrap();
     assert_eq!(results.mode, SearchMode::Text, "{results:?}");
