@@ -529,7 +529,8 @@ async fn serve(
         } else {
             "not required"
         },
-        "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse)"
+        "engram listening on http://{address} (Streamable HTTP at /mcp, legacy SSE at /sse, the \
+         viewer at /ui, health at /healthz)"
     );
     let guard = Guard {
         allowed_hosts: args.allowed_hosts,

@@ -112,6 +112,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
                 .route("/healthz", get(healthz))
                 .with_state(memory),
         )
+        .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             Arc::new(guard),
             guard::check,
@@ -120,6 +121,24 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             Arc::new(trusted_proxies),
             forwarded::resolve,
         ))
+}
+
+/// Any other path: 404 saying where engram serves what (a client configured with
+/// `/mcp/` or `/sse/` learns the path it meant).
+async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
+    let path = uri.path();
+    let meant = match path.trim_end_matches('/') {
+        "/mcp" => " (without the trailing slash)",
+        "/sse" => " (without the trailing slash)",
+        _ => "",
+    };
+    (
+        StatusCode::NOT_FOUND,
+        format!(
+            "no such path: {path}{meant}. engram serves MCP at /mcp (Streamable HTTP) and /sse \
+             (legacy SSE), the viewer at /ui, health at /healthz\n"
+        ),
+    )
 }
 
 /// `GET /healthz`: 200 when the database answers and its schema is current, else 503. The

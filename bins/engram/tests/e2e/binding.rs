@@ -150,6 +150,23 @@ pub async fn healthz_reports_a_ready_database(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(foreign.status(), 403);
+    // A path with a trailing slash (or any unknown one) says where things are.
+    for (method, path) in [("POST", "/mcp/"), ("GET", "/sse/"), ("GET", "/nowhere")] {
+        let method: reqwest::Method = method.parse().unwrap();
+        let response = reqwest::Client::new()
+            .request(method, format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        let body = response.text().await.unwrap();
+        assert!(body.contains("engram serves MCP at /mcp"), "{path}: {body}");
+        assert_eq!(
+            body.contains("without the trailing slash"),
+            path.ends_with('/'),
+            "{path}: {body}"
+        );
+    }
     // The viewer's page: its own scripts only, never framed.
     let page = reqwest::get(format!("{}/ui", server.base)).await.unwrap();
     let policy = page.headers()["content-security-policy"].to_str().unwrap();
