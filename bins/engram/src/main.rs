@@ -308,17 +308,46 @@ async fn run(cli: Cli) -> Result<()> {
             // Bind first: a port in use is reported before any other work is done.
             let listener = match args.stdio {
                 true => None,
-                false => Some(
-                    tokio::net::TcpListener::bind(args.bind)
-                        .await
-                        .with_context(|| format!("binding {}", args.bind))?,
-                ),
+                false => Some(match tokio::net::TcpListener::bind(args.bind).await {
+                    Ok(listener) => listener,
+                    Err(error) => return Err(bind_failure(args.bind, error).await),
+                }),
             };
             let store = Store::open(&location, args.call_timeout).await?;
             serve(store, &location, *args, listener, secrets).await
         }
         command => with_store(&location()?, command, secrets).await,
     }
+}
+
+/// Why `serve` cannot listen on `address`: for a port in use, whether an engram server
+/// answers there already (its `/healthz`, asked with a one-second limit) and how to choose
+/// another port.
+async fn bind_failure(address: std::net::SocketAddr, error: std::io::Error) -> anyhow::Error {
+    if error.kind() != std::io::ErrorKind::AddrInUse {
+        return anyhow::Error::new(error).context(format!("binding {address}"));
+    }
+    let health = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(1))
+        .build()
+        .ok()
+        .map(|client| client.get(format!("http://{address}/healthz")).send());
+    let engram_answers = match health {
+        Some(request) => request.await.is_ok_and(|response| {
+            response.status().is_success()
+                || response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
+        }),
+        None => false,
+    };
+    let who = if engram_answers {
+        format!("an engram server already answers at http://{address} (its /healthz responds)")
+    } else {
+        format!("another program uses {address}")
+    };
+    anyhow::anyhow!(
+        "binding {address}: {error}: {who}; choose another port with --bind 127.0.0.1:PORT \
+         (or ENGRAM_BIND)"
+    )
 }
 
 /// The commands that work on the store. Those that only read never create a database nor

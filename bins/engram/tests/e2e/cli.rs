@@ -88,6 +88,11 @@ fn a_port_in_use_is_reported_before_anything_else() {
         "{output:?}"
     );
     assert!(!file.exists(), "the database was opened before binding");
+    assert!(
+        text(&output.stderr).contains("another program uses")
+            && text(&output.stderr).contains("--bind 127.0.0.1:PORT"),
+        "{output:?}"
+    );
 
     // A metrics port in use stops the server before it says it listens.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -709,4 +714,25 @@ fn stored_terminal_escapes_are_printed_escaped() {
     assert!(out.contains("Mallory wrote"), "{out}");
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert!(out.contains("\\u{1b}]0;pwned\\u{7}"), "{out}");
+}
+
+/// A port an engram server already serves: the error says so, and how to choose another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_an_engram_serves_is_named_as_such() {
+    let server = crate::server::TestServer::start(crate::server::Backend::Sqlite, &["demo"]).await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("engram.db").display().to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        engram(&["serve", "--bind", &address, "--database-url", &file])
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("an engram server already answers at http://"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--bind 127.0.0.1:PORT"), "{stderr}");
 }
