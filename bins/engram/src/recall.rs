@@ -208,6 +208,9 @@ async fn connect(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let url = server.url.as_deref().context("no --url")?;
+    if !url.contains("://") {
+        bail!("--url {url}: give the scheme too, as in --url http://{url}");
+    }
     if !url.starts_with("http://") {
         bail!(
             "--url {url}: engram's client speaks plain HTTP (a server on this machine or your \

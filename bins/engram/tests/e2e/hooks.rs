@@ -120,6 +120,15 @@ pub async fn recall_and_brief_read_a_server_or_the_database(backend: Backend) {
         String::from_utf8_lossy(&unknown.stderr).contains("nope"),
         "{unknown:?}"
     );
+    // An address without its scheme is named as such.
+    let bare = url.trim_start_matches("http://");
+    let schemeless = engram(&["recall", "x", "--workspace", "demo", "--url", bare], "");
+    assert!(!schemeless.status.success());
+    assert!(
+        String::from_utf8_lossy(&schemeless.stderr)
+            .contains(&format!("give the scheme too, as in --url http://{bare}")),
+        "{schemeless:?}"
+    );
 }
 
 /// What Claude Code sends a `UserPromptSubmit` hook on standard input (its documented hook
