@@ -55,13 +55,19 @@ fn main() -> std::process::ExitCode {
         }
         Err(error) => error.exit(),
     };
-    init_tracing(cli.log_format);
     // `recall` and `brief` answer within `--timeout`, opening the store included.
     let (limit, hook) = match &cli.command {
         Command::Recall(cli::RecallArgs { run, .. })
         | Command::Brief(cli::BriefArgs { run, .. }) => (Some(run.timeout), run.hook),
         _ => (None, false),
     };
+    // A client command says what went wrong in one line of its own: no progress of the
+    // model it loads, no MCP client's internals.
+    let default_filter = match limit {
+        Some(_) => "warn,rmcp=off",
+        None => "info,rmcp=warn",
+    };
+    init_tracing(cli.log_format, default_filter);
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -206,7 +212,7 @@ const CONTENT_CARRYING_TARGETS: [&str; 7] = [
 /// `RUST_LOG`) filters them, except that [`CONTENT_CARRYING_TARGETS`] never log below `info`.
 /// Colour only on a terminal and without `NO_COLOR` (no-color.org): clients such as Claude
 /// Desktop keep the server's stderr in a log file.
-fn init_tracing(format: cli::LogFormat) {
+fn init_tracing(format: cli::LogFormat, default_filter: &str) {
     use tracing_subscriber::Layer;
     use tracing_subscriber::filter::FilterExt;
     use tracing_subscriber::layer::SubscriberExt;
@@ -214,7 +220,7 @@ fn init_tracing(format: cli::LogFormat) {
 
     let filter = tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let cap = tracing_subscriber::filter::filter_fn(|metadata| {
         *metadata.level() <= tracing::Level::INFO
             || !(CONTENT_CARRYING_TARGETS.iter())

@@ -235,9 +235,32 @@ async fn connect(
     let config =
         StreamableHttpClientTransportConfig::with_uri(endpoint.clone()).custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-    ().serve(transport)
-        .await
-        .with_context(|| format!("connecting to {endpoint}"))
+    match ().serve(transport).await {
+        Ok(client) => Ok(client),
+        // Nothing listens there: the MCP client's error would name its own internals, while
+        // a person needs the address and what to run.
+        Err(error) if !listens(&endpoint).await => {
+            tracing::debug!(%error, "connecting to the server failed");
+            bail!("no engram server answers at {endpoint}; is `engram serve` running there?")
+        }
+        Err(error) => Err(error).with_context(|| format!("connecting to {endpoint}")),
+    }
+}
+
+/// Whether anything accepts a TCP connection at `url`'s host and port (within a second).
+async fn listens(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let connect = tokio::net::TcpStream::connect((host, port));
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(1), connect).await,
+        Ok(Ok(_))
+    )
 }
 
 /// The most a hook reads of its input: Claude Code's JSON with the user's prompt, which

@@ -491,3 +491,37 @@ fn a_hook_ends_within_its_timeout_whatever_its_input_does() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("larger than 1048576 bytes"), "{stderr}");
 }
+
+/// A hook (and `recall`) against a server that is not running: status 0 for the hook, and
+/// one plain line on standard error that says so, without the MCP client's internals.
+#[test]
+fn a_server_that_is_down_is_one_plain_line() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["recall", "--hook", "--workspace", "demo", "--url", &url])
+        .env_remove("ENGRAM_LOG")
+        .env_remove("RUST_LOG")
+        .env("ENGRAM_EMBEDDER", "none")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(prompt_input("billing").as_bytes())?;
+            drop(stdin);
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("no engram server answers at"), "{stderr}");
+    assert!(lines[0].contains("engram serve"), "{stderr}");
+    assert!(!stderr.contains("rmcp"), "{stderr}");
+}
