@@ -14,7 +14,7 @@ struct Needed {
     purpose: &'static str,
 }
 
-const NEEDED: [Needed; 2] = [
+const NEEDED: [Needed; 3] = [
     Needed {
         program: "/usr/bin/chromedriver",
         packages: &["chromium", "chromium-driver"],
@@ -24,6 +24,11 @@ const NEEDED: [Needed; 2] = [
         program: "/usr/bin/promtool",
         packages: &["prometheus"],
         purpose: "the metrics page's parser check",
+    },
+    Needed {
+        program: "/usr/bin/openssl",
+        packages: &["openssl"],
+        purpose: "the certificates of the TLS test",
     },
 ];
 

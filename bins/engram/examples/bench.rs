@@ -196,6 +196,7 @@ where
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let mut report = Report {
         system: args.system.clone(),

@@ -17,6 +17,7 @@ use engram_sqlite::SqliteStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let count: usize = std::env::args()
         .nth(1)
         .and_then(|arg| arg.parse().ok())

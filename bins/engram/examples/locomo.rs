@@ -156,6 +156,7 @@ struct Run {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let conversations = load_data(&args.data, args.limit_conversations)?;
     let questions: Vec<&Question> = conversations.iter().flat_map(|c| &c.questions).collect();

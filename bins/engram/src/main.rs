@@ -42,6 +42,8 @@ use engram_domain::{Memory, MemoryStore, SecretPolicy};
 use tokio_util::sync::CancellationToken;
 
 fn main() -> std::process::ExitCode {
+    // HTTPS (`recall --url https://…`, the model fetch's clients aside) uses rustls with ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     fix_model_threads();
     limit_malloc_arenas();
     let cli = match Cli::try_parse() {

@@ -211,12 +211,11 @@ async fn connect(
     if !url.contains("://") {
         bail!("--url {url}: give the scheme too, as in --url http://{url}");
     }
-    if !url.starts_with("http://") {
-        bail!(
-            "--url {url}: engram's client speaks plain HTTP (a server on this machine or your \
-             network); for a server behind HTTPS, point --database-url at its database instead"
-        );
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        bail!("--url {url}: engram's client speaks http:// and https://");
     }
+    // HTTPS verifies the server against the platform's trust store (`SSL_CERT_FILE` and
+    // `SSL_CERT_DIR` are honoured), with ring's cryptography (installed by `main`).
     let endpoint = match url.trim_end_matches('/') {
         base if base.ends_with("/mcp") => base.to_owned(),
         base => format!("{base}/mcp"),

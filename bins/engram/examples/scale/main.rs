@@ -377,6 +377,7 @@ fn import(engram: &Path, file: &Path, database_url: &str) -> Result<()> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let sqlite = !args.database_url.starts_with("postgres");
     let embedder = serve_embedder().await?;

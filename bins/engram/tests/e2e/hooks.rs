@@ -525,3 +525,149 @@ fn a_server_that_is_down_is_one_plain_line() {
     assert!(lines[0].contains("engram serve"), "{stderr}");
     assert!(!stderr.contains("rmcp"), "{stderr}");
 }
+
+/// `engram recall --url https://…` reaches a server behind TLS (a team server behind a
+/// proxy): here a TLS proxy the test runs in front of the server, with a certificate authority
+/// and certificate it makes with `openssl`, trusted through `SSL_CERT_FILE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_reaches_a_server_behind_tls() {
+    use rustls::pki_types::pem::PemObject as _;
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl").args(args).output();
+        assert!(
+            output.as_ref().is_ok_and(|o| o.status.success()),
+            "openssl {args:?}: {output:?} (`cargo xtask test` installs it)"
+        );
+    };
+    let (ca_key, ca, key, request, cert, ext) = (
+        at("ca.key"),
+        at("ca.pem"),
+        at("server.key"),
+        at("server.csr"),
+        at("server.pem"),
+        at("server.ext"),
+    );
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        &ca_key,
+    ]);
+    openssl(&[
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        &ca_key,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=engram test CA",
+        "-out",
+        &ca,
+    ]);
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        &key,
+    ]);
+    openssl(&[
+        "req",
+        "-new",
+        "-key",
+        &key,
+        "-subj",
+        "/CN=localhost",
+        "-out",
+        &request,
+    ]);
+    std::fs::write(
+        &ext,
+        "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &request,
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        &ext,
+        "-out",
+        &cert,
+    ]);
+
+    let server = TestServer::start(Backend::Sqlite, &["demo"]).await;
+    let client = server.streamable_client("demo").await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [{"name": "Alice", "entity_type": "person",
+                             "observations": ["Alice leads the billing team"]}]}),
+    )
+    .await;
+    // The TLS proxy: decrypts and forwards each connection to the server.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let chain: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(&cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let private = rustls::pki_types::PrivateKeyDer::from_pem_file(&key).unwrap();
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upstream = server.base.trim_start_matches("http://").to_owned();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                let mut plain = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+
+    let url = format!("https://localhost:{port}");
+    let recalled = tokio::task::spawn_blocking(move || {
+        run(
+            Command::new(env!("CARGO_BIN_EXE_engram"))
+                .args([
+                    "recall",
+                    "billing team",
+                    "--workspace",
+                    "demo",
+                    "--url",
+                    &url,
+                ])
+                .env("SSL_CERT_FILE", &ca),
+            "",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(stdout(&recalled).contains("Alice"), "{recalled:?}");
+    client.cancel().await.unwrap();
+}

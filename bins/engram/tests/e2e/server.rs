@@ -42,6 +42,13 @@ impl Drop for TestServer {
     }
 }
 
+/// Makes rustls's ring provider the process's: reqwest is built with rustls and no provider
+/// of its own (the binary installs the same one in `main`), so every HTTP client of a test
+/// process needs it first.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 impl TestServer {
     /// Starts a server with workspaces `names` already created.
     pub async fn start(backend: Backend, workspaces: &[&str]) -> Self {
@@ -98,6 +105,7 @@ impl TestServer {
         guard: Guard,
         model: engram_embed::LocalModel,
     ) -> Self {
+        install_tls_provider();
         let (store, database_url): (Arc<dyn engram_domain::MemoryStore>, _) = match backend {
             Backend::Postgres => {
                 let url = engram_pg::testing::fresh_database().await;
@@ -172,6 +180,7 @@ pub async fn streamable_client_with_token(
     workspace: &str,
     token: Option<&str>,
 ) -> Client {
+    install_tls_provider();
     let mut headers = HashMap::from([(
         WORKSPACE_HEADER.parse().unwrap(),
         workspace.parse().unwrap(),

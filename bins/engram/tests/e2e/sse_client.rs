@@ -17,6 +17,7 @@ pub async fn connect(base: &str, workspace: &str) -> Client {
 
 /// [`connect`], sending `Authorization: Bearer token` on every request when given.
 pub async fn connect_with_token(base: &str, workspace: &str, token: Option<&str>) -> Client {
+    crate::server::install_tls_provider();
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(token) = token {
         headers.insert("authorization", format!("Bearer {token}").parse().unwrap());

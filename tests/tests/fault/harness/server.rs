@@ -38,6 +38,7 @@ impl Server {
     /// Starts `engram serve` on `store` and waits until `/healthz` answers 200. `name` names
     /// its log file in the test's directory.
     pub async fn start(store: &Store, embedder: &Embedder, name: &str) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let log = store.dir.join(format!("{name}.log"));
         for _ in 0..5 {
             let port = free_port();
