@@ -217,6 +217,7 @@ fn completions_and_the_man_page_cover_every_command() {
 /// by one background attempt, not once per request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_network_never_holds_up_a_search() {
+    crate::server::install_tls_provider();
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
@@ -265,6 +266,7 @@ async fn a_silent_network_never_holds_up_a_search() {
 /// runs and the next search is hybrid: a refusal while fetching pauses nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_search_after_the_model_lands_is_hybrid() {
+    crate::server::install_tls_provider();
     use std::time::{Duration, Instant};
 
     let hub = fake_hub_of(engram_embed::LocalModel::MultilingualE5Small, false).await;

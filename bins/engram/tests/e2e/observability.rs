@@ -19,6 +19,7 @@ fn free_port() -> u16 {
 }
 
 async fn wait_until_up(url: &str) {
+    crate::server::install_tls_provider();
     let started = Instant::now();
     while reqwest::get(url).await.is_err() {
         assert!(
