@@ -42,7 +42,8 @@ pub struct DeleteObservationsParams {
 
 #[tool_router(router = observation_tools, vis = "pub(super)")]
 impl EngramServer {
-    /// Append observations (facts) to existing nodes; each gets the node's next ordinal.
+    /// Append observations (facts) to existing nodes; each gets the node's next ordinal. A node
+    /// that does not exist is a row with `not_found: true` and nothing added: check it.
     #[tool(annotations(destructive_hint = false))]
     async fn add_observations(
         &self,
