@@ -323,7 +323,9 @@ impl ServerHandler for EngramServer {
         };
         let seconds = started.elapsed().as_secs_f64();
         span.in_scope(|| {
-            tracing::info!(outcome, duration_ms = seconds * 1e3, "tool call");
+            // Microseconds are all a duration needs: `duration_ms=13.629`, not 13.628962999.
+            let duration_ms = (seconds * 1e6).round() / 1e3;
+            tracing::info!(outcome, duration_ms, "tool call");
         });
         metrics::counter!("engram_tool_calls_total", "tool" => tool.clone(), "workspace" => workspace, "outcome" => outcome)
             .increment(1);

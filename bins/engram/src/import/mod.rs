@@ -75,12 +75,10 @@ pub async fn run(
                 Target::Workspace(memory, memory.create_workspace(&args.workspace).await?.id)
             }
             Err(error @ engram_domain::Error::NotFound { .. }) => {
-                return Err(error).with_context(|| {
-                    format!(
-                        "add --create-workspace, or run `engram workspace create {}`",
-                        args.workspace
-                    )
-                });
+                anyhow::bail!(
+                    "{error}: add --create-workspace, or run `engram workspace create {}`",
+                    args.workspace
+                );
             }
             Err(error) => return Err(error.into()),
         },

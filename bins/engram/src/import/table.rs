@@ -90,8 +90,10 @@ pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize)
 pub fn closing(report: &Report, dry_run: bool) -> String {
     let o = &report.outcome;
     let counts = format!(
-        "{} entities, {} observations and {} relations",
-        o.nodes_created, o.observations_added, o.relations_created
+        "{}, {} and {}",
+        counted(o.nodes_created, "entity", "entities"),
+        counted(o.observations_added, "observation", "observations"),
+        counted(o.relations_created, "relation", "relations")
     );
     let refused = report.problems.len();
     if dry_run {
@@ -111,9 +113,18 @@ pub fn closing(report: &Report, dry_run: bool) -> String {
     }
     parts.push(match (written, present) {
         (0, 0) => "nothing was written".to_owned(),
-        (0, _) => "nothing was written: everything else was already there".to_owned(),
+        (0, _) if refused > 0 => {
+            "nothing was written: everything else was already there".to_owned()
+        }
+        (0, _) => "nothing was written: everything was already there".to_owned(),
         (_, 0) => format!("wrote {counts}"),
         _ => format!("wrote {counts}; the rest was already there"),
     });
     parts.join("; ")
+}
+
+/// `n` and the noun in its number: "1 entity", "3 entities".
+fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -506,3 +506,51 @@ pub async fn an_interrupted_import_says_where_to_resume(backend: Backend) {
     );
     client.cancel().await.unwrap();
 }
+
+/// The closing line counts in words a person reads ("1 entity"), says "everything" when nothing
+/// was refused, and an unknown workspace is named before the fix.
+#[test]
+fn an_import_says_what_it_did_in_plain_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("engram.db").display().to_string();
+    let file = dir.path().join("one.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"entity\",\"name\":\"Solo\",\"entityType\":\"thing\",\
+         \"observations\":[\"the only fact\"]}\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let missing = engram(&url, &["import", &file, "--workspace", "nosuch"], None);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    let (cause, fix) = (
+        stderr.find("nosuch").unwrap(),
+        stderr.find("add --create-workspace").unwrap(),
+    );
+    assert!(cause < fix, "the cause comes first: {stderr}");
+    let first = engram(
+        &url,
+        &["import", &file, "--workspace", "solo", "--create-workspace"],
+        None,
+    );
+    let said = format!(
+        "{}{}",
+        stdout(&first),
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        said.contains("wrote 1 entity, 1 observation and 0 relations"),
+        "{said}"
+    );
+    let again = engram(&url, &["import", &file, "--workspace", "solo"], None);
+    let said = format!(
+        "{}{}",
+        stdout(&again),
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        said.contains("nothing was written: everything was already there"),
+        "{said}"
+    );
+}
