@@ -66,6 +66,7 @@ pub fn run(args: &HooksArgs, database_url: Option<&str>) -> Result<()> {
         std::fs::copy(path, &backup)
             .with_context(|| format!("backing up {} to {}", path.display(), backup.display()))?;
         eprintln!("backed up {} to {}", path.display(), backup.display());
+        prune_backups(path, BACKUPS_KEPT);
     }
     write_atomically(path, &(serde_json::to_string_pretty(&updated)? + "\n"))?;
     if args.install {
@@ -212,6 +213,39 @@ fn backup_path(path: &Path) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
+/// Backups of a settings file kept beside it: the newest few, so that installing and
+/// uninstalling again and again does not fill `.claude/`.
+const BACKUPS_KEPT: usize = 3;
+
+/// Removes all but the newest `keep` backups of `path` (their names sort by time); a backup
+/// that cannot be removed is left, said on stderr.
+fn prune_backups(path: &Path, keep: usize) {
+    let Some(directory) = path.parent() else {
+        return;
+    };
+    let mut prefix = path.file_name().unwrap_or_default().to_os_string();
+    prefix.push(".engram-backup-");
+    let prefix = prefix.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir(if directory.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        directory
+    }) else {
+        return;
+    };
+    let mut backups: Vec<std::path::PathBuf> = (entries.flatten())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|entry| entry.path())
+        .collect();
+    backups.sort();
+    let excess = backups.len().saturating_sub(keep);
+    for old in &backups[..excess] {
+        if let Err(error) = std::fs::remove_file(old) {
+            eprintln!("could not remove the old backup {}: {error}", old.display());
+        }
+    }
+}
+
 /// Writes `text` to `path` through a file beside it renamed over it, so that a reader never
 /// sees half a file; creates the directory (`.claude/`) when missing.
 fn write_atomically(path: &Path, text: &str) -> Result<()> {
@@ -231,6 +265,48 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_the_newest_backups_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.local.json");
+        std::fs::write(&settings, "{}").unwrap();
+        for stamp in [
+            "20260101T000001",
+            "20260101T000002",
+            "20260101T000003",
+            "20260101T000004",
+            "20260101T000005",
+        ] {
+            std::fs::write(
+                dir.path()
+                    .join(format!("settings.local.json.engram-backup-{stamp}")),
+                "{}",
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            dir.path().join("other.json.engram-backup-20250101T000000"),
+            "{}",
+        )
+        .unwrap();
+        super::prune_backups(&settings, 3);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "other.json.engram-backup-20250101T000000",
+                "settings.local.json",
+                "settings.local.json.engram-backup-20260101T000003",
+                "settings.local.json.engram-backup-20260101T000004",
+                "settings.local.json.engram-backup-20260101T000005",
+            ]
+        );
+    }
+
     use super::*;
 
     fn args() -> HooksArgs {
