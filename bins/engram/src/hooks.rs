@@ -289,7 +289,7 @@ mod tests {
             "{}",
         )
         .unwrap();
-        super::prune_backups(&settings, 3);
+        prune_backups(&settings, 3);
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
