@@ -23,7 +23,11 @@ pub struct ServeArgs {
 
 /// Runs `cargo xtask serve`.
 pub fn run(args: &ServeArgs) -> Result<ExitCode> {
+    println!(
+        "engram: finding PostgreSQL with pgvector (the first time it is installed: a few minutes)"
+    );
     let pg = postgres::ensure_installed(&target_dir())?;
+    println!("engram: starting PostgreSQL {} …", pg.version);
     let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
     let psql = postgres::find_psql(Some(&pg)).context("psql not found")?;
     let exists = cmd::output(std::process::Command::new(&psql).arg(cluster.url()).args([
@@ -45,7 +49,10 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         cluster.dir().display()
     );
     println!(
-        "engram: manage workspaces with `ENGRAM_DATABASE_URL={url} cargo run -p engram -- workspace …`"
+        "engram: manage workspaces with `ENGRAM_DATABASE_URL={url} cargo run --release -p engram -- workspace …`"
+    );
+    println!(
+        "engram: building and starting `engram serve` (release; the first build takes minutes)"
     );
     let status = cargo()
         .current_dir(workspace_root())

@@ -333,6 +333,14 @@ impl RunAs {
         if !cmd::is_root() {
             return Ok(Self::Me);
         }
+        // As root the server runs as `postgres` through util-linux's `runuser`, which lives in
+        // /usr/sbin (not on every user's PATH): without it, every later step fails obscurely.
+        if !cmd::succeeds(Command::new("runuser").arg("--version")) {
+            bail!(
+                "PostgreSQL will not run as root, and `runuser` (util-linux), which starts it as \
+                 the postgres user, is not on PATH: add /usr/sbin to PATH (or install util-linux)"
+            );
+        }
         let id = |flag: &str| -> Result<u32> {
             let id = cmd::output(Command::new("id").args([flag, "postgres"])).context(
                 "PostgreSQL will not run as root, and there is no `postgres` user to run it as",
