@@ -144,6 +144,21 @@ impl Error {
                 | Self::Conflict(_)
         )
     }
+
+    /// What a remote client is told: the whole message for what it can fix; for an outage
+    /// or a bug only what happened, since their messages name the database's host, port and
+    /// name, which are the operator's (the server logs the whole error where it answers).
+    pub fn for_clients(&self) -> String {
+        match self {
+            Self::Unavailable(_) => {
+                "the memory store is unavailable right now; try again shortly (the server's \
+                 log says why)"
+                    .into()
+            }
+            Self::Internal(_) => "an internal error; the server's log says what".into(),
+            _ => self.to_string(),
+        }
+    }
 }
 
 /// `Result` with engram's [`Error`].

@@ -17,12 +17,12 @@ impl From<engram_domain::Error> for ToolError {
 
 impl IntoCallToolResult for ToolError {
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
-        let message = self.0.to_string();
         if self.0.is_caller_error() {
+            let message = self.0.to_string();
             return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
         }
-        tracing::error!(error = %message, "tool call failed");
-        Err(ErrorData::internal_error(message, None))
+        tracing::error!(error = %self.0, "tool call failed");
+        Err(ErrorData::internal_error(self.0.for_clients(), None))
     }
 }
 
@@ -34,9 +34,9 @@ pub fn protocol_error(error: engram_domain::Error) -> ErrorData {
     match error {
         engram_domain::Error::NotFound { .. } => ErrorData::resource_not_found(message, None),
         error if error.is_caller_error() => ErrorData::invalid_params(message, None),
-        _ => {
+        error => {
             tracing::error!(error = %message, "prompt or resource request failed");
-            ErrorData::internal_error(message, None)
+            ErrorData::internal_error(error.for_clients(), None)
         }
     }
 }

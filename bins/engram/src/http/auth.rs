@@ -130,7 +130,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
         Ok(None) => unauthorized(),
         Err(error) => {
             tracing::error!(%error, "checking a token failed");
-            refuse(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
+            refuse(StatusCode::SERVICE_UNAVAILABLE, error.for_clients())
         }
     }
 }

@@ -126,7 +126,7 @@ impl Binder {
             )),
             Err(error) => {
                 tracing::error!(%error, "resolving the workspace failed");
-                Err(refuse(StatusCode::SERVICE_UNAVAILABLE, error.to_string()))
+                Err(refuse(StatusCode::SERVICE_UNAVAILABLE, error.for_clients()))
             }
         }
     }

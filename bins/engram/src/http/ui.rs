@@ -88,7 +88,10 @@ fn failure(error: &Error) -> Response {
         _ if error.is_caller_error() => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    (status, axum::Json(json!({"error": error.to_string()}))).into_response()
+    if !error.is_caller_error() {
+        tracing::error!(%error, "a viewer request failed");
+    }
+    (status, axum::Json(json!({"error": error.for_clients()}))).into_response()
 }
 
 /// The workspace the request names in `X-Memory-Workspace`, checked against its token (the
