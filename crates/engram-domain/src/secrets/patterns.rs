@@ -37,6 +37,9 @@ enum Accept {
     AuthHeader,
     /// `name <sep> value`: the value, if the name says secret and the value looks random.
     Assigned,
+    /// A password outside an assignment (a command line, prose): the value, if it looks like
+    /// a password rather than a word or a placeholder.
+    CommandPassword,
 }
 
 /// One kind of credential and how to find it.
@@ -87,8 +90,8 @@ static RULES: &[Rule] = &[
     },
     checked(
         SecretKind::Jwt,
-        r"\.eyJ",
-        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
+        r"\.[ \t]?eyJ",
+        r"eyJ[A-Za-z0-9_-]{8,}\.[ \t]?eyJ[A-Za-z0-9_-]{8,}\.[ \t]?[A-Za-z0-9_-]{16,}",
         "-",
         checks::jwt,
     ),
@@ -239,6 +242,34 @@ static RULES: &[Rule] = &[
                   (?P<scheme>(?i-u:bearer|basic|token|bot))[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{12,})",
         accept: Accept::AuthHeader,
     },
+    // `Bearer <token>` without the header's name (`curl -H "Bearer …"`, a note).
+    Rule {
+        kind: SecretKind::AuthHeader,
+        anchor: "(?i-u:bearer)[ \t]",
+        pattern: "(?P<scheme>(?i-u:bearer))[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{20,})",
+        accept: Accept::AuthHeader,
+    },
+    // Passwords on a command line: `curl -u user:PASSWORD`, `--user user:PASSWORD`, and
+    // `mysql … -pPASSWORD` (the password glued to `-p`).
+    Rule {
+        kind: SecretKind::Password,
+        anchor: "(?:^|[ \t])(?:-u|--user)[ \t=]",
+        pattern: "(?:^|[ \t])(?:-u|--user)[ \t=]+[\"']?[^ \t\r\n\"':@/]+:(?P<s>[^ \t\r\n\"']+)",
+        accept: Accept::CommandPassword,
+    },
+    Rule {
+        kind: SecretKind::Password,
+        anchor: "(?i-u:mysql|mariadb|mysqldump|mysqladmin)",
+        pattern: "(?i-u:mysql|mariadb|mysqldump|mysqladmin)[^\r\n]*?[ \t]-p(?P<s>[^ \t\r\n\"']+)",
+        accept: Accept::CommandPassword,
+    },
+    // A password said in prose: "the password is …", "Password was: …".
+    Rule {
+        kind: SecretKind::Password,
+        anchor: "(?i-u:passw(?:or)?d|pwd)[ \t]+(?i-u:is|was)",
+        pattern: "(?i-u:passw(?:or)?d|pwd)[ \t]+(?i-u:is|was)[ \t]*:?[ \t]+[\"'`]?(?P<s>[^ \t\r\n\"'`,;]{8,})",
+        accept: Accept::CommandPassword,
+    },
     Rule {
         kind: SecretKind::AssignedSecret,
         anchor: "(?i-u:key|token|secret|passw|pwd|pass|pw|auth|cred)[A-Za-z0-9_.-]*\\\\?[\"'`]?[ \t]*[:=]",
@@ -316,7 +347,12 @@ fn accept(
                     b.is_ascii_alphanumeric() || b == b'_' || extra.as_bytes().contains(&b)
                 })
             };
-            let left_glued = !own_left && secret.start() > 0 && glued(secret.start() - 1);
+            // On its left a token may follow an identifier's `_` (`aws_AKIA…`, `token_ghp_…`):
+            // a name joined to a key is still the key. A letter or digit there is another word.
+            let left_glued = !own_left
+                && secret.start() > 0
+                && text.as_bytes()[secret.start() - 1] != b'_'
+                && glued(secret.start() - 1);
             if left_glued || glued(secret.end()) || !check(secret.as_str()) {
                 return None;
             }
@@ -337,6 +373,13 @@ fn accept(
             let scheme = caps.name("scheme").map_or("", |scheme| scheme.as_str());
             let value = values::trim_value(secret.as_str());
             if !values::auth_credentials(scheme, value) {
+                return None;
+            }
+            (rule.kind, secret.start()..secret.start() + value.len())
+        }
+        Accept::CommandPassword => {
+            let value = values::trim_value(secret.as_str());
+            if !values::assigned_value(value, true) {
                 return None;
             }
             (rule.kind, secret.start()..secret.start() + value.len())
