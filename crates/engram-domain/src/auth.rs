@@ -114,6 +114,7 @@ pub fn secret_matches(secret: &str, stored: &[u8]) -> bool {
 /// The semantics of [`Memory::create_token`](crate::Memory::create_token).
 pub(crate) async fn create_token(
     store: &dyn MemoryStore,
+    secrets: crate::SecretPolicy,
     workspace: &str,
     access: Access,
     label: Option<&str>,
@@ -123,6 +124,7 @@ pub(crate) async fn create_token(
     crate::limits::workspace_name("workspace", workspace)?;
     if let Some(label) = label {
         crate::limits::name("label", label)?;
+        secrets.screen_name("label", label)?;
     }
     if let Some(expires_at) = expires_at {
         crate::limits::timestamp("expires_at", expires_at)?;

@@ -148,7 +148,7 @@ impl Memory {
 
     /// Creates a workspace named 1–64 characters of `A–Z a–z 0–9 . _ -`.
     pub async fn create_workspace(&self, name: &str) -> Result<Workspace> {
-        crate::workspaces::create_workspace(&*self.store, name).await
+        crate::workspaces::create_workspace(&*self.store, self.secrets, name).await
     }
 
     /// Looks up the workspace a connection binds to.
@@ -163,7 +163,7 @@ impl Memory {
 
     /// Renames a workspace.
     pub async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
-        crate::workspaces::rename_workspace(&*self.store, name, new_name).await
+        crate::workspaces::rename_workspace(&*self.store, self.secrets, name, new_name).await
     }
 
     /// Deletes a workspace; one that holds nodes needs `force`.
@@ -388,6 +388,10 @@ impl Memory {
         perspective: &crate::perspectives::Perspective,
     ) -> Result<crate::perspectives::Perspective> {
         crate::perspectives::validate(perspective)?;
+        self.secrets
+            .screen_name("document_template", &perspective.document_template)?;
+        self.secrets
+            .screen_name("query_template", &perspective.query_template)?;
         let stored = (self.store)
             .set_perspective(SetPerspective {
                 workspace,
@@ -640,7 +644,16 @@ impl Memory {
         expires_at: Option<Timestamp>,
         random: &[u8; 40],
     ) -> Result<(TokenInfo, String)> {
-        crate::auth::create_token(&*self.store, workspace, access, label, expires_at, random).await
+        crate::auth::create_token(
+            &*self.store,
+            self.secrets,
+            workspace,
+            access,
+            label,
+            expires_at,
+            random,
+        )
+        .await
     }
 
     /// Every token (of `workspace` when given), without secrets.

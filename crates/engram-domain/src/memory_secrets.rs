@@ -108,6 +108,13 @@ impl SecretPolicy {
         Ok(())
     }
 
+    /// A stored name outside the graph (a workspace's name, a token's label, a perspective's
+    /// template): refused, never redacted, when it holds a credential, unless the policy
+    /// allows them. Names travel in headers, logs and metrics' labels.
+    pub(crate) fn screen_name(self, field: &str, text: &str) -> Result<()> {
+        self.screen_identity(|| field.to_owned(), text)
+    }
+
     /// The relation type `new_type` of `rename_relation_type`: refused (never redacted) when
     /// it holds a credential.
     pub(crate) fn screen_relation_type(self, new_type: &str) -> Result<()> {

@@ -16,8 +16,13 @@ pub(crate) async fn health(store: &dyn MemoryStore) -> Result<()> {
 }
 
 /// The semantics of [`Memory::create_workspace`](crate::Memory::create_workspace).
-pub(crate) async fn create_workspace(store: &dyn MemoryStore, name: &str) -> Result<Workspace> {
+pub(crate) async fn create_workspace(
+    store: &dyn MemoryStore,
+    secrets: crate::SecretPolicy,
+    name: &str,
+) -> Result<Workspace> {
     limits::workspace_name("workspace", name)?;
+    secrets.screen_name("workspace", name)?;
     store.create_workspace(name).await
 }
 
@@ -35,11 +40,13 @@ pub(crate) async fn list_workspaces(store: &dyn MemoryStore) -> Result<Vec<Works
 /// The semantics of [`Memory::rename_workspace`](crate::Memory::rename_workspace).
 pub(crate) async fn rename_workspace(
     store: &dyn MemoryStore,
+    secrets: crate::SecretPolicy,
     name: &str,
     new_name: &str,
 ) -> Result<Workspace> {
     limits::workspace_name("workspace", name)?;
     limits::workspace_name("new_name", new_name)?;
+    secrets.screen_name("new_name", new_name)?;
     store.rename_workspace(name, new_name).await
 }
 

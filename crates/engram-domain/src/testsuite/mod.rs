@@ -145,6 +145,7 @@ macro_rules! memory_store_test_suite {
             late_interaction_decides_what_the_other_signals_tie,
             // secrets and the brief
             every_write_path_refuses_a_secret_naming_the_field_and_kind_only,
+            stored_names_refuse_a_secret,
             ordinary_technical_text_is_stored_as_given,
             redacted_and_allowed_secrets_are_stored_as_the_policy_says,
             brief_lists_the_most_connected_then_the_newest_nodes,

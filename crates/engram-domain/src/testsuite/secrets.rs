@@ -156,6 +156,60 @@ pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
     assert_eq!(node.observations, observations(&[(1, "base fact")]));
 }
 
+/// Names kept outside the graph are screened too, and refused (never redacted, as they travel
+/// in headers, logs and labels): a workspace's name, a token's label, a perspective's
+/// templates. A refused one creates nothing.
+pub async fn stored_names_refuse_a_secret(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = staging(store, SecretPolicy::Redact).await;
+    let key = "AKIAQ7BXN2ZRLT4PYW3K";
+    let refused_field = |outcome: Result<_, Error>| match outcome {
+        Err(Error::InvalidArgument { field, reason }) => {
+            assert!(
+                reason.contains("aws-access-key") && !reason.contains(key),
+                "{reason}"
+            );
+            field
+        }
+        other => panic!("not refused: {other:?}"),
+    };
+    assert_eq!(
+        refused_field(memory.create_workspace(key).await.map(drop)),
+        "workspace"
+    );
+    assert_eq!(
+        refused_field(memory.rename_workspace("secrets", key).await.map(drop)),
+        "new_name"
+    );
+    let label = format!("ci {key}");
+    assert_eq!(
+        refused_field(
+            (memory.create_token(
+                "secrets",
+                crate::auth::Access::ReadOnly,
+                Some(&label),
+                None,
+                &[7; 40]
+            ))
+            .await
+            .map(drop)
+        ),
+        "label"
+    );
+    let mut perspective = memory.perspectives(ws).await.unwrap()[0].clone();
+    perspective.query_template = format!("{{query}} {key}");
+    assert_eq!(
+        refused_field(memory.set_perspective(ws, &perspective).await.map(drop)),
+        "query_template"
+    );
+    let names: Vec<String> = (memory.list_workspaces().await.unwrap().into_iter())
+        .map(|w| w.workspace.name)
+        .collect();
+    assert_eq!(names, ["secrets"]);
+    assert!(memory.tokens(None).await.unwrap().is_empty());
+    let kept = &memory.perspectives(ws).await.unwrap()[0];
+    assert!(!kept.query_template.contains(key), "{kept:?}");
+}
+
 pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = staging(store, SecretPolicy::Refuse).await;
     let lines: Vec<&str> = ordinary_corpus().collect();
