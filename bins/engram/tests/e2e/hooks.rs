@@ -428,6 +428,20 @@ pub async fn recall_and_brief_send_a_token_to_a_server_that_requires_one(backend
     assert_eq!(stdout(&recall), "");
 }
 
+/// `engram` with `args` on the SQLite file `url`, its standard streams piped.
+fn spawn_hook(args: &[&str], url: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(args)
+        .args(["--database-url", url])
+        .env("ENGRAM_LOG", "warn")
+        .env("ENGRAM_EMBEDDER", "none")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A hook whose client keeps standard input open (or trickles it) still ends within its
 /// `--timeout`, with status 0 and a line saying why; an input past `MAX_HOOK_INPUT` is not
 /// read into memory whole.
@@ -439,16 +453,7 @@ fn a_hook_ends_within_its_timeout_whatever_its_input_does() {
     let created = engram(&["workspace", "create", "hw", "--database-url", &url], "");
     assert!(created.status.success(), "{created:?}");
     let hook = ["recall", "--hook", "--workspace", "hw", "--timeout", "2s"];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(hook)
-        .args(["--database-url", &url])
-        .env("ENGRAM_LOG", "warn")
-        .env("ENGRAM_EMBEDDER", "none")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_hook(&hook, &url);
     // The prompt arrives, and the pipe stays open.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(prompt_input("Alice").as_bytes()).unwrap();
@@ -470,16 +475,7 @@ fn a_hook_ends_within_its_timeout_whatever_its_input_does() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--timeout"), "{stderr}");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(hook)
-        .args(["--database-url", &url])
-        .env("ENGRAM_LOG", "warn")
-        .env("ENGRAM_EMBEDDER", "none")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_hook(&hook, &url);
     let mut stdin = child.stdin.take().unwrap();
     // The hook stops reading at its bound: the rest meets a closed pipe.
     let writer = std::thread::spawn(move || {
