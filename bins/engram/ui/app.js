@@ -236,8 +236,15 @@ async function showReport() {
   show("report");
   status("reading the consolidation report …");
   const [report, indexer] = await Promise.all([api("report"), api("indexer")]);
-  const figure = (v) => (typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v));
-  terms($("indexer"), Object.entries(indexer).filter(([k]) => k !== "failed_texts").map(([k, v]) => [k.replaceAll("_", " "), figure(v)]));
+  // The indexer's figures in words a person reads, coverage as on the overview.
+  const words = {
+    model: "embedding model", embedding_coverage: "embedding coverage",
+    pairs: "texts to embed (observation × perspective)", pairs_embedded: "texts embedded",
+    backlog: "texts still to embed", nodes: "nodes", observations: "observations", relations: "relations",
+  };
+  const figure = (k, v) => (k === "embedding_coverage" ? `${Math.floor(v * 100)} %` : String(v ?? "none"));
+  terms($("indexer"), Object.entries(indexer).filter(([k]) => k !== "failed_texts")
+    .map(([k, v]) => [words[k] ?? k.replaceAll("_", " "), figure(k, v)]));
   fill($("failed"), indexer.failed_texts, (t) => {
     const li = pick(t.name);
     li.append(line(t.name, `#${t.ordinal} (${t.perspective})`), el("div", "draft", t.reason));

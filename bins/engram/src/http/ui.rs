@@ -28,6 +28,8 @@ const STYLE: &str = include_str!("../../ui/style.css");
 /// cytoscape.js 3.34.4 (MIT, The Cytoscape Consortium), `dist/cytoscape.min.js` of the npm
 /// package, its licence in its first lines.
 const CYTOSCAPE: &str = include_str!("../../ui/vendor/cytoscape.min.js");
+/// The page's icon, also at `/favicon.ico`, where browsers look for one.
+const ICON: &str = include_str!("../../ui/icon.svg");
 
 /// The viewer's Content-Security-Policy: its own scripts only (no inline script, no eval),
 /// inline styles for the graph library's canvas, requests to its own API only, no framing.
@@ -65,6 +67,8 @@ pub fn assets() -> Router {
             "/ui/vendor/cytoscape.min.js",
             file(CYTOSCAPE, "text/javascript; charset=utf-8"),
         )
+        .route("/ui/icon.svg", file(ICON, "image/svg+xml"))
+        .route("/favicon.ico", file(ICON, "image/svg+xml"))
 }
 
 /// The JSON API the page reads, behind the same token and workspace checks as `/mcp`.

@@ -461,6 +461,38 @@ async fn workspace_picker_and_overview(browser: &Browser, server: &TestServer, b
     browser.find_all("#overview-graph canvas").await;
     browser.keep_screenshot("overview", backend).await;
 
+    // At 1280 px no type label wraps ("decisio/n"): each is one line box.
+    let rect = json!({"width": 1280, "height": 900});
+    browser
+        .call(reqwest::Method::POST, "/window/rect", Some(rect))
+        .await;
+    let wrapped = "return [...document.querySelectorAll('.type')].filter((e) => { \
+        const r = document.createRange(); r.selectNodeContents(e); \
+        return r.getClientRects().length > 1; }).map((e) => e.textContent);";
+    assert_eq!(browser.script(wrapped).await, json!([]), "type labels wrap");
+    // However long the name beside it: the name gives way, never the type.
+    let kept_whole = "return [...document.querySelectorAll('.type')].every((e) => { \
+        const s = getComputedStyle(e); return s.whiteSpace === 'nowrap' && s.flexShrink === '0'; });";
+    assert_eq!(browser.script(kept_whole).await, true);
+    // The consolidation tab says the indexer's figures in words, coverage as a percentage.
+    browser.click("#show-report").await;
+    let coverage = browser
+        .wait_for_text("#indexer dd[data-key='embedding coverage']", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(coverage.ends_with('%'), "{coverage}");
+    let terms = browser.texts("#indexer dt").await;
+    assert!(terms.iter().any(|t| t == "texts embedded"), "{terms:?}");
+    assert!(!terms.iter().any(|t| t.contains("pairs")), "{terms:?}");
+    browser.click("#show-overview").await;
+    // The icon browsers ask for is there.
+    let icon = reqwest::get(format!("{}/favicon.ico", server.base))
+        .await
+        .unwrap();
+    assert_eq!(icon.status(), 200);
+    assert_eq!(icon.headers()["content-type"], "image/svg+xml");
+
     // Named in the URL: the empty workspace, every list saying so.
     browser
         .open(&format!("{}/ui?workspace=archive", server.base))
