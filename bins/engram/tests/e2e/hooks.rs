@@ -545,15 +545,17 @@ async fn recall_reaches_a_server_behind_tls() {
         at("server.pem"),
         at("server.ext"),
     );
-    openssl(&[
-        "ecparam",
-        "-name",
-        "prime256v1",
-        "-genkey",
-        "-noout",
-        "-out",
-        &ca_key,
-    ]);
+    for private in [&ca_key, &key] {
+        openssl(&[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            private,
+        ]);
+    }
     openssl(&[
         "req",
         "-x509",
@@ -566,15 +568,6 @@ async fn recall_reaches_a_server_behind_tls() {
         "/CN=engram test CA",
         "-out",
         &ca,
-    ]);
-    openssl(&[
-        "ecparam",
-        "-name",
-        "prime256v1",
-        "-genkey",
-        "-noout",
-        "-out",
-        &key,
     ]);
     openssl(&[
         "req",
