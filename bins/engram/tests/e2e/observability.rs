@@ -432,5 +432,19 @@ pub async fn metrics_show_each_token_its_own_workspace(backend: Backend) {
         Some(0.0),
         "{page}"
     );
+    // Only `ok` is registered ahead for every tool: one series per tool and workspace, the
+    // error outcomes with their first count.
+    let gamma_series = (page.lines())
+        .filter(|l| l.starts_with("engram_tool_calls_total{") && l.contains("workspace=\"gamma\""))
+        .count();
+    assert_eq!(
+        gamma_series,
+        engram_mcp::EngramServer::tool_names().len() + 1,
+        "{page}"
+    );
+    assert!(
+        !page.contains("tool=\"get_stats\",workspace=\"gamma\",outcome=\"tool_error\""),
+        "{page}"
+    );
     promtool_accepts(&page);
 }
