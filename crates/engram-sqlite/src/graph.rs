@@ -5,82 +5,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use async_trait::async_trait;
 use engram_domain::path::PathSearch;
 use engram_domain::*;
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 use tracing::instrument;
 
 use crate::SqliteStore;
 use crate::nodes::{node_id, node_pair, relation, relations_among};
 use crate::sql::{id_list, query, strings};
-
-pub(crate) fn get_neighborhood(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    name: &str,
-    depth: u32,
-) -> Result<Neighborhood> {
-    let start = node_id(tx, workspace, name)?;
-    let rows = query(
-        tx,
-        include_str!("sql/neighborhood.sql"),
-        params![start, depth],
-        |row| {
-            let node = GraphNode {
-                name: row.get("name")?,
-                entity_type: row.get("entity_type")?,
-                summary: row.get("summary")?,
-                tags: strings(row, "tags")?,
-            };
-            Ok((row.get::<_, i64>("id")?, node))
-        },
-    )?;
-    let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
-    Ok(Neighborhood {
-        relations: relations_among(tx, &ids, Endpoints::Both)?,
-        nodes: rows.into_iter().map(|(_, node)| node).collect(),
-    })
-}
-
-/// A shortest path: [`engram_domain::path`]'s search from both ends, one statement per level
-/// it asks for (`path_level.sql`), then its walk back from the target over each node's
-/// neighbours by name and relation id (`path_step.sql`), so the answer is deterministic (and
-/// engram-pg's).
-pub(crate) fn get_path(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    from: &str,
-    to: &str,
-) -> Result<GraphPath> {
-    let (source, target) = node_pair(tx, workspace, from, to)?;
-    let mut search = PathSearch::new(source, target);
-    while let Some(frontier) = search.frontier() {
-        let links = query(
-            tx,
-            include_str!("sql/path_level.sql"),
-            [id_list(frontier)],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
-        search.expand(links);
-    }
-    let Some(mut walk) = search.walk() else {
-        return Ok(GraphPath::default());
-    };
-    let mut path = vec![to.to_owned()];
-    let mut relations = Vec::new();
-    while let Some(current) = walk.at() {
-        let mut steps = query(tx, include_str!("sql/path_step.sql"), [current], |row| {
-            Ok((
-                row.get::<_, i64>("neighbour_id")?,
-                row.get::<_, String>("neighbour")?,
-                relation(row)?,
-            ))
-        })?;
-        let chosen = walk.step(steps.iter().map(|(id, _, _)| *id))?;
-        let (_, name, hop) = steps.swap_remove(chosen);
-        path.push(name);
-        relations.push(hop);
-    }
-    Ok(GraphPath::walked_back(path, relations))
-}
 
 /// Whether `c` is part of a word, as PostgreSQL's `[[:alnum:]_]`.
 fn is_word(c: char) -> bool {
@@ -99,87 +29,6 @@ fn key(lower: &str) -> Option<&str> {
     Some(&lower[..end])
 }
 
-/// Pairs (source, target) where the source's observations mention the target's whole name
-/// (case-insensitive, not inside a longer word) and no relation links the two either way.
-///
-/// One pass over the workspace's observations: at every position that starts a word (or a
-/// non-word character), the names starting with that word are candidates, and each is checked
-/// for the whole name and a word boundary after it.
-pub(crate) fn find_unlinked_references(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-) -> Result<Vec<UnlinkedReference>> {
-    let nodes: Vec<(i64, String, String)> = query(
-        tx,
-        "SELECT id, name FROM nodes WHERE workspace_id = ?1",
-        [workspace.0],
-        |row| {
-            let name: String = row.get(1)?;
-            Ok((row.get(0)?, name.to_lowercase(), name))
-        },
-    )?;
-    let mut by_key: HashMap<&str, Vec<(i64, &str, &str)>> = HashMap::new();
-    for (id, lower, name) in &nodes {
-        if let Some(key) = key(lower) {
-            by_key
-                .entry(key)
-                .or_default()
-                .push((*id, lower.as_str(), name.as_str()));
-        }
-    }
-    let linked: HashSet<(i64, i64)> = query(
-        tx,
-        "SELECT from_node_id, to_node_id FROM relations WHERE workspace_id = ?1",
-        [workspace.0],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )?
-    .into_iter()
-    .flat_map(|(a, b)| [(a, b), (b, a)])
-    .collect();
-    let names: HashMap<i64, &str> = nodes.iter().map(|(id, _, n)| (*id, n.as_str())).collect();
-    let mut counts: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-    let mut statement = tx
-        .prepare_cached("SELECT node_id, content FROM observations WHERE workspace_id = ?1")
-        .map_err(crate::error::db)?;
-    let mut rows = statement.query([workspace.0]).map_err(crate::error::db)?;
-    while let Some(row) = rows.next().map_err(crate::error::db)? {
-        let source: i64 = row.get(0).map_err(crate::error::db)?;
-        let content: String = row.get(1).map_err(crate::error::db)?;
-        let text = content.to_lowercase();
-        let mut mentioned: HashSet<i64> = HashSet::new();
-        let mut previous: Option<char> = None;
-        for (at, c) in text.char_indices() {
-            let starts = previous.is_none_or(|p| !is_word(p));
-            previous = Some(c);
-            if !starts {
-                continue;
-            }
-            let Some(candidates) = key(&text[at..]).and_then(|k| by_key.get(k)) else {
-                continue;
-            };
-            for &(target, lower, _) in candidates {
-                let ends_at_boundary = text[at..]
-                    .strip_prefix(lower)
-                    .is_some_and(|rest| rest.chars().next().is_none_or(|c| !is_word(c)));
-                if ends_at_boundary && target != source && !linked.contains(&(source, target)) {
-                    mentioned.insert(target);
-                }
-            }
-        }
-        for target in mentioned {
-            *counts.entry((names[&source], names[&target])).or_default() += 1;
-        }
-    }
-    Ok(counts
-        .into_iter()
-        .map(|((node, referenced), count)| UnlinkedReference {
-            node: node.to_owned(),
-            referenced_name: referenced.to_owned(),
-            reference_count: count,
-        })
-        .collect())
-}
-
 #[async_trait]
 impl GraphStore for SqliteStore {
     #[instrument(skip_all)]
@@ -191,12 +40,37 @@ impl GraphStore for SqliteStore {
         } = request;
         let name = name.to_owned();
         self.pool
-            .read(move |tx| get_neighborhood(tx, workspace, &name, depth))
+            .read(move |tx| {
+                let start = node_id(tx, workspace, &name)?;
+                let rows = query(
+                    tx,
+                    include_str!("sql/neighborhood.sql"),
+                    params![start, depth],
+                    |row| {
+                        let node = GraphNode {
+                            name: row.get("name")?,
+                            entity_type: row.get("entity_type")?,
+                            summary: row.get("summary")?,
+                            tags: strings(row, "tags")?,
+                        };
+                        Ok((row.get::<_, i64>("id")?, node))
+                    },
+                )?;
+                let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
+                Ok(Neighborhood {
+                    relations: relations_among(tx, &ids, Endpoints::Both)?,
+                    nodes: rows.into_iter().map(|(_, node)| node).collect(),
+                })
+            })
             .await
     }
 
     #[instrument(skip_all)]
     async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
+        // A shortest path: [`engram_domain::path`]'s search from both ends, one statement per
+        // level it asks for (`path_level.sql`), then its walk back from the target over each
+        // node's neighbours by name and relation id (`path_step.sql`), so the answer is
+        // deterministic (and engram-pg's).
         let GetPath {
             workspace,
             from,
@@ -204,7 +78,39 @@ impl GraphStore for SqliteStore {
         } = request;
         let (from, to) = (from.to_owned(), to.to_owned());
         self.pool
-            .read(move |tx| get_path(tx, workspace, &from, &to))
+            .read(move |tx| {
+                let (source, target) = node_pair(tx, workspace, &from, &to)?;
+                let mut search = PathSearch::new(source, target);
+                while let Some(frontier) = search.frontier() {
+                    let links = query(
+                        tx,
+                        include_str!("sql/path_level.sql"),
+                        [id_list(frontier)],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )?;
+                    search.expand(links);
+                }
+                let Some(mut walk) = search.walk() else {
+                    return Ok(GraphPath::default());
+                };
+                let mut path = vec![to];
+                let mut relations = Vec::new();
+                while let Some(current) = walk.at() {
+                    let mut steps =
+                        query(tx, include_str!("sql/path_step.sql"), [current], |row| {
+                            Ok((
+                                row.get::<_, i64>("neighbour_id")?,
+                                row.get::<_, String>("neighbour")?,
+                                relation(row)?,
+                            ))
+                        })?;
+                    let chosen = walk.step(steps.iter().map(|(id, _, _)| *id))?;
+                    let (_, name, hop) = steps.swap_remove(chosen);
+                    path.push(name);
+                    relations.push(hop);
+                }
+                Ok(GraphPath::walked_back(path, relations))
+            })
             .await
     }
 
@@ -213,8 +119,92 @@ impl GraphStore for SqliteStore {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<UnlinkedReference>> {
+        // Pairs (source, target) where the source's observations mention the target's whole
+        // name (case-insensitive, not inside a longer word) and no relation links the two
+        // either way.
+        //
+        // One pass over the workspace's observations: at every position that starts a word (or
+        // a non-word character), the names starting with that word are candidates, and each is
+        // checked for the whole name and a word boundary after it.
         self.pool
-            .read(move |tx| find_unlinked_references(tx, workspace))
+            .read(move |tx| {
+                let nodes: Vec<(i64, String, String)> = query(
+                    tx,
+                    "SELECT id, name FROM nodes WHERE workspace_id = ?1",
+                    [workspace.0],
+                    |row| {
+                        let name: String = row.get(1)?;
+                        Ok((row.get(0)?, name.to_lowercase(), name))
+                    },
+                )?;
+                let mut by_key: HashMap<&str, Vec<(i64, &str, &str)>> = HashMap::new();
+                for (id, lower, name) in &nodes {
+                    if let Some(key) = key(lower) {
+                        by_key
+                            .entry(key)
+                            .or_default()
+                            .push((*id, lower.as_str(), name.as_str()));
+                    }
+                }
+                let linked: HashSet<(i64, i64)> = query(
+                    tx,
+                    "SELECT from_node_id, to_node_id FROM relations WHERE workspace_id = ?1",
+                    [workspace.0],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )?
+                .into_iter()
+                .flat_map(|(a, b)| [(a, b), (b, a)])
+                .collect();
+                let names: HashMap<i64, &str> =
+                    nodes.iter().map(|(id, _, n)| (*id, n.as_str())).collect();
+                let mut counts: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+                let mut statement = tx
+                    .prepare_cached(
+                        "SELECT node_id, content FROM observations WHERE workspace_id = ?1",
+                    )
+                    .map_err(crate::error::db)?;
+                let mut rows = statement.query([workspace.0]).map_err(crate::error::db)?;
+                while let Some(row) = rows.next().map_err(crate::error::db)? {
+                    let source: i64 = row.get(0).map_err(crate::error::db)?;
+                    let content: String = row.get(1).map_err(crate::error::db)?;
+                    let text = content.to_lowercase();
+                    let mut mentioned: HashSet<i64> = HashSet::new();
+                    let mut previous: Option<char> = None;
+                    for (at, c) in text.char_indices() {
+                        let starts = previous.is_none_or(|p| !is_word(p));
+                        previous = Some(c);
+                        if !starts {
+                            continue;
+                        }
+                        let Some(candidates) = key(&text[at..]).and_then(|k| by_key.get(k)) else {
+                            continue;
+                        };
+                        for &(target, lower, _) in candidates {
+                            let ends_at_boundary =
+                                text[at..].strip_prefix(lower).is_some_and(|rest| {
+                                    rest.chars().next().is_none_or(|c| !is_word(c))
+                                });
+                            if ends_at_boundary
+                                && target != source
+                                && !linked.contains(&(source, target))
+                            {
+                                mentioned.insert(target);
+                            }
+                        }
+                    }
+                    for target in mentioned {
+                        *counts.entry((names[&source], names[&target])).or_default() += 1;
+                    }
+                }
+                Ok(counts
+                    .into_iter()
+                    .map(|((node, referenced), count)| UnlinkedReference {
+                        node: node.to_owned(),
+                        referenced_name: referenced.to_owned(),
+                        reference_count: count,
+                    })
+                    .collect())
+            })
             .await
     }
 }

@@ -13,150 +13,6 @@ use crate::error::db;
 use crate::sql::{id_list, query, strings, tags_json};
 use crate::{micros, timestamp};
 
-pub(crate) fn create_entities(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    entities: &[NewNode],
-) -> Result<Vec<CreatedNode>> {
-    let mut insert_node = tx
-        .prepare_cached(
-            "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
-                                tags, next_ordinal, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NOT NULL THEN engram_now() END, ?5, ?6,
-                     engram_now(), engram_now())
-             ON CONFLICT (workspace_id, name) DO NOTHING
-             RETURNING id, created_at",
-        )
-        .map_err(db)?;
-    let mut existing = tx
-        .prepare_cached(
-            "SELECT entity_type, created_at FROM nodes WHERE workspace_id = ?1 AND name = ?2",
-        )
-        .map_err(db)?;
-    let mut created = Vec::with_capacity(entities.len());
-    // Written together after the nodes (see `insert_observations`).
-    let mut observations = Vec::new();
-    for entity in entities {
-        let next_ordinal = entity.observations.len() as i64 + 1;
-        let inserted: Option<(i64, i64)> = insert_node
-            .query_row(
-                params![
-                    workspace.0,
-                    entity.name,
-                    entity.entity_type,
-                    entity.summary,
-                    tags_json(&entity.tags),
-                    next_ordinal
-                ],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .map_err(db)?;
-        let Some((id, created_at)) = inserted else {
-            let (entity_type, created_at): (String, i64) = existing
-                .query_row(params![workspace.0, entity.name], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })
-                .map_err(db)?;
-            created.push(CreatedNode {
-                name: entity.name.clone(),
-                entity_type,
-                created_at: timestamp(created_at),
-                already_existed: true,
-                skipped_duplicates: Vec::new(),
-            });
-            continue;
-        };
-        observations.extend(
-            (1..)
-                .zip(&entity.observations)
-                .map(|(ordinal, content)| NewObservation::now(id, ordinal, content)),
-        );
-        created.push(CreatedNode {
-            name: entity.name.clone(),
-            entity_type: entity.entity_type.clone(),
-            created_at: timestamp(created_at),
-            already_existed: false,
-            skipped_duplicates: Vec::new(),
-        });
-    }
-    insert_observations(tx, workspace, &observations)?;
-    Ok(created)
-}
-
-pub(crate) fn delete_entities(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    names: &[String],
-) -> Result<DeletedNodes> {
-    let mut delete = tx
-        .prepare_cached("DELETE FROM nodes WHERE workspace_id = ?1 AND name = ?2")
-        .map_err(db)?;
-    let mut result = DeletedNodes::default();
-    for name in first_occurrences(names) {
-        if delete.execute(params![workspace.0, name]).map_err(db)? > 0 {
-            result.deleted.push(name.clone());
-        } else {
-            result.not_found.push(name.clone());
-        }
-    }
-    Ok(result)
-}
-
-pub(crate) fn open_nodes(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    names: &[String],
-) -> Result<OpenedNodes> {
-    let mut node = tx
-        .prepare_cached(
-            "SELECT id, name, entity_type, summary, tags, created_at, updated_at
-             FROM nodes WHERE workspace_id = ?1 AND name = ?2",
-        )
-        .map_err(db)?;
-    let mut result = OpenedNodes::default();
-    let mut ids = Vec::new();
-    for name in first_occurrences(names) {
-        let found = node
-            .query_row(params![workspace.0, name], |row| {
-                let id: i64 = row.get("id")?;
-                let detail = NodeDetail {
-                    name: row.get("name")?,
-                    entity_type: row.get("entity_type")?,
-                    summary: row.get("summary")?,
-                    tags: strings(row, "tags")?,
-                    observations: Vec::new(),
-                    created_at: timestamp(row.get("created_at")?),
-                    updated_at: timestamp(row.get("updated_at")?),
-                };
-                Ok((id, detail))
-            })
-            .optional()
-            .map_err(db)?;
-        match found {
-            Some((id, mut detail)) => {
-                detail.observations = query(
-                    tx,
-                    "SELECT ordinal, content FROM observations WHERE node_id = ?1
-                     ORDER BY ordinal",
-                    [id],
-                    |row| {
-                        Ok(Observation {
-                            ordinal: Ordinal(row.get(0)?),
-                            content: row.get(1)?,
-                        })
-                    },
-                )?;
-                ids.push(id);
-                result.entities.push(detail);
-            }
-            None => result.not_found.push(name.clone()),
-        }
-    }
-    result.relations = relations_among(tx, &ids, Endpoints::Either)?;
-    Ok(result)
-}
-
 /// The relations touching the nodes `ids` as `endpoints` says, sorted.
 pub(crate) fn relations_among(
     tx: &Transaction<'_>,
@@ -189,28 +45,6 @@ pub(crate) fn relation(row: &Row<'_>) -> rusqlite::Result<Relation> {
     })
 }
 
-pub(crate) fn get_nodes_by_type(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    entity_type: &str,
-) -> Result<Vec<TypedNode>> {
-    query(
-        tx,
-        "SELECT name, entity_type, summary, tags, updated_at FROM nodes
-         WHERE workspace_id = ?1 AND entity_type = ?2 ORDER BY name",
-        params![workspace.0, entity_type],
-        |row| {
-            Ok(TypedNode {
-                name: row.get("name")?,
-                entity_type: row.get("entity_type")?,
-                summary: row.get("summary")?,
-                tags: strings(row, "tags")?,
-                updated_at: timestamp(row.get("updated_at")?),
-            })
-        },
-    )
-}
-
 fn brief(row: &Row<'_>) -> rusqlite::Result<NodeBrief> {
     Ok(NodeBrief {
         name: row.get("name")?,
@@ -218,114 +52,6 @@ fn brief(row: &Row<'_>) -> rusqlite::Result<NodeBrief> {
         summary: row.get("summary")?,
         updated_at: timestamp(row.get("updated_at")?),
     })
-}
-
-pub(crate) fn get_recently_modified(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    days: u32,
-    limit: u32,
-) -> Result<Vec<NodeBrief>> {
-    let window = i64::from(days) * 86_400 * 1_000_000;
-    query(
-        tx,
-        "SELECT name, entity_type, summary, updated_at FROM nodes
-         WHERE workspace_id = ?1 AND updated_at >= engram_now() - ?2
-         ORDER BY updated_at DESC, name LIMIT ?3",
-        params![workspace.0, window, limit],
-        brief,
-    )
-}
-
-pub(crate) fn set_summary(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    name: &str,
-    summary: &str,
-) -> Result<SummaryUpdate> {
-    tx.query_row(
-        "UPDATE nodes SET summary = ?3, summary_updated_at = engram_now(),
-                          updated_at = engram_now()
-         WHERE workspace_id = ?1 AND name = ?2
-         RETURNING name, summary, updated_at",
-        params![workspace.0, name, summary],
-        |row| {
-            Ok(SummaryUpdate {
-                name: row.get("name")?,
-                summary: row.get("summary")?,
-                updated_at: timestamp(row.get("updated_at")?),
-            })
-        },
-    )
-    .optional()
-    .map_err(db)?
-    .ok_or_else(|| Error::node_not_found(name))
-}
-
-pub(crate) fn set_tags(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    name: &str,
-    new_tags: &[String],
-) -> Result<TagsUpdate> {
-    tx.query_row(
-        "UPDATE nodes SET tags = ?3 WHERE workspace_id = ?1 AND name = ?2
-         RETURNING name, tags",
-        params![workspace.0, name, tags_json(new_tags)],
-        |row| {
-            Ok(TagsUpdate {
-                name: row.get("name")?,
-                tags: strings(row, "tags")?,
-            })
-        },
-    )
-    .optional()
-    .map_err(db)?
-    .ok_or_else(|| Error::node_not_found(name))
-}
-
-pub(crate) fn get_orphaned_nodes(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-) -> Result<Vec<NodeBrief>> {
-    query(
-        tx,
-        "SELECT n.name, n.entity_type, n.summary, n.updated_at FROM nodes n
-         WHERE n.workspace_id = ?1
-           AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.from_node_id = n.id)
-           AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.to_node_id = n.id)
-         ORDER BY n.name",
-        [workspace.0],
-        brief,
-    )
-}
-
-pub(crate) fn get_pending_consolidation(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-) -> Result<Vec<PendingConsolidation>> {
-    query(
-        tx,
-        "SELECT n.name, n.entity_type, count(*) AS observation_count,
-                max(o.updated_at) AS last_observation_at, n.summary_updated_at
-         FROM nodes n JOIN observations o ON o.node_id = n.id
-         WHERE n.workspace_id = ?1
-         GROUP BY n.id
-         HAVING n.summary_updated_at IS NULL OR n.summary_updated_at < max(o.updated_at)
-         ORDER BY n.summary_updated_at NULLS FIRST, last_observation_at, n.name",
-        [workspace.0],
-        |row| {
-            Ok(PendingConsolidation {
-                name: row.get("name")?,
-                entity_type: row.get("entity_type")?,
-                observation_count: row.get("observation_count")?,
-                last_observation_at: timestamp(row.get("last_observation_at")?),
-                summary_updated_at: row
-                    .get::<_, Option<i64>>("summary_updated_at")?
-                    .map(timestamp),
-            })
-        },
-    )
 }
 
 /// Observations in the whole file, from the kept counts (migration V7).
@@ -450,29 +176,6 @@ pub(crate) fn insert_observations(
     Ok(())
 }
 
-pub(crate) fn event_counts(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    since: Timestamp,
-) -> Result<EventCounts> {
-    tx.query_row(
-        "SELECT coalesce(sum(count) FILTER (WHERE operation = 'create'), 0),
-                coalesce(sum(count) FILTER (WHERE operation = 'update'), 0),
-                coalesce(sum(count) FILTER (WHERE operation = 'delete'), 0)
-         FROM events WHERE workspace_id = ?1 AND at >= ?2",
-        params![workspace.0, micros(since)],
-        |row| {
-            Ok(EventCounts {
-                since,
-                creates: row.get(0)?,
-                updates: row.get(1)?,
-                deletes: row.get(2)?,
-            })
-        },
-    )
-    .map_err(db)
-}
-
 /// The ids of the named nodes that exist.
 pub(crate) fn node_ids<'a>(
     tx: &Transaction<'_>,
@@ -523,7 +226,72 @@ impl NodeStore for SqliteStore {
         } = request;
         let entities = entities.to_vec();
         self.pool
-            .write(move |tx| create_entities(tx, workspace, &entities))
+            .write(move |tx| {
+                let mut insert_node = tx
+                    .prepare_cached(
+                        "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
+                                            tags, next_ordinal, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NOT NULL THEN engram_now() END, ?5, ?6,
+                                 engram_now(), engram_now())
+                         ON CONFLICT (workspace_id, name) DO NOTHING
+                         RETURNING id, created_at",
+                    )
+                    .map_err(db)?;
+                let mut existing = tx
+                    .prepare_cached(
+                        "SELECT entity_type, created_at FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+                    )
+                    .map_err(db)?;
+                let mut created = Vec::with_capacity(entities.len());
+                // Written together after the nodes (see `insert_observations`).
+                let mut observations = Vec::new();
+                for entity in &entities {
+                    let next_ordinal = entity.observations.len() as i64 + 1;
+                    let inserted: Option<(i64, i64)> = insert_node
+                        .query_row(
+                            params![
+                                workspace.0,
+                                entity.name,
+                                entity.entity_type,
+                                entity.summary,
+                                tags_json(&entity.tags),
+                                next_ordinal
+                            ],
+                            |row| Ok((row.get(0)?, row.get(1)?)),
+                        )
+                        .optional()
+                        .map_err(db)?;
+                    let Some((id, created_at)) = inserted else {
+                        let (entity_type, created_at): (String, i64) = existing
+                            .query_row(params![workspace.0, entity.name], |row| {
+                                Ok((row.get(0)?, row.get(1)?))
+                            })
+                            .map_err(db)?;
+                        created.push(CreatedNode {
+                            name: entity.name.clone(),
+                            entity_type,
+                            created_at: timestamp(created_at),
+                            already_existed: true,
+                            skipped_duplicates: Vec::new(),
+                        });
+                        continue;
+                    };
+                    observations.extend(
+                        (1..)
+                            .zip(&entity.observations)
+                            .map(|(ordinal, content)| NewObservation::now(id, ordinal, content)),
+                    );
+                    created.push(CreatedNode {
+                        name: entity.name.clone(),
+                        entity_type: entity.entity_type.clone(),
+                        created_at: timestamp(created_at),
+                        already_existed: false,
+                        skipped_duplicates: Vec::new(),
+                    });
+                }
+                insert_observations(tx, workspace, &observations)?;
+                Ok(created)
+            })
             .await
     }
 
@@ -532,7 +300,20 @@ impl NodeStore for SqliteStore {
         let DeleteEntities { workspace, names } = request;
         let names = names.to_vec();
         self.pool
-            .write(move |tx| delete_entities(tx, workspace, &names))
+            .write(move |tx| {
+                let mut delete = tx
+                    .prepare_cached("DELETE FROM nodes WHERE workspace_id = ?1 AND name = ?2")
+                    .map_err(db)?;
+                let mut result = DeletedNodes::default();
+                for name in first_occurrences(&names) {
+                    if delete.execute(params![workspace.0, name]).map_err(db)? > 0 {
+                        result.deleted.push(name.clone());
+                    } else {
+                        result.not_found.push(name.clone());
+                    }
+                }
+                Ok(result)
+            })
             .await
     }
 
@@ -541,7 +322,55 @@ impl NodeStore for SqliteStore {
         let OpenNodes { workspace, names } = request;
         let names = names.to_vec();
         self.pool
-            .read(move |tx| open_nodes(tx, workspace, &names))
+            .read(move |tx| {
+                let mut node = tx
+                    .prepare_cached(
+                        "SELECT id, name, entity_type, summary, tags, created_at, updated_at
+                         FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+                    )
+                    .map_err(db)?;
+                let mut result = OpenedNodes::default();
+                let mut ids = Vec::new();
+                for name in first_occurrences(&names) {
+                    let found = node
+                        .query_row(params![workspace.0, name], |row| {
+                            let id: i64 = row.get("id")?;
+                            let detail = NodeDetail {
+                                name: row.get("name")?,
+                                entity_type: row.get("entity_type")?,
+                                summary: row.get("summary")?,
+                                tags: strings(row, "tags")?,
+                                observations: Vec::new(),
+                                created_at: timestamp(row.get("created_at")?),
+                                updated_at: timestamp(row.get("updated_at")?),
+                            };
+                            Ok((id, detail))
+                        })
+                        .optional()
+                        .map_err(db)?;
+                    match found {
+                        Some((id, mut detail)) => {
+                            detail.observations = query(
+                                tx,
+                                "SELECT ordinal, content FROM observations WHERE node_id = ?1
+                                 ORDER BY ordinal",
+                                [id],
+                                |row| {
+                                    Ok(Observation {
+                                        ordinal: Ordinal(row.get(0)?),
+                                        content: row.get(1)?,
+                                    })
+                                },
+                            )?;
+                            ids.push(id);
+                            result.entities.push(detail);
+                        }
+                        None => result.not_found.push(name.clone()),
+                    }
+                }
+                result.relations = relations_among(tx, &ids, Endpoints::Either)?;
+                Ok(result)
+            })
             .await
     }
 
@@ -553,7 +382,23 @@ impl NodeStore for SqliteStore {
         } = request;
         let entity_type = entity_type.to_owned();
         self.pool
-            .read(move |tx| get_nodes_by_type(tx, workspace, &entity_type))
+            .read(move |tx| {
+                query(
+                    tx,
+                    "SELECT name, entity_type, summary, tags, updated_at FROM nodes
+                     WHERE workspace_id = ?1 AND entity_type = ?2 ORDER BY name",
+                    params![workspace.0, entity_type],
+                    |row| {
+                        Ok(TypedNode {
+                            name: row.get("name")?,
+                            entity_type: row.get("entity_type")?,
+                            summary: row.get("summary")?,
+                            tags: strings(row, "tags")?,
+                            updated_at: timestamp(row.get("updated_at")?),
+                        })
+                    },
+                )
+            })
             .await
     }
 
@@ -565,7 +410,17 @@ impl NodeStore for SqliteStore {
             limit,
         } = request;
         self.pool
-            .read(move |tx| get_recently_modified(tx, workspace, days, limit))
+            .read(move |tx| {
+                let window = i64::from(days) * 86_400 * 1_000_000;
+                query(
+                    tx,
+                    "SELECT name, entity_type, summary, updated_at FROM nodes
+                     WHERE workspace_id = ?1 AND updated_at >= engram_now() - ?2
+                     ORDER BY updated_at DESC, name LIMIT ?3",
+                    params![workspace.0, window, limit],
+                    brief,
+                )
+            })
             .await
     }
 
@@ -578,7 +433,25 @@ impl NodeStore for SqliteStore {
         } = request;
         let (name, summary) = (name.to_owned(), (*summary).to_owned());
         self.pool
-            .write(move |tx| set_summary(tx, workspace, &name, &summary))
+            .write(move |tx| {
+                tx.query_row(
+                    "UPDATE nodes SET summary = ?3, summary_updated_at = engram_now(),
+                                      updated_at = engram_now()
+                     WHERE workspace_id = ?1 AND name = ?2
+                     RETURNING name, summary, updated_at",
+                    params![workspace.0, name, summary],
+                    |row| {
+                        Ok(SummaryUpdate {
+                            name: row.get("name")?,
+                            summary: row.get("summary")?,
+                            updated_at: timestamp(row.get("updated_at")?),
+                        })
+                    },
+                )
+                .optional()
+                .map_err(db)?
+                .ok_or_else(|| Error::node_not_found(name))
+            })
             .await
     }
 
@@ -591,14 +464,40 @@ impl NodeStore for SqliteStore {
         } = request;
         let (name, tags) = (name.to_owned(), tags.to_vec());
         self.pool
-            .write(move |tx| set_tags(tx, workspace, &name, &tags))
+            .write(move |tx| {
+                tx.query_row(
+                    "UPDATE nodes SET tags = ?3 WHERE workspace_id = ?1 AND name = ?2
+                     RETURNING name, tags",
+                    params![workspace.0, name, tags_json(&tags)],
+                    |row| {
+                        Ok(TagsUpdate {
+                            name: row.get("name")?,
+                            tags: strings(row, "tags")?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(db)?
+                .ok_or_else(|| Error::node_not_found(name))
+            })
             .await
     }
 
     #[instrument(skip_all)]
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
         self.pool
-            .read(move |tx| get_orphaned_nodes(tx, workspace))
+            .read(move |tx| {
+                query(
+                    tx,
+                    "SELECT n.name, n.entity_type, n.summary, n.updated_at FROM nodes n
+                     WHERE n.workspace_id = ?1
+                       AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.from_node_id = n.id)
+                       AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.to_node_id = n.id)
+                     ORDER BY n.name",
+                    [workspace.0],
+                    brief,
+                )
+            })
             .await
     }
 
@@ -608,7 +507,30 @@ impl NodeStore for SqliteStore {
         workspace: WorkspaceId,
     ) -> Result<Vec<PendingConsolidation>> {
         self.pool
-            .read(move |tx| get_pending_consolidation(tx, workspace))
+            .read(move |tx| {
+                query(
+                    tx,
+                    "SELECT n.name, n.entity_type, count(*) AS observation_count,
+                            max(o.updated_at) AS last_observation_at, n.summary_updated_at
+                     FROM nodes n JOIN observations o ON o.node_id = n.id
+                     WHERE n.workspace_id = ?1
+                     GROUP BY n.id
+                     HAVING n.summary_updated_at IS NULL OR n.summary_updated_at < max(o.updated_at)
+                     ORDER BY n.summary_updated_at NULLS FIRST, last_observation_at, n.name",
+                    [workspace.0],
+                    |row| {
+                        Ok(PendingConsolidation {
+                            name: row.get("name")?,
+                            entity_type: row.get("entity_type")?,
+                            observation_count: row.get("observation_count")?,
+                            last_observation_at: timestamp(row.get("last_observation_at")?),
+                            summary_updated_at: row
+                                .get::<_, Option<i64>>("summary_updated_at")?
+                                .map(timestamp),
+                        })
+                    },
+                )
+            })
             .await
     }
 
@@ -620,7 +542,24 @@ impl NodeStore for SqliteStore {
     #[instrument(skip_all)]
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         self.pool
-            .read(move |tx| event_counts(tx, workspace, since))
+            .read(move |tx| {
+                tx.query_row(
+                    "SELECT coalesce(sum(count) FILTER (WHERE operation = 'create'), 0),
+                            coalesce(sum(count) FILTER (WHERE operation = 'update'), 0),
+                            coalesce(sum(count) FILTER (WHERE operation = 'delete'), 0)
+                     FROM events WHERE workspace_id = ?1 AND at >= ?2",
+                    params![workspace.0, micros(since)],
+                    |row| {
+                        Ok(EventCounts {
+                            since,
+                            creates: row.get(0)?,
+                            updates: row.get(1)?,
+                            deletes: row.get(2)?,
+                        })
+                    },
+                )
+                .map_err(db)
+            })
             .await
     }
 }

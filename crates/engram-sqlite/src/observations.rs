@@ -4,197 +4,12 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use engram_domain::*;
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{OptionalExtension, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
 use crate::error::db;
 use crate::nodes::{NewObservation, insert_observations, node_ids};
-
-pub(crate) fn add_observations(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    additions: &[ObservationAdditions],
-) -> Result<Vec<AddedObservations>> {
-    let ids = node_ids(
-        tx,
-        workspace,
-        additions.iter().map(|a| a.entity_name.as_str()),
-    )?;
-    // Takes `n` ordinals from the node's counter; the transaction holds SQLite's write lock,
-    // so no other writer can take the same ones.
-    let mut take = tx
-        .prepare_cached(
-            "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
-             RETURNING next_ordinal - ?2",
-        )
-        .map_err(db)?;
-    // A text the node already holds is not stored again; the transaction holds the write
-    // lock, so no other writer adds it meanwhile.
-    let mut held = tx
-        .prepare_cached("SELECT min(ordinal) FROM observations WHERE node_id = ?1 AND content = ?2")
-        .map_err(db)?;
-    let mut result = Vec::with_capacity(additions.len());
-    // Written together at the end (see `insert_observations`).
-    let mut rows = Vec::new();
-    for addition in additions {
-        let Some(&node_id) = ids.get(&addition.entity_name) else {
-            result.push(AddedObservations {
-                entity_name: addition.entity_name.clone(),
-                added: Vec::new(),
-                not_found: true,
-                skipped_duplicates: Vec::new(),
-            });
-            continue;
-        };
-        let mut fresh = Vec::with_capacity(addition.contents.len());
-        let mut skipped_duplicates = Vec::new();
-        for content in &addition.contents {
-            let ordinal: Option<i64> = held
-                .query_row(params![node_id, content], |row| row.get(0))
-                .map_err(db)?;
-            match ordinal {
-                Some(ordinal) => skipped_duplicates.push(Observation {
-                    ordinal: Ordinal(ordinal),
-                    content: content.clone(),
-                }),
-                None => fresh.push(content),
-            }
-        }
-        let count = fresh.len() as i64;
-        let first: i64 = take
-            .query_row(params![node_id, count], |row| row.get(0))
-            .map_err(db)?;
-        let mut added = Vec::with_capacity(fresh.len());
-        for (ordinal, content) in (first..).zip(fresh) {
-            rows.push(NewObservation::now(node_id, ordinal, content));
-            added.push(Observation {
-                ordinal: Ordinal(ordinal),
-                content: content.clone(),
-            });
-        }
-        result.push(AddedObservations {
-            entity_name: addition.entity_name.clone(),
-            added,
-            not_found: false,
-            skipped_duplicates,
-        });
-    }
-    insert_observations(tx, workspace, &rows)?;
-    Ok(result)
-}
-
-pub(crate) fn replace_observation(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    entity_name: &str,
-    ordinal: i64,
-    new_content: &str,
-) -> Result<ReplacedObservation> {
-    let found: Option<(i64, String)> = tx
-        .query_row(
-            "SELECT o.id, o.content FROM observations o
-             JOIN nodes n ON n.id = o.node_id
-             WHERE n.workspace_id = ?1 AND n.name = ?2 AND o.ordinal = ?3",
-            params![workspace.0, entity_name, ordinal],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()
-        .map_err(db)?;
-    let Some((id, old_content)) = found else {
-        let node_exists = !node_ids(tx, workspace, [entity_name])?.is_empty();
-        return Err(if node_exists {
-            Error::NotFound {
-                kind: "observation",
-                name: format!("{entity_name}#{ordinal}"),
-            }
-        } else {
-            Error::node_not_found(entity_name)
-        });
-    };
-    tx.execute(
-        "UPDATE observations SET content = ?2, updated_at = engram_now() WHERE id = ?1",
-        params![id, new_content],
-    )
-    .map_err(db)?;
-    Ok(ReplacedObservation {
-        entity_name: entity_name.to_owned(),
-        ordinal: Ordinal(ordinal),
-        old_content,
-        new_content: new_content.to_owned(),
-    })
-}
-
-pub(crate) fn delete_observations(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    deletions: &[ObservationDeletions],
-) -> Result<Vec<DeletedObservations>> {
-    let mut delete = tx
-        .prepare_cached(
-            "DELETE FROM observations
-             WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
-               AND ordinal = ?3",
-        )
-        .map_err(db)?;
-    let mut by_content = tx
-        .prepare_cached(
-            "DELETE FROM observations
-             WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
-               AND content = ?3
-             RETURNING ordinal",
-        )
-        .map_err(db)?;
-    let mut forget_aggregate = tx
-        .prepare_cached(
-            "DELETE FROM node_embeddings
-             WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
-               AND NOT EXISTS (SELECT 1 FROM observations o
-                               WHERE o.node_id = node_embeddings.node_id)",
-        )
-        .map_err(db)?;
-    let mut result = Vec::with_capacity(deletions.len());
-    for deletion in deletions {
-        let mut requested: BTreeSet<i64> = deletion.ordinals.iter().map(|o| o.0).collect();
-        let mut deleted_ordinals = Vec::new();
-        for content in &deletion.contents {
-            let ordinals = by_content
-                .query_map(params![workspace.0, deletion.entity_name, content], |row| {
-                    row.get::<_, i64>(0)
-                })
-                .map_err(db)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(db)?;
-            for ordinal in ordinals {
-                requested.remove(&ordinal);
-                deleted_ordinals.push(ordinal);
-            }
-        }
-        let mut not_found_ordinals = Vec::new();
-        for ordinal in requested {
-            let deleted = delete
-                .execute(params![workspace.0, deletion.entity_name, ordinal])
-                .map_err(db)?;
-            if deleted > 0 {
-                deleted_ordinals.push(ordinal);
-            } else {
-                not_found_ordinals.push(ordinal);
-            }
-        }
-        // A node that lost its last observation keeps no aggregate vector (the indexer
-        // refreshes the others' when it embeds their changed context).
-        forget_aggregate
-            .execute(params![workspace.0, deletion.entity_name])
-            .map_err(db)?;
-        deleted_ordinals.sort_unstable();
-        result.push(DeletedObservations {
-            entity_name: deletion.entity_name.clone(),
-            deleted_ordinals: deleted_ordinals.into_iter().map(Ordinal).collect(),
-            not_found_ordinals: not_found_ordinals.into_iter().map(Ordinal).collect(),
-        });
-    }
-    Ok(result)
-}
 
 #[async_trait]
 impl ObservationStore for SqliteStore {
@@ -209,7 +24,76 @@ impl ObservationStore for SqliteStore {
         } = request;
         let additions = additions.to_vec();
         self.pool
-            .write(move |tx| add_observations(tx, workspace, &additions))
+            .write(move |tx| {
+                let ids = node_ids(
+                    tx,
+                    workspace,
+                    additions.iter().map(|a| a.entity_name.as_str()),
+                )?;
+                // Takes `n` ordinals from the node's counter; the transaction holds SQLite's
+                // write lock, so no other writer can take the same ones.
+                let mut take = tx
+                    .prepare_cached(
+                        "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
+                         RETURNING next_ordinal - ?2",
+                    )
+                    .map_err(db)?;
+                // A text the node already holds is not stored again; the transaction holds the
+                // write lock, so no other writer adds it meanwhile.
+                let mut held = tx
+                    .prepare_cached(
+                        "SELECT min(ordinal) FROM observations WHERE node_id = ?1 AND content = ?2",
+                    )
+                    .map_err(db)?;
+                let mut result = Vec::with_capacity(additions.len());
+                // Written together at the end (see `insert_observations`).
+                let mut rows = Vec::new();
+                for addition in &additions {
+                    let Some(&node_id) = ids.get(&addition.entity_name) else {
+                        result.push(AddedObservations {
+                            entity_name: addition.entity_name.clone(),
+                            added: Vec::new(),
+                            not_found: true,
+                            skipped_duplicates: Vec::new(),
+                        });
+                        continue;
+                    };
+                    let mut fresh = Vec::with_capacity(addition.contents.len());
+                    let mut skipped_duplicates = Vec::new();
+                    for content in &addition.contents {
+                        let ordinal: Option<i64> = held
+                            .query_row(params![node_id, content], |row| row.get(0))
+                            .map_err(db)?;
+                        match ordinal {
+                            Some(ordinal) => skipped_duplicates.push(Observation {
+                                ordinal: Ordinal(ordinal),
+                                content: content.clone(),
+                            }),
+                            None => fresh.push(content),
+                        }
+                    }
+                    let count = fresh.len() as i64;
+                    let first: i64 = take
+                        .query_row(params![node_id, count], |row| row.get(0))
+                        .map_err(db)?;
+                    let mut added = Vec::with_capacity(fresh.len());
+                    for (ordinal, content) in (first..).zip(fresh) {
+                        rows.push(NewObservation::now(node_id, ordinal, content));
+                        added.push(Observation {
+                            ordinal: Ordinal(ordinal),
+                            content: content.clone(),
+                        });
+                    }
+                    result.push(AddedObservations {
+                        entity_name: addition.entity_name.clone(),
+                        added,
+                        not_found: false,
+                        skipped_duplicates,
+                    });
+                }
+                insert_observations(tx, workspace, &rows)?;
+                Ok(result)
+            })
             .await
     }
 
@@ -224,9 +108,43 @@ impl ObservationStore for SqliteStore {
             ordinal,
             new_content,
         } = request;
-        let (name, content) = (entity_name.to_owned(), (*new_content).to_owned());
+        let (entity_name, new_content) = (entity_name.to_owned(), (*new_content).to_owned());
+        let ordinal = ordinal.0;
         self.pool
-            .write(move |tx| replace_observation(tx, workspace, &name, ordinal.0, &content))
+            .write(move |tx| {
+                let found: Option<(i64, String)> = tx
+                    .query_row(
+                        "SELECT o.id, o.content FROM observations o
+                         JOIN nodes n ON n.id = o.node_id
+                         WHERE n.workspace_id = ?1 AND n.name = ?2 AND o.ordinal = ?3",
+                        params![workspace.0, entity_name, ordinal],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )
+                    .optional()
+                    .map_err(db)?;
+                let Some((id, old_content)) = found else {
+                    let node_exists = !node_ids(tx, workspace, [entity_name.as_str()])?.is_empty();
+                    return Err(if node_exists {
+                        Error::NotFound {
+                            kind: "observation",
+                            name: format!("{entity_name}#{ordinal}"),
+                        }
+                    } else {
+                        Error::node_not_found(entity_name)
+                    });
+                };
+                tx.execute(
+                    "UPDATE observations SET content = ?2, updated_at = engram_now() WHERE id = ?1",
+                    params![id, new_content],
+                )
+                .map_err(db)?;
+                Ok(ReplacedObservation {
+                    entity_name,
+                    ordinal: Ordinal(ordinal),
+                    old_content,
+                    new_content,
+                })
+            })
             .await
     }
 
@@ -241,7 +159,73 @@ impl ObservationStore for SqliteStore {
         } = request;
         let deletions = deletions.to_vec();
         self.pool
-            .write(move |tx| delete_observations(tx, workspace, &deletions))
+            .write(move |tx| {
+                let mut delete = tx
+                    .prepare_cached(
+                        "DELETE FROM observations
+                         WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+                           AND ordinal = ?3",
+                    )
+                    .map_err(db)?;
+                let mut by_content = tx
+                    .prepare_cached(
+                        "DELETE FROM observations
+                         WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+                           AND content = ?3
+                         RETURNING ordinal",
+                    )
+                    .map_err(db)?;
+                let mut forget_aggregate = tx
+                    .prepare_cached(
+                        "DELETE FROM node_embeddings
+                         WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
+                           AND NOT EXISTS (SELECT 1 FROM observations o
+                                           WHERE o.node_id = node_embeddings.node_id)",
+                    )
+                    .map_err(db)?;
+                let mut result = Vec::with_capacity(deletions.len());
+                for deletion in &deletions {
+                    let mut requested: BTreeSet<i64> =
+                        deletion.ordinals.iter().map(|o| o.0).collect();
+                    let mut deleted_ordinals = Vec::new();
+                    for content in &deletion.contents {
+                        let ordinals = by_content
+                            .query_map(params![workspace.0, deletion.entity_name, content], |row| {
+                                row.get::<_, i64>(0)
+                            })
+                            .map_err(db)?
+                            .collect::<rusqlite::Result<Vec<_>>>()
+                            .map_err(db)?;
+                        for ordinal in ordinals {
+                            requested.remove(&ordinal);
+                            deleted_ordinals.push(ordinal);
+                        }
+                    }
+                    let mut not_found_ordinals = Vec::new();
+                    for ordinal in requested {
+                        let deleted = delete
+                            .execute(params![workspace.0, deletion.entity_name, ordinal])
+                            .map_err(db)?;
+                        if deleted > 0 {
+                            deleted_ordinals.push(ordinal);
+                        } else {
+                            not_found_ordinals.push(ordinal);
+                        }
+                    }
+                    // A node that lost its last observation keeps no aggregate vector (the
+                    // indexer refreshes the others' when it embeds their changed context).
+                    forget_aggregate
+                        .execute(params![workspace.0, deletion.entity_name])
+                        .map_err(db)?;
+                    deleted_ordinals.sort_unstable();
+                    result.push(DeletedObservations {
+                        entity_name: deletion.entity_name.clone(),
+                        deleted_ordinals: deleted_ordinals.into_iter().map(Ordinal).collect(),
+                        not_found_ordinals: not_found_ordinals.into_iter().map(Ordinal).collect(),
+                    });
+                }
+                Ok(result)
+            })
             .await
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use engram_domain::*;
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{OptionalExtension, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
@@ -22,137 +22,11 @@ fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
     relations.iter().filter(|r| seen.insert(*r)).collect()
 }
 
-pub(crate) fn create_relations(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    relations: &[RelationSpec],
-) -> Result<CreatedRelations> {
-    let relations = distinct(relations);
-    let ids = node_ids(
-        tx,
-        workspace,
-        relations
-            .iter()
-            .flat_map(|r| [r.from_entity.as_str(), r.to_entity.as_str()]),
-    )?;
-    let mut insert = tx
-        .prepare_cached(
-            "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
-                                    created_at)
-             VALUES (?1, ?2, ?3, ?4, engram_now())
-             ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
-        )
-        .map_err(db)?;
-    let mut result = CreatedRelations::default();
-    for spec in relations {
-        let from = ids.get(&spec.from_entity);
-        let to = ids.get(&spec.to_entity);
-        for (id, name) in [(from, &spec.from_entity), (to, &spec.to_entity)] {
-            if id.is_none() && !result.not_found.contains(name) {
-                result.not_found.push(name.clone());
-            }
-        }
-        let (Some(from), Some(to)) = (from, to) else {
-            continue;
-        };
-        let inserted = insert
-            .execute(params![workspace.0, from, to, spec.relation_type])
-            .map_err(db)?;
-        if inserted > 0 {
-            result.created.push(spec.clone());
-        } else {
-            result.already_existed.push(spec.clone());
-        }
-    }
-    Ok(result)
-}
-
 /// `WHERE` for the relation `?2 -[?4]-> ?3` of workspace `?1`.
 const ONE_RELATION: &str = "workspace_id = ?1
     AND from_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
     AND to_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?3)
     AND relation_type = ?4";
-
-pub(crate) fn delete_relations(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    relations: &[RelationSpec],
-) -> Result<DeletedRelations> {
-    let mut delete = tx
-        .prepare_cached(&format!("DELETE FROM relations WHERE {ONE_RELATION}"))
-        .map_err(db)?;
-    let mut result = DeletedRelations::default();
-    for spec in distinct(relations) {
-        let deleted = delete
-            .execute(params![
-                workspace.0,
-                spec.from_entity,
-                spec.to_entity,
-                spec.relation_type
-            ])
-            .map_err(db)?;
-        if deleted > 0 {
-            result.deleted += 1;
-        } else {
-            result.not_found += 1;
-        }
-    }
-    Ok(result)
-}
-
-pub(crate) fn rename_relation_type(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    relation: &RelationSpec,
-    new_type: &str,
-) -> Result<RelationSpec> {
-    let renamed = tx
-        .query_row(
-            &format!("UPDATE relations SET relation_type = ?5 WHERE {ONE_RELATION} RETURNING id"),
-            params![
-                workspace.0,
-                relation.from_entity,
-                relation.to_entity,
-                relation.relation_type,
-                new_type
-            ],
-            |row| row.get::<_, i64>(0),
-        )
-        .optional()
-        .map_err(|e| {
-            taken_or_db(e, RELATIONS_UNIQUE, || {
-                Error::relation_taken(relation, new_type)
-            })
-        })?;
-    if renamed.is_none() {
-        return Err(Error::relation_not_found(relation));
-    }
-    Ok(RelationSpec {
-        relation_type: new_type.to_owned(),
-        ..relation.clone()
-    })
-}
-
-pub(crate) fn get_relations_between(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    entity_a: &str,
-    entity_b: &str,
-) -> Result<Vec<Relation>> {
-    let (a, b) = node_pair(tx, workspace, entity_a, entity_b)?;
-    query(
-        tx,
-        "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-         FROM relations r
-         JOIN nodes f ON f.id = r.from_node_id
-         JOIN nodes t ON t.id = r.to_node_id
-         WHERE (r.from_node_id = ?1 AND r.to_node_id = ?2)
-            OR (r.from_node_id = ?2 AND r.to_node_id = ?1)
-         ORDER BY 1, 2, 3",
-        params![a, b],
-        relation,
-    )
-}
 
 #[async_trait]
 impl RelationStore for SqliteStore {
@@ -164,7 +38,46 @@ impl RelationStore for SqliteStore {
         } = request;
         let relations = relations.to_vec();
         self.pool
-            .write(move |tx| create_relations(tx, workspace, &relations))
+            .write(move |tx| {
+                let relations = distinct(&relations);
+                let ids = node_ids(
+                    tx,
+                    workspace,
+                    relations
+                        .iter()
+                        .flat_map(|r| [r.from_entity.as_str(), r.to_entity.as_str()]),
+                )?;
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                                created_at)
+                         VALUES (?1, ?2, ?3, ?4, engram_now())
+                         ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
+                    )
+                    .map_err(db)?;
+                let mut result = CreatedRelations::default();
+                for spec in relations {
+                    let from = ids.get(&spec.from_entity);
+                    let to = ids.get(&spec.to_entity);
+                    for (id, name) in [(from, &spec.from_entity), (to, &spec.to_entity)] {
+                        if id.is_none() && !result.not_found.contains(name) {
+                            result.not_found.push(name.clone());
+                        }
+                    }
+                    let (Some(from), Some(to)) = (from, to) else {
+                        continue;
+                    };
+                    let inserted = insert
+                        .execute(params![workspace.0, from, to, spec.relation_type])
+                        .map_err(db)?;
+                    if inserted > 0 {
+                        result.created.push(spec.clone());
+                    } else {
+                        result.already_existed.push(spec.clone());
+                    }
+                }
+                Ok(result)
+            })
             .await
     }
 
@@ -176,7 +89,28 @@ impl RelationStore for SqliteStore {
         } = request;
         let relations = relations.to_vec();
         self.pool
-            .write(move |tx| delete_relations(tx, workspace, &relations))
+            .write(move |tx| {
+                let mut delete = tx
+                    .prepare_cached(&format!("DELETE FROM relations WHERE {ONE_RELATION}"))
+                    .map_err(db)?;
+                let mut result = DeletedRelations::default();
+                for spec in distinct(&relations) {
+                    let deleted = delete
+                        .execute(params![
+                            workspace.0,
+                            spec.from_entity,
+                            spec.to_entity,
+                            spec.relation_type
+                        ])
+                        .map_err(db)?;
+                    if deleted > 0 {
+                        result.deleted += 1;
+                    } else {
+                        result.not_found += 1;
+                    }
+                }
+                Ok(result)
+            })
             .await
     }
 
@@ -189,7 +123,35 @@ impl RelationStore for SqliteStore {
         } = request;
         let (relation, new_type) = (relation.clone(), (*new_type).to_owned());
         self.pool
-            .write(move |tx| rename_relation_type(tx, workspace, &relation, &new_type))
+            .write(move |tx| {
+                let renamed = tx
+                    .query_row(
+                        &format!(
+                            "UPDATE relations SET relation_type = ?5 WHERE {ONE_RELATION} RETURNING id"
+                        ),
+                        params![
+                            workspace.0,
+                            relation.from_entity,
+                            relation.to_entity,
+                            relation.relation_type,
+                            new_type
+                        ],
+                        |row| row.get::<_, i64>(0),
+                    )
+                    .optional()
+                    .map_err(|e| {
+                        taken_or_db(e, RELATIONS_UNIQUE, || {
+                            Error::relation_taken(&relation, &new_type)
+                        })
+                    })?;
+                if renamed.is_none() {
+                    return Err(Error::relation_not_found(&relation));
+                }
+                Ok(RelationSpec {
+                    relation_type: new_type,
+                    ..relation
+                })
+            })
             .await
     }
 
@@ -203,9 +165,23 @@ impl RelationStore for SqliteStore {
             entity_a,
             entity_b,
         } = request;
-        let (a, b) = (entity_a.to_owned(), entity_b.to_owned());
+        let (entity_a, entity_b) = (entity_a.to_owned(), entity_b.to_owned());
         self.pool
-            .read(move |tx| get_relations_between(tx, workspace, &a, &b))
+            .read(move |tx| {
+                let (a, b) = node_pair(tx, workspace, &entity_a, &entity_b)?;
+                query(
+                    tx,
+                    "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+                     FROM relations r
+                     JOIN nodes f ON f.id = r.from_node_id
+                     JOIN nodes t ON t.id = r.to_node_id
+                     WHERE (r.from_node_id = ?1 AND r.to_node_id = ?2)
+                        OR (r.from_node_id = ?2 AND r.to_node_id = ?1)
+                     ORDER BY 1, 2, 3",
+                    params![a, b],
+                    relation,
+                )
+            })
             .await
     }
 }

@@ -1,5 +1,5 @@
-//! One search's candidates ([`search`]: nearest observations by vector with sqlite-vec, best
-//! matches by full text with FTS5 and bm25), and the pairs of related nodes.
+//! One search's candidates ([`SearchStore::search`]: nearest observations by vector with
+//! sqlite-vec, best matches by full text with FTS5 and bm25), and the pairs of related nodes.
 
 use std::collections::HashSet;
 
@@ -14,17 +14,17 @@ use tracing::instrument;
 
 use crate::SqliteStore;
 use crate::error::db;
-use crate::sql::{id_list, query, tags_json};
+use crate::sql::{from_blob, id_list, query, tags_json, to_blob};
 use crate::vector_lists::VectorLists;
-use crate::vectors::{from_blob, has_vec_table, to_blob, vec_table};
+use crate::vectors::{has_vec_table, vec_table};
 
 /// The largest `k` sqlite-vec accepts in one KNN query.
 const MAX_K: usize = 4_096;
 
-/// Full-text matches [`search`] ranks in one query: the first `text_depth` become candidates,
-/// the others lend their scores to candidates the embeddings found
-/// ([`CandidateSet::add_text_ranking`]). FTS5 scores every match to rank the best few and
-/// costs as much again to score chosen rows, so one deeper ranking saves a query; a second
+/// Full-text matches a search ([`SearchStore::search`]) ranks in one query: the first
+/// `text_depth` become candidates, the others lend their scores to candidates the embeddings
+/// found ([`CandidateSet::add_text_ranking`]). FTS5 scores every match to rank the best few
+/// and costs as much again to score chosen rows, so one deeper ranking saves a query; a second
 /// one for the missing scores runs only when a query matches more than this.
 const TEXT_RANKING_LIMIT: usize = 2_000;
 
@@ -173,60 +173,6 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<Observation
             })
         },
     )
-}
-
-/// One search's candidates ([`MemoryStore::search`]): the nearest per vector and the best
-/// text matches, then each candidate's vectors and missing text score.
-pub(crate) fn search(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    request: &CandidateQuery,
-    lists: &VectorLists,
-) -> Result<Gathered> {
-    let perspectives = match request.perspectives {
-        true => crate::vectors::perspectives(tx, workspace)?,
-        false => Vec::new(),
-    };
-    let terms = match request.text.as_deref() {
-        Some(text) => text_terms(tx, text)?,
-        None => None,
-    };
-    let mut set = CandidateSet::new(request);
-    let mut complete_ranking = false;
-    let model = &request.model;
-    for (index, v) in request.vectors.iter().enumerate() {
-        let found = nearest(tx, workspace, request, v.perspective, &v.vector, lists)?;
-        set.add_nearest(index, found);
-    }
-    if let Some(terms) = &terms {
-        // The deeper ranking only lends scores to what the embeddings found; a search
-        // without vectors needs the best `text_depth` alone.
-        let limit = match request.vectors.is_empty() {
-            true => request.text_depth,
-            false => TEXT_RANKING_LIMIT.max(request.text_depth),
-        };
-        let ranking = text_matches(tx, workspace, terms, limit, request)?;
-        // A capped query's other matches go without a text score: scoring chosen rows costs
-        // FTS5 a pass over each frequent word's matches per row.
-        complete_ranking = ranking.len() < limit || terms.capped;
-        set.add_text_ranking(ranking, request.text_depth);
-    }
-    // Every candidate's vector: hybrid ranking compares candidates with one another, and
-    // the similarity of those the embeddings did not find comes from it.
-    let ids = set.ids();
-    for (index, v) in request.vectors.iter().enumerate() {
-        let vectors = candidate_vectors(tx, &ids, model, v)?;
-        set.set_vectors(index, vectors);
-    }
-    if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
-        let missing = set.without_text_score();
-        set.set_text_scores(text_scores(tx, &terms.query, &missing)?);
-    }
-    let rows = observation_rows(tx, &set.ids())?;
-    Ok(Gathered {
-        candidates: set.finish(rows),
-        perspectives,
-    })
 }
 
 /// A search's FTS5 query: any of the words of `text` that are not stop words, less those that
@@ -387,30 +333,62 @@ fn text_scores(tx: &Transaction<'_>, terms: &str, ids: &[i64]) -> Result<Vec<(i6
     )
 }
 
-pub(crate) fn related_pairs(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-) -> Result<Vec<(String, String)>> {
-    query(
-        tx,
-        "SELECT DISTINCT a.name, b.name
-         FROM relations r
-         JOIN nodes a ON a.id = r.from_node_id
-         JOIN nodes b ON b.id = r.to_node_id
-         WHERE r.workspace_id = ?1",
-        [workspace.0],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )
-}
-
 #[async_trait]
 impl SearchStore for SqliteStore {
     #[instrument(skip_all)]
     async fn search(&self, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Gathered> {
+        // One search's candidates: the nearest per vector and the best text matches, then each
+        // candidate's vectors and missing text score.
         let (request, lists) = (request.clone(), self.lists.clone());
         let found = self
             .pool
-            .read(move |tx| search(tx, workspace, &request, &lists))
+            .read(move |tx| {
+                let perspectives = match request.perspectives {
+                    true => crate::vectors::perspectives(tx, workspace)?,
+                    false => Vec::new(),
+                };
+                let terms = match request.text.as_deref() {
+                    Some(text) => text_terms(tx, text)?,
+                    None => None,
+                };
+                let mut set = CandidateSet::new(&request);
+                let mut complete_ranking = false;
+                let model = &request.model;
+                for (index, v) in request.vectors.iter().enumerate() {
+                    let found = nearest(tx, workspace, &request, v.perspective, &v.vector, &lists)?;
+                    set.add_nearest(index, found);
+                }
+                if let Some(terms) = &terms {
+                    // The deeper ranking only lends scores to what the embeddings found; a
+                    // search without vectors needs the best `text_depth` alone.
+                    let limit = match request.vectors.is_empty() {
+                        true => request.text_depth,
+                        false => TEXT_RANKING_LIMIT.max(request.text_depth),
+                    };
+                    let ranking = text_matches(tx, workspace, terms, limit, &request)?;
+                    // A capped query's other matches go without a text score: scoring chosen
+                    // rows costs FTS5 a pass over each frequent word's matches per row.
+                    complete_ranking = ranking.len() < limit || terms.capped;
+                    set.add_text_ranking(ranking, request.text_depth);
+                }
+                // Every candidate's vector: hybrid ranking compares candidates with one
+                // another, and the similarity of those the embeddings did not find comes from
+                // it.
+                let ids = set.ids();
+                for (index, v) in request.vectors.iter().enumerate() {
+                    let vectors = candidate_vectors(tx, &ids, model, v)?;
+                    set.set_vectors(index, vectors);
+                }
+                if let Some(terms) = terms.as_ref().filter(|_| !complete_ranking) {
+                    let missing = set.without_text_score();
+                    set.set_text_scores(text_scores(tx, &terms.query, &missing)?);
+                }
+                let rows = observation_rows(tx, &set.ids())?;
+                Ok(Gathered {
+                    candidates: set.finish(rows),
+                    perspectives,
+                })
+            })
             .await?;
         self.lists.build_when_due_at_first_search(&self.pool);
         Ok(found)
@@ -418,6 +396,19 @@ impl SearchStore for SqliteStore {
 
     #[instrument(skip_all)]
     async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>> {
-        self.pool.read(move |tx| related_pairs(tx, workspace)).await
+        self.pool
+            .read(move |tx| {
+                query(
+                    tx,
+                    "SELECT DISTINCT a.name, b.name
+                     FROM relations r
+                     JOIN nodes a ON a.id = r.from_node_id
+                     JOIN nodes b ON b.id = r.to_node_id
+                     WHERE r.workspace_id = ?1",
+                    [workspace.0],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+            })
+            .await
     }
 }

@@ -1,5 +1,5 @@
-//! Helpers every module's SQL uses: running a query into a `Vec`, and the JSON forms of lists
-//! (`json_each` arguments, tags and phrases as stored).
+//! Helpers every module's SQL uses: running a query into a `Vec`, the JSON forms of lists
+//! (`json_each` arguments, tags and phrases as stored), and vectors as stored (blobs).
 
 use engram_domain::Result;
 use rusqlite::types::Type;
@@ -36,4 +36,16 @@ pub(crate) fn tags_json(tags: &[String]) -> String {
 /// Node ids as a JSON array, for `IN (SELECT value FROM json_each(?))`.
 pub(crate) fn id_list(ids: &[i64]) -> String {
     serde_json::Value::from(ids).to_string()
+}
+
+/// A vector as sqlite-vec takes and gives it: little-endian `f32`s.
+pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The inverse of [`to_blob`].
+pub(crate) fn from_blob(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }

@@ -32,37 +32,6 @@ fn info(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
     })
 }
 
-pub(crate) fn create(tx: &Transaction<'_>, token: &NewToken) -> Result<TokenInfo> {
-    tx.execute(
-        "INSERT INTO tokens (id, workspace_id, secret_hash, read_only, label, created_at,
-                             expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, engram_now(), ?6)",
-        params![
-            token.id,
-            token.workspace.0,
-            token.secret_hash,
-            token.access == Access::ReadOnly,
-            token.label,
-            token.expires_at.map(micros),
-        ],
-    )
-    .map_err(db)?;
-    Ok(lookup(tx, &token.id)?.expect("inserted above").0)
-}
-
-pub(crate) fn list(tx: &Transaction<'_>, workspace: Option<WorkspaceId>) -> Result<Vec<TokenInfo>> {
-    query(
-        tx,
-        &format!(
-            "SELECT {COLUMNS} FROM tokens t JOIN workspaces w ON w.id = t.workspace_id
-             WHERE ?1 IS NULL OR t.workspace_id = ?1
-             ORDER BY w.name, t.created_at, t.id"
-        ),
-        [workspace.map(|w| w.0)],
-        info,
-    )
-}
-
 pub(crate) fn lookup(tx: &Transaction<'_>, id: &str) -> Result<Option<(TokenInfo, Vec<u8>)>> {
     tx.query_row(
         &format!(
@@ -76,31 +45,48 @@ pub(crate) fn lookup(tx: &Transaction<'_>, id: &str) -> Result<Option<(TokenInfo
     .map_err(db)
 }
 
-pub(crate) fn revoke(tx: &Transaction<'_>, id: &str) -> Result<()> {
-    // Kept, marked: `token list` shows it as revoked. Revoked already counts as not found.
-    let revoked = tx
-        .execute(
-            "UPDATE tokens SET revoked_at = engram_now() WHERE id = ?1 AND revoked_at IS NULL",
-            [id],
-        )
-        .map_err(db)?;
-    if revoked == 0 {
-        return Err(Error::token_not_found(id));
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl TokenStore for SqliteStore {
     #[instrument(skip_all)]
     async fn create_token(&self, token: &NewToken) -> Result<TokenInfo> {
         let token = token.clone();
-        self.pool.write(move |tx| create(tx, &token)).await
+        self.pool
+            .write(move |tx| {
+                tx.execute(
+                    "INSERT INTO tokens (id, workspace_id, secret_hash, read_only, label, created_at,
+                                         expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, engram_now(), ?6)",
+                    params![
+                        token.id,
+                        token.workspace.0,
+                        token.secret_hash,
+                        token.access == Access::ReadOnly,
+                        token.label,
+                        token.expires_at.map(micros),
+                    ],
+                )
+                .map_err(db)?;
+                Ok(lookup(tx, &token.id)?.expect("inserted above").0)
+            })
+            .await
     }
 
     #[instrument(skip_all)]
     async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<TokenInfo>> {
-        self.pool.read(move |tx| list(tx, workspace)).await
+        self.pool
+            .read(move |tx| {
+                query(
+                    tx,
+                    &format!(
+                        "SELECT {COLUMNS} FROM tokens t JOIN workspaces w ON w.id = t.workspace_id
+                         WHERE ?1 IS NULL OR t.workspace_id = ?1
+                         ORDER BY w.name, t.created_at, t.id"
+                    ),
+                    [workspace.map(|w| w.0)],
+                    info,
+                )
+            })
+            .await
     }
 
     #[instrument(skip_all)]
@@ -112,6 +98,21 @@ impl TokenStore for SqliteStore {
     #[instrument(skip_all)]
     async fn revoke_token(&self, id: &str) -> Result<()> {
         let id = id.to_owned();
-        self.pool.write(move |tx| revoke(tx, &id)).await
+        self.pool
+            .write(move |tx| {
+                // Kept, marked: `token list` shows it as revoked. Revoked already counts as not
+                // found.
+                let revoked = tx
+                    .execute(
+                        "UPDATE tokens SET revoked_at = engram_now() WHERE id = ?1 AND revoked_at IS NULL",
+                        [&id],
+                    )
+                    .map_err(db)?;
+                if revoked == 0 {
+                    return Err(Error::token_not_found(id));
+                }
+                Ok(())
+            })
+            .await
     }
 }

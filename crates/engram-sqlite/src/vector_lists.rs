@@ -28,8 +28,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::connection::Pool;
 use crate::error::db;
-use crate::sql::{id_list, query};
-use crate::vectors::{from_blob, to_blob};
+use crate::sql::{from_blob, id_list, query, to_blob};
 
 /// Vectors of one perspective and model from which they get an inverted file: below it the
 /// exact scan costs a few milliseconds.

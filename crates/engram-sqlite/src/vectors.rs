@@ -24,8 +24,8 @@ use tracing::instrument;
 
 use crate::SqliteStore;
 use crate::error::db;
-use crate::sql::{id_list, query, strings};
-use crate::vector_lists::{Filing, VectorLists};
+use crate::sql::{from_blob, id_list, query, strings, to_blob};
+use crate::vector_lists::Filing;
 use crate::{micros, timestamp};
 
 pub(crate) fn seed_perspectives(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<()> {
@@ -70,30 +70,6 @@ pub(crate) fn perspectives(
             })
         },
     )
-}
-
-/// Up to `limit` pending pairs, workspaces in turn and each from its cursor
-/// ([`MemoryStore::pending_embeddings`](engram_domain::MemoryStore::pending_embeddings)).
-pub(crate) fn pending_embeddings(
-    tx: &Transaction<'_>,
-    model: &str,
-    limit: usize,
-    cursor: &PendingCursor,
-) -> Result<Vec<EmbeddingTask>> {
-    let workspaces: Vec<WorkspaceId> =
-        query(tx, "SELECT id FROM workspaces ORDER BY id", [], |row| {
-            Ok(WorkspaceId(row.get(0)?))
-        })?;
-    let mut tasks = Vec::new();
-    for (workspace, after, up_to) in cursor.ranges(&workspaces) {
-        let left = limit.saturating_sub(tasks.len());
-        if left == 0 {
-            break;
-        }
-        let left = i64::try_from(left).unwrap_or(i64::MAX);
-        tasks.extend(pending_in(tx, model, left, workspace.0, (after, up_to))?);
-    }
-    Ok(tasks)
 }
 
 /// Up to `limit` pending pairs of one workspace whose observation id lies in `(from, to]`.
@@ -169,145 +145,6 @@ fn ensure_vec_table(tx: &Transaction<'_>, dims: i64) -> Result<()> {
     .map_err(db)
 }
 
-/// A vector as sqlite-vec takes and gives it: little-endian `f32`s.
-pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The inverse of [`to_blob`].
-pub(crate) fn from_blob(blob: &[u8]) -> Vec<f32> {
-    blob.chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
-/// Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
-/// aggregates. Records whose observation or perspective is gone are skipped.
-pub(crate) fn save_embeddings(
-    tx: &Transaction<'_>,
-    model: &str,
-    records: &[EmbeddingRecord],
-    lists: &VectorLists,
-) -> Result<()> {
-    let mut filing = Filing::new(lists);
-    let mut target = tx
-        .prepare_cached(
-            "SELECT o.workspace_id FROM observations o
-             JOIN perspectives p ON p.id = ?2 AND p.workspace_id = o.workspace_id
-             WHERE o.id = ?1",
-        )
-        .map_err(db)?;
-    let mut existing = tx
-        .prepare_cached(
-            "SELECT id, dims FROM embeddings
-             WHERE observation_id = ?1 AND perspective_id = ?2 AND model = ?3",
-        )
-        .map_err(db)?;
-    let mut update = tx
-        .prepare_cached(
-            "UPDATE embeddings SET dims = ?2, text_hash = ?3, embedding = ?4,
-                                   source_updated_at = ?5, token_signs = ?6,
-                                   embedded_at = engram_now()
-             WHERE id = ?1",
-        )
-        .map_err(db)?;
-    let mut insert = tx
-        .prepare_cached(
-            "INSERT INTO embeddings (observation_id, perspective_id, workspace_id, model, dims,
-                                     text_hash, embedding, source_updated_at, token_signs,
-                                     embedded_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, engram_now())
-             RETURNING id",
-        )
-        .map_err(db)?;
-    let mut mark_current = tx
-        .prepare_cached(
-            "UPDATE embeddings SET source_updated_at = ?4
-             WHERE observation_id = ?1 AND perspective_id = ?2 AND model = ?3",
-        )
-        .map_err(db)?;
-    let mut ready: Vec<i64> = Vec::new();
-    for record in records {
-        let source = micros(record.source_updated_at);
-        let (observation, perspective) = (record.observation_id, record.perspective_id.0);
-        let Some(vector) = &record.vector else {
-            mark_current
-                .execute(params![observation, perspective, model, source])
-                .map_err(db)?;
-            continue;
-        };
-        let Some(workspace): Option<i64> = target
-            .query_row(params![observation, perspective], |row| row.get(0))
-            .optional()
-            .map_err(db)?
-        else {
-            continue;
-        };
-        let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
-        let blob = to_blob(vector);
-        if !ready.contains(&dims) {
-            ensure_vec_table(tx, dims)?;
-            ready.push(dims);
-        }
-        let found: Option<(i64, i64)> = existing
-            .query_row(params![observation, perspective, model], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .optional()
-            .map_err(db)?;
-        let replaced = found.is_some();
-        let id = match found {
-            Some((id, old_dims)) => {
-                if has_vec_table(tx, old_dims)? {
-                    tx.execute(
-                        &format!("DELETE FROM {} WHERE rowid = ?1", vec_table(old_dims)),
-                        [id],
-                    )
-                    .map_err(db)?;
-                }
-                update
-                    .execute(params![
-                        id,
-                        dims,
-                        record.text_hash,
-                        blob,
-                        source,
-                        record.token_signs
-                    ])
-                    .map_err(db)?;
-                id
-            }
-            None => insert
-                .query_row(
-                    params![
-                        observation,
-                        perspective,
-                        workspace,
-                        model,
-                        dims,
-                        record.text_hash,
-                        blob,
-                        source,
-                        record.token_signs
-                    ],
-                    |row| row.get(0),
-                )
-                .map_err(db)?,
-        };
-        tx.prepare_cached(&format!(
-            "INSERT INTO {} (rowid, workspace_id, model, perspective_id, embedding)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            vec_table(dims)
-        ))
-        .map_err(db)?
-        .execute(params![id, workspace, model, perspective, blob])
-        .map_err(db)?;
-        filing.file(tx, id, replaced, perspective, model, vector)?;
-    }
-    let observations: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
-    refresh_node_embeddings(tx, model, &observations)
-}
-
 /// Recomputes the aggregate vector (the mean of the node's observation vectors) per
 /// perspective for every node the observations belong to; nodes that lost every observation
 /// keep none.
@@ -376,144 +213,6 @@ fn refresh_node_embeddings(tx: &Transaction<'_>, model: &str, observations: &[i6
     Ok(())
 }
 
-pub(crate) fn node_vectors(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    model: &str,
-    perspective: PerspectiveId,
-) -> Result<Vec<NodeVector>> {
-    query(
-        tx,
-        "SELECT n.name, n.entity_type, x.embedding
-         FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
-         WHERE x.workspace_id = ?1 AND x.model = ?2 AND x.perspective_id = ?3
-         ORDER BY n.name",
-        params![workspace.0, model, perspective.0],
-        |row| {
-            Ok(NodeVector {
-                name: row.get(0)?,
-                entity_type: row.get(1)?,
-                vector: from_blob(&row.get::<_, Vec<u8>>(2)?),
-            })
-        },
-    )
-}
-
-pub(crate) fn embedding_coverage(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    model: &str,
-) -> Result<f64> {
-    let (total, current): (i64, i64) = tx
-        .query_row(
-            "SELECT
-                 (SELECT count(*) FROM observations o
-                  JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
-                  WHERE o.workspace_id = ?1),
-                 (SELECT count(*) FROM embeddings e
-                  JOIN observations o ON o.id = e.observation_id
-                  JOIN nodes n ON n.id = o.node_id
-                  JOIN perspectives p ON p.id = e.perspective_id AND p.enabled
-                  WHERE e.workspace_id = ?1 AND e.model = ?2
-                    AND e.source_updated_at = n.updated_at)",
-            params![workspace.0, model],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .map_err(db)?;
-    Ok(if total == 0 {
-        1.0
-    } else {
-        current as f64 / total as f64
-    })
-}
-
-pub(crate) fn clear_embeddings(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    model: &str,
-) -> Result<u64> {
-    tx.execute(
-        "DELETE FROM node_embeddings WHERE workspace_id = ?1 AND model = ?2",
-        params![workspace.0, model],
-    )
-    .map_err(db)?;
-    tx.execute(
-        "DELETE FROM vector_list_sets WHERE model = ?2
-         AND perspective_id IN (SELECT id FROM perspectives WHERE workspace_id = ?1)",
-        params![workspace.0, model],
-    )
-    .map_err(db)?;
-    let deleted = tx
-        .execute(
-            "DELETE FROM embeddings WHERE workspace_id = ?1 AND model = ?2",
-            params![workspace.0, model],
-        )
-        .map_err(db)?;
-    Ok(deleted as u64)
-}
-
-pub(crate) fn embedding_pairs(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<u64> {
-    let pairs: i64 = tx
-        .query_row(
-            "SELECT count(*) FROM observations o
-             JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
-             WHERE o.workspace_id = ?1",
-            [workspace.0],
-            |row| row.get(0),
-        )
-        .map_err(db)?;
-    Ok(u64::try_from(pairs).unwrap_or(0))
-}
-
-pub(crate) fn set_perspective(
-    tx: &Transaction<'_>,
-    workspace: WorkspaceId,
-    perspective: &Perspective,
-) -> Result<Perspective> {
-    let old_template: Option<String> = tx
-        .query_row(
-            "SELECT document_template FROM perspectives WHERE workspace_id = ?1 AND name = ?2",
-            params![workspace.0, perspective.name],
-            |row| row.get(0),
-        )
-        .optional()
-        .map_err(db)?;
-    let id: i64 = tx
-        .query_row(
-            "INSERT INTO perspectives (workspace_id, name, document_template, query_template,
-                                       enabled, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, engram_now())
-             ON CONFLICT (workspace_id, name) DO UPDATE
-             SET document_template = excluded.document_template,
-                 query_template = excluded.query_template, enabled = excluded.enabled
-             RETURNING id",
-            params![
-                workspace.0,
-                perspective.name,
-                perspective.document_template,
-                perspective.query_template,
-                perspective.enabled
-            ],
-            |row| row.get(0),
-        )
-        .map_err(db)?;
-    // A changed document template makes every vector of the perspective stale: drop them so
-    // the indexer embeds them again (node timestamps did not move, so it would not notice).
-    if old_template.is_some_and(|old| old != perspective.document_template) {
-        for table in ["embeddings", "node_embeddings"] {
-            tx.execute(
-                &format!("DELETE FROM {table} WHERE perspective_id = ?1"),
-                [id],
-            )
-            .map_err(db)?;
-        }
-    }
-    Ok(Perspective {
-        id: PerspectiveId(id),
-        ..perspective.clone()
-    })
-}
-
 #[async_trait]
 impl IndexStore for SqliteStore {
     #[instrument(skip_all)]
@@ -529,7 +228,51 @@ impl IndexStore for SqliteStore {
         } = request;
         let perspective = perspective.clone();
         self.pool
-            .write(move |tx| set_perspective(tx, workspace, &perspective))
+            .write(move |tx| {
+                let old_template: Option<String> = tx
+                    .query_row(
+                        "SELECT document_template FROM perspectives WHERE workspace_id = ?1 AND name = ?2",
+                        params![workspace.0, perspective.name],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                    .map_err(db)?;
+                let id: i64 = tx
+                    .query_row(
+                        "INSERT INTO perspectives (workspace_id, name, document_template, query_template,
+                                                   enabled, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, engram_now())
+                         ON CONFLICT (workspace_id, name) DO UPDATE
+                         SET document_template = excluded.document_template,
+                             query_template = excluded.query_template, enabled = excluded.enabled
+                         RETURNING id",
+                        params![
+                            workspace.0,
+                            perspective.name,
+                            perspective.document_template,
+                            perspective.query_template,
+                            perspective.enabled
+                        ],
+                        |row| row.get(0),
+                    )
+                    .map_err(db)?;
+                // A changed document template makes every vector of the perspective stale: drop
+                // them so the indexer embeds them again (node timestamps did not move, so it
+                // would not notice).
+                if old_template.is_some_and(|old| old != perspective.document_template) {
+                    for table in ["embeddings", "node_embeddings"] {
+                        tx.execute(
+                            &format!("DELETE FROM {table} WHERE perspective_id = ?1"),
+                            [id],
+                        )
+                        .map_err(db)?;
+                    }
+                }
+                Ok(Perspective {
+                    id: PerspectiveId(id),
+                    ..perspective
+                })
+            })
             .await
     }
 
@@ -538,6 +281,7 @@ impl IndexStore for SqliteStore {
         &self,
         request: PendingEmbeddings<'_>,
     ) -> Result<Vec<EmbeddingTask>> {
+        // Up to `limit` pending pairs, workspaces in turn and each from its cursor.
         let PendingEmbeddings {
             model,
             limit,
@@ -545,16 +289,155 @@ impl IndexStore for SqliteStore {
         } = request;
         let (model, cursor) = (model.to_owned(), cursor.clone());
         self.pool
-            .read(move |tx| pending_embeddings(tx, &model, limit, &cursor))
+            .read(move |tx| {
+                let workspaces: Vec<WorkspaceId> =
+                    query(tx, "SELECT id FROM workspaces ORDER BY id", [], |row| {
+                        Ok(WorkspaceId(row.get(0)?))
+                    })?;
+                let mut tasks = Vec::new();
+                for (workspace, after, up_to) in cursor.ranges(&workspaces) {
+                    let left = limit.saturating_sub(tasks.len());
+                    if left == 0 {
+                        break;
+                    }
+                    let left = i64::try_from(left).unwrap_or(i64::MAX);
+                    tasks.extend(pending_in(tx, &model, left, workspace.0, (after, up_to))?);
+                }
+                Ok(tasks)
+            })
             .await
     }
 
     #[instrument(skip_all, fields(count = records.len()))]
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
+        // Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
+        // aggregates. Records whose observation or perspective is gone are skipped.
         let (model, records) = (model.to_owned(), records.to_vec());
         let lists = self.lists.clone();
         self.pool
-            .write(move |tx| save_embeddings(tx, &model, &records, &lists))
+            .write(move |tx| {
+                let mut filing = Filing::new(&lists);
+                let mut target = tx
+                    .prepare_cached(
+                        "SELECT o.workspace_id FROM observations o
+                         JOIN perspectives p ON p.id = ?2 AND p.workspace_id = o.workspace_id
+                         WHERE o.id = ?1",
+                    )
+                    .map_err(db)?;
+                let mut existing = tx
+                    .prepare_cached(
+                        "SELECT id, dims FROM embeddings
+                         WHERE observation_id = ?1 AND perspective_id = ?2 AND model = ?3",
+                    )
+                    .map_err(db)?;
+                let mut update = tx
+                    .prepare_cached(
+                        "UPDATE embeddings SET dims = ?2, text_hash = ?3, embedding = ?4,
+                                               source_updated_at = ?5, token_signs = ?6,
+                                               embedded_at = engram_now()
+                         WHERE id = ?1",
+                    )
+                    .map_err(db)?;
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO embeddings (observation_id, perspective_id, workspace_id, model, dims,
+                                                 text_hash, embedding, source_updated_at, token_signs,
+                                                 embedded_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, engram_now())
+                         RETURNING id",
+                    )
+                    .map_err(db)?;
+                let mut mark_current = tx
+                    .prepare_cached(
+                        "UPDATE embeddings SET source_updated_at = ?4
+                         WHERE observation_id = ?1 AND perspective_id = ?2 AND model = ?3",
+                    )
+                    .map_err(db)?;
+                let mut ready: Vec<i64> = Vec::new();
+                for record in &records {
+                    let source = micros(record.source_updated_at);
+                    let (observation, perspective) =
+                        (record.observation_id, record.perspective_id.0);
+                    let Some(vector) = &record.vector else {
+                        mark_current
+                            .execute(params![observation, perspective, model, source])
+                            .map_err(db)?;
+                        continue;
+                    };
+                    let Some(workspace): Option<i64> = target
+                        .query_row(params![observation, perspective], |row| row.get(0))
+                        .optional()
+                        .map_err(db)?
+                    else {
+                        continue;
+                    };
+                    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
+                    let blob = to_blob(vector);
+                    if !ready.contains(&dims) {
+                        ensure_vec_table(tx, dims)?;
+                        ready.push(dims);
+                    }
+                    let found: Option<(i64, i64)> = existing
+                        .query_row(params![observation, perspective, model], |row| {
+                            Ok((row.get(0)?, row.get(1)?))
+                        })
+                        .optional()
+                        .map_err(db)?;
+                    let replaced = found.is_some();
+                    let id = match found {
+                        Some((id, old_dims)) => {
+                            if has_vec_table(tx, old_dims)? {
+                                tx.execute(
+                                    &format!(
+                                        "DELETE FROM {} WHERE rowid = ?1",
+                                        vec_table(old_dims)
+                                    ),
+                                    [id],
+                                )
+                                .map_err(db)?;
+                            }
+                            update
+                                .execute(params![
+                                    id,
+                                    dims,
+                                    record.text_hash,
+                                    blob,
+                                    source,
+                                    record.token_signs
+                                ])
+                                .map_err(db)?;
+                            id
+                        }
+                        None => insert
+                            .query_row(
+                                params![
+                                    observation,
+                                    perspective,
+                                    workspace,
+                                    model,
+                                    dims,
+                                    record.text_hash,
+                                    blob,
+                                    source,
+                                    record.token_signs
+                                ],
+                                |row| row.get(0),
+                            )
+                            .map_err(db)?,
+                    };
+                    tx.prepare_cached(&format!(
+                        "INSERT INTO {} (rowid, workspace_id, model, perspective_id, embedding)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        vec_table(dims)
+                    ))
+                    .map_err(db)?
+                    .execute(params![id, workspace, model, perspective, blob])
+                    .map_err(db)?;
+                    filing.file(tx, id, replaced, perspective, &model, vector)?;
+                }
+                let observations: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
+                refresh_node_embeddings(tx, &model, &observations)
+            })
             .await?;
         self.lists.build_when_due(&self.pool);
         Ok(())
@@ -569,7 +452,23 @@ impl IndexStore for SqliteStore {
         } = request;
         let model = model.to_owned();
         self.pool
-            .read(move |tx| node_vectors(tx, workspace, &model, perspective))
+            .read(move |tx| {
+                query(
+                    tx,
+                    "SELECT n.name, n.entity_type, x.embedding
+                     FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
+                     WHERE x.workspace_id = ?1 AND x.model = ?2 AND x.perspective_id = ?3
+                     ORDER BY n.name",
+                    params![workspace.0, model, perspective.0],
+                    |row| {
+                        Ok(NodeVector {
+                            name: row.get(0)?,
+                            entity_type: row.get(1)?,
+                            vector: from_blob(&row.get::<_, Vec<u8>>(2)?),
+                        })
+                    },
+                )
+            })
             .await
     }
 
@@ -577,7 +476,29 @@ impl IndexStore for SqliteStore {
     async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
         let model = model.to_owned();
         self.pool
-            .read(move |tx| embedding_coverage(tx, workspace, &model))
+            .read(move |tx| {
+                let (total, current): (i64, i64) = tx
+                    .query_row(
+                        "SELECT
+                             (SELECT count(*) FROM observations o
+                              JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+                              WHERE o.workspace_id = ?1),
+                             (SELECT count(*) FROM embeddings e
+                              JOIN observations o ON o.id = e.observation_id
+                              JOIN nodes n ON n.id = o.node_id
+                              JOIN perspectives p ON p.id = e.perspective_id AND p.enabled
+                              WHERE e.workspace_id = ?1 AND e.model = ?2
+                                AND e.source_updated_at = n.updated_at)",
+                        params![workspace.0, model],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )
+                    .map_err(db)?;
+                Ok(if total == 0 {
+                    1.0
+                } else {
+                    current as f64 / total as f64
+                })
+            })
             .await
     }
 
@@ -596,14 +517,44 @@ impl IndexStore for SqliteStore {
     async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
         let model = model.to_owned();
         self.pool
-            .write(move |tx| clear_embeddings(tx, workspace, &model))
+            .write(move |tx| {
+                tx.execute(
+                    "DELETE FROM node_embeddings WHERE workspace_id = ?1 AND model = ?2",
+                    params![workspace.0, model],
+                )
+                .map_err(db)?;
+                tx.execute(
+                    "DELETE FROM vector_list_sets WHERE model = ?2
+                     AND perspective_id IN (SELECT id FROM perspectives WHERE workspace_id = ?1)",
+                    params![workspace.0, model],
+                )
+                .map_err(db)?;
+                let deleted = tx
+                    .execute(
+                        "DELETE FROM embeddings WHERE workspace_id = ?1 AND model = ?2",
+                        params![workspace.0, model],
+                    )
+                    .map_err(db)?;
+                Ok(deleted as u64)
+            })
             .await
     }
 
     #[instrument(skip_all)]
     async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
         self.pool
-            .read(move |tx| embedding_pairs(tx, workspace))
+            .read(move |tx| {
+                let pairs: i64 = tx
+                    .query_row(
+                        "SELECT count(*) FROM observations o
+                         JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+                         WHERE o.workspace_id = ?1",
+                        [workspace.0],
+                        |row| row.get(0),
+                    )
+                    .map_err(db)?;
+                Ok(u64::try_from(pairs).unwrap_or(0))
+            })
             .await
     }
 }

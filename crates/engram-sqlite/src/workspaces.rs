@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use engram_domain::*;
 use engram_domain::{Error, Result, Workspace, WorkspaceId, WorkspaceInfo};
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{OptionalExtension, Row, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
@@ -20,81 +20,6 @@ fn workspace(row: &Row<'_>) -> rusqlite::Result<Workspace> {
     })
 }
 
-pub(crate) fn create(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
-    let workspace = tx
-        .query_row(
-            "INSERT INTO workspaces (name, created_at) VALUES (?1, engram_now())
-             RETURNING id, name, created_at",
-            [name],
-            workspace,
-        )
-        .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(name)))?;
-    crate::vectors::seed_perspectives(tx, workspace.id)?;
-    Ok(workspace)
-}
-
-pub(crate) fn get(tx: &Transaction<'_>, name: &str) -> Result<Workspace> {
-    tx.query_row(
-        "SELECT id, name, created_at FROM workspaces WHERE name = ?1",
-        [name],
-        workspace,
-    )
-    .optional()
-    .map_err(db)?
-    .ok_or_else(|| Error::workspace_not_found(name))
-}
-
-pub(crate) fn list(tx: &Transaction<'_>) -> Result<Vec<WorkspaceInfo>> {
-    let mut statement = tx
-        .prepare(
-            // The kept counts (migration V7).
-            "SELECT w.id, w.name, w.created_at, c.nodes AS node_count
-             FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
-             ORDER BY w.name",
-        )
-        .map_err(db)?;
-    let rows = statement
-        .query_map([], |row| {
-            Ok(WorkspaceInfo {
-                workspace: workspace(row)?,
-                node_count: row.get("node_count")?,
-            })
-        })
-        .map_err(db)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(db)
-}
-
-pub(crate) fn rename(tx: &Transaction<'_>, name: &str, new_name: &str) -> Result<Workspace> {
-    tx.query_row(
-        "UPDATE workspaces SET name = ?2 WHERE name = ?1 RETURNING id, name, created_at",
-        params![name, new_name],
-        workspace,
-    )
-    .optional()
-    .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(new_name)))?
-    .ok_or_else(|| Error::workspace_not_found(name))
-}
-
-pub(crate) fn delete(tx: &Transaction<'_>, name: &str, force: bool) -> Result<()> {
-    let (id, node_count): (i64, i64) = tx
-        .query_row(
-            "SELECT w.id, c.nodes
-             FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
-             WHERE w.name = ?1",
-            [name],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()
-        .map_err(db)?
-        .ok_or_else(|| Error::workspace_not_found(name))?;
-    if node_count > 0 && !force {
-        return Err(Error::workspace_not_empty(name, node_count));
-    }
-    tx.execute("DELETE FROM workspaces WHERE id = ?1", [id])
-        .map_err(db)?;
-    Ok(())
-}
-
 #[async_trait]
 impl WorkspaceStore for SqliteStore {
     async fn schema_current(&self) -> Result<bool> {
@@ -104,31 +29,104 @@ impl WorkspaceStore for SqliteStore {
     #[instrument(skip_all)]
     async fn create_workspace(&self, name: &str) -> Result<Workspace> {
         let name = name.to_owned();
-        self.pool.write(move |tx| create(tx, &name)).await
+        self.pool
+            .write(move |tx| {
+                let workspace = tx
+                    .query_row(
+                        "INSERT INTO workspaces (name, created_at) VALUES (?1, engram_now())
+                         RETURNING id, name, created_at",
+                        [&name],
+                        workspace,
+                    )
+                    .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(name)))?;
+                crate::vectors::seed_perspectives(tx, workspace.id)?;
+                Ok(workspace)
+            })
+            .await
     }
 
     #[instrument(skip_all)]
     async fn workspace(&self, name: &str) -> Result<Workspace> {
         let name = name.to_owned();
-        self.pool.read(move |tx| get(tx, &name)).await
+        self.pool
+            .read(move |tx| {
+                tx.query_row(
+                    "SELECT id, name, created_at FROM workspaces WHERE name = ?1",
+                    [&name],
+                    workspace,
+                )
+                .optional()
+                .map_err(db)?
+                .ok_or_else(|| Error::workspace_not_found(name))
+            })
+            .await
     }
 
     #[instrument(skip_all)]
     async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
-        self.pool.read(list).await
+        self.pool
+            .read(|tx| {
+                let mut statement = tx
+                    .prepare(
+                        // The kept counts (migration V7).
+                        "SELECT w.id, w.name, w.created_at, c.nodes AS node_count
+                         FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+                         ORDER BY w.name",
+                    )
+                    .map_err(db)?;
+                let rows = statement
+                    .query_map([], |row| {
+                        Ok(WorkspaceInfo {
+                            workspace: workspace(row)?,
+                            node_count: row.get("node_count")?,
+                        })
+                    })
+                    .map_err(db)?;
+                rows.collect::<rusqlite::Result<_>>().map_err(db)
+            })
+            .await
     }
 
     #[instrument(skip_all)]
     async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
         let (name, new_name) = (name.to_owned(), new_name.to_owned());
         self.pool
-            .write(move |tx| rename(tx, &name, &new_name))
+            .write(move |tx| {
+                tx.query_row(
+                    "UPDATE workspaces SET name = ?2 WHERE name = ?1 RETURNING id, name, created_at",
+                    params![name, new_name],
+                    workspace,
+                )
+                .optional()
+                .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(new_name)))?
+                .ok_or_else(|| Error::workspace_not_found(name))
+            })
             .await
     }
 
     #[instrument(skip_all)]
     async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
         let name = name.to_owned();
-        self.pool.write(move |tx| delete(tx, &name, force)).await
+        self.pool
+            .write(move |tx| {
+                let (id, node_count): (i64, i64) = tx
+                    .query_row(
+                        "SELECT w.id, c.nodes
+                         FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+                         WHERE w.name = ?1",
+                        [&name],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )
+                    .optional()
+                    .map_err(db)?
+                    .ok_or_else(|| Error::workspace_not_found(&name))?;
+                if node_count > 0 && !force {
+                    return Err(Error::workspace_not_empty(&name, node_count));
+                }
+                tx.execute("DELETE FROM workspaces WHERE id = ?1", [id])
+                    .map_err(db)?;
+                Ok(())
+            })
+            .await
     }
 }
