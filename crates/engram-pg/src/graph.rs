@@ -23,118 +23,71 @@ async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str
     Ok(row.get(0))
 }
 
-pub(crate) async fn get_neighborhood(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    name: &str,
-    depth: u32,
-) -> Result<Neighborhood> {
-    let start = node_id(client, workspace, name).await?;
-    let statement = client
-        .prepare_cached(include_str!("sql/neighborhood.sql"))
-        .await
-        .map_err(db)?;
-    let depth = i32::try_from(depth).map_err(|_| Error::invalid("depth", "too large"))?;
-    let rows = client
-        .query(&statement, &[&start, &depth])
-        .await
-        .map_err(db)?;
-    let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
-    let relations = relations_among(client, &ids, Endpoints::Both).await?;
-    Ok(Neighborhood {
-        nodes: rows
-            .iter()
-            .map(|row| GraphNode {
-                name: row.get("name"),
-                entity_type: row.get("entity_type"),
-                summary: row.get("summary"),
-                tags: row.get("tags"),
-            })
-            .collect(),
-        relations,
-    })
-}
-
-/// The shortest path from `from` to `to`, relations followed in either direction:
-/// [`engram_domain::path`]'s search from both ends, one query per level it asks for, then its
-/// walk back from the target over each node's neighbours by name and relation id (so the
-/// answer is deterministic, and engram-sqlite's).
-pub(crate) async fn get_path(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    from: &str,
-    to: &str,
-) -> Result<GraphPath> {
-    let (source, target) = node_pair(client, workspace, from, to).await?;
-    let level_query = client
-        .prepare_cached(include_str!("sql/path_level.sql"))
-        .await
-        .map_err(db)?;
-    let mut search = PathSearch::new(source, target);
-    while let Some(frontier) = search.frontier() {
-        let rows = client.query(&level_query, &[&frontier]).await.map_err(db)?;
-        search.expand(rows.iter().map(|row| (row.get(0), row.get(1))));
-    }
-    let Some(mut walk) = search.walk() else {
-        return Ok(GraphPath::default());
-    };
-    let step_query = client
-        .prepare_cached(include_str!("sql/path_step.sql"))
-        .await
-        .map_err(db)?;
-    let mut path = vec![to.to_owned()];
-    let mut relations = Vec::new();
-    while let Some(current) = walk.at() {
-        let rows = client.query(&step_query, &[&current]).await.map_err(db)?;
-        let chosen = walk.step(rows.iter().map(|row| row.get::<_, i64>("neighbour_id")))?;
-        path.push(rows[chosen].get("neighbour"));
-        relations.push(relation(&rows[chosen]));
-    }
-    Ok(GraphPath::walked_back(path, relations))
-}
-
-pub(crate) async fn find_unlinked_references(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-) -> Result<Vec<UnlinkedReference>> {
-    let statement = client
-        .prepare_cached(include_str!("sql/unlinked_references.sql"))
-        .await
-        .map_err(db)?;
-    let rows = client
-        .query(&statement, &[&workspace.0])
-        .await
-        .map_err(db)?;
-    Ok(rows
-        .iter()
-        .map(|row| UnlinkedReference {
-            node: row.get("node"),
-            referenced_name: row.get("referenced_name"),
-            reference_count: row.get("reference_count"),
-        })
-        .collect())
-}
-
 #[async_trait]
 impl GraphStore for PgStore {
     #[instrument(skip_all)]
     async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood> {
-        read!(self, |tx| get_neighborhood(
-            &tx,
-            request.workspace,
-            request.name,
-            request.depth
-        ))
+        let (workspace, name, depth) = (request.workspace, request.name, request.depth);
+        read!(self, |tx| async {
+            let start = node_id(&tx, workspace, name).await?;
+            let statement = tx
+                .prepare_cached(include_str!("sql/neighborhood.sql"))
+                .await
+                .map_err(db)?;
+            let depth = i32::try_from(depth).map_err(|_| Error::invalid("depth", "too large"))?;
+            let rows = tx.query(&statement, &[&start, &depth]).await.map_err(db)?;
+            let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
+            let relations = relations_among(&tx, &ids, Endpoints::Both).await?;
+            Ok(Neighborhood {
+                nodes: rows
+                    .iter()
+                    .map(|row| GraphNode {
+                        name: row.get("name"),
+                        entity_type: row.get("entity_type"),
+                        summary: row.get("summary"),
+                        tags: row.get("tags"),
+                    })
+                    .collect(),
+                relations,
+            })
+        })
     }
 
+    /// The shortest path from `from` to `to`, relations followed in either direction:
+    /// [`engram_domain::path`]'s search from both ends, one query per level it asks for, then
+    /// its walk back from the target over each node's neighbours by name and relation id (so
+    /// the answer is deterministic, and engram-sqlite's).
     #[instrument(skip_all)]
     async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
-        read!(self, |tx| get_path(
-            &tx,
-            request.workspace,
-            request.from,
-            request.to
-        ))
+        let (workspace, from, to) = (request.workspace, request.from, request.to);
+        read!(self, |tx| async {
+            let (source, target) = node_pair(&tx, workspace, from, to).await?;
+            let level_query = tx
+                .prepare_cached(include_str!("sql/path_level.sql"))
+                .await
+                .map_err(db)?;
+            let mut search = PathSearch::new(source, target);
+            while let Some(frontier) = search.frontier() {
+                let rows = tx.query(&level_query, &[&frontier]).await.map_err(db)?;
+                search.expand(rows.iter().map(|row| (row.get(0), row.get(1))));
+            }
+            let Some(mut walk) = search.walk() else {
+                return Ok(GraphPath::default());
+            };
+            let step_query = tx
+                .prepare_cached(include_str!("sql/path_step.sql"))
+                .await
+                .map_err(db)?;
+            let mut path = vec![to.to_owned()];
+            let mut relations = Vec::new();
+            while let Some(current) = walk.at() {
+                let rows = tx.query(&step_query, &[&current]).await.map_err(db)?;
+                let chosen = walk.step(rows.iter().map(|row| row.get::<_, i64>("neighbour_id")))?;
+                path.push(rows[chosen].get("neighbour"));
+                relations.push(relation(&rows[chosen]));
+            }
+            Ok(GraphPath::walked_back(path, relations))
+        })
     }
 
     #[instrument(skip_all)]
@@ -142,6 +95,20 @@ impl GraphStore for PgStore {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<UnlinkedReference>> {
-        read!(self, |tx| find_unlinked_references(&tx, workspace))
+        read!(self, |tx| async {
+            let statement = tx
+                .prepare_cached(include_str!("sql/unlinked_references.sql"))
+                .await
+                .map_err(db)?;
+            let rows = tx.query(&statement, &[&workspace.0]).await.map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|row| UnlinkedReference {
+                    node: row.get("node"),
+                    referenced_name: row.get("referenced_name"),
+                    reference_count: row.get("reference_count"),
+                })
+                .collect())
+        })
     }
 }

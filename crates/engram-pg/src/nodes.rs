@@ -23,162 +23,6 @@ struct EntityInput<'a> {
     observations: &'a [String],
 }
 
-pub(crate) async fn create_entities(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    entities: &[NewNode],
-) -> Result<Vec<CreatedNode>> {
-    let input: Vec<EntityInput<'_>> = entities
-        .iter()
-        .map(|e| EntityInput {
-            name: &e.name,
-            entity_type: &e.entity_type,
-            summary: e.summary.as_deref(),
-            tags: &e.tags,
-            observations: &e.observations,
-        })
-        .collect();
-    let statement = client
-        .prepare_cached(include_str!("sql/create_entities.sql"))
-        .await
-        .map_err(db)?;
-    let rows = client
-        .query(&statement, &[&workspace.0, &Json(&input)])
-        .await
-        .map_err(db)?;
-    let existing: Vec<&str> = rows
-        .iter()
-        .filter(|row| row.get::<_, Option<Timestamp>>("created_at").is_none())
-        .map(|row| row.get("name"))
-        .collect();
-    let mut existing_rows: HashMap<String, (String, Timestamp)> = HashMap::new();
-    if !existing.is_empty() {
-        for row in client
-            .query(
-                "SELECT name, entity_type, created_at FROM nodes
-                 WHERE workspace_id = $1 AND name = ANY($2)",
-                &[&workspace.0, &existing],
-            )
-            .await
-            .map_err(db)?
-        {
-            existing_rows.insert(
-                row.get("name"),
-                (row.get("entity_type"), row.get("created_at")),
-            );
-        }
-    }
-    rows.iter()
-        .map(|row| {
-            let name: String = row.get("name");
-            if let Some(created_at) = row.get::<_, Option<Timestamp>>("created_at") {
-                return Ok(CreatedNode {
-                    entity_type: row.get("entity_type"),
-                    name,
-                    created_at,
-                    already_existed: false,
-                    skipped_duplicates: Vec::new(),
-                });
-            }
-            // Skipped as taken, then deleted by another writer before the lookup.
-            let (entity_type, created_at) = existing_rows
-                .remove(&name)
-                .ok_or_else(|| Error::Conflict(format!("node {name} was deleted concurrently")))?;
-            Ok(CreatedNode {
-                name,
-                entity_type,
-                created_at,
-                already_existed: true,
-                skipped_duplicates: Vec::new(),
-            })
-        })
-        .collect()
-}
-
-pub(crate) async fn delete_entities(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    names: &[String],
-) -> Result<DeletedNodes> {
-    let rows = client
-        .query(
-            "DELETE FROM nodes WHERE workspace_id = $1 AND name = ANY($2) RETURNING name",
-            &[&workspace.0, &names],
-        )
-        .await
-        .map_err(db)?;
-    let deleted: HashSet<String> = rows.iter().map(|row| row.get(0)).collect();
-    let mut result = DeletedNodes::default();
-    for name in first_occurrences(names) {
-        if deleted.contains(name) {
-            result.deleted.push(name.clone());
-        } else {
-            result.not_found.push(name.clone());
-        }
-    }
-    Ok(result)
-}
-
-pub(crate) async fn open_nodes(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    names: &[String],
-) -> Result<OpenedNodes> {
-    let node_rows = client
-        .query(
-            "SELECT id, name, entity_type, summary, tags, created_at, updated_at
-             FROM nodes WHERE workspace_id = $1 AND name = ANY($2)",
-            &[&workspace.0, &names],
-        )
-        .await
-        .map_err(db)?;
-    let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
-    let observation_rows = client
-        .query(
-            "SELECT node_id, ordinal, content FROM observations
-             WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
-            &[&ids],
-        )
-        .await
-        .map_err(db)?;
-    let mut observations: HashMap<i64, Vec<Observation>> = HashMap::new();
-    for row in &observation_rows {
-        observations
-            .entry(row.get("node_id"))
-            .or_default()
-            .push(Observation {
-                ordinal: Ordinal(row.get("ordinal")),
-                content: row.get("content"),
-            });
-    }
-    let mut by_name: HashMap<String, NodeDetail> = node_rows
-        .iter()
-        .map(|row| {
-            let detail = NodeDetail {
-                name: row.get("name"),
-                entity_type: row.get("entity_type"),
-                summary: row.get("summary"),
-                tags: row.get("tags"),
-                observations: observations.remove(&row.get("id")).unwrap_or_default(),
-                created_at: row.get("created_at"),
-                updated_at: row.get("updated_at"),
-            };
-            (detail.name.clone(), detail)
-        })
-        .collect();
-    let mut result = OpenedNodes {
-        relations: relations_among(client, &ids, Endpoints::Either).await?,
-        ..OpenedNodes::default()
-    };
-    for name in first_occurrences(names) {
-        match by_name.remove(name) {
-            Some(detail) => result.entities.push(detail),
-            None => result.not_found.push(name.clone()),
-        }
-    }
-    Ok(result)
-}
-
 /// The relations touching the nodes `ids` as `endpoints` says, sorted.
 pub(crate) async fn relations_among(
     client: &impl GenericClient,
@@ -212,31 +56,6 @@ pub(crate) fn relation(row: &Row) -> Relation {
     }
 }
 
-pub(crate) async fn get_nodes_by_type(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    entity_type: &str,
-) -> Result<Vec<TypedNode>> {
-    let rows = client
-        .query(
-            "SELECT name, entity_type, summary, tags, updated_at FROM nodes
-             WHERE workspace_id = $1 AND entity_type = $2 ORDER BY name",
-            &[&workspace.0, &entity_type],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows
-        .iter()
-        .map(|row| TypedNode {
-            name: row.get("name"),
-            entity_type: row.get("entity_type"),
-            summary: row.get("summary"),
-            tags: row.get("tags"),
-            updated_at: row.get("updated_at"),
-        })
-        .collect())
-}
-
 fn brief(row: &Row) -> NodeBrief {
     NodeBrief {
         name: row.get("name"),
@@ -244,120 +63,6 @@ fn brief(row: &Row) -> NodeBrief {
         summary: row.get("summary"),
         updated_at: row.get("updated_at"),
     }
-}
-
-pub(crate) async fn get_recently_modified(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    days: u32,
-    limit: u32,
-) -> Result<Vec<NodeBrief>> {
-    let days = i32::try_from(days).map_err(|_| Error::invalid("days", "too large"))?;
-    let rows = client
-        .query(
-            "SELECT name, entity_type, summary, updated_at FROM nodes
-             WHERE workspace_id = $1 AND updated_at >= now() - make_interval(days => $2)
-             ORDER BY updated_at DESC, name LIMIT $3",
-            &[&workspace.0, &days, &i64::from(limit)],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows.iter().map(brief).collect())
-}
-
-pub(crate) async fn set_summary(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    name: &str,
-    summary: &str,
-) -> Result<SummaryUpdate> {
-    let row = client
-        .query_opt(
-            "UPDATE nodes SET summary = $3, summary_updated_at = now()
-             WHERE workspace_id = $1 AND name = $2
-             RETURNING name, summary, updated_at",
-            &[&workspace.0, &name, &summary],
-        )
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::node_not_found(name))?;
-    Ok(SummaryUpdate {
-        name: row.get("name"),
-        summary: row.get("summary"),
-        updated_at: row.get("updated_at"),
-    })
-}
-
-pub(crate) async fn set_tags(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    name: &str,
-    tags: &[String],
-) -> Result<TagsUpdate> {
-    let row = client
-        .query_opt(
-            "UPDATE nodes SET tags = $3 WHERE workspace_id = $1 AND name = $2
-             RETURNING name, tags",
-            &[&workspace.0, &name, &tags],
-        )
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::node_not_found(name))?;
-    Ok(TagsUpdate {
-        name: row.get("name"),
-        tags: row.get("tags"),
-    })
-}
-
-pub(crate) async fn get_orphaned_nodes(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-) -> Result<Vec<NodeBrief>> {
-    let rows = client
-        .query(
-            "SELECT n.name, n.entity_type, n.summary, n.updated_at FROM nodes n
-             WHERE n.workspace_id = $1
-               AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.from_node_id = n.id)
-               AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.to_node_id = n.id)
-             ORDER BY n.name",
-            &[&workspace.0],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows.iter().map(brief).collect())
-}
-
-pub(crate) async fn get_pending_consolidation(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-) -> Result<Vec<PendingConsolidation>> {
-    let rows = client
-        .query(
-            "SELECT n.name, n.entity_type, o.observation_count, o.last_observation_at,
-                    n.summary_updated_at
-             FROM nodes n
-             CROSS JOIN LATERAL (
-                 SELECT count(*) AS observation_count, max(updated_at) AS last_observation_at
-                 FROM observations WHERE node_id = n.id
-             ) o
-             WHERE n.workspace_id = $1 AND o.observation_count > 0
-               AND (n.summary_updated_at IS NULL
-                    OR n.summary_updated_at < o.last_observation_at)
-             ORDER BY n.summary_updated_at NULLS FIRST, o.last_observation_at, n.name",
-            &[&workspace.0],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows
-        .iter()
-        .map(|row| PendingConsolidation {
-            name: row.get("name"),
-            entity_type: row.get("entity_type"),
-            observation_count: row.get("observation_count"),
-            last_observation_at: row.get("last_observation_at"),
-            summary_updated_at: row.get("summary_updated_at"),
-        })
-        .collect())
 }
 
 pub(crate) async fn get_stats(
@@ -391,38 +96,80 @@ pub(crate) async fn get_stats(
     })
 }
 
-pub(crate) async fn event_counts(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    since: Timestamp,
-) -> Result<EventCounts> {
-    let row = client
-        .query_one(
-            "SELECT coalesce(sum(count) FILTER (WHERE operation = 'create'), 0) AS creates,
-                    coalesce(sum(count) FILTER (WHERE operation = 'update'), 0) AS updates,
-                    coalesce(sum(count) FILTER (WHERE operation = 'delete'), 0) AS deletes
-             FROM events WHERE workspace_id = $1 AND at >= $2",
-            &[&workspace.0, &since],
-        )
-        .await
-        .map_err(db)?;
-    Ok(EventCounts {
-        since,
-        creates: row.get("creates"),
-        updates: row.get("updates"),
-        deletes: row.get("deletes"),
-    })
-}
-
 #[async_trait]
 impl NodeStore for PgStore {
     #[instrument(skip_all, fields(count = request.entities.len()))]
     async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>> {
-        let created = write!(self, |tx| create_entities(
-            &tx,
-            request.workspace,
-            *request.entities
-        ))?;
+        let workspace = request.workspace;
+        let created = write!(self, |tx| async {
+            let input: Vec<EntityInput<'_>> = request
+                .entities
+                .iter()
+                .map(|e| EntityInput {
+                    name: &e.name,
+                    entity_type: &e.entity_type,
+                    summary: e.summary.as_deref(),
+                    tags: &e.tags,
+                    observations: &e.observations,
+                })
+                .collect();
+            let statement = tx
+                .prepare_cached(include_str!("sql/create_entities.sql"))
+                .await
+                .map_err(db)?;
+            let rows = tx
+                .query(&statement, &[&workspace.0, &Json(&input)])
+                .await
+                .map_err(db)?;
+            let existing: Vec<&str> = rows
+                .iter()
+                .filter(|row| row.get::<_, Option<Timestamp>>("created_at").is_none())
+                .map(|row| row.get("name"))
+                .collect();
+            let mut existing_rows: HashMap<String, (String, Timestamp)> = HashMap::new();
+            if !existing.is_empty() {
+                for row in tx
+                    .query(
+                        "SELECT name, entity_type, created_at FROM nodes
+                         WHERE workspace_id = $1 AND name = ANY($2)",
+                        &[&workspace.0, &existing],
+                    )
+                    .await
+                    .map_err(db)?
+                {
+                    existing_rows.insert(
+                        row.get("name"),
+                        (row.get("entity_type"), row.get("created_at")),
+                    );
+                }
+            }
+            rows.iter()
+                .map(|row| {
+                    let name: String = row.get("name");
+                    if let Some(created_at) = row.get::<_, Option<Timestamp>>("created_at") {
+                        return Ok(CreatedNode {
+                            entity_type: row.get("entity_type"),
+                            name,
+                            created_at,
+                            already_existed: false,
+                            skipped_duplicates: Vec::new(),
+                        });
+                    }
+                    // Skipped as taken, then deleted by another writer before the lookup.
+                    let (entity_type, created_at) =
+                        existing_rows.remove(&name).ok_or_else(|| {
+                            Error::Conflict(format!("node {name} was deleted concurrently"))
+                        })?;
+                    Ok(CreatedNode {
+                        name,
+                        entity_type,
+                        created_at,
+                        already_existed: true,
+                        skipped_duplicates: Vec::new(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
         let rows = request.entities.len()
             + request
                 .entities
@@ -435,62 +182,191 @@ impl NodeStore for PgStore {
 
     #[instrument(skip_all, fields(count = request.names.len()))]
     async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes> {
-        let deleted = write!(self, |tx| delete_entities(
-            &tx,
-            request.workspace,
-            request.names
-        ))?;
+        let (workspace, names) = (request.workspace, request.names);
+        let deleted = write!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "DELETE FROM nodes WHERE workspace_id = $1 AND name = ANY($2) RETURNING name",
+                    &[&workspace.0, &names],
+                )
+                .await
+                .map_err(db)?;
+            let deleted: HashSet<String> = rows.iter().map(|row| row.get(0)).collect();
+            let mut result = DeletedNodes::default();
+            for name in first_occurrences(names) {
+                if deleted.contains(name) {
+                    result.deleted.push(name.clone());
+                } else {
+                    result.not_found.push(name.clone());
+                }
+            }
+            Ok(result)
+        })?;
         self.written.wrote(request.names.len(), &self.pool);
         Ok(deleted)
     }
 
     #[instrument(skip_all, fields(count = request.names.len()))]
     async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes> {
-        read!(self, |tx| open_nodes(&tx, request.workspace, request.names))
+        let (workspace, names) = (request.workspace, request.names);
+        read!(self, |tx| async {
+            let node_rows = tx
+                .query(
+                    "SELECT id, name, entity_type, summary, tags, created_at, updated_at
+                     FROM nodes WHERE workspace_id = $1 AND name = ANY($2)",
+                    &[&workspace.0, &names],
+                )
+                .await
+                .map_err(db)?;
+            let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
+            let observation_rows = tx
+                .query(
+                    "SELECT node_id, ordinal, content FROM observations
+                     WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
+                    &[&ids],
+                )
+                .await
+                .map_err(db)?;
+            let mut observations: HashMap<i64, Vec<Observation>> = HashMap::new();
+            for row in &observation_rows {
+                observations
+                    .entry(row.get("node_id"))
+                    .or_default()
+                    .push(Observation {
+                        ordinal: Ordinal(row.get("ordinal")),
+                        content: row.get("content"),
+                    });
+            }
+            let mut by_name: HashMap<String, NodeDetail> = node_rows
+                .iter()
+                .map(|row| {
+                    let detail = NodeDetail {
+                        name: row.get("name"),
+                        entity_type: row.get("entity_type"),
+                        summary: row.get("summary"),
+                        tags: row.get("tags"),
+                        observations: observations.remove(&row.get("id")).unwrap_or_default(),
+                        created_at: row.get("created_at"),
+                        updated_at: row.get("updated_at"),
+                    };
+                    (detail.name.clone(), detail)
+                })
+                .collect();
+            let mut result = OpenedNodes {
+                relations: relations_among(&tx, &ids, Endpoints::Either).await?,
+                ..OpenedNodes::default()
+            };
+            for name in first_occurrences(names) {
+                match by_name.remove(name) {
+                    Some(detail) => result.entities.push(detail),
+                    None => result.not_found.push(name.clone()),
+                }
+            }
+            Ok(result)
+        })
     }
 
     #[instrument(skip_all)]
     async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>> {
-        read!(self, |tx| get_nodes_by_type(
-            &tx,
-            request.workspace,
-            request.entity_type
-        ))
+        let (workspace, entity_type) = (request.workspace, request.entity_type);
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT name, entity_type, summary, tags, updated_at FROM nodes
+                     WHERE workspace_id = $1 AND entity_type = $2 ORDER BY name",
+                    &[&workspace.0, &entity_type],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|row| TypedNode {
+                    name: row.get("name"),
+                    entity_type: row.get("entity_type"),
+                    summary: row.get("summary"),
+                    tags: row.get("tags"),
+                    updated_at: row.get("updated_at"),
+                })
+                .collect())
+        })
     }
 
     #[instrument(skip_all)]
     async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>> {
-        read!(self, |tx| get_recently_modified(
-            &tx,
-            request.workspace,
-            request.days,
-            request.limit
-        ))
+        let (workspace, days, limit) = (request.workspace, request.days, request.limit);
+        read!(self, |tx| async {
+            let days = i32::try_from(days).map_err(|_| Error::invalid("days", "too large"))?;
+            let rows = tx
+                .query(
+                    "SELECT name, entity_type, summary, updated_at FROM nodes
+                     WHERE workspace_id = $1 AND updated_at >= now() - make_interval(days => $2)
+                     ORDER BY updated_at DESC, name LIMIT $3",
+                    &[&workspace.0, &days, &i64::from(limit)],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(brief).collect())
+        })
     }
 
     #[instrument(skip_all)]
     async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate> {
-        write!(self, |tx| set_summary(
-            &tx,
-            request.workspace,
-            request.name,
-            *request.summary
-        ))
+        let (workspace, name, summary) = (request.workspace, request.name, *request.summary);
+        write!(self, |tx| async {
+            let row = tx
+                .query_opt(
+                    "UPDATE nodes SET summary = $3, summary_updated_at = now()
+                     WHERE workspace_id = $1 AND name = $2
+                     RETURNING name, summary, updated_at",
+                    &[&workspace.0, &name, &summary],
+                )
+                .await
+                .map_err(db)?
+                .ok_or_else(|| Error::node_not_found(name))?;
+            Ok(SummaryUpdate {
+                name: row.get("name"),
+                summary: row.get("summary"),
+                updated_at: row.get("updated_at"),
+            })
+        })
     }
 
     #[instrument(skip_all)]
     async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate> {
-        write!(self, |tx| set_tags(
-            &tx,
-            request.workspace,
-            request.name,
-            *request.tags
-        ))
+        let (workspace, name, tags) = (request.workspace, request.name, *request.tags);
+        write!(self, |tx| async {
+            let row = tx
+                .query_opt(
+                    "UPDATE nodes SET tags = $3 WHERE workspace_id = $1 AND name = $2
+                     RETURNING name, tags",
+                    &[&workspace.0, &name, &tags],
+                )
+                .await
+                .map_err(db)?
+                .ok_or_else(|| Error::node_not_found(name))?;
+            Ok(TagsUpdate {
+                name: row.get("name"),
+                tags: row.get("tags"),
+            })
+        })
     }
 
     #[instrument(skip_all)]
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
-        read!(self, |tx| get_orphaned_nodes(&tx, workspace))
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT n.name, n.entity_type, n.summary, n.updated_at FROM nodes n
+                     WHERE n.workspace_id = $1
+                       AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.from_node_id = n.id)
+                       AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.to_node_id = n.id)
+                     ORDER BY n.name",
+                    &[&workspace.0],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(brief).collect())
+        })
     }
 
     #[instrument(skip_all)]
@@ -498,7 +374,36 @@ impl NodeStore for PgStore {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<PendingConsolidation>> {
-        read!(self, |tx| get_pending_consolidation(&tx, workspace))
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT n.name, n.entity_type, o.observation_count, o.last_observation_at,
+                            n.summary_updated_at
+                     FROM nodes n
+                     CROSS JOIN LATERAL (
+                         SELECT count(*) AS observation_count,
+                                max(updated_at) AS last_observation_at
+                         FROM observations WHERE node_id = n.id
+                     ) o
+                     WHERE n.workspace_id = $1 AND o.observation_count > 0
+                       AND (n.summary_updated_at IS NULL
+                            OR n.summary_updated_at < o.last_observation_at)
+                     ORDER BY n.summary_updated_at NULLS FIRST, o.last_observation_at, n.name",
+                    &[&workspace.0],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|row| PendingConsolidation {
+                    name: row.get("name"),
+                    entity_type: row.get("entity_type"),
+                    observation_count: row.get("observation_count"),
+                    last_observation_at: row.get("last_observation_at"),
+                    summary_updated_at: row.get("summary_updated_at"),
+                })
+                .collect())
+        })
     }
 
     #[instrument(skip_all)]
@@ -508,6 +413,23 @@ impl NodeStore for PgStore {
 
     #[instrument(skip_all)]
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
-        read!(self, |tx| event_counts(&tx, workspace, since))
+        read!(self, |tx| async {
+            let row = tx
+                .query_one(
+                    "SELECT coalesce(sum(count) FILTER (WHERE operation = 'create'), 0) AS creates,
+                            coalesce(sum(count) FILTER (WHERE operation = 'update'), 0) AS updates,
+                            coalesce(sum(count) FILTER (WHERE operation = 'delete'), 0) AS deletes
+                     FROM events WHERE workspace_id = $1 AND at >= $2",
+                    &[&workspace.0, &since],
+                )
+                .await
+                .map_err(db)?;
+            Ok(EventCounts {
+                since,
+                creates: row.get("creates"),
+                updates: row.get("updates"),
+                deletes: row.get("deletes"),
+            })
+        })
     }
 }

@@ -10,97 +10,6 @@ use tracing::instrument;
 use crate::PgStore;
 use crate::error::db;
 
-pub(crate) async fn add_observations(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    additions: &[ObservationAdditions],
-) -> Result<Vec<AddedObservations>> {
-    let (names, contents): (Vec<&str>, Vec<&str>) = additions
-        .iter()
-        .flat_map(|a| {
-            a.contents
-                .iter()
-                .map(|c| (a.entity_name.as_str(), c.as_str()))
-        })
-        .unzip();
-    // Node rows are locked in id order, whatever the request's order, so two calls that touch
-    // the same nodes queue instead of deadlocking; the next statement then sees every text
-    // the other call committed. The two are pipelined: one round trip, run in order.
-    let lock = client
-        .prepare_cached(
-            "SELECT id FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
-             ORDER BY id FOR UPDATE",
-        )
-        .await
-        .map_err(db)?;
-    let statement = client
-        .prepare_cached(include_str!("sql/add_observations.sql"))
-        .await
-        .map_err(db)?;
-    let (lock_parameters, parameters) = (
-        [
-            &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
-            &names,
-        ],
-        [
-            &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
-            &names,
-            &contents,
-        ],
-    );
-    let (_, rows) = futures::try_join!(
-        client.query(&lock, &lock_parameters),
-        client.query(&statement, &parameters),
-    )
-    .map_err(db)?;
-    let node_ids = node_ids(client, workspace, additions.iter().map(|a| &a.entity_name)).await?;
-    // Per node, what was stored and what it held already, by ordinal.
-    let mut stored: HashMap<i64, Vec<(bool, Observation)>> = HashMap::new();
-    for row in &rows {
-        let observation = Observation {
-            ordinal: Ordinal(row.get("ordinal")),
-            content: row.get("content"),
-        };
-        (stored.entry(row.get("node_id")).or_default()).push((row.get("duplicate"), observation));
-    }
-    Ok(additions
-        .iter()
-        .map(|addition| {
-            let Some(id) = node_ids.get(&addition.entity_name) else {
-                return AddedObservations {
-                    entity_name: addition.entity_name.clone(),
-                    added: Vec::new(),
-                    not_found: true,
-                    skipped_duplicates: Vec::new(),
-                };
-            };
-            // Each given text was stored or held once (the caller sends no text twice for
-            // one node); an addition takes its own texts, in its order.
-            let rows = stored.entry(*id).or_default();
-            let mut added = Vec::new();
-            let mut skipped_duplicates = Vec::new();
-            for content in &addition.contents {
-                let Some(at) = rows.iter().position(|(_, o)| &o.content == content) else {
-                    continue;
-                };
-                let (duplicate, observation) = rows.swap_remove(at);
-                if duplicate {
-                    skipped_duplicates.push(observation);
-                } else {
-                    added.push(observation);
-                }
-            }
-            added.sort_by_key(|o| o.ordinal);
-            AddedObservations {
-                entity_name: addition.entity_name.clone(),
-                added,
-                not_found: false,
-                skipped_duplicates,
-            }
-        })
-        .collect())
-}
-
 /// The ids of the named nodes that exist.
 pub(crate) async fn node_ids<'a>(
     client: &impl GenericClient,
@@ -137,126 +46,6 @@ pub(crate) async fn node_pair(
     }
 }
 
-pub(crate) async fn replace_observation(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    entity_name: &str,
-    ordinal: i64,
-    new_content: &str,
-) -> Result<ReplacedObservation> {
-    let row = client
-        .query_opt(
-            "WITH old AS (
-                 SELECT o.id, o.content FROM observations o
-                 JOIN nodes n ON n.id = o.node_id
-                 WHERE n.workspace_id = $1 AND n.name = $2 AND o.ordinal = $3
-                 FOR UPDATE OF o
-             )
-             UPDATE observations SET content = $4, updated_at = now()
-             FROM old WHERE observations.id = old.id
-             RETURNING old.content AS old_content",
-            &[&workspace.0, &entity_name, &ordinal, &new_content],
-        )
-        .await
-        .map_err(db)?;
-    let Some(row) = row else {
-        let exists = client
-            .query_opt(
-                "SELECT 1 FROM nodes WHERE workspace_id = $1 AND name = $2",
-                &[&workspace.0, &entity_name],
-            )
-            .await
-            .map_err(db)?
-            .is_some();
-        return Err(if exists {
-            Error::NotFound {
-                kind: "observation",
-                name: format!("{entity_name}#{ordinal}"),
-            }
-        } else {
-            Error::node_not_found(entity_name)
-        });
-    };
-    Ok(ReplacedObservation {
-        entity_name: entity_name.to_owned(),
-        ordinal: Ordinal(ordinal),
-        old_content: row.get("old_content"),
-        new_content: new_content.to_owned(),
-    })
-}
-
-pub(crate) async fn delete_observations(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    deletions: &[ObservationDeletions],
-) -> Result<Vec<DeletedObservations>> {
-    // One statement for the batch: a row per ordinal (content NULL) and per text (ordinal
-    // NULL); an observation goes when it matches either.
-    let mut names: Vec<&str> = Vec::new();
-    let mut ordinals: Vec<Option<i64>> = Vec::new();
-    let mut contents: Vec<Option<&str>> = Vec::new();
-    for deletion in deletions {
-        for ordinal in &deletion.ordinals {
-            names.push(&deletion.entity_name);
-            ordinals.push(Some(ordinal.0));
-            contents.push(None);
-        }
-        for content in &deletion.contents {
-            names.push(&deletion.entity_name);
-            ordinals.push(None);
-            contents.push(Some(content));
-        }
-    }
-    let rows = client
-        .query(
-            "DELETE FROM observations o
-             USING nodes n, unnest($2::text[], $3::bigint[], $4::text[])
-                            AS d (name, ordinal, content)
-             WHERE n.workspace_id = $1 AND n.name = d.name AND o.node_id = n.id
-               AND (o.ordinal = d.ordinal OR o.content = d.content)
-             RETURNING n.name, o.ordinal",
-            &[&workspace.0, &names, &ordinals, &contents],
-        )
-        .await
-        .map_err(db)?;
-    // A node that lost its last observation keeps no aggregate vector (the indexer refreshes
-    // the others' when it embeds their changed context).
-    client
-        .execute(
-            "DELETE FROM node_embeddings ne USING nodes n
-             WHERE n.workspace_id = $1 AND n.name = ANY($2) AND ne.node_id = n.id
-               AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = n.id)",
-            &[&workspace.0, &names],
-        )
-        .await
-        .map_err(db)?;
-    let mut deleted: BTreeSet<(String, i64)> = rows
-        .iter()
-        .map(|row| (row.get("name"), row.get("ordinal")))
-        .collect();
-    // Ordinals deleted by their text count as asked for.
-    let by_content = deleted.clone();
-    Ok(deletions
-        .iter()
-        .map(|deletion| {
-            let mut requested: BTreeSet<i64> = deletion.ordinals.iter().map(|o| o.0).collect();
-            requested.extend(
-                (by_content.iter())
-                    .filter(|(name, _)| *name == deletion.entity_name)
-                    .map(|(_, ordinal)| *ordinal),
-            );
-            let (gone, missing): (Vec<i64>, Vec<i64>) = requested
-                .into_iter()
-                .partition(|o| deleted.remove(&(deletion.entity_name.clone(), *o)));
-            DeletedObservations {
-                entity_name: deletion.entity_name.clone(),
-                deleted_ordinals: gone.into_iter().map(Ordinal).collect(),
-                not_found_ordinals: missing.into_iter().map(Ordinal).collect(),
-            }
-        })
-        .collect())
-}
-
 #[async_trait]
 impl ObservationStore for PgStore {
     #[instrument(skip_all, fields(count = request.additions.len()))]
@@ -264,11 +53,96 @@ impl ObservationStore for PgStore {
         &self,
         request: AddObservations<'_>,
     ) -> Result<Vec<AddedObservations>> {
-        let added = write!(self, |tx| add_observations(
-            &tx,
-            request.workspace,
-            *request.additions
-        ))?;
+        let (workspace, additions) = (request.workspace, *request.additions);
+        let added = write!(self, |tx| async {
+            let (names, contents): (Vec<&str>, Vec<&str>) = additions
+                .iter()
+                .flat_map(|a| {
+                    a.contents
+                        .iter()
+                        .map(|c| (a.entity_name.as_str(), c.as_str()))
+                })
+                .unzip();
+            // Node rows are locked in id order, whatever the request's order, so two calls
+            // that touch the same nodes queue instead of deadlocking; the next statement then
+            // sees every text the other call committed. The two are pipelined: one round
+            // trip, run in order.
+            let lock = tx
+                .prepare_cached(
+                    "SELECT id FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
+                     ORDER BY id FOR UPDATE",
+                )
+                .await
+                .map_err(db)?;
+            let statement = tx
+                .prepare_cached(include_str!("sql/add_observations.sql"))
+                .await
+                .map_err(db)?;
+            let (lock_parameters, parameters) = (
+                [
+                    &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
+                    &names,
+                ],
+                [
+                    &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
+                    &names,
+                    &contents,
+                ],
+            );
+            let (_, rows) = futures::try_join!(
+                tx.query(&lock, &lock_parameters),
+                tx.query(&statement, &parameters),
+            )
+            .map_err(db)?;
+            let node_ids =
+                node_ids(&tx, workspace, additions.iter().map(|a| &a.entity_name)).await?;
+            // Per node, what was stored and what it held already, by ordinal.
+            let mut stored: HashMap<i64, Vec<(bool, Observation)>> = HashMap::new();
+            for row in &rows {
+                let observation = Observation {
+                    ordinal: Ordinal(row.get("ordinal")),
+                    content: row.get("content"),
+                };
+                (stored.entry(row.get("node_id")).or_default())
+                    .push((row.get("duplicate"), observation));
+            }
+            Ok(additions
+                .iter()
+                .map(|addition| {
+                    let Some(id) = node_ids.get(&addition.entity_name) else {
+                        return AddedObservations {
+                            entity_name: addition.entity_name.clone(),
+                            added: Vec::new(),
+                            not_found: true,
+                            skipped_duplicates: Vec::new(),
+                        };
+                    };
+                    // Each given text was stored or held once (the caller sends no text twice
+                    // for one node); an addition takes its own texts, in its order.
+                    let rows = stored.entry(*id).or_default();
+                    let mut added = Vec::new();
+                    let mut skipped_duplicates = Vec::new();
+                    for content in &addition.contents {
+                        let Some(at) = rows.iter().position(|(_, o)| &o.content == content) else {
+                            continue;
+                        };
+                        let (duplicate, observation) = rows.swap_remove(at);
+                        if duplicate {
+                            skipped_duplicates.push(observation);
+                        } else {
+                            added.push(observation);
+                        }
+                    }
+                    added.sort_by_key(|o| o.ordinal);
+                    AddedObservations {
+                        entity_name: addition.entity_name.clone(),
+                        added,
+                        not_found: false,
+                        skipped_duplicates,
+                    }
+                })
+                .collect())
+        })?;
         let rows = request.additions.iter().map(|a| a.contents.len()).sum();
         self.written.wrote(rows, &self.pool);
         Ok(added)
@@ -279,13 +153,49 @@ impl ObservationStore for PgStore {
         &self,
         request: ReplaceObservation<'_>,
     ) -> Result<ReplacedObservation> {
-        write!(self, |tx| replace_observation(
-            &tx,
-            request.workspace,
-            request.entity_name,
-            request.ordinal.0,
-            *request.new_content
-        ))
+        let (workspace, entity_name) = (request.workspace, request.entity_name);
+        let (ordinal, new_content) = (request.ordinal.0, *request.new_content);
+        write!(self, |tx| async {
+            let row = tx
+                .query_opt(
+                    "WITH old AS (
+                         SELECT o.id, o.content FROM observations o
+                         JOIN nodes n ON n.id = o.node_id
+                         WHERE n.workspace_id = $1 AND n.name = $2 AND o.ordinal = $3
+                         FOR UPDATE OF o
+                     )
+                     UPDATE observations SET content = $4, updated_at = now()
+                     FROM old WHERE observations.id = old.id
+                     RETURNING old.content AS old_content",
+                    &[&workspace.0, &entity_name, &ordinal, &new_content],
+                )
+                .await
+                .map_err(db)?;
+            let Some(row) = row else {
+                let exists = tx
+                    .query_opt(
+                        "SELECT 1 FROM nodes WHERE workspace_id = $1 AND name = $2",
+                        &[&workspace.0, &entity_name],
+                    )
+                    .await
+                    .map_err(db)?
+                    .is_some();
+                return Err(if exists {
+                    Error::NotFound {
+                        kind: "observation",
+                        name: format!("{entity_name}#{ordinal}"),
+                    }
+                } else {
+                    Error::node_not_found(entity_name)
+                });
+            };
+            Ok(ReplacedObservation {
+                entity_name: entity_name.to_owned(),
+                ordinal: Ordinal(ordinal),
+                old_content: row.get("old_content"),
+                new_content: new_content.to_owned(),
+            })
+        })
     }
 
     #[instrument(skip_all, fields(count = request.deletions.len()))]
@@ -293,11 +203,74 @@ impl ObservationStore for PgStore {
         &self,
         request: DeleteObservations<'_>,
     ) -> Result<Vec<DeletedObservations>> {
-        let deleted = write!(self, |tx| delete_observations(
-            &tx,
-            request.workspace,
-            request.deletions
-        ))?;
+        let (workspace, deletions) = (request.workspace, request.deletions);
+        let deleted = write!(self, |tx| async {
+            // One statement for the batch: a row per ordinal (content NULL) and per text
+            // (ordinal NULL); an observation goes when it matches either.
+            let mut names: Vec<&str> = Vec::new();
+            let mut ordinals: Vec<Option<i64>> = Vec::new();
+            let mut contents: Vec<Option<&str>> = Vec::new();
+            for deletion in deletions {
+                for ordinal in &deletion.ordinals {
+                    names.push(&deletion.entity_name);
+                    ordinals.push(Some(ordinal.0));
+                    contents.push(None);
+                }
+                for content in &deletion.contents {
+                    names.push(&deletion.entity_name);
+                    ordinals.push(None);
+                    contents.push(Some(content));
+                }
+            }
+            let rows = tx
+                .query(
+                    "DELETE FROM observations o
+                     USING nodes n, unnest($2::text[], $3::bigint[], $4::text[])
+                                    AS d (name, ordinal, content)
+                     WHERE n.workspace_id = $1 AND n.name = d.name AND o.node_id = n.id
+                       AND (o.ordinal = d.ordinal OR o.content = d.content)
+                     RETURNING n.name, o.ordinal",
+                    &[&workspace.0, &names, &ordinals, &contents],
+                )
+                .await
+                .map_err(db)?;
+            // A node that lost its last observation keeps no aggregate vector (the indexer
+            // refreshes the others' when it embeds their changed context).
+            tx.execute(
+                "DELETE FROM node_embeddings ne USING nodes n
+                 WHERE n.workspace_id = $1 AND n.name = ANY($2) AND ne.node_id = n.id
+                   AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = n.id)",
+                &[&workspace.0, &names],
+            )
+            .await
+            .map_err(db)?;
+            let mut deleted: BTreeSet<(String, i64)> = rows
+                .iter()
+                .map(|row| (row.get("name"), row.get("ordinal")))
+                .collect();
+            // Ordinals deleted by their text count as asked for.
+            let by_content = deleted.clone();
+            Ok(deletions
+                .iter()
+                .map(|deletion| {
+                    let mut requested: BTreeSet<i64> =
+                        deletion.ordinals.iter().map(|o| o.0).collect();
+                    requested.extend(
+                        (by_content.iter())
+                            .filter(|(name, _)| *name == deletion.entity_name)
+                            .map(|(_, ordinal)| *ordinal),
+                    );
+                    let (gone, missing): (Vec<i64>, Vec<i64>) = requested
+                        .into_iter()
+                        .partition(|o| deleted.remove(&(deletion.entity_name.clone(), *o)));
+                    DeletedObservations {
+                        entity_name: deletion.entity_name.clone(),
+                        deleted_ordinals: gone.into_iter().map(Ordinal).collect(),
+                        not_found_ordinals: missing.into_iter().map(Ordinal).collect(),
+                    }
+                })
+                .collect())
+        })?;
         self.written.wrote(request.deletions.len(), &self.pool);
         Ok(deleted)
     }

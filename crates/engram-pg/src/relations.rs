@@ -47,153 +47,104 @@ pub(crate) async fn insert_relations(
         .map_err(db)
 }
 
-pub(crate) async fn create_relations(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    relations: &[RelationSpec],
-) -> Result<CreatedRelations> {
-    let (distinct, [from, to, types]) = columns(relations);
-    let created_at: Vec<Option<Timestamp>> = vec![None; distinct.len()];
-    let rows = insert_relations(client, workspace, [&from, &to, &types], &created_at).await?;
-    let mut result = CreatedRelations::default();
-    for (spec, row) in distinct.into_iter().zip(&rows) {
-        let from_missing: bool = row.get("from_missing");
-        let to_missing: bool = row.get("to_missing");
-        for (missing, name) in [
-            (from_missing, &spec.from_entity),
-            (to_missing, &spec.to_entity),
-        ] {
-            if missing && !result.not_found.contains(name) {
-                result.not_found.push(name.clone());
-            }
-        }
-        if from_missing || to_missing {
-            continue;
-        }
-        if row.get("created") {
-            result.created.push(spec.clone());
-        } else {
-            result.already_existed.push(spec.clone());
-        }
-    }
-    Ok(result)
-}
-
-pub(crate) async fn delete_relations(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    relations: &[RelationSpec],
-) -> Result<DeletedRelations> {
-    let (distinct, [from, to, types]) = columns(relations);
-    let deleted = client
-        .execute(
-            "DELETE FROM relations r
-             USING nodes f, nodes t,
-                   unnest($2::text[], $3::text[], $4::text[]) AS d (from_name, to_name, relation_type)
-             WHERE f.workspace_id = $1 AND f.name = d.from_name
-               AND t.workspace_id = $1 AND t.name = d.to_name
-               AND r.from_node_id = f.id AND r.to_node_id = t.id
-               AND r.relation_type = d.relation_type",
-            &[&workspace.0, &from, &to, &types],
-        )
-        .await
-        .map_err(db)?;
-    Ok(DeletedRelations {
-        deleted,
-        not_found: distinct.len() as u64 - deleted,
-    })
-}
-
-pub(crate) async fn rename_relation_type(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    relation: &RelationSpec,
-    new_type: &str,
-) -> Result<RelationSpec> {
-    let updated = client
-        .execute(
-            "UPDATE relations r SET relation_type = $5
-             FROM nodes f, nodes t
-             WHERE f.workspace_id = $1 AND f.name = $2 AND t.workspace_id = $1 AND t.name = $3
-               AND r.from_node_id = f.id AND r.to_node_id = t.id AND r.relation_type = $4",
-            &[
-                &workspace.0,
-                &relation.from_entity,
-                &relation.to_entity,
-                &relation.relation_type,
-                &new_type,
-            ],
-        )
-        .await
-        .map_err(|e| {
-            taken_or_db(e, RELATIONS_UNIQUE, || {
-                Error::relation_taken(relation, new_type)
-            })
-        })?;
-    if updated == 0 {
-        return Err(Error::relation_not_found(relation));
-    }
-    Ok(RelationSpec {
-        relation_type: new_type.to_owned(),
-        ..relation.clone()
-    })
-}
-
-pub(crate) async fn get_relations_between(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    entity_a: &str,
-    entity_b: &str,
-) -> Result<Vec<Relation>> {
-    let (a, b) = node_pair(client, workspace, entity_a, entity_b).await?;
-    let rows = client
-        .query(
-            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-             FROM relations r
-             JOIN nodes f ON f.id = r.from_node_id
-             JOIN nodes t ON t.id = r.to_node_id
-             WHERE (r.from_node_id = $1 AND r.to_node_id = $2)
-                OR (r.from_node_id = $2 AND r.to_node_id = $1)
-             ORDER BY 1, 2, 3",
-            &[&a, &b],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows.iter().map(relation).collect())
-}
-
 #[async_trait]
 impl RelationStore for PgStore {
     #[instrument(skip_all, fields(count = request.relations.len()))]
     async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations> {
-        let created = write!(self, |tx| create_relations(
-            &tx,
-            request.workspace,
-            *request.relations
-        ))?;
+        let workspace = request.workspace;
+        let created = write!(self, |tx| async {
+            let (distinct, [from, to, types]) = columns(&request.relations);
+            let created_at: Vec<Option<Timestamp>> = vec![None; distinct.len()];
+            let rows = insert_relations(&tx, workspace, [&from, &to, &types], &created_at).await?;
+            let mut result = CreatedRelations::default();
+            for (spec, row) in distinct.into_iter().zip(&rows) {
+                let from_missing: bool = row.get("from_missing");
+                let to_missing: bool = row.get("to_missing");
+                for (missing, name) in [
+                    (from_missing, &spec.from_entity),
+                    (to_missing, &spec.to_entity),
+                ] {
+                    if missing && !result.not_found.contains(name) {
+                        result.not_found.push(name.clone());
+                    }
+                }
+                if from_missing || to_missing {
+                    continue;
+                }
+                if row.get("created") {
+                    result.created.push(spec.clone());
+                } else {
+                    result.already_existed.push(spec.clone());
+                }
+            }
+            Ok(result)
+        })?;
         self.written.wrote(request.relations.len(), &self.pool);
         Ok(created)
     }
 
     #[instrument(skip_all, fields(count = request.relations.len()))]
     async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations> {
-        let deleted = write!(self, |tx| delete_relations(
-            &tx,
-            request.workspace,
-            request.relations
-        ))?;
+        let workspace = request.workspace;
+        let deleted = write!(self, |tx| async {
+            let (distinct, [from, to, types]) = columns(request.relations);
+            let deleted = tx
+                .execute(
+                    "DELETE FROM relations r
+                     USING nodes f, nodes t,
+                           unnest($2::text[], $3::text[], $4::text[])
+                           AS d (from_name, to_name, relation_type)
+                     WHERE f.workspace_id = $1 AND f.name = d.from_name
+                       AND t.workspace_id = $1 AND t.name = d.to_name
+                       AND r.from_node_id = f.id AND r.to_node_id = t.id
+                       AND r.relation_type = d.relation_type",
+                    &[&workspace.0, &from, &to, &types],
+                )
+                .await
+                .map_err(db)?;
+            Ok(DeletedRelations {
+                deleted,
+                not_found: distinct.len() as u64 - deleted,
+            })
+        })?;
         self.written.wrote(request.relations.len(), &self.pool);
         Ok(deleted)
     }
 
     #[instrument(skip_all)]
     async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec> {
-        write!(self, |tx| rename_relation_type(
-            &tx,
-            request.workspace,
-            request.relation,
-            *request.new_type
-        ))
+        let (workspace, relation) = (request.workspace, request.relation);
+        let new_type = *request.new_type;
+        write!(self, |tx| async {
+            let updated = tx
+                .execute(
+                    "UPDATE relations r SET relation_type = $5
+                     FROM nodes f, nodes t
+                     WHERE f.workspace_id = $1 AND f.name = $2
+                       AND t.workspace_id = $1 AND t.name = $3
+                       AND r.from_node_id = f.id AND r.to_node_id = t.id AND r.relation_type = $4",
+                    &[
+                        &workspace.0,
+                        &relation.from_entity,
+                        &relation.to_entity,
+                        &relation.relation_type,
+                        &new_type,
+                    ],
+                )
+                .await
+                .map_err(|e| {
+                    taken_or_db(e, RELATIONS_UNIQUE, || {
+                        Error::relation_taken(relation, new_type)
+                    })
+                })?;
+            if updated == 0 {
+                return Err(Error::relation_not_found(relation));
+            }
+            Ok(RelationSpec {
+                relation_type: new_type.to_owned(),
+                ..relation.clone()
+            })
+        })
     }
 
     #[instrument(skip_all)]
@@ -201,11 +152,23 @@ impl RelationStore for PgStore {
         &self,
         request: GetRelationsBetween<'_>,
     ) -> Result<Vec<Relation>> {
-        read!(self, |tx| get_relations_between(
-            &tx,
-            request.workspace,
-            request.entity_a,
-            request.entity_b
-        ))
+        let workspace = request.workspace;
+        read!(self, |tx| async {
+            let (a, b) = node_pair(&tx, workspace, request.entity_a, request.entity_b).await?;
+            let rows = tx
+                .query(
+                    "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+                     FROM relations r
+                     JOIN nodes f ON f.id = r.from_node_id
+                     JOIN nodes t ON t.id = r.to_node_id
+                     WHERE (r.from_node_id = $1 AND r.to_node_id = $2)
+                        OR (r.from_node_id = $2 AND r.to_node_id = $1)
+                     ORDER BY 1, 2, 3",
+                    &[&a, &b],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(relation).collect())
+        })
     }
 }

@@ -19,77 +19,7 @@ use tracing::instrument;
 use crate::PgStore;
 use crate::error::db;
 use crate::hnsw::tune_search;
-use crate::text_query::{SharesCache, TextQuery};
-
-/// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
-pub(crate) async fn search(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    request: &CandidateQuery,
-    shares: &SharesCache,
-) -> Result<Gathered> {
-    let mut set = CandidateSet::new(request);
-    // Independent statements go out together: tokio-postgres pipelines the queries of futures
-    // polled at once on one connection, in the order they are first polled, so a search
-    // costs three round trips. The HNSW settings go first, ahead of the nearest-neighbour
-    // queries they are for.
-    let tune = async {
-        match request.vectors.is_empty() {
-            true => Ok(()),
-            false => tune_search(client).await,
-        }
-    };
-    let nearest = (request.vectors.iter())
-        .map(|v| nearest(client, workspace, request, v.perspective, &v.vector));
-    let text = async {
-        let Some(text) = &request.text else {
-            return Ok((None, Vec::new()));
-        };
-        let Some(query) = TextQuery::of(client, text, shares).await? else {
-            return Ok((None, Vec::new()));
-        };
-        let matches = text_matches(client, workspace, &query, request.text_depth, request).await?;
-        Ok((Some(query), matches))
-    };
-    let ((), nearest, (query, text), perspectives) =
-        futures::try_join!(tune, futures::future::try_join_all(nearest), text, async {
-            match request.perspectives {
-                true => crate::vectors::perspectives(client, workspace).await,
-                false => Ok(Vec::new()),
-            }
-        })?;
-    for (index, found) in nearest.into_iter().enumerate() {
-        set.add_nearest(index, found);
-    }
-    set.add_text_matches(text);
-    // Every candidate's vector: hybrid ranking compares candidates with one another, and
-    // the similarity of those the embeddings did not find comes from it. ts_rank of a few
-    // rows by id is cheap here, unlike ranking every match. The candidates are known now, so
-    // their rows come in the same round trip.
-    let ids = set.ids();
-    let fills =
-        (request.vectors.iter()).map(|v| candidate_vectors(client, &ids, &request.model, v));
-    let missing_text = set.without_text_score();
-    let text_fill = async {
-        match &query {
-            Some(query) => text_scores(client, query, &missing_text).await,
-            None => Ok(Vec::new()),
-        }
-    };
-    let (fills, text_fill, rows) = futures::try_join!(
-        futures::future::try_join_all(fills),
-        text_fill,
-        observation_rows(client, &ids)
-    )?;
-    for (index, found) in fills.into_iter().enumerate() {
-        set.set_vectors(index, found);
-    }
-    set.set_text_scores(text_fill);
-    Ok(Gathered {
-        candidates: set.finish(rows),
-        perspectives,
-    })
-}
+use crate::text_query::TextQuery;
 
 /// The `request.depth` observations nearest `vector` in `perspective` as `(observation id,
 /// cosine similarity)`.
@@ -334,18 +264,92 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
 
 #[async_trait]
 impl SearchStore for PgStore {
+    /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
     #[instrument(skip_all)]
     async fn search(&self, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Gathered> {
-        read!(self, |tx| search(
-            &tx,
-            workspace,
-            request,
-            &self.lexeme_shares
-        ))
+        let shares = &self.lexeme_shares;
+        read!(self, |tx| async {
+            let mut set = CandidateSet::new(request);
+            // Independent statements go out together: tokio-postgres pipelines the queries of
+            // futures polled at once on one connection, in the order they are first polled, so a
+            // search costs three round trips. The HNSW settings go first, ahead of the
+            // nearest-neighbour queries they are for.
+            let tune = async {
+                match request.vectors.is_empty() {
+                    true => Ok(()),
+                    false => tune_search(&tx).await,
+                }
+            };
+            let nearest = (request.vectors.iter())
+                .map(|v| nearest(&tx, workspace, request, v.perspective, &v.vector));
+            let text = async {
+                let Some(text) = &request.text else {
+                    return Ok((None, Vec::new()));
+                };
+                let Some(query) = TextQuery::of(&tx, text, shares).await? else {
+                    return Ok((None, Vec::new()));
+                };
+                let matches =
+                    text_matches(&tx, workspace, &query, request.text_depth, request).await?;
+                Ok((Some(query), matches))
+            };
+            let ((), nearest, (query, text), perspectives) =
+                futures::try_join!(tune, futures::future::try_join_all(nearest), text, async {
+                    match request.perspectives {
+                        true => crate::vectors::perspectives(&tx, workspace).await,
+                        false => Ok(Vec::new()),
+                    }
+                })?;
+            for (index, found) in nearest.into_iter().enumerate() {
+                set.add_nearest(index, found);
+            }
+            set.add_text_matches(text);
+            // Every candidate's vector: hybrid ranking compares candidates with one another,
+            // and the similarity of those the embeddings did not find comes from it. ts_rank of a
+            // few rows by id is cheap here, unlike ranking every match. The candidates are known
+            // now, so their rows come in the same round trip.
+            let ids = set.ids();
+            let fills =
+                (request.vectors.iter()).map(|v| candidate_vectors(&tx, &ids, &request.model, v));
+            let missing_text = set.without_text_score();
+            let text_fill = async {
+                match &query {
+                    Some(query) => text_scores(&tx, query, &missing_text).await,
+                    None => Ok(Vec::new()),
+                }
+            };
+            let (fills, text_fill, rows) = futures::try_join!(
+                futures::future::try_join_all(fills),
+                text_fill,
+                observation_rows(&tx, &ids)
+            )?;
+            for (index, found) in fills.into_iter().enumerate() {
+                set.set_vectors(index, found);
+            }
+            set.set_text_scores(text_fill);
+            Ok(Gathered {
+                candidates: set.finish(rows),
+                perspectives,
+            })
+        })
     }
 
+    /// The `(from, to)` names of every relation of the workspace, each pair once.
     #[instrument(skip_all)]
     async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>> {
-        read!(self, |tx| crate::vectors::related_pairs(&tx, workspace))
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT DISTINCT a.name, b.name
+                     FROM relations r
+                     JOIN nodes a ON a.id = r.from_node_id
+                     JOIN nodes b ON b.id = r.to_node_id
+                     WHERE r.workspace_id = $1",
+                    &[&workspace.0],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        })
     }
 }

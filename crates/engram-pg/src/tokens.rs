@@ -31,43 +31,6 @@ fn info(row: &Row) -> TokenInfo {
     }
 }
 
-pub(crate) async fn create(client: &impl GenericClient, token: &NewToken) -> Result<TokenInfo> {
-    client
-        .execute(
-            "INSERT INTO tokens (id, workspace_id, secret_hash, read_only, label, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[
-                &token.id,
-                &token.workspace.0,
-                &token.secret_hash,
-                &(token.access == Access::ReadOnly),
-                &token.label,
-                &token.expires_at,
-            ],
-        )
-        .await
-        .map_err(db)?;
-    Ok(lookup(client, &token.id).await?.expect("inserted above").0)
-}
-
-pub(crate) async fn list(
-    client: &impl GenericClient,
-    workspace: Option<WorkspaceId>,
-) -> Result<Vec<TokenInfo>> {
-    let rows = client
-        .query(
-            &format!(
-                "SELECT {COLUMNS} FROM tokens t JOIN workspaces w ON w.id = t.workspace_id
-                 WHERE $1::bigint IS NULL OR t.workspace_id = $1
-                 ORDER BY w.name, t.created_at, t.id"
-            ),
-            &[&workspace.map(|w| w.0)],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows.iter().map(info).collect())
-}
-
 pub(crate) async fn lookup(
     client: &impl GenericClient,
     id: &str,
@@ -85,41 +48,70 @@ pub(crate) async fn lookup(
     Ok(row.map(|row| (info(&row), row.get("secret_hash"))))
 }
 
-pub(crate) async fn revoke(client: &impl GenericClient, id: &str) -> Result<()> {
-    // Kept, marked: `token list` shows it as revoked. Revoked already counts as not found.
-    let revoked = client
-        .execute(
-            "UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
-            &[&id],
-        )
-        .await
-        .map_err(db)?;
-    if revoked == 0 {
-        return Err(Error::token_not_found(id));
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl TokenStore for PgStore {
     #[instrument(skip_all)]
     async fn create_token(&self, token: &NewToken) -> Result<TokenInfo> {
-        write!(self, |tx| create(&tx, token))
+        write!(self, |tx| async {
+            tx.execute(
+                "INSERT INTO tokens (id, workspace_id, secret_hash, read_only, label, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    &token.id,
+                    &token.workspace.0,
+                    &token.secret_hash,
+                    &(token.access == Access::ReadOnly),
+                    &token.label,
+                    &token.expires_at,
+                ],
+            )
+            .await
+            .map_err(db)?;
+            Ok(lookup(&tx, &token.id).await?.expect("inserted above").0)
+        })
     }
 
     #[instrument(skip_all)]
     async fn tokens(&self, workspace: Option<WorkspaceId>) -> Result<Vec<TokenInfo>> {
-        read!(self, |tx| list(&tx, workspace))
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    &format!(
+                        "SELECT {COLUMNS} FROM tokens t JOIN workspaces w ON w.id = t.workspace_id
+                         WHERE $1::bigint IS NULL OR t.workspace_id = $1
+                         ORDER BY w.name, t.created_at, t.id"
+                    ),
+                    &[&workspace.map(|w| w.0)],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(info).collect())
+        })
     }
 
     #[instrument(skip_all)]
     async fn token(&self, id: &str) -> Result<Option<(TokenInfo, Vec<u8>)>> {
+        // Not `read!`: one statement on a pooled connection, no transaction round trips.
         let client = self.client().await?;
         lookup(&client, id).await
     }
 
     #[instrument(skip_all)]
     async fn revoke_token(&self, id: &str) -> Result<()> {
-        write!(self, |tx| revoke(&tx, id))
+        write!(self, |tx| async {
+            // Kept, marked: `token list` shows it as revoked. Revoked already counts as not
+            // found.
+            let revoked = tx
+                .execute(
+                    "UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
+                    &[&id],
+                )
+                .await
+                .map_err(db)?;
+            if revoked == 0 {
+                return Err(Error::token_not_found(id));
+            }
+            Ok(())
+        })
     }
 }

@@ -2,10 +2,11 @@
 //! [`read!`] for calls that only read (one snapshot). Each capability's `impl` (in the module
 //! holding its SQL) wraps its query in one of them.
 
-/// Runs `$body` (an expression using the transaction `$tx`) in a read-write transaction and
-/// commits it; on error the transaction rolls back when dropped. A deadlock or serialization
-/// failure (which canonical lock order should make rare) is retried, at most
-/// [`crate::error::WRITE_ATTEMPTS`] times in all, each retry logged.
+/// Runs `$body` (a future using the transaction `$tx`, usually `async { ... }` borrowing it and
+/// the request; built anew for each attempt) in a read-write transaction and commits it; on
+/// error the transaction rolls back when dropped. A deadlock or serialization failure (which
+/// canonical lock order should make rare) is retried, at most [`crate::error::WRITE_ATTEMPTS`]
+/// times in all, each retry logged.
 macro_rules! write {
     ($store:expr, |$tx:ident| $body:expr) => {{
         let mut attempt = 1;

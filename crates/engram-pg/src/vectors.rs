@@ -59,40 +59,6 @@ pub(crate) async fn perspectives(
         .collect())
 }
 
-/// Up to `limit` pending pairs, workspaces in turn and each from its cursor
-/// ([`MemoryStore::pending_embeddings`](engram_domain::MemoryStore::pending_embeddings)).
-pub(crate) async fn pending_embeddings(
-    client: &impl GenericClient,
-    model: &str,
-    limit: usize,
-    cursor: &PendingCursor,
-) -> Result<Vec<EmbeddingTask>> {
-    let workspaces: Vec<WorkspaceId> = (client.query("SELECT id FROM workspaces ORDER BY id", &[]))
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|row| WorkspaceId(row.get(0)))
-        .collect();
-    let statement = client
-        .prepare_cached(include_str!("sql/pending_embeddings.sql"))
-        .await
-        .map_err(db)?;
-    let mut tasks = Vec::new();
-    for (workspace, after, up_to) in cursor.ranges(&workspaces) {
-        let left = limit.saturating_sub(tasks.len());
-        if left == 0 {
-            break;
-        }
-        let left = i64::try_from(left).unwrap_or(i64::MAX);
-        let rows = client
-            .query(&statement, &[&model, &left, &workspace.0, &after, &up_to])
-            .await
-            .map_err(db)?;
-        tasks.extend(rows.iter().map(task));
-    }
-    Ok(tasks)
-}
-
 /// A pending pair as `sql/pending_embeddings.sql` reads it.
 fn task(row: &tokio_postgres::Row) -> EmbeddingTask {
     {
@@ -118,241 +84,6 @@ fn task(row: &tokio_postgres::Row) -> EmbeddingTask {
     }
 }
 
-/// Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
-/// aggregates. Returns the dimensions of the vectors written (for index creation).
-pub(crate) async fn save_embeddings(
-    client: &impl GenericClient,
-    model: &str,
-    records: &[EmbeddingRecord],
-) -> Result<Vec<i32>> {
-    let (embedded, unchanged): (Vec<&EmbeddingRecord>, Vec<&EmbeddingRecord>) =
-        records.iter().partition(|r| r.vector.is_some());
-    let mut dims: Vec<i32> = Vec::new();
-    if !embedded.is_empty() {
-        let observation_ids: Vec<i64> = embedded.iter().map(|r| r.observation_id).collect();
-        let perspective_ids: Vec<i64> = embedded.iter().map(|r| r.perspective_id.0).collect();
-        let hashes: Vec<&[u8]> = embedded.iter().map(|r| r.text_hash.as_slice()).collect();
-        let sources: Vec<Timestamp> = embedded.iter().map(|r| r.source_updated_at).collect();
-        let vectors: Vec<Vector> = embedded
-            .iter()
-            .filter_map(|r| r.vector.clone())
-            .map(Vector::from)
-            .collect();
-        let token_signs: Vec<Option<&[u8]>> =
-            embedded.iter().map(|r| r.token_signs.as_deref()).collect();
-        for vector in &vectors {
-            let d = i32::try_from(vector.as_slice().len()).unwrap_or(i32::MAX);
-            if !dims.contains(&d) {
-                dims.push(d);
-            }
-        }
-        let statement = client
-            .prepare_cached(include_str!("sql/save_embeddings.sql"))
-            .await
-            .map_err(db)?;
-        client
-            .execute(
-                &statement,
-                &[
-                    &model,
-                    &observation_ids,
-                    &perspective_ids,
-                    &hashes,
-                    &sources,
-                    &vectors,
-                    &token_signs,
-                ],
-            )
-            .await
-            .map_err(db)?;
-    }
-    if !unchanged.is_empty() {
-        let observation_ids: Vec<i64> = unchanged.iter().map(|r| r.observation_id).collect();
-        let perspective_ids: Vec<i64> = unchanged.iter().map(|r| r.perspective_id.0).collect();
-        let sources: Vec<Timestamp> = unchanged.iter().map(|r| r.source_updated_at).collect();
-        client
-            .execute(
-                "UPDATE embeddings e SET source_updated_at = r.source_updated_at
-                 FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[])
-                      AS r (observation_id, perspective_id, source_updated_at)
-                 WHERE e.observation_id = r.observation_id
-                   AND e.perspective_id = r.perspective_id AND e.model = $1",
-                &[&model, &observation_ids, &perspective_ids, &sources],
-            )
-            .await
-            .map_err(db)?;
-    }
-    let all_ids: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
-    let statement = client
-        .prepare_cached(include_str!("sql/refresh_node_embeddings.sql"))
-        .await
-        .map_err(db)?;
-    client
-        .execute(&statement, &[&model, &all_ids])
-        .await
-        .map_err(db)?;
-    Ok(dims)
-}
-
-/// The `(from, to)` names of every relation of the workspace, each pair once.
-pub(crate) async fn related_pairs(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-) -> Result<Vec<(String, String)>> {
-    let rows = client
-        .query(
-            "SELECT DISTINCT a.name, b.name
-             FROM relations r
-             JOIN nodes a ON a.id = r.from_node_id
-             JOIN nodes b ON b.id = r.to_node_id
-             WHERE r.workspace_id = $1",
-            &[&workspace.0],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
-}
-
-pub(crate) async fn node_vectors(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    model: &str,
-    perspective: PerspectiveId,
-) -> Result<Vec<NodeVector>> {
-    let rows = client
-        .query(
-            "SELECT n.name, n.entity_type, x.embedding
-             FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
-             WHERE x.workspace_id = $1 AND x.model = $2 AND x.perspective_id = $3
-             ORDER BY n.name",
-            &[&workspace.0, &model, &perspective.0],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows
-        .iter()
-        .map(|row| NodeVector {
-            name: row.get(0),
-            entity_type: row.get(1),
-            vector: row.get::<_, Vector>(2).to_vec(),
-        })
-        .collect())
-}
-
-pub(crate) async fn embedding_coverage(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    model: &str,
-) -> Result<f64> {
-    let row = client
-        .query_one(
-            "SELECT
-                 (SELECT count(*) FROM observations o
-                  JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
-                  WHERE o.workspace_id = $1) AS total,
-                 (SELECT count(*) FROM embeddings e
-                  JOIN observations o ON o.id = e.observation_id
-                  JOIN nodes n ON n.id = o.node_id
-                  JOIN perspectives p ON p.id = e.perspective_id AND p.enabled
-                  WHERE e.workspace_id = $1 AND e.model = $2
-                    AND e.source_updated_at = n.updated_at) AS current",
-            &[&workspace.0, &model],
-        )
-        .await
-        .map_err(db)?;
-    let total: i64 = row.get("total");
-    let current: i64 = row.get("current");
-    Ok(if total == 0 {
-        1.0
-    } else {
-        current as f64 / total as f64
-    })
-}
-
-pub(crate) async fn clear_embeddings(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    model: &str,
-) -> Result<u64> {
-    client
-        .execute(
-            "DELETE FROM node_embeddings WHERE workspace_id = $1 AND model = $2",
-            &[&workspace.0, &model],
-        )
-        .await
-        .map_err(db)?;
-    client
-        .execute(
-            "DELETE FROM embeddings WHERE workspace_id = $1 AND model = $2",
-            &[&workspace.0, &model],
-        )
-        .await
-        .map_err(db)
-}
-
-pub(crate) async fn embedding_pairs(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-) -> Result<u64> {
-    let row = client
-        .query_one(
-            "SELECT count(*) FROM observations o
-             JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
-             WHERE o.workspace_id = $1",
-            &[&workspace.0],
-        )
-        .await
-        .map_err(db)?;
-    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
-}
-
-pub(crate) async fn set_perspective(
-    client: &impl GenericClient,
-    workspace: WorkspaceId,
-    perspective: &Perspective,
-) -> Result<Perspective> {
-    let row = client
-        .query_one(
-            "WITH old AS (
-                 SELECT document_template FROM perspectives WHERE workspace_id = $1 AND name = $2
-             )
-             INSERT INTO perspectives (workspace_id, name, document_template, query_template, enabled)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (workspace_id, name) DO UPDATE
-             SET document_template = EXCLUDED.document_template,
-                 query_template = EXCLUDED.query_template, enabled = EXCLUDED.enabled
-             RETURNING id, (SELECT document_template FROM old) AS old_template",
-            &[
-                &workspace.0,
-                &perspective.name,
-                &perspective.document_template,
-                &perspective.query_template,
-                &perspective.enabled,
-            ],
-        )
-        .await
-        .map_err(db)?;
-    let id: i64 = row.get("id");
-    let old_template: Option<String> = row.get("old_template");
-    // A changed document template makes every vector of the perspective stale: drop them so
-    // the indexer embeds them again (node timestamps did not move, so it would not notice).
-    if old_template.is_some_and(|old| old != perspective.document_template) {
-        for table in ["embeddings", "node_embeddings"] {
-            client
-                .execute(
-                    &format!("DELETE FROM {table} WHERE perspective_id = $1"),
-                    &[&id],
-                )
-                .await
-                .map_err(db)?;
-        }
-    }
-    Ok(Perspective {
-        id: PerspectiveId(id),
-        ..perspective.clone()
-    })
-}
-
 #[async_trait]
 impl IndexStore for PgStore {
     #[instrument(skip_all)]
@@ -362,24 +93,88 @@ impl IndexStore for PgStore {
 
     #[instrument(skip_all)]
     async fn set_perspective(&self, request: SetPerspective<'_>) -> Result<Perspective> {
-        write!(self, |tx| set_perspective(
-            &tx,
-            request.workspace,
-            request.perspective
-        ))
+        let (workspace, perspective) = (request.workspace, request.perspective);
+        write!(self, |tx| async {
+            let row = tx
+                .query_one(
+                    "WITH old AS (
+                         SELECT document_template FROM perspectives
+                         WHERE workspace_id = $1 AND name = $2
+                     )
+                     INSERT INTO perspectives (workspace_id, name, document_template,
+                                               query_template, enabled)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (workspace_id, name) DO UPDATE
+                     SET document_template = EXCLUDED.document_template,
+                         query_template = EXCLUDED.query_template, enabled = EXCLUDED.enabled
+                     RETURNING id, (SELECT document_template FROM old) AS old_template",
+                    &[
+                        &workspace.0,
+                        &perspective.name,
+                        &perspective.document_template,
+                        &perspective.query_template,
+                        &perspective.enabled,
+                    ],
+                )
+                .await
+                .map_err(db)?;
+            let id: i64 = row.get("id");
+            let old_template: Option<String> = row.get("old_template");
+            // A changed document template makes every vector of the perspective stale: drop them
+            // so the indexer embeds them again (node timestamps did not move, so it would not
+            // notice).
+            if old_template.is_some_and(|old| old != perspective.document_template) {
+                for table in ["embeddings", "node_embeddings"] {
+                    tx.execute(
+                        &format!("DELETE FROM {table} WHERE perspective_id = $1"),
+                        &[&id],
+                    )
+                    .await
+                    .map_err(db)?;
+                }
+            }
+            Ok(Perspective {
+                id: PerspectiveId(id),
+                ..perspective.clone()
+            })
+        })
     }
 
+    /// Up to `limit` pending pairs, workspaces in turn and each from its cursor
+    /// ([`MemoryStore::pending_embeddings`](engram_domain::MemoryStore::pending_embeddings)).
     #[instrument(skip_all)]
     async fn pending_embeddings(
         &self,
         request: PendingEmbeddings<'_>,
     ) -> Result<Vec<EmbeddingTask>> {
-        let tasks = read!(self, |tx| pending_embeddings(
-            &tx,
-            request.model,
-            request.limit,
-            request.cursor
-        ))?;
+        let (model, limit, cursor) = (request.model, request.limit, request.cursor);
+        let tasks = read!(self, |tx| async {
+            let workspaces: Vec<WorkspaceId> = tx
+                .query("SELECT id FROM workspaces ORDER BY id", &[])
+                .await
+                .map_err(db)?
+                .iter()
+                .map(|row| WorkspaceId(row.get(0)))
+                .collect();
+            let statement = tx
+                .prepare_cached(include_str!("sql/pending_embeddings.sql"))
+                .await
+                .map_err(db)?;
+            let mut tasks = Vec::new();
+            for (workspace, after, up_to) in cursor.ranges(&workspaces) {
+                let left = limit.saturating_sub(tasks.len());
+                if left == 0 {
+                    break;
+                }
+                let left = i64::try_from(left).unwrap_or(i64::MAX);
+                let rows = tx
+                    .query(&statement, &[&model, &left, &workspace.0, &after, &up_to])
+                    .await
+                    .map_err(db)?;
+                tasks.extend(rows.iter().map(task));
+            }
+            Ok(tasks)
+        })?;
         if self.hnsw.start(tasks.len(), request.limit) {
             // In the background: the indexer goes on embedding meanwhile (`CREATE INDEX
             // CONCURRENTLY` takes in the rows written during the build).
@@ -399,9 +194,81 @@ impl IndexStore for PgStore {
         Ok(tasks)
     }
 
+    /// Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
+    /// aggregates. Returns the dimensions of the vectors written (for index creation).
     #[instrument(skip_all, fields(count = records.len()))]
     async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
-        let dims: Vec<i32> = write!(self, |tx| save_embeddings(&tx, model, records))?;
+        let dims: Vec<i32> = write!(self, |tx| async {
+            let (embedded, unchanged): (Vec<&EmbeddingRecord>, Vec<&EmbeddingRecord>) =
+                records.iter().partition(|r| r.vector.is_some());
+            let mut dims: Vec<i32> = Vec::new();
+            if !embedded.is_empty() {
+                let observation_ids: Vec<i64> = embedded.iter().map(|r| r.observation_id).collect();
+                let perspective_ids: Vec<i64> =
+                    embedded.iter().map(|r| r.perspective_id.0).collect();
+                let hashes: Vec<&[u8]> = embedded.iter().map(|r| r.text_hash.as_slice()).collect();
+                let sources: Vec<Timestamp> =
+                    embedded.iter().map(|r| r.source_updated_at).collect();
+                let vectors: Vec<Vector> = embedded
+                    .iter()
+                    .filter_map(|r| r.vector.clone())
+                    .map(Vector::from)
+                    .collect();
+                let token_signs: Vec<Option<&[u8]>> =
+                    embedded.iter().map(|r| r.token_signs.as_deref()).collect();
+                for vector in &vectors {
+                    let d = i32::try_from(vector.as_slice().len()).unwrap_or(i32::MAX);
+                    if !dims.contains(&d) {
+                        dims.push(d);
+                    }
+                }
+                let statement = tx
+                    .prepare_cached(include_str!("sql/save_embeddings.sql"))
+                    .await
+                    .map_err(db)?;
+                tx.execute(
+                    &statement,
+                    &[
+                        &model,
+                        &observation_ids,
+                        &perspective_ids,
+                        &hashes,
+                        &sources,
+                        &vectors,
+                        &token_signs,
+                    ],
+                )
+                .await
+                .map_err(db)?;
+            }
+            if !unchanged.is_empty() {
+                let observation_ids: Vec<i64> =
+                    unchanged.iter().map(|r| r.observation_id).collect();
+                let perspective_ids: Vec<i64> =
+                    unchanged.iter().map(|r| r.perspective_id.0).collect();
+                let sources: Vec<Timestamp> =
+                    unchanged.iter().map(|r| r.source_updated_at).collect();
+                tx.execute(
+                    "UPDATE embeddings e SET source_updated_at = r.source_updated_at
+                     FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[])
+                          AS r (observation_id, perspective_id, source_updated_at)
+                     WHERE e.observation_id = r.observation_id
+                       AND e.perspective_id = r.perspective_id AND e.model = $1",
+                    &[&model, &observation_ids, &perspective_ids, &sources],
+                )
+                .await
+                .map_err(db)?;
+            }
+            let all_ids: Vec<i64> = records.iter().map(|r| r.observation_id).collect();
+            let statement = tx
+                .prepare_cached(include_str!("sql/refresh_node_embeddings.sql"))
+                .await
+                .map_err(db)?;
+            tx.execute(&statement, &[&model, &all_ids])
+                .await
+                .map_err(db)?;
+            Ok(dims)
+        })?;
         self.written.wrote(records.len(), &self.pool);
         self.hnsw.saved(&dims);
         Ok(())
@@ -409,20 +276,61 @@ impl IndexStore for PgStore {
 
     #[instrument(skip_all)]
     async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>> {
-        read!(self, |tx| node_vectors(
-            &tx,
-            request.workspace,
-            request.model,
-            request.perspective
-        ))
+        let (workspace, model, perspective) =
+            (request.workspace, request.model, request.perspective);
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT n.name, n.entity_type, x.embedding
+                     FROM node_embeddings x JOIN nodes n ON n.id = x.node_id
+                     WHERE x.workspace_id = $1 AND x.model = $2 AND x.perspective_id = $3
+                     ORDER BY n.name",
+                    &[&workspace.0, &model, &perspective.0],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|row| NodeVector {
+                    name: row.get(0),
+                    entity_type: row.get(1),
+                    vector: row.get::<_, Vector>(2).to_vec(),
+                })
+                .collect())
+        })
     }
 
     #[instrument(skip_all)]
     async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
-        read!(self, |tx| embedding_coverage(&tx, workspace, model))
+        read!(self, |tx| async {
+            let row = tx
+                .query_one(
+                    "SELECT
+                         (SELECT count(*) FROM observations o
+                          JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+                          WHERE o.workspace_id = $1) AS total,
+                         (SELECT count(*) FROM embeddings e
+                          JOIN observations o ON o.id = e.observation_id
+                          JOIN nodes n ON n.id = o.node_id
+                          JOIN perspectives p ON p.id = e.perspective_id AND p.enabled
+                          WHERE e.workspace_id = $1 AND e.model = $2
+                            AND e.source_updated_at = n.updated_at) AS current",
+                    &[&workspace.0, &model],
+                )
+                .await
+                .map_err(db)?;
+            let total: i64 = row.get("total");
+            let current: i64 = row.get("current");
+            Ok(if total == 0 {
+                1.0
+            } else {
+                current as f64 / total as f64
+            })
+        })
     }
 
     async fn change_marker(&self) -> Result<i64> {
+        // Not `read!`: one statement, read on every indexer pass; no transaction round trips.
         let client = self.client().await?;
         let row = client
             .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
@@ -433,11 +341,35 @@ impl IndexStore for PgStore {
 
     #[instrument(skip_all)]
     async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
-        write!(self, |tx| clear_embeddings(&tx, workspace, model))
+        write!(self, |tx| async {
+            tx.execute(
+                "DELETE FROM node_embeddings WHERE workspace_id = $1 AND model = $2",
+                &[&workspace.0, &model],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "DELETE FROM embeddings WHERE workspace_id = $1 AND model = $2",
+                &[&workspace.0, &model],
+            )
+            .await
+            .map_err(db)
+        })
     }
 
     #[instrument(skip_all)]
     async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
-        read!(self, |tx| embedding_pairs(&tx, workspace))
+        read!(self, |tx| async {
+            let row = tx
+                .query_one(
+                    "SELECT count(*) FROM observations o
+                     JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
+                     WHERE o.workspace_id = $1",
+                    &[&workspace.0],
+                )
+                .await
+                .map_err(db)?;
+            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        })
     }
 }

@@ -20,116 +20,105 @@ fn workspace(row: &Row) -> Workspace {
     }
 }
 
-pub(crate) async fn create(client: &impl GenericClient, name: &str) -> Result<Workspace> {
-    let row = client
-        .query_one(
-            "INSERT INTO workspaces (name) VALUES ($1) RETURNING id, name, created_at",
-            &[&name],
-        )
-        .await
-        .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(name)))?;
-    let workspace = workspace(&row);
-    crate::vectors::seed_perspectives(client, workspace.id.0).await?;
-    Ok(workspace)
-}
-
-pub(crate) async fn get(client: &impl GenericClient, name: &str) -> Result<Workspace> {
-    // Every tool call resolves its workspace: prepared once per connection, not per call.
-    let statement = client
-        .prepare_cached("SELECT id, name, created_at FROM workspaces WHERE name = $1")
-        .await
-        .map_err(db)?;
-    let row = client.query_opt(&statement, &[&name]).await.map_err(db)?;
-    row.map(|row| workspace(&row))
-        .ok_or_else(|| Error::workspace_not_found(name))
-}
-
-pub(crate) async fn list(client: &impl GenericClient) -> Result<Vec<WorkspaceInfo>> {
-    let rows = client
-        .query(
-            "SELECT w.id, w.name, w.created_at,
-                    (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
-             FROM workspaces w ORDER BY w.name",
-            &[],
-        )
-        .await
-        .map_err(db)?;
-    Ok(rows
-        .iter()
-        .map(|row| WorkspaceInfo {
-            workspace: workspace(row),
-            node_count: row.get("node_count"),
-        })
-        .collect())
-}
-
-pub(crate) async fn rename(
-    client: &impl GenericClient,
-    name: &str,
-    new_name: &str,
-) -> Result<Workspace> {
-    let row = client
-        .query_opt(
-            "UPDATE workspaces SET name = $2 WHERE name = $1 RETURNING id, name, created_at",
-            &[&name, &new_name],
-        )
-        .await
-        .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(new_name)))?;
-    row.map(|row| workspace(&row))
-        .ok_or_else(|| Error::workspace_not_found(name))
-}
-
-pub(crate) async fn delete(client: &impl GenericClient, name: &str, force: bool) -> Result<()> {
-    let row = client
-        .query_opt(
-            "SELECT w.id, (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
-             FROM workspaces w WHERE w.name = $1 FOR UPDATE",
-            &[&name],
-        )
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::workspace_not_found(name))?;
-    let node_count: i64 = row.get("node_count");
-    if node_count > 0 && !force {
-        return Err(Error::workspace_not_empty(name, node_count));
-    }
-    let id: i64 = row.get("id");
-    client
-        .execute("DELETE FROM workspaces WHERE id = $1", &[&id])
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
 #[async_trait]
 impl WorkspaceStore for PgStore {
     async fn schema_current(&self) -> Result<bool> {
+        // Not `read!`: a store never migrated has no history table, and the failed query
+        // would abort the transaction `is_migrated` (also public) does not expect.
         self.is_migrated().await
     }
 
     #[instrument(skip_all)]
     async fn create_workspace(&self, name: &str) -> Result<Workspace> {
-        write!(self, |tx| create(&tx, name))
+        write!(self, |tx| async {
+            let row = tx
+                .query_one(
+                    "INSERT INTO workspaces (name) VALUES ($1) RETURNING id, name, created_at",
+                    &[&name],
+                )
+                .await
+                .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(name)))?;
+            let workspace = workspace(&row);
+            crate::vectors::seed_perspectives(&tx, workspace.id.0).await?;
+            Ok(workspace)
+        })
     }
 
     #[instrument(skip_all)]
     async fn workspace(&self, name: &str) -> Result<Workspace> {
+        // Not `read!`: every tool call resolves its workspace, one statement needs no
+        // transaction round trips.
         let client = self.client().await?;
-        get(&client, name).await
+        // Prepared once per connection, not per call.
+        let statement = client
+            .prepare_cached("SELECT id, name, created_at FROM workspaces WHERE name = $1")
+            .await
+            .map_err(db)?;
+        let row = client.query_opt(&statement, &[&name]).await.map_err(db)?;
+        row.map(|row| workspace(&row))
+            .ok_or_else(|| Error::workspace_not_found(name))
     }
 
     #[instrument(skip_all)]
     async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
-        read!(self, |tx| list(&tx))
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT w.id, w.name, w.created_at,
+                            (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
+                     FROM workspaces w ORDER BY w.name",
+                    &[],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|row| WorkspaceInfo {
+                    workspace: workspace(row),
+                    node_count: row.get("node_count"),
+                })
+                .collect())
+        })
     }
 
     #[instrument(skip_all)]
     async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
-        write!(self, |tx| rename(&tx, name, new_name))
+        write!(self, |tx| async {
+            let row = tx
+                .query_opt(
+                    "UPDATE workspaces SET name = $2 WHERE name = $1
+                     RETURNING id, name, created_at",
+                    &[&name, &new_name],
+                )
+                .await
+                .map_err(|e| taken_or_db(e, NAME_TAKEN, || Error::workspace_taken(new_name)))?;
+            row.map(|row| workspace(&row))
+                .ok_or_else(|| Error::workspace_not_found(name))
+        })
     }
 
     #[instrument(skip_all)]
     async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
-        write!(self, |tx| delete(&tx, name, force))
+        write!(self, |tx| async {
+            let row = tx
+                .query_opt(
+                    "SELECT w.id,
+                            (SELECT count(*) FROM nodes n WHERE n.workspace_id = w.id) AS node_count
+                     FROM workspaces w WHERE w.name = $1 FOR UPDATE",
+                    &[&name],
+                )
+                .await
+                .map_err(db)?
+                .ok_or_else(|| Error::workspace_not_found(name))?;
+            let node_count: i64 = row.get("node_count");
+            if node_count > 0 && !force {
+                return Err(Error::workspace_not_empty(name, node_count));
+            }
+            let id: i64 = row.get("id");
+            tx.execute("DELETE FROM workspaces WHERE id = $1", &[&id])
+                .await
+                .map_err(db)?;
+            Ok(())
+        })
     }
 }
