@@ -335,17 +335,15 @@ async fn bind_failure(address: std::net::SocketAddr, error: std::io::Error) -> a
     if error.kind() != std::io::ErrorKind::AddrInUse {
         return anyhow::Error::new(error).context(format!("binding {address}"));
     }
-    let health = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(1))
-        .build()
-        .ok()
-        .map(|client| client.get(format!("http://{address}/healthz")).send());
-    let engram_answers = match health {
-        Some(request) => request.await.is_ok_and(|response| {
-            response.status().is_success()
-                || response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
-        }),
-        None => false,
+    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(1));
+    let engram_answers = match client.build() {
+        Ok(client) => {
+            (client.get(format!("http://{address}/healthz")).send().await).is_ok_and(|response| {
+                response.status().is_success()
+                    || response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
+            })
+        }
+        Err(_) => false,
     };
     let who = if engram_answers {
         format!("an engram server already answers at http://{address} (its /healthz responds)")

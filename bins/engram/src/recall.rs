@@ -7,12 +7,11 @@
 //! output, says why on standard error and exits 0 (Claude Code blocks the prompt on exit
 //! status 2 and shows other failures to the user).
 
-use engram_domain::SearchNodes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use engram_domain::{Memory, MemoryStore, SearchResults};
+use engram_domain::{Memory, MemoryStore, SearchNodes, SearchResults};
 use engram_mcp::markdown;
 
 use crate::cli::{BriefArgs, RecallArgs, RecallFormat, ServerArgs};

@@ -149,10 +149,7 @@ pub(crate) async fn tokens(
     workspace: Option<&str>,
 ) -> crate::Result<Vec<TokenInfo>> {
     let workspace = match workspace {
-        Some(name) => {
-            crate::limits::workspace_name("workspace", name)?;
-            Some(store.workspace(name).await?.id)
-        }
+        Some(name) => Some(crate::workspaces::workspace(store, name).await?.id),
         None => None,
     };
     store.tokens(workspace).await

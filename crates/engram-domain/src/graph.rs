@@ -40,11 +40,3 @@ pub(crate) async fn get_path(
         })
         .await
 }
-
-/// The semantics of [`Memory::find_unlinked_references`](crate::Memory::find_unlinked_references).
-pub(crate) async fn find_unlinked_references(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-) -> Result<Vec<UnlinkedReference>> {
-    store.find_unlinked_references(workspace).await
-}

@@ -26,14 +26,11 @@ use crate::{Brief, EmbeddingProgress, SecretPolicy};
 #[derive(Clone)]
 pub struct Memory {
     store: Arc<dyn MemoryStore>,
-    embedder: Option<Arc<dyn Embedder>>,
     generator: Option<Arc<dyn TextGenerator>>,
     generation_budget: GenerationBudget,
-    /// The search tools, with the query vectors' cache and the time a search waits for the
-    /// embedder.
+    /// The search tools, with the embedder, the indexer (for the texts it set aside), the
+    /// query vectors' cache and the time a search waits for the embedder.
     search: Searcher,
-    /// The indexer filling this store's vectors, for the texts it set aside.
-    indexer: Option<crate::Indexer>,
     /// The last counted embedding coverage per workspace while the indexer works, with when
     /// it was counted and the store's change marker then ([`COVERAGE_REUSE`]).
     counted_coverage: Arc<Mutex<HashMap<WorkspaceId, CountedCoverage>>>,
@@ -60,10 +57,8 @@ impl Memory {
         Self {
             search: Searcher::new(store.clone(), QUERY_EMBEDDING_BUDGET),
             store,
-            embedder: None,
             generator: None,
             generation_budget: GenerationBudget::default(),
-            indexer: None,
             counted_coverage: Arc::default(),
             secrets: SecretPolicy::default(),
         }
@@ -73,8 +68,7 @@ impl Memory {
     /// which texts its embedder rejected.
     #[must_use]
     pub fn with_indexer(mut self, indexer: crate::Indexer) -> Self {
-        self.search = self.search.with_indexer(indexer.clone());
-        self.indexer = Some(indexer);
+        self.search = self.search.with_indexer(indexer);
         self
     }
 
@@ -82,7 +76,7 @@ impl Memory {
     /// again after a back-off), by node name and ordinal; empty without an indexer. The
     /// indexer remembers where each one is, so this reads nothing from the store.
     pub fn rejected_texts(&self, workspace: WorkspaceId) -> Vec<RejectedText> {
-        (self.indexer.as_ref()).map_or_else(Vec::new, |i| i.rejected_in(workspace))
+        self.search.rejected_texts(workspace)
     }
 
     /// How long a search may wait for the embedder (default 3 s). Past it, or when the
@@ -111,8 +105,7 @@ impl Memory {
     /// Uses `embedder` for semantic search (the same one the indexer fills vectors with).
     #[must_use]
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
-        self.search = self.search.with_embedder(embedder.clone());
-        self.embedder = Some(embedder);
+        self.search = self.search.with_embedder(embedder);
         self
     }
 
@@ -136,7 +129,7 @@ impl Memory {
 
     /// The embedder, if one is configured.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
-        self.embedder.as_ref()
+        self.search.embedder()
     }
 
     // Workspaces (`workspaces.rs`).
@@ -158,7 +151,7 @@ impl Memory {
 
     /// Every workspace with its node count.
     pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
-        crate::workspaces::list_workspaces(&*self.store).await
+        self.store.list_workspaces().await
     }
 
     /// Renames a workspace.
@@ -176,7 +169,7 @@ impl Memory {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<crate::perspectives::Perspective>> {
-        crate::workspaces::perspectives(&*self.store, workspace).await
+        self.store.perspectives(workspace).await
     }
 
     // Nodes (`nodes.rs`).
@@ -250,7 +243,7 @@ impl Memory {
 
     /// `get_orphaned_nodes`.
     pub async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>> {
-        crate::nodes::get_orphaned_nodes(&*self.store, workspace).await
+        self.store.get_orphaned_nodes(workspace).await
     }
 
     /// `get_pending_consolidation`.
@@ -258,7 +251,7 @@ impl Memory {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<PendingConsolidation>> {
-        crate::nodes::get_pending_consolidation(&*self.store, workspace).await
+        self.store.get_pending_consolidation(workspace).await
     }
 
     // Observations (`observations.rs`).
@@ -376,7 +369,7 @@ impl Memory {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Vec<UnlinkedReference>> {
-        crate::graph::find_unlinked_references(&*self.store, workspace).await
+        self.store.find_unlinked_references(workspace).await
     }
 
     /// Creates or changes a perspective: a name of 1–64 characters of `a–z 0–9 _ -`, a
@@ -409,8 +402,8 @@ impl Memory {
     pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
         let mut stats = self.store.get_stats(workspace).await?;
         stats.rejected_texts = self.rejected_texts(workspace).len() as u64;
-        stats.embedding_model = (self.embedder.as_ref()).map(|e| e.model_id().to_owned());
-        stats.embedding_coverage = match &self.embedder {
+        stats.embedding_model = (self.embedder()).map(|e| e.model_id().to_owned());
+        stats.embedding_coverage = match self.embedder() {
             Some(embedder) => {
                 self.coverage(workspace, &stats, embedder.model_id())
                     .await?
@@ -430,7 +423,7 @@ impl Memory {
     ///   this marker;
     /// - otherwise it is counted.
     async fn coverage(&self, workspace: WorkspaceId, stats: &Stats, model: &str) -> Result<f64> {
-        let Some(indexer) = &self.indexer else {
+        let Some(indexer) = self.search.indexer() else {
             return self.store.embedding_coverage(workspace, model).await;
         };
         let marker = self.store.change_marker().await?;
@@ -545,7 +538,7 @@ impl Memory {
     /// # Errors
     /// What the store reports.
     pub async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64> {
-        crate::memory_indexing::embedding_pairs(&*self.store, workspace).await
+        self.store.embedding_pairs(workspace).await
     }
 
     /// How far `model`'s vectors are with the workspace, counted now (not the reused figure
@@ -567,7 +560,7 @@ impl Memory {
     /// # Errors
     /// What the store reports.
     pub async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
-        crate::memory_indexing::clear_embeddings(&*self.store, workspace, model).await
+        self.store.clear_embeddings(workspace, model).await
     }
 
     // `memory_transfer.rs`.
@@ -703,7 +696,7 @@ impl Memory {
     ) -> Result<crate::ConsolidationReport> {
         let reporter = crate::consolidation::Reporter {
             store: &*self.store,
-            embedder: self.embedder.as_ref(),
+            embedder: self.embedder(),
             generator: self.generator.as_ref(),
             budget: self.generation_budget,
             search: &self.search,

@@ -26,14 +26,6 @@ impl EmbeddingProgress {
     }
 }
 
-/// The semantics of [`Memory::embedding_pairs`](crate::Memory::embedding_pairs).
-pub(crate) async fn embedding_pairs(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-) -> Result<u64> {
-    store.embedding_pairs(workspace).await
-}
-
 /// The semantics of [`Memory::embedding_progress`](crate::Memory::embedding_progress).
 pub(crate) async fn embedding_progress(
     store: &dyn MemoryStore,
@@ -43,15 +35,6 @@ pub(crate) async fn embedding_progress(
     let coverage = store.embedding_coverage(workspace, model).await?;
     let pairs = store.embedding_pairs(workspace).await?;
     Ok(EmbeddingProgress { pairs, coverage })
-}
-
-/// The semantics of [`Memory::clear_embeddings`](crate::Memory::clear_embeddings).
-pub(crate) async fn clear_embeddings(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    model: &str,
-) -> Result<u64> {
-    store.clear_embeddings(workspace, model).await
 }
 
 #[cfg(test)]

@@ -161,22 +161,6 @@ pub(crate) async fn set_tags(
         .await
 }
 
-/// The semantics of [`Memory::get_orphaned_nodes`](crate::Memory::get_orphaned_nodes).
-pub(crate) async fn get_orphaned_nodes(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-) -> Result<Vec<NodeBrief>> {
-    store.get_orphaned_nodes(workspace).await
-}
-
-/// The semantics of [`Memory::get_pending_consolidation`](crate::Memory::get_pending_consolidation).
-pub(crate) async fn get_pending_consolidation(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-) -> Result<Vec<PendingConsolidation>> {
-    store.get_pending_consolidation(workspace).await
-}
-
 /// `texts` with each text once, at its first place, and the repeats left out: each with the
 /// index its first occurrence keeps.
 fn once_each(texts: Vec<String>) -> (Vec<String>, Vec<(usize, String)>) {

@@ -32,11 +32,6 @@ pub(crate) async fn workspace(store: &dyn MemoryStore, name: &str) -> Result<Wor
     store.workspace(name).await
 }
 
-/// The semantics of [`Memory::list_workspaces`](crate::Memory::list_workspaces).
-pub(crate) async fn list_workspaces(store: &dyn MemoryStore) -> Result<Vec<WorkspaceInfo>> {
-    store.list_workspaces().await
-}
-
 /// The semantics of [`Memory::rename_workspace`](crate::Memory::rename_workspace).
 pub(crate) async fn rename_workspace(
     store: &dyn MemoryStore,
@@ -58,12 +53,4 @@ pub(crate) async fn delete_workspace(
 ) -> Result<()> {
     limits::workspace_name("workspace", name)?;
     store.delete_workspace(name, force).await
-}
-
-/// The semantics of [`Memory::perspectives`](crate::Memory::perspectives).
-pub(crate) async fn perspectives(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-) -> Result<Vec<crate::perspectives::Perspective>> {
-    store.perspectives(workspace).await
 }

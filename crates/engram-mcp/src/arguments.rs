@@ -36,14 +36,15 @@ impl<P: JsonSchema> JsonSchema for Parameters<P> {
 /// The `data` that marks a JSON-RPC error as a bad argument, to be answered as a tool error.
 const MARK: &str = "engram/invalid-argument";
 
-impl<S, P: DeserializeOwned + JsonSchema> FromContextPart<ToolCallContext<'_, S>>
-    for Parameters<P>
-{
+impl<S, P: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Parameters<P> {
     fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, ErrorData> {
         let arguments = Value::Object(context.arguments.take().unwrap_or_default());
-        parse(&arguments).map(Parameters).map_err(|message| {
-            ErrorData::invalid_params(message, Some(serde_json::json!({ "kind": MARK })))
-        })
+        let schema = crate::input_schema(&context.name);
+        parse(&arguments, schema.as_deref())
+            .map(Parameters)
+            .map_err(|message| {
+                ErrorData::invalid_params(message, Some(serde_json::json!({ "kind": MARK })))
+            })
     }
 }
 
@@ -52,18 +53,18 @@ pub fn is_argument_error(error: &ErrorData) -> bool {
     error.data.as_ref().and_then(|d| d.get("kind")) == Some(&Value::from(MARK))
 }
 
-/// `arguments` as `P`, or a message naming the argument that does not fit.
-pub fn parse<P: DeserializeOwned + JsonSchema>(arguments: &Value) -> Result<P, String> {
+/// `arguments` as `P`, or a message naming the argument that does not fit, read from
+/// `schema`: the tool's input schema as `tools/list` publishes it (without one, serde's
+/// message at the path).
+pub fn parse<P: DeserializeOwned>(
+    arguments: &Value,
+    schema: Option<&Map<String, Value>>,
+) -> Result<P, String> {
     serde_path_to_error::deserialize(arguments).map_err(|error| {
-        let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-        let schema = Value::Object(crate::schema::model_facing(
-            generator
-                .into_root_schema_for::<P>()
-                .as_object()
-                .expect("an object schema"),
-        ));
         let path: Vec<&Segment> = error.path().iter().collect();
-        describe(&path, &schema, arguments)
+        let schema = schema.map(|schema| Value::Object(schema.clone()));
+        (schema.as_ref())
+            .and_then(|schema| describe(&path, schema, arguments))
             .unwrap_or_else(|| format!("invalid argument `{}`: {}", shown(&path), error.inner()))
     })
 }
@@ -243,8 +244,15 @@ mod tests {
         flag: bool,
     }
 
+    /// `P`'s input schema as the server publishes it.
+    fn schema_of<P: JsonSchema>() -> Map<String, Value> {
+        let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+        let schema = generator.into_root_schema_for::<P>();
+        crate::schema::model_facing(schema.as_object().unwrap())
+    }
+
     fn error(arguments: Value) -> String {
-        parse::<Params>(&arguments).unwrap_err()
+        parse::<Params>(&arguments, Some(&schema_of::<Params>())).unwrap_err()
     }
 
     #[test]
@@ -319,7 +327,8 @@ mod tests {
     #[test]
     fn what_the_schema_does_not_explain_passes_serdes_message_on() {
         assert_eq!(
-            parse::<Nothing>(&serde_json::json!({"x": 1})).unwrap_err(),
+            parse::<Nothing>(&serde_json::json!({"x": 1}), Some(&schema_of::<Nothing>()))
+                .unwrap_err(),
             "unknown argument `x`: this tool takes no arguments"
         );
         let huge = error(serde_json::json!({"depth": 5_000_000_000u64}));

@@ -98,6 +98,12 @@ static TOOLS: std::sync::LazyLock<ToolRouter<EngramServer>> = std::sync::LazyLoc
     router
 });
 
+/// The input schema `tools/list` publishes for the tool `name` (what a bad argument is
+/// described by), if engram has that tool.
+fn input_schema(name: &str) -> Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>> {
+    TOOLS.get(name).map(|tool| tool.input_schema.clone())
+}
+
 impl EngramServer {
     /// A server over `memory` offering every tool, finding its workspace by `binding`.
     pub fn new(memory: Memory, binding: Binding) -> Self {

@@ -2,8 +2,7 @@
 //! topic) and `consolidate` (the consolidation report, walked through with the model). Both
 //! are rendered from the workspace's live data when a client gets them.
 
-use engram_domain::SearchNodes;
-use engram_domain::{ReportOptions, WorkspaceId};
+use engram_domain::{ReportOptions, SearchNodes, WorkspaceId};
 use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 

@@ -145,12 +145,10 @@ fn nulls_as_alternatives(object: &mut Map<String, Value>) {
     if !nullable_type && !nullable_enum {
         return;
     }
-    let mut value = Map::new();
-    for key in object.keys().cloned().collect::<Vec<_>>() {
-        if !ANNOTATIONS.contains(&key.as_str()) {
-            value.insert(key.clone(), object.remove(&key).expect("a listed key"));
-        }
-    }
+    let (annotations, mut value): (Map<String, Value>, Map<String, Value>) =
+        (std::mem::take(object).into_iter())
+            .partition(|(key, _)| ANNOTATIONS.contains(&key.as_str()));
+    *object = annotations;
     if let Some(Value::Array(types)) = value.get_mut("type") {
         types.retain(|t| !is_null_name(t));
         if types.len() == 1 {
@@ -177,7 +175,7 @@ fn is_null_name(type_name: &Value) -> bool {
 /// `"type": ["string", "null"]` → `"type": "string"`; `"anyOf": [X, {"type": "null"}]` → X.
 fn drop_nulls(object: &mut Map<String, Value>) {
     if let Some(Value::Array(types)) = object.get("type") {
-        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        let kept: Vec<Value> = types.iter().filter(|t| !is_null_name(t)).cloned().collect();
         if kept.len() == 1 {
             object.insert("type".into(), kept[0].clone());
         } else if kept.len() < types.len() {

@@ -11,11 +11,10 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use engram_domain::SearchNodes;
 use std::collections::{HashMap, HashSet};
 
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
-use engram_domain::{Error, Memory, ReportOptions, WorkspaceId};
+use engram_domain::{Error, Memory, ReportOptions, SearchNodes, WorkspaceId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

@@ -16,7 +16,20 @@ fn engram(args: &[&str], stdin: &str) -> Output {
 
 fn run(command: &mut Command, stdin: &str) -> Output {
     use std::io::Write as _;
-    let mut child = command
+    let mut child = spawn(command);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `command` started with none of engram's connection settings from the environment,
+/// warnings only in its log, no embedder, and its standard streams piped.
+fn spawn(command: &mut Command) -> std::process::Child {
+    command
         .env_remove("ENGRAM_DATABASE_URL")
         .env_remove("ENGRAM_URL")
         .env_remove("ENGRAM_TOKEN")
@@ -26,14 +39,7 @@ fn run(command: &mut Command, stdin: &str) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("running engram");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+        .expect("running engram")
 }
 
 fn stdout(output: &Output) -> String {
@@ -430,16 +436,11 @@ pub async fn recall_and_brief_send_a_token_to_a_server_that_requires_one(backend
 
 /// `engram` with `args` on the SQLite file `url`, its standard streams piped.
 fn spawn_hook(args: &[&str], url: &str) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(args)
-        .args(["--database-url", url])
-        .env("ENGRAM_LOG", "warn")
-        .env("ENGRAM_EMBEDDER", "none")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    spawn(
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(args)
+            .args(["--database-url", url]),
+    )
 }
 
 /// A hook whose client keeps standard input open (or trickles it) still ends within its

@@ -147,6 +147,21 @@ impl Searcher {
         self
     }
 
+    /// The embedder queries are embedded with, if one is configured.
+    pub(crate) fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The indexer filling the store's vectors, if this process runs one.
+    pub(crate) fn indexer(&self) -> Option<&crate::Indexer> {
+        self.indexer.as_ref()
+    }
+
+    /// The workspace's texts the indexer set aside (empty without an indexer).
+    pub(crate) fn rejected_texts(&self, workspace: WorkspaceId) -> Vec<crate::RejectedText> {
+        (self.indexer.as_ref()).map_or_else(Vec::new, |i| i.rejected_in(workspace))
+    }
+
     /// Forgets the workspace's perspectives, so the next search reads them again.
     pub(crate) fn forget_perspectives(&self, workspace: WorkspaceId) {
         self.query_embedding.remember(workspace, None);
@@ -350,7 +365,7 @@ impl Searcher {
         // Texts the embedder refused are found by full text only: say so.
         let rejected = match mode {
             SearchMode::Text => Vec::new(),
-            _ => (self.indexer.as_ref()).map_or_else(Vec::new, |i| i.rejected_in(workspace)),
+            _ => self.rejected_texts(workspace),
         };
         let mut effective = mode;
         if mode != SearchMode::Text && !embedding_matched {

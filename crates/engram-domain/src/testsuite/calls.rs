@@ -4,7 +4,6 @@
 //! reads that need more (the perspectives before a workspace's first search, the coverage
 //! behind `get_stats`, the report's lists) are pinned here, so a change that adds a round trip is seen.
 
-use crate::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;

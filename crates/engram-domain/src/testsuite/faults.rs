@@ -2,14 +2,16 @@
 //! ragged, too few) are rejected texts when they are documents and a full-text answer when
 //! they are queries, never cached; a bad vector an older engram stored is skipped.
 
-use crate::{QueryObservations, SearchNodes, SearchObservations};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use async_trait::async_trait;
 
 use super::*;
-use crate::{Embedder, Error, Indexer, MemoryStore, Result, SearchMode};
+use crate::{
+    Embedder, Error, Indexer, MemoryStore, QueryObservations, Result, SearchMode, SearchNodes,
+    SearchObservations,
+};
 
 /// What [`Faulty`] answers for queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,6 @@
 //! Late interaction end to end: token signs made by the indexer are stored beside the vectors,
 //! read back for a search's candidates, and decide between candidates the other signals tie.
 
-use crate::SearchNodes;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -9,7 +8,7 @@ use async_trait::async_trait;
 use super::*;
 use crate::search::late_interaction::pack_signs;
 use crate::search::{CandidateQuery, QueryVector};
-use crate::{Embedder, Embedding, Indexer, Memory, MemoryStore, Result, SearchMode};
+use crate::{Embedder, Embedding, Indexer, Memory, MemoryStore, Result, SearchMode, SearchNodes};
 
 /// Vector length of [`Tokenised`].
 const DIMS: usize = 64;

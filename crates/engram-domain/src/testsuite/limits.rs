@@ -1,11 +1,12 @@
 //! Every limit of [`crate::limits`] is enforced before anything is written.
 
-use crate::SearchNodes;
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use super::*;
-use crate::{Error, Memory, MemoryStore, NewNode, ObservationDeletions, OpenedNodes, Result};
+use crate::{
+    Error, Memory, MemoryStore, NewNode, ObservationDeletions, OpenedNodes, Result, SearchNodes,
+};
 
 /// Nodes N (one observation) and M, and N -r-> M: what a rejected call must leave alone.
 async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {

@@ -2,7 +2,6 @@
 //! ([`super::properties`] has the promises every call keeps; here each tool also checks its
 //! answer against the snapshot).
 
-use crate::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 use std::sync::Arc;
 
 use proptest::collection::vec;
@@ -11,7 +10,10 @@ use proptest::sample::select;
 
 use super::properties::*;
 use crate::transfer::{GraphDetail, GraphPageQuery};
-use crate::{MemoryStore, ReportOptions, SearchMode};
+use crate::{
+    FindSimilarNodes, MemoryStore, QueryObservations, ReportOptions, SearchMode, SearchNodes,
+    SearchObservations,
+};
 
 /// Cases per tool.
 const CASES: u32 = 100;

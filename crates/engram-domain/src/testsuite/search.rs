@@ -2,7 +2,6 @@
 //! words get similar vectors), and `search_nodes`, `query_observations` and
 //! `find_similar_nodes` answer from the store's vectors, or from full text when they cannot.
 
-use crate::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -10,8 +9,9 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::{
-    Embedder, Error, FoundObservations, Indexer, Memory, MemoryStore, Result, SearchMode,
-    SearchResults, WorkspaceId,
+    Embedder, Error, FindSimilarNodes, FoundObservations, Indexer, Memory, MemoryStore,
+    QueryObservations, Result, SearchMode, SearchNodes, SearchObservations, SearchResults,
+    WorkspaceId,
 };
 
 /// [`TermEmbedder`], counting the documents it embeds and keeping their texts.

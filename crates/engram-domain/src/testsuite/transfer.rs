@@ -1,9 +1,8 @@
-use crate::SearchNodes;
 use std::sync::Arc;
 
 use super::*;
 use crate::transfer::*;
-use crate::{Error, MemoryStore, SearchMode};
+use crate::{Error, MemoryStore, SearchMode, SearchNodes};
 
 /// Every page of `workspace` with everything it holds, in name order.
 pub async fn export_all(

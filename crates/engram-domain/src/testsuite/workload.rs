@@ -11,7 +11,6 @@
 
 #![allow(clippy::print_stdout)]
 
-use crate::FindSimilarNodes;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -27,22 +27,18 @@ impl EngramServer {
     ) -> Result<CallToolResult, ToolError> {
         let workspace = self.workspace(&context.extensions)?;
         let results = self.memory.search_nodes(workspace, &request).await?;
-        let names: Vec<String> = (results.results.iter())
-            .map(|hit| hit.name.clone())
-            .collect();
+        // A client of protocol 2025-06-18 or later gets a resource link (`engram://node/{name}`)
+        // for each node found, to attach or open it in full.
+        let links: Vec<ContentBlock> = match context.protocol_version() {
+            Some(version) if version >= ProtocolVersion::V_2025_06_18 => (results.results.iter())
+                .map(|hit| ContentBlock::resource_link(crate::resources::node_link(&hit.name)))
+                .collect(),
+            _ => Vec::new(),
+        };
         let structured = serde_json::to_value(results)
             .map_err(|error| ToolError(Error::Internal(format!("serialising results: {error}"))))?;
         let mut result = CallToolResult::structured(structured);
-        // A client of protocol 2025-06-18 or later gets a resource link (`engram://node/{name}`)
-        // for each node found, to attach or open it in full.
-        if (context.protocol_version())
-            .is_some_and(|version| version >= ProtocolVersion::V_2025_06_18)
-        {
-            (result.content).extend(
-                (names.iter())
-                    .map(|name| ContentBlock::resource_link(crate::resources::node_link(name))),
-            );
-        }
+        result.content.extend(links);
         Ok(result)
     }
 

@@ -3,7 +3,6 @@
 //! HNSW index. The backend-neutral search tests are in the conformance suite
 //! (`engram_domain::testsuite::search` on a deterministic test embedder, and `vectors`).
 
-use engram_domain::SearchNodes;
 use std::sync::Arc;
 
 use engram_domain::testsuite::entity;

@@ -2,12 +2,11 @@
 //! grows, and searched with the exact answer's recall; vectors saved or deleted after a build
 //! are found or gone.
 
-use engram_domain::SearchNodes;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use engram_domain::testsuite::{TermEmbedder, entity, memory_with_workspace};
-use engram_domain::{Indexer, Memory, SearchMode, WorkspaceId};
+use engram_domain::{Indexer, Memory, SearchMode, SearchNodes, WorkspaceId};
 use rusqlite::Connection;
 
 /// Node `i`'s observation: three words of its topic (of 40) and a word of its own.
