@@ -66,6 +66,9 @@ enum Benchmark {
     Consolidation,
     /// The local embedding model's throughput.
     Embed,
+    /// "Did you mean" at 100,000 node names: `open_nodes` for names a user almost typed, on
+    /// PostgreSQL and on SQLite.
+    Suggestions,
     /// The indexer's throughput against the raw model's, on the same texts.
     Indexer,
     /// The MCP calls every memory server has, and engram's own, side by side
@@ -137,7 +140,33 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             &["--path", &file, "--nodes", &nodes],
         )?;
     }
+    if wanted(Benchmark::Suggestions) {
+        suggestions()?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo xtask bench suggestions`: the "did you mean" workload at 100,000 nodes, on a fresh
+/// PostgreSQL database and a fresh SQLite file.
+fn suggestions() -> Result<()> {
+    const NODES: &str = "100000";
+    println!("== suggestions: open_nodes for almost-typed names among {NODES} nodes, PostgreSQL");
+    let pg = postgres::ensure_installed(&target_dir())?;
+    let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
+    let url = cluster.fresh_database(&pg, DATABASE)?;
+    let args = ["--database-url", &url, "--nodes", NODES, "--suggestions"];
+    example("engram-pg", "consolidation", &args)?;
+    drop(cluster);
+    println!("== suggestions: the same on SQLite");
+    let dir = target_dir().join("bench");
+    std::fs::create_dir_all(&dir)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("engram-names.db{suffix}")));
+    }
+    let file = dir.join("engram-names.db");
+    let file = file.to_string_lossy();
+    let args = ["--path", &file, "--nodes", NODES, "--suggestions"];
+    example("engram-sqlite", "sqlite_consolidation", &args)
 }
 
 /// Builds and runs `package`'s `example` in release mode with `args`.

@@ -7,12 +7,15 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// A named thing (`kind` is "workspace", "node", "observation", "relation") does not exist.
-    #[error("{kind} not found: {name}")]
+    #[error("{kind} not found: {name}{}", did_you_mean_hint(.did_you_mean))]
     NotFound {
         /// What was looked for.
         kind: &'static str,
         /// Its name (or `node#ordinal` for an observation).
         name: String,
+        /// For a node, up to three existing names close to `name`
+        /// ([`crate::suggestions`]); empty otherwise.
+        did_you_mean: Vec<String>,
     },
     /// Creating a named thing that must be unique, where one already exists.
     #[error("{kind} already exists: {name}")]
@@ -62,6 +65,7 @@ impl Error {
         Self::NotFound {
             kind: "node",
             name: name.into(),
+            did_you_mean: Vec::new(),
         }
     }
 
@@ -87,6 +91,7 @@ impl Error {
         Self::NotFound {
             kind: "relation",
             name: relation.to_string(),
+            did_you_mean: Vec::new(),
         }
     }
 
@@ -109,6 +114,7 @@ impl Error {
         Self::NotFound {
             kind: "token",
             name: id.into(),
+            did_you_mean: Vec::new(),
         }
     }
 
@@ -117,6 +123,7 @@ impl Error {
         Self::NotFound {
             kind: "workspace",
             name: name.into(),
+            did_you_mean: Vec::new(),
         }
     }
 
@@ -158,6 +165,16 @@ impl Error {
             Self::Internal(_) => "an internal error; the server's log says what".into(),
             _ => self.to_string(),
         }
+    }
+}
+
+/// The end of a not-found message: ` (did you mean "A" or "B"?)`, or nothing.
+fn did_you_mean_hint(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("{name:?}")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (did you mean {one}?)"),
+        [rest @ .., last] => format!(" (did you mean {} or {last}?)", rest.join(", ")),
     }
 }
 

@@ -4,6 +4,7 @@ use crate::error::Result;
 use crate::limits::{self};
 use crate::model::*;
 use crate::store::*;
+use crate::suggestions::explain;
 
 /// The semantics of [`Memory::get_neighborhood`](crate::Memory::get_neighborhood).
 pub(crate) async fn get_neighborhood(
@@ -14,13 +15,14 @@ pub(crate) async fn get_neighborhood(
 ) -> Result<Neighborhood> {
     limits::name("name", name)?;
     limits::within("depth", depth, limits::DEPTH)?;
-    store
+    let result = store
         .get_neighborhood(GetNeighborhood {
             workspace,
             name,
             depth,
         })
-        .await
+        .await;
+    explain(store, workspace, result).await
 }
 
 /// The semantics of [`Memory::get_path`](crate::Memory::get_path).
@@ -32,11 +34,12 @@ pub(crate) async fn get_path(
 ) -> Result<GraphPath> {
     limits::name("from_entity", from)?;
     limits::name("to_entity", to)?;
-    store
+    let result = store
         .get_path(GetPath {
             workspace,
             from,
             to,
         })
-        .await
+        .await;
+    explain(store, workspace, result).await
 }

@@ -30,6 +30,7 @@ mod retry;
 pub mod search;
 pub mod secrets;
 mod store;
+pub mod suggestions;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 pub mod transfer;

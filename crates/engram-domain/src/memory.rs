@@ -502,7 +502,8 @@ impl Memory {
         workspace: WorkspaceId,
         request: &QueryObservations,
     ) -> Result<ObservationResults> {
-        self.search.query_observations(workspace, request).await
+        let result = self.search.query_observations(workspace, request).await;
+        crate::suggestions::explain(&*self.store, workspace, result).await
     }
 
     /// `find_similar_nodes`: unrelated pairs whose aggregate vectors (in the `general`

@@ -3,6 +3,8 @@
 //! Output structs serialise with exactly the field names of the tool catalog
 //! (`shared/reference/tool-catalog.md`), so every layer above can hand them on unchanged.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -138,6 +140,11 @@ pub struct DeletedNodes {
     pub deleted: Vec<String>,
     /// Names that did not exist, in request order.
     pub not_found: Vec<String>,
+    /// For each of `not_found` that has any, up to three existing node names close to it
+    /// (another case or punctuation, a shortened name, a slip: [`crate::suggestions`]),
+    /// best first; absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub did_you_mean: BTreeMap<String, Vec<String>>,
 }
 
 /// An observation as read back: its stable per-node ordinal and its text.
@@ -220,6 +227,11 @@ pub struct OpenedNodes {
     pub relations: Vec<Relation>,
     /// Requested names that do not exist.
     pub not_found: Vec<String>,
+    /// For each of `not_found` that has any, up to three existing node names close to it
+    /// (another case or punctuation, a shortened name, a slip: [`crate::suggestions`]),
+    /// best first; absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub did_you_mean: BTreeMap<String, Vec<String>>,
 }
 
 /// A node with its tags and modification time (`get_nodes_by_type`).
@@ -302,6 +314,10 @@ pub struct AddedObservations {
     /// with the ordinal that holds it (the reference memory server's habit); absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_duplicates: Vec<Observation>,
+    /// When `not_found`, up to three existing node names close to `entity_name`
+    /// ([`crate::suggestions`]), best first; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub did_you_mean: Vec<String>,
 }
 
 /// Result of `replace_observation`.
@@ -376,6 +392,11 @@ pub struct CreatedRelations {
     pub already_existed: Vec<RelationSpec>,
     /// Endpoint names that do not exist, each once; relations naming them were skipped.
     pub not_found: Vec<String>,
+    /// For each of `not_found` that has any, up to three existing node names close to it
+    /// (another case or punctuation, a shortened name, a slip: [`crate::suggestions`]),
+    /// best first; absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub did_you_mean: BTreeMap<String, Vec<String>>,
 }
 
 /// Result of `delete_relations`.

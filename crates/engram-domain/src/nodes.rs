@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, first_duplicate, names_batch};
 use crate::model::*;
 use crate::store::*;
+use crate::suggestions::{did_you_mean, explain};
 
 /// The semantics of [`Memory::create_entities`](crate::Memory::create_entities).
 pub(crate) async fn create_entities(
@@ -73,9 +74,9 @@ pub(crate) async fn delete_entities(
     names: &[String],
 ) -> Result<DeletedNodes> {
     names_batch("entity_names", names)?;
-    store
-        .delete_entities(DeleteEntities { workspace, names })
-        .await
+    let mut deleted = (store.delete_entities(DeleteEntities { workspace, names })).await?;
+    deleted.did_you_mean = did_you_mean(store, workspace, &deleted.not_found).await;
+    Ok(deleted)
 }
 
 /// The semantics of [`Memory::open_nodes`](crate::Memory::open_nodes).
@@ -85,7 +86,9 @@ pub(crate) async fn open_nodes(
     names: &[String],
 ) -> Result<OpenedNodes> {
     names_batch("names", names)?;
-    store.open_nodes(OpenNodes { workspace, names }).await
+    let mut opened = store.open_nodes(OpenNodes { workspace, names }).await?;
+    opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
+    Ok(opened)
 }
 
 /// The semantics of [`Memory::get_nodes_by_type`](crate::Memory::get_nodes_by_type).
@@ -132,13 +135,14 @@ pub(crate) async fn set_summary(
     limits::name("name", name)?;
     limits::content("summary", summary)?;
     let summary = secrets.screen("summary", summary)?;
-    store
+    let result = store
         .set_summary(SetSummary {
             workspace,
             name,
             summary: Checked::new(&summary),
         })
-        .await
+        .await;
+    explain(store, workspace, result).await
 }
 
 /// The semantics of [`Memory::set_tags`](crate::Memory::set_tags).
@@ -152,13 +156,14 @@ pub(crate) async fn set_tags(
     limits::name("name", name)?;
     let mut tags = limits::tags("tags", tags)?;
     secrets.screen_tags("tags", &mut tags)?;
-    store
+    let result = store
         .set_tags(SetTags {
             workspace,
             name,
             tags: Checked::new(&tags),
         })
-        .await
+        .await;
+    explain(store, workspace, result).await
 }
 
 /// `texts` with each text once, at its first place, and the repeats left out: each with the

@@ -7,9 +7,30 @@ use crate::error::Result;
 use crate::limits::{self, batch_total};
 use crate::model::*;
 use crate::store::*;
+use crate::suggestions::{did_you_mean, explain};
 
-/// The semantics of [`Memory::add_observations`](crate::Memory::add_observations).
+/// The semantics of [`Memory::add_observations`](crate::Memory::add_observations): the
+/// additions stored, and the names close to each node that was not found.
 pub(crate) async fn add_observations(
+    store: &dyn MemoryStore,
+    secrets: crate::SecretPolicy,
+    workspace: WorkspaceId,
+    additions: &[ObservationAdditions],
+) -> Result<Vec<AddedObservations>> {
+    let mut results = store_additions(store, secrets, workspace, additions).await?;
+    let missing: Vec<String> = (results.iter())
+        .filter(|result| result.not_found)
+        .map(|result| result.entity_name.clone())
+        .collect();
+    let close = did_you_mean(store, workspace, &missing).await;
+    for result in results.iter_mut().filter(|result| result.not_found) {
+        result.did_you_mean = close.get(&result.entity_name).cloned().unwrap_or_default();
+    }
+    Ok(results)
+}
+
+/// `add_observations` without the suggestions: validated, screened, each text once.
+async fn store_additions(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
@@ -110,14 +131,15 @@ pub(crate) async fn replace_observation(
     limits::ordinal("ordinal", ordinal)?;
     limits::content("new_content", new_content)?;
     let new_content = secrets.screen("new_content", new_content)?;
-    store
+    let result = store
         .replace_observation(ReplaceObservation {
             workspace,
             entity_name,
             ordinal,
             new_content: Checked::new(&new_content),
         })
-        .await
+        .await;
+    explain(store, workspace, result).await
 }
 
 /// The semantics of [`Memory::delete_observations`](crate::Memory::delete_observations).

@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::limits::{self, relations_batch};
 use crate::model::*;
 use crate::store::*;
+use crate::suggestions::{did_you_mean, explain};
 
 /// The semantics of [`Memory::create_relations`](crate::Memory::create_relations).
 pub(crate) async fn create_relations(
@@ -15,12 +16,14 @@ pub(crate) async fn create_relations(
 ) -> Result<CreatedRelations> {
     relations_batch(relations)?;
     secrets.screen_relations(relations)?;
-    store
+    let mut created = store
         .create_relations(CreateRelations {
             workspace,
             relations: Checked::new(relations),
         })
-        .await
+        .await?;
+    created.did_you_mean = did_you_mean(store, workspace, &created.not_found).await;
+    Ok(created)
 }
 
 /// The semantics of [`Memory::delete_relations`](crate::Memory::delete_relations).
@@ -69,11 +72,12 @@ pub(crate) async fn get_relations_between(
 ) -> Result<Vec<Relation>> {
     limits::name("entity_a", entity_a)?;
     limits::name("entity_b", entity_b)?;
-    store
+    let result = store
         .get_relations_between(GetRelationsBetween {
             workspace,
             entity_a,
             entity_b,
         })
-        .await
+        .await;
+    explain(store, workspace, result).await
 }

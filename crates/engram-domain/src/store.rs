@@ -137,6 +137,10 @@ pub trait NodeStore: Send + Sync + 'static {
     ) -> Result<Vec<PendingConsolidation>>;
     /// `get_stats`: counts, and the fraction of current embeddings.
     async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
+    /// For each of `request.names`, in order, up to `request.limit` names of the workspace's
+    /// nodes that share the most trigrams with it (case ignored; any order; never the name
+    /// itself), for [`crate::suggestions`]: an index lookup, not a scan.
+    async fn similar_names(&self, request: SimilarNames<'_>) -> Result<Vec<Vec<String>>>;
     /// Counts of create, update and delete events since `since` (the consolidation report's
     /// `event_summary`).
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
@@ -374,6 +378,17 @@ pub struct GetNodesByType<'a> {
     pub workspace: WorkspaceId,
     /// The type.
     pub entity_type: &'a str,
+}
+
+/// Names close to names that were not found ([`NodeStore::similar_names`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SimilarNames<'a> {
+    /// The workspace.
+    pub workspace: WorkspaceId,
+    /// The names that were not found.
+    pub names: &'a [String],
+    /// At most this many candidates per name.
+    pub limit: usize,
 }
 
 /// `get_recently_modified`: nodes written in the last `days` days, at most `limit`.

@@ -6,28 +6,36 @@
 //!     --database-url postgres://postgres@127.0.0.1:5433/engram_bench --nodes 10000
 //! ```
 //!
+//! With `--suggestions` it runs the "did you mean" workload instead
+//! (`engram_domain::testsuite::suggestions_benchmark`).
+//!
 //! The workload is `engram_domain::testsuite::consolidation_benchmark`'s, shared with
 //! engram-sqlite's `sqlite_consolidation`.
 
 use std::sync::Arc;
 
-use engram_domain::testsuite::consolidation_benchmark;
+use engram_domain::testsuite::{consolidation_benchmark, suggestions_benchmark};
 use engram_pg::PgStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut url, mut nodes) = (None, 10_000_usize);
+    let (mut url, mut nodes, mut suggestions) = (None, 10_000_usize, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--database-url" => url = args.next(),
             "--nodes" => nodes = args.next().unwrap_or_default().parse()?,
+            "--suggestions" => suggestions = true,
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
     let url = url.ok_or_else(|| anyhow::anyhow!("--database-url is required"))?;
     let store = PgStore::connect(&url).await?;
     store.migrate().await?;
-    consolidation_benchmark(Arc::new(store), nodes).await?;
+    if suggestions {
+        suggestions_benchmark(Arc::new(store), nodes).await?;
+    } else {
+        consolidation_benchmark(Arc::new(store), nodes).await?;
+    }
     Ok(())
 }

@@ -115,6 +115,7 @@ impl ObservationStore for PgStore {
                             added: Vec::new(),
                             not_found: true,
                             skipped_duplicates: Vec::new(),
+                            did_you_mean: Vec::new(),
                         };
                     };
                     // Each given text was stored or held once (the caller sends no text twice
@@ -139,6 +140,7 @@ impl ObservationStore for PgStore {
                         added,
                         not_found: false,
                         skipped_duplicates,
+                        did_you_mean: Vec::new(),
                     }
                 })
                 .collect())
@@ -184,6 +186,7 @@ impl ObservationStore for PgStore {
                     Error::NotFound {
                         kind: "observation",
                         name: format!("{entity_name}#{ordinal}"),
+                        did_you_mean: Vec::new(),
                     }
                 } else {
                     Error::node_not_found(entity_name)

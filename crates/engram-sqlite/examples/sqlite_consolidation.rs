@@ -5,20 +5,24 @@
 //! cargo run --release -p engram-sqlite --example sqlite_consolidation -- \
 //!     --path /tmp/engram-bench.db --nodes 10000
 //! ```
+//!
+//! With `--suggestions` it runs the "did you mean" workload instead
+//! (`engram_domain::testsuite::suggestions_benchmark`).
 
 use std::sync::Arc;
 
-use engram_domain::testsuite::consolidation_benchmark;
+use engram_domain::testsuite::{consolidation_benchmark, suggestions_benchmark};
 use engram_sqlite::SqliteStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut path, mut nodes) = (None, 10_000_usize);
+    let (mut path, mut nodes, mut suggestions) = (None, 10_000_usize, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--path" => path = args.next(),
             "--nodes" => nodes = args.next().unwrap_or_default().parse()?,
+            "--suggestions" => suggestions = true,
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -27,6 +31,10 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("{path} exists; give the path of a new database file");
     }
     let store = SqliteStore::open(&path).await?;
-    consolidation_benchmark(Arc::new(store), nodes).await?;
+    if suggestions {
+        suggestions_benchmark(Arc::new(store), nodes).await?;
+    } else {
+        consolidation_benchmark(Arc::new(store), nodes).await?;
+    }
     Ok(())
 }

@@ -229,6 +229,14 @@ impl Conn {
             Ok(reads.load(Ordering::Relaxed))
         })
         .map_err(db)?;
+        // The words of a node name as a JSON array, for `node_name_words` (migration V9).
+        let deterministic = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+        conn.create_scalar_function("engram_name_words", 1, deterministic, |context| {
+            let name: String = context.get(0)?;
+            let words = engram_domain::suggestions::name_words(&name);
+            serde_json::to_string(&words).map_err(|e| rusqlite::Error::UserFunctionError(e.into()))
+        })
+        .map_err(db)?;
         Ok(Self { db: conn, clock })
     }
 

@@ -55,6 +55,7 @@ impl ObservationStore for SqliteStore {
                             added: Vec::new(),
                             not_found: true,
                             skipped_duplicates: Vec::new(),
+                            did_you_mean: Vec::new(),
                         });
                         continue;
                     };
@@ -89,6 +90,7 @@ impl ObservationStore for SqliteStore {
                         added,
                         not_found: false,
                         skipped_duplicates,
+                        did_you_mean: Vec::new(),
                     });
                 }
                 insert_observations(tx, workspace, &rows)?;
@@ -128,6 +130,7 @@ impl ObservationStore for SqliteStore {
                         Error::NotFound {
                             kind: "observation",
                             name: format!("{entity_name}#{ordinal}"),
+                            did_you_mean: Vec::new(),
                         }
                     } else {
                         Error::node_not_found(entity_name)

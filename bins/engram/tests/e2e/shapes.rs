@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use crate::recall::wait_for_indexing;
-use crate::scenario::ok;
+use crate::scenario::{ok, tool_error};
 use crate::server::{Backend, Client, TestServer};
 use crate::sse_client;
 
@@ -275,7 +275,12 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
     assert_eq!(again["entities"][0]["already_existed"], true);
 
     let opened_shape = [
-        keys("", &["entities", "relations", "not_found"], &[]),
+        keys(
+            "",
+            &["entities", "relations", "not_found"],
+            &["did_you_mean"],
+        ),
+        keys("did_you_mean", &[], &["lone"]),
         keys(
             "entities[]",
             &[
@@ -320,6 +325,15 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
         missing,
         json!({"entities": [], "relations": [], "not_found": ["Nobody"]})
     );
+    let almost = checked
+        .call(
+            &client,
+            "open_nodes",
+            json!({"names": ["lone"]}),
+            &opened_shape,
+        )
+        .await;
+    assert_eq!(almost["did_you_mean"], json!({"lone": ["Lone"]}));
 
     let typed = [
         keys("", &["nodes"], &[]),
@@ -406,7 +420,7 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
         keys(
             "results[]",
             &["entity_name", "added", "not_found"],
-            &["skipped_duplicates"],
+            &["skipped_duplicates", "did_you_mean"],
         ),
         keys("results[].added[]", OBSERVATION, &[]),
         keys("results[].skipped_duplicates[]", OBSERVATION, &[]),
@@ -428,6 +442,16 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
     assert_eq!(
         added["results"][1],
         json!({"entity_name": "Nobody", "added": [], "not_found": true})
+    );
+    let almost = json!({"observations": [{"entity_name": "dana", "contents": ["x"]}]});
+    let almost = checked
+        .call(&client, "add_observations", almost, &added_shape)
+        .await;
+    assert_eq!(almost["results"][0]["did_you_mean"], json!(["Dana"]));
+    let summary = json!({"name": "dana", "summary": "x"});
+    assert_eq!(
+        tool_error(&client, "set_summary", summary).await,
+        "node not found: dana (did you mean \"Dana\"?)"
     );
 
     let scored = [

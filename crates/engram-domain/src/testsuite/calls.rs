@@ -127,6 +127,11 @@ impl<S: MemoryStore + ?Sized> NodeStore for CountingStore<S> {
         self.inner.get_stats(workspace).await
     }
 
+    async fn similar_names(&self, request: SimilarNames<'_>) -> Result<Vec<Vec<String>>> {
+        self.count("similar_names");
+        self.inner.similar_names(request).await
+    }
+
     async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
         self.count("event_counts");
         self.inner.event_counts(workspace, since).await

@@ -20,6 +20,7 @@ mod graph;
 mod history;
 mod late_interaction;
 mod limits;
+mod names_workload;
 mod nodes;
 mod observations;
 mod properties;
@@ -29,6 +30,7 @@ mod properties_writes;
 mod relations;
 mod search;
 mod secrets;
+mod suggestions;
 mod transfer;
 mod vectors;
 mod workload;
@@ -42,6 +44,7 @@ pub use graph::*;
 pub use history::*;
 pub use late_interaction::*;
 pub use limits::*;
+pub use names_workload::suggestions_benchmark;
 pub use nodes::*;
 pub use observations::*;
 pub use properties_admin::*;
@@ -50,6 +53,7 @@ pub use properties_writes::*;
 pub use relations::*;
 pub use search::*;
 pub use secrets::*;
+pub use suggestions::*;
 pub use transfer::*;
 pub use vectors::*;
 pub use workload::consolidation_benchmark;
@@ -84,6 +88,7 @@ macro_rules! memory_store_test_suite {
             get_nodes_by_type_lists_one_type_by_name,
             get_recently_modified_is_newest_first_and_limited,
             set_summary_and_set_tags_write_the_node,
+            a_name_almost_typed_is_suggested_wherever_a_node_is_not_found,
             // history
             updated_at_moves_on_every_write_to_a_node_or_its_children,
             summary_updated_at_moves_only_when_the_summary_is_set,

@@ -182,6 +182,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
         added: observations(added),
         not_found,
         skipped_duplicates: Vec::new(),
+        did_you_mean: Vec::new(),
     };
     assert_eq!(
         result,
@@ -257,6 +258,7 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
         added: observations(added),
         not_found: false,
         skipped_duplicates: observations(skipped),
+        did_you_mean: Vec::new(),
     };
     assert_eq!(
         result,
@@ -336,6 +338,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
             Error::NotFound {
                 kind: "observation",
                 name: format!("N#{ordinal}"),
+                did_you_mean: Vec::new(),
             }
         );
     }

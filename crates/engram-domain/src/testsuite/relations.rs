@@ -33,6 +33,7 @@ pub async fn create_relations_reports_created_existing_and_missing(store: Arc<dy
             ],
             already_existed: vec![relation("A", "knows", "B")],
             not_found: strings(&["Ghost", "Nobody"]),
+            ..CreatedRelations::default()
         }
     );
     let opened = memory
