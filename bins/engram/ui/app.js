@@ -8,6 +8,12 @@ const $ = (id) => document.getElementById(id);
 const REMEMBERED = "engram-workspace";
 const state = { workspaces: [], workspace: null, query: "", token: sessionStorage.getItem("engram-token") || "" };
 const graphs = {};
+// The overview the server put in the page (`/ui?workspace=…` on a server without tokens), shown
+// before anything is asked of the API; `null` once shown or when there is none.
+let firstView = (() => {
+  const data = document.getElementById("first-view");
+  return data ? JSON.parse(data.textContent) : null;
+})();
 
 function status(text) { $("status").textContent = text; }
 function fail(error) { status(`error: ${error.message}`); }
@@ -91,11 +97,25 @@ function show(view) {
   requestAnimationFrame(() => { for (const [id, cy] of Object.entries(graphs)) if ($(id).offsetParent) cy.resize(); });
 }
 
+// Labels keep their size on screen whatever the zoom (the layout fits the graph to its box,
+// which shrinks a large graph): node names at 12 px, cut with an ellipsis past 14 em, relation
+// types at 10 px, on a white band.
+const NODE_LABEL_PX = 12;
+const EDGE_LABEL_PX = 10;
 const GRAPH_STYLE = [
-  { selector: "node", style: { label: "data(label)", "font-size": 10, width: "mapData(weight, 1, 8, 14, 34)", height: "mapData(weight, 1, 8, 14, 34)", "background-color": "#2f6db5", color: "#1d232a", "text-valign": "bottom", "text-margin-y": 4 } },
+  { selector: "node", style: { label: "data(label)", "font-size": NODE_LABEL_PX, "text-wrap": "ellipsis", "text-max-width": 14 * NODE_LABEL_PX, width: "mapData(weight, 1, 8, 14, 34)", height: "mapData(weight, 1, 8, 14, 34)", "background-color": "#2f6db5", color: "#1d232a", "text-valign": "bottom", "text-margin-y": 4, "text-background-color": "#fff", "text-background-opacity": 0.8, "text-background-padding": 1 } },
   { selector: "node.focus", style: { "background-color": "#d9822b" } },
-  { selector: "edge", style: { label: "data(label)", "font-size": 8, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4", color: "#5b6673", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85, "text-background-padding": 1 } },
+  { selector: "edge", style: { label: "data(label)", "font-size": EDGE_LABEL_PX, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4", color: "#5b6673", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85, "text-background-padding": 1 } },
 ];
+
+/** Scales the labels of `cy` against its zoom so that they keep their size on screen. */
+function keepLabelsReadable(cy) {
+  const zoom = cy.zoom();
+  cy.style()
+    .selector("node").style({ "font-size": NODE_LABEL_PX / zoom, "text-max-width": (14 * NODE_LABEL_PX) / zoom, "text-margin-y": 4 / zoom })
+    .selector("edge").style({ "font-size": EDGE_LABEL_PX / zoom })
+    .update();
+}
 
 /** Draws `nodes` ({name, relations?}) and the relations among them in container `id`. */
 function draw(id, nodes, relations, focus) {
@@ -103,6 +123,7 @@ function draw(id, nodes, relations, focus) {
   if (!graphs[id]) {
     graphs[id] = cytoscape({ container: $(id), style: GRAPH_STYLE, minZoom: 0.2, maxZoom: 1.6 });
     graphs[id].on("tap", "node", (event) => openNode(event.target.id()).catch(fail));
+    graphs[id].on("zoom", () => keepLabelsReadable(graphs[id]));
   }
   const cy = graphs[id];
   cy.elements().remove();
@@ -113,6 +134,7 @@ function draw(id, nodes, relations, focus) {
   if (focus) cy.getElementById(focus).addClass("focus");
   cy.resize();
   cy.layout({ name: "cose", animate: false, padding: 24, idealEdgeLength: () => 90, nodeRepulsion: () => 200000 }).run();
+  keepLabelsReadable(cy);
 }
 
 // --- workspaces ------------------------------------------------------------------------
@@ -147,6 +169,8 @@ function showPicker(workspaces, note) {
 
 /** Opens workspace `name` on its overview, remembered in the URL and in this browser. */
 async function choose(name) {
+  // The first view the page carried is this workspace's: keep it as it is.
+  const carried = state.overview?.workspace === name && state.overview.first;
   state.workspace = name;
   state.query = "";
   $("workspace").value = name;
@@ -154,9 +178,11 @@ async function choose(name) {
   const url = new URL(location.href);
   url.searchParams.set("workspace", name);
   history.replaceState(null, "", url);
-  for (const cy of Object.values(graphs)) cy.elements().remove();
-  $("results").replaceChildren();
-  await showOverview();
+  if (!carried) {
+    for (const cy of Object.values(graphs)) cy.elements().remove();
+    $("results").replaceChildren();
+  }
+  await showOverview(carried);
 }
 
 // --- overview, search, node ------------------------------------------------------------
@@ -166,7 +192,11 @@ async function showOverview(cached = false) {
   show("overview");
   if (cached && state.overview?.workspace === state.workspace) return status(state.overview.status);
   status(`reading ${state.workspace} …`);
-  const o = await api("overview");
+  renderOverview(await api("overview"));
+}
+
+/** Fills the overview with `o`, the API's (or the page's first) overview. */
+function renderOverview(o) {
   $("overview-title").textContent = o.workspace;
   const coverage = `${Math.floor(o.embedding_coverage * 100)} %${o.embedding_model ? ` (${o.embedding_model})` : ""}`;
   terms($("counts"), [["nodes", String(o.nodes)], ["observations", String(o.observations)],
@@ -182,7 +212,7 @@ async function showOverview(cached = false) {
   $("overview-graph").hidden = !o.connected.length;
   if (o.connected.length) draw("overview-graph", o.connected, o.connected_relations);
   const partial = o.complete ? "" : " (largest and most connected among the first nodes by name)";
-  state.overview = { workspace: o.workspace, status: `${o.workspace}: ${o.nodes} nodes, ${o.observations} observations, ${o.relations} relations${partial}` };
+  state.overview = { workspace: o.workspace, first: o === firstView, status: `${o.workspace}: ${o.nodes} nodes, ${o.observations} observations, ${o.relations} relations${partial}` };
   status(state.overview.status);
 }
 
@@ -315,4 +345,10 @@ $("save-token").addEventListener("click", () => {
   loadWorkspaces().catch(fail);
 });
 
+if (firstView) {
+  state.workspace = firstView.workspace;
+  show("overview");
+  renderOverview(firstView);
+  firstView = null;
+}
 loadWorkspaces().catch(fail);

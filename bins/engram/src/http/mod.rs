@@ -104,8 +104,9 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     };
     (mcp.merge(sse).merge(ui_api))
         .layer(middleware::from_fn_with_state(auth, auth::authenticate))
-        // The page itself needs no token (it asks for one); its API does.
-        .merge(ui::assets())
+        // The page itself needs no token (it asks for one); its API does. Without tokens the
+        // page carries its first view.
+        .merge(ui::assets((!guard.require_auth).then(|| memory.clone())))
         // A health probe needs no token, but passes the Host check like everything else.
         .merge(
             Router::new()

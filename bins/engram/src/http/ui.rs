@@ -36,8 +36,12 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
     style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; \
     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The page and its assets (no token needed to load them).
-pub fn assets() -> Router {
+/// The page and its assets (no token needed to load them). With `first_view` (a server that
+/// requires no token), `/ui?workspace=NAME`, or `/ui` when there is one workspace, carries that
+/// workspace's overview in the page (a JSON data block the page shows at once, and the counts
+/// in the status line), so the first screen waits for no request; with tokens required the
+/// page carries no data.
+pub fn assets(first_view: Option<Memory>) -> Router {
     let file = |body: &'static str, kind: &'static str| {
         get(move || async move {
             (
@@ -55,11 +59,11 @@ pub fn assets() -> Router {
             )
         })
     };
-    Router::new()
+    Router::<()>::new()
         // Whoever opens the server's address in a browser lands on the viewer.
         .route("/", get(|| async { axum::response::Redirect::to("/ui") }))
-        .route("/ui", file(INDEX, "text/html; charset=utf-8"))
-        .route("/ui/", file(INDEX, "text/html; charset=utf-8"))
+        .route("/ui", get(page).with_state(first_view.clone()))
+        .route("/ui/", get(page).with_state(first_view))
         .route("/ui/app.js", file(APP, "text/javascript; charset=utf-8"))
         .route("/ui/style.css", file(STYLE, "text/css; charset=utf-8"))
         .route(
@@ -141,17 +145,76 @@ const ALL_DAYS: u32 = 36_500;
 /// The first screen: counts, embedding coverage, the nodes changed last, the largest nodes
 /// (most observations) and the most connected ones with the relations among them.
 async fn overview(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
-    let memory = binder.memory();
-    let (stats, recent, scan) = match tokio::try_join!(
+    match overview_of(binder.memory(), &workspace).await {
+        Ok(overview) => axum::Json(overview).into_response(),
+        Err(error) => failure(&error),
+    }
+}
+
+/// The `page` query: which workspace's overview the page carries.
+#[derive(Deserialize)]
+struct PageQuery {
+    workspace: Option<String>,
+}
+
+/// `/ui`: the page, with the first view in it when `first_view` allows (see [`assets`]).
+async fn page(
+    State(first_view): State<Option<Memory>>,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let mut body = INDEX.to_owned();
+    if let Some(memory) = first_view
+        && let Some(overview) = first_overview(&memory, query.workspace).await
+    {
+        // A data block, never run (the CSP allows only the page's own script files); `<`
+        // escaped so that no text of the store can close it.
+        let data = overview.to_string().replace('<', "\\u003c");
+        let block = format!(r#"<script type="application/json" id="first-view">{data}</script>"#);
+        body = body.replace("<!-- first view -->", &block);
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The overview of the workspace `named`, or of the only workspace when none is named;
+/// `None` when there is no such workspace or reading fails (the page then asks the API).
+async fn first_overview(memory: &Memory, named: Option<String>) -> Option<Value> {
+    let name = match named {
+        Some(name) => name,
+        None => {
+            let mut all = memory.list_workspaces().await.ok()?;
+            if all.len() != 1 {
+                return None;
+            }
+            all.remove(0).workspace.name
+        }
+    };
+    let workspace = memory.workspace(&name).await.ok()?;
+    overview_of(memory, &workspace).await.ok()
+}
+
+/// The overview of `workspace` as the API answers it.
+async fn overview_of(
+    memory: &Memory,
+    workspace: &engram_domain::Workspace,
+) -> Result<Value, Error> {
+    let (stats, recent, scan) = tokio::try_join!(
         memory.get_stats(workspace.id),
         memory.get_recently_modified(workspace.id, ALL_DAYS, OVERVIEW_LIST as u32),
         Scan::read(memory, workspace.id),
-    ) {
-        Ok(all) => all,
-        Err(error) => return failure(&error),
-    };
+    )?;
     let (connected, connected_relations) = scan.most_connected();
-    axum::Json(json!({
+    Ok(json!({
         "workspace": workspace.name,
         "nodes": stats.node_count,
         "observations": stats.observation_count,
@@ -164,7 +227,6 @@ async fn overview(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Re
         "connected_relations": connected_relations,
         "complete": scan.complete,
     }))
-    .into_response()
 }
 
 /// The nodes and relations the overview ranks, read page by page.

@@ -72,6 +72,14 @@ pub async fn tokens_grant_one_workspace_and_read_only_tokens_only_read(backend: 
     let reader = create_token(url, &["--workspace", "demo", "--read-only"]);
     let other = create_token(url, &["--workspace", "other"]);
 
+    // The viewer's page loads without a token, but carries no workspace's data then.
+    let page = reqwest::get(format!("{}/ui?workspace=demo", server.base))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("<title>engram</title>") && !page.contains("first-view"));
+
     // Without a token, with a malformed or a forged one: 401 on both transports, same words.
     let (status, sse, missing) = raw(&server.base, "demo", None).await;
     assert_eq!((status, sse), (401, 401), "{missing}");

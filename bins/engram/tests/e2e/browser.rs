@@ -520,6 +520,26 @@ async fn workspace_picker_and_overview(browser: &Browser, server: &TestServer, b
     browser
         .wait_for_text("#overview-title", |t| t == "demo")
         .await;
+    // The page carried that first view: no overview was asked of the API, and the lists were
+    // filled from what the server put in the page.
+    let asked = "return performance.getEntriesByType('resource')\
+        .filter((e) => e.name.includes('/ui/api/overview')).length;";
+    assert_eq!(browser.script(asked).await, json!(0));
+    assert_eq!(browser.names("#largest li.pick").await[0], "Alice");
+    // At 1280 px the graph's labels are as large on screen as in the lists' small print
+    // (12 px names, 10 px relation types), however far the layout zoomed out to fit.
+    let rendered = "const cy = document.getElementById('overview-graph')._cyreg.cy; \
+        const px = (e) => e.numericStyle('font-size') * cy.zoom(); \
+        return { zoom: cy.zoom(), node: Math.min(...cy.nodes().map(px)), \
+                 edge: Math.min(...cy.edges().map(px)) };";
+    (browser.wait_until("document.querySelector('#overview-graph canvas')")).await;
+    let sizes = browser.script(rendered).await;
+    let size = |key: &str| sizes[key].as_f64().unwrap_or_else(|| panic!("{sizes}"));
+    let (node, edge) = (size("node"), size("edge"));
+    assert!(
+        node >= 11.9 && edge >= 9.9,
+        "labels too small on screen: {sizes}"
+    );
 }
 
 /// A search lays out each result as one row (name, type, score on the same line, the
