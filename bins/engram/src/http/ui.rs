@@ -36,29 +36,27 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
     style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; \
     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// The headers of every file of the viewer, of content type `kind`: only the page's own script
+/// and styles run, nothing frames it, and nothing is sniffed as another type.
+fn headers(kind: &'static str) -> [(header::HeaderName, &'static str); 6] {
+    [
+        (header::CONTENT_TYPE, kind),
+        (header::CACHE_CONTROL, "no-cache"),
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ]
+}
+
 /// The page and its assets (no token needed to load them). With `first_view` (a server that
 /// requires no token), `/ui?workspace=NAME`, or `/ui` when there is one workspace, carries that
 /// workspace's overview in the page (a JSON data block the page shows at once, and the counts
 /// in the status line), so the first screen waits for no request; with tokens required the
 /// page carries no data.
 pub fn assets(first_view: Option<Memory>) -> Router {
-    let file = |body: &'static str, kind: &'static str| {
-        get(move || async move {
-            (
-                [
-                    (header::CONTENT_TYPE, kind),
-                    (header::CACHE_CONTROL, "no-cache"),
-                    // Only the page's own script and styles run, nothing frames it, and
-                    // nothing is sniffed as another type.
-                    (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
-                    (header::X_FRAME_OPTIONS, "DENY"),
-                    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-                    (header::REFERRER_POLICY, "no-referrer"),
-                ],
-                body,
-            )
-        })
-    };
+    let file =
+        |body: &'static str, kind: &'static str| get(move || async move { (headers(kind), body) });
     Router::<()>::new()
         // Whoever opens the server's address in a browser lands on the viewer.
         .route("/", get(|| async { axum::response::Redirect::to("/ui") }))
@@ -172,18 +170,7 @@ async fn page(
         let block = format!(r#"<script type="application/json" id="first-view">{data}</script>"#);
         body = body.replace("<!-- first view -->", &block);
     }
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-            (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
-            (header::X_FRAME_OPTIONS, "DENY"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::REFERRER_POLICY, "no-referrer"),
-        ],
-        body,
-    )
-        .into_response()
+    (headers("text/html; charset=utf-8"), body).into_response()
 }
 
 /// The overview of the workspace `named`, or of the only workspace when none is named;

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::workload::Rng;
 use crate::*;
 
 const SYLLABLES: [&str; 32] = [
@@ -15,18 +16,6 @@ const SYLLABLES: [&str; 32] = [
     "ben", "chen", "ga", "bil", "ling", "serv", "ice", "pay", "ment", "data", "base", "flo", "win",
     "ter", "ka", "zu", "mi", "ro",
 ];
-
-/// xorshift64*: deterministic data without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-    }
-}
 
 fn word(rng: &mut Rng) -> String {
     let syllables = 2 + rng.below(2);
