@@ -33,6 +33,7 @@ mod store;
 pub mod suggestions;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
+pub mod transactions;
 pub mod transfer;
 mod vectors;
 mod workspaces;

@@ -2,7 +2,7 @@
 //!
 //! Each operation that takes more than a workspace takes one request struct, named after the
 //! tool it serves and defined below the traits, so its arguments are written once and every
-//! layer (the trait, both stores, the call-counting wrapper) passes them as one value. Texts a
+//! layer (the trait, both stores) passes them as one value. Texts a
 //! store writes travel inside it as [`Checked`], which only this crate can make: a request
 //! holding one can only come from [`crate::Memory`], after the limits and the secret screening.
 //! Requests borrow what the caller passed (no copies) and are `Copy`.

@@ -2,6 +2,15 @@
 //! [`read!`] for calls that only read (one snapshot). Each capability's `impl` (in the module
 //! holding its SQL) wraps its query in one of them.
 
+/// Notes the store operation it is written in as opening a transaction (or a lone statement)
+/// for the conformance suite's count ([`engram_domain::transactions`]).
+macro_rules! opened {
+    () => {{
+        fn here() {}
+        engram_domain::transactions::opened(std::any::type_name_of_val(&here));
+    }};
+}
+
 /// Runs `$body` (a future using the transaction `$tx`, usually `async { ... }` borrowing it and
 /// the request; built anew for each attempt) in a read-write transaction and commits it; on
 /// error the transaction rolls back when dropped. A deadlock or serialization failure (which
@@ -9,6 +18,7 @@
 /// times in all, each retry logged.
 macro_rules! write {
     ($store:expr, |$tx:ident| $body:expr) => {{
+        opened!();
         let mut attempt = 1;
         loop {
             let outcome = async {
@@ -36,6 +46,7 @@ macro_rules! write {
 /// Runs `$body` in a read-only transaction on one snapshot, so multi-statement reads agree.
 macro_rules! read {
     ($store:expr, |$tx:ident| $body:expr) => {{
+        opened!();
         let mut client = $store.client().await?;
         let $tx = client
             .build_transaction()

@@ -331,6 +331,7 @@ impl IndexStore for PgStore {
 
     async fn change_marker(&self) -> Result<i64> {
         // Not `read!`: one statement, read on every indexer pass; no transaction round trips.
+        opened!();
         let client = self.client().await?;
         let row = client
             .query_one("SELECT coalesce(max(id), 0) FROM events", &[])

@@ -25,6 +25,7 @@ impl WorkspaceStore for PgStore {
     async fn schema_current(&self) -> Result<bool> {
         // Not `read!`: a store never migrated has no history table, and the failed query
         // would abort the transaction `is_migrated` (also public) does not expect.
+        opened!();
         self.is_migrated().await
     }
 
@@ -48,6 +49,7 @@ impl WorkspaceStore for PgStore {
     async fn workspace(&self, name: &str) -> Result<Workspace> {
         // Not `read!`: every tool call resolves its workspace, one statement needs no
         // transaction round trips.
+        opened!();
         let client = self.client().await?;
         // Prepared once per connection, not per call.
         let statement = client

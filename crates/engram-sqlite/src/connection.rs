@@ -110,6 +110,7 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     {
+        engram_domain::transactions::opened(std::any::type_name::<F>());
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -128,6 +129,7 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
     {
+        engram_domain::transactions::opened(std::any::type_name::<F>());
         let (_permit, deadline) = self.turn(&self.writer_permit).await?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
@@ -153,6 +155,7 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
     {
+        engram_domain::transactions::opened(std::any::type_name::<F>());
         let (_permit, deadline) = self.turn(&self.reader_permits).await?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
