@@ -10,6 +10,7 @@
 //! rejected texts costs each pass at most one extra call, and texts of other workspaces (or
 //! other texts of the same one) keep being indexed meanwhile.
 
+use crate::store::SaveEmbeddings;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -244,7 +245,12 @@ impl Indexer {
         if let Some(group) = suspects {
             records.extend(self.try_suspects(group).await?);
         }
-        self.store.save_embeddings(model, &records).await?;
+        self.store
+            .save_embeddings(SaveEmbeddings {
+                model,
+                records: &records,
+            })
+            .await?;
         self.accepted(&records);
         Ok(records.len())
     }

@@ -1,5 +1,6 @@
 //! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
 
+use crate::store::ModelEmbeddings;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -424,7 +425,10 @@ impl Memory {
     /// - otherwise it is counted.
     async fn coverage(&self, workspace: WorkspaceId, stats: &Stats, model: &str) -> Result<f64> {
         let Some(indexer) = self.search.indexer() else {
-            return self.store.embedding_coverage(workspace, model).await;
+            return self
+                .store
+                .embedding_coverage(ModelEmbeddings { workspace, model })
+                .await;
         };
         let marker = self.store.change_marker().await?;
         if indexer.idle_at() == Some(marker) {
@@ -445,7 +449,10 @@ impl Memory {
             return Ok(counted.coverage);
         }
         let at = Instant::now();
-        let coverage = self.store.embedding_coverage(workspace, model).await?;
+        let coverage = self
+            .store
+            .embedding_coverage(ModelEmbeddings { workspace, model })
+            .await?;
         (self.lock_counted_coverage()).insert(
             workspace,
             CountedCoverage {
@@ -561,7 +568,9 @@ impl Memory {
     /// # Errors
     /// What the store reports.
     pub async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
-        self.store.clear_embeddings(workspace, model).await
+        self.store
+            .clear_embeddings(ModelEmbeddings { workspace, model })
+            .await
     }
 
     // `memory_transfer.rs`.

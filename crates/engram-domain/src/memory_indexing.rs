@@ -4,6 +4,7 @@
 use crate::error::Result;
 use crate::model::WorkspaceId;
 use crate::store::MemoryStore;
+use crate::store::ModelEmbeddings;
 
 /// How far the embedder is with a workspace.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,7 +33,9 @@ pub(crate) async fn embedding_progress(
     workspace: WorkspaceId,
     model: &str,
 ) -> Result<EmbeddingProgress> {
-    let coverage = store.embedding_coverage(workspace, model).await?;
+    let coverage = store
+        .embedding_coverage(ModelEmbeddings { workspace, model })
+        .await?;
     let pairs = store.embedding_pairs(workspace).await?;
     Ok(EmbeddingProgress { pairs, coverage })
 }

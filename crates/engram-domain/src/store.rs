@@ -101,10 +101,10 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     /// Every workspace with its node count, by name.
     async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>>;
     /// Renames a workspace; [`crate::Error::AlreadyExists`] when `new_name` is taken.
-    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace>;
+    async fn rename_workspace(&self, request: RenameWorkspace<'_>) -> Result<Workspace>;
     /// Deletes a workspace and everything in it. Without `force`, a workspace that holds
     /// nodes is refused with [`crate::Error::Conflict`].
-    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()>;
+    async fn delete_workspace(&self, request: DeleteWorkspace<'_>) -> Result<()>;
 }
 
 /// Nodes: the node tools of the catalog, and the counts and events kept per workspace.
@@ -143,7 +143,7 @@ pub trait NodeStore: Send + Sync + 'static {
     async fn similar_names(&self, request: SimilarNames<'_>) -> Result<Vec<Vec<String>>>;
     /// Counts of create, update and delete events since `since` (the consolidation report's
     /// `event_summary`).
-    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts>;
+    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
 }
 
 /// Observations: appending, replacing and deleting a node's ordered facts.
@@ -259,20 +259,20 @@ pub trait IndexStore: Send + Sync + 'static {
     ) -> Result<Vec<EmbeddingTask>>;
     /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
     /// vectors (`node_embeddings`) up to date.
-    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()>;
+    async fn save_embeddings(&self, request: SaveEmbeddings<'_>) -> Result<()>;
     /// Every node of the workspace that has an aggregate `model` vector in `perspective`
     /// (the mean of its observation vectors), with its type, ordered by name. The
     /// consolidation report clusters these.
     async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>>;
     /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
     /// `model` vector is current; 1.0 for a workspace without observations.
-    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64>;
+    async fn embedding_coverage(&self, request: ModelEmbeddings<'_>) -> Result<f64>;
     /// A number that changes whenever anything is written in any workspace (the newest
     /// event's id), so an idle indexer can tell cheaply whether to look for work.
     async fn change_marker(&self) -> Result<i64>;
     /// Deletes the workspace's `model` vectors (observation and node level), so the indexer
     /// embeds everything again; returns how many observation vectors were dropped.
-    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64>;
+    async fn clear_embeddings(&self, request: ModelEmbeddings<'_>) -> Result<u64>;
     /// How many (observation, enabled perspective) pairs the workspace has.
     async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
 }
@@ -289,20 +289,21 @@ pub trait SearchStore: Send + Sync + 'static {
     /// its stored vector per query vector's perspective and its full-text score
     /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and, when
     /// `query.perspectives`, the workspace's perspectives. Candidates come back in any order.
-    async fn search(&self, workspace: WorkspaceId, query: &CandidateQuery) -> Result<Gathered>;
-    /// The `k` observations of the workspace (or of the node `within`) whose `model` vector in
-    /// `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
+    async fn search(&self, query: &CandidateQuery) -> Result<Gathered>;
+    /// The `request.k` observations of the workspace (or of the node `within`) whose `model`
+    /// vector in `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
     /// name, then ordinal): [`SearchStore::search`] with that one vector and no text.
-    async fn vector_search(
-        &self,
-        workspace: WorkspaceId,
-        model: &str,
-        perspective: PerspectiveId,
-        vector: &[f32],
-        k: usize,
-        within: Option<&str>,
-    ) -> Result<Vec<ObservationHit>> {
+    async fn vector_search(&self, request: VectorSearch<'_>) -> Result<Vec<ObservationHit>> {
+        let VectorSearch {
+            workspace,
+            model,
+            perspective,
+            vector,
+            k,
+            within,
+        } = request;
         let request = CandidateQuery {
+            workspace,
             perspectives: false,
             text: None,
             model: model.to_owned(),
@@ -317,7 +318,7 @@ pub trait SearchStore: Send + Sync + 'static {
             within: within.map(str::to_owned),
             entity_types: Vec::new(),
         };
-        let gathered = self.search(workspace, &request).await?;
+        let gathered = self.search(&request).await?;
         let mut hits: Vec<ObservationHit> = (gathered.candidates.into_iter())
             .filter_map(|c| {
                 let score = c.signals.similarities[0]?;
@@ -378,6 +379,71 @@ pub struct GetNodesByType<'a> {
     pub workspace: WorkspaceId,
     /// The type.
     pub entity_type: &'a str,
+}
+
+/// `rename_workspace`: a workspace's new name.
+#[derive(Debug, Clone, Copy)]
+pub struct RenameWorkspace<'a> {
+    /// The workspace's name now.
+    pub name: &'a str,
+    /// Its new name, validated.
+    pub new_name: Checked<&'a str>,
+}
+
+/// `delete_workspace`: a workspace to delete with everything in it.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteWorkspace<'a> {
+    /// The workspace's name.
+    pub name: &'a str,
+    /// Whether a workspace that holds nodes is deleted too.
+    pub force: bool,
+}
+
+/// The create, update and delete events of a workspace since a time
+/// ([`NodeStore::event_counts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CountEvents {
+    /// The workspace.
+    pub workspace: WorkspaceId,
+    /// Events from this time on.
+    pub since: Timestamp,
+}
+
+/// The indexer's vectors to store ([`IndexStore::save_embeddings`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SaveEmbeddings<'a> {
+    /// The model that made them.
+    pub model: &'a str,
+    /// One record per (observation, perspective), each vector checked
+    /// ([`crate::vector_defect`]).
+    pub records: &'a [EmbeddingRecord],
+}
+
+/// One model's vectors of a workspace: their coverage ([`IndexStore::embedding_coverage`]) or
+/// their deletion ([`IndexStore::clear_embeddings`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ModelEmbeddings<'a> {
+    /// The workspace.
+    pub workspace: WorkspaceId,
+    /// The model.
+    pub model: &'a str,
+}
+
+/// The observations nearest to one vector ([`SearchStore::vector_search`]).
+#[derive(Debug, Clone, Copy)]
+pub struct VectorSearch<'a> {
+    /// The workspace.
+    pub workspace: WorkspaceId,
+    /// Only stored vectors of this model are compared.
+    pub model: &'a str,
+    /// The perspective whose vectors are compared.
+    pub perspective: PerspectiveId,
+    /// The query vector.
+    pub vector: &'a [f32],
+    /// At most this many observations.
+    pub k: usize,
+    /// Only the observations of this node.
+    pub within: Option<&'a str>,
 }
 
 /// Names close to names that were not found ([`NodeStore::similar_names`]).

@@ -1,6 +1,7 @@
 //! Workspaces and their perspectives: creating, finding, renaming, deleting them, and whether
 //! the store can serve.
 
+use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self};
 use crate::model::*;
@@ -42,7 +43,10 @@ pub(crate) async fn rename_workspace(
     limits::workspace_name("workspace", name)?;
     limits::workspace_name("new_name", new_name)?;
     secrets.screen_name("new_name", new_name)?;
-    store.rename_workspace(name, new_name).await
+    let new_name = Checked::new(new_name);
+    store
+        .rename_workspace(RenameWorkspace { name, new_name })
+        .await
 }
 
 /// The semantics of [`Memory::delete_workspace`](crate::Memory::delete_workspace).
@@ -52,5 +56,7 @@ pub(crate) async fn delete_workspace(
     force: bool,
 ) -> Result<()> {
     limits::workspace_name("workspace", name)?;
-    store.delete_workspace(name, force).await
+    store
+        .delete_workspace(DeleteWorkspace { name, force })
+        .await
 }

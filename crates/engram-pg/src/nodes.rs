@@ -462,7 +462,8 @@ impl NodeStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
+    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts> {
+        let CountEvents { workspace, since } = request;
         read!(self, |tx| async {
             let row = tx
                 .query_one(

@@ -266,7 +266,8 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
 impl SearchStore for PgStore {
     /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
     #[instrument(skip_all)]
-    async fn search(&self, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Gathered> {
+    async fn search(&self, request: &CandidateQuery) -> Result<Gathered> {
+        let workspace = request.workspace;
         let shares = &self.lexeme_shares;
         read!(self, |tx| async {
             let mut set = CandidateSet::new(request);

@@ -196,8 +196,9 @@ impl IndexStore for PgStore {
 
     /// Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
     /// aggregates. Returns the dimensions of the vectors written (for index creation).
-    #[instrument(skip_all, fields(count = records.len()))]
-    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
+    #[instrument(skip_all, fields(count = request.records.len()))]
+    async fn save_embeddings(&self, request: SaveEmbeddings<'_>) -> Result<()> {
+        let SaveEmbeddings { model, records } = request;
         let dims: Vec<i32> = write!(self, |tx| async {
             let (embedded, unchanged): (Vec<&EmbeddingRecord>, Vec<&EmbeddingRecord>) =
                 records.iter().partition(|r| r.vector.is_some());
@@ -301,7 +302,8 @@ impl IndexStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
+    async fn embedding_coverage(&self, request: ModelEmbeddings<'_>) -> Result<f64> {
+        let ModelEmbeddings { workspace, model } = request;
         read!(self, |tx| async {
             let row = tx
                 .query_one(
@@ -341,7 +343,8 @@ impl IndexStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
+    async fn clear_embeddings(&self, request: ModelEmbeddings<'_>) -> Result<u64> {
+        let ModelEmbeddings { workspace, model } = request;
         write!(self, |tx| async {
             tx.execute(
                 "DELETE FROM node_embeddings WHERE workspace_id = $1 AND model = $2",

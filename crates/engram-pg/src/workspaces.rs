@@ -84,7 +84,9 @@ impl WorkspaceStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
+    async fn rename_workspace(&self, request: RenameWorkspace<'_>) -> Result<Workspace> {
+        let RenameWorkspace { name, new_name } = request;
+        let new_name = new_name.into_inner();
         write!(self, |tx| async {
             let row = tx
                 .query_opt(
@@ -100,7 +102,8 @@ impl WorkspaceStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
+    async fn delete_workspace(&self, request: DeleteWorkspace<'_>) -> Result<()> {
+        let DeleteWorkspace { name, force } = request;
         write!(self, |tx| async {
             let row = tx
                 .query_opt(

@@ -605,7 +605,8 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn event_counts(&self, workspace: WorkspaceId, since: Timestamp) -> Result<EventCounts> {
+    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts> {
+        let CountEvents { workspace, since } = request;
         self.pool
             .read(move |tx| {
                 tx.query_row(

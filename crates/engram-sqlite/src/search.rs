@@ -336,7 +336,8 @@ fn text_scores(tx: &Transaction<'_>, terms: &str, ids: &[i64]) -> Result<Vec<(i6
 #[async_trait]
 impl SearchStore for SqliteStore {
     #[instrument(skip_all)]
-    async fn search(&self, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Gathered> {
+    async fn search(&self, request: &CandidateQuery) -> Result<Gathered> {
+        let workspace = request.workspace;
         // One search's candidates: the nearest per vector and the best text matches, then each
         // candidate's vectors and missing text score.
         let (request, lists) = (request.clone(), self.lists.clone());

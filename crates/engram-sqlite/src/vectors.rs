@@ -308,8 +308,9 @@ impl IndexStore for SqliteStore {
             .await
     }
 
-    #[instrument(skip_all, fields(count = records.len()))]
-    async fn save_embeddings(&self, model: &str, records: &[EmbeddingRecord]) -> Result<()> {
+    #[instrument(skip_all, fields(count = request.records.len()))]
+    async fn save_embeddings(&self, request: SaveEmbeddings<'_>) -> Result<()> {
+        let SaveEmbeddings { model, records } = request;
         // Stores new vectors, marks unchanged ones current, and refreshes the touched nodes'
         // aggregates. Records whose observation or perspective is gone are skipped.
         let (model, records) = (model.to_owned(), records.to_vec());
@@ -473,7 +474,8 @@ impl IndexStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn embedding_coverage(&self, workspace: WorkspaceId, model: &str) -> Result<f64> {
+    async fn embedding_coverage(&self, request: ModelEmbeddings<'_>) -> Result<f64> {
+        let ModelEmbeddings { workspace, model } = request;
         let model = model.to_owned();
         self.pool
             .read(move |tx| {
@@ -514,7 +516,8 @@ impl IndexStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn clear_embeddings(&self, workspace: WorkspaceId, model: &str) -> Result<u64> {
+    async fn clear_embeddings(&self, request: ModelEmbeddings<'_>) -> Result<u64> {
+        let ModelEmbeddings { workspace, model } = request;
         let model = model.to_owned();
         self.pool
             .write(move |tx| {

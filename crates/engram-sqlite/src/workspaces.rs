@@ -88,7 +88,9 @@ impl WorkspaceStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
+    async fn rename_workspace(&self, request: RenameWorkspace<'_>) -> Result<Workspace> {
+        let RenameWorkspace { name, new_name } = request;
+        let new_name = new_name.into_inner();
         let (name, new_name) = (name.to_owned(), new_name.to_owned());
         self.pool
             .write(move |tx| {
@@ -105,7 +107,8 @@ impl WorkspaceStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
+    async fn delete_workspace(&self, request: DeleteWorkspace<'_>) -> Result<()> {
+        let DeleteWorkspace { name, force } = request;
         let name = name.to_owned();
         self.pool
             .write(move |tx| {

@@ -6,6 +6,7 @@
 //! concurrently within the report's [`crate::GenerationBudget`]; each answer that arrives in
 //! time and is not empty replaces its extractive text.
 
+use crate::store::VectorSearch;
 use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt;
@@ -68,14 +69,14 @@ pub(super) async fn write(
         ) {
             (Some(embedder), Some(perspective), Some(vector)) => memory
                 .store
-                .vector_search(
+                .vector_search(VectorSearch {
                     workspace,
-                    embedder.model_id(),
+                    model: embedder.model_id(),
                     perspective,
                     vector,
-                    DRAFT_OBSERVATIONS,
-                    Some(&node.name),
-                )
+                    k: DRAFT_OBSERVATIONS,
+                    within: Some(&node.name),
+                })
                 .await?
                 .into_iter()
                 .map(|hit| (hit.ordinal, hit.content))

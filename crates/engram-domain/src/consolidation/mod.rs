@@ -4,6 +4,7 @@
 mod clusters;
 mod drafts;
 
+use crate::store::{CountEvents, ModelEmbeddings};
 use chrono::{Duration, Utc};
 use serde::Serialize;
 
@@ -178,7 +179,7 @@ impl Reporter<'_> {
         let (pending, orphans, event_summary) = futures::try_join!(
             self.store.get_pending_consolidation(workspace),
             self.store.get_orphaned_nodes(workspace),
-            self.store.event_counts(workspace, since),
+            self.store.event_counts(CountEvents { workspace, since }),
         )?;
         let mut stale_summaries: Vec<StaleSummary> = pending
             .into_iter()
@@ -282,7 +283,8 @@ impl Reporter<'_> {
                 perspective: perspective.id
             }),
             self.store.related_pairs(workspace),
-            self.store.embedding_coverage(workspace, model),
+            self.store
+                .embedding_coverage(ModelEmbeddings { workspace, model }),
         )?;
         // One all-pairs pass serves both sections: each keeps the neighbours above its own
         // threshold (the top 10 above the lower one include the top 10 above the higher).

@@ -11,7 +11,7 @@
 use crate::perspectives::Perspective;
 use std::collections::BTreeMap;
 
-use crate::model::Timestamp;
+use crate::model::{Timestamp, WorkspaceId};
 
 /// Nearest observations gathered per query vector, at the least (more when a search asks for
 /// more results).
@@ -38,6 +38,8 @@ pub struct QueryVector {
 /// What a store gathers for one search ([`crate::SearchStore::search`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateQuery {
+    /// The workspace searched.
+    pub workspace: WorkspaceId,
     /// The query for full-text search (any of its words, stemmed, stop words dropped);
     /// `None` leaves the text signal out.
     pub text: Option<String>,

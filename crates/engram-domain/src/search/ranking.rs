@@ -426,6 +426,7 @@ mod tests {
 
     fn query(perspectives: &[&str]) -> CandidateQuery {
         CandidateQuery {
+            workspace: crate::WorkspaceId(1),
             perspectives: false,
             text: Some("q".into()),
             model: "m".into(),

@@ -338,6 +338,7 @@ impl Searcher {
             attempts += 1;
             let (request, notice) = self
                 .candidate_query(
+                    workspace,
                     query,
                     mode,
                     &scope,
@@ -345,7 +346,7 @@ impl Searcher {
                     seen.as_deref().map(Vec::as_slice),
                 )
                 .await?;
-            let gathered = self.store.search(workspace, &request).await?;
+            let gathered = self.store.search(&request).await?;
             // Only a store call that read them says what they are now (none after the embedder failed).
             let changed = request.perspectives
                 && (seen.as_deref()).is_some_and(|seen| *seen != gathered.perspectives);
@@ -384,7 +385,7 @@ impl Searcher {
             if request.text.is_none() {
                 request.text = Some(query.to_owned());
                 request.vectors.clear();
-                candidates = self.store.search(workspace, &request).await?.candidates;
+                candidates = self.store.search(&request).await?.candidates;
             }
         }
         if let Some(first) = rejected.first() {
@@ -491,6 +492,7 @@ impl Searcher {
     /// `perspectives` `None`), with the notice when the embedder could not give them.
     async fn candidate_query(
         &self,
+        workspace: WorkspaceId,
         query: &str,
         mode: SearchMode,
         scope: &Scope<'_>,
@@ -517,6 +519,7 @@ impl Searcher {
             vectors.iter_mut().for_each(|v| v.token_signs = None);
         }
         let request = CandidateQuery {
+            workspace,
             text: (mode != SearchMode::Embedding || vectors.is_empty()).then(|| query.to_owned()),
             model,
             vectors,

@@ -2,6 +2,7 @@
 //! ragged, too few) are rejected texts when they are documents and a full-text answer when
 //! they are queries, never cached; a bad vector an older engram stored is skipped.
 
+use crate::store::ModelEmbeddings;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -214,7 +215,15 @@ pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dy
     // its pass: 15 calls).
     let mut passes = 0;
     let model = embedder.model_id();
-    while store.embedding_coverage(fine, model).await.unwrap() < 1.0 {
+    while store
+        .embedding_coverage(ModelEmbeddings {
+            workspace: fine,
+            model,
+        })
+        .await
+        .unwrap()
+        < 1.0
+    {
         indexer.run_once().await.unwrap();
         passes += 1;
         assert!(passes <= 5 + 2, "the fine workspace waited {passes} passes");

@@ -90,6 +90,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
         .find(|p| p.name == "general")
         .unwrap();
     let request = CandidateQuery {
+        workspace: ws,
         perspectives: false,
         text: None,
         model: "test/tokenised".into(),
@@ -104,7 +105,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
         within: None,
         entity_types: Vec::new(),
     };
-    let candidates = store.search(ws, &request).await.unwrap().candidates;
+    let candidates = store.search(&request).await.unwrap().candidates;
     assert_eq!(candidates.len(), 2);
     for candidate in &candidates {
         let text = (rendered.iter())

@@ -59,6 +59,7 @@ pub use vectors::*;
 pub use workload::consolidation_benchmark;
 pub use workspaces::*;
 
+use crate::store::CountEvents;
 use std::sync::Arc;
 
 use crate::{
@@ -332,7 +333,11 @@ pub async fn events_since(
     workspace: WorkspaceId,
     since: Timestamp,
 ) -> (i64, i64, i64) {
-    let events = memory.store().event_counts(workspace, since).await.unwrap();
+    let events = memory
+        .store()
+        .event_counts(CountEvents { workspace, since })
+        .await
+        .unwrap();
     assert_eq!(events.since, since);
     (events.creates, events.updates, events.deletes)
 }

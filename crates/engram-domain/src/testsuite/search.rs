@@ -2,6 +2,7 @@
 //! words get similar vectors), and `search_nodes`, `query_observations` and
 //! `find_similar_nodes` answer from the store's vectors, or from full text when they cannot.
 
+use crate::store::ModelEmbeddings;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -906,7 +907,13 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     // since: the coverage is taken from that, without counting vectors, and agrees with the
     // count.
     assert!(indexer.idle_at().is_some());
-    let counted = (store.embedding_coverage(ws, embedder.model_id()).await).unwrap();
+    let counted = (store
+        .embedding_coverage(ModelEmbeddings {
+            workspace: ws,
+            model: embedder.model_id(),
+        })
+        .await)
+        .unwrap();
     let vouched = memory.get_stats(ws).await.unwrap().embedding_coverage;
     assert!((vouched - 19.0 / 20.0).abs() < 1e-9 && (counted - vouched).abs() < 1e-9);
     let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
@@ -947,7 +954,13 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
         .unwrap();
     // (The node changed, so all its vectors are stale until the indexer renders them again.)
     let late = memory.get_stats(ws).await.unwrap().embedding_coverage;
-    let counted = (store.embedding_coverage(ws, embedder.model_id()).await).unwrap();
+    let counted = (store
+        .embedding_coverage(ModelEmbeddings {
+            workspace: ws,
+            model: embedder.model_id(),
+        })
+        .await)
+        .unwrap();
     assert!(late < 1.0 && late == counted, "{late} {counted}");
 
     // An embedder that is down is not bisected: one call and its probe, nothing set aside.

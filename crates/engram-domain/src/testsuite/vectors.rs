@@ -3,6 +3,7 @@
 //! workspace, model, perspective and node, several dimensions, node aggregates, and vectors
 //! going with what they were made from.
 
+use crate::store::{ModelEmbeddings, SaveEmbeddings, VectorSearch};
 use std::sync::Arc;
 
 use super::*;
@@ -31,7 +32,13 @@ pub(super) async fn save_vectors(
             })
         })
         .collect();
-    store.save_embeddings(model, &records).await.unwrap();
+    store
+        .save_embeddings(SaveEmbeddings {
+            model,
+            records: &records,
+        })
+        .await
+        .unwrap();
     records.len()
 }
 
@@ -100,7 +107,14 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
     let search = async |ws, model: &str, perspective, k, within| {
         hits(
             &store
-                .vector_search(ws, model, perspective, &axis(0, 3), k, within)
+                .vector_search(VectorSearch {
+                    workspace: ws,
+                    model,
+                    perspective,
+                    vector: &axis(0, 3),
+                    k,
+                    within,
+                })
                 .await
                 .unwrap(),
         )
@@ -148,7 +162,14 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
     assert_eq!(search(one, "n", general, 10, None).await.len(), 3);
     assert!(search(one, "unknown", general, 10, None).await.is_empty());
     let wider = store
-        .vector_search(one, "m", general, &axis(0, 4), 10, None)
+        .vector_search(VectorSearch {
+            workspace: one,
+            model: "m",
+            perspective: general,
+            vector: &axis(0, 4),
+            k: 10,
+            within: None,
+        })
         .await
         .unwrap();
     assert!(wider.is_empty());
@@ -172,7 +193,14 @@ pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn Memo
     let general = perspective(&store, ws, "general").await.id;
     for (model, dims) in [("three", 3), ("five", 5)] {
         let found = store
-            .vector_search(ws, model, general, &axis(2, dims), 10, None)
+            .vector_search(VectorSearch {
+                workspace: ws,
+                model,
+                perspective: general,
+                vector: &axis(2, dims),
+                k: 10,
+                within: None,
+            })
             .await
             .unwrap();
         assert_eq!(hits(&found), [hit("A", 2, 1000), hit("A", 1, 0)], "{model}");
@@ -210,7 +238,13 @@ async fn pending(
 }
 
 async fn coverage_of(store: &Arc<dyn MemoryStore>, ws: WorkspaceId, model: &str) -> f64 {
-    store.embedding_coverage(ws, model).await.unwrap()
+    store
+        .embedding_coverage(ModelEmbeddings {
+            workspace: ws,
+            model,
+        })
+        .await
+        .unwrap()
 }
 
 pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<dyn MemoryStore>) {
@@ -280,7 +314,13 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
             }
         })
         .collect();
-    store.save_embeddings("m", &unchanged).await.unwrap();
+    store
+        .save_embeddings(SaveEmbeddings {
+            model: "m",
+            records: &unchanged,
+        })
+        .await
+        .unwrap();
     assert!(pending(&store, "m", 100, None).await.is_empty());
     assert_eq!(
         vectors(store.clone()).await,
@@ -305,7 +345,14 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     let general = perspective(&store, ws, "general").await.id;
     let found = async || {
         let found = store
-            .vector_search(ws, "m", general, &[1.0, 0.0], 10, None)
+            .vector_search(VectorSearch {
+                workspace: ws,
+                model: "m",
+                perspective: general,
+                vector: &[1.0, 0.0],
+                k: 10,
+                within: None,
+            })
             .await
             .unwrap();
         let mut found: Vec<(String, i64)> =
@@ -326,8 +373,26 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     assert_eq!(found().await, [("A".into(), 1)]);
 
     // A's remaining observation: 5 perspectives; clearing drops them and makes them pending.
-    assert_eq!(store.clear_embeddings(ws, "other").await.unwrap(), 0);
-    assert_eq!(store.clear_embeddings(ws, "m").await.unwrap(), 5);
+    assert_eq!(
+        store
+            .clear_embeddings(ModelEmbeddings {
+                workspace: ws,
+                model: "other"
+            })
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .clear_embeddings(ModelEmbeddings {
+                workspace: ws,
+                model: "m"
+            })
+            .await
+            .unwrap(),
+        5
+    );
     assert!(found().await.is_empty());
     assert!(
         store
@@ -355,7 +420,14 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     let general = perspective(&store, ws, "general").await.id;
     assert!(
         store
-            .vector_search(ws, "m", general, &[1.0, 0.0], 10, None)
+            .vector_search(VectorSearch {
+                workspace: ws,
+                model: "m",
+                perspective: general,
+                vector: &[1.0, 0.0],
+                k: 10,
+                within: None
+            })
             .await
             .unwrap()
             .is_empty()
@@ -401,7 +473,14 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
     assert_eq!(coverage_of(&store, ws, "m").await, 0.8);
     assert!(
         store
-            .vector_search(ws, "m", general.id, &[1.0, 0.0], 10, None)
+            .vector_search(VectorSearch {
+                workspace: ws,
+                model: "m",
+                perspective: general.id,
+                vector: &[1.0, 0.0],
+                k: 10,
+                within: None
+            })
             .await
             .unwrap()
             .is_empty()

@@ -291,7 +291,13 @@ async fn after_a_bulk_load_searches_walk_the_hnsw_index() {
                 token_signs: None,
             })
             .collect();
-        store.save_embeddings("bulk", &records).await.unwrap();
+        store
+            .save_embeddings(SaveEmbeddings {
+                model: "bulk",
+                records: &records,
+            })
+            .await
+            .unwrap();
     }
     // The empty queue started the build; then the statistics describe 6,000 vectors, and the
     // planner walks the index instead of sorting the workspace's vectors.

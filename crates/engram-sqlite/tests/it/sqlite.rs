@@ -7,7 +7,9 @@ use engram_domain::perspectives::{Perspective, render_document};
 use engram_domain::testsuite::{
     deletions, entity, memory_with_every_perspective, memory_with_workspace, strings,
 };
-use engram_domain::{EmbeddingRecord, Error, MemoryStore, WorkspaceStore, text_hash};
+use engram_domain::{
+    EmbeddingRecord, Error, MemoryStore, ModelEmbeddings, SaveEmbeddings, WorkspaceStore, text_hash,
+};
 use engram_sqlite::SqliteStore;
 use rusqlite::Connection;
 
@@ -128,7 +130,13 @@ async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize 
             token_signs: None,
         })
         .collect();
-    store.save_embeddings(model, &records).await.unwrap();
+    store
+        .save_embeddings(SaveEmbeddings {
+            model,
+            records: &records,
+        })
+        .await
+        .unwrap();
     records.len()
 }
 
@@ -186,7 +194,16 @@ async fn deletions_leave_no_vector_behind() {
     };
     memory.set_perspective(ws, &changed).await.unwrap();
     assert_consistent(&db, "template changed");
-    assert_eq!(store.clear_embeddings(ws, "four").await.unwrap(), 12);
+    assert_eq!(
+        store
+            .clear_embeddings(ModelEmbeddings {
+                workspace: ws,
+                model: "four"
+            })
+            .await
+            .unwrap(),
+        12
+    );
     assert_consistent(&db, "cleared");
     memory.delete_workspace("w", true).await.unwrap();
     assert_consistent(&db, "workspace deleted");
