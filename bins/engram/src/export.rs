@@ -10,7 +10,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use engram_domain::transfer::{GraphPageQuery, NodeRecord, RelationRecord};
-use engram_domain::{Memory, Relation, WorkspaceId};
+use engram_domain::{GetNeighborhood, Memory, Relation, WorkspaceId};
 use serde::Serialize;
 
 use crate::cli::{ExportArgs, ExportFormat};
@@ -124,7 +124,7 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
             let (nodes, relations) = match &args.around {
                 Some(name) => {
                     let around = memory
-                        .get_neighborhood(workspace.id, name, args.depth)
+                        .get_neighborhood(workspace.id, GetNeighborhood::new(name, args.depth))
                         .await
                         .with_context(|| format!("--around {name:?}"))?;
                     let mut nodes: Vec<(String, String)> = (around.nodes.into_iter())

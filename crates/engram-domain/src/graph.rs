@@ -1,27 +1,87 @@
-//! Walking the graph: a node's neighbourhood, the shortest path, unlinked mentions.
+//! Walking the graph: a node's neighbourhood and the shortest path between two nodes, each
+//! asked by its tool's request (the MCP input), checked, then answered by the store.
 
+use serde::Deserialize;
+
+use crate::checked::Checked;
 use crate::error::Result;
-use crate::limits::{self};
+use crate::limits;
 use crate::model::*;
 use crate::store::*;
 use crate::suggestions::explain;
+
+fn default_depth() -> u32 {
+    1
+}
+
+/// `get_neighborhood`: a node and every node within `depth` hops.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetNeighborhood {
+    /// The node at the centre.
+    pub name: String,
+    /// Hops to follow, relations in either direction, 0–6. Default 1.
+    #[serde(default = "default_depth")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 6)))]
+    pub depth: u32,
+}
+
+impl GetNeighborhood {
+    /// The node `name` and its neighbours within `depth` hops.
+    pub fn new(name: impl Into<String>, depth: u32) -> Self {
+        Self {
+            name: name.into(),
+            depth,
+        }
+    }
+
+    /// The request if `name` is a valid node name and `depth` is 0–6; else
+    /// [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("name", &self.name)?;
+        limits::within("depth", self.depth, limits::DEPTH)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `get_path`: the shortest chain of relations between two nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetPath {
+    /// Where the path starts.
+    pub from_entity: String,
+    /// Where it ends.
+    pub to_entity: String,
+}
+
+impl GetPath {
+    /// The path from `from_entity` to `to_entity`.
+    pub fn new(from_entity: impl Into<String>, to_entity: impl Into<String>) -> Self {
+        Self {
+            from_entity: from_entity.into(),
+            to_entity: to_entity.into(),
+        }
+    }
+
+    /// The request if both ends are valid node names; else
+    /// [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("from_entity", &self.from_entity)?;
+        limits::name("to_entity", &self.to_entity)?;
+        Ok(Checked::new(self))
+    }
+}
 
 /// The semantics of [`Memory::get_neighborhood`](crate::Memory::get_neighborhood).
 pub(crate) async fn get_neighborhood(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    name: &str,
-    depth: u32,
+    request: GetNeighborhood,
 ) -> Result<Neighborhood> {
-    limits::name("name", name)?;
-    limits::within("depth", depth, limits::DEPTH)?;
-    let result = store
-        .get_neighborhood(GetNeighborhood {
-            workspace,
-            name,
-            depth,
-        })
-        .await;
+    let request = request.check()?;
+    let result = store.get_neighborhood(workspace, &request).await;
     explain(store, workspace, result).await
 }
 
@@ -29,17 +89,9 @@ pub(crate) async fn get_neighborhood(
 pub(crate) async fn get_path(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    from: &str,
-    to: &str,
+    request: GetPath,
 ) -> Result<GraphPath> {
-    limits::name("from_entity", from)?;
-    limits::name("to_entity", to)?;
-    let result = store
-        .get_path(GetPath {
-            workspace,
-            from,
-            to,
-        })
-        .await;
+    let request = request.check()?;
+    let result = store.get_path(workspace, &request).await;
     explain(store, workspace, result).await
 }

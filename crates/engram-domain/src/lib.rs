@@ -43,6 +43,7 @@ pub use consolidation::*;
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
+pub use graph::{GetNeighborhood, GetPath};
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};

@@ -9,6 +9,7 @@ use crate::auth::{Access, TokenInfo};
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
+use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::requests::*;
@@ -349,20 +350,14 @@ impl Memory {
     pub async fn get_neighborhood(
         &self,
         workspace: WorkspaceId,
-        name: &str,
-        depth: u32,
+        request: GetNeighborhood,
     ) -> Result<Neighborhood> {
-        crate::graph::get_neighborhood(&*self.store, workspace, name, depth).await
+        crate::graph::get_neighborhood(&*self.store, workspace, request).await
     }
 
     /// `get_path`.
-    pub async fn get_path(
-        &self,
-        workspace: WorkspaceId,
-        from: &str,
-        to: &str,
-    ) -> Result<GraphPath> {
-        crate::graph::get_path(&*self.store, workspace, from, to).await
+    pub async fn get_path(&self, workspace: WorkspaceId, request: GetPath) -> Result<GraphPath> {
+        crate::graph::get_path(&*self.store, workspace, request).await
     }
 
     /// `find_unlinked_references`.

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 
 use crate::checked::Checked;
 use crate::error::Result;
+use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::search::results::*;
@@ -191,10 +192,18 @@ pub trait RelationStore: Send + Sync + 'static {
 pub trait GraphStore: Send + Sync + 'static {
     /// `get_neighborhood`: the node and everything within `depth` hops, relations followed in
     /// either direction. [`crate::Error::NotFound`] for an unknown node.
-    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood>;
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNeighborhood>,
+    ) -> Result<Neighborhood>;
     /// `get_path`: a shortest path (in hops, relations in either direction) of at most
     /// [`crate::limits::MAX_PATH_HOPS`]. [`crate::Error::NotFound`] for an unknown endpoint.
-    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath>;
+    async fn get_path(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetPath>,
+    ) -> Result<GraphPath>;
     /// `find_unlinked_references`: pairs where a node's observations mention another node's
     /// whole name (case-insensitive, at word boundaries) but no relation links the two.
     async fn find_unlinked_references(
@@ -559,28 +568,6 @@ pub struct GetRelationsBetween<'a> {
     pub entity_a: &'a str,
     /// The other node.
     pub entity_b: &'a str,
-}
-
-/// `get_neighborhood`: a node and how many hops to follow.
-#[derive(Debug, Clone, Copy)]
-pub struct GetNeighborhood<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The node.
-    pub name: &'a str,
-    /// Hops to follow, relations in either direction.
-    pub depth: u32,
-}
-
-/// `get_path`: the two ends of a path.
-#[derive(Debug, Clone, Copy)]
-pub struct GetPath<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The node the path starts at.
-    pub from: &'a str,
-    /// The node the path ends at.
-    pub to: &'a str,
 }
 
 /// `engram import`: one batch of recorded nodes and relations.

@@ -26,8 +26,13 @@ async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str
 #[async_trait]
 impl GraphStore for PgStore {
     #[instrument(skip_all)]
-    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood> {
-        let (workspace, name, depth) = (request.workspace, request.name, request.depth);
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNeighborhood>,
+    ) -> Result<Neighborhood> {
+        let GetNeighborhood { name, depth } = &**request;
+        let depth = *depth;
         read!(self, |tx| async {
             let start = node_id(&tx, workspace, name).await?;
             let statement = tx
@@ -58,8 +63,15 @@ impl GraphStore for PgStore {
     /// its walk back from the target over each node's neighbours by name and relation id (so
     /// the answer is deterministic, and engram-sqlite's).
     #[instrument(skip_all)]
-    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
-        let (workspace, from, to) = (request.workspace, request.from, request.to);
+    async fn get_path(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetPath>,
+    ) -> Result<GraphPath> {
+        let GetPath {
+            from_entity: from,
+            to_entity: to,
+        } = &**request;
         read!(self, |tx| async {
             let (source, target) = node_pair(&tx, workspace, from, to).await?;
             let level_query = tx

@@ -32,13 +32,13 @@ fn key(lower: &str) -> Option<&str> {
 #[async_trait]
 impl GraphStore for SqliteStore {
     #[instrument(skip_all)]
-    async fn get_neighborhood(&self, request: GetNeighborhood<'_>) -> Result<Neighborhood> {
-        let GetNeighborhood {
-            workspace,
-            name,
-            depth,
-        } = request;
-        let name = name.to_owned();
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNeighborhood>,
+    ) -> Result<Neighborhood> {
+        let GetNeighborhood { name, depth } = &**request;
+        let (name, depth) = (name.clone(), *depth);
         self.pool
             .read(move |tx| {
                 let start = node_id(tx, workspace, &name)?;
@@ -66,17 +66,16 @@ impl GraphStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_path(&self, request: GetPath<'_>) -> Result<GraphPath> {
+    async fn get_path(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetPath>,
+    ) -> Result<GraphPath> {
         // A shortest path: [`engram_domain::path`]'s search from both ends, one statement per
         // level it asks for (`path_level.sql`), then its walk back from the target over each
         // node's neighbours by name and relation id (`path_step.sql`), so the answer is
         // deterministic (and engram-pg's).
-        let GetPath {
-            workspace,
-            from,
-            to,
-        } = request;
-        let (from, to) = (from.to_owned(), to.to_owned());
+        let (from, to) = (request.from_entity.clone(), request.to_entity.clone());
         self.pool
             .read(move |tx| {
                 let (source, target) = node_pair(tx, workspace, &from, &to)?;

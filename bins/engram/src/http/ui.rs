@@ -14,7 +14,7 @@ use axum::routing::get;
 use std::collections::{HashMap, HashSet};
 
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
-use engram_domain::{Error, Memory, ReportOptions, SearchNodes, WorkspaceId};
+use engram_domain::{Error, GetNeighborhood, Memory, ReportOptions, SearchNodes, WorkspaceId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -341,7 +341,10 @@ async fn node(
     let Some(node) = opened.entities.into_iter().next() else {
         return failure(&Error::node_not_found(query.name));
     };
-    match memory.get_neighborhood(workspace.id, &node.name, 1).await {
+    match memory
+        .get_neighborhood(workspace.id, GetNeighborhood::new(&node.name, 1))
+        .await
+    {
         Ok(neighborhood) => {
             axum::Json(json!({"node": node, "neighborhood": neighborhood})).into_response()
         }

@@ -66,9 +66,15 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("get_relations_between", transactions::take());
-    memory.get_neighborhood(ws, "Alice", 2).await.unwrap();
+    memory
+        .get_neighborhood(ws, GetNeighborhood::new("Alice", 2))
+        .await
+        .unwrap();
     note("get_neighborhood", transactions::take());
-    memory.get_path(ws, "Alice", "engram").await.unwrap();
+    memory
+        .get_path(ws, GetPath::new("Alice", "engram"))
+        .await
+        .unwrap();
     note("get_path", transactions::take());
     memory.get_orphaned_nodes(ws).await.unwrap();
     note("get_orphaned_nodes", transactions::take());

@@ -66,7 +66,12 @@ pub async fn neighborhood_walks_relations_both_ways_through_a_cycle(store: Arc<d
     let (memory, ws) = memory_with_workspace(store, "w").await;
     cyclic_graph(&memory, ws).await;
     let around = async |name: &str, depth| {
-        render_neighborhood(&memory.get_neighborhood(ws, name, depth).await.unwrap())
+        render_neighborhood(
+            &memory
+                .get_neighborhood(ws, GetNeighborhood::new(name, depth))
+                .await
+                .unwrap(),
+        )
     };
 
     expect![[r#"
@@ -122,7 +127,10 @@ pub async fn neighborhood_walks_relations_both_ways_through_a_cycle(store: Arc<d
     .assert_eq(&around("X", 6).await);
 
     assert_eq!(
-        memory.get_neighborhood(ws, "Ghost", 1).await.unwrap_err(),
+        memory
+            .get_neighborhood(ws, GetNeighborhood::new("Ghost", 1))
+            .await
+            .unwrap_err(),
         Error::node_not_found("Ghost")
     );
 }
@@ -152,8 +160,9 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
         ],
     )
     .await;
-    let path =
-        async |from: &str, to: &str| render_path(&memory.get_path(ws, from, to).await.unwrap());
+    let path = async |from: &str, to: &str| {
+        render_path(&memory.get_path(ws, GetPath::new(from, to)).await.unwrap())
+    };
 
     expect![[r#"
         found: true
@@ -185,11 +194,14 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
 
     // Disconnected, and to itself.
     assert_eq!(
-        memory.get_path(ws, "Start", "Y").await.unwrap(),
+        memory
+            .get_path(ws, GetPath::new("Start", "Y"))
+            .await
+            .unwrap(),
         GraphPath::default()
     );
     assert_eq!(
-        memory.get_path(ws, "M", "M").await.unwrap(),
+        memory.get_path(ws, GetPath::new("M", "M")).await.unwrap(),
         GraphPath {
             found: true,
             path: strings(&["M"]),
@@ -198,7 +210,10 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
     );
     for (from, to) in [("Ghost", "Start"), ("Start", "Ghost")] {
         assert_eq!(
-            memory.get_path(ws, from, to).await.unwrap_err(),
+            memory
+                .get_path(ws, GetPath::new(from, to))
+                .await
+                .unwrap_err(),
             Error::node_not_found("Ghost")
         );
     }
@@ -212,7 +227,10 @@ pub async fn get_path_looks_at_most_twelve_hops_away(store: Arc<dyn MemoryStore>
     let chain: Vec<(&str, &str, &str)> = refs.windows(2).map(|w| (w[0], "next", w[1])).collect();
     create_relations(&memory, ws, &chain).await;
 
-    let twelve = memory.get_path(ws, "P0", "P12").await.unwrap();
+    let twelve = memory
+        .get_path(ws, GetPath::new("P0", "P12"))
+        .await
+        .unwrap();
     assert!(twelve.found);
     assert_eq!(twelve.path, refs[..=12]);
     assert_eq!(
@@ -223,11 +241,19 @@ pub async fn get_path_looks_at_most_twelve_hops_away(store: Arc<dyn MemoryStore>
             .collect::<Vec<_>>()
     );
     assert_eq!(
-        memory.get_path(ws, "P13", "P1").await.unwrap().path.len(),
+        memory
+            .get_path(ws, GetPath::new("P13", "P1"))
+            .await
+            .unwrap()
+            .path
+            .len(),
         13
     );
     assert_eq!(
-        memory.get_path(ws, "P0", "P13").await.unwrap(),
+        memory
+            .get_path(ws, GetPath::new("P0", "P13"))
+            .await
+            .unwrap(),
         GraphPath::default()
     );
 }

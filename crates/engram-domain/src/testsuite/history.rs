@@ -84,7 +84,9 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
     clocks.check(m, ws, "set_summary", &["C"]).await;
 
     // Reads and rejected writes move nothing.
-    m.get_neighborhood(ws, "A", 2).await.unwrap();
+    m.get_neighborhood(ws, GetNeighborhood::new("A", 2))
+        .await
+        .unwrap();
     m.get_pending_consolidation(ws).await.unwrap();
     assert!(
         m.replace_observation(ws, "A", crate::Ordinal(2), "gone")

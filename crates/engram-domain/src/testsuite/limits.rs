@@ -121,9 +121,12 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
         );
         assert_invalid(m.get_relations_between(ws, "N", bad).await, "entity_b");
         assert_invalid(m.get_relations_between(ws, bad, "N").await, "entity_a");
-        assert_invalid(m.get_neighborhood(ws, bad, 1).await, "name");
-        assert_invalid(m.get_path(ws, bad, "N").await, "from_entity");
-        assert_invalid(m.get_path(ws, "N", bad).await, "to_entity");
+        assert_invalid(
+            m.get_neighborhood(ws, GetNeighborhood::new(bad, 1)).await,
+            "name",
+        );
+        assert_invalid(m.get_path(ws, GetPath::new(bad, "N")).await, "from_entity");
+        assert_invalid(m.get_path(ws, GetPath::new("N", bad)).await, "to_entity");
     }
     assert_eq!(footprint(m, ws).await, before);
 
@@ -330,7 +333,10 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = small_graph(store).await;
     let before = footprint(&memory, ws).await;
     let m = &memory;
-    assert_invalid(m.get_neighborhood(ws, "N", 7).await, "depth");
+    assert_invalid(
+        m.get_neighborhood(ws, GetNeighborhood::new("N", 7)).await,
+        "depth",
+    );
     for limit in [0, 1_001] {
         assert_invalid(m.get_recently_modified(ws, 7, limit).await, "limit");
     }
@@ -352,7 +358,14 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
     assert_eq!(footprint(m, ws).await, before);
 
     // The bounds themselves are accepted.
-    assert_eq!(m.get_neighborhood(ws, "N", 6).await.unwrap().nodes.len(), 2);
+    assert_eq!(
+        m.get_neighborhood(ws, GetNeighborhood::new("N", 6))
+            .await
+            .unwrap()
+            .nodes
+            .len(),
+        2
+    );
     assert_eq!(
         m.get_recently_modified(ws, 36_500, 1_000)
             .await

@@ -63,8 +63,8 @@ use crate::store::CountEvents;
 use std::sync::Arc;
 
 use crate::{
-    Memory, MemoryStore, NewNode, NodeDetail, Observation, ObservationAdditions,
-    ObservationDeletions, Relation, RelationSpec, Timestamp, WorkspaceId,
+    GetNeighborhood, GetPath, Memory, MemoryStore, NewNode, NodeDetail, Observation,
+    ObservationAdditions, ObservationDeletions, Relation, RelationSpec, Timestamp, WorkspaceId,
 };
 
 /// Instantiates every conformance test as a `#[tokio::test]` calling `$fixture().await` for a

@@ -14,6 +14,7 @@ use crate::{
     FindSimilarNodes, MemoryStore, QueryObservations, ReportOptions, SearchMode, SearchNodes,
     SearchObservations,
 };
+use crate::{GetNeighborhood, GetPath};
 
 /// Cases per tool.
 const CASES: u32 = 100;
@@ -125,7 +126,7 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&a), "name");
     blame.unless(depth <= 6, "depth");
-    let call = m.get_neighborhood(h.ws, &a, depth);
+    let call = m.get_neighborhood(h.ws, GetNeighborhood::new(&a, depth));
     if let Some(hood) = h.run("get_neighborhood", &(&a, depth), &blame, call).await {
         let known = |name: &String| h.before.node(name).is_some();
         assert!(hood.nodes.iter().all(|n| known(&n.name)));
@@ -136,7 +137,7 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&a), "from_entity");
     blame.unless(name_ok(&b), "to_entity");
-    let call = m.get_path(h.ws, &a, &b);
+    let call = m.get_path(h.ws, GetPath::new(&a, &b));
     if let Some(path) = h.run("get_path", &(&a, &b), &blame, call).await
         && path.found
     {

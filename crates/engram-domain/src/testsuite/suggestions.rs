@@ -60,7 +60,7 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
         "node not found: Priya (did you mean \"Priya Raman\"?)"
     );
     let error = memory
-        .get_neighborhood(ws, "postgres", 1)
+        .get_neighborhood(ws, GetNeighborhood::new("postgres", 1))
         .await
         .unwrap_err();
     assert!(

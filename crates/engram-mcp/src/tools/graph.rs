@@ -13,32 +13,6 @@ use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
 
-fn default_depth() -> u32 {
-    1
-}
-
-/// Parameters of `get_neighborhood`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NeighborhoodParams {
-    /// The node at the centre.
-    pub name: String,
-    /// Hops to follow, relations in either direction, 0–6. Default 1.
-    #[serde(default = "default_depth")]
-    #[schemars(range(min = 0, max = 6))]
-    pub depth: u32,
-}
-
-/// Parameters of `get_path`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PathParams {
-    /// Where the path starts.
-    pub from_entity: String,
-    /// Where it ends.
-    pub to_entity: String,
-}
-
 fn default_read_graph_limit() -> u32 {
     READ_GRAPH_LIMIT
 }
@@ -71,14 +45,11 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn get_neighborhood(
         &self,
-        Parameters(params): Parameters<NeighborhoodParams>,
+        Parameters(request): Parameters<GetNeighborhood>,
         extensions: Extensions,
     ) -> Result<Json<Neighborhood>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let neighborhood = self
-            .memory
-            .get_neighborhood(workspace, &params.name, params.depth)
-            .await?;
+        let neighborhood = self.memory.get_neighborhood(workspace, request).await?;
         Ok(Json(neighborhood))
     }
 
@@ -86,14 +57,11 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn get_path(
         &self,
-        Parameters(params): Parameters<PathParams>,
+        Parameters(request): Parameters<GetPath>,
         extensions: Extensions,
     ) -> Result<Json<GraphPath>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let path = self
-            .memory
-            .get_path(workspace, &params.from_entity, &params.to_entity)
-            .await?;
+        let path = self.memory.get_path(workspace, request).await?;
         Ok(Json(path))
     }
 
