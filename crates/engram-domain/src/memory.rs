@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
+use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::requests::*;
 use crate::search::results::*;
@@ -303,45 +304,36 @@ impl Memory {
     pub async fn create_relations(
         &self,
         workspace: WorkspaceId,
-        relations: &[RelationSpec],
+        request: CreateRelations,
     ) -> Result<CreatedRelations> {
-        crate::relations::create_relations(&*self.store, self.secrets, workspace, relations).await
+        crate::relations::create_relations(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `delete_relations`.
     pub async fn delete_relations(
         &self,
         workspace: WorkspaceId,
-        relations: &[RelationSpec],
+        request: DeleteRelations,
     ) -> Result<DeletedRelations> {
-        crate::relations::delete_relations(&*self.store, workspace, relations).await
+        crate::relations::delete_relations(&*self.store, workspace, request).await
     }
 
-    /// `rename_relation_type`.
+    /// `rename_relation_type`: the relation as renamed.
     pub async fn rename_relation_type(
         &self,
         workspace: WorkspaceId,
-        relation: &RelationSpec,
-        new_type: &str,
+        request: RenameRelationType,
     ) -> Result<RelationSpec> {
-        crate::relations::rename_relation_type(
-            &*self.store,
-            self.secrets,
-            workspace,
-            relation,
-            new_type,
-        )
-        .await
+        crate::relations::rename_relation_type(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `get_relations_between`.
     pub async fn get_relations_between(
         &self,
         workspace: WorkspaceId,
-        entity_a: &str,
-        entity_b: &str,
+        request: GetRelationsBetween,
     ) -> Result<Vec<Relation>> {
-        crate::relations::get_relations_between(&*self.store, workspace, entity_a, entity_b).await
+        crate::relations::get_relations_between(&*self.store, workspace, request).await
     }
 
     // Graph (`graph.rs`).

@@ -1,4 +1,7 @@
-//! Relations: creating, deleting, renaming them, and those between two nodes.
+//! Relations: creating, deleting, renaming them, and those between two nodes, each asked by its
+//! tool's request (the MCP input), checked, then answered by the store.
+
+use serde::Deserialize;
 
 use crate::checked::Checked;
 use crate::error::Result;
@@ -7,21 +10,142 @@ use crate::model::*;
 use crate::store::*;
 use crate::suggestions::{did_you_mean, explain};
 
+/// `create_relations`: directed typed relations to create between existing nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateRelations {
+    /// The relations, 1–1,000 per call.
+    pub relations: Vec<RelationSpec>,
+}
+
+impl CreateRelations {
+    /// The relations `relations`.
+    pub fn new(relations: &[RelationSpec]) -> Self {
+        Self {
+            relations: relations.to_vec(),
+        }
+    }
+
+    /// The request if it holds 1–1,000 relations with valid names and types and no text the
+    /// secret policy refuses; else [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        relations_batch(&self.relations)?;
+        secrets.screen_relations(&self.relations)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `delete_relations`: relations to delete.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DeleteRelations {
+    /// The relations, 1–1,000 per call.
+    pub relations: Vec<RelationSpec>,
+}
+
+impl DeleteRelations {
+    /// The relations `relations`.
+    pub fn new(relations: &[RelationSpec]) -> Self {
+        Self {
+            relations: relations.to_vec(),
+        }
+    }
+
+    /// The request if it holds 1–1,000 relations with valid names and types; else
+    /// [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        relations_batch(&self.relations)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `rename_relation_type`: one existing relation and its new type.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RenameRelationType {
+    /// Source node name.
+    pub from_entity: String,
+    /// Target node name.
+    pub to_entity: String,
+    /// The relation's current type.
+    pub old_type: String,
+    /// The new type; refused if that relation already exists.
+    pub new_type: String,
+}
+
+impl RenameRelationType {
+    /// `relation` to be renamed `new_type`.
+    pub fn new(relation: &RelationSpec, new_type: impl Into<String>) -> Self {
+        Self {
+            from_entity: relation.from_entity.clone(),
+            to_entity: relation.to_entity.clone(),
+            old_type: relation.relation_type.clone(),
+            new_type: new_type.into(),
+        }
+    }
+
+    /// The relation as it is now.
+    pub fn relation(&self) -> RelationSpec {
+        RelationSpec {
+            from_entity: self.from_entity.clone(),
+            to_entity: self.to_entity.clone(),
+            relation_type: self.old_type.clone(),
+        }
+    }
+
+    /// The request if the names and types are valid and the new type holds no text the secret
+    /// policy refuses; else [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        limits::name("from_entity", &self.from_entity)?;
+        limits::name("to_entity", &self.to_entity)?;
+        limits::name("old_type", &self.old_type)?;
+        limits::name("new_type", &self.new_type)?;
+        secrets.screen_relation_type(&self.new_type)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `get_relations_between`: two nodes, relations read in both directions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetRelationsBetween {
+    /// One node.
+    pub entity_a: String,
+    /// The other node.
+    pub entity_b: String,
+}
+
+impl GetRelationsBetween {
+    /// The relations between `entity_a` and `entity_b`.
+    pub fn new(entity_a: impl Into<String>, entity_b: impl Into<String>) -> Self {
+        Self {
+            entity_a: entity_a.into(),
+            entity_b: entity_b.into(),
+        }
+    }
+
+    /// The request if both are valid node names; else [`crate::Error::InvalidArgument`]
+    /// naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("entity_a", &self.entity_a)?;
+        limits::name("entity_b", &self.entity_b)?;
+        Ok(Checked::new(self))
+    }
+}
+
 /// The semantics of [`Memory::create_relations`](crate::Memory::create_relations).
 pub(crate) async fn create_relations(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    relations: &[RelationSpec],
+    request: CreateRelations,
 ) -> Result<CreatedRelations> {
-    relations_batch(relations)?;
-    secrets.screen_relations(relations)?;
-    let mut created = store
-        .create_relations(CreateRelations {
-            workspace,
-            relations: Checked::new(relations),
-        })
-        .await?;
+    let request = request.check(secrets)?;
+    let mut created = store.create_relations(workspace, &request).await?;
     created.did_you_mean = did_you_mean(store, workspace, &created.not_found).await;
     Ok(created)
 }
@@ -30,15 +154,10 @@ pub(crate) async fn create_relations(
 pub(crate) async fn delete_relations(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    relations: &[RelationSpec],
+    request: DeleteRelations,
 ) -> Result<DeletedRelations> {
-    relations_batch(relations)?;
-    store
-        .delete_relations(DeleteRelations {
-            workspace,
-            relations,
-        })
-        .await
+    let request = request.check()?;
+    store.delete_relations(workspace, &request).await
 }
 
 /// The semantics of [`Memory::rename_relation_type`](crate::Memory::rename_relation_type).
@@ -46,38 +165,19 @@ pub(crate) async fn rename_relation_type(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    relation: &RelationSpec,
-    new_type: &str,
+    request: RenameRelationType,
 ) -> Result<RelationSpec> {
-    limits::name("from_entity", &relation.from_entity)?;
-    limits::name("to_entity", &relation.to_entity)?;
-    limits::name("old_type", &relation.relation_type)?;
-    limits::name("new_type", new_type)?;
-    secrets.screen_relation_type(new_type)?;
-    store
-        .rename_relation_type(RenameRelationType {
-            workspace,
-            relation,
-            new_type: Checked::new(new_type),
-        })
-        .await
+    let request = request.check(secrets)?;
+    store.rename_relation_type(workspace, &request).await
 }
 
 /// The semantics of [`Memory::get_relations_between`](crate::Memory::get_relations_between).
 pub(crate) async fn get_relations_between(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    entity_a: &str,
-    entity_b: &str,
+    request: GetRelationsBetween,
 ) -> Result<Vec<Relation>> {
-    limits::name("entity_a", entity_a)?;
-    limits::name("entity_b", entity_b)?;
-    let result = store
-        .get_relations_between(GetRelationsBetween {
-            workspace,
-            entity_a,
-            entity_b,
-        })
-        .await;
+    let request = request.check()?;
+    let result = store.get_relations_between(workspace, &request).await;
     explain(store, workspace, result).await
 }

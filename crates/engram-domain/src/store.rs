@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
 use crate::perspectives::Perspective;
+use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 use crate::search::results::*;
 use crate::search::{CandidateQuery, Gathered, QueryVector};
 use crate::transfer::*;
@@ -173,17 +174,30 @@ pub trait ObservationStore: Send + Sync + 'static {
 #[async_trait]
 pub trait RelationStore: Send + Sync + 'static {
     /// `create_relations`: creates the relations whose endpoints exist and that do not exist.
-    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations>;
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateRelations>,
+    ) -> Result<CreatedRelations>;
     /// `delete_relations`: deletes the given relations where they exist.
-    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations>;
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteRelations>,
+    ) -> Result<DeletedRelations>;
     /// `rename_relation_type`: changes one relation's type. [`crate::Error::NotFound`] when
     /// the relation does not exist, [`crate::Error::Conflict`] when the renamed relation
     /// already exists (nothing is changed then).
-    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec>;
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<RenameRelationType>,
+    ) -> Result<RelationSpec>;
     /// `get_relations_between`: relations linking the two nodes, in both directions.
     async fn get_relations_between(
         &self,
-        request: GetRelationsBetween<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<GetRelationsBetween>,
     ) -> Result<Vec<Relation>>;
 }
 
@@ -528,46 +542,6 @@ pub struct DeleteObservations<'a> {
     pub workspace: WorkspaceId,
     /// Per node, the ordinals to delete.
     pub deletions: &'a [ObservationDeletions],
-}
-
-/// `create_relations`: relations to create.
-#[derive(Debug, Clone, Copy)]
-pub struct CreateRelations<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The relations, validated.
-    pub relations: Checked<&'a [RelationSpec]>,
-}
-
-/// `delete_relations`: relations to delete.
-#[derive(Debug, Clone, Copy)]
-pub struct DeleteRelations<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The relations.
-    pub relations: &'a [RelationSpec],
-}
-
-/// `rename_relation_type`: one relation and its new type.
-#[derive(Debug, Clone, Copy)]
-pub struct RenameRelationType<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The relation.
-    pub relation: &'a RelationSpec,
-    /// The new relation type, validated.
-    pub new_type: Checked<&'a str>,
-}
-
-/// `get_relations_between`: two nodes, relations read in both directions.
-#[derive(Debug, Clone, Copy)]
-pub struct GetRelationsBetween<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// One node.
-    pub entity_a: &'a str,
-    /// The other node.
-    pub entity_b: &'a str,
 }
 
 /// `engram import`: one batch of recorded nodes and relations.

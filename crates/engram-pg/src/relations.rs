@@ -50,8 +50,11 @@ pub(crate) async fn insert_relations(
 #[async_trait]
 impl RelationStore for PgStore {
     #[instrument(skip_all, fields(count = request.relations.len()))]
-    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations> {
-        let workspace = request.workspace;
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateRelations>,
+    ) -> Result<CreatedRelations> {
         let created = write!(self, |tx| async {
             let (distinct, [from, to, types]) = columns(&request.relations);
             let created_at: Vec<Option<Timestamp>> = vec![None; distinct.len()];
@@ -84,10 +87,13 @@ impl RelationStore for PgStore {
     }
 
     #[instrument(skip_all, fields(count = request.relations.len()))]
-    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations> {
-        let workspace = request.workspace;
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteRelations>,
+    ) -> Result<DeletedRelations> {
         let deleted = write!(self, |tx| async {
-            let (distinct, [from, to, types]) = columns(request.relations);
+            let (distinct, [from, to, types]) = columns(&request.relations);
             let deleted = tx
                 .execute(
                     "DELETE FROM relations r
@@ -112,9 +118,12 @@ impl RelationStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec> {
-        let (workspace, relation) = (request.workspace, request.relation);
-        let new_type = *request.new_type;
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<RenameRelationType>,
+    ) -> Result<RelationSpec> {
+        let (relation, new_type) = (&request.relation(), request.new_type.as_str());
         write!(self, |tx| async {
             let updated = tx
                 .execute(
@@ -150,11 +159,11 @@ impl RelationStore for PgStore {
     #[instrument(skip_all)]
     async fn get_relations_between(
         &self,
-        request: GetRelationsBetween<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<GetRelationsBetween>,
     ) -> Result<Vec<Relation>> {
-        let workspace = request.workspace;
         read!(self, |tx| async {
-            let (a, b) = node_pair(&tx, workspace, request.entity_a, request.entity_b).await?;
+            let (a, b) = node_pair(&tx, workspace, &request.entity_a, &request.entity_b).await?;
             let rows = tx
                 .query(
                     "SELECT f.name AS from_name, t.name AS to_name, r.relation_type

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use engram_domain::{Memory, NewNode, RelationSpec};
+use engram_domain::{CreateRelations, Memory, NewNode, RelationSpec};
 use engram_sqlite::SqliteStore;
 
 /// Runs the walkthrough on the database file `path` in a workspace called `workspace`
@@ -37,7 +37,9 @@ pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Resu
         to_entity: "engram".into(),
         relation_type: "works_on".into(),
     };
-    memory.create_relations(workspace, &[works_on]).await?;
+    memory
+        .create_relations(workspace, CreateRelations::new(&[works_on]))
+        .await?;
 
     let opened = memory.open_nodes(workspace, &["Alice".into()]).await?;
     Ok(serde_json::to_string_pretty(&opened).expect("results serialise"))

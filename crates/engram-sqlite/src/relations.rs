@@ -31,12 +31,12 @@ const ONE_RELATION: &str = "workspace_id = ?1
 #[async_trait]
 impl RelationStore for SqliteStore {
     #[instrument(skip_all, fields(count = request.relations.len()))]
-    async fn create_relations(&self, request: CreateRelations<'_>) -> Result<CreatedRelations> {
-        let CreateRelations {
-            workspace,
-            relations,
-        } = request;
-        let relations = relations.to_vec();
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateRelations>,
+    ) -> Result<CreatedRelations> {
+        let relations = request.relations.clone();
         self.pool
             .write(move |tx| {
                 let relations = distinct(&relations);
@@ -82,12 +82,12 @@ impl RelationStore for SqliteStore {
     }
 
     #[instrument(skip_all, fields(count = request.relations.len()))]
-    async fn delete_relations(&self, request: DeleteRelations<'_>) -> Result<DeletedRelations> {
-        let DeleteRelations {
-            workspace,
-            relations,
-        } = request;
-        let relations = relations.to_vec();
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteRelations>,
+    ) -> Result<DeletedRelations> {
+        let relations = request.relations.clone();
         self.pool
             .write(move |tx| {
                 let mut delete = tx
@@ -115,13 +115,12 @@ impl RelationStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_relation_type(&self, request: RenameRelationType<'_>) -> Result<RelationSpec> {
-        let RenameRelationType {
-            workspace,
-            relation,
-            new_type,
-        } = request;
-        let (relation, new_type) = (relation.clone(), (*new_type).to_owned());
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<RenameRelationType>,
+    ) -> Result<RelationSpec> {
+        let (relation, new_type) = (request.relation(), request.new_type.clone());
         self.pool
             .write(move |tx| {
                 let renamed = tx
@@ -158,14 +157,10 @@ impl RelationStore for SqliteStore {
     #[instrument(skip_all)]
     async fn get_relations_between(
         &self,
-        request: GetRelationsBetween<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<GetRelationsBetween>,
     ) -> Result<Vec<Relation>> {
-        let GetRelationsBetween {
-            workspace,
-            entity_a,
-            entity_b,
-        } = request;
-        let (entity_a, entity_b) = (entity_a.to_owned(), entity_b.to_owned());
+        let (entity_a, entity_b) = (request.entity_a.clone(), request.entity_b.clone());
         self.pool
             .read(move |tx| {
                 let (a, b) = node_pair(tx, workspace, &entity_a, &entity_b)?;

@@ -37,9 +37,12 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("replace_observation", transactions::take());
-    (memory.create_relations(ws, &[relation("Alice", "works_on", "engram")]))
-        .await
-        .unwrap();
+    (memory.create_relations(
+        ws,
+        CreateRelations::new(&[relation("Alice", "works_on", "engram")]),
+    ))
+    .await
+    .unwrap();
     note("create_relations", transactions::take());
     memory
         .set_summary(ws, "Alice", "An engineer.")
@@ -51,9 +54,12 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("set_tags", transactions::take());
-    (memory.rename_relation_type(ws, &relation("Alice", "works_on", "engram"), "builds"))
-        .await
-        .unwrap();
+    (memory.rename_relation_type(
+        ws,
+        RenameRelationType::new(&relation("Alice", "works_on", "engram"), "builds"),
+    ))
+    .await
+    .unwrap();
     note("rename_relation_type", transactions::take());
     memory.open_nodes(ws, &strings(&["Alice"])).await.unwrap();
     note("open_nodes", transactions::take());
@@ -62,7 +68,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     memory.get_recently_modified(ws, 7, 10).await.unwrap();
     note("get_recently_modified", transactions::take());
     memory
-        .get_relations_between(ws, "Alice", "engram")
+        .get_relations_between(ws, GetRelationsBetween::new("Alice", "engram"))
         .await
         .unwrap();
     note("get_relations_between", transactions::take());
@@ -122,9 +128,12 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     note("read_graph", transactions::take());
     memory.brief(ws, 5).await.unwrap();
     note("brief", transactions::take());
-    (memory.delete_relations(ws, &[relation("Alice", "builds", "engram")]))
-        .await
-        .unwrap();
+    (memory.delete_relations(
+        ws,
+        DeleteRelations::new(&[relation("Alice", "builds", "engram")]),
+    ))
+    .await
+    .unwrap();
     note("delete_relations", transactions::take());
     memory
         .delete_observations(ws, &[deletions("Alice", &[1])])

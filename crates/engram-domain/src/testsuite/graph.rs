@@ -287,7 +287,7 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
         [brief("D").await, brief("E").await]
     );
     memory
-        .delete_relations(ws, &[relation("A", "r", "B")])
+        .delete_relations(ws, DeleteRelations::new(&[relation("A", "r", "B")]))
         .await
         .unwrap();
     assert_eq!(

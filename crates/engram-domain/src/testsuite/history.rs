@@ -64,17 +64,20 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
         .await
         .unwrap();
     clocks.check(m, ws, "delete_observations", &["A"]).await;
-    m.create_relations(ws, &[relation("A", "knows", "B")])
+    m.create_relations(ws, CreateRelations::new(&[relation("A", "knows", "B")]))
         .await
         .unwrap();
     clocks.check(m, ws, "create_relations", &["A", "B"]).await;
-    m.rename_relation_type(ws, &relation("A", "knows", "B"), "trusts")
-        .await
-        .unwrap();
+    m.rename_relation_type(
+        ws,
+        RenameRelationType::new(&relation("A", "knows", "B"), "trusts"),
+    )
+    .await
+    .unwrap();
     clocks
         .check(m, ws, "rename_relation_type", &["A", "B"])
         .await;
-    m.delete_relations(ws, &[relation("A", "trusts", "B")])
+    m.delete_relations(ws, DeleteRelations::new(&[relation("A", "trusts", "B")]))
         .await
         .unwrap();
     clocks.check(m, ws, "delete_relations", &["A", "B"]).await;
@@ -233,7 +236,7 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
         .await
         .unwrap();
     memory
-        .delete_relations(ws, &[relation("B", "r", "A")])
+        .delete_relations(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
         .await
         .unwrap();
     assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 3, 2));
@@ -274,16 +277,19 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
         .unwrap();
     assert_eq!(events(m, ws).await, (5, 1, 1));
 
-    m.create_relations(ws, &[relation("A", "r", "B"), relation("B", "r", "A")])
+    m.create_relations(
+        ws,
+        CreateRelations::new(&[relation("A", "r", "B"), relation("B", "r", "A")]),
+    )
+    .await
+    .unwrap();
+    m.create_relations(ws, CreateRelations::new(&[relation("A", "r", "B")]))
         .await
         .unwrap();
-    m.create_relations(ws, &[relation("A", "r", "B")])
+    m.rename_relation_type(ws, RenameRelationType::new(&relation("A", "r", "B"), "s"))
         .await
         .unwrap();
-    m.rename_relation_type(ws, &relation("A", "r", "B"), "s")
-        .await
-        .unwrap();
-    m.delete_relations(ws, &[relation("B", "r", "A")])
+    m.delete_relations(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
         .await
         .unwrap();
     assert_eq!(events(m, ws).await, (7, 2, 2));

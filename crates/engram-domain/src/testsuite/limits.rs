@@ -71,31 +71,38 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
         let good = relation("N", "r2", "M");
         let bad_type = relation("N", bad, "M");
         assert_invalid(
-            m.create_relations(ws, &[good.clone(), bad_type]).await,
+            m.create_relations(ws, CreateRelations::new(&[good.clone(), bad_type]))
+                .await,
             "relations[1].relation_type",
         );
         assert_invalid(
-            m.create_relations(ws, &[relation(bad, "r", "M")]).await,
+            m.create_relations(ws, CreateRelations::new(&[relation(bad, "r", "M")]))
+                .await,
             "relations[0].from_entity",
         );
         assert_invalid(
-            m.delete_relations(ws, &[relation("N", "r", bad)]).await,
+            m.delete_relations(ws, DeleteRelations::new(&[relation("N", "r", bad)]))
+                .await,
             "relations[0].to_entity",
         );
         let existing = relation("N", "r", "M");
-        assert_invalid(m.rename_relation_type(ws, &existing, bad).await, "new_type");
         assert_invalid(
-            m.rename_relation_type(ws, &relation("N", bad, "M"), "s")
+            m.rename_relation_type(ws, RenameRelationType::new(&existing, bad))
+                .await,
+            "new_type",
+        );
+        assert_invalid(
+            m.rename_relation_type(ws, RenameRelationType::new(&relation("N", bad, "M"), "s"))
                 .await,
             "old_type",
         );
         assert_invalid(
-            m.rename_relation_type(ws, &relation(bad, "r", "M"), "s")
+            m.rename_relation_type(ws, RenameRelationType::new(&relation(bad, "r", "M"), "s"))
                 .await,
             "from_entity",
         );
         assert_invalid(
-            m.rename_relation_type(ws, &relation("N", "r", bad), "s")
+            m.rename_relation_type(ws, RenameRelationType::new(&relation("N", "r", bad), "s"))
                 .await,
             "to_entity",
         );
@@ -119,8 +126,16 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
             m.delete_observations(ws, &[deletions(bad, &[1])]).await,
             "deletions[0].entity_name",
         );
-        assert_invalid(m.get_relations_between(ws, "N", bad).await, "entity_b");
-        assert_invalid(m.get_relations_between(ws, bad, "N").await, "entity_a");
+        assert_invalid(
+            m.get_relations_between(ws, GetRelationsBetween::new("N", bad))
+                .await,
+            "entity_b",
+        );
+        assert_invalid(
+            m.get_relations_between(ws, GetRelationsBetween::new(bad, "N"))
+                .await,
+            "entity_a",
+        );
         assert_invalid(
             m.get_neighborhood(ws, GetNeighborhood::new(bad, 1)).await,
             "name",
@@ -235,8 +250,16 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
 
     for count in [0, 1_001] {
         assert_invalid(m.create_entities(ws, entities(count)).await, "entities");
-        assert_invalid(m.create_relations(ws, &relations(count)).await, "relations");
-        assert_invalid(m.delete_relations(ws, &relations(count)).await, "relations");
+        assert_invalid(
+            m.create_relations(ws, CreateRelations::new(&relations(count)))
+                .await,
+            "relations",
+        );
+        assert_invalid(
+            m.delete_relations(ws, DeleteRelations::new(&relations(count)))
+                .await,
+            "relations",
+        );
         assert_invalid(m.delete_entities(ws, &names(count)).await, "entity_names");
         assert_invalid(m.open_nodes(ws, &names(count)).await, "names");
         let adds: Vec<ObservationAdditions> = (0..count).map(|_| add("N", 1)).collect();
@@ -293,7 +316,9 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
     assert_eq!(m.create_entities(ws, thousand).await.unwrap().len(), 1_000);
     let added = m.add_observations(ws, &[add("M", 1_000)]).await.unwrap();
     assert_eq!(added[0].added.last().unwrap().ordinal.0, 1_000);
-    m.create_relations(ws, &relations(1_000)).await.unwrap();
+    m.create_relations(ws, CreateRelations::new(&relations(1_000)))
+        .await
+        .unwrap();
     assert_eq!(counts(m, ws).await, (1_002, 2_001, 1_001));
 }
 

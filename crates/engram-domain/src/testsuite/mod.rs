@@ -63,8 +63,9 @@ use crate::store::CountEvents;
 use std::sync::Arc;
 
 use crate::{
-    GetNeighborhood, GetPath, Memory, MemoryStore, NewNode, NodeDetail, Observation,
-    ObservationAdditions, ObservationDeletions, Relation, RelationSpec, Timestamp, WorkspaceId,
+    CreateRelations, DeleteRelations, GetNeighborhood, GetPath, GetRelationsBetween, Memory,
+    MemoryStore, NewNode, NodeDetail, Observation, ObservationAdditions, ObservationDeletions,
+    Relation, RelationSpec, RenameRelationType, Timestamp, WorkspaceId,
 };
 
 /// Instantiates every conformance test as a `#[tokio::test]` calling `$fixture().await` for a
@@ -303,7 +304,10 @@ pub async fn create_relations(
         .iter()
         .map(|(from, kind, to)| relation(from, kind, to))
         .collect();
-    let created = memory.create_relations(workspace, &specs).await.unwrap();
+    let created = memory
+        .create_relations(workspace, CreateRelations::new(&specs))
+        .await
+        .unwrap();
     assert_eq!(created.created.len(), specs.len(), "{created:?}");
 }
 

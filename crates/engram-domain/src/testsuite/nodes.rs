@@ -165,7 +165,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     assert!(survivors.entities[1].updated_at > c_before);
     assert_eq!(
         memory
-            .get_relations_between(ws, "A", "B")
+            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
             .await
             .unwrap_err(),
         Error::node_not_found("B")

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use super::properties::*;
+use crate::GetRelationsBetween;
 use crate::transfer::{GraphDetail, GraphPageQuery};
 use crate::{
     FindSimilarNodes, MemoryStore, QueryObservations, ReportOptions, SearchMode, SearchNodes,
@@ -112,7 +113,7 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&a), "entity_a");
     blame.unless(name_ok(&b), "entity_b");
-    let call = m.get_relations_between(h.ws, &a, &b);
+    let call = m.get_relations_between(h.ws, GetRelationsBetween::new(&a, &b));
     if let Some(found) = h
         .run("get_relations_between", &(&a, &b), &blame, call)
         .await

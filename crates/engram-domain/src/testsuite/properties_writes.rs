@@ -7,6 +7,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::properties::*;
+use crate::{CreateRelations, DeleteRelations, RenameRelationType};
 use crate::{MemoryStore, NewNode, ObservationAdditions, ObservationDeletions, RelationSpec};
 
 /// Cases per tool; writes that create things get more.
@@ -465,7 +466,7 @@ async fn create_relations(h: &mut Harness) {
     let relations = relation_batch(h);
     let blame = blame_relations(&relations);
     let m = h.memory.clone();
-    let call = m.create_relations(h.ws, &relations);
+    let call = m.create_relations(h.ws, CreateRelations::new(&relations));
     let Some(result) = h.run("create_relations", &relations, &blame, call).await else {
         return;
     };
@@ -494,7 +495,7 @@ async fn delete_relations(h: &mut Harness) {
     }
     let blame = blame_relations(&relations);
     let m = h.memory.clone();
-    let call = m.delete_relations(h.ws, &relations);
+    let call = m.delete_relations(h.ws, DeleteRelations::new(&relations));
     let Some(result) = h.run("delete_relations", &relations, &blame, call).await else {
         return;
     };
@@ -526,7 +527,7 @@ async fn rename_relation_type(h: &mut Harness) {
     blame.unless(name_ok(&new_type), "new_type");
     let input = (&relation, &new_type);
     let m = h.memory.clone();
-    let call = m.rename_relation_type(h.ws, &relation, &new_type);
+    let call = m.rename_relation_type(h.ws, RenameRelationType::new(&relation, &new_type));
     if let Some(renamed) = h.run("rename_relation_type", &input, &blame, call).await {
         assert_eq!(renamed.relation_type, new_type);
         let after = h.snapshot().await.relations();

@@ -11,7 +11,7 @@ pub async fn create_relations_reports_created_existing_and_missing(store: Arc<dy
     let result = memory
         .create_relations(
             ws,
-            &[
+            CreateRelations::new(&[
                 relation("A", "likes", "C"),
                 relation("A", "knows", "B"),
                 relation("Ghost", "x", "A"),
@@ -19,7 +19,7 @@ pub async fn create_relations_reports_created_existing_and_missing(store: Arc<dy
                 relation("Nobody", "z", "Ghost"),
                 relation("C", "is", "C"),
                 relation("B", "knows", "A"),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -60,12 +60,12 @@ pub async fn relations_repeated_in_one_call_count_once(store: Arc<dyn MemoryStor
     let created = memory
         .create_relations(
             ws,
-            &[
+            CreateRelations::new(&[
                 relation("A", "r", "B"),
                 relation("A", "r", "B"),
                 relation("B", "r", "A"),
                 relation("A", "s", "B"),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -85,12 +85,12 @@ pub async fn relations_repeated_in_one_call_count_once(store: Arc<dyn MemoryStor
     let deleted = memory
         .delete_relations(
             ws,
-            &[
+            DeleteRelations::new(&[
                 relation("A", "r", "B"),
                 relation("A", "r", "B"),
                 relation("A", "t", "B"),
                 relation("Ghost", "r", "A"),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -102,11 +102,14 @@ pub async fn relations_repeated_in_one_call_count_once(store: Arc<dyn MemoryStor
         }
     );
     assert_eq!(
-        memory.get_relations_between(ws, "A", "B").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .await
+            .unwrap(),
         [edge("A", "s", "B"), edge("B", "r", "A")]
     );
     let none = memory
-        .delete_relations(ws, &[relation("A", "r", "B")])
+        .delete_relations(ws, DeleteRelations::new(&[relation("A", "r", "B")]))
         .await
         .unwrap();
     assert_eq!(
@@ -125,12 +128,18 @@ pub async fn rename_relation_type_renames_one_relation(store: Arc<dyn MemoryStor
     create_relations(&memory, ws, &[("A", "old", "B"), ("B", "old", "A")]).await;
 
     let renamed = memory
-        .rename_relation_type(ws, &relation("A", "old", "B"), "new")
+        .rename_relation_type(
+            ws,
+            RenameRelationType::new(&relation("A", "old", "B"), "new"),
+        )
         .await
         .unwrap();
     assert_eq!(renamed, relation("A", "new", "B"));
     assert_eq!(
-        memory.get_relations_between(ws, "A", "B").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .await
+            .unwrap(),
         [edge("A", "new", "B"), edge("B", "old", "A")]
     );
     assert_eq!(counts(&memory, ws).await, (2, 0, 2));
@@ -149,18 +158,21 @@ pub async fn rename_onto_an_existing_relation_conflicts_and_changes_nothing(
     );
 
     let conflict = memory
-        .rename_relation_type(ws, &relation("A", "x", "B"), "y")
+        .rename_relation_type(ws, RenameRelationType::new(&relation("A", "x", "B"), "y"))
         .await;
     assert!(matches!(conflict, Err(Error::Conflict(_))), "{conflict:?}");
     assert_eq!(
-        memory.get_relations_between(ws, "A", "B").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .await
+            .unwrap(),
         [edge("A", "x", "B"), edge("A", "y", "B")]
     );
 
     // A relation that does not exist, by type, direction or endpoint.
     for (from, kind, to) in [("A", "z", "B"), ("B", "x", "A"), ("A", "x", "Ghost")] {
         let missing = memory
-            .rename_relation_type(ws, &relation(from, kind, to), "w")
+            .rename_relation_type(ws, RenameRelationType::new(&relation(from, kind, to), "w"))
             .await;
         assert!(
             matches!(
@@ -203,28 +215,40 @@ pub async fn get_relations_between_lists_both_directions_sorted(store: Arc<dyn M
         edge("B", "a", "A"),
     ];
     assert_eq!(
-        memory.get_relations_between(ws, "A", "B").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .await
+            .unwrap(),
         expected
     );
     assert_eq!(
-        memory.get_relations_between(ws, "B", "A").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("B", "A"))
+            .await
+            .unwrap(),
         expected
     );
     assert_eq!(
-        memory.get_relations_between(ws, "B", "C").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("B", "C"))
+            .await
+            .unwrap(),
         [edge("C", "d", "B")]
     );
     assert_eq!(
-        memory.get_relations_between(ws, "A", "A").await.unwrap(),
+        memory
+            .get_relations_between(ws, GetRelationsBetween::new("A", "A"))
+            .await
+            .unwrap(),
         [edge("A", "self", "A")]
     );
     memory
-        .delete_relations(ws, &[relation("C", "d", "B")])
+        .delete_relations(ws, DeleteRelations::new(&[relation("C", "d", "B")]))
         .await
         .unwrap();
     assert!(
         memory
-            .get_relations_between(ws, "B", "C")
+            .get_relations_between(ws, GetRelationsBetween::new("B", "C"))
             .await
             .unwrap()
             .is_empty()
@@ -232,14 +256,14 @@ pub async fn get_relations_between_lists_both_directions_sorted(store: Arc<dyn M
 
     assert_eq!(
         memory
-            .get_relations_between(ws, "Ghost", "A")
+            .get_relations_between(ws, GetRelationsBetween::new("Ghost", "A"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")
     );
     assert_eq!(
         memory
-            .get_relations_between(ws, "A", "Ghost")
+            .get_relations_between(ws, GetRelationsBetween::new("A", "Ghost"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")

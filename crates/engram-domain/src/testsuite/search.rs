@@ -298,7 +298,10 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
 
     // A relation changes the relational perspective of both ends.
     f.memory
-        .create_relations(f.ws, &[relation("Alice", "knows", "Bob")])
+        .create_relations(
+            f.ws,
+            CreateRelations::new(&[relation("Alice", "knows", "Bob")]),
+        )
         .await
         .unwrap();
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 10);
@@ -434,7 +437,10 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
 
     // Related pairs are no longer candidates.
     f.memory
-        .create_relations(f.ws, &[relation("rustc", "same_as", "Rust compiler")])
+        .create_relations(
+            f.ws,
+            CreateRelations::new(&[relation("rustc", "same_as", "Rust compiler")]),
+        )
         .await
         .unwrap();
     f.indexer.run_until_idle().await.unwrap();

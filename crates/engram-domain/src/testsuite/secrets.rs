@@ -72,14 +72,20 @@ async fn write_everywhere(
         attempts.push((
             "relations[0].relation_type",
             (memory
-                .create_relations(ws, &[relation("Staging", secret, "Vault")])
+                .create_relations(
+                    ws,
+                    CreateRelations::new(&[relation("Staging", secret, "Vault")]),
+                )
                 .await)
                 .map(drop),
         ));
         let existing = relation("Staging", "uses", "Vault");
         attempts.push((
             "new_type",
-            (memory.rename_relation_type(ws, &existing, secret).await).map(drop),
+            (memory
+                .rename_relation_type(ws, RenameRelationType::new(&existing, secret))
+                .await)
+                .map(drop),
         ));
         let link = RelationRecord {
             from: "Staging".into(),
@@ -112,9 +118,12 @@ async fn staging(store: Arc<dyn MemoryStore>, policy: SecretPolicy) -> (Memory, 
         .await
         .unwrap();
     create_nodes(&memory, ws, &["Vault"]).await;
-    (memory.create_relations(ws, &[relation("Staging", "uses", "Vault")]))
-        .await
-        .unwrap();
+    (memory.create_relations(
+        ws,
+        CreateRelations::new(&[relation("Staging", "uses", "Vault")]),
+    ))
+    .await
+    .unwrap();
     (memory, ws)
 }
 
@@ -225,9 +234,12 @@ pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemorySto
     for line in &lines {
         memory.set_summary(ws, "Vault", line).await.unwrap();
         if crate::limits::name("relation_type", line).is_ok() {
-            (memory.create_relations(ws, &[relation("Staging", line, "Vault")]))
-                .await
-                .unwrap();
+            (memory.create_relations(
+                ws,
+                CreateRelations::new(&[relation("Staging", line, "Vault")]),
+            ))
+            .await
+            .unwrap();
         }
     }
 }
@@ -308,7 +320,10 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
         relation("Carol", "uses", "engram"),
         relation("Alice", "knows", "Bob"),
     ];
-    memory.create_relations(ws, &links).await.unwrap();
+    memory
+        .create_relations(ws, CreateRelations::new(&links))
+        .await
+        .unwrap();
     memory
         .set_summary(ws, "Dave", "Newest of all.")
         .await

@@ -37,9 +37,12 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     assert!(added[0].not_found);
     assert_eq!(added[0].did_you_mean, ["Priya Raman"]);
 
-    let created = (memory.create_relations(ws, &[relation("Pryia Raman", "uses", "PostgreSQL")]))
-        .await
-        .unwrap();
+    let created = (memory.create_relations(
+        ws,
+        CreateRelations::new(&[relation("Pryia Raman", "uses", "PostgreSQL")]),
+    ))
+    .await
+    .unwrap();
     assert_eq!(created.not_found, ["Pryia Raman"]);
     assert_eq!(created.did_you_mean["Pryia Raman"], ["Priya Raman"]);
 

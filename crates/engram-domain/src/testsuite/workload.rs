@@ -125,7 +125,9 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         })
         .collect();
     for chunk in relations.chunks(1_000) {
-        memory.create_relations(workspace, chunk).await?;
+        memory
+            .create_relations(workspace, CreateRelations::new(chunk))
+            .await?;
     }
     for i in (0..nodes).filter(|i| i % 10 < 7) {
         memory

@@ -119,14 +119,17 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     );
     assert_eq!(
         memory
-            .get_relations_between(two, "Alice", "Bob")
+            .get_relations_between(two, GetRelationsBetween::new("Alice", "Bob"))
             .await
             .unwrap_err(),
         Error::node_not_found("Bob")
     );
     // A relation cannot reach into another workspace.
     let cross = memory
-        .create_relations(two, &[relation("Alice", "knows", "Bob")])
+        .create_relations(
+            two,
+            CreateRelations::new(&[relation("Alice", "knows", "Bob")]),
+        )
         .await
         .unwrap();
     assert_eq!(cross.not_found, ["Bob"]);

@@ -1,5 +1,6 @@
 //! PostgreSQL-specific checks beyond the conformance suite.
 
+use engram_domain::{CreateRelations, DeleteRelations};
 use engram_pg::PgStore;
 
 use engram_pg::testing::fresh_database;
@@ -173,7 +174,10 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
                 let links: Vec<_> = (0..10)
                     .map(|i| relation(&name(i), "links", &name(i + 10)))
                     .collect();
-                memory.create_relations(workspace, &links).await.unwrap();
+                memory
+                    .create_relations(workspace, CreateRelations::new(&links))
+                    .await
+                    .unwrap();
                 let gone: Vec<String> = [0, 11, 19].map(name).into();
                 memory.delete_entities(workspace, &gone).await.unwrap();
                 let trimmed = [deletions(&name(2), &[1, 2]), deletions(&name(3), &[5])];
@@ -182,7 +186,10 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
                     .await
                     .unwrap();
                 let unlinked = [relation(&name(4), "links", &name(14))];
-                memory.delete_relations(workspace, &unlinked).await.unwrap();
+                memory
+                    .delete_relations(workspace, DeleteRelations::new(&unlinked))
+                    .await
+                    .unwrap();
             }
         })
     });
