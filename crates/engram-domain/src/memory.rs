@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
+use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::requests::*;
@@ -263,29 +264,19 @@ impl Memory {
     pub async fn add_observations(
         &self,
         workspace: WorkspaceId,
-        additions: &[ObservationAdditions],
+        request: AddObservations,
     ) -> Result<Vec<AddedObservations>> {
-        crate::observations::add_observations(&*self.store, self.secrets, workspace, additions)
-            .await
+        crate::observations::add_observations(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `replace_observation`.
     pub async fn replace_observation(
         &self,
         workspace: WorkspaceId,
-        entity_name: &str,
-        ordinal: Ordinal,
-        new_content: &str,
+        request: ReplaceObservation,
     ) -> Result<ReplacedObservation> {
-        crate::observations::replace_observation(
-            &*self.store,
-            self.secrets,
-            workspace,
-            entity_name,
-            ordinal,
-            new_content,
-        )
-        .await
+        crate::observations::replace_observation(&*self.store, self.secrets, workspace, request)
+            .await
     }
 
     /// `delete_observations`: at most 1,000 ordinals and texts per call, at least one per
@@ -293,9 +284,9 @@ impl Memory {
     pub async fn delete_observations(
         &self,
         workspace: WorkspaceId,
-        deletions: &[ObservationDeletions],
+        request: DeleteObservations,
     ) -> Result<Vec<DeletedObservations>> {
-        crate::observations::delete_observations(&*self.store, workspace, deletions).await
+        crate::observations::delete_observations(&*self.store, workspace, request).await
     }
 
     // Relations (`relations.rs`).

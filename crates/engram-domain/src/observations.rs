@@ -1,6 +1,9 @@
-//! Observations: adding, replacing and deleting a node's facts.
+//! Observations: adding, replacing and deleting a node's facts, each asked by its tool's
+//! request (the MCP input), checked, then answered by the store.
 
 use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
 
 use crate::checked::Checked;
 use crate::error::Result;
@@ -9,15 +12,145 @@ use crate::model::*;
 use crate::store::*;
 use crate::suggestions::{did_you_mean, explain};
 
+/// `add_observations`: facts to append to existing nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AddObservations {
+    /// Per node, the observations to append; at most 1,000 contents per call in all.
+    pub observations: Vec<ObservationAdditions>,
+}
+
+impl AddObservations {
+    /// The additions `observations`.
+    pub fn new(observations: &[ObservationAdditions]) -> Self {
+        Self {
+            observations: observations.to_vec(),
+        }
+    }
+
+    /// The request with its texts as the secret policy leaves them, if every node name and
+    /// text is within its limits (1–1,000 entries, 1–1,000 contents each and in all) and the
+    /// policy refuses none; else [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        let additions = &self.observations;
+        limits::batch("observations", additions)?;
+        let mut total = 0;
+        for (i, addition) in additions.iter().enumerate() {
+            limits::name(
+                &format!("observations[{i}].entity_name"),
+                &addition.entity_name,
+            )?;
+            limits::batch(&format!("observations[{i}].contents"), &addition.contents)?;
+            for (j, content) in addition.contents.iter().enumerate() {
+                limits::content(&format!("observations[{i}].contents[{j}]"), content)?;
+            }
+            total += addition.contents.len();
+        }
+        batch_total("observations[].contents", total)?;
+        if let Some(screened) = secrets.screen_additions(additions)? {
+            self.observations = screened;
+        }
+        Ok(Checked::new(self))
+    }
+}
+
+/// `replace_observation`: one observation's new text, kept at its ordinal.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceObservation {
+    /// The node.
+    pub entity_name: String,
+    /// The observation's ordinal (from `open_nodes`); it stays the same.
+    pub ordinal: i64,
+    /// The replacement text, 1–65,536 bytes.
+    pub new_content: String,
+}
+
+impl ReplaceObservation {
+    /// `entity_name`'s observation `ordinal`, to hold `new_content`.
+    pub fn new(
+        entity_name: impl Into<String>,
+        ordinal: Ordinal,
+        new_content: impl Into<String>,
+    ) -> Self {
+        Self {
+            entity_name: entity_name.into(),
+            ordinal: ordinal.0,
+            new_content: new_content.into(),
+        }
+    }
+
+    /// The request with its text as the secret policy leaves it, if the name, the ordinal
+    /// and the text are within their limits; else [`crate::Error::InvalidArgument`] naming
+    /// the field.
+    pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        limits::name("entity_name", &self.entity_name)?;
+        limits::ordinal("ordinal", Ordinal(self.ordinal))?;
+        limits::content("new_content", &self.new_content)?;
+        self.new_content = secrets
+            .screen("new_content", &self.new_content)?
+            .into_owned();
+        Ok(Checked::new(self))
+    }
+}
+
+/// `delete_observations`: ordinals (or texts) to delete, per node.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DeleteObservations {
+    /// Per node, the ordinals to delete; at most 1,000 ordinals per call in all.
+    pub deletions: Vec<ObservationDeletions>,
+}
+
+impl DeleteObservations {
+    /// The deletions `deletions`.
+    pub fn new(deletions: &[ObservationDeletions]) -> Self {
+        Self {
+            deletions: deletions.to_vec(),
+        }
+    }
+
+    /// The request if it holds 1–1,000 entries with valid names, ordinals and texts, at
+    /// least one per entry and at most 1,000 in all; else [`crate::Error::InvalidArgument`]
+    /// naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        let deletions = &self.deletions;
+        limits::batch("deletions", deletions)?;
+        let mut total = 0;
+        for (i, deletion) in deletions.iter().enumerate() {
+            limits::name(
+                &format!("deletions[{i}].entity_name"),
+                &deletion.entity_name,
+            )?;
+            if deletion.contents.is_empty() {
+                limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
+            }
+            for (j, ordinal) in deletion.ordinals.iter().enumerate() {
+                limits::ordinal(&format!("deletions[{i}].ordinals[{j}]"), *ordinal)?;
+            }
+            for (j, content) in deletion.contents.iter().enumerate() {
+                limits::content(&format!("deletions[{i}].observations[{j}]"), content)?;
+            }
+            total += deletion.ordinals.len() + deletion.contents.len();
+        }
+        batch_total("deletions[].ordinals", total)?;
+        Ok(Checked::new(self))
+    }
+}
+
 /// The semantics of [`Memory::add_observations`](crate::Memory::add_observations): the
 /// additions stored, and the names close to each node that was not found.
 pub(crate) async fn add_observations(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    additions: &[ObservationAdditions],
+    request: AddObservations,
 ) -> Result<Vec<AddedObservations>> {
-    let mut results = store_additions(store, secrets, workspace, additions).await?;
+    let request = request.check(secrets)?;
+    let mut results = store_additions(store, workspace, &request).await?;
     let missing: Vec<String> = (results.iter())
         .filter(|result| result.not_found)
         .map(|result| result.entity_name.clone())
@@ -29,29 +162,13 @@ pub(crate) async fn add_observations(
     Ok(results)
 }
 
-/// `add_observations` without the suggestions: validated, screened, each text once.
+/// `add_observations` without the suggestions: each text once.
 async fn store_additions(
     store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    additions: &[ObservationAdditions],
+    request: &Checked<AddObservations>,
 ) -> Result<Vec<AddedObservations>> {
-    limits::batch("observations", additions)?;
-    let mut total = 0;
-    for (i, addition) in additions.iter().enumerate() {
-        limits::name(
-            &format!("observations[{i}].entity_name"),
-            &addition.entity_name,
-        )?;
-        limits::batch(&format!("observations[{i}].contents"), &addition.contents)?;
-        for (j, content) in addition.contents.iter().enumerate() {
-            limits::content(&format!("observations[{i}].contents[{j}]"), content)?;
-        }
-        total += addition.contents.len();
-    }
-    batch_total("observations[].contents", total)?;
-    let screened = secrets.screen_additions(additions)?;
-    let additions = screened.as_deref().unwrap_or(additions);
+    let additions = &request.observations;
     // A text given twice for one node (in one entry or two) is stored once; the store
     // skips the texts the node already holds. Repeats are rare: the call is copied
     // without them only when it has some.
@@ -65,12 +182,7 @@ async fn store_additions(
         })
         .collect();
     if kept.iter().flatten().all(|first| *first) {
-        return store
-            .add_observations(AddObservations {
-                workspace,
-                additions: Checked::new(additions),
-            })
-            .await;
+        return store.add_observations(workspace, request).await;
     }
     let once: Vec<ObservationAdditions> = (additions.iter().zip(&kept))
         .map(|(addition, kept)| ObservationAdditions {
@@ -81,12 +193,8 @@ async fn store_additions(
                 .collect(),
         })
         .collect();
-    let mut results = store
-        .add_observations(AddObservations {
-            workspace,
-            additions: Checked::new(&once),
-        })
-        .await?;
+    let once = Checked::new(AddObservations { observations: once });
+    let mut results = store.add_observations(workspace, &once).await?;
     // Every skipped text in request order, with the ordinal that holds it.
     let placed: HashMap<(String, String), Ordinal> = (results.iter())
         .flat_map(|r| {
@@ -123,22 +231,10 @@ pub(crate) async fn replace_observation(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    entity_name: &str,
-    ordinal: Ordinal,
-    new_content: &str,
+    request: ReplaceObservation,
 ) -> Result<ReplacedObservation> {
-    limits::name("entity_name", entity_name)?;
-    limits::ordinal("ordinal", ordinal)?;
-    limits::content("new_content", new_content)?;
-    let new_content = secrets.screen("new_content", new_content)?;
-    let result = store
-        .replace_observation(ReplaceObservation {
-            workspace,
-            entity_name,
-            ordinal,
-            new_content: Checked::new(&new_content),
-        })
-        .await;
+    let request = request.check(secrets)?;
+    let result = store.replace_observation(workspace, &request).await;
     explain(store, workspace, result).await
 }
 
@@ -146,31 +242,8 @@ pub(crate) async fn replace_observation(
 pub(crate) async fn delete_observations(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    deletions: &[ObservationDeletions],
+    request: DeleteObservations,
 ) -> Result<Vec<DeletedObservations>> {
-    limits::batch("deletions", deletions)?;
-    let mut total = 0;
-    for (i, deletion) in deletions.iter().enumerate() {
-        limits::name(
-            &format!("deletions[{i}].entity_name"),
-            &deletion.entity_name,
-        )?;
-        if deletion.contents.is_empty() {
-            limits::batch(&format!("deletions[{i}].ordinals"), &deletion.ordinals)?;
-        }
-        for (j, ordinal) in deletion.ordinals.iter().enumerate() {
-            limits::ordinal(&format!("deletions[{i}].ordinals[{j}]"), *ordinal)?;
-        }
-        for (j, content) in deletion.contents.iter().enumerate() {
-            limits::content(&format!("deletions[{i}].observations[{j}]"), content)?;
-        }
-        total += deletion.ordinals.len() + deletion.contents.len();
-    }
-    batch_total("deletions[].ordinals", total)?;
-    store
-        .delete_observations(DeleteObservations {
-            workspace,
-            deletions,
-        })
-        .await
+    let request = request.check()?;
+    store.delete_observations(workspace, &request).await
 }

@@ -13,6 +13,7 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
+use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::perspectives::Perspective;
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 use crate::search::results::*;
@@ -155,18 +156,21 @@ pub trait ObservationStore: Send + Sync + 'static {
     /// concurrent writers never collide and deleted ordinals are never reused.
     async fn add_observations(
         &self,
-        request: AddObservations<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<AddObservations>,
     ) -> Result<Vec<AddedObservations>>;
     /// `replace_observation`: replaces the text in place, keeping the ordinal.
     /// [`crate::Error::NotFound`] for an unknown node or ordinal.
     async fn replace_observation(
         &self,
-        request: ReplaceObservation<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<ReplaceObservation>,
     ) -> Result<ReplacedObservation>;
     /// `delete_observations`: deletes by ordinal; the others keep theirs.
     async fn delete_observations(
         &self,
-        request: DeleteObservations<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteObservations>,
     ) -> Result<Vec<DeletedObservations>>;
 }
 
@@ -511,37 +515,6 @@ pub struct SetTags<'a> {
     pub name: &'a str,
     /// The tags, validated and de-duplicated.
     pub tags: Checked<&'a [String]>,
-}
-
-/// `add_observations`: observations to append, per node.
-#[derive(Debug, Clone, Copy)]
-pub struct AddObservations<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// Per node, the texts to append, validated.
-    pub additions: Checked<&'a [ObservationAdditions]>,
-}
-
-/// `replace_observation`: an observation's new text, kept at its ordinal.
-#[derive(Debug, Clone, Copy)]
-pub struct ReplaceObservation<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The node.
-    pub entity_name: &'a str,
-    /// The observation's ordinal.
-    pub ordinal: Ordinal,
-    /// The new text, validated.
-    pub new_content: Checked<&'a str>,
-}
-
-/// `delete_observations`: ordinals to delete, per node.
-#[derive(Debug, Clone, Copy)]
-pub struct DeleteObservations<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// Per node, the ordinals to delete.
-    pub deletions: &'a [ObservationDeletions],
 }
 
 /// `engram import`: one batch of recorded nodes and relations.

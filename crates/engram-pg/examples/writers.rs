@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use engram_domain::{Memory, NewNode, ObservationAdditions};
+use engram_domain::{AddObservations, Memory, NewNode, ObservationAdditions};
 use engram_pg::PgStore;
 
 /// How many writers append at once, and how many observations each appends.
@@ -41,7 +41,9 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
                     .map(|i| format!("writer {writer}, entry {i}"))
                     .collect(),
             }];
-            memory.add_observations(workspace, &additions).await
+            memory
+                .add_observations(workspace, AddObservations::new(&additions))
+                .await
         })
     });
     for written in futures::future::join_all(writers).await {

@@ -48,12 +48,13 @@ pub(crate) async fn node_pair(
 
 #[async_trait]
 impl ObservationStore for PgStore {
-    #[instrument(skip_all, fields(count = request.additions.len()))]
+    #[instrument(skip_all, fields(count = request.observations.len()))]
     async fn add_observations(
         &self,
-        request: AddObservations<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<AddObservations>,
     ) -> Result<Vec<AddedObservations>> {
-        let (workspace, additions) = (request.workspace, *request.additions);
+        let additions = &request.observations;
         let added = write!(self, |tx| async {
             let (names, contents): (Vec<&str>, Vec<&str>) = additions
                 .iter()
@@ -145,7 +146,7 @@ impl ObservationStore for PgStore {
                 })
                 .collect())
         })?;
-        let rows = request.additions.iter().map(|a| a.contents.len()).sum();
+        let rows = request.observations.iter().map(|a| a.contents.len()).sum();
         self.written.wrote(rows, &self.pool);
         Ok(added)
     }
@@ -153,10 +154,11 @@ impl ObservationStore for PgStore {
     #[instrument(skip_all)]
     async fn replace_observation(
         &self,
-        request: ReplaceObservation<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<ReplaceObservation>,
     ) -> Result<ReplacedObservation> {
-        let (workspace, entity_name) = (request.workspace, request.entity_name);
-        let (ordinal, new_content) = (request.ordinal.0, *request.new_content);
+        let entity_name = request.entity_name.as_str();
+        let (ordinal, new_content) = (request.ordinal, request.new_content.as_str());
         write!(self, |tx| async {
             let row = tx
                 .query_opt(
@@ -204,9 +206,10 @@ impl ObservationStore for PgStore {
     #[instrument(skip_all, fields(count = request.deletions.len()))]
     async fn delete_observations(
         &self,
-        request: DeleteObservations<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteObservations>,
     ) -> Result<Vec<DeletedObservations>> {
-        let (workspace, deletions) = (request.workspace, request.deletions);
+        let deletions = &request.deletions;
         let deleted = write!(self, |tx| async {
             // One statement for the batch: a row per ordinal (content NULL) and per text
             // (ordinal NULL); an observation goes when it matches either.

@@ -13,16 +13,13 @@ use crate::nodes::{NewObservation, insert_observations, node_ids};
 
 #[async_trait]
 impl ObservationStore for SqliteStore {
-    #[instrument(skip_all, fields(count = request.additions.len()))]
+    #[instrument(skip_all, fields(count = request.observations.len()))]
     async fn add_observations(
         &self,
-        request: AddObservations<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<AddObservations>,
     ) -> Result<Vec<AddedObservations>> {
-        let AddObservations {
-            workspace,
-            additions,
-        } = request;
-        let additions = additions.to_vec();
+        let additions = request.observations.clone();
         self.pool
             .write(move |tx| {
                 let ids = node_ids(
@@ -102,16 +99,14 @@ impl ObservationStore for SqliteStore {
     #[instrument(skip_all)]
     async fn replace_observation(
         &self,
-        request: ReplaceObservation<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<ReplaceObservation>,
     ) -> Result<ReplacedObservation> {
         let ReplaceObservation {
-            workspace,
             entity_name,
             ordinal,
             new_content,
-        } = request;
-        let (entity_name, new_content) = (entity_name.to_owned(), (*new_content).to_owned());
-        let ordinal = ordinal.0;
+        } = (**request).clone();
         self.pool
             .write(move |tx| {
                 let found: Option<(i64, String)> = tx
@@ -154,13 +149,10 @@ impl ObservationStore for SqliteStore {
     #[instrument(skip_all, fields(count = request.deletions.len()))]
     async fn delete_observations(
         &self,
-        request: DeleteObservations<'_>,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteObservations>,
     ) -> Result<Vec<DeletedObservations>> {
-        let DeleteObservations {
-            workspace,
-            deletions,
-        } = request;
-        let deletions = deletions.to_vec();
+        let deletions = request.deletions.clone();
         self.pool
             .write(move |tx| {
                 let mut delete = tx

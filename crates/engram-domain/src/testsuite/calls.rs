@@ -29,13 +29,19 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     transactions::take();
     memory.create_entities(ws, nodes).await.unwrap();
     note("create_entities", transactions::take());
-    (memory.add_observations(ws, &[additions("Alice", &["Alice lives in Lisbon"])]))
-        .await
-        .unwrap();
+    (memory.add_observations(
+        ws,
+        AddObservations::new(&[additions("Alice", &["Alice lives in Lisbon"])]),
+    ))
+    .await
+    .unwrap();
     note("add_observations", transactions::take());
-    (memory.replace_observation(ws, "Alice", Ordinal(2), "Alice lives in Porto"))
-        .await
-        .unwrap();
+    (memory.replace_observation(
+        ws,
+        ReplaceObservation::new("Alice", Ordinal(2), "Alice lives in Porto"),
+    ))
+    .await
+    .unwrap();
     note("replace_observation", transactions::take());
     (memory.create_relations(
         ws,
@@ -136,7 +142,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .unwrap();
     note("delete_relations", transactions::take());
     memory
-        .delete_observations(ws, &[deletions("Alice", &[1])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
         .unwrap();
     note("delete_observations", transactions::take());

@@ -114,10 +114,10 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
     tick().await;
     m.add_observations(
         ws,
-        &[additions(
+        AddObservations::new(&[additions(
             "Andromeda",
             &["its stars and nebulae will merge with distant galaxies"],
-        )],
+        )]),
     )
     .await
     .unwrap();

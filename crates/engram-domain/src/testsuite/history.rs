@@ -52,15 +52,15 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
     tick().await;
     let m = &memory;
 
-    m.add_observations(ws, &[additions("A", &["one", "two"])])
+    m.add_observations(ws, AddObservations::new(&[additions("A", &["one", "two"])]))
         .await
         .unwrap();
     clocks.check(m, ws, "add_observations", &["A"]).await;
-    m.replace_observation(ws, "A", crate::Ordinal(1), "uno")
+    m.replace_observation(ws, ReplaceObservation::new("A", crate::Ordinal(1), "uno"))
         .await
         .unwrap();
     clocks.check(m, ws, "replace_observation", &["A"]).await;
-    m.delete_observations(ws, &[deletions("A", &[2])])
+    m.delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
         .unwrap();
     clocks.check(m, ws, "delete_observations", &["A"]).await;
@@ -92,7 +92,7 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
         .unwrap();
     m.get_pending_consolidation(ws).await.unwrap();
     assert!(
-        m.replace_observation(ws, "A", crate::Ordinal(2), "gone")
+        m.replace_observation(ws, ReplaceObservation::new("A", crate::Ordinal(2), "gone"))
             .await
             .is_err()
     );
@@ -154,7 +154,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
 
     // A new observation makes N pending again; its summary time is still set_summary's.
     memory
-        .add_observations(ws, &[additions("N", &["n2"])])
+        .add_observations(ws, AddObservations::new(&[additions("N", &["n2"])]))
         .await
         .unwrap();
     let added = open_node(&memory, ws, "N").await.updated_at;
@@ -169,7 +169,10 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     tick().await;
     // Replacing an observation counts as writing it.
     memory
-        .replace_observation(ws, "N", crate::Ordinal(1), "n1, revised")
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("N", crate::Ordinal(1), "n1, revised"),
+        )
         .await
         .unwrap();
     let replaced = open_node(&memory, ws, "N").await.updated_at;
@@ -188,7 +191,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     assert!(again > replaced);
     assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
     memory
-        .delete_observations(ws, &[deletions("M", &[1])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("M", &[1])]))
         .await
         .unwrap();
     assert!(
@@ -232,7 +235,7 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
     assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 4, 3));
 
     memory
-        .delete_observations(ws, &[deletions("A", &[2])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
         .unwrap();
     memory
@@ -266,13 +269,16 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
     .await
     .unwrap();
     assert_eq!(events(m, ws).await, (4, 0, 0));
-    m.add_observations(ws, &[additions("A", &["a3"])])
+    m.add_observations(ws, AddObservations::new(&[additions("A", &["a3"])]))
         .await
         .unwrap();
-    m.replace_observation(ws, "A", crate::Ordinal(1), "a1, revised")
-        .await
-        .unwrap();
-    m.delete_observations(ws, &[deletions("A", &[2, 9])])
+    m.replace_observation(
+        ws,
+        ReplaceObservation::new("A", crate::Ordinal(1), "a1, revised"),
+    )
+    .await
+    .unwrap();
+    m.delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2, 9])]))
         .await
         .unwrap();
     assert_eq!(events(m, ws).await, (5, 1, 1));

@@ -115,15 +115,18 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
         assert_invalid(m.set_summary(ws, bad, "s").await, "name");
         assert_invalid(m.set_tags(ws, bad, &[]).await, "name");
         assert_invalid(
-            m.add_observations(ws, &[additions(bad, &["x"])]).await,
+            m.add_observations(ws, AddObservations::new(&[additions(bad, &["x"])]))
+                .await,
             "observations[0].entity_name",
         );
         assert_invalid(
-            m.replace_observation(ws, bad, crate::Ordinal(1), "x").await,
+            m.replace_observation(ws, ReplaceObservation::new(bad, crate::Ordinal(1), "x"))
+                .await,
             "entity_name",
         );
         assert_invalid(
-            m.delete_observations(ws, &[deletions(bad, &[1])]).await,
+            m.delete_observations(ws, DeleteObservations::new(&[deletions(bad, &[1])]))
+                .await,
             "deletions[0].entity_name",
         );
         assert_invalid(
@@ -178,11 +181,13 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
         );
         let additions_ = [additions("N", &["ok"]), additions("M", &["a", "b", bad])];
         assert_invalid(
-            m.add_observations(ws, &additions_).await,
+            m.add_observations(ws, AddObservations::new(&additions_))
+                .await,
             "observations[1].contents[2]",
         );
         assert_invalid(
-            m.replace_observation(ws, "N", crate::Ordinal(1), bad).await,
+            m.replace_observation(ws, ReplaceObservation::new("N", crate::Ordinal(1), bad))
+                .await,
             "new_content",
         );
         assert_invalid(m.set_summary(ws, "N", bad).await, "summary");
@@ -197,13 +202,16 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
         "query",
     );
     // Invisible characters are fine inside facts (emoji sequences use U+200D).
-    m.add_observations(ws, &[additions("N", &["family 👨\u{200d}👩\u{200d}👧"])])
-        .await
-        .unwrap();
+    m.add_observations(
+        ws,
+        AddObservations::new(&[additions("N", &["family 👨\u{200d}👩\u{200d}👧"])]),
+    )
+    .await
+    .unwrap();
 
     let longest = "y".repeat(65_536);
     let added = m
-        .add_observations(ws, &[additions("M", &[&longest])])
+        .add_observations(ws, AddObservations::new(&[additions("M", &[&longest])]))
         .await
         .unwrap();
     assert_eq!(added[0].added, observations(&[(1, &longest)]));
@@ -263,26 +271,35 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         assert_invalid(m.delete_entities(ws, &names(count)).await, "entity_names");
         assert_invalid(m.open_nodes(ws, &names(count)).await, "names");
         let adds: Vec<ObservationAdditions> = (0..count).map(|_| add("N", 1)).collect();
-        assert_invalid(m.add_observations(ws, &adds).await, "observations");
         assert_invalid(
-            m.add_observations(ws, &[add("M", count)]).await,
+            m.add_observations(ws, AddObservations::new(&adds)).await,
+            "observations",
+        );
+        assert_invalid(
+            m.add_observations(ws, AddObservations::new(&[add("M", count)]))
+                .await,
             "observations[0].contents",
         );
         let dels: Vec<ObservationDeletions> = (0..count).map(|_| deletions("N", &[1])).collect();
-        assert_invalid(m.delete_observations(ws, &dels).await, "deletions");
+        assert_invalid(
+            m.delete_observations(ws, DeleteObservations::new(&dels))
+                .await,
+            "deletions",
+        );
         let dels = [
             deletions("N", &[1]),
             deletions("M", &ordinals(count as i64)),
         ];
         assert_invalid(
-            m.delete_observations(ws, &dels).await,
+            m.delete_observations(ws, DeleteObservations::new(&dels))
+                .await,
             "deletions[1].ordinals",
         );
     }
     // 1,001 observation contents or ordinals in one call, spread over entries.
     let spread = [add("N", 400), add("M", 400), add("N", 201)];
     assert_invalid(
-        m.add_observations(ws, &spread).await,
+        m.add_observations(ws, AddObservations::new(&spread)).await,
         "observations[].contents",
     );
     let spread = vec![
@@ -304,7 +321,8 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         deletions("M", &ordinals(501)),
     ];
     assert_invalid(
-        m.delete_observations(ws, &spread).await,
+        m.delete_observations(ws, DeleteObservations::new(&spread))
+            .await,
         "deletions[].ordinals",
     );
     assert_eq!(footprint(m, ws).await, before);
@@ -314,7 +332,10 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         .map(|i| entity(&format!("e{i}"), "thing", &["one fact"]))
         .collect();
     assert_eq!(m.create_entities(ws, thousand).await.unwrap().len(), 1_000);
-    let added = m.add_observations(ws, &[add("M", 1_000)]).await.unwrap();
+    let added = m
+        .add_observations(ws, AddObservations::new(&[add("M", 1_000)]))
+        .await
+        .unwrap();
     assert_eq!(added[0].added.last().unwrap().ordinal.0, 1_000);
     m.create_relations(ws, CreateRelations::new(&relations(1_000)))
         .await
@@ -370,13 +391,17 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
     }
     for ordinal in [0, -1] {
         assert_invalid(
-            m.replace_observation(ws, "N", crate::Ordinal(ordinal), "x")
-                .await,
+            m.replace_observation(
+                ws,
+                ReplaceObservation::new("N", crate::Ordinal(ordinal), "x"),
+            )
+            .await,
             "ordinal",
         );
         let dels = [deletions("M", &[1]), deletions("N", &[1, ordinal])];
         assert_invalid(
-            m.delete_observations(ws, &dels).await,
+            m.delete_observations(ws, DeleteObservations::new(&dels))
+                .await,
             "deletions[1].ordinals[1]",
         );
     }

@@ -63,9 +63,10 @@ use crate::store::CountEvents;
 use std::sync::Arc;
 
 use crate::{
-    CreateRelations, DeleteRelations, GetNeighborhood, GetPath, GetRelationsBetween, Memory,
-    MemoryStore, NewNode, NodeDetail, Observation, ObservationAdditions, ObservationDeletions,
-    Relation, RelationSpec, RenameRelationType, Timestamp, WorkspaceId,
+    AddObservations, CreateRelations, DeleteObservations, DeleteRelations, GetNeighborhood,
+    GetPath, GetRelationsBetween, Memory, MemoryStore, NewNode, NodeDetail, Observation,
+    ObservationAdditions, ObservationDeletions, Relation, RelationSpec, RenameRelationType,
+    ReplaceObservation, Timestamp, WorkspaceId,
 };
 
 /// Instantiates every conformance test as a `#[tokio::test]` calling `$fixture().await` for a

@@ -181,7 +181,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     assert!(reborn.entities[0].observations.is_empty());
     assert!(reborn.relations.is_empty());
     let added = memory
-        .add_observations(ws, &[additions("B", &["fresh"])])
+        .add_observations(ws, AddObservations::new(&[additions("B", &["fresh"])]))
         .await
         .unwrap();
     assert_eq!(added[0].added, observations(&[(1, "fresh")]));
@@ -197,13 +197,16 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
         .unwrap();
     create_nodes(&memory, ws, &["B", "C", "D"]).await;
     memory
-        .add_observations(ws, &[additions("A", &["third"])])
+        .add_observations(ws, AddObservations::new(&[additions("A", &["third"])]))
         .await
         .unwrap();
     tick().await;
     // Rewriting the first observation does not move it to the end.
     memory
-        .replace_observation(ws, "A", crate::Ordinal(1), "first, revised")
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("A", crate::Ordinal(1), "first, revised"),
+        )
         .await
         .unwrap();
     create_relations(

@@ -20,7 +20,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     let result = memory
-        .delete_observations(ws, &[deletions("N", &[3, 2])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[3, 2])]))
         .await
         .unwrap();
     assert_eq!(result, [deleted("N", &[2, 3], &[])]);
@@ -31,7 +31,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
 
     // The next ordinal is past every ordinal ever handed out, not past the highest left.
     let added = memory
-        .add_observations(ws, &[additions("N", &["d"])])
+        .add_observations(ws, AddObservations::new(&[additions("N", &["d"])]))
         .await
         .unwrap();
     assert_eq!(added[0].added, observations(&[(4, "d")]));
@@ -41,12 +41,12 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
     );
 
     memory
-        .delete_observations(ws, &[deletions("N", &[4, 1])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[4, 1])]))
         .await
         .unwrap();
     assert!(open_node(&memory, ws, "N").await.observations.is_empty());
     let added = memory
-        .add_observations(ws, &[additions("N", &["e", "f"])])
+        .add_observations(ws, AddObservations::new(&[additions("N", &["e", "f"])]))
         .await
         .unwrap();
     assert_eq!(added[0].added, observations(&[(5, "e"), (6, "f")]));
@@ -75,7 +75,10 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
                 let additions: Vec<ObservationAdditions> = (order.iter())
                     .map(|name| additions(name, &[&format!("{name} from {w}/{call}")]))
                     .collect();
-                memory.add_observations(ws, &additions).await.unwrap();
+                memory
+                    .add_observations(ws, AddObservations::new(&additions))
+                    .await
+                    .unwrap();
                 // Overlapping batches of new nodes, in opposite orders too.
                 let names = [format!("n{call}a"), format!("n{call}b")];
                 let mut batch: Vec<NewNode> = names.iter().map(|n| entity(n, "t", &[])).collect();
@@ -121,7 +124,12 @@ pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn Me
             entity_name: "N".into(),
             contents: contents.clone(),
         };
-        async move { memory.add_observations(ws, &[addition]).await.unwrap() }
+        async move {
+            memory
+                .add_observations(ws, AddObservations::new(&[addition]))
+                .await
+                .unwrap()
+        }
     });
     let results = futures::future::join_all(calls).await;
 
@@ -168,12 +176,12 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
     let result = memory
         .add_observations(
             ws,
-            &[
+            AddObservations::new(&[
                 additions("N", &["y", "x"]),
                 additions("Ghost", &["boo"]),
                 additions("M", &["m1"]),
                 additions("N", &["z"]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -201,7 +209,10 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
     // Only unknown nodes: nothing is created or added.
     let before = (counts(&memory, ws).await, events(&memory, ws).await);
     let result = memory
-        .add_observations(ws, &[additions("Ghost", &["boo", "hoo"])])
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Ghost", &["boo", "hoo"])]),
+        )
         .await
         .unwrap();
     assert_eq!(result, [row("Ghost", &[], true)]);
@@ -245,11 +256,11 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
     let result = memory
         .add_observations(
             ws,
-            &[
+            AddObservations::new(&[
                 additions("N", &["c", "d", "d", "a"]),
                 additions("M", &["m", "n"]),
                 additions("N", &["d", "e"]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -281,9 +292,10 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
 
     // Only texts the node holds: nothing changes.
     let before = (counts(&memory, ws).await, events(&memory, ws).await);
-    let result = (memory.add_observations(ws, &[additions("M", &["n", "m"])]))
-        .await
-        .unwrap();
+    let result = (memory
+        .add_observations(ws, AddObservations::new(&[additions("M", &["n", "m"])])))
+    .await
+    .unwrap();
     assert_eq!(result, [row("M", &[], &[(2, "n"), (1, "m")])]);
     assert_eq!(
         (counts(&memory, ws).await, events(&memory, ws).await),
@@ -298,12 +310,12 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
         .await
         .unwrap();
     memory
-        .delete_observations(ws, &[deletions("N", &[3])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[3])]))
         .await
         .unwrap();
 
     let replaced = memory
-        .replace_observation(ws, "N", crate::Ordinal(2), "B")
+        .replace_observation(ws, ReplaceObservation::new("N", crate::Ordinal(2), "B"))
         .await
         .unwrap();
     assert_eq!(
@@ -316,7 +328,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
         }
     );
     let again = memory
-        .replace_observation(ws, "N", crate::Ordinal(2), "bee")
+        .replace_observation(ws, ReplaceObservation::new("N", crate::Ordinal(2), "bee"))
         .await
         .unwrap();
     assert_eq!(
@@ -332,7 +344,10 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
     for ordinal in [3, 4] {
         assert_eq!(
             memory
-                .replace_observation(ws, "N", crate::Ordinal(ordinal), "x")
+                .replace_observation(
+                    ws,
+                    ReplaceObservation::new("N", crate::Ordinal(ordinal), "x")
+                )
                 .await
                 .unwrap_err(),
             Error::NotFound {
@@ -344,7 +359,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
     }
     assert_eq!(
         memory
-            .replace_observation(ws, "Ghost", crate::Ordinal(1), "x")
+            .replace_observation(ws, ReplaceObservation::new("Ghost", crate::Ordinal(1), "x"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")
@@ -371,11 +386,11 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
     let result = memory
         .delete_observations(
             ws,
-            &[
+            DeleteObservations::new(&[
                 deletions("N", &[4, 9, 1, 7, 4]),
                 deletions("Ghost", &[2, 1]),
                 deletions("M", &[2]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -398,7 +413,7 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
 
     // Deleting again finds nothing.
     let again = memory
-        .delete_observations(ws, &[deletions("N", &[1])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[1])]))
         .await
         .unwrap();
     assert_eq!(again, [deleted("N", &[], &[1])]);

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use super::properties::*;
+use crate::AddObservations;
 use crate::GetRelationsBetween;
 use crate::transfer::{GraphDetail, GraphPageQuery};
 use crate::{
@@ -31,7 +32,10 @@ pub async fn properties_of_the_read_tools_hold_for_generated_arguments(
         let facts = h.draw(vec(tricky(), 3));
         let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
         let additions = [super::additions(&name, &facts)];
-        h.memory.add_observations(h.ws, &additions).await.unwrap();
+        h.memory
+            .add_observations(h.ws, AddObservations::new(&additions))
+            .await
+            .unwrap();
     }
     for _ in 0..CASES {
         h.case().await;

@@ -7,6 +7,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::properties::*;
+use crate::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::{CreateRelations, DeleteRelations, RenameRelationType};
 use crate::{MemoryStore, NewNode, ObservationAdditions, ObservationDeletions, RelationSpec};
 
@@ -198,7 +199,7 @@ async fn add_observations(h: &mut Harness) {
     blame.unless(total <= 1_000, "observations[].contents");
 
     let m = h.memory.clone();
-    let call = m.add_observations(h.ws, &additions);
+    let call = m.add_observations(h.ws, AddObservations::new(&additions));
     let Some(rows) = h.run("add_observations", &additions, &blame, call).await else {
         return;
     };
@@ -307,7 +308,7 @@ async fn delete_observations(h: &mut Harness) {
     blame.unless(total <= 1_000, "deletions[].ordinals");
 
     let m = h.memory.clone();
-    let call = m.delete_observations(h.ws, &deletions);
+    let call = m.delete_observations(h.ws, DeleteObservations::new(&deletions));
     let Some(rows) = h.run("delete_observations", &deletions, &blame, call).await else {
         return;
     };
@@ -356,7 +357,10 @@ async fn replace_observation(h: &mut Harness) {
             .any(|o| o.ordinal == Some(crate::Ordinal(ordinal)))
     });
     let m = h.memory.clone();
-    let call = m.replace_observation(h.ws, &name, crate::Ordinal(ordinal), &content);
+    let call = m.replace_observation(
+        h.ws,
+        ReplaceObservation::new(&name, crate::Ordinal(ordinal), &content),
+    );
     let replaced = h.run("replace_observation", &input, &blame, call).await;
     assert_eq!(
         replaced.is_some(),

@@ -256,9 +256,7 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     f.memory
         .replace_observation(
             f.ws,
-            "Dave",
-            crate::Ordinal(1),
-            "Dave keeps bees on his roof",
+            ReplaceObservation::new("Dave", crate::Ordinal(1), "Dave keeps bees on his roof"),
         )
         .await
         .unwrap();
@@ -492,7 +490,10 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     assert_eq!(answer.results[0].name, "Bob");
     // Writes never wait for the model.
     memory
-        .add_observations(f.ws, &[additions("Bob", &["Bob moved to Porto"])])
+        .add_observations(
+            f.ws,
+            AddObservations::new(&[additions("Bob", &["Bob moved to Porto"])]),
+        )
         .await
         .unwrap();
 }
@@ -947,7 +948,10 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert_eq!(embedder.calls.load(Ordering::Relaxed), calls);
     // A changed text is a new one, tried at once.
     memory
-        .replace_observation(ws, "Garden", crate::Ordinal(8), "a harmless fact")
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("Garden", crate::Ordinal(8), "a harmless fact"),
+        )
         .await
         .unwrap();
     indexer.run_until_idle().await.unwrap();
@@ -955,7 +959,10 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
     // A write after the idle pass: the coverage is counted again, not vouched for.
     memory
-        .add_observations(ws, &[additions("Garden", &["a late fact"])])
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Garden", &["a late fact"])]),
+        )
         .await
         .unwrap();
     // (The node changed, so all its vectors are stale until the indexer renders them again.)
@@ -972,7 +979,10 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     // An embedder that is down is not bisected: one call and its probe, nothing set aside.
     let down = Indexer::new(store.clone(), Arc::new(Down), 64);
     memory
-        .add_observations(ws, &[additions("Garden", &["one more"])])
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Garden", &["one more"])]),
+        )
         .await
         .unwrap();
     assert!(matches!(down.run_once().await, Err(Error::Unavailable(_))));
@@ -1001,7 +1011,10 @@ pub async fn coverage_counts_are_reused_while_indexing_until_a_write(store: Arc<
     );
     // A write: counted again (the node changed, so its vectors are stale until re-rendered).
     memory
-        .add_observations(f.ws, &[additions("Alice", &["Alice learns Portuguese"])])
+        .add_observations(
+            f.ws,
+            AddObservations::new(&[additions("Alice", &["Alice learns Portuguese"])]),
+        )
         .await
         .unwrap();
     let counted = coverage(&f).await;

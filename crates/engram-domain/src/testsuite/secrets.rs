@@ -33,14 +33,17 @@ async fn write_everywhere(
     attempts.push((
         "observations[0].contents[1]",
         (memory
-            .add_observations(ws, &[additions("Staging", &["fine", secret])])
+            .add_observations(
+                ws,
+                AddObservations::new(&[additions("Staging", &["fine", secret])]),
+            )
             .await)
             .map(drop),
     ));
     attempts.push((
         "new_content",
         (memory
-            .replace_observation(ws, "Staging", Ordinal(1), secret)
+            .replace_observation(ws, ReplaceObservation::new("Staging", Ordinal(1), secret))
             .await)
             .map(drop),
     ));
@@ -224,7 +227,7 @@ pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemorySto
     let lines: Vec<&str> = ordinary_corpus().collect();
     assert!(lines.len() >= 150, "{} ordinary lines", lines.len());
     let added = memory
-        .add_observations(ws, &[additions("Staging", &lines)])
+        .add_observations(ws, AddObservations::new(&[additions("Staging", &lines)]))
         .await
         .unwrap();
     assert_eq!(

@@ -31,9 +31,12 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
         ])
     );
 
-    let added = (memory.add_observations(ws, &[additions("priya raman", &["x"])]))
-        .await
-        .unwrap();
+    let added = (memory.add_observations(
+        ws,
+        AddObservations::new(&[additions("priya raman", &["x"])]),
+    ))
+    .await
+    .unwrap();
     assert!(added[0].not_found);
     assert_eq!(added[0].did_you_mean, ["Priya Raman"]);
 

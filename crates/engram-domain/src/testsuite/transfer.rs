@@ -262,12 +262,15 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
     memory
         .delete_observations(
             source,
-            &[deletions("Alice", &[2, 4]), deletions("Bob", &[1])],
+            DeleteObservations::new(&[deletions("Alice", &[2, 4]), deletions("Bob", &[1])]),
         )
         .await
         .unwrap();
     memory
-        .replace_observation(source, "Alice", crate::Ordinal(3), "three, revised")
+        .replace_observation(
+            source,
+            ReplaceObservation::new("Alice", crate::Ordinal(3), "three, revised"),
+        )
         .await
         .unwrap();
     create_relations(
@@ -292,7 +295,7 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
     let added = memory
         .add_observations(
             copy,
-            &[additions("Alice", &["five"]), additions("Bob", &["again"])],
+            AddObservations::new(&[additions("Alice", &["five"]), additions("Bob", &["again"])]),
         )
         .await
         .unwrap();

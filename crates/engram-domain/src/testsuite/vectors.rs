@@ -287,7 +287,10 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     // B loses an observation: its other one is re-indexed (its text is unchanged, so no new
     // vector), and its mean follows. A loses its only one: its aggregate goes with it.
     memory
-        .delete_observations(ws, &[deletions("B", &[1]), deletions("A", &[1])])
+        .delete_observations(
+            ws,
+            DeleteObservations::new(&[deletions("B", &[1]), deletions("A", &[1])]),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -365,7 +368,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
         [("A".into(), 1), ("A".into(), 2), ("B".into(), 1)]
     );
     memory
-        .delete_observations(ws, &[deletions("A", &[2])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
         .unwrap();
     assert_eq!(found().await, [("A".into(), 1), ("B".into(), 1)]);

@@ -4,41 +4,11 @@ use engram_domain::*;
 use rmcp::handler::server::wrapper::Json;
 use rmcp::model::Extensions;
 use rmcp::{tool, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use crate::EngramServer;
 use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
-
-/// Parameters of `add_observations`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AddObservationsParams {
-    /// Per node, the observations to append; at most 1,000 contents per call in all.
-    pub observations: Vec<ObservationAdditions>,
-}
-
-/// Parameters of `replace_observation`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReplaceObservationParams {
-    /// The node.
-    pub entity_name: String,
-    /// The observation's ordinal (from `open_nodes`); it stays the same.
-    pub ordinal: i64,
-    /// The replacement text, 1–65,536 bytes.
-    pub new_content: String,
-}
-
-/// Parameters of `delete_observations`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeleteObservationsParams {
-    /// Per node, the ordinals to delete; at most 1,000 ordinals per call in all.
-    pub deletions: Vec<ObservationDeletions>,
-}
 
 #[tool_router(router = observation_tools, vis = "pub(super)")]
 impl EngramServer {
@@ -47,14 +17,12 @@ impl EngramServer {
     #[tool(annotations(destructive_hint = false))]
     async fn add_observations(
         &self,
-        Parameters(params): Parameters<AddObservationsParams>,
+        Parameters(request): Parameters<AddObservations>,
         extensions: Extensions,
     ) -> Result<Json<AddObservationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
 
-        let results = (self.memory)
-            .add_observations(workspace, &params.observations)
-            .await?;
+        let results = (self.memory).add_observations(workspace, request).await?;
         Ok(Json(AddObservationsResult { results }))
     }
 
@@ -62,19 +30,11 @@ impl EngramServer {
     #[tool(annotations(idempotent_hint = true, destructive_hint = true))]
     async fn replace_observation(
         &self,
-        Parameters(params): Parameters<ReplaceObservationParams>,
+        Parameters(request): Parameters<ReplaceObservation>,
         extensions: Extensions,
     ) -> Result<Json<ReplacedObservation>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let replaced = self
-            .memory
-            .replace_observation(
-                workspace,
-                &params.entity_name,
-                Ordinal(params.ordinal),
-                &params.new_content,
-            )
-            .await?;
+        let replaced = self.memory.replace_observation(workspace, request).await?;
         Ok(Json(replaced))
     }
 
@@ -82,15 +42,12 @@ impl EngramServer {
     #[tool(annotations(destructive_hint = true, idempotent_hint = true))]
     async fn delete_observations(
         &self,
-        Parameters(params): Parameters<DeleteObservationsParams>,
+        Parameters(request): Parameters<DeleteObservations>,
         extensions: Extensions,
     ) -> Result<Json<DeleteObservationsResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
 
-        let results = self
-            .memory
-            .delete_observations(workspace, &params.deletions)
-            .await?;
+        let results = self.memory.delete_observations(workspace, request).await?;
         Ok(Json(DeleteObservationsResult { results }))
     }
 }

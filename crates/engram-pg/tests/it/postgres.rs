@@ -1,6 +1,6 @@
 //! PostgreSQL-specific checks beyond the conformance suite.
 
-use engram_domain::{CreateRelations, DeleteRelations};
+use engram_domain::{AddObservations, CreateRelations, DeleteObservations, DeleteRelations};
 use engram_pg::PgStore;
 
 use engram_pg::testing::fresh_database;
@@ -75,7 +75,9 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         entity_name: "Ada".into(),
         contents: vec!["second".into()],
     }];
-    let written = memory.add_observations(workspace, &additions).await;
+    let written = memory
+        .add_observations(workspace, AddObservations::new(&additions))
+        .await;
     engram_domain::testsuite::assert_gave_up_in_time(started, written);
     holding.rollback().await.unwrap();
 
@@ -83,7 +85,7 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
     let stats = memory.get_stats(workspace).await.unwrap();
     assert_eq!(stats.observation_count, 1);
     memory
-        .add_observations(workspace, &additions)
+        .add_observations(workspace, AddObservations::new(&additions))
         .await
         .unwrap();
     assert_eq!(
@@ -182,7 +184,7 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
                 memory.delete_entities(workspace, &gone).await.unwrap();
                 let trimmed = [deletions(&name(2), &[1, 2]), deletions(&name(3), &[5])];
                 memory
-                    .delete_observations(workspace, &trimmed)
+                    .delete_observations(workspace, DeleteObservations::new(&trimmed))
                     .await
                     .unwrap();
                 let unlinked = [relation(&name(4), "links", &name(14))];

@@ -8,7 +8,8 @@ use engram_domain::testsuite::{
     deletions, entity, memory_with_every_perspective, memory_with_workspace, strings,
 };
 use engram_domain::{
-    EmbeddingRecord, Error, MemoryStore, ModelEmbeddings, SaveEmbeddings, WorkspaceStore, text_hash,
+    AddObservations, DeleteObservations, EmbeddingRecord, Error, MemoryStore, ModelEmbeddings,
+    Ordinal, ReplaceObservation, SaveEmbeddings, WorkspaceStore, text_hash,
 };
 use engram_sqlite::SqliteStore;
 use rusqlite::Connection;
@@ -167,7 +168,7 @@ async fn deletions_leave_no_vector_behind() {
 
     // Re-embedding replaces vectors in place (all of A's: its `updated_at` moved).
     memory
-        .replace_observation(ws, "A", engram_domain::Ordinal(1), "a1, revised")
+        .replace_observation(ws, ReplaceObservation::new("A", Ordinal(1), "a1, revised"))
         .await
         .unwrap();
     assert_eq!(index(&store, "three", 3).await, 15);
@@ -175,7 +176,7 @@ async fn deletions_leave_no_vector_behind() {
     assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_3"), 50);
 
     memory
-        .delete_observations(ws, &[deletions("A", &[2])])
+        .delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
         .unwrap();
     assert_consistent(&db, "observation deleted");
@@ -319,10 +320,10 @@ async fn a_large_call_of_escaped_texts_is_stored_whole() {
     let added = memory
         .add_observations(
             ws,
-            &[engram_domain::ObservationAdditions {
+            AddObservations::new(&[engram_domain::ObservationAdditions {
                 entity_name: "A".into(),
                 contents: texts[150..].to_vec(),
-            }],
+            }]),
         )
         .await
         .unwrap();
