@@ -7,6 +7,7 @@
 //! is what rendering, hashing, reading the queue and storing the vectors cost on top of the
 //! model: indexer texts/s ÷ model texts/s.
 
+use engram_domain::CreateEntities;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,7 +46,9 @@ async fn main() -> anyhow::Result<()> {
         })
         .collect();
     for batch in nodes.chunks(100) {
-        memory.create_entities(workspace, batch.to_vec()).await?;
+        memory
+            .create_entities(workspace, CreateEntities::new(batch.to_vec()))
+            .await?;
     }
 
     let embedder = Arc::new(LocalEmbedder::default());

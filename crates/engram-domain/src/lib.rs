@@ -51,6 +51,10 @@ pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT};
 pub use model::*;
+pub use nodes::{
+    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
+    SetTags,
+};
 pub use observations::{AddObservations, DeleteObservations, ReplaceObservation};
 pub use relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 pub use retry::Failure;

@@ -11,6 +11,10 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
+use crate::nodes::{
+    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
+    SetTags,
+};
 use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 use crate::search::QUERY_EMBEDDING_BUDGET;
@@ -183,66 +187,59 @@ impl Memory {
     pub async fn create_entities(
         &self,
         workspace: WorkspaceId,
-        entities: Vec<NewNode>,
+        request: CreateEntities,
     ) -> Result<Vec<CreatedNode>> {
-        crate::nodes::create_entities(&*self.store, self.secrets, workspace, entities).await
+        crate::nodes::create_entities(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `delete_entities`.
     pub async fn delete_entities(
         &self,
         workspace: WorkspaceId,
-        names: &[String],
+        request: DeleteEntities,
     ) -> Result<DeletedNodes> {
-        crate::nodes::delete_entities(&*self.store, workspace, names).await
+        crate::nodes::delete_entities(&*self.store, workspace, request).await
     }
 
     /// `open_nodes`.
     pub async fn open_nodes(
         &self,
         workspace: WorkspaceId,
-        names: &[String],
+        request: OpenNodes,
     ) -> Result<OpenedNodes> {
-        crate::nodes::open_nodes(&*self.store, workspace, names).await
+        crate::nodes::open_nodes(&*self.store, workspace, request).await
     }
 
     /// `get_nodes_by_type`.
     pub async fn get_nodes_by_type(
         &self,
         workspace: WorkspaceId,
-        entity_type: &str,
+        request: GetNodesByType,
     ) -> Result<Vec<TypedNode>> {
-        crate::nodes::get_nodes_by_type(&*self.store, workspace, entity_type).await
+        crate::nodes::get_nodes_by_type(&*self.store, workspace, request).await
     }
 
     /// `get_recently_modified`: `days` 1–36,500, `limit` 1–1,000.
     pub async fn get_recently_modified(
         &self,
         workspace: WorkspaceId,
-        days: u32,
-        limit: u32,
+        request: GetRecentlyModified,
     ) -> Result<Vec<NodeBrief>> {
-        crate::nodes::get_recently_modified(&*self.store, workspace, days, limit).await
+        crate::nodes::get_recently_modified(&*self.store, workspace, request).await
     }
 
     /// `set_summary`: 1–65,536 bytes.
     pub async fn set_summary(
         &self,
         workspace: WorkspaceId,
-        name: &str,
-        summary: &str,
+        request: SetSummary,
     ) -> Result<SummaryUpdate> {
-        crate::nodes::set_summary(&*self.store, self.secrets, workspace, name, summary).await
+        crate::nodes::set_summary(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `set_tags`: at most 64 tags of 1–128 bytes; an empty list clears them.
-    pub async fn set_tags(
-        &self,
-        workspace: WorkspaceId,
-        name: &str,
-        tags: &[String],
-    ) -> Result<TagsUpdate> {
-        crate::nodes::set_tags(&*self.store, self.secrets, workspace, name, tags).await
+    pub async fn set_tags(&self, workspace: WorkspaceId, request: SetTags) -> Result<TagsUpdate> {
+        crate::nodes::set_tags(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `get_orphaned_nodes`.

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::checked::Checked;
 use crate::error::Result;
 use crate::model::{NodeBrief, WorkspaceId};
 use crate::store::MemoryStore;
-use crate::store::OpenNodes;
 
 /// Nodes [`Memory::brief`] lists at most in each of its lists.
 pub const BRIEF_NODES: usize = 32;
@@ -71,12 +71,7 @@ pub(crate) async fn brief(
     let opened = if names.is_empty() {
         crate::OpenedNodes::default()
     } else {
-        store
-            .open_nodes(OpenNodes {
-                workspace,
-                names: &names,
-            })
-            .await?
+        crate::nodes::open_checked(store, workspace, &names).await?
     };
     let degree_of: HashMap<&str, usize> = ranked.iter().copied().collect();
     // By name: a node deleted since the relations were read is simply missing.
@@ -89,12 +84,9 @@ pub(crate) async fn brief(
         })
         .collect();
     let wanted = u32::try_from(nodes + connected.len()).unwrap_or(u32::MAX);
+    let recently = crate::GetRecentlyModified::new(*crate::limits::DAYS.end(), wanted);
     let mut recent = store
-        .get_recently_modified(crate::GetRecentlyModified {
-            workspace,
-            days: *crate::limits::DAYS.end(),
-            limit: wanted,
-        })
+        .get_recently_modified(workspace, &Checked::new(recently))
         .await?;
     recent.retain(|node| !connected.iter().any(|c| c.name == node.name));
     recent.truncate(nodes);

@@ -1,6 +1,9 @@
-//! Nodes: creating, deleting, opening and browsing them, their summaries and tags.
+//! Nodes: creating, deleting, opening and browsing them, their summaries and tags, each asked
+//! by its tool's request (the MCP input), checked, then answered by the store.
 
 use std::collections::HashMap;
+
+use serde::Deserialize;
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
@@ -9,36 +12,237 @@ use crate::model::*;
 use crate::store::*;
 use crate::suggestions::{did_you_mean, explain};
 
+fn default_days() -> u32 {
+    7
+}
+
+fn default_recent_limit() -> u32 {
+    20
+}
+
+/// `create_entities`: nodes to create with their observations, summaries and tags.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateEntities {
+    /// Nodes to create, 1–1,000 per call (and at most 1,000 observations in all). A name that
+    /// already exists is left exactly as it is and reported with `already_existed: true`.
+    pub entities: Vec<NewNode>,
+}
+
+impl CreateEntities {
+    /// The nodes `entities`.
+    pub fn new(entities: Vec<NewNode>) -> Self {
+        Self { entities }
+    }
+
+    /// The request with its tags de-duplicated and its texts as the secret policy leaves
+    /// them, if every name, type, summary, tag and observation is within its limits, no name
+    /// repeats and the policy refuses nothing; else [`Error::InvalidArgument`] naming the
+    /// field.
+    pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        let entities = &mut self.entities;
+        limits::batch("entities", entities)?;
+        let mut observation_total = 0;
+        for (i, entity) in entities.iter_mut().enumerate() {
+            let field = format!("entities[{i}]");
+            limits::name(&format!("{field}.name"), &entity.name)?;
+            limits::name(&format!("{field}.entity_type"), &entity.entity_type)?;
+            if let Some(summary) = &entity.summary {
+                limits::content(&format!("{field}.summary"), summary)?;
+            }
+            entity.tags = limits::tags(&format!("{field}.tags"), &entity.tags)?;
+            for (j, observation) in entity.observations.iter().enumerate() {
+                limits::content(&format!("{field}.observations[{j}]"), observation)?;
+            }
+            observation_total += entity.observations.len();
+        }
+        batch_total("entities[].observations", observation_total)?;
+        secrets.screen_nodes(entities)?;
+        if let Some((first, second)) = first_duplicate(entities.iter().map(|e| &e.name)) {
+            return Err(Error::invalid(
+                format!("entities[{second}].name"),
+                format!("repeats entities[{first}].name within one call"),
+            ));
+        }
+        Ok(Checked::new(self))
+    }
+}
+
+/// `delete_entities`: nodes to delete by name, with their observations and relations.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DeleteEntities {
+    /// Names of the nodes to delete with their observations and relations, 1–1,000.
+    #[serde(alias = "entityNames")]
+    pub entity_names: Vec<String>,
+}
+
+impl DeleteEntities {
+    /// The nodes named `entity_names`.
+    pub fn new(entity_names: &[String]) -> Self {
+        Self {
+            entity_names: entity_names.to_vec(),
+        }
+    }
+
+    /// The request if it names 1–1,000 valid node names; else [`Error::InvalidArgument`]
+    /// naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        names_batch("entity_names", &self.entity_names)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `open_nodes`: nodes to read in full by name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OpenNodes {
+    /// Names of the nodes to read in full, 1–1,000.
+    pub names: Vec<String>,
+}
+
+impl OpenNodes {
+    /// The nodes named `names`.
+    pub fn new(names: &[String]) -> Self {
+        Self {
+            names: names.to_vec(),
+        }
+    }
+
+    /// The request if it names 1–1,000 valid node names; else [`Error::InvalidArgument`]
+    /// naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        names_batch("names", &self.names)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `get_nodes_by_type`: every node of one type.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetNodesByType {
+    /// The exact type, e.g. "person".
+    pub entity_type: String,
+}
+
+impl GetNodesByType {
+    /// The nodes of type `entity_type`.
+    pub fn new(entity_type: impl Into<String>) -> Self {
+        Self {
+            entity_type: entity_type.into(),
+        }
+    }
+
+    /// The request if the type is a valid name; else [`Error::InvalidArgument`].
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("entity_type", &self.entity_type)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `get_recently_modified`: nodes written in the last `days` days, newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetRecentlyModified {
+    /// How far back to look, in days, 1–36,500. Default 7.
+    #[serde(default = "default_days")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 36_500)))]
+    pub days: u32,
+    /// At most this many nodes, 1–1,000. Default 20.
+    #[serde(default = "default_recent_limit")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    pub limit: u32,
+}
+
+impl GetRecentlyModified {
+    /// At most `limit` nodes written in the last `days` days.
+    pub fn new(days: u32, limit: u32) -> Self {
+        Self { days, limit }
+    }
+
+    /// The request if `days` is 1–36,500 and `limit` 1–1,000; else
+    /// [`Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::within("days", self.days, limits::DAYS)?;
+        limits::within("limit", self.limit, limits::LIMIT)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `set_summary`: a node's new summary.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetSummary {
+    /// The node.
+    pub name: String,
+    /// The new summary, 1–65,536 bytes; replaces the old one.
+    pub summary: String,
+}
+
+impl SetSummary {
+    /// `summary` for the node `name`.
+    pub fn new(name: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            summary: summary.into(),
+        }
+    }
+
+    /// The request with its summary as the secret policy leaves it, if the name and the
+    /// summary are within their limits; else [`Error::InvalidArgument`] naming the field.
+    pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        limits::name("name", &self.name)?;
+        limits::content("summary", &self.summary)?;
+        self.summary = secrets.screen("summary", &self.summary)?.into_owned();
+        Ok(Checked::new(self))
+    }
+}
+
+/// `set_tags`: a node's whole new tag set.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetTags {
+    /// The node.
+    pub name: String,
+    /// The complete new tag set, at most 64 tags of 1–128 bytes; `[]` clears it.
+    pub tags: Vec<String>,
+}
+
+impl SetTags {
+    /// `tags` for the node `name`.
+    pub fn new(name: impl Into<String>, tags: &[String]) -> Self {
+        Self {
+            name: name.into(),
+            tags: tags.to_vec(),
+        }
+    }
+
+    /// The request with its tags de-duplicated and as the secret policy leaves them, if the
+    /// name and every tag are within their limits; else [`Error::InvalidArgument`] naming the
+    /// field.
+    pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        limits::name("name", &self.name)?;
+        self.tags = limits::tags("tags", &self.tags)?;
+        secrets.screen_tags("tags", &mut self.tags)?;
+        Ok(Checked::new(self))
+    }
+}
+
 /// The semantics of [`Memory::create_entities`](crate::Memory::create_entities).
 pub(crate) async fn create_entities(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    mut entities: Vec<NewNode>,
+    request: CreateEntities,
 ) -> Result<Vec<CreatedNode>> {
-    limits::batch("entities", &entities)?;
-    let mut observation_total = 0;
-    for (i, entity) in entities.iter_mut().enumerate() {
-        let field = format!("entities[{i}]");
-        limits::name(&format!("{field}.name"), &entity.name)?;
-        limits::name(&format!("{field}.entity_type"), &entity.entity_type)?;
-        if let Some(summary) = &entity.summary {
-            limits::content(&format!("{field}.summary"), summary)?;
-        }
-        entity.tags = limits::tags(&format!("{field}.tags"), &entity.tags)?;
-        for (j, observation) in entity.observations.iter().enumerate() {
-            limits::content(&format!("{field}.observations[{j}]"), observation)?;
-        }
-        observation_total += entity.observations.len();
-    }
-    batch_total("entities[].observations", observation_total)?;
-    secrets.screen_nodes(&mut entities)?;
-    if let Some((first, second)) = first_duplicate(entities.iter().map(|e| &e.name)) {
-        return Err(Error::invalid(
-            format!("entities[{second}].name"),
-            format!("repeats entities[{first}].name within one call"),
-        ));
-    }
+    let mut entities = request.check(secrets)?.into_inner().entities;
     // A text given twice for one node is stored once, at its first place.
     let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
         .map(|entity| {
@@ -53,12 +257,8 @@ pub(crate) async fn create_entities(
                 .collect()
         })
         .collect();
-    let mut created = store
-        .create_entities(CreateEntities {
-            workspace,
-            entities: Checked::new(&entities),
-        })
-        .await?;
+    let request = Checked::new(CreateEntities { entities });
+    let mut created = store.create_entities(workspace, &request).await?;
     for (row, repeated) in created.iter_mut().zip(repeated) {
         if !row.already_existed {
             row.skipped_duplicates = repeated;
@@ -71,10 +271,10 @@ pub(crate) async fn create_entities(
 pub(crate) async fn delete_entities(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    names: &[String],
+    request: DeleteEntities,
 ) -> Result<DeletedNodes> {
-    names_batch("entity_names", names)?;
-    let mut deleted = (store.delete_entities(DeleteEntities { workspace, names })).await?;
+    let request = request.check()?;
+    let mut deleted = store.delete_entities(workspace, &request).await?;
     deleted.did_you_mean = did_you_mean(store, workspace, &deleted.not_found).await;
     Ok(deleted)
 }
@@ -83,44 +283,42 @@ pub(crate) async fn delete_entities(
 pub(crate) async fn open_nodes(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    names: &[String],
+    request: OpenNodes,
 ) -> Result<OpenedNodes> {
-    names_batch("names", names)?;
-    let mut opened = store.open_nodes(OpenNodes { workspace, names }).await?;
+    let request = request.check()?;
+    let mut opened = store.open_nodes(workspace, &request).await?;
     opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
     Ok(opened)
+}
+
+/// What the store answers to `open_nodes` for `names`, which the domain has checked itself (the
+/// search tools, the brief, the report's drafts).
+pub(crate) async fn open_checked(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<OpenedNodes> {
+    let request = Checked::new(OpenNodes::new(names));
+    store.open_nodes(workspace, &request).await
 }
 
 /// The semantics of [`Memory::get_nodes_by_type`](crate::Memory::get_nodes_by_type).
 pub(crate) async fn get_nodes_by_type(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    entity_type: &str,
+    request: GetNodesByType,
 ) -> Result<Vec<TypedNode>> {
-    limits::name("entity_type", entity_type)?;
-    store
-        .get_nodes_by_type(GetNodesByType {
-            workspace,
-            entity_type,
-        })
-        .await
+    store.get_nodes_by_type(workspace, &request.check()?).await
 }
 
 /// The semantics of [`Memory::get_recently_modified`](crate::Memory::get_recently_modified).
 pub(crate) async fn get_recently_modified(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    days: u32,
-    limit: u32,
+    request: GetRecentlyModified,
 ) -> Result<Vec<NodeBrief>> {
-    limits::within("days", days, limits::DAYS)?;
-    limits::within("limit", limit, limits::LIMIT)?;
     store
-        .get_recently_modified(GetRecentlyModified {
-            workspace,
-            days,
-            limit,
-        })
+        .get_recently_modified(workspace, &request.check()?)
         .await
 }
 
@@ -129,19 +327,10 @@ pub(crate) async fn set_summary(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    name: &str,
-    summary: &str,
+    request: SetSummary,
 ) -> Result<SummaryUpdate> {
-    limits::name("name", name)?;
-    limits::content("summary", summary)?;
-    let summary = secrets.screen("summary", summary)?;
-    let result = store
-        .set_summary(SetSummary {
-            workspace,
-            name,
-            summary: Checked::new(&summary),
-        })
-        .await;
+    let request = request.check(secrets)?;
+    let result = store.set_summary(workspace, &request).await;
     explain(store, workspace, result).await
 }
 
@@ -150,19 +339,10 @@ pub(crate) async fn set_tags(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    name: &str,
-    tags: &[String],
+    request: SetTags,
 ) -> Result<TagsUpdate> {
-    limits::name("name", name)?;
-    let mut tags = limits::tags("tags", tags)?;
-    secrets.screen_tags("tags", &mut tags)?;
-    let result = store
-        .set_tags(SetTags {
-            workspace,
-            name,
-            tags: Checked::new(&tags),
-        })
-        .await;
+    let request = request.check(secrets)?;
+    let result = store.set_tags(workspace, &request).await;
     explain(store, workspace, result).await
 }
 

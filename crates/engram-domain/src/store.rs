@@ -13,6 +13,10 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::model::*;
+use crate::nodes::{
+    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
+    SetTags,
+};
 use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::perspectives::Perspective;
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
@@ -116,20 +120,48 @@ pub trait NodeStore: Send + Sync + 'static {
     /// `create_entities`: inserts the nodes that do not exist yet with their observations;
     /// existing names are left exactly as they were and reported with `already_existed`.
     /// Rows come back in input order.
-    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>>;
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateEntities>,
+    ) -> Result<Vec<CreatedNode>>;
     /// `delete_entities`: deletes nodes with their observations, relations (both
     /// directions), embeddings and events.
-    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes>;
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteEntities>,
+    ) -> Result<DeletedNodes>;
     /// `open_nodes`: nodes with observations in ordinal order, and every relation touching one.
-    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes>;
+    async fn open_nodes(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<OpenNodes>,
+    ) -> Result<OpenedNodes>;
     /// `get_nodes_by_type`: nodes of one type, by name.
-    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>>;
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNodesByType>,
+    ) -> Result<Vec<TypedNode>>;
     /// `get_recently_modified`: nodes written in the last `days` days, newest first.
-    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>>;
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetRecentlyModified>,
+    ) -> Result<Vec<NodeBrief>>;
     /// `set_summary`: sets the summary and moves `summary_updated_at` and `updated_at`.
-    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate>;
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetSummary>,
+    ) -> Result<SummaryUpdate>;
     /// `set_tags`: replaces the tag set (already de-duplicated).
-    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate>;
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetTags>,
+    ) -> Result<TagsUpdate>;
     /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
     /// `get_pending_consolidation`: nodes with observations whose summary was never set or
@@ -372,42 +404,6 @@ pub trait SearchStore: Send + Sync + 'static {
     async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>>;
 }
 
-/// `create_entities`: nodes to create with their observations.
-#[derive(Debug, Clone, Copy)]
-pub struct CreateEntities<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The nodes, validated.
-    pub entities: Checked<&'a [NewNode]>,
-}
-
-/// `delete_entities`: nodes to delete by name.
-#[derive(Debug, Clone, Copy)]
-pub struct DeleteEntities<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// Node names, as given (repeats allowed).
-    pub names: &'a [String],
-}
-
-/// `open_nodes`: nodes to read by name.
-#[derive(Debug, Clone, Copy)]
-pub struct OpenNodes<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// Node names, as given (repeats allowed).
-    pub names: &'a [String],
-}
-
-/// `get_nodes_by_type`: the nodes of one type.
-#[derive(Debug, Clone, Copy)]
-pub struct GetNodesByType<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The type.
-    pub entity_type: &'a str,
-}
-
 /// `rename_workspace`: a workspace's new name.
 #[derive(Debug, Clone, Copy)]
 pub struct RenameWorkspace<'a> {
@@ -482,39 +478,6 @@ pub struct SimilarNames<'a> {
     pub names: &'a [String],
     /// At most this many candidates per name.
     pub limit: usize,
-}
-
-/// `get_recently_modified`: nodes written in the last `days` days, at most `limit`.
-#[derive(Debug, Clone, Copy)]
-pub struct GetRecentlyModified {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// How far back, in days.
-    pub days: u32,
-    /// At most this many.
-    pub limit: u32,
-}
-
-/// `set_summary`: a node's new summary.
-#[derive(Debug, Clone, Copy)]
-pub struct SetSummary<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The node.
-    pub name: &'a str,
-    /// The summary, validated.
-    pub summary: Checked<&'a str>,
-}
-
-/// `set_tags`: a node's new tag set, de-duplicated.
-#[derive(Debug, Clone, Copy)]
-pub struct SetTags<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The node.
-    pub name: &'a str,
-    /// The tags, validated and de-duplicated.
-    pub tags: Checked<&'a [String]>,
 }
 
 /// `engram import`: one batch of recorded nodes and relations.

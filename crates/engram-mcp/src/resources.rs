@@ -2,8 +2,8 @@
 //! (`engram://brief`) and every node (`engram://node/{name}`, the name percent-encoded), read
 //! as markdown. `resources/list` pages through the nodes by name.
 
-use engram_domain::WorkspaceId;
 use engram_domain::transfer::GraphPageQuery;
+use engram_domain::{OpenNodes, WorkspaceId};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -140,7 +140,7 @@ impl EngramServer {
             })?;
             let opened = (self
                 .memory
-                .open_nodes(workspace, &[name.into_owned()])
+                .open_nodes(workspace, OpenNodes::new(&[name.into_owned()]))
                 .await)
                 .map_err(protocol_error)?;
             let Some(node) = opened.entities.first() else {

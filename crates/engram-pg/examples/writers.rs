@@ -9,6 +9,7 @@
 //!     cargo run -p engram-pg --example writers
 //! ```
 
+use engram_domain::{CreateEntities, OpenNodes};
 use std::sync::Arc;
 
 use engram_domain::{AddObservations, Memory, NewNode, ObservationAdditions};
@@ -30,7 +31,9 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
         entity_type: "log".into(),
         ..NewNode::default()
     };
-    memory.create_entities(workspace, vec![log]).await?;
+    memory
+        .create_entities(workspace, CreateEntities::new(vec![log]))
+        .await?;
 
     let writers = (0..WRITERS).map(|writer| {
         let memory = memory.clone();
@@ -51,7 +54,7 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
     }
 
     let opened = memory
-        .open_nodes(workspace, &["release log".into()])
+        .open_nodes(workspace, OpenNodes::new(&["release log".into()]))
         .await?;
     let node = &opened.entities[0];
     Ok(node.observations.iter().map(|o| o.ordinal.0).collect())

@@ -99,8 +99,11 @@ pub(crate) async fn get_stats(
 #[async_trait]
 impl NodeStore for PgStore {
     #[instrument(skip_all, fields(count = request.entities.len()))]
-    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>> {
-        let workspace = request.workspace;
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateEntities>,
+    ) -> Result<Vec<CreatedNode>> {
         let created = write!(self, |tx| async {
             let input: Vec<EntityInput<'_>> = request
                 .entities
@@ -180,9 +183,13 @@ impl NodeStore for PgStore {
         Ok(created)
     }
 
-    #[instrument(skip_all, fields(count = request.names.len()))]
-    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes> {
-        let (workspace, names) = (request.workspace, request.names);
+    #[instrument(skip_all, fields(count = request.entity_names.len()))]
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteEntities>,
+    ) -> Result<DeletedNodes> {
+        let names = &request.entity_names;
         let deleted = write!(self, |tx| async {
             let rows = tx
                 .query(
@@ -202,13 +209,17 @@ impl NodeStore for PgStore {
             }
             Ok(result)
         })?;
-        self.written.wrote(request.names.len(), &self.pool);
+        self.written.wrote(request.entity_names.len(), &self.pool);
         Ok(deleted)
     }
 
     #[instrument(skip_all, fields(count = request.names.len()))]
-    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes> {
-        let (workspace, names) = (request.workspace, request.names);
+    async fn open_nodes(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<OpenNodes>,
+    ) -> Result<OpenedNodes> {
+        let names = &request.names;
         read!(self, |tx| async {
             let node_rows = tx
                 .query(
@@ -267,8 +278,12 @@ impl NodeStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>> {
-        let (workspace, entity_type) = (request.workspace, request.entity_type);
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNodesByType>,
+    ) -> Result<Vec<TypedNode>> {
+        let entity_type = &request.entity_type;
         read!(self, |tx| async {
             let rows = tx
                 .query(
@@ -292,8 +307,12 @@ impl NodeStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>> {
-        let (workspace, days, limit) = (request.workspace, request.days, request.limit);
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetRecentlyModified>,
+    ) -> Result<Vec<NodeBrief>> {
+        let GetRecentlyModified { days, limit } = **request;
         read!(self, |tx| async {
             let days = i32::try_from(days).map_err(|_| Error::invalid("days", "too large"))?;
             let rows = tx
@@ -310,8 +329,12 @@ impl NodeStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate> {
-        let (workspace, name, summary) = (request.workspace, request.name, *request.summary);
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetSummary>,
+    ) -> Result<SummaryUpdate> {
+        let (name, summary) = (&request.name, &request.summary);
         write!(self, |tx| async {
             let row = tx
                 .query_opt(
@@ -332,8 +355,12 @@ impl NodeStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate> {
-        let (workspace, name, tags) = (request.workspace, request.name, *request.tags);
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetTags>,
+    ) -> Result<TagsUpdate> {
+        let (name, tags) = (&request.name, &request.tags);
         write!(self, |tx| async {
             let row = tx
                 .query_opt(

@@ -5,6 +5,7 @@
 //! cargo run -p engram-sqlite --example sqlite_quickstart -- /tmp/engram-quickstart.db
 //! ```
 
+use engram_domain::{CreateEntities, OpenNodes};
 use std::sync::Arc;
 
 use engram_domain::{CreateRelations, Memory, NewNode, RelationSpec};
@@ -30,7 +31,7 @@ pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Resu
         ..NewNode::default()
     };
     memory
-        .create_entities(workspace, vec![alice, engram])
+        .create_entities(workspace, CreateEntities::new(vec![alice, engram]))
         .await?;
     let works_on = RelationSpec {
         from_entity: "Alice".into(),
@@ -41,7 +42,9 @@ pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Resu
         .create_relations(workspace, CreateRelations::new(&[works_on]))
         .await?;
 
-    let opened = memory.open_nodes(workspace, &["Alice".into()]).await?;
+    let opened = memory
+        .open_nodes(workspace, OpenNodes::new(&["Alice".into()]))
+        .await?;
     Ok(serde_json::to_string_pretty(&opened).expect("results serialise"))
 }
 

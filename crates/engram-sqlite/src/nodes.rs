@@ -219,12 +219,12 @@ pub(crate) fn node_pair(
 #[async_trait]
 impl NodeStore for SqliteStore {
     #[instrument(skip_all, fields(count = request.entities.len()))]
-    async fn create_entities(&self, request: CreateEntities<'_>) -> Result<Vec<CreatedNode>> {
-        let CreateEntities {
-            workspace,
-            entities,
-        } = request;
-        let entities = entities.to_vec();
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateEntities>,
+    ) -> Result<Vec<CreatedNode>> {
+        let entities = request.entities.clone();
         self.pool
             .write(move |tx| {
                 let mut insert_node = tx
@@ -295,10 +295,13 @@ impl NodeStore for SqliteStore {
             .await
     }
 
-    #[instrument(skip_all, fields(count = request.names.len()))]
-    async fn delete_entities(&self, request: DeleteEntities<'_>) -> Result<DeletedNodes> {
-        let DeleteEntities { workspace, names } = request;
-        let names = names.to_vec();
+    #[instrument(skip_all, fields(count = request.entity_names.len()))]
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteEntities>,
+    ) -> Result<DeletedNodes> {
+        let names = request.entity_names.clone();
         self.pool
             .write(move |tx| {
                 let mut delete = tx
@@ -318,9 +321,12 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all, fields(count = request.names.len()))]
-    async fn open_nodes(&self, request: OpenNodes<'_>) -> Result<OpenedNodes> {
-        let OpenNodes { workspace, names } = request;
-        let names = names.to_vec();
+    async fn open_nodes(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<OpenNodes>,
+    ) -> Result<OpenedNodes> {
+        let names = request.names.clone();
         self.pool
             .read(move |tx| {
                 let mut node = tx
@@ -375,12 +381,12 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_nodes_by_type(&self, request: GetNodesByType<'_>) -> Result<Vec<TypedNode>> {
-        let GetNodesByType {
-            workspace,
-            entity_type,
-        } = request;
-        let entity_type = entity_type.to_owned();
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNodesByType>,
+    ) -> Result<Vec<TypedNode>> {
+        let entity_type = request.entity_type.clone();
         self.pool
             .read(move |tx| {
                 query(
@@ -403,12 +409,12 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn get_recently_modified(&self, request: GetRecentlyModified) -> Result<Vec<NodeBrief>> {
-        let GetRecentlyModified {
-            workspace,
-            days,
-            limit,
-        } = request;
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetRecentlyModified>,
+    ) -> Result<Vec<NodeBrief>> {
+        let GetRecentlyModified { days, limit } = **request;
         self.pool
             .read(move |tx| {
                 let window = i64::from(days) * 86_400 * 1_000_000;
@@ -425,13 +431,12 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_summary(&self, request: SetSummary<'_>) -> Result<SummaryUpdate> {
-        let SetSummary {
-            workspace,
-            name,
-            summary,
-        } = request;
-        let (name, summary) = (name.to_owned(), (*summary).to_owned());
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetSummary>,
+    ) -> Result<SummaryUpdate> {
+        let SetSummary { name, summary } = (**request).clone();
         self.pool
             .write(move |tx| {
                 tx.query_row(
@@ -456,13 +461,12 @@ impl NodeStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn set_tags(&self, request: SetTags<'_>) -> Result<TagsUpdate> {
-        let SetTags {
-            workspace,
-            name,
-            tags,
-        } = request;
-        let (name, tags) = (name.to_owned(), tags.to_vec());
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetTags>,
+    ) -> Result<TagsUpdate> {
+        let SetTags { name, tags } = (**request).clone();
         self.pool
             .write(move |tx| {
                 tx.query_row(

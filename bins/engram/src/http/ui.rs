@@ -14,7 +14,10 @@ use axum::routing::get;
 use std::collections::{HashMap, HashSet};
 
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
-use engram_domain::{Error, GetNeighborhood, Memory, ReportOptions, SearchNodes, WorkspaceId};
+use engram_domain::{
+    Error, GetNeighborhood, GetRecentlyModified, Memory, OpenNodes, ReportOptions, SearchNodes,
+    WorkspaceId,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -197,7 +200,10 @@ async fn overview_of(
 ) -> Result<Value, Error> {
     let (stats, recent, scan) = tokio::try_join!(
         memory.get_stats(workspace.id),
-        memory.get_recently_modified(workspace.id, ALL_DAYS, OVERVIEW_LIST as u32),
+        memory.get_recently_modified(
+            workspace.id,
+            GetRecentlyModified::new(ALL_DAYS, OVERVIEW_LIST as u32)
+        ),
         Scan::read(memory, workspace.id),
     )?;
     let (connected, connected_relations) = scan.most_connected();
@@ -332,7 +338,10 @@ async fn node(
 ) -> Response {
     let memory = binder.memory();
     let opened = match memory
-        .open_nodes(workspace.id, std::slice::from_ref(&query.name))
+        .open_nodes(
+            workspace.id,
+            OpenNodes::new(std::slice::from_ref(&query.name)),
+        )
         .await
     {
         Ok(opened) => opened,

@@ -1,6 +1,7 @@
 //! Lines gathered into batches, each written in one transaction, and the relations that wait
 //! for their endpoints.
 
+use engram_domain::OpenNodes;
 use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context, Result};
@@ -326,7 +327,7 @@ impl<'a> Importer<'a> {
         unknown.sort();
         let mut missing = HashSet::new();
         for chunk in unknown.chunks(limits::MAX_BATCH) {
-            let opened = memory.open_nodes(workspace, chunk).await?;
+            let opened = memory.open_nodes(workspace, OpenNodes::new(chunk)).await?;
             missing.extend(opened.not_found);
         }
         Ok(missing)

@@ -15,7 +15,7 @@ use crate::search::requests::*;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
-use crate::store::{GetNodeVectors, MemoryStore, OpenNodes};
+use crate::store::{GetNodeVectors, MemoryStore};
 use crate::vectors::*;
 
 /// Checks a search's `min_score`: a number from 0 to 1.
@@ -281,13 +281,8 @@ impl Searcher {
         check_query(query)?;
         check_min_score(min_score)?;
         // Unknown nodes are an error, not an empty answer.
-        let opened = self
-            .store
-            .open_nodes(OpenNodes {
-                workspace,
-                names: &[entity_name.to_owned()],
-            })
-            .await?;
+        let names = [entity_name.to_owned()];
+        let opened = crate::nodes::open_checked(&*self.store, workspace, &names).await?;
         let Some(node) = opened.entities.first() else {
             return Err(Error::node_not_found(entity_name));
         };

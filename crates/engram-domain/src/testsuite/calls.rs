@@ -27,7 +27,10 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut note = |tool, calls| seen.push((tool, calls));
     transactions::take();
-    memory.create_entities(ws, nodes).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(nodes))
+        .await
+        .unwrap();
     note("create_entities", transactions::take());
     (memory.add_observations(
         ws,
@@ -51,12 +54,12 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .unwrap();
     note("create_relations", transactions::take());
     memory
-        .set_summary(ws, "Alice", "An engineer.")
+        .set_summary(ws, SetSummary::new("Alice", "An engineer."))
         .await
         .unwrap();
     note("set_summary", transactions::take());
     memory
-        .set_tags(ws, "Alice", &strings(&["team"]))
+        .set_tags(ws, SetTags::new("Alice", &strings(&["team"])))
         .await
         .unwrap();
     note("set_tags", transactions::take());
@@ -67,11 +70,20 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .await
     .unwrap();
     note("rename_relation_type", transactions::take());
-    memory.open_nodes(ws, &strings(&["Alice"])).await.unwrap();
+    memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Alice"])))
+        .await
+        .unwrap();
     note("open_nodes", transactions::take());
-    memory.get_nodes_by_type(ws, "person").await.unwrap();
+    memory
+        .get_nodes_by_type(ws, GetNodesByType::new("person"))
+        .await
+        .unwrap();
     note("get_nodes_by_type", transactions::take());
-    memory.get_recently_modified(ws, 7, 10).await.unwrap();
+    memory
+        .get_recently_modified(ws, GetRecentlyModified::new(7, 10))
+        .await
+        .unwrap();
     note("get_recently_modified", transactions::take());
     memory
         .get_relations_between(ws, GetRelationsBetween::new("Alice", "engram"))
@@ -147,7 +159,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .unwrap();
     note("delete_observations", transactions::take());
     memory
-        .delete_entities(ws, &strings(&["engram"]))
+        .delete_entities(ws, DeleteEntities::new(&strings(&["engram"])))
         .await
         .unwrap();
     note("delete_entities", transactions::take());

@@ -28,7 +28,7 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
     let m = &memory;
     m.create_entities(
         ws,
-        vec![
+        CreateEntities::new(vec![
             entity(
                 "Hubble",
                 "telescope",
@@ -82,7 +82,7 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
                 "mineral",
                 &["crystal of silicon dioxide found in granite"],
             ),
-        ],
+        ]),
     )
     .await
     .unwrap();
@@ -105,12 +105,16 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
         "Marco Rossi",
         "Marko Rossi",
     ] {
-        m.set_summary(ws, name, "summarised").await.unwrap();
+        m.set_summary(ws, SetSummary::new(name, "summarised"))
+            .await
+            .unwrap();
     }
-    m.set_summary(ws, "Trattoria Rossi", "summarised")
+    m.set_summary(ws, SetSummary::new("Trattoria Rossi", "summarised"))
         .await
         .unwrap();
-    m.set_summary(ws, "Quartz", "summarised").await.unwrap();
+    m.set_summary(ws, SetSummary::new("Quartz", "summarised"))
+        .await
+        .unwrap();
     tick().await;
     m.add_observations(
         ws,
@@ -228,11 +232,18 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
     tick().await;
     let since = Utc::now();
     tick().await;
-    m.create_entities(ws, vec![entity("Pluto", "planet", &["dwarf planet"])])
+    m.create_entities(
+        ws,
+        CreateEntities::new(vec![entity("Pluto", "planet", &["dwarf planet"])]),
+    )
+    .await
+    .unwrap();
+    m.set_summary(ws, SetSummary::new("Quartz", "a mineral"))
         .await
         .unwrap();
-    m.set_summary(ws, "Quartz", "a mineral").await.unwrap();
-    m.delete_entities(ws, &strings(&["Hubble"])).await.unwrap();
+    m.delete_entities(ws, DeleteEntities::new(&strings(&["Hubble"])))
+        .await
+        .unwrap();
     let options = ReportOptions {
         since: Some(since),
         limit: 1,

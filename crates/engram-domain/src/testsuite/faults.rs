@@ -87,7 +87,10 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     facts.extend(["a nan fact about roses", "a zero fact", "a ragged fact"].map(String::from));
     let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
     memory
-        .create_entities(ws, vec![entity("Garden", "place", &facts)])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("Garden", "place", &facts)]),
+        )
         .await
         .unwrap();
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
@@ -108,7 +111,10 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     // A vector an older engram stored without this check (zero: every store takes it) is
     // skipped by every search, never an error.
     memory
-        .create_entities(ws, vec![entity("Shed", "place", &["a shed full of roses"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("Shed", "place", &["a shed full of roses"])]),
+        )
         .await
         .unwrap();
     let saved = save_vectors(&store, embedder.model_id(), |task| {
@@ -198,14 +204,20 @@ pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dy
     let poison: Vec<String> = (0..40).map(|i| format!("poison fact {i}")).collect();
     let poison: Vec<&str> = poison.iter().map(String::as_str).collect();
     memory
-        .create_entities(troubled, vec![entity("Bad", "thing", &poison)])
+        .create_entities(
+            troubled,
+            CreateEntities::new(vec![entity("Bad", "thing", &poison)]),
+        )
         .await
         .unwrap();
     let fine = memory.create_workspace("fine").await.unwrap().id;
     let facts: Vec<String> = (0..10).map(|i| format!("good fact {i}")).collect();
     let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
     memory
-        .create_entities(fine, vec![entity("Good", "thing", &facts)])
+        .create_entities(
+            fine,
+            CreateEntities::new(vec![entity("Good", "thing", &facts)]),
+        )
         .await
         .unwrap();
     let indexer = Indexer::new(store.clone(), embedder.clone(), 8);

@@ -46,7 +46,10 @@ async fn cyclic_graph(memory: &Memory, ws: WorkspaceId) {
         tags: strings(&["root", "x"]),
         ..entity("A", "hub", &["a fact"])
     };
-    memory.create_entities(ws, vec![a]).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(vec![a]))
+        .await
+        .unwrap();
     create_nodes(memory, ws, &["B", "C", "D", "E", "X"]).await;
     create_relations(
         memory,
@@ -264,10 +267,10 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
     memory
         .create_entities(
             ws,
-            vec![NewNode {
+            CreateEntities::new(vec![NewNode {
                 summary: Some("alone".into()),
                 ..entity("E", "island", &["nobody here"])
-            }],
+            }]),
         )
         .await
         .unwrap();
@@ -306,7 +309,7 @@ pub async fn unlinked_references_match_whole_names_of_unrelated_nodes(store: Arc
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity(
                     "Alice",
                     "person",
@@ -336,7 +339,7 @@ pub async fn unlinked_references_match_whole_names_of_unrelated_nodes(store: Arc
                 entity("New York", "place", &["home of Bob's friends"]),
                 entity("C++", "language", &[]),
                 entity("node.js", "tool", &[]),
-            ],
+            ]),
         )
         .await
         .unwrap();

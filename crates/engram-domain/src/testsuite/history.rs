@@ -15,7 +15,10 @@ struct Clocks {
 
 impl Clocks {
     async fn read(memory: &Memory, workspace: WorkspaceId, names: &[&str]) -> Self {
-        let opened = memory.open_nodes(workspace, &strings(names)).await.unwrap();
+        let opened = memory
+            .open_nodes(workspace, OpenNodes::new(&strings(names)))
+            .await
+            .unwrap();
         assert!(opened.not_found.is_empty(), "{opened:?}");
         let last = opened
             .entities
@@ -81,9 +84,13 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
         .await
         .unwrap();
     clocks.check(m, ws, "delete_relations", &["A", "B"]).await;
-    m.set_tags(ws, "B", &strings(&["t"])).await.unwrap();
+    m.set_tags(ws, SetTags::new("B", &strings(&["t"])))
+        .await
+        .unwrap();
     clocks.check(m, ws, "set_tags", &["B"]).await;
-    m.set_summary(ws, "C", "see").await.unwrap();
+    m.set_summary(ws, SetSummary::new("C", "see"))
+        .await
+        .unwrap();
     clocks.check(m, ws, "set_summary", &["C"]).await;
 
     // Reads and rejected writes move nothing.
@@ -97,7 +104,7 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
             .is_err()
     );
     assert!(
-        m.create_entities(ws, vec![entity("A", "", &[])])
+        m.create_entities(ws, CreateEntities::new(vec![entity("A", "", &[])]))
             .await
             .is_err()
     );
@@ -109,7 +116,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("N", "thing", &["n1"]),
                 entity("M", "place", &["m1"]),
                 entity("Empty", "thing", &[]),
@@ -117,7 +124,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
                     summary: Some("summarised at creation".into()),
                     ..entity("Done", "thing", &["d1"])
                 },
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -141,14 +148,17 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     tick().await;
 
     let summarised = memory
-        .set_summary(ws, "N", "about n")
+        .set_summary(ws, SetSummary::new("N", "about n"))
         .await
         .unwrap()
         .updated_at;
     let only_m = [pending("M", "place", 1, created, None)];
     assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
     tick().await;
-    memory.set_tags(ws, "N", &strings(&["t"])).await.unwrap();
+    memory
+        .set_tags(ws, SetTags::new("N", &strings(&["t"])))
+        .await
+        .unwrap();
     assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
     tick().await;
 
@@ -184,7 +194,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     tick().await;
 
     let again = memory
-        .set_summary(ws, "N", "about n, again")
+        .set_summary(ws, SetSummary::new("N", "about n, again"))
         .await
         .unwrap()
         .updated_at;
@@ -218,10 +228,10 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("A", "thing", &["a1", "a2", "a3"]),
                 entity("B", "thing", &["b1"]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -243,7 +253,10 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
         .await
         .unwrap();
     assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 3, 2));
-    memory.delete_entities(ws, &strings(&["A"])).await.unwrap();
+    memory
+        .delete_entities(ws, DeleteEntities::new(&strings(&["A"])))
+        .await
+        .unwrap();
     assert_eq!(memory.get_stats(ws).await.unwrap(), stats(2, 1, 1));
     assert!(matches!(
         memory.store().get_stats(WorkspaceId(ws.0 + 1000)).await,
@@ -261,10 +274,10 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
     // Creates: 2 nodes, 2 observations.
     m.create_entities(
         ws,
-        vec![
+        CreateEntities::new(vec![
             entity("A", "thing", &["a1", "a2"]),
             entity("B", "thing", &[]),
-        ],
+        ]),
     )
     .await
     .unwrap();
@@ -302,20 +315,33 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
     tick().await;
 
     // A node update is recorded only when its name, type, summary or tags change.
-    let mid = m.set_summary(ws, "A", "x").await.unwrap().updated_at;
-    m.set_summary(ws, "A", "x").await.unwrap();
-    m.set_tags(ws, "A", &strings(&["t"])).await.unwrap();
-    m.set_tags(ws, "A", &strings(&["t"])).await.unwrap();
-    m.create_entities(ws, vec![entity("A", "other", &["ignored"])])
+    let mid = m
+        .set_summary(ws, SetSummary::new("A", "x"))
+        .await
+        .unwrap()
+        .updated_at;
+    m.set_summary(ws, SetSummary::new("A", "x")).await.unwrap();
+    m.set_tags(ws, SetTags::new("A", &strings(&["t"])))
         .await
         .unwrap();
+    m.set_tags(ws, SetTags::new("A", &strings(&["t"])))
+        .await
+        .unwrap();
+    m.create_entities(
+        ws,
+        CreateEntities::new(vec![entity("A", "other", &["ignored"])]),
+    )
+    .await
+    .unwrap();
     assert_eq!(events(m, ws).await, (7, 4, 2));
     assert_eq!(events_since(m, ws, mid).await, (0, 2, 0));
 
     // B's own events go with it (its creation, and the creation and deletion of B -r-> A,
     // filed under the relation's source); its deletion and the cascaded deletion of
     // A -s-> B (filed under A) are recorded.
-    m.delete_entities(ws, &strings(&["B"])).await.unwrap();
+    m.delete_entities(ws, DeleteEntities::new(&strings(&["B"])))
+        .await
+        .unwrap();
     assert_eq!(events(m, ws).await, (5, 4, 3));
     assert_eq!(events_since(m, ws, mid).await, (0, 2, 2));
 }

@@ -77,7 +77,10 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
         entity("Orchard", "farm", &["apples and banana grow here"]),
         entity("Market", "shop", &["apples and cherry sold here"]),
     ];
-    memory.create_entities(ws, entities).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
     Indexer::new(store.clone(), embedder.clone(), 64)
         .run_until_idle()
         .await

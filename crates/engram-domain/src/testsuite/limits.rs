@@ -14,7 +14,10 @@ async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
     memory
         .create_entities(
             ws,
-            vec![entity("N", "thing", &["n1"]), entity("M", "thing", &[])],
+            CreateEntities::new(vec![
+                entity("N", "thing", &["n1"]),
+                entity("M", "thing", &[]),
+            ]),
         )
         .await
         .unwrap();
@@ -26,7 +29,10 @@ type Footprint = ((i64, i64, i64), (i64, i64, i64), OpenedNodes);
 
 /// Counts, events, and N and M in full (times included).
 async fn footprint(memory: &Memory, ws: WorkspaceId) -> Footprint {
-    let opened = memory.open_nodes(ws, &strings(&["N", "M"])).await.unwrap();
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["N", "M"])))
+        .await
+        .unwrap();
     (counts(memory, ws).await, events(memory, ws).await, opened)
 }
 
@@ -60,12 +66,16 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
     ] {
         let ok = entity("Ok", "thing", &[]);
         assert_invalid(
-            m.create_entities(ws, vec![ok.clone(), entity(bad, "thing", &[])])
-                .await,
+            m.create_entities(
+                ws,
+                CreateEntities::new(vec![ok.clone(), entity(bad, "thing", &[])]),
+            )
+            .await,
             "entities[1].name",
         );
         assert_invalid(
-            m.create_entities(ws, vec![entity("Ok", bad, &[])]).await,
+            m.create_entities(ws, CreateEntities::new(vec![entity("Ok", bad, &[])]))
+                .await,
             "entities[0].entity_type",
         );
         let good = relation("N", "r2", "M");
@@ -107,13 +117,20 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
             "to_entity",
         );
         assert_invalid(
-            m.delete_entities(ws, &strings(&["N", bad])).await,
+            m.delete_entities(ws, DeleteEntities::new(&strings(&["N", bad])))
+                .await,
             "entity_names[1]",
         );
-        assert_invalid(m.open_nodes(ws, &strings(&[bad])).await, "names[0]");
-        assert_invalid(m.get_nodes_by_type(ws, bad).await, "entity_type");
-        assert_invalid(m.set_summary(ws, bad, "s").await, "name");
-        assert_invalid(m.set_tags(ws, bad, &[]).await, "name");
+        assert_invalid(
+            m.open_nodes(ws, OpenNodes::new(&strings(&[bad]))).await,
+            "names[0]",
+        );
+        assert_invalid(
+            m.get_nodes_by_type(ws, GetNodesByType::new(bad)).await,
+            "entity_type",
+        );
+        assert_invalid(m.set_summary(ws, SetSummary::new(bad, "s")).await, "name");
+        assert_invalid(m.set_tags(ws, SetTags::new(bad, &[])).await, "name");
         assert_invalid(
             m.add_observations(ws, AddObservations::new(&[additions(bad, &["x"])]))
                 .await,
@@ -151,9 +168,12 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
     // 256 bytes is the limit, counted in bytes: 128 two-byte characters fit.
     let longest = ["x".repeat(256), "é".repeat(128)];
     let entities = longest.iter().map(|n| entity(n, n, &[])).collect();
-    let created = m.create_entities(ws, entities).await.unwrap();
+    let created = m
+        .create_entities(ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
     assert!(created.iter().all(|row| !row.already_existed));
-    let opened = m.open_nodes(ws, &longest).await.unwrap();
+    let opened = m.open_nodes(ws, OpenNodes::new(&longest)).await.unwrap();
     assert_eq!(opened.entities.len(), 2);
     assert_eq!(counts(m, ws).await, (4, 1, 1));
 }
@@ -167,7 +187,7 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
     for bad in ["", too_long.as_str(), "before\0after"] {
         let new = entity("New", "thing", &["ok", bad]);
         assert_invalid(
-            m.create_entities(ws, vec![new]).await,
+            m.create_entities(ws, CreateEntities::new(vec![new])).await,
             "entities[0].observations[1]",
         );
         let new = NewNode {
@@ -175,8 +195,11 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
             ..entity("New", "thing", &[])
         };
         assert_invalid(
-            m.create_entities(ws, vec![entity("Ok", "thing", &[]), new])
-                .await,
+            m.create_entities(
+                ws,
+                CreateEntities::new(vec![entity("Ok", "thing", &[]), new]),
+            )
+            .await,
             "entities[1].summary",
         );
         let additions_ = [additions("N", &["ok"]), additions("M", &["a", "b", bad])];
@@ -190,7 +213,10 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
                 .await,
             "new_content",
         );
-        assert_invalid(m.set_summary(ws, "N", bad).await, "summary");
+        assert_invalid(
+            m.set_summary(ws, SetSummary::new("N", bad)).await,
+            "summary",
+        );
     }
     assert_eq!(footprint(m, ws).await, before);
     assert_invalid(
@@ -215,7 +241,9 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     assert_eq!(added[0].added, observations(&[(1, &longest)]));
-    m.set_summary(ws, "M", &longest).await.unwrap();
+    m.set_summary(ws, SetSummary::new("M", &longest))
+        .await
+        .unwrap();
     assert_eq!(
         open_node(m, ws, "M").await.summary.as_deref(),
         Some(longest.as_str())
@@ -257,7 +285,11 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
     let ordinals = |n: i64| -> Vec<i64> { (1..=n).collect() };
 
     for count in [0, 1_001] {
-        assert_invalid(m.create_entities(ws, entities(count)).await, "entities");
+        assert_invalid(
+            m.create_entities(ws, CreateEntities::new(entities(count)))
+                .await,
+            "entities",
+        );
         assert_invalid(
             m.create_relations(ws, CreateRelations::new(&relations(count)))
                 .await,
@@ -268,8 +300,15 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
                 .await,
             "relations",
         );
-        assert_invalid(m.delete_entities(ws, &names(count)).await, "entity_names");
-        assert_invalid(m.open_nodes(ws, &names(count)).await, "names");
+        assert_invalid(
+            m.delete_entities(ws, DeleteEntities::new(&names(count)))
+                .await,
+            "entity_names",
+        );
+        assert_invalid(
+            m.open_nodes(ws, OpenNodes::new(&names(count))).await,
+            "names",
+        );
         let adds: Vec<ObservationAdditions> = (0..count).map(|_| add("N", 1)).collect();
         assert_invalid(
             m.add_observations(ws, AddObservations::new(&adds)).await,
@@ -313,7 +352,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         },
     ];
     assert_invalid(
-        m.create_entities(ws, spread).await,
+        m.create_entities(ws, CreateEntities::new(spread)).await,
         "entities[].observations",
     );
     let spread = [
@@ -331,7 +370,13 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
     let thousand: Vec<NewNode> = (0..1_000)
         .map(|i| entity(&format!("e{i}"), "thing", &["one fact"]))
         .collect();
-    assert_eq!(m.create_entities(ws, thousand).await.unwrap().len(), 1_000);
+    assert_eq!(
+        m.create_entities(ws, CreateEntities::new(thousand))
+            .await
+            .unwrap()
+            .len(),
+        1_000
+    );
     let added = m
         .add_observations(ws, AddObservations::new(&[add("M", 1_000)]))
         .await
@@ -348,30 +393,37 @@ pub async fn tags_are_bounded(store: Arc<dyn MemoryStore>) {
     let before = footprint(&memory, ws).await;
     let m = &memory;
     let many: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
-    assert_invalid(m.set_tags(ws, "N", &many).await, "tags");
+    assert_invalid(m.set_tags(ws, SetTags::new("N", &many)).await, "tags");
     let tagged = |tags: &[String]| NewNode {
         tags: tags.to_vec(),
         ..entity("New", "thing", &[])
     };
     assert_invalid(
-        m.create_entities(ws, vec![tagged(&many)]).await,
+        m.create_entities(ws, CreateEntities::new(vec![tagged(&many)]))
+            .await,
         "entities[0].tags",
     );
     let long = "t".repeat(129);
     for (bad, index) in [(long.as_str(), 2), ("", 1), ("a\u{0}b", 0)] {
         let mut tags = strings(&["a", "b", "c"]);
         tags[index] = bad.into();
-        assert_invalid(m.set_tags(ws, "N", &tags).await, &format!("tags[{index}]"));
+        assert_invalid(
+            m.set_tags(ws, SetTags::new("N", &tags)).await,
+            &format!("tags[{index}]"),
+        );
         let entities = vec![entity("Ok", "thing", &[]), tagged(&tags)];
         assert_invalid(
-            m.create_entities(ws, entities).await,
+            m.create_entities(ws, CreateEntities::new(entities)).await,
             &format!("entities[1].tags[{index}]"),
         );
     }
     assert_eq!(footprint(m, ws).await, before);
 
     let most: Vec<String> = (0..64).map(|i| format!("{i:0>128}")).collect();
-    assert_eq!(m.set_tags(ws, "N", &most).await.unwrap().tags, most);
+    assert_eq!(
+        m.set_tags(ws, SetTags::new("N", &most)).await.unwrap().tags,
+        most
+    );
     assert_eq!(open_node(m, ws, "N").await.tags, most);
 }
 
@@ -384,10 +436,18 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
         "depth",
     );
     for limit in [0, 1_001] {
-        assert_invalid(m.get_recently_modified(ws, 7, limit).await, "limit");
+        assert_invalid(
+            m.get_recently_modified(ws, GetRecentlyModified::new(7, limit))
+                .await,
+            "limit",
+        );
     }
     for days in [0, 36_501] {
-        assert_invalid(m.get_recently_modified(ws, days, 20).await, "days");
+        assert_invalid(
+            m.get_recently_modified(ws, GetRecentlyModified::new(days, 20))
+                .await,
+            "days",
+        );
     }
     for ordinal in [0, -1] {
         assert_invalid(
@@ -417,11 +477,17 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
         2
     );
     assert_eq!(
-        m.get_recently_modified(ws, 36_500, 1_000)
+        m.get_recently_modified(ws, GetRecentlyModified::new(36_500, 1_000))
             .await
             .unwrap()
             .len(),
         2
     );
-    assert_eq!(m.get_recently_modified(ws, 1, 1).await.unwrap().len(), 1);
+    assert_eq!(
+        m.get_recently_modified(ws, GetRecentlyModified::new(1, 1))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }

@@ -63,10 +63,11 @@ use crate::store::CountEvents;
 use std::sync::Arc;
 
 use crate::{
-    AddObservations, CreateRelations, DeleteObservations, DeleteRelations, GetNeighborhood,
-    GetPath, GetRelationsBetween, Memory, MemoryStore, NewNode, NodeDetail, Observation,
-    ObservationAdditions, ObservationDeletions, Relation, RelationSpec, RenameRelationType,
-    ReplaceObservation, Timestamp, WorkspaceId,
+    AddObservations, CreateEntities, CreateRelations, DeleteEntities, DeleteObservations,
+    DeleteRelations, GetNeighborhood, GetNodesByType, GetPath, GetRecentlyModified,
+    GetRelationsBetween, Memory, MemoryStore, NewNode, NodeDetail, Observation,
+    ObservationAdditions, ObservationDeletions, OpenNodes, Relation, RelationSpec,
+    RenameRelationType, ReplaceObservation, SetSummary, SetTags, Timestamp, WorkspaceId,
 };
 
 /// Instantiates every conformance test as a `#[tokio::test]` calling `$fixture().await` for a
@@ -292,7 +293,10 @@ pub fn strings(values: &[&str]) -> Vec<String> {
 /// Creates nodes of type `thing` with no observations.
 pub async fn create_nodes(memory: &Memory, workspace: WorkspaceId, names: &[&str]) {
     let entities = names.iter().map(|n| entity(n, "thing", &[])).collect();
-    memory.create_entities(workspace, entities).await.unwrap();
+    memory
+        .create_entities(workspace, CreateEntities::new(entities))
+        .await
+        .unwrap();
 }
 
 /// Creates relations given as `(from, type, to)`.
@@ -315,7 +319,7 @@ pub async fn create_relations(
 /// One node as `open_nodes` returns it; panics when it does not exist.
 pub async fn open_node(memory: &Memory, workspace: WorkspaceId, name: &str) -> NodeDetail {
     let mut opened = memory
-        .open_nodes(workspace, &strings(&[name]))
+        .open_nodes(workspace, OpenNodes::new(&strings(&[name])))
         .await
         .unwrap();
     assert_eq!(opened.entities.len(), 1, "{name} not found: {opened:?}");

@@ -59,7 +59,7 @@ async fn time_open(
     let mut answer = String::new();
     for _ in 0..samples {
         let started = Instant::now();
-        let opened = memory.open_nodes(workspace, &names).await?;
+        let opened = memory.open_nodes(workspace, OpenNodes::new(&names)).await?;
         times.push(started.elapsed());
         answer = if opened.not_found.is_empty() {
             "found".into()
@@ -94,7 +94,9 @@ pub async fn suggestions_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) ->
                 ..NewNode::default()
             })
             .collect();
-        memory.create_entities(workspace, entities).await?;
+        memory
+            .create_entities(workspace, CreateEntities::new(entities))
+            .await?;
     }
     println!(
         "loaded {nodes} named nodes in {:.1}s",

@@ -10,11 +10,11 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
     let first = memory
         .create_entities(
             ws,
-            vec![NewNode {
+            CreateEntities::new(vec![NewNode {
                 summary: Some("a tea drinker".into()),
                 tags: strings(&["a", "b", "a"]),
                 ..entity("Alice", "person", &["likes tea", "lives in Lisbon"])
-            }],
+            }]),
         )
         .await
         .unwrap();
@@ -41,7 +41,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
     let second = memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("Bob", "person", &["plays chess"]),
                 NewNode {
                     summary: Some("a robot".into()),
@@ -49,7 +49,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
                     ..entity("Alice", "robot", &["beeps"])
                 },
                 entity("Carol", "place", &[]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -88,7 +88,10 @@ pub async fn create_entities_rejects_a_batch_with_any_invalid_entity(store: Arc<
     let invalid = memory
         .create_entities(
             ws,
-            vec![entity("New", "thing", &["fact"]), entity("Other", "", &[])],
+            CreateEntities::new(vec![
+                entity("New", "thing", &["fact"]),
+                entity("Other", "", &[]),
+            ]),
         )
         .await;
     assert_eq!(
@@ -98,11 +101,11 @@ pub async fn create_entities_rejects_a_batch_with_any_invalid_entity(store: Arc<
     let repeated = memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("Dup", "thing", &[]),
                 entity("Other", "thing", &[]),
                 entity("Dup", "thing", &[]),
-            ],
+            ]),
         )
         .await;
     assert_eq!(
@@ -117,7 +120,7 @@ pub async fn create_entities_rejects_a_batch_with_any_invalid_entity(store: Arc<
         before
     );
     let opened = memory
-        .open_nodes(ws, &strings(&["New", "Other", "Dup"]))
+        .open_nodes(ws, OpenNodes::new(&strings(&["New", "Other", "Dup"])))
         .await
         .unwrap();
     assert!(opened.entities.is_empty());
@@ -130,7 +133,10 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     let (memory, ws) = memory_with_workspace(store, "w").await;
     create_nodes(&memory, ws, &["A", "C"]).await;
     memory
-        .create_entities(ws, vec![entity("B", "thing", &["b one", "b two"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("B", "thing", &["b one", "b two"])]),
+        )
         .await
         .unwrap();
     create_relations(
@@ -147,7 +153,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     tick().await;
 
     let deleted = memory
-        .delete_entities(ws, &strings(&["B", "Nobody", "B"]))
+        .delete_entities(ws, DeleteEntities::new(&strings(&["B", "Nobody", "B"])))
         .await
         .unwrap();
     assert_eq!(deleted.deleted, ["B"]);
@@ -155,7 +161,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
 
     assert_eq!(counts(&memory, ws).await, (2, 0, 1));
     let survivors = memory
-        .open_nodes(ws, &strings(&["A", "C", "B"]))
+        .open_nodes(ws, OpenNodes::new(&strings(&["A", "C", "B"])))
         .await
         .unwrap();
     assert_eq!(survivors.relations, [edge("A", "sees", "C")]);
@@ -177,7 +183,10 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
 
     // A node of the same name starts from scratch.
     create_nodes(&memory, ws, &["B"]).await;
-    let reborn = memory.open_nodes(ws, &strings(&["B"])).await.unwrap();
+    let reborn = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["B"])))
+        .await
+        .unwrap();
     assert!(reborn.entities[0].observations.is_empty());
     assert!(reborn.relations.is_empty());
     let added = memory
@@ -192,7 +201,10 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(ws, vec![entity("A", "thing", &["first", "second"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("A", "thing", &["first", "second"])]),
+        )
         .await
         .unwrap();
     create_nodes(&memory, ws, &["B", "C", "D"]).await;
@@ -222,7 +234,7 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
     .await;
 
     let opened = memory
-        .open_nodes(ws, &strings(&["D", "Missing", "A"]))
+        .open_nodes(ws, OpenNodes::new(&strings(&["D", "Missing", "A"])))
         .await
         .unwrap();
     let names: Vec<&str> = opened.entities.iter().map(|e| e.name.as_str()).collect();
@@ -243,7 +255,10 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
     );
     assert_eq!(opened.not_found, ["Missing"]);
 
-    let nothing = memory.open_nodes(ws, &strings(&["Ghost"])).await.unwrap();
+    let nothing = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Ghost"])))
+        .await
+        .unwrap();
     assert!(nothing.entities.is_empty() && nothing.relations.is_empty());
     assert_eq!(nothing.not_found, ["Ghost"]);
 }
@@ -253,7 +268,7 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("Zed", "person", &[]),
                 NewNode {
                     summary: Some("the first".into()),
@@ -261,14 +276,17 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
                     ..entity("Amy", "person", &[])
                 },
                 entity("Box", "thing", &[]),
-            ],
+            ]),
         )
         .await
         .unwrap();
     let amy = open_node(&memory, ws, "Amy").await;
     let zed = open_node(&memory, ws, "Zed").await;
     assert_eq!(
-        memory.get_nodes_by_type(ws, "person").await.unwrap(),
+        memory
+            .get_nodes_by_type(ws, GetNodesByType::new("person"))
+            .await
+            .unwrap(),
         [
             TypedNode {
                 name: "Amy".into(),
@@ -288,7 +306,7 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
     );
     assert!(
         memory
-            .get_nodes_by_type(ws, "robot")
+            .get_nodes_by_type(ws, GetNodesByType::new("robot"))
             .await
             .unwrap()
             .is_empty()
@@ -301,9 +319,15 @@ pub async fn get_recently_modified_is_newest_first_and_limited(store: Arc<dyn Me
         create_nodes(&memory, ws, &[name]).await;
         tick().await;
     }
-    memory.set_summary(ws, "A", "written last").await.unwrap();
+    memory
+        .set_summary(ws, SetSummary::new("A", "written last"))
+        .await
+        .unwrap();
 
-    let recent = memory.get_recently_modified(ws, 1, 20).await.unwrap();
+    let recent = memory
+        .get_recently_modified(ws, GetRecentlyModified::new(1, 20))
+        .await
+        .unwrap();
     let rows: Vec<(&str, &str, Option<&str>)> = recent
         .iter()
         .map(|n| {
@@ -331,7 +355,10 @@ pub async fn get_recently_modified_is_newest_first_and_limited(store: Arc<dyn Me
     assert!(recent[0].updated_at > recent[1].updated_at);
     assert!(recent[1].updated_at > recent[2].updated_at);
 
-    let limited = memory.get_recently_modified(ws, 7, 2).await.unwrap();
+    let limited = memory
+        .get_recently_modified(ws, GetRecentlyModified::new(7, 2))
+        .await
+        .unwrap();
     assert_eq!(limited, recent[..2]);
 }
 
@@ -339,7 +366,10 @@ pub async fn set_summary_and_set_tags_write_the_node(store: Arc<dyn MemoryStore>
     let (memory, ws) = memory_with_workspace(store, "w").await;
     create_nodes(&memory, ws, &["N"]).await;
 
-    let summary = memory.set_summary(ws, "N", "a node").await.unwrap();
+    let summary = memory
+        .set_summary(ws, SetSummary::new("N", "a node"))
+        .await
+        .unwrap();
     assert_eq!(
         (summary.name.as_str(), summary.summary.as_str()),
         ("N", "a node")
@@ -348,11 +378,14 @@ pub async fn set_summary_and_set_tags_write_the_node(store: Arc<dyn MemoryStore>
         summary.updated_at,
         open_node(&memory, ws, "N").await.updated_at
     );
-    let replaced = memory.set_summary(ws, "N", "the node").await.unwrap();
+    let replaced = memory
+        .set_summary(ws, SetSummary::new("N", "the node"))
+        .await
+        .unwrap();
     assert_eq!(replaced.summary, "the node");
 
     let tags = memory
-        .set_tags(ws, "N", &strings(&["b", "a", "b", "c", "a"]))
+        .set_tags(ws, SetTags::new("N", &strings(&["b", "a", "b", "c", "a"])))
         .await
         .unwrap();
     assert_eq!(
@@ -363,17 +396,20 @@ pub async fn set_summary_and_set_tags_write_the_node(store: Arc<dyn MemoryStore>
     assert_eq!(node.tags, ["b", "a", "c"]);
     assert_eq!(node.summary.as_deref(), Some("the node"));
 
-    let cleared = memory.set_tags(ws, "N", &[]).await.unwrap();
+    let cleared = memory.set_tags(ws, SetTags::new("N", &[])).await.unwrap();
     assert!(cleared.tags.is_empty());
     assert!(open_node(&memory, ws, "N").await.tags.is_empty());
 
     assert_eq!(
-        memory.set_summary(ws, "Ghost", "boo").await.unwrap_err(),
+        memory
+            .set_summary(ws, SetSummary::new("Ghost", "boo"))
+            .await
+            .unwrap_err(),
         Error::node_not_found("Ghost")
     );
     assert_eq!(
         memory
-            .set_tags(ws, "Ghost", &strings(&["x"]))
+            .set_tags(ws, SetTags::new("Ghost", &strings(&["x"])))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")

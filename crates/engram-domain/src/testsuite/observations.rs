@@ -16,7 +16,10 @@ fn deleted(entity_name: &str, deleted: &[i64], not_found: &[i64]) -> DeletedObse
 pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(ws, vec![entity("N", "thing", &["a", "b", "c"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("N", "thing", &["a", "b", "c"])]),
+        )
         .await
         .unwrap();
     let result = memory
@@ -85,13 +88,16 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
                 if w % 2 == 1 {
                     batch.reverse();
                 }
-                memory.create_entities(ws, batch).await.unwrap();
+                memory
+                    .create_entities(ws, CreateEntities::new(batch))
+                    .await
+                    .unwrap();
             }
         }
     });
     futures::future::join_all(writers).await;
     let opened = memory
-        .open_nodes(ws, &strings(&["A", "B", "C"]))
+        .open_nodes(ws, OpenNodes::new(&strings(&["A", "B", "C"])))
         .await
         .unwrap();
     for node in &opened.entities {
@@ -168,7 +174,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(ws, vec![entity("N", "thing", &["n1"])])
+        .create_entities(ws, CreateEntities::new(vec![entity("N", "thing", &["n1"])]))
         .await
         .unwrap();
     create_nodes(&memory, ws, &["M"]).await;
@@ -230,10 +236,10 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
     let created = memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("N", "thing", &["a", "b", "a", "c", "b"]),
                 entity("M", "thing", &["m"]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -247,9 +253,12 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
         observations(&[(1, "a"), (2, "b"), (3, "c")])
     );
     // An existing node is left alone by create_entities: nothing to skip.
-    let again = (memory.create_entities(ws, vec![entity("N", "thing", &["a", "a"])]))
-        .await
-        .unwrap();
+    let again = (memory.create_entities(
+        ws,
+        CreateEntities::new(vec![entity("N", "thing", &["a", "a"])]),
+    ))
+    .await
+    .unwrap();
     assert!(again[0].already_existed && again[0].skipped_duplicates.is_empty());
 
     let before = events(&memory, ws).await;
@@ -306,7 +315,10 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
 pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(ws, vec![entity("N", "thing", &["a", "b", "c"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("N", "thing", &["a", "b", "c"])]),
+        )
         .await
         .unwrap();
     memory
@@ -375,10 +387,10 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("N", "thing", &["a", "b", "c", "d"]),
                 entity("M", "thing", &["m"]),
-            ],
+            ]),
         )
         .await
         .unwrap();

@@ -26,6 +26,7 @@ use proptest::sample::select;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
+use crate::CreateEntities;
 use crate::auth::TokenInfo;
 use crate::perspectives::Perspective;
 use crate::transfer::{GraphPage, GraphPageQuery, NodeRecord};
@@ -343,7 +344,9 @@ impl Harness {
                 super::entity(name, if i % 2 == 0 { "even" } else { "odd" }, &facts)
             })
             .collect();
-        m.create_entities(self.ws, entities).await.unwrap();
+        m.create_entities(self.ws, CreateEntities::new(entities))
+            .await
+            .unwrap();
         let mut ring: Vec<(&str, &str, &str)> =
             (SEED_NAMES.iter().zip(SEED_NAMES.iter().cycle().skip(1)))
                 .map(|(a, b)| (*a, "next", *b))

@@ -9,14 +9,15 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use super::properties::*;
-use crate::AddObservations;
-use crate::GetRelationsBetween;
 use crate::transfer::{GraphDetail, GraphPageQuery};
+use crate::{
+    AddObservations, GetNeighborhood, GetNodesByType, GetPath, GetRecentlyModified,
+    GetRelationsBetween, OpenNodes,
+};
 use crate::{
     FindSimilarNodes, MemoryStore, QueryObservations, ReportOptions, SearchMode, SearchNodes,
     SearchObservations,
 };
-use crate::{GetNeighborhood, GetPath};
 
 /// Cases per tool.
 const CASES: u32 = 100;
@@ -74,7 +75,7 @@ async fn open_nodes(h: &mut Harness) {
         blame.unless(name_ok(name), format!("names[{i}]"));
     }
     let m = h.memory.clone();
-    let call = m.open_nodes(h.ws, &names);
+    let call = m.open_nodes(h.ws, OpenNodes::new(&names));
     if let Some(opened) = h.run("open_nodes", &names, &blame, call).await {
         for name in &names {
             let found = opened.entities.iter().any(|n| &n.name == name);
@@ -89,7 +90,7 @@ async fn by_type_and_recent(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&entity_type), "entity_type");
     let m = h.memory.clone();
-    let call = m.get_nodes_by_type(h.ws, &entity_type);
+    let call = m.get_nodes_by_type(h.ws, GetNodesByType::new(&entity_type));
     if let Some(nodes) = h.run("get_nodes_by_type", &entity_type, &blame, call).await {
         let expected = h.before.nodes().filter(|n| n.entity_type == entity_type);
         assert_eq!(nodes.len(), expected.count(), "{}", short(&entity_type));
@@ -100,7 +101,7 @@ async fn by_type_and_recent(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless((1..=36_500).contains(&days), "days");
     blame.unless((1..=1_000).contains(&limit), "limit");
-    let call = m.get_recently_modified(h.ws, days, limit);
+    let call = m.get_recently_modified(h.ws, GetRecentlyModified::new(days, limit));
     if let Some(nodes) = h
         .run("get_recently_modified", &(days, limit), &blame, call)
         .await

@@ -7,8 +7,10 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::properties::*;
-use crate::{AddObservations, DeleteObservations, ReplaceObservation};
-use crate::{CreateRelations, DeleteRelations, RenameRelationType};
+use crate::{
+    AddObservations, CreateEntities, CreateRelations, DeleteEntities, DeleteObservations,
+    DeleteRelations, OpenNodes, RenameRelationType, ReplaceObservation, SetSummary, SetTags,
+};
 use crate::{MemoryStore, NewNode, ObservationAdditions, ObservationDeletions, RelationSpec};
 
 /// Cases per tool; writes that create things get more.
@@ -105,13 +107,13 @@ async fn create_entities(h: &mut Harness) {
     blame.duplicates(entities.iter().map(|e| &e.name), "entities", ".name");
 
     let m = h.memory.clone();
-    let call = m.create_entities(h.ws, entities.clone());
+    let call = m.create_entities(h.ws, CreateEntities::new(entities.clone()));
     let Some(rows) = h.run("create_entities", &entities, &blame, call).await else {
         return;
     };
     assert_eq!(rows.len(), entities.len(), "{}", short(&entities));
     let names: Vec<String> = entities.iter().map(|e| e.name.clone()).collect();
-    let opened = m.open_nodes(h.ws, &names).await.unwrap();
+    let opened = m.open_nodes(h.ws, OpenNodes::new(&names)).await.unwrap();
     for (row, e) in rows.iter().zip(&entities) {
         let existed = h.before.node(&e.name);
         assert_eq!(row.name, e.name);
@@ -205,7 +207,7 @@ async fn add_observations(h: &mut Harness) {
     };
     assert_eq!(rows.len(), additions.len());
     let names: Vec<String> = additions.iter().map(|a| a.entity_name.clone()).collect();
-    let opened = m.open_nodes(h.ws, &names).await.unwrap();
+    let opened = m.open_nodes(h.ws, OpenNodes::new(&names)).await.unwrap();
     // Per node, the highest ordinal so far: each addition's ordinals come after it.
     let mut highest = std::collections::HashMap::new();
     for (row, a) in rows.iter().zip(&additions) {
@@ -387,7 +389,7 @@ async fn set_summary_and_tags(h: &mut Harness) {
     blame.unless(name_ok(&name), "name");
     blame.unless(content_ok(&summary), "summary");
     let m = h.memory.clone();
-    let call = m.set_summary(h.ws, &name, &summary);
+    let call = m.set_summary(h.ws, SetSummary::new(&name, &summary));
     let input = (&name, &summary);
     if h.run("set_summary", &input, &blame, call).await.is_some() {
         let node = super::open_node(&m, h.ws, &name).await;
@@ -403,7 +405,7 @@ async fn set_summary_and_tags(h: &mut Harness) {
     for (k, tag) in tags.iter().enumerate() {
         blame.unless(tag_ok(tag), format!("tags[{k}]"));
     }
-    let call = m.set_tags(h.ws, &name, &tags);
+    let call = m.set_tags(h.ws, SetTags::new(&name, &tags));
     let input = (&name, &tags);
     if h.run("set_tags", &input, &blame, call).await.is_some() {
         let node = super::open_node(&m, h.ws, &name).await;
@@ -550,7 +552,7 @@ async fn delete_entities(h: &mut Harness) {
         blame.unless(name_ok(name), format!("entity_names[{i}]"));
     }
     let m = h.memory.clone();
-    let call = m.delete_entities(h.ws, &names);
+    let call = m.delete_entities(h.ws, DeleteEntities::new(&names));
     let Some(result) = h.run("delete_entities", &names, &blame, call).await else {
         return;
     };

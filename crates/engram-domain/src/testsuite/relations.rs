@@ -37,7 +37,7 @@ pub async fn create_relations_reports_created_existing_and_missing(store: Arc<dy
         }
     );
     let opened = memory
-        .open_nodes(ws, &strings(&["A", "B", "C"]))
+        .open_nodes(ws, OpenNodes::new(&strings(&["A", "B", "C"])))
         .await
         .unwrap();
     assert_eq!(
@@ -153,7 +153,10 @@ pub async fn rename_onto_an_existing_relation_conflicts_and_changes_nothing(
     create_nodes(&memory, ws, &["A", "B"]).await;
     create_relations(&memory, ws, &[("A", "x", "B"), ("A", "y", "B")]).await;
     let before = (
-        memory.open_nodes(ws, &strings(&["A", "B"])).await.unwrap(),
+        memory
+            .open_nodes(ws, OpenNodes::new(&strings(&["A", "B"])))
+            .await
+            .unwrap(),
         events(&memory, ws).await,
     );
 
@@ -186,7 +189,10 @@ pub async fn rename_onto_an_existing_relation_conflicts_and_changes_nothing(
         );
     }
     let after = (
-        memory.open_nodes(ws, &strings(&["A", "B"])).await.unwrap(),
+        memory
+            .open_nodes(ws, OpenNodes::new(&strings(&["A", "B"])))
+            .await
+            .unwrap(),
         events(&memory, ws).await,
     );
     assert_eq!(after, before);

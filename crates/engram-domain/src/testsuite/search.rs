@@ -199,7 +199,10 @@ async fn people(f: &Fixture) {
             &["Dave prefers tea over coffee in the morning"],
         ),
     ];
-    f.memory.create_entities(f.ws, entities).await.unwrap();
+    f.memory
+        .create_entities(f.ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
 }
 
 pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStore>) {
@@ -279,7 +282,7 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     // New tags change only the perspectives that render tags: 2 of 5 vectors are re-made,
     // the other 3 are marked current without the model.
     f.memory
-        .set_tags(f.ws, "Alice", &strings(&["relocation"]))
+        .set_tags(f.ws, SetTags::new("Alice", &strings(&["relocation"])))
         .await
         .unwrap();
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 5);
@@ -328,7 +331,7 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     );
     let bob = entity("Bob", "person", &["works at the hospital too"]);
     f.memory
-        .create_entities(f.ws, vec![alice, bob])
+        .create_entities(f.ws, CreateEntities::new(vec![alice, bob]))
         .await
         .unwrap();
     f.indexer.run_until_idle().await.unwrap();
@@ -395,7 +398,10 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
             ],
         ),
     ];
-    f.memory.create_entities(f.ws, entities).await.unwrap();
+    f.memory
+        .create_entities(f.ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
     f.indexer.run_until_idle().await.unwrap();
     // The two compilers share about half their words; the bread shares none.
     let pairs = f
@@ -532,7 +538,7 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
     assert!(elsewhere.results.is_empty(), "{elsewhere:?}");
     // Deleted observations are no longer found.
     f.memory
-        .delete_entities(f.ws, &strings(&["Dave"]))
+        .delete_entities(f.ws, DeleteEntities::new(&strings(&["Dave"])))
         .await
         .unwrap();
     let gone = f
@@ -589,7 +595,10 @@ pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) 
             &["disk usage alerts fire at ninety percent"],
         ),
     ];
-    memory.create_entities(ws, entities).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
     Indexer::new(store, embedder, 64)
         .run_until_idle()
         .await
@@ -645,7 +654,10 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
         entity("Bob", "person", &["works at the hospital too"]),
         entity("Clinic", "place", &["the hospital clinic opens at eight"]),
     ];
-    f.memory.create_entities(f.ws, entities).await.unwrap();
+    f.memory
+        .create_entities(f.ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
     f.indexer.run_until_idle().await.unwrap();
     let search = async |limit, mode, types: &[&str]| {
         (f.memory)
@@ -886,7 +898,10 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     let mut facts: Vec<&str> = facts.iter().map(String::as_str).collect();
     facts[7] = "a poison fact";
     memory
-        .create_entities(ws, vec![entity("Garden", "place", &facts)])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("Garden", "place", &facts)]),
+        )
         .await
         .unwrap();
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
@@ -1033,10 +1048,10 @@ pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<d
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("Weeds", "place", &["a poison fact"]),
                 entity("Roses", "place", &["roses need sun"]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -1045,7 +1060,7 @@ pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<d
     let memory = memory.with_indexer(indexer.clone());
     assert_eq!(memory.rejected_texts(ws).len(), 1);
     memory
-        .delete_entities(ws, &["Weeds".to_owned()])
+        .delete_entities(ws, DeleteEntities::new(&["Weeds".to_owned()]))
         .await
         .unwrap();
     indexer.run_once().await.unwrap();
@@ -1092,7 +1107,10 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
     // keeps every word, and the rare one ranks first.
     let mut nodes = parts(0, 40);
     nodes.push(entity("odd", "part", &["a widget with a sprocket"]));
-    memory.create_entities(workspace, nodes).await.unwrap();
+    memory
+        .create_entities(workspace, CreateEntities::new(nodes))
+        .await
+        .unwrap();
     refresh().await;
     let small = names("which widget has a sprocket").await;
     assert_eq!((small.len(), small[0].as_str()), (10, "odd"));
@@ -1100,7 +1118,10 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
     // nothing and only the rare word matches.
     for from in (40..4_040).step_by(1_000) {
         let batch = parts(from, from + 1_000);
-        memory.create_entities(workspace, batch).await.unwrap();
+        memory
+            .create_entities(workspace, CreateEntities::new(batch))
+            .await
+            .unwrap();
     }
     refresh().await;
     assert_eq!(names("which widget has a sprocket").await, ["odd"]);
@@ -1134,7 +1155,10 @@ where
         &["widget widget widget, widgets galore"],
     ));
     nodes.push(entity("odd", "part", &["a sprocket"]));
-    memory.create_entities(workspace, nodes).await.unwrap();
+    memory
+        .create_entities(workspace, CreateEntities::new(nodes))
+        .await
+        .unwrap();
     refresh().await;
     for mode in [SearchMode::Text, SearchMode::Hybrid] {
         let found = memory
@@ -1172,13 +1196,16 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
                 entity(&format!("part-{n:05}"), "part", &[text])
             })
             .collect::<Vec<_>>();
-        memory.create_entities(workspace, nodes).await.unwrap();
+        memory
+            .create_entities(workspace, CreateEntities::new(nodes))
+            .await
+            .unwrap();
     }
     // Stored last, after every other text holding "gear".
     memory
         .create_entities(
             workspace,
-            vec![entity("odd", "spare", &["a gear with a sprocket"])],
+            CreateEntities::new(vec![entity("odd", "spare", &["a gear with a sprocket"])]),
         )
         .await
         .unwrap();

@@ -20,7 +20,7 @@ async fn write_everywhere(
     let mut attempts = vec![(
         "entities[0].observations[0]",
         memory
-            .create_entities(ws, vec![node.clone()])
+            .create_entities(ws, CreateEntities::new(vec![node.clone()]))
             .await
             .map(drop),
     )];
@@ -28,7 +28,10 @@ async fn write_everywhere(
     node.summary = Some(secret.to_owned());
     attempts.push((
         "entities[0].summary",
-        memory.create_entities(ws, vec![node]).await.map(drop),
+        memory
+            .create_entities(ws, CreateEntities::new(vec![node]))
+            .await
+            .map(drop),
     ));
     attempts.push((
         "observations[0].contents[1]",
@@ -49,7 +52,10 @@ async fn write_everywhere(
     ));
     attempts.push((
         "summary",
-        memory.set_summary(ws, "Staging", secret).await.map(drop),
+        memory
+            .set_summary(ws, SetSummary::new("Staging", secret))
+            .await
+            .map(drop),
     ));
     let record = NodeRecord {
         name: "Imported".into(),
@@ -68,7 +74,7 @@ async fn write_everywhere(
         attempts.push((
             "entities[0].name",
             (memory
-                .create_entities(ws, vec![entity(secret, "note", &[])])
+                .create_entities(ws, CreateEntities::new(vec![entity(secret, "note", &[])]))
                 .await)
                 .map(drop),
         ));
@@ -105,7 +111,7 @@ async fn write_everywhere(
         attempts.push((
             "tags[1]",
             (memory
-                .set_tags(ws, "Staging", &strings(&["env", secret]))
+                .set_tags(ws, SetTags::new("Staging", &strings(&["env", secret])))
                 .await)
                 .map(drop),
         ));
@@ -117,9 +123,12 @@ async fn write_everywhere(
 async fn staging(store: Arc<dyn MemoryStore>, policy: SecretPolicy) -> (Memory, WorkspaceId) {
     let (memory, ws) = memory_with_workspace(store, "secrets").await;
     let memory = memory.with_secret_policy(policy);
-    (memory.create_entities(ws, vec![entity("Staging", "environment", &["base fact"])]))
-        .await
-        .unwrap();
+    (memory.create_entities(
+        ws,
+        CreateEntities::new(vec![entity("Staging", "environment", &["base fact"])]),
+    ))
+    .await
+    .unwrap();
     create_nodes(&memory, ws, &["Vault"]).await;
     (memory.create_relations(
         ws,
@@ -162,7 +171,10 @@ pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
         before,
         "a refused write wrote something"
     );
-    let staging = memory.open_nodes(ws, &strings(&["Staging"])).await.unwrap();
+    let staging = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Staging"])))
+        .await
+        .unwrap();
     let node = &staging.entities[0];
     assert_eq!((node.summary.as_deref(), node.tags.len()), (None, 0));
     assert_eq!(node.observations, observations(&[(1, "base fact")]));
@@ -235,7 +247,10 @@ pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemorySto
         lines.len()
     );
     for line in &lines {
-        memory.set_summary(ws, "Vault", line).await.unwrap();
+        memory
+            .set_summary(ws, SetSummary::new("Vault", *line))
+            .await
+            .unwrap();
         if crate::limits::name("relation_type", line).is_ok() {
             (memory.create_relations(
                 ws,
@@ -257,8 +272,11 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
     let nodes = (corpus.iter().zip(&names))
         .map(|((_, text), name)| entity(name, "note", &[text.as_str()]))
         .collect();
-    memory.create_entities(ws, nodes).await.unwrap();
-    let opened = memory.open_nodes(ws, &names).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(nodes))
+        .await
+        .unwrap();
+    let opened = memory.open_nodes(ws, OpenNodes::new(&names)).await.unwrap();
     assert_eq!(opened.entities.len(), corpus.len());
     for ((label, text), node) in corpus.iter().zip(&opened.entities) {
         let stored = &node.observations[0].content;
@@ -267,24 +285,33 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
         let marker = format!("[redacted: {label}]");
         assert!(stored.contains(&marker), "{stored}");
     }
-    (memory.set_summary(ws, "Vault", &corpus[0].1))
+    (memory.set_summary(ws, SetSummary::new("Vault", &corpus[0].1)))
         .await
         .unwrap();
-    let vault = memory.open_nodes(ws, &strings(&["Vault"])).await.unwrap();
+    let vault = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Vault"])))
+        .await
+        .unwrap();
     let summary = vault.entities[0].summary.clone().unwrap_or_default();
     assert!(summary.contains("[redacted: "), "{summary}");
 
     // A name holding a credential is refused even when redacting: a redacted name would not
     // name what was meant, and two secrets would redact to one node.
     let named = entity(&format!("key {}", "AKIAZ7QW4RTY2UIOPL3M"), "note", &[]);
-    let refused = memory.create_entities(ws, vec![named]).await.unwrap_err();
+    let refused = memory
+        .create_entities(ws, CreateEntities::new(vec![named]))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&refused, Error::InvalidArgument { field, .. } if field == "entities[0].name"),
         "{refused}"
     );
     // A redacted tag is held to the tag limit again.
     let tag = format!("{} {}", "t".repeat(105), "AKIAZ7QW4RTY2UIOPL3M");
-    let long = memory.set_tags(ws, "Vault", &[tag]).await.unwrap_err();
+    let long = memory
+        .set_tags(ws, SetTags::new("Vault", &[tag]))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&long, Error::InvalidArgument { field, .. } if field == "tags[0]"),
         "{long}"
@@ -294,12 +321,12 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
     let open = allowing.create_workspace("open").await.unwrap().id;
     (allowing.create_entities(
         open,
-        vec![entity("Staging", "environment", &[&corpus[0].1])],
+        CreateEntities::new(vec![entity("Staging", "environment", &[&corpus[0].1])]),
     ))
     .await
     .unwrap();
     let kept = allowing
-        .open_nodes(open, &strings(&["Staging"]))
+        .open_nodes(open, OpenNodes::new(&strings(&["Staging"])))
         .await
         .unwrap();
     assert_eq!(kept.entities[0].observations[0].content, corpus[0].1);
@@ -314,7 +341,10 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
     );
     let mut hub = entity("engram", "project", &["a memory server"]);
     hub.summary = Some("The memory server.".into());
-    memory.create_entities(ws, vec![hub]).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(vec![hub]))
+        .await
+        .unwrap();
     create_nodes(&memory, ws, &["Alice", "Bob", "Carol", "Dave"]).await;
     let links = [
         relation("Alice", "works_on", "engram"),
@@ -328,7 +358,7 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
         .await
         .unwrap();
     memory
-        .set_summary(ws, "Dave", "Newest of all.")
+        .set_summary(ws, SetSummary::new("Dave", "Newest of all."))
         .await
         .unwrap();
     let brief = memory.brief(ws, 2).await.unwrap();

@@ -12,16 +12,25 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     let nodes = ["Priya Raman", "PostgreSQL", "Project Atlas", "Prague"];
     let nodes = nodes.map(|name| entity(name, "thing", &["a fact"]));
-    memory.create_entities(ws, nodes.to_vec()).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(nodes.to_vec()))
+        .await
+        .unwrap();
     // Another workspace's names are never suggested.
     let other = memory.create_workspace("other").await.unwrap().id;
-    (memory.create_entities(other, vec![entity("Globex Corp", "org", &[])]))
-        .await
-        .unwrap();
+    (memory.create_entities(
+        other,
+        CreateEntities::new(vec![entity("Globex Corp", "org", &[])]),
+    ))
+    .await
+    .unwrap();
 
-    let opened = (memory.open_nodes(ws, &strings(&["Priya", "postgres", "Globex", "Prague"])))
-        .await
-        .unwrap();
+    let opened = (memory.open_nodes(
+        ws,
+        OpenNodes::new(&strings(&["Priya", "postgres", "Globex", "Prague"])),
+    ))
+    .await
+    .unwrap();
     assert_eq!(opened.not_found, ["Priya", "postgres", "Globex"]);
     assert_eq!(
         opened.did_you_mean,
@@ -50,7 +59,7 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     assert_eq!(created.did_you_mean["Pryia Raman"], ["Priya Raman"]);
 
     let deleted = memory
-        .delete_entities(ws, &strings(&["Project-Atlas"]))
+        .delete_entities(ws, DeleteEntities::new(&strings(&["Project-Atlas"])))
         .await
         .unwrap();
     assert_eq!(deleted.did_you_mean["Project-Atlas"], ["Project Atlas"]);
@@ -60,7 +69,10 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
         "a suggestion deletes nothing"
     );
 
-    let error = memory.set_summary(ws, "Priya", "x").await.unwrap_err();
+    let error = memory
+        .set_summary(ws, SetSummary::new("Priya", "x"))
+        .await
+        .unwrap_err();
     assert_eq!(
         error.to_string(),
         "node not found: Priya (did you mean \"Priya Raman\"?)"
@@ -83,8 +95,14 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     );
 
     // Nothing close: the plain answer.
-    let error = memory.set_tags(ws, "Zanzibar", &[]).await.unwrap_err();
+    let error = memory
+        .set_tags(ws, SetTags::new("Zanzibar", &[]))
+        .await
+        .unwrap_err();
     assert_eq!(error.to_string(), "node not found: Zanzibar");
-    let opened = memory.open_nodes(ws, &strings(&["Globex"])).await.unwrap();
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Globex"])))
+        .await
+        .unwrap();
     assert!(opened.did_you_mean.is_empty());
 }

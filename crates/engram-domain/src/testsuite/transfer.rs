@@ -63,7 +63,10 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
         .collect();
     entities[0].summary = Some("the fifth".into());
     entities[0].tags = strings(&["t"]);
-    memory.create_entities(ws, entities).await.unwrap();
+    memory
+        .create_entities(ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
     create_relations(
         &memory,
         ws,
@@ -151,7 +154,10 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(ws, vec![entity("Alice", "person", &["likes tea"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("Alice", "person", &["likes tea"])]),
+        )
         .await
         .unwrap();
     let nodes = vec![
@@ -251,11 +257,11 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
     memory
         .create_entities(
             source,
-            vec![
+            CreateEntities::new(vec![
                 alice,
                 entity("Bob", "person", &["hi"]),
                 entity("Zed", "thing", &[]),
-            ],
+            ]),
         )
         .await
         .unwrap();

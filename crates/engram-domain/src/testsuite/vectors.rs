@@ -88,7 +88,10 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
         let content = |text: &str| format!("{prefix}{text}");
         let a = entity("A", "thing", &[&content("x"), &content("y")]);
         let b = entity("B", "thing", &[&content("x-ish")]);
-        memory.create_entities(ws, vec![a, b]).await.unwrap();
+        memory
+            .create_entities(ws, CreateEntities::new(vec![a, b]))
+            .await
+            .unwrap();
     }
     // Model m: "x" along axis 0, "y" along axis 1, "x-ish" between them but nearer 0; in
     // workspace two everything points along axis 2. Model n: everything along axis 0.
@@ -178,7 +181,10 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
 pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_every_perspective(store.clone(), "dims").await;
     memory
-        .create_entities(ws, vec![entity("A", "thing", &["a1", "a2"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("A", "thing", &["a1", "a2"])]),
+        )
         .await
         .unwrap();
     let ordinal_axis = |task: &EmbeddingTask, dims| axis(task.context.ordinal.0 as usize, dims);
@@ -252,11 +258,11 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("B", "kind_b", &["b1", "b2"]),
                 entity("A", "kind_a", &["a1"]),
                 entity("Empty", "thing", &[]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -337,10 +343,10 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     memory
         .create_entities(
             ws,
-            vec![
+            CreateEntities::new(vec![
                 entity("A", "thing", &["a1", "a2"]),
                 entity("B", "thing", &["b1"]),
-            ],
+            ]),
         )
         .await
         .unwrap();
@@ -372,7 +378,10 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
         .await
         .unwrap();
     assert_eq!(found().await, [("A".into(), 1), ("B".into(), 1)]);
-    memory.delete_entities(ws, &strings(&["B"])).await.unwrap();
+    memory
+        .delete_entities(ws, DeleteEntities::new(&strings(&["B"])))
+        .await
+        .unwrap();
     assert_eq!(found().await, [("A".into(), 1)]);
 
     // A's remaining observation: 5 perspectives; clearing drops them and makes them pending.
@@ -417,7 +426,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     assert!(pending(&store, "m", 100, None).await.is_empty());
     let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
-        .create_entities(ws, vec![entity("A", "thing", &["a1"])])
+        .create_entities(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
         .unwrap();
     let general = perspective(&store, ws, "general").await.id;
@@ -440,7 +449,10 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
 pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_every_perspective(store.clone(), "views").await;
     memory
-        .create_entities(ws, vec![entity("A", "thing", &["a1", "a2"])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("A", "thing", &["a1", "a2"])]),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -494,15 +506,21 @@ pub async fn the_change_marker_moves_on_writes_only(store: Arc<dyn MemoryStore>)
     let (memory, ws) = memory_with_every_perspective(store.clone(), "marks").await;
     let start = store.change_marker().await.unwrap();
     memory
-        .create_entities(ws, vec![entity("A", "thing", &["a1"])])
+        .create_entities(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
         .unwrap();
     let created = store.change_marker().await.unwrap();
     assert_ne!(created, start);
-    memory.open_nodes(ws, &strings(&["A"])).await.unwrap();
+    memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["A"])))
+        .await
+        .unwrap();
     memory.get_stats(ws).await.unwrap();
     assert_eq!(store.change_marker().await.unwrap(), created);
-    memory.set_tags(ws, "A", &strings(&["t"])).await.unwrap();
+    memory
+        .set_tags(ws, SetTags::new("A", &strings(&["t"])))
+        .await
+        .unwrap();
     assert_ne!(store.change_marker().await.unwrap(), created);
 }
 
@@ -515,12 +533,18 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     let quiet = memory.create_workspace("quiet").await.unwrap().id;
     let texts: Vec<String> = (0..20).map(|i| format!("backlog {i}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    (memory.create_entities(busy, vec![entity("Big", "thing", &texts)]))
-        .await
-        .unwrap();
-    (memory.create_entities(quiet, vec![entity("Small", "thing", &["one text"])]))
-        .await
-        .unwrap();
+    (memory.create_entities(
+        busy,
+        CreateEntities::new(vec![entity("Big", "thing", &texts)]),
+    ))
+    .await
+    .unwrap();
+    (memory.create_entities(
+        quiet,
+        CreateEntities::new(vec![entity("Small", "thing", &["one text"])]),
+    ))
+    .await
+    .unwrap();
     let workspaces = |tasks: &[EmbeddingTask]| -> Vec<WorkspaceId> {
         tasks.iter().map(|t| t.workspace).collect()
     };

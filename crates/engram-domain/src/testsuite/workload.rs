@@ -114,7 +114,9 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
                 ..NewNode::default()
             })
             .collect();
-        memory.create_entities(workspace, entities).await?;
+        memory
+            .create_entities(workspace, CreateEntities::new(entities))
+            .await?;
     }
     let relations: Vec<RelationSpec> = (TOPICS..nodes)
         .filter(|i| i % 2 == 0 && i % 50 != 7)
@@ -131,7 +133,10 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     }
     for i in (0..nodes).filter(|i| i % 10 < 7) {
         memory
-            .set_summary(workspace, &format!("node-{i}"), "current summary")
+            .set_summary(
+                workspace,
+                SetSummary::new(format!("node-{i}"), "current summary"),
+            )
             .await?;
     }
     let loaded = started.elapsed();

@@ -72,7 +72,11 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     memory
         .create_entities(
             one,
-            vec![entity("Alice", "person", &["lives in Lisbon, knows Bob"])],
+            CreateEntities::new(vec![entity(
+                "Alice",
+                "person",
+                &["lives in Lisbon, knows Bob"],
+            )]),
         )
         .await
         .unwrap();
@@ -81,13 +85,16 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
 
     // The same name in another workspace is another node.
     let created = memory
-        .create_entities(two, vec![entity("Alice", "robot", &[])])
+        .create_entities(
+            two,
+            CreateEntities::new(vec![entity("Alice", "robot", &[])]),
+        )
         .await
         .unwrap();
     assert!(!created[0].already_existed);
 
     let opened = memory
-        .open_nodes(two, &strings(&["Alice", "Bob"]))
+        .open_nodes(two, OpenNodes::new(&strings(&["Alice", "Bob"])))
         .await
         .unwrap();
     assert_eq!(opened.entities.len(), 1);
@@ -97,13 +104,13 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     assert_eq!(opened.not_found, ["Bob"]);
     assert!(
         memory
-            .get_nodes_by_type(two, "person")
+            .get_nodes_by_type(two, GetNodesByType::new("person"))
             .await
             .unwrap()
             .is_empty()
     );
     let recent: Vec<String> = memory
-        .get_recently_modified(two, 7, 100)
+        .get_recently_modified(two, GetRecentlyModified::new(7, 100))
         .await
         .unwrap()
         .into_iter()
@@ -134,7 +141,7 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         .unwrap();
     assert_eq!(cross.not_found, ["Bob"]);
     let deleted = memory
-        .delete_entities(two, &strings(&["Bob"]))
+        .delete_entities(two, DeleteEntities::new(&strings(&["Bob"])))
         .await
         .unwrap();
     assert_eq!(deleted.not_found, ["Bob"]);

@@ -1,6 +1,7 @@
 //! PostgreSQL-specific checks beyond the conformance suite.
 
 use engram_domain::{AddObservations, CreateRelations, DeleteObservations, DeleteRelations};
+use engram_domain::{CreateEntities, DeleteEntities};
 use engram_pg::PgStore;
 
 use engram_pg::testing::fresh_database;
@@ -56,7 +57,10 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         .unwrap();
     let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "limits").await;
     memory
-        .create_entities(workspace, vec![entity("Ada", "person", &["first"])])
+        .create_entities(
+            workspace,
+            CreateEntities::new(vec![entity("Ada", "person", &["first"])]),
+        )
         .await
         .unwrap();
 
@@ -141,7 +145,10 @@ async fn bulk_writes_bring_the_planner_statistics_up_to_date() {
             let entities = (0..50)
                 .map(|i| entity(&format!("n{burst}-{call}-{i}"), "thing", &facts))
                 .collect();
-            memory.create_entities(workspace, entities).await.unwrap();
+            memory
+                .create_entities(workspace, CreateEntities::new(entities))
+                .await
+                .unwrap();
         }
         last = analyzed_after(last, 2_100 * (burst + 1)).await;
         // The statistics views take the analysis and the next writes' counts in turn.
@@ -172,7 +179,10 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
                 let name = |i: usize| format!("w{writer}-r{round}-n{i}");
                 let facts = ["one", "two", "three", "four", "five"];
                 let nodes = (0..20).map(|i| entity(&name(i), "thing", &facts)).collect();
-                memory.create_entities(workspace, nodes).await.unwrap();
+                memory
+                    .create_entities(workspace, CreateEntities::new(nodes))
+                    .await
+                    .unwrap();
                 let links: Vec<_> = (0..10)
                     .map(|i| relation(&name(i), "links", &name(i + 10)))
                     .collect();
@@ -181,7 +191,10 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
                     .await
                     .unwrap();
                 let gone: Vec<String> = [0, 11, 19].map(name).into();
-                memory.delete_entities(workspace, &gone).await.unwrap();
+                memory
+                    .delete_entities(workspace, DeleteEntities::new(&gone))
+                    .await
+                    .unwrap();
                 let trimmed = [deletions(&name(2), &[1, 2]), deletions(&name(3), &[5])];
                 memory
                     .delete_observations(workspace, DeleteObservations::new(&trimmed))

@@ -60,7 +60,7 @@ async fn people(f: &Fixture) {
         ),
     ];
     f.memory
-        .create_entities(f.workspace, entities)
+        .create_entities(f.workspace, CreateEntities::new(entities))
         .await
         .unwrap();
 }
@@ -259,7 +259,10 @@ async fn after_a_bulk_load_searches_walk_the_hnsw_index() {
         let entities = (0..1_000)
             .map(|i| entity(&format!("node {batch}-{i}"), "thing", &["a fact"]))
             .collect();
-        memory.create_entities(ws, entities).await.unwrap();
+        memory
+            .create_entities(ws, CreateEntities::new(entities))
+            .await
+            .unwrap();
     }
     // 6,000 vectors saved in batches, as an indexer does: spread pseudo-random directions.
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;

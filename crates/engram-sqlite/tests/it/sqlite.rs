@@ -1,6 +1,7 @@
 //! SQLite-specific checks beyond the conformance suite: the file, the migrations, what the
 //! triggers leave behind in the `vec0` and FTS5 tables, and write-ahead logging.
 
+use engram_domain::{CreateEntities, DeleteEntities, OpenNodes};
 use std::sync::Arc;
 
 use engram_domain::perspectives::{Perspective, render_document};
@@ -152,11 +153,11 @@ async fn deletions_leave_no_vector_behind() {
         memory
             .create_entities(
                 ws,
-                vec![
+                CreateEntities::new(vec![
                     entity("A", "thing", &["a1", "a2", "a3"]),
                     entity("B", "thing", &["b1"]),
                     entity("C", "thing", &["c1"]),
-                ],
+                ]),
             )
             .await
             .unwrap();
@@ -180,7 +181,10 @@ async fn deletions_leave_no_vector_behind() {
         .await
         .unwrap();
     assert_consistent(&db, "observation deleted");
-    memory.delete_entities(ws, &strings(&["B"])).await.unwrap();
+    memory
+        .delete_entities(ws, DeleteEntities::new(&strings(&["B"])))
+        .await
+        .unwrap();
     assert_consistent(&db, "node deleted");
     let general = store
         .perspectives(ws)
@@ -228,7 +232,7 @@ async fn reads_go_on_while_another_connection_writes() {
     let store: Arc<dyn MemoryStore> = Arc::new(sqlite);
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     memory
-        .create_entities(ws, vec![entity("A", "thing", &["a1"])])
+        .create_entities(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
         .unwrap();
     // Another process holds the write lock with an uncommitted change: readers see the last
@@ -236,7 +240,10 @@ async fn reads_go_on_while_another_connection_writes() {
     writer
         .execute_batch("BEGIN IMMEDIATE; DELETE FROM perspectives;")
         .unwrap();
-    let opened = memory.open_nodes(ws, &strings(&["A"])).await.unwrap();
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["A"])))
+        .await
+        .unwrap();
     assert_eq!(opened.entities.len(), 1);
     assert_eq!(store.perspectives(ws).await.unwrap().len(), 5);
     writer.execute_batch("ROLLBACK").unwrap();
@@ -251,7 +258,10 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         .with_call_timeout(Duration::from_millis(300));
     let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "limits").await;
     memory
-        .create_entities(workspace, vec![entity("Ada", "person", &["first"])])
+        .create_entities(
+            workspace,
+            CreateEntities::new(vec![entity("Ada", "person", &["first"])]),
+        )
         .await
         .unwrap();
 
@@ -260,7 +270,10 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let started = Instant::now();
     let written = memory
-        .create_entities(workspace, vec![entity("Grace", "person", &["second"])])
+        .create_entities(
+            workspace,
+            CreateEntities::new(vec![entity("Grace", "person", &["second"])]),
+        )
         .await;
     engram_domain::testsuite::assert_gave_up_in_time(started, written);
     other.execute_batch("ROLLBACK").unwrap();
@@ -269,7 +282,10 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
     let stats = memory.get_stats(workspace).await.unwrap();
     assert_eq!((stats.node_count, stats.observation_count), (1, 1));
     memory
-        .create_entities(workspace, vec![entity("Grace", "person", &["second"])])
+        .create_entities(
+            workspace,
+            CreateEntities::new(vec![entity("Grace", "person", &["second"])]),
+        )
         .await
         .unwrap();
 }
@@ -314,7 +330,10 @@ async fn a_large_call_of_escaped_texts_is_stored_whole() {
         .collect();
     let contents: Vec<&str> = texts.iter().map(String::as_str).collect();
     memory
-        .create_entities(ws, vec![entity("A", "thing", &contents[..150])])
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("A", "thing", &contents[..150])]),
+        )
         .await
         .unwrap();
     let added = memory

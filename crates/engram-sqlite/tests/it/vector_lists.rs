@@ -2,6 +2,7 @@
 //! grows, and searched with the exact answer's recall; vectors saved or deleted after a build
 //! are found or gone.
 
+use engram_domain::{CreateEntities, DeleteEntities};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -19,7 +20,10 @@ async fn nodes(memory: &Memory, workspace: WorkspaceId, range: std::ops::Range<u
     let nodes: Vec<_> = range
         .map(|i| entity(&format!("node-{i:04}"), "item", &[&text(i)]))
         .collect();
-    memory.create_entities(workspace, nodes).await.unwrap();
+    memory
+        .create_entities(workspace, CreateEntities::new(nodes))
+        .await
+        .unwrap();
 }
 
 /// The names `query` finds in embedding mode, best first.
@@ -108,7 +112,7 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
     memory
         .create_entities(
             workspace,
-            vec![entity("late", "item", &["zebra quartz violin"])],
+            CreateEntities::new(vec![entity("late", "item", &["zebra quartz violin"])]),
         )
         .await
         .unwrap();
@@ -118,7 +122,7 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
         "late"
     );
     memory
-        .delete_entities(workspace, &["late".to_owned()])
+        .delete_entities(workspace, DeleteEntities::new(&["late".to_owned()]))
         .await
         .unwrap();
     let after = found(&memory, workspace, "zebra quartz violin").await;
