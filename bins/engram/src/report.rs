@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use engram_domain::{Memory, MemoryStore, ReportOptions};
+use engram_domain::{GetConsolidationReport, Memory, MemoryStore};
 
 use crate::cli::ReportArgs;
 
@@ -21,7 +21,7 @@ pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
         .workspace(name)
         .await
         .with_context(|| format!("workspace {name:?}: `engram workspace list` shows them"))?;
-    let options = ReportOptions {
+    let options = GetConsolidationReport {
         since: args.since,
         limit: args.limit,
         min_score: args.min_score,

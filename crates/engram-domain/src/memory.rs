@@ -10,6 +10,7 @@ use crate::embed::Embedder;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
+use crate::memory_transfer::ReadGraph;
 use crate::model::*;
 use crate::nodes::{
     CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
@@ -559,20 +560,9 @@ impl Memory {
     pub async fn read_graph(
         &self,
         workspace: WorkspaceId,
-        cursor: Option<&str>,
-        limit: u32,
-        entity_type: Option<&str>,
-        detail: GraphDetail,
+        request: ReadGraph,
     ) -> Result<GraphPageResult> {
-        crate::memory_transfer::read_graph(
-            &*self.store,
-            workspace,
-            cursor,
-            limit,
-            entity_type,
-            detail,
-        )
-        .await
+        crate::memory_transfer::read_graph(&*self.store, workspace, request).await
     }
 
     /// One page of the lossless export: `query.limit` 1–1,000 nodes with everything they
@@ -677,7 +667,7 @@ impl Memory {
     pub async fn get_consolidation_report(
         &self,
         workspace: WorkspaceId,
-        options: crate::ReportOptions,
+        options: crate::GetConsolidationReport,
     ) -> Result<crate::ConsolidationReport> {
         let reporter = crate::consolidation::Reporter {
             store: &*self.store,

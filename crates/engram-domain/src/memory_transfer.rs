@@ -1,13 +1,15 @@
 //! [`Memory`]'s whole-graph operations: `read_graph` (paged) and the batches behind
 //! `engram export` and `engram import`.
 
+use serde::Deserialize;
+
 use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::limits::first_duplicate;
 use crate::model::WorkspaceId;
+use crate::store::ImportBatch;
 use crate::store::MemoryStore;
-use crate::store::{ImportBatch, ReadGraph};
 use crate::transfer::*;
 
 /// The default page size of `read_graph`.
@@ -16,36 +18,98 @@ pub const READ_GRAPH_LIMIT: u32 = 50;
 /// At most this many observations in one import batch (each batch is one transaction).
 pub const IMPORT_BATCH_OBSERVATIONS: usize = 10_000;
 
+fn default_read_graph_limit() -> u32 {
+    READ_GRAPH_LIMIT
+}
+
+/// `read_graph`: one page of the whole graph; every field is optional.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReadGraph {
+    /// Continue after the previous page: pass its `next_cursor`. From the first node when
+    /// omitted.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Nodes per page, 1–1,000. Default 50.
+    #[serde(default = "default_read_graph_limit")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    pub limit: u32,
+    /// Only nodes of this type (and the relations leaving them).
+    #[serde(default)]
+    pub entity_type: Option<String>,
+    /// "names": name and type; "summary" (default): also summary, tags and observation
+    /// count; "full": also every observation.
+    #[serde(default)]
+    pub detail: GraphDetail,
+}
+
+impl ReadGraph {
+    /// The first page of [`READ_GRAPH_LIMIT`] nodes, each with `detail`.
+    pub fn new(detail: GraphDetail) -> Self {
+        Self {
+            cursor: None,
+            limit: READ_GRAPH_LIMIT,
+            entity_type: None,
+            detail,
+        }
+    }
+
+    /// The page after `cursor` (a `next_cursor`), or the first for `None`.
+    #[must_use]
+    pub fn cursor(mut self, cursor: Option<&str>) -> Self {
+        self.cursor = cursor.map(str::to_owned);
+        self
+    }
+
+    /// At most `limit` nodes.
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Only nodes of `entity_type`, or of every type for `None`.
+    #[must_use]
+    pub fn entity_type(mut self, entity_type: Option<&str>) -> Self {
+        self.entity_type = entity_type.map(str::to_owned);
+        self
+    }
+
+    /// The request if `limit` is 1–1,000 and the cursor and type are valid names; else
+    /// [`Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::within("limit", self.limit, limits::LIMIT)?;
+        if let Some(cursor) = &self.cursor {
+            limits::name("cursor", cursor)?;
+        }
+        if let Some(entity_type) = &self.entity_type {
+            limits::name("entity_type", entity_type)?;
+        }
+        Ok(Checked::new(self))
+    }
+}
+
 /// The semantics of [`Memory::read_graph`](crate::Memory::read_graph).
 pub(crate) async fn read_graph(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    cursor: Option<&str>,
-    limit: u32,
-    entity_type: Option<&str>,
-    detail: GraphDetail,
+    request: ReadGraph,
 ) -> Result<GraphPageResult> {
-    limits::within("limit", limit, limits::LIMIT)?;
-    if let Some(cursor) = cursor {
-        limits::name("cursor", cursor)?;
-    }
-    if let Some(entity_type) = entity_type {
-        limits::name("entity_type", entity_type)?;
-    }
+    let request = request.check()?.into_inner();
     let query = GraphPageQuery {
-        after: cursor.map(str::to_owned),
-        limit: limit + 1,
-        entity_type: entity_type.map(str::to_owned),
-        observations: detail == GraphDetail::Full,
+        after: request.cursor,
+        limit: request.limit + 1,
+        entity_type: request.entity_type,
+        observations: request.detail == GraphDetail::Full,
         totals: true,
     };
-    let page = store
-        .graph_page(ReadGraph {
-            workspace,
-            query: &query,
-        })
-        .await?;
-    Ok(GraphPageResult::from_page(page, detail, limit))
+    let page = store.graph_page(workspace, &query).await?;
+    Ok(GraphPageResult::from_page(
+        page,
+        request.detail,
+        request.limit,
+    ))
 }
 
 /// The semantics of [`Memory::graph_page`](crate::Memory::graph_page).
@@ -61,7 +125,7 @@ pub(crate) async fn graph_page(
     if let Some(entity_type) = &query.entity_type {
         limits::name("entity_type", entity_type)?;
     }
-    store.graph_page(ReadGraph { workspace, query }).await
+    store.graph_page(workspace, query).await
 }
 
 /// The semantics of [`Memory::import`](crate::Memory::import).

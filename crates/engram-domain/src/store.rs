@@ -280,10 +280,11 @@ pub trait TokenStore: Send + Sync + 'static {
 #[async_trait]
 pub trait TransferStore: Send + Sync + 'static {
     /// `read_graph` and `engram export`: one page of the workspace's graph in one snapshot,
-    /// nodes in byte-wise name order after `request.query.after` (at most `query.limit`,
+    /// nodes in byte-wise name order after `query.after` (at most `query.limit`,
     /// of `query.entity_type` when given) with their observation counts, their observations
     /// when `query.observations`, and the relations leaving them.
-    async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage>;
+    async fn graph_page(&self, workspace: WorkspaceId, query: &GraphPageQuery)
+    -> Result<GraphPage>;
     /// `engram import`: one batch in one transaction. Nodes that do not exist are created as
     /// recorded (given ordinals, timestamps and ordinal counter kept); nodes that exist keep
     /// their type, summary and tags. Either way, observations whose text the node already
@@ -489,15 +490,6 @@ pub struct ImportBatch<'a> {
     pub nodes: Checked<&'a [NodeRecord]>,
     /// The relations as recorded, validated.
     pub relations: Checked<&'a [RelationRecord]>,
-}
-
-/// `read_graph` and `engram export`: one page of a workspace's graph.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadGraph<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// Which page.
-    pub query: &'a GraphPageQuery,
 }
 
 /// Creating or changing one of a workspace's perspectives.

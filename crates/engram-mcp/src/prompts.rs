@@ -2,7 +2,7 @@
 //! topic) and `consolidate` (the consolidation report, walked through with the model). Both
 //! are rendered from the workspace's live data when a client gets them.
 
-use engram_domain::{ReportOptions, SearchNodes, WorkspaceId};
+use engram_domain::{GetConsolidationReport, SearchNodes, WorkspaceId};
 use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 
@@ -86,7 +86,7 @@ impl EngramServer {
                 )
             }
             "consolidate" => {
-                let mut options = ReportOptions::default();
+                let mut options = GetConsolidationReport::default();
                 if let Some(limit) = argument(arguments, "limit") {
                     options.limit = limit.parse().map_err(|_| {
                         ErrorData::invalid_params(

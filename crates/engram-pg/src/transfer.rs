@@ -63,9 +63,12 @@ async fn import_relations(
 
 #[async_trait]
 impl TransferStore for PgStore {
-    #[instrument(skip_all, fields(limit = request.query.limit))]
-    async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage> {
-        let (workspace, query) = (request.workspace, request.query);
+    #[instrument(skip_all, fields(limit = query.limit))]
+    async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        query: &GraphPageQuery,
+    ) -> Result<GraphPage> {
         read!(self, |tx| async {
             let node_rows = tx
                 .query(

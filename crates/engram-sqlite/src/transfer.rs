@@ -68,9 +68,13 @@ fn import_relations(
 
 #[async_trait]
 impl TransferStore for SqliteStore {
-    #[instrument(skip_all, fields(limit = request.query.limit))]
-    async fn graph_page(&self, request: ReadGraph<'_>) -> Result<GraphPage> {
-        let (workspace, page) = (request.workspace, request.query.clone());
+    #[instrument(skip_all, fields(limit = wanted.limit))]
+    async fn graph_page(
+        &self,
+        workspace: WorkspaceId,
+        wanted: &GraphPageQuery,
+    ) -> Result<GraphPage> {
+        let page = wanted.clone();
         self.pool
             .read(move |tx| {
                 let mut nodes = query(

@@ -15,8 +15,8 @@ use std::collections::{HashMap, HashSet};
 
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
 use engram_domain::{
-    Error, GetNeighborhood, GetRecentlyModified, Memory, OpenNodes, ReportOptions, SearchNodes,
-    WorkspaceId,
+    Error, GetConsolidationReport, GetNeighborhood, GetRecentlyModified, Memory, OpenNodes,
+    SearchNodes, WorkspaceId,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -363,7 +363,7 @@ async fn node(
 
 async fn report(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     match (binder.memory())
-        .get_consolidation_report(workspace.id, ReportOptions::default())
+        .get_consolidation_report(workspace.id, GetConsolidationReport::default())
         .await
     {
         Ok(report) => axum::Json(report).into_response(),

@@ -6,7 +6,9 @@ mod drafts;
 
 use crate::store::{CountEvents, ModelEmbeddings};
 use chrono::{Duration, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::checked::Checked;
 
 use crate::error::{Error, Result};
 use crate::limits;
@@ -121,29 +123,63 @@ pub struct ConsolidationReport {
     pub notices: Vec<String>,
 }
 
-/// Parameters of [`crate::Memory::get_consolidation_report`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ReportOptions {
-    /// Start of `event_summary`'s window; default 7 days ago.
+fn default_report_limit() -> u32 {
+    crate::search::requests::DEFAULT_SIMILAR_LIMIT
+}
+
+fn default_report_min_score() -> f64 {
+    crate::search::requests::DEFAULT_SIMILAR_MIN_SCORE
+}
+
+fn default_cluster_min_score() -> f64 {
+    0.6
+}
+
+/// `get_consolidation_report`: what the report looks at; every field is optional.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetConsolidationReport {
+    /// Start of `event_summary`'s window, an RFC 3339 date-time such as
+    /// "2026-11-01T00:00:00Z". Default: 7 days ago.
+    #[serde(default)]
     pub since: Option<Timestamp>,
-    /// Entries per list (1–1,000).
+    /// At most this many entries in each list, 1–1,000. Default 20.
+    #[serde(default = "default_report_limit")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
-    /// Least cosine similarity of a relation candidate (−1 to 1).
+    /// Least cosine similarity of a relation candidate, -1.0–1.0. Default 0.75.
+    #[serde(default = "default_report_min_score")]
     pub min_score: f64,
-    /// Least cosine similarity of two neighbours in one cluster (−1 to 1).
+    /// Least cosine similarity of two neighbouring nodes in one cluster, -1.0–1.0. Default 0.6.
+    #[serde(default = "default_cluster_min_score")]
     pub cluster_min_score: f64,
 }
 
-impl Default for ReportOptions {
+impl Default for GetConsolidationReport {
     /// The last 7 days, 20 per list, candidates from 0.75 (as `find_similar_nodes`), clusters
     /// from 0.6.
     fn default() -> Self {
         Self {
             since: None,
-            limit: 20,
-            min_score: 0.75,
-            cluster_min_score: 0.6,
+            limit: default_report_limit(),
+            min_score: default_report_min_score(),
+            cluster_min_score: default_cluster_min_score(),
         }
+    }
+}
+
+impl GetConsolidationReport {
+    /// The request if `limit` is 1–1,000, both scores are −1–1 and `since` is a time engram
+    /// can store; else [`Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::within("limit", self.limit, limits::LIMIT)?;
+        score_in_range("min_score", self.min_score)?;
+        score_in_range("cluster_min_score", self.cluster_min_score)?;
+        if let Some(since) = self.since {
+            limits::timestamp("since", since)?;
+        }
+        Ok(Checked::new(self))
     }
 }
 
@@ -162,14 +198,9 @@ impl Reporter<'_> {
     pub(crate) async fn report(
         &self,
         workspace: WorkspaceId,
-        options: ReportOptions,
+        options: GetConsolidationReport,
     ) -> Result<ConsolidationReport> {
-        limits::within("limit", options.limit, limits::LIMIT)?;
-        score_in_range("min_score", options.min_score)?;
-        score_in_range("cluster_min_score", options.cluster_min_score)?;
-        if let Some(since) = options.since {
-            limits::timestamp("since", since)?;
-        }
+        let options = options.check()?.into_inner();
         let limit = options.limit as usize;
         let since = options
             .since
@@ -254,7 +285,7 @@ impl Reporter<'_> {
     async fn similarity_inputs(
         &self,
         workspace: WorkspaceId,
-        options: &ReportOptions,
+        options: &GetConsolidationReport,
         notices: &mut Vec<String>,
     ) -> Result<Option<Similarity>> {
         let Some(embedder) = self.embedder else {

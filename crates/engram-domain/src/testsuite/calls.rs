@@ -136,11 +136,11 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("find_similar_nodes", transactions::take());
-    (memory.get_consolidation_report(ws, ReportOptions::default()))
+    (memory.get_consolidation_report(ws, GetConsolidationReport::default()))
         .await
         .unwrap();
     note("get_consolidation_report", transactions::take());
-    (memory.read_graph(ws, None, 50, None, GraphDetail::Full))
+    (memory.read_graph(ws, ReadGraph::new(GraphDetail::Full)))
         .await
         .unwrap();
     note("read_graph", transactions::take());

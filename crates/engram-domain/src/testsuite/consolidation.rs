@@ -7,7 +7,7 @@ use chrono::Utc;
 
 use super::*;
 use crate::{
-    ConsolidationReport, GenerationBudget, Indexer, MemoryStore, ReportOptions, Result,
+    ConsolidationReport, GenerationBudget, GetConsolidationReport, Indexer, MemoryStore, Result,
     TextGenerator, TextSource,
 };
 
@@ -134,10 +134,10 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
 
 /// The default options, with clusters from 0.45: the term vectors of one topic here are about
 /// 0.5 to 0.7 apart.
-fn options() -> ReportOptions {
-    ReportOptions {
+fn options() -> GetConsolidationReport {
+    GetConsolidationReport {
         cluster_min_score: 0.45,
-        ..ReportOptions::default()
+        ..GetConsolidationReport::default()
     }
 }
 
@@ -244,10 +244,10 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
     m.delete_entities(ws, DeleteEntities::new(&strings(&["Hubble"])))
         .await
         .unwrap();
-    let options = ReportOptions {
+    let options = GetConsolidationReport {
         since: Some(since),
         limit: 1,
-        ..ReportOptions::default()
+        ..GetConsolidationReport::default()
     };
     let report = m.get_consolidation_report(ws, options).await.unwrap();
     let events = &report.event_summary;
@@ -274,9 +274,9 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
         report.notices
     );
 
-    let bad = ReportOptions {
+    let bad = GetConsolidationReport {
         min_score: 1.5,
-        ..ReportOptions::default()
+        ..GetConsolidationReport::default()
     };
     let error = m.get_consolidation_report(ws, bad).await.unwrap_err();
     assert!(error.to_string().contains("min_score"), "{error}");
@@ -286,7 +286,7 @@ pub async fn consolidation_report_without_an_embedder_says_so(store: Arc<dyn Mem
     let (memory, ws) = consolidation_graph(store.clone()).await;
     let plain = Memory::new(store);
     let report = plain
-        .get_consolidation_report(ws, ReportOptions::default())
+        .get_consolidation_report(ws, GetConsolidationReport::default())
         .await
         .unwrap();
     assert!(report.relation_candidates.is_empty() && report.cluster_summary.is_empty());

@@ -9,14 +9,15 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use super::properties::*;
+use crate::ReadGraph;
 use crate::transfer::{GraphDetail, GraphPageQuery};
 use crate::{
     AddObservations, GetNeighborhood, GetNodesByType, GetPath, GetRecentlyModified,
     GetRelationsBetween, OpenNodes,
 };
 use crate::{
-    FindSimilarNodes, MemoryStore, QueryObservations, ReportOptions, SearchMode, SearchNodes,
-    SearchObservations,
+    FindSimilarNodes, GetConsolidationReport, MemoryStore, QueryObservations, SearchMode,
+    SearchNodes, SearchObservations,
 };
 
 /// Cases per tool.
@@ -251,13 +252,10 @@ async fn read_graph(h: &mut Harness) {
     blame.unless(entity_type.as_deref().is_none_or(name_ok), "entity_type");
     let input = (&cursor, limit, &entity_type, detail);
     let m = h.memory.clone();
-    let call = m.read_graph(
-        h.ws,
-        cursor.as_deref(),
-        limit,
-        entity_type.as_deref(),
-        detail,
-    );
+    let request = (ReadGraph::new(detail).cursor(cursor.as_deref()))
+        .limit(limit)
+        .entity_type(entity_type.as_deref());
+    let call = m.read_graph(h.ws, request);
     let Some(page) = h.run("read_graph", &input, &blame, call).await else {
         return;
     };
@@ -337,7 +335,7 @@ async fn reports(h: &mut Harness) {
 
     let since = h.draw(proptest::option::of(timestamp()));
     let (limit, min_score, cluster_min_score) = h.draw((count(), score(), score()));
-    let options = ReportOptions {
+    let options = GetConsolidationReport {
         since,
         limit,
         min_score,

@@ -1,3 +1,4 @@
+use crate::ReadGraph;
 use std::sync::Arc;
 
 use super::*;
@@ -84,7 +85,12 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     let (mut names, mut relations, mut pages) = (Vec::new(), Vec::new(), 0);
     loop {
         let page = memory
-            .read_graph(ws, cursor.as_deref(), 3, None, GraphDetail::Names)
+            .read_graph(
+                ws,
+                ReadGraph::new(GraphDetail::Names)
+                    .cursor(cursor.as_deref())
+                    .limit(3),
+            )
             .await
             .unwrap();
         pages += 1;
@@ -117,7 +123,12 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
 
     // A type filter narrows nodes, relations and totals; detail widens what each node says.
     let late = memory
-        .read_graph(ws, None, 2, Some("late"), GraphDetail::Summary)
+        .read_graph(
+            ws,
+            ReadGraph::new(GraphDetail::Summary)
+                .limit(2)
+                .entity_type(Some("late")),
+        )
         .await
         .unwrap();
     assert_eq!((late.total_entities, late.total_relations), (4, 2));
@@ -129,7 +140,13 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     );
     assert!(e.observations.is_none());
     let last = memory
-        .read_graph(ws, Some("e"), 2, Some("late"), GraphDetail::Full)
+        .read_graph(
+            ws,
+            ReadGraph::new(GraphDetail::Full)
+                .cursor(Some("e"))
+                .limit(2)
+                .entity_type(Some("late")),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -143,7 +160,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     assert_eq!(last.relations, [edge("g", "r", "a")]);
 
     let error = memory
-        .read_graph(ws, None, 0, None, GraphDetail::Names)
+        .read_graph(ws, ReadGraph::new(GraphDetail::Names).limit(0))
         .await
         .unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { ref field, .. } if field == "limit"));

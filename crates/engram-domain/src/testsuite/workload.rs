@@ -159,7 +159,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     for run in 1..=3 {
         let started = Instant::now();
         let report = memory
-            .get_consolidation_report(workspace, ReportOptions::default())
+            .get_consolidation_report(workspace, GetConsolidationReport::default())
             .await?;
         let elapsed = started.elapsed();
         println!(

@@ -4,39 +4,12 @@ use engram_domain::*;
 use rmcp::handler::server::wrapper::Json;
 use rmcp::model::Extensions;
 use rmcp::{tool, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::NoParams;
 use crate::EngramServer;
 use crate::arguments::Parameters;
 use crate::error::ToolError;
 use crate::results::*;
-
-fn default_read_graph_limit() -> u32 {
-    READ_GRAPH_LIMIT
-}
-
-/// Parameters of `read_graph`; every one is optional.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReadGraphParams {
-    /// Continue after the previous page: pass its `next_cursor`. From the first node when
-    /// omitted.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Nodes per page, 1–1,000. Default 50.
-    #[serde(default = "default_read_graph_limit")]
-    #[schemars(range(min = 1, max = 1000))]
-    pub limit: u32,
-    /// Only nodes of this type (and the relations leaving them).
-    #[serde(default)]
-    pub entity_type: Option<String>,
-    /// "names": name and type; "summary" (default): also summary, tags and observation
-    /// count; "full": also every observation.
-    #[serde(default)]
-    pub detail: transfer::GraphDetail,
-}
 
 #[tool_router(router = graph_tools, vis = "pub(super)")]
 impl EngramServer {
@@ -83,20 +56,11 @@ impl EngramServer {
     #[tool(annotations(read_only_hint = true))]
     async fn read_graph(
         &self,
-        Parameters(params): Parameters<ReadGraphParams>,
+        Parameters(request): Parameters<ReadGraph>,
         extensions: Extensions,
     ) -> Result<Json<transfer::GraphPageResult>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let page = self
-            .memory
-            .read_graph(
-                workspace,
-                params.cursor.as_deref(),
-                params.limit,
-                params.entity_type.as_deref(),
-                params.detail,
-            )
-            .await?;
+        let page = self.memory.read_graph(workspace, request).await?;
         Ok(Json(page))
     }
 }
