@@ -1,11 +1,11 @@
 //! The storage traits every backend implements, and what each operation is asked.
 //!
-//! Each operation that takes more than a workspace takes one request struct, named after the
-//! tool it serves and defined below the traits, so its arguments are written once and every
-//! layer (the trait, both stores) passes them as one value. Texts a
-//! store writes travel inside it as [`Checked`], which only this crate can make: a request
-//! holding one can only come from [`crate::Memory`], after the limits and the secret screening.
-//! Requests borrow what the caller passed (no copies) and are `Copy`.
+//! A tool's operation takes the workspace and the tool's own request type (its MCP input,
+//! defined with its `check()` in the area module: `crate::nodes`, `crate::graph`, …) as
+//! `&Checked<Request>`, which only this crate can make: a store sees a request only after the
+//! limits and the secret screening. What no tool asks directly (the indexer's, the export's and
+//! import's, the search's candidates) takes one request struct defined below the traits,
+//! borrowing what the caller passed.
 
 use async_trait::async_trait;
 
