@@ -191,8 +191,15 @@ pub struct SecretMatch {
 
 /// Every credential in `text`, in order, not overlapping (on overlap keep the earlier, then
 /// the longer; a prefixed token before the generic rules when both cover the same bytes).
+/// Full-width forms (`ｇｈｐ＿…`, `ＡＫＩＡ…`, `１２３`) are read as the ASCII they stand
+/// for; the ranges are the original text's.
 #[must_use]
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
+    if let Some(folded) = Folded::new(text) {
+        return (find_secrets(&folded.text).into_iter())
+            .map(|found| folded.original(found))
+            .collect();
+    }
     let mut found: Vec<(SecretMatch, usize)> = Vec::new();
     for rule in patterns::candidate_rules(text) {
         found.extend(patterns::matches(rule, text).map(|m| (m, rule)));
@@ -214,10 +221,54 @@ pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
 /// [`find_secrets`] when refusing: each matching rule stops at its first match.
 #[must_use]
 pub fn first_secret(text: &str) -> Option<SecretMatch> {
+    if let Some(folded) = Folded::new(text) {
+        return first_secret(&folded.text).map(|found| folded.original(found));
+    }
     patterns::candidate_rules(text)
         .filter_map(|rule| patterns::matches(rule, text).next().map(|m| (m, rule)))
         .min_by_key(|(m, rule)| (m.range.start, std::cmp::Reverse(m.range.end), *rule))
         .map(|(m, _)| m)
+}
+
+/// A text with its full-width ASCII forms (U+FF01–U+FF5E) and ideographic spaces folded to
+/// ASCII, one character for one, and where each of its bytes came from.
+struct Folded {
+    text: String,
+    /// For each byte offset of `text` (and its end), the offset in the original.
+    offsets: Vec<usize>,
+}
+
+impl Folded {
+    /// `None` when `text` has nothing to fold (the common case: no copy).
+    fn new(text: &str) -> Option<Self> {
+        let fold = |c: char| match c {
+            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0),
+            '\u{3000}' => Some(' '),
+            _ => None,
+        };
+        if !text.chars().any(|c| fold(c).is_some()) {
+            return None;
+        }
+        let mut folded = Self {
+            text: String::with_capacity(text.len()),
+            offsets: Vec::with_capacity(text.len() + 1),
+        };
+        for (at, c) in text.char_indices() {
+            let c = fold(c).unwrap_or(c);
+            folded.text.push(c);
+            folded.offsets.extend(std::iter::repeat_n(at, c.len_utf8()));
+        }
+        folded.offsets.push(text.len());
+        Some(folded)
+    }
+
+    /// `found` in the folded text as the range of the original it came from.
+    fn original(&self, found: SecretMatch) -> SecretMatch {
+        SecretMatch {
+            kind: found.kind,
+            range: self.offsets[found.range.start]..self.offsets[found.range.end],
+        }
+    }
 }
 
 /// `text` with each credential replaced by `[redacted: LABEL]`; [`Cow::Borrowed`] when none.
