@@ -69,6 +69,19 @@ impl Error {
         }
     }
 
+    /// The [`Error::NotFound`] of observation `ordinal` of the node `node`: of the observation
+    /// when the node exists, else of the node.
+    pub fn observation_not_found(node: &str, ordinal: i64, node_exists: bool) -> Self {
+        if !node_exists {
+            return Self::node_not_found(node);
+        }
+        Self::NotFound {
+            kind: "observation",
+            name: format!("{node}#{ordinal}"),
+            did_you_mean: Vec::new(),
+        }
+    }
+
     /// An [`Error::AlreadyExists`] for the workspace name `name`.
     pub fn workspace_taken(name: impl Into<String>) -> Self {
         Self::AlreadyExists {

@@ -65,13 +65,9 @@ pub(crate) async fn explain<T>(
 ) -> Result<T> {
     match result {
         Err(Error::NotFound {
-            kind: "node",
-            name,
-            did_you_mean: _,
+            kind: "node", name, ..
         }) => {
-            let missing = [name];
-            let mut found = did_you_mean(store, workspace, &missing).await;
-            let [name] = missing;
+            let mut found = did_you_mean(store, workspace, std::slice::from_ref(&name)).await;
             Err(Error::NotFound {
                 kind: "node",
                 did_you_mean: found.remove(&name).unwrap_or_default(),
@@ -99,9 +95,8 @@ pub fn rank(query: &str, candidates: Vec<String>) -> Vec<String> {
 /// letter or digit, each once, in order ("Priya_Raman-2" → `["priya", "raman", "2"]`).
 pub fn name_words(name: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
-    for word in name.split(|c: char| !c.is_alphanumeric()) {
-        let word = word.to_lowercase();
-        if !word.is_empty() && !words.contains(&word) {
+    for word in crate::search::words::words(name) {
+        if !words.contains(&word) {
             words.push(word);
         }
     }

@@ -184,15 +184,7 @@ impl ObservationStore for PgStore {
                     .await
                     .map_err(db)?
                     .is_some();
-                return Err(if exists {
-                    Error::NotFound {
-                        kind: "observation",
-                        name: format!("{entity_name}#{ordinal}"),
-                        did_you_mean: Vec::new(),
-                    }
-                } else {
-                    Error::node_not_found(entity_name)
-                });
+                return Err(Error::observation_not_found(entity_name, ordinal, exists));
             };
             Ok(ReplacedObservation {
                 entity_name: entity_name.to_owned(),

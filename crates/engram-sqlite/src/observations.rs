@@ -121,15 +121,11 @@ impl ObservationStore for SqliteStore {
                     .map_err(db)?;
                 let Some((id, old_content)) = found else {
                     let node_exists = !node_ids(tx, workspace, [entity_name.as_str()])?.is_empty();
-                    return Err(if node_exists {
-                        Error::NotFound {
-                            kind: "observation",
-                            name: format!("{entity_name}#{ordinal}"),
-                            did_you_mean: Vec::new(),
-                        }
-                    } else {
-                        Error::node_not_found(entity_name)
-                    });
+                    return Err(Error::observation_not_found(
+                        &entity_name,
+                        ordinal,
+                        node_exists,
+                    ));
                 };
                 tx.execute(
                     "UPDATE observations SET content = ?2, updated_at = engram_now() WHERE id = ?1",

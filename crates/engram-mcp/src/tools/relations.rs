@@ -46,14 +46,14 @@ impl EngramServer {
         extensions: Extensions,
     ) -> Result<Json<RenamedRelation>, ToolError> {
         let workspace = self.workspace(&extensions)?;
-        let renamed = RenamedRelation {
-            from_entity: request.from_entity.clone(),
-            to_entity: request.to_entity.clone(),
-            old_type: request.old_type.clone(),
-            new_type: request.new_type.clone(),
-        };
-        self.memory.rename_relation_type(workspace, request).await?;
-        Ok(Json(renamed))
+        let old_type = request.old_type.clone();
+        let renamed = self.memory.rename_relation_type(workspace, request).await?;
+        Ok(Json(RenamedRelation {
+            from_entity: renamed.from_entity,
+            to_entity: renamed.to_entity,
+            old_type,
+            new_type: renamed.relation_type,
+        }))
     }
 
     /// Every relation between two nodes, in both directions.
