@@ -102,26 +102,25 @@ function show(view) {
 // types at 10 px, on a white band.
 const NODE_LABEL_PX = 12;
 const EDGE_LABEL_PX = 10;
-const GRAPH_STYLE = [
-  { selector: "node", style: { label: "data(label)", "font-size": NODE_LABEL_PX, "text-wrap": "ellipsis", "text-max-width": 14 * NODE_LABEL_PX, width: "mapData(weight, 1, 8, 14, 34)", height: "mapData(weight, 1, 8, 14, 34)", "background-color": "#2f6db5", color: "#1d232a", "text-valign": "bottom", "text-margin-y": 4, "text-background-color": "#fff", "text-background-opacity": 0.8, "text-background-padding": 1 } },
-  { selector: "node.focus", style: { "background-color": "#d9822b" } },
-  { selector: "edge", style: { label: "data(label)", "font-size": EDGE_LABEL_PX, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4", color: "#5b6673", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85, "text-background-padding": 1 } },
-];
+/** The graphs' style at `zoom`: labels divided by it, so that they keep their size on screen. */
+function graphStyle(zoom) {
+  return [
+    { selector: "node", style: { label: "data(label)", "font-size": NODE_LABEL_PX / zoom, "text-wrap": "ellipsis", "text-max-width": (14 * NODE_LABEL_PX) / zoom, width: "mapData(weight, 1, 8, 14, 34)", height: "mapData(weight, 1, 8, 14, 34)", "background-color": "#2f6db5", color: "#1d232a", "text-valign": "bottom", "text-margin-y": 4 / zoom, "text-background-color": "#fff", "text-background-opacity": 0.8, "text-background-padding": 1 } },
+    { selector: "node.focus", style: { "background-color": "#d9822b" } },
+    { selector: "edge", style: { label: "data(label)", "font-size": EDGE_LABEL_PX / zoom, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4", color: "#5b6673", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85, "text-background-padding": 1 } },
+  ];
+}
 
-/** Scales the labels of `cy` against its zoom so that they keep their size on screen. */
+/** Re-sets the labels of `cy` for its zoom (the stylesheet replaced, not added to). */
 function keepLabelsReadable(cy) {
-  const zoom = cy.zoom();
-  cy.style()
-    .selector("node").style({ "font-size": NODE_LABEL_PX / zoom, "text-max-width": (14 * NODE_LABEL_PX) / zoom, "text-margin-y": 4 / zoom })
-    .selector("edge").style({ "font-size": EDGE_LABEL_PX / zoom })
-    .update();
+  cy.style().fromJson(graphStyle(cy.zoom())).update();
 }
 
 /** Draws `nodes` ({name, relations?}) and the relations among them in container `id`. */
 function draw(id, nodes, relations, focus) {
   if (typeof cytoscape === "undefined") return;
   if (!graphs[id]) {
-    graphs[id] = cytoscape({ container: $(id), style: GRAPH_STYLE, minZoom: 0.2, maxZoom: 1.6 });
+    graphs[id] = cytoscape({ container: $(id), style: graphStyle(1), minZoom: 0.2, maxZoom: 1.6 });
     graphs[id].on("tap", "node", (event) => openNode(event.target.id()).catch(fail));
     graphs[id].on("zoom", () => keepLabelsReadable(graphs[id]));
   }
