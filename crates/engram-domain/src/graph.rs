@@ -25,22 +25,44 @@ pub struct GetNeighborhood {
     #[serde(default = "default_depth")]
     #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 6)))]
     pub depth: u32,
+    /// Also follow and show the relations that have ended, each with `valid_from` and
+    /// `valid_to`.
+    #[serde(default)]
+    pub include_ended: bool,
+    /// The graph as it was at this time (RFC 3339): the relations that held then.
+    #[serde(default)]
+    pub as_of: Option<Timestamp>,
 }
 
 impl GetNeighborhood {
-    /// The node `name` and its neighbours within `depth` hops.
+    /// The node `name` and its neighbours within `depth` hops now.
     pub fn new(name: impl Into<String>, depth: u32) -> Self {
         Self {
             name: name.into(),
             depth,
+            include_ended: false,
+            as_of: None,
         }
     }
 
-    /// The request if `name` is a valid node name and `depth` is 0–6; else
-    /// [`crate::Error::InvalidArgument`] naming the field.
+    /// The same neighbourhood as `time` sees it.
+    pub fn at(mut self, time: crate::ReadTime) -> Self {
+        (self.include_ended, self.as_of) = time.into_request();
+        self
+    }
+
+    /// Which relations the request follows.
+    pub fn read_time(&self) -> crate::ReadTime {
+        crate::ReadTime::from_request(self.include_ended, self.as_of).unwrap_or_default()
+    }
+
+    /// The request if `name` is a valid node name, `depth` is 0–6 and at most one of
+    /// `include_ended` and `as_of` is given; else [`crate::Error::InvalidArgument`] naming
+    /// the field.
     pub fn check(self) -> Result<Checked<Self>> {
         limits::name("name", &self.name)?;
         limits::within("depth", self.depth, limits::DEPTH)?;
+        crate::ReadTime::from_request(self.include_ended, self.as_of)?;
         Ok(Checked::new(self))
     }
 }

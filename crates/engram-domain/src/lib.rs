@@ -35,6 +35,7 @@ pub mod suggestions;
 pub mod testsuite;
 pub mod transactions;
 pub mod transfer;
+mod validity;
 mod vectors;
 mod workspaces;
 
@@ -61,4 +62,8 @@ pub use retry::Failure;
 pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 pub use search::results::*;
 pub use store::*;
+pub use validity::{
+    EndObservations, EndRelations, EndedObservations, EndedRelations, ObservationEndings, ReadTime,
+    ended_before_it_began,
+};
 pub use vectors::*;

@@ -82,6 +82,37 @@ pub fn content(field: &str, value: &str) -> Result<()> {
     no_nul(field, value)
 }
 
+/// Checks a fact to store: its text as [`content`] (naming `field`), `valid_from` not in the
+/// future and `expires_at` in the future (naming `field.valid_from`, `field.expires_at`).
+pub fn fact(field: &str, fact: &crate::model::NewFact) -> Result<()> {
+    let named = |part: &str| {
+        if fact.is_plain() {
+            field.to_owned()
+        } else {
+            format!("{field}.{part}")
+        }
+    };
+    content(&named("content"), &fact.content)?;
+    let now = chrono::Utc::now();
+    if let Some(from) = fact.valid_from
+        && from > now
+    {
+        return Err(Error::invalid(
+            named("valid_from"),
+            format!("must not be in the future (it is {from}, now is {now})"),
+        ));
+    }
+    if let Some(expires) = fact.expires_at
+        && expires <= now
+    {
+        return Err(Error::invalid(
+            named("expires_at"),
+            format!("must be in the future (it is {expires}, now is {now})"),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses NUL (U+0000).
 pub fn no_nul(field: &str, value: &str) -> Result<()> {
     if value.contains('\0') {

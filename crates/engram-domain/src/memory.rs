@@ -18,6 +18,7 @@ use crate::nodes::{
 };
 use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
+use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::requests::*;
 use crate::search::results::*;
@@ -287,6 +288,21 @@ impl Memory {
         crate::observations::delete_observations(&*self.store, workspace, request).await
     }
 
+    /// `end_observations`: at most 1,000 ordinals per call; the facts are kept, ended.
+    pub async fn end_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: EndObservations,
+    ) -> Result<Vec<EndedObservations>> {
+        crate::validity::end_observations(&*self.store, workspace, request).await
+    }
+
+    /// Deletes for good the facts whose expiry has passed, at most `limit` (the background
+    /// purge); how many.
+    pub async fn purge_expired(&self, limit: u32) -> Result<u64> {
+        self.store.purge_expired(limit).await
+    }
+
     // Relations (`relations.rs`).
 
     /// `create_relations`.
@@ -305,6 +321,15 @@ impl Memory {
         request: DeleteRelations,
     ) -> Result<DeletedRelations> {
         crate::relations::delete_relations(&*self.store, workspace, request).await
+    }
+
+    /// `end_relations`: at most 1,000 per call; the relations are kept, ended.
+    pub async fn end_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: EndRelations,
+    ) -> Result<EndedRelations> {
+        crate::validity::end_relations(&*self.store, workspace, request).await
     }
 
     /// `rename_relation_type`: the relation as renamed.

@@ -152,7 +152,10 @@ impl SecretPolicy {
             };
             self.screen_node(&field, node)?;
             for (j, observation) in entity.observations.iter_mut().enumerate() {
-                self.screen_owned(|| field(&format!("observations[{j}]")), observation)?;
+                self.screen_owned(
+                    || field(&format!("observations[{j}]")),
+                    &mut observation.content,
+                )?;
             }
         }
         Ok(())
@@ -182,8 +185,8 @@ impl SecretPolicy {
         for (i, addition) in additions.iter().enumerate() {
             for (j, content) in addition.contents.iter().enumerate() {
                 let field = || format!("observations[{i}].contents[{j}]");
-                if let Cow::Owned(redacted) = self.screen_content(field, content)? {
-                    copy.get_or_insert_with(|| additions.to_vec())[i].contents[j] = redacted;
+                if let Cow::Owned(redacted) = self.screen_content(field, &content.content)? {
+                    copy.get_or_insert_with(|| additions.to_vec())[i].contents[j].content = redacted;
                 }
             }
         }

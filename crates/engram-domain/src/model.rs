@@ -98,9 +98,10 @@ pub struct NewNode {
     /// The node's type, 1–256 bytes, e.g. "person", "project", "decision".
     #[serde(alias = "entityType")]
     pub entity_type: String,
-    /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes.
+    /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes,
+    /// a text or `{content, valid_from?, expires_at?}`.
     #[serde(default)]
-    pub observations: Vec<String>,
+    pub observations: Vec<NewFact>,
     /// Optional summary of the node, 1–65,536 bytes.
     #[serde(default)]
     pub summary: Option<String>,
@@ -147,7 +148,7 @@ pub struct DeletedNodes {
     pub did_you_mean: BTreeMap<String, Vec<String>>,
 }
 
-/// An observation as read back: its stable per-node ordinal and its text.
+/// An observation as read back: its stable per-node ordinal and its text, and when it holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Observation {
@@ -155,6 +156,126 @@ pub struct Observation {
     pub ordinal: Ordinal,
     /// The fact, 1–65,536 bytes.
     pub content: String,
+    /// Since when the fact holds: given in reads that ask for ended facts or for a past time
+    /// (`include_ended`, `as_of`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+    /// When the fact stopped (or stops) holding: it was ended, or it expires then; absent
+    /// while it holds with no end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<Timestamp>,
+}
+
+impl Observation {
+    /// The fact `content` at `ordinal`, current and without an end.
+    pub fn new(ordinal: Ordinal, content: impl Into<String>) -> Self {
+        Self {
+            ordinal,
+            content: content.into(),
+            valid_from: None,
+            valid_to: None,
+        }
+    }
+}
+
+/// A fact to store (`create_entities`' `observations`, `add_observations`' `contents`): a
+/// plain text, or `{content, valid_from?, expires_at?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewFact {
+    /// The fact, 1–65,536 bytes.
+    pub content: String,
+    /// Since when it holds, if earlier than now (the default); never in the future.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+    /// When it stops holding and is deleted for good, if ever; in the future.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl NewFact {
+    /// `true` when the fact is a plain text: current from now, never expiring.
+    pub fn is_plain(&self) -> bool {
+        self.valid_from.is_none() && self.expires_at.is_none()
+    }
+}
+
+impl From<&str> for NewFact {
+    fn from(content: &str) -> Self {
+        content.to_owned().into()
+    }
+}
+
+impl From<String> for NewFact {
+    fn from(content: String) -> Self {
+        Self {
+            content,
+            valid_from: None,
+            expires_at: None,
+        }
+    }
+}
+
+/// The object form of a [`NewFact`].
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "DatedFact"))]
+#[serde(deny_unknown_fields)]
+struct DatedFact {
+    /// The fact, 1–65,536 bytes.
+    content: String,
+    /// Since when it holds (RFC 3339), if earlier than now; never in the future.
+    #[serde(default)]
+    valid_from: Option<Timestamp>,
+    /// When it stops holding and is deleted for good (RFC 3339), in the future.
+    #[serde(default)]
+    expires_at: Option<Timestamp>,
+}
+
+impl<'de> Deserialize<'de> for NewFact {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = NewFact;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a text, or {content, valid_from?, expires_at?}")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<NewFact, E> {
+                Ok(text.into())
+            }
+
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<NewFact, E> {
+                Ok(text.into())
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<NewFact, M::Error> {
+                let dated =
+                    DatedFact::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(NewFact {
+                    content: dated.content,
+                    valid_from: dated.valid_from,
+                    expires_at: dated.expires_at,
+                })
+            }
+        }
+        deserializer.deserialize_any(Form)
+    }
+}
+
+/// The published schema: a string, or the object form.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for NewFact {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Fact".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let dated = generator.subschema_for::<DatedFact>();
+        schemars::json_schema!({
+            "anyOf": [{"type": "string"}, dated]
+        })
+    }
 }
 
 /// A directed typed edge as returned by reads: `{from, to, relation_type}`.
@@ -167,6 +288,30 @@ pub struct Relation {
     pub to: String,
     /// The relation's type, such as `works_on`.
     pub relation_type: String,
+    /// Since when it holds: given in reads that ask for ended relations or for a past time
+    /// (`include_ended`, `as_of`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+    /// When it stopped holding; absent while it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<Timestamp>,
+}
+
+impl Relation {
+    /// `from -[relation_type]-> to`, current.
+    pub fn new(
+        from: impl Into<String>,
+        to: impl Into<String>,
+        relation_type: impl Into<String>,
+    ) -> Self {
+        Self {
+            from: from.into(),
+            to: to.into(),
+            relation_type: relation_type.into(),
+            valid_from: None,
+            valid_to: None,
+        }
+    }
 }
 
 /// A relation as given by a caller and echoed back: `{from_entity, to_entity, relation_type}`.
@@ -184,6 +329,25 @@ pub struct RelationSpec {
     /// The relation's type in active voice, e.g. "works_on", 1–256 bytes.
     #[serde(alias = "relationType")]
     pub relation_type: String,
+    /// Since when it holds (RFC 3339), if earlier than now: read by `create_relations` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+}
+
+impl RelationSpec {
+    /// `from -[relation_type]-> to`, holding from now.
+    pub fn new(
+        from: impl Into<String>,
+        to: impl Into<String>,
+        relation_type: impl Into<String>,
+    ) -> Self {
+        Self {
+            from_entity: from.into(),
+            to_entity: to.into(),
+            relation_type: relation_type.into(),
+            valid_from: None,
+        }
+    }
 }
 
 impl std::fmt::Display for RelationSpec {
@@ -295,8 +459,9 @@ pub struct ObservationAdditions {
     /// The node to append to.
     #[serde(alias = "entityName")]
     pub entity_name: String,
-    /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes.
-    pub contents: Vec<String>,
+    /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes, a
+    /// text or `{content, valid_from?, expires_at?}`.
+    pub contents: Vec<NewFact>,
 }
 
 /// One row of `add_observations`' result, in request order.

@@ -53,7 +53,7 @@ impl CreateEntities {
             }
             entity.tags = limits::tags(&format!("{field}.tags"), &entity.tags)?;
             for (j, observation) in entity.observations.iter().enumerate() {
-                limits::content(&format!("{field}.observations[{j}]"), observation)?;
+                limits::fact(&format!("{field}.observations[{j}]"), observation)?;
             }
             observation_total += entity.observations.len();
         }
@@ -102,20 +102,41 @@ impl DeleteEntities {
 pub struct OpenNodes {
     /// Names of the nodes to read in full, 1–1,000.
     pub names: Vec<String>,
+    /// Also the facts and relations that have ended, each with `valid_from` and `valid_to`.
+    #[serde(default)]
+    pub include_ended: bool,
+    /// The nodes as they were at this time (RFC 3339): the facts and relations that held
+    /// then, each text as it read then.
+    #[serde(default)]
+    pub as_of: Option<Timestamp>,
 }
 
 impl OpenNodes {
-    /// The nodes named `names`.
+    /// The nodes named `names`, as they are now.
     pub fn new(names: &[String]) -> Self {
         Self {
             names: names.to_vec(),
+            include_ended: false,
+            as_of: None,
         }
     }
 
-    /// The request if it names 1–1,000 valid node names; else [`Error::InvalidArgument`]
-    /// naming the field.
+    /// The same nodes as `time` sees them.
+    pub fn at(mut self, time: crate::ReadTime) -> Self {
+        (self.include_ended, self.as_of) = time.into_request();
+        self
+    }
+
+    /// Which facts and relations the request reads.
+    pub fn read_time(&self) -> crate::ReadTime {
+        crate::ReadTime::from_request(self.include_ended, self.as_of).unwrap_or_default()
+    }
+
+    /// The request if it names 1–1,000 valid node names and gives at most one of
+    /// `include_ended` and `as_of`; else [`Error::InvalidArgument`] naming the field.
     pub fn check(self) -> Result<Checked<Self>> {
         names_batch("names", &self.names)?;
+        crate::ReadTime::from_request(self.include_ended, self.as_of)?;
         Ok(Checked::new(self))
     }
 }
@@ -250,10 +271,7 @@ pub(crate) async fn create_entities(
             entity.observations = kept;
             repeated
                 .into_iter()
-                .map(|(kept_at, content)| Observation {
-                    ordinal: Ordinal(kept_at as i64 + 1),
-                    content,
-                })
+                .map(|(kept_at, fact)| Observation::new(Ordinal(kept_at as i64 + 1), fact.content))
                 .collect()
         })
         .collect();
@@ -348,14 +366,14 @@ pub(crate) async fn set_tags(
 
 /// `texts` with each text once, at its first place, and the repeats left out: each with the
 /// index its first occurrence keeps.
-fn once_each(texts: Vec<String>) -> (Vec<String>, Vec<(usize, String)>) {
+fn once_each(texts: Vec<NewFact>) -> (Vec<NewFact>, Vec<(usize, NewFact)>) {
     use std::collections::hash_map::Entry;
     // Per text, `None` when it is kept, else the kept index of its first occurrence.
     let mut first: HashMap<&str, usize> = HashMap::new();
     let places: Vec<Option<usize>> = (texts.iter())
         .map(|text| {
             let next = first.len();
-            match first.entry(text.as_str()) {
+            match first.entry(text.content.as_str()) {
                 Entry::Occupied(at) => Some(*at.get()),
                 Entry::Vacant(slot) => {
                     slot.insert(next);

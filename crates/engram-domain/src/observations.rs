@@ -43,7 +43,7 @@ impl AddObservations {
             )?;
             limits::batch(&format!("observations[{i}].contents"), &addition.contents)?;
             for (j, content) in addition.contents.iter().enumerate() {
-                limits::content(&format!("observations[{i}].contents[{j}]"), content)?;
+                limits::fact(&format!("observations[{i}].contents[{j}]"), content)?;
             }
             total += addition.contents.len();
         }
@@ -177,7 +177,7 @@ async fn store_additions(
         .map(|addition| {
             let seen = given.entry(addition.entity_name.as_str()).or_default();
             (addition.contents.iter())
-                .map(|content| seen.insert(content.as_str()))
+                .map(|fact| seen.insert(fact.content.as_str()))
                 .collect()
         })
         .collect();
@@ -210,15 +210,13 @@ async fn store_additions(
         let name = addition.entity_name.as_str();
         let added: HashSet<&str> = result.added.iter().map(|o| o.content.as_str()).collect();
         let mut skipped = Vec::new();
-        for content in &addition.contents {
-            if added.contains(content.as_str()) && stored.insert((name, content)) {
+        for fact in &addition.contents {
+            let content = fact.content.as_str();
+            if added.contains(content) && stored.insert((name, content)) {
                 continue;
             }
-            if let Some(&ordinal) = placed.get(&(name.to_owned(), content.clone())) {
-                skipped.push(Observation {
-                    ordinal,
-                    content: content.clone(),
-                });
+            if let Some(&ordinal) = placed.get(&(name.to_owned(), content.to_owned())) {
+                skipped.push(Observation::new(ordinal, content));
             }
         }
         result.skipped_duplicates = skipped;

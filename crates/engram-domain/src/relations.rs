@@ -31,6 +31,12 @@ impl CreateRelations {
     /// secret policy refuses; else [`crate::Error::InvalidArgument`] naming the field.
     pub fn check(self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
         relations_batch(&self.relations)?;
+        for (i, relation) in self.relations.iter().enumerate() {
+            crate::validity::not_in_future(
+                &format!("relations[{i}].valid_from"),
+                relation.valid_from,
+            )?;
+        }
         secrets.screen_relations(&self.relations)?;
         Ok(Checked::new(self))
     }
@@ -89,11 +95,7 @@ impl RenameRelationType {
 
     /// The relation as it is now.
     pub fn relation(&self) -> RelationSpec {
-        RelationSpec {
-            from_entity: self.from_entity.clone(),
-            to_entity: self.to_entity.clone(),
-            relation_type: self.old_type.clone(),
-        }
+        RelationSpec::new(&self.from_entity, &self.to_entity, &self.old_type)
     }
 
     /// The request if the names and types are valid and the new type holds no text the secret
@@ -117,22 +119,42 @@ pub struct GetRelationsBetween {
     pub entity_a: String,
     /// The other node.
     pub entity_b: String,
+    /// Also the relations that have ended, each with `valid_from` and `valid_to`.
+    #[serde(default)]
+    pub include_ended: bool,
+    /// The relations that held at this time (RFC 3339) instead of now.
+    #[serde(default)]
+    pub as_of: Option<Timestamp>,
 }
 
 impl GetRelationsBetween {
-    /// The relations between `entity_a` and `entity_b`.
+    /// The relations between `entity_a` and `entity_b` now.
     pub fn new(entity_a: impl Into<String>, entity_b: impl Into<String>) -> Self {
         Self {
             entity_a: entity_a.into(),
             entity_b: entity_b.into(),
+            include_ended: false,
+            as_of: None,
         }
     }
 
-    /// The request if both are valid node names; else [`crate::Error::InvalidArgument`]
-    /// naming the field.
+    /// The same relations as `time` sees them.
+    pub fn at(mut self, time: crate::ReadTime) -> Self {
+        (self.include_ended, self.as_of) = time.into_request();
+        self
+    }
+
+    /// Which relations the request reads.
+    pub fn read_time(&self) -> crate::ReadTime {
+        crate::ReadTime::from_request(self.include_ended, self.as_of).unwrap_or_default()
+    }
+
+    /// The request if both are valid node names and at most one of `include_ended` and
+    /// `as_of` is given; else [`crate::Error::InvalidArgument`] naming the field.
     pub fn check(self) -> Result<Checked<Self>> {
         limits::name("entity_a", &self.entity_a)?;
         limits::name("entity_b", &self.entity_b)?;
+        crate::ReadTime::from_request(self.include_ended, self.as_of)?;
         Ok(Checked::new(self))
     }
 }

@@ -20,6 +20,7 @@ use crate::nodes::{
 use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::perspectives::Perspective;
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
+use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::search::results::*;
 use crate::search::{CandidateQuery, Gathered, QueryVector};
 use crate::transfer::*;
@@ -204,6 +205,17 @@ pub trait ObservationStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         request: &Checked<DeleteObservations>,
     ) -> Result<Vec<DeletedObservations>>;
+    /// `end_observations`: the current facts at the ordinals stop holding at `ended_at` (the
+    /// store's now when absent), kept for history. [`crate::Error::InvalidArgument`] naming
+    /// `ended_at` (nothing changed) when it is before a fact's `valid_from`.
+    async fn end_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndObservations>,
+    ) -> Result<Vec<EndedObservations>>;
+    /// Deletes for good, in every workspace, the facts whose `expires_at` has passed (they
+    /// left every read when it did); at most `limit` per call. Returns how many.
+    async fn purge_expired(&self, limit: u32) -> Result<u64>;
 }
 
 /// Relations: creating, deleting, renaming and reading typed relations.
@@ -221,6 +233,15 @@ pub trait RelationStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         request: &Checked<DeleteRelations>,
     ) -> Result<DeletedRelations>;
+    /// `end_relations`: the current relations stop holding at `ended_at` (the store's now when
+    /// absent) and are kept with their period; creating one again starts a new period.
+    /// [`crate::Error::InvalidArgument`] naming `ended_at` (nothing changed) when it is before
+    /// a relation's `valid_from`.
+    async fn end_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndRelations>,
+    ) -> Result<EndedRelations>;
     /// `rename_relation_type`: changes one relation's type. [`crate::Error::NotFound`] when
     /// the relation does not exist, [`crate::Error::Conflict`] when the renamed relation
     /// already exists (nothing is changed then).

@@ -216,9 +216,11 @@ impl GraphPageResult {
                 PagedNode {
                     observations: (detail == GraphDetail::Full).then(|| {
                         (node.observations.into_iter())
-                            .map(|o| crate::model::Observation {
-                                ordinal: o.ordinal.unwrap_or_default(),
-                                content: o.content,
+                            .map(|o| {
+                                crate::model::Observation::new(
+                                    o.ordinal.unwrap_or_default(),
+                                    o.content,
+                                )
                             })
                             .collect()
                     }),
@@ -233,11 +235,7 @@ impl GraphPageResult {
         Self {
             entities,
             relations: (page.relations.into_iter())
-                .map(|r| crate::model::Relation {
-                    from: r.from,
-                    to: r.to,
-                    relation_type: r.relation_type,
-                })
+                .map(|r| crate::model::Relation::new(r.from, r.to, r.relation_type))
                 .collect(),
             total_entities: page.total_nodes.unwrap_or_default(),
             total_relations: page.total_relations.unwrap_or_default(),

@@ -410,10 +410,7 @@ mod tests {
             observations: observations
                 .iter()
                 .enumerate()
-                .map(|(i, content)| Observation {
-                    ordinal: Ordinal(i as i64 + 1),
-                    content: (*content).into(),
-                })
+                .map(|(i, content)| Observation::new(Ordinal(i as i64 + 1), *content))
                 .collect(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),

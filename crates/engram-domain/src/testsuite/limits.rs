@@ -280,7 +280,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
     };
     let add = |name: &str, n: usize| ObservationAdditions {
         entity_name: name.into(),
-        contents: contents(n),
+        contents: facts(&contents(n)),
     };
     let ordinals = |n: i64| -> Vec<i64> { (1..=n).collect() };
 
@@ -343,11 +343,11 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
     );
     let spread = vec![
         NewNode {
-            observations: contents(500),
+            observations: facts(&contents(500)),
             ..entity("New1", "thing", &[])
         },
         NewNode {
-            observations: contents(501),
+            observations: facts(&contents(501)),
             ..entity("New2", "thing", &[])
         },
     ];

@@ -234,7 +234,7 @@ pub fn entity(name: &str, entity_type: &str, observations: &[&str]) -> NewNode {
     NewNode {
         name: name.into(),
         entity_type: entity_type.into(),
-        observations: strings(observations),
+        observations: facts(observations),
         ..NewNode::default()
     }
 }
@@ -243,17 +243,13 @@ pub fn entity(name: &str, entity_type: &str, observations: &[&str]) -> NewNode {
 pub fn additions(entity_name: &str, contents: &[&str]) -> ObservationAdditions {
     ObservationAdditions {
         entity_name: entity_name.into(),
-        contents: strings(contents),
+        contents: facts(contents),
     }
 }
 
 /// A relation `from -[relation_type]-> to`.
 pub fn relation(from: &str, relation_type: &str, to: &str) -> RelationSpec {
-    RelationSpec {
-        from_entity: from.into(),
-        to_entity: to.into(),
-        relation_type: relation_type.into(),
-    }
+    RelationSpec::new(from, to, relation_type)
 }
 
 /// Ordinals to delete from one node.
@@ -267,22 +263,20 @@ pub fn deletions(entity_name: &str, ordinals: &[i64]) -> ObservationDeletions {
 
 /// The relation `from -[relation_type]-> to` as reads return it.
 pub fn edge(from: &str, relation_type: &str, to: &str) -> Relation {
-    Relation {
-        from: from.into(),
-        to: to.into(),
-        relation_type: relation_type.into(),
-    }
+    Relation::new(from, to, relation_type)
 }
 
 /// Observations given as `(ordinal, content)`.
 pub fn observations(items: &[(i64, &str)]) -> Vec<Observation> {
     items
         .iter()
-        .map(|(ordinal, content)| Observation {
-            ordinal: crate::Ordinal(*ordinal),
-            content: (*content).into(),
-        })
+        .map(|(ordinal, content)| Observation::new(crate::Ordinal(*ordinal), *content))
         .collect()
+}
+
+/// Plain facts, current from now.
+pub fn facts<T: AsRef<str>>(values: &[T]) -> Vec<crate::NewFact> {
+    values.iter().map(|v| v.as_ref().into()).collect()
 }
 
 /// Owned strings.

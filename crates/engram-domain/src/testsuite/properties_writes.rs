@@ -6,6 +6,7 @@ use std::sync::Arc;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
+use super::facts;
 use super::properties::*;
 use crate::{
     AddObservations, CreateEntities, CreateRelations, DeleteEntities, DeleteObservations,
@@ -75,7 +76,7 @@ async fn create_entities(h: &mut Harness) {
         entities.push(NewNode {
             name,
             entity_type,
-            observations,
+            observations: facts(&observations),
             summary,
             tags,
         });
@@ -97,7 +98,7 @@ async fn create_entities(h: &mut Harness) {
         }
         for (j, content) in e.observations.iter().enumerate() {
             blame.unless(
-                content_ok(content),
+                content_ok(&content.content),
                 format!("entities[{i}].observations[{j}]"),
             );
         }
@@ -142,8 +143,8 @@ async fn create_entities(h: &mut Harness) {
             // Each text once, at its first place; the repeats are reported where it is.
             let mut once: Vec<&str> = Vec::new();
             for text in &e.observations {
-                if !once.contains(&text.as_str()) {
-                    once.push(text);
+                if !once.contains(&text.content.as_str()) {
+                    once.push(&text.content);
                 }
             }
             assert_eq!(contents, once, "{}", short(e));
@@ -179,7 +180,7 @@ async fn add_observations(h: &mut Harness) {
         ]);
         additions.push(ObservationAdditions {
             entity_name,
-            contents,
+            contents: facts(&contents),
         });
     }
     let mut blame = Blame::default();
@@ -192,7 +193,7 @@ async fn add_observations(h: &mut Harness) {
         blame.batch(a.contents.len(), format!("observations[{i}].contents"));
         for (j, content) in a.contents.iter().enumerate() {
             blame.unless(
-                content_ok(content),
+                content_ok(&content.content),
                 format!("observations[{i}].contents[{j}]"),
             );
         }
@@ -221,7 +222,7 @@ async fn add_observations(h: &mut Harness) {
         let mut reported: Vec<&String> = (row.added.iter().chain(&row.skipped_duplicates))
             .map(|o| &o.content)
             .collect();
-        let mut given: Vec<&String> = a.contents.iter().collect();
+        let mut given: Vec<&String> = a.contents.iter().map(|f| &f.content).collect();
         reported.sort();
         given.sort();
         assert_eq!(reported, given, "{}", short(&row));
@@ -429,11 +430,7 @@ fn relation_batch(h: &mut Harness) -> Vec<RelationSpec> {
     let mut relations: Vec<RelationSpec> = (0..len)
         .map(|_| {
             let relation_type = h.draw(prop_oneof![Just("next".to_owned()), text()]);
-            RelationSpec {
-                from_entity: h.name(),
-                to_entity: h.name(),
-                relation_type,
-            }
+            RelationSpec::new(h.name(), h.name(), relation_type)
         })
         .collect();
     if relations.len() > 1 && h.draw(prop::bool::weighted(0.15)) {

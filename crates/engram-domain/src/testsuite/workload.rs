@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-use super::TermEmbedder;
+use super::{TermEmbedder, facts};
 use crate::search::similarity;
 use crate::*;
 
@@ -110,7 +110,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
             .map(|(j, observations)| NewNode {
                 name: format!("node-{}", batch * 300 + j),
                 entity_type: format!("type-{}", (batch * 300 + j) % 7),
-                observations: observations.clone(),
+                observations: facts(observations),
                 ..NewNode::default()
             })
             .collect();
@@ -120,11 +120,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     }
     let relations: Vec<RelationSpec> = (TOPICS..nodes)
         .filter(|i| i % 2 == 0 && i % 50 != 7)
-        .map(|i| RelationSpec {
-            from_entity: format!("node-{i}"),
-            to_entity: format!("node-{}", i - TOPICS),
-            relation_type: "related_to".into(),
-        })
+        .map(|i| RelationSpec::new(format!("node-{i}"), format!("node-{}", i - TOPICS), "related_to"))
         .collect();
     for chunk in relations.chunks(1_000) {
         memory

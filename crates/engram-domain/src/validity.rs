@@ -1,0 +1,218 @@
+//! Memory over time: facts and relations that end without being deleted, and reads of the
+//! memory as it was. Each fact and relation holds from `valid_from` (when it was written,
+//! unless the client said earlier) until it is ended or expires; a replaced text is kept as an
+//! earlier version of its ordinal. Default reads see what holds now; `include_ended` shows
+//! everything with its period, `as_of` what held at a time.
+
+use serde::{Deserialize, Serialize};
+
+use crate::checked::Checked;
+use crate::error::{Error, Result};
+use crate::limits::{self, batch_total, relations_batch};
+use crate::model::*;
+use crate::store::*;
+
+/// Which facts and relations a read sees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReadTime {
+    /// Those that hold now: not ended, not expired (every default read).
+    #[default]
+    Now,
+    /// All of them, current and ended, each with its period (`include_ended: true`).
+    Ever,
+    /// Those that held at this time, each text as it read then (`as_of`).
+    At(Timestamp),
+}
+
+impl ReadTime {
+    /// The view a request's `include_ended` and `as_of` ask for; [`Error::InvalidArgument`]
+    /// naming `include_ended` when both are given (a read shows one time or all of them).
+    pub fn from_request(include_ended: bool, as_of: Option<Timestamp>) -> Result<Self> {
+        match (include_ended, as_of) {
+            (false, None) => Ok(Self::Now),
+            (true, None) => Ok(Self::Ever),
+            (false, Some(at)) => Ok(Self::At(at)),
+            (true, Some(_)) => Err(Error::invalid(
+                "include_ended",
+                "cannot be combined with as_of: give as_of for one time, include_ended for all",
+            )),
+        }
+    }
+
+    /// The `(include_ended, as_of)` a request asks this view with.
+    pub fn into_request(self) -> (bool, Option<Timestamp>) {
+        match self {
+            Self::Now => (false, None),
+            Self::Ever => (true, None),
+            Self::At(at) => (false, Some(at)),
+        }
+    }
+
+    /// `true` for the default view.
+    pub fn is_now(self) -> bool {
+        self == Self::Now
+    }
+}
+
+/// Ordinals of one node's facts to end (`end_observations`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ObservationEndings {
+    /// The node.
+    #[serde(alias = "entityName")]
+    pub entity_name: String,
+    /// The ordinals of its current facts to end (from `open_nodes`), at least one.
+    pub ordinals: Vec<Ordinal>,
+}
+
+/// `end_observations`: facts that stopped being true; they leave every default read and
+/// search but are kept, for `include_ended`, `as_of` and `get_history`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EndObservations {
+    /// Per node, the ordinals to end; at most 1,000 ordinals per call in all.
+    pub endings: Vec<ObservationEndings>,
+    /// When they stopped holding (RFC 3339); default now. Not in the future, and not before a
+    /// fact's `valid_from`.
+    #[serde(default)]
+    pub ended_at: Option<Timestamp>,
+}
+
+impl EndObservations {
+    /// The facts `endings`, ended now.
+    pub fn new(endings: &[ObservationEndings]) -> Self {
+        Self {
+            endings: endings.to_vec(),
+            ended_at: None,
+        }
+    }
+
+    /// The same facts, ended at `at`.
+    pub fn ended_at(mut self, at: Timestamp) -> Self {
+        self.ended_at = Some(at);
+        self
+    }
+
+    /// The request if it holds 1–1,000 entries with valid names and 1–1,000 valid ordinals
+    /// each (1,000 in all) and `ended_at` is not in the future; else
+    /// [`Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::batch("endings", &self.endings)?;
+        let mut total = 0;
+        for (i, ending) in self.endings.iter().enumerate() {
+            limits::name(&format!("endings[{i}].entity_name"), &ending.entity_name)?;
+            limits::batch(&format!("endings[{i}].ordinals"), &ending.ordinals)?;
+            for (j, ordinal) in ending.ordinals.iter().enumerate() {
+                limits::ordinal(&format!("endings[{i}].ordinals[{j}]"), *ordinal)?;
+            }
+            total += ending.ordinals.len();
+        }
+        batch_total("endings[].ordinals", total)?;
+        not_in_future("ended_at", self.ended_at)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// One row of `end_observations`' result, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EndedObservations {
+    /// The node.
+    pub entity_name: String,
+    /// The ordinals ended now, ascending.
+    pub ended_ordinals: Vec<Ordinal>,
+    /// The ordinals that hold no current fact of the node (none, ended or expired already,
+    /// or the node does not exist), ascending.
+    pub not_found_ordinals: Vec<Ordinal>,
+}
+
+/// `end_relations`: relations that stopped holding; they leave every default read, and the
+/// same relation created again later starts a new period.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EndRelations {
+    /// The relations, 1–1,000 per call.
+    pub relations: Vec<RelationSpec>,
+    /// When they stopped holding (RFC 3339); default now. Not in the future, and not before a
+    /// relation's `valid_from`.
+    #[serde(default)]
+    pub ended_at: Option<Timestamp>,
+}
+
+impl EndRelations {
+    /// The relations `relations`, ended now.
+    pub fn new(relations: &[RelationSpec]) -> Self {
+        Self {
+            relations: relations.to_vec(),
+            ended_at: None,
+        }
+    }
+
+    /// The same relations, ended at `at`.
+    pub fn ended_at(mut self, at: Timestamp) -> Self {
+        self.ended_at = Some(at);
+        self
+    }
+
+    /// The request if it holds 1–1,000 relations with valid names and types and `ended_at`
+    /// is not in the future; else [`Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        relations_batch(&self.relations)?;
+        not_in_future("ended_at", self.ended_at)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// Result of `end_relations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EndedRelations {
+    /// The relations ended now, in request order.
+    pub ended: Vec<RelationSpec>,
+    /// The relations that do not hold now (never created, ended or deleted already, or an
+    /// endpoint does not exist), in request order.
+    pub not_found: Vec<RelationSpec>,
+}
+
+/// [`Error::InvalidArgument`] naming `field` when `time` is in the future.
+pub(crate) fn not_in_future(field: &str, time: Option<Timestamp>) -> Result<()> {
+    let now = chrono::Utc::now();
+    match time {
+        Some(time) if time > now => Err(Error::invalid(
+            field,
+            format!("must not be in the future (it is {time}, now is {now})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// [`Error::InvalidArgument`] naming `ended_at`: `what` held from `valid_from`, after `ended_at`.
+pub fn ended_before_it_began(what: &str, ended_at: Timestamp, valid_from: Timestamp) -> Error {
+    Error::invalid(
+        "ended_at",
+        format!("is before {what} began to hold ({ended_at} < valid_from {valid_from})"),
+    )
+}
+
+/// The semantics of [`Memory::end_observations`](crate::Memory::end_observations).
+pub(crate) async fn end_observations(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    request: EndObservations,
+) -> Result<Vec<EndedObservations>> {
+    let request = request.check()?;
+    store.end_observations(workspace, &request).await
+}
+
+/// The semantics of [`Memory::end_relations`](crate::Memory::end_relations).
+pub(crate) async fn end_relations(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    request: EndRelations,
+) -> Result<EndedRelations> {
+    let request = request.check()?;
+    store.end_relations(workspace, &request).await
+}
