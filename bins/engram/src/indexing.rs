@@ -128,3 +128,37 @@ async fn wait_for_change(store: &dyn IndexStore, seen: Option<i64>, shutdown: &C
         }
     }
 }
+
+/// How often the purge looks for expired facts.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+/// Expired facts deleted per transaction.
+const PURGE_BATCH: u32 = 1_000;
+
+/// Deletes expired facts for good, every [`PURGE_EVERY`], until `shutdown`. They left every
+/// read and search when they expired (the stores' current-fact predicate); this only reclaims
+/// their rows. A failure (a read-only replica, a lost connection) is logged and tried again
+/// at the next round.
+pub async fn purge_expired(memory: engram_domain::Memory, shutdown: CancellationToken) {
+    loop {
+        loop {
+            match memory.purge_expired(PURGE_BATCH).await {
+                Ok(purged) if purged > 0 => {
+                    tracing::debug!(purged, "purged expired observations");
+                    if purged < u64::from(PURGE_BATCH) {
+                        break;
+                    }
+                }
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(%error, "purging expired observations failed");
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(PURGE_EVERY) => {}
+        }
+    }
+}

@@ -489,6 +489,10 @@ async fn serve(
     if let Some((generator, budget)) = args.generate.build(&args.embed.ollama_host)? {
         memory = memory.with_generator(generator, budget);
     }
+    tokio::spawn(engram::indexing::purge_expired(
+        memory.clone(),
+        shutdown.clone(),
+    ));
     tracing::info!(
         store = %location,
         embedder = memory.embedder().map_or("none", |e| e.model_id()),

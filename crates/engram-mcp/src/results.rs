@@ -42,6 +42,13 @@ pub struct DeleteObservationsResult {
     pub results: Vec<DeletedObservations>,
 }
 
+/// `end_observations`' result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EndObservationsResult {
+    /// One row per request entry, in request order.
+    pub results: Vec<EndedObservations>,
+}
+
 /// `get_relations_between`'s result.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct RelationsResult {

@@ -41,7 +41,7 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
             let additions = [ObservationAdditions {
                 entity_name: "release log".into(),
                 contents: (0..EACH)
-                    .map(|i| format!("writer {writer}, entry {i}"))
+                    .map(|i| format!("writer {writer}, entry {i}").into())
                     .collect(),
             }];
             memory

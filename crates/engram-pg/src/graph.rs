@@ -8,7 +8,7 @@ use tracing::instrument;
 
 use crate::PgStore;
 use crate::error::db;
-use crate::nodes::{relation, relations_among};
+use crate::nodes::{relation, relations_at};
 use crate::observations::node_pair;
 
 async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str) -> Result<i64> {
@@ -31,18 +31,33 @@ impl GraphStore for PgStore {
         workspace: WorkspaceId,
         request: &Checked<GetNeighborhood>,
     ) -> Result<Neighborhood> {
-        let GetNeighborhood { name, depth } = &**request;
-        let depth = *depth;
+        let (name, depth, time) = (&request.name, request.depth, request.read_time());
         read!(self, |tx| async {
             let start = node_id(&tx, workspace, name).await?;
-            let statement = tx
-                .prepare_cached(include_str!("sql/neighborhood.sql"))
-                .await
-                .map_err(db)?;
             let depth = i32::try_from(depth).map_err(|_| Error::invalid("depth", "too large"))?;
-            let rows = tx.query(&statement, &[&start, &depth]).await.map_err(db)?;
+            let rows = match time {
+                ReadTime::Now => {
+                    let statement = tx
+                        .prepare_cached(include_str!("sql/neighborhood.sql"))
+                        .await
+                        .map_err(db)?;
+                    tx.query(&statement, &[&start, &depth]).await
+                }
+                ReadTime::Ever | ReadTime::At(_) => {
+                    let at = match time {
+                        ReadTime::At(at) => Some(at),
+                        _ => None,
+                    };
+                    let statement = tx
+                        .prepare_cached(include_str!("sql/neighborhood_at.sql"))
+                        .await
+                        .map_err(db)?;
+                    tx.query(&statement, &[&start, &depth, &at]).await
+                }
+            }
+            .map_err(db)?;
             let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
-            let relations = relations_among(&tx, &ids, Endpoints::Both).await?;
+            let relations = relations_at(&tx, &ids, Endpoints::Both, time).await?;
             Ok(Neighborhood {
                 nodes: rows
                     .iter()

@@ -20,7 +20,7 @@ struct EntityInput<'a> {
     entity_type: &'a str,
     summary: Option<&'a str>,
     tags: &'a [String],
-    observations: &'a [String],
+    observations: &'a [NewFact],
 }
 
 /// The relations touching the nodes `ids` as `endpoints` says, sorted.
@@ -47,13 +47,119 @@ pub(crate) async fn relations_among(
     Ok(rows.iter().map(relation).collect())
 }
 
+/// The facts of the nodes `ids` that `time` sees, per node in ordinal order: those current
+/// now (with `valid_to` when they will expire), all of them with their periods, or those that
+/// held at a time with their periods and each text as it read then (the earliest version
+/// replaced after that time, else today's text).
+pub(crate) async fn facts_of(
+    client: &impl GenericClient,
+    ids: &[i64],
+    time: ReadTime,
+) -> Result<HashMap<i64, Vec<Observation>>> {
+    let rows = match time {
+        ReadTime::Now => {
+            client
+                .query(
+                    "SELECT node_id, ordinal, content, NULL::timestamptz AS valid_from, valid_to
+                     FROM observations
+                     WHERE node_id = ANY($1) AND (valid_to IS NULL OR valid_to > now())
+                     ORDER BY node_id, ordinal",
+                    &[&ids],
+                )
+                .await
+        }
+        ReadTime::Ever => {
+            client
+                .query(
+                    "SELECT node_id, ordinal, content, valid_from, valid_to FROM observations
+                     WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
+                    &[&ids],
+                )
+                .await
+        }
+        ReadTime::At(at) => {
+            client
+                .query(
+                    "SELECT o.node_id, o.ordinal, o.valid_from, o.valid_to,
+                            coalesce((SELECT v.content FROM observation_versions v
+                                      WHERE v.observation_id = o.id AND v.replaced_at > $2
+                                      ORDER BY v.replaced_at LIMIT 1), o.content) AS content
+                     FROM observations o
+                     WHERE o.node_id = ANY($1) AND o.valid_from <= $2
+                       AND (o.valid_to IS NULL OR o.valid_to > $2)
+                     ORDER BY o.node_id, o.ordinal",
+                    &[&ids, &at],
+                )
+                .await
+        }
+    }
+    .map_err(db)?;
+    let mut facts: HashMap<i64, Vec<Observation>> = HashMap::new();
+    for row in &rows {
+        facts.entry(row.get("node_id")).or_default().push(Observation {
+            ordinal: Ordinal(row.get("ordinal")),
+            content: row.get("content"),
+            valid_from: row.get("valid_from"),
+            valid_to: row.get("valid_to"),
+        });
+    }
+    Ok(facts)
+}
+
+/// The relations touching the nodes `ids` as `endpoints` says that `time` sees, sorted: those
+/// current now ([`relations_among`]), all of them with their periods (ended ones from
+/// `ended_relations`), or those that held at a time with their periods.
+pub(crate) async fn relations_at(
+    client: &impl GenericClient,
+    ids: &[i64],
+    endpoints: Endpoints,
+    time: ReadTime,
+) -> Result<Vec<Relation>> {
+    let at = match time {
+        ReadTime::Now => return relations_among(client, ids, endpoints).await,
+        ReadTime::Ever => None,
+        ReadTime::At(at) => Some(at),
+    };
+    let joined = endpoints.sql_operator();
+    let rows = client
+        .query(
+            &format!(
+                "SELECT f.name AS from_name, t.name AS to_name, r.relation_type, r.valid_from,
+                        r.valid_to
+                 FROM (SELECT from_node_id, to_node_id, relation_type, valid_from,
+                              NULL::timestamptz AS valid_to
+                       FROM relations
+                       UNION ALL
+                       SELECT from_node_id, to_node_id, relation_type, valid_from, valid_to
+                       FROM ended_relations) r
+                 JOIN nodes f ON f.id = r.from_node_id
+                 JOIN nodes t ON t.id = r.to_node_id
+                 WHERE (r.from_node_id = ANY($1) {joined} r.to_node_id = ANY($1))
+                   AND ($2::timestamptz IS NULL
+                        OR (r.valid_from <= $2 AND (r.valid_to IS NULL OR r.valid_to > $2)))
+                 ORDER BY 1, 2, 3, 4"
+            ),
+            &[&ids, &at],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| Relation {
+            valid_from: row.get("valid_from"),
+            valid_to: row.get("valid_to"),
+            ..relation(row)
+        })
+        .collect())
+}
+
 /// A `{from, to, relation_type}` from a row with `from_name`, `to_name`, `relation_type`.
 pub(crate) fn relation(row: &Row) -> Relation {
-    Relation {
-        from: row.get("from_name"),
-        to: row.get("to_name"),
-        relation_type: row.get("relation_type"),
-    }
+    Relation::new(
+        row.get::<_, String>("from_name"),
+        row.get::<_, String>("to_name"),
+        row.get::<_, String>("relation_type"),
+    )
 }
 
 fn brief(row: &Row) -> NodeBrief {
@@ -230,24 +336,8 @@ impl NodeStore for PgStore {
                 .await
                 .map_err(db)?;
             let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
-            let observation_rows = tx
-                .query(
-                    "SELECT node_id, ordinal, content FROM observations
-                     WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
-                    &[&ids],
-                )
-                .await
-                .map_err(db)?;
-            let mut observations: HashMap<i64, Vec<Observation>> = HashMap::new();
-            for row in &observation_rows {
-                observations
-                    .entry(row.get("node_id"))
-                    .or_default()
-                    .push(Observation {
-                        ordinal: Ordinal(row.get("ordinal")),
-                        content: row.get("content"),
-                    });
-            }
+            let time = request.read_time();
+            let mut observations = facts_of(&tx, &ids, time).await?;
             let mut by_name: HashMap<String, NodeDetail> = node_rows
                 .iter()
                 .map(|row| {
@@ -264,7 +354,7 @@ impl NodeStore for PgStore {
                 })
                 .collect();
             let mut result = OpenedNodes {
-                relations: relations_among(&tx, &ids, Endpoints::Either).await?,
+                relations: relations_at(&tx, &ids, Endpoints::Either, time).await?,
                 ..OpenedNodes::default()
             };
             for name in first_occurrences(names) {
@@ -410,7 +500,8 @@ impl NodeStore for PgStore {
                      CROSS JOIN LATERAL (
                          SELECT count(*) AS observation_count,
                                 max(updated_at) AS last_observation_at
-                         FROM observations WHERE node_id = n.id
+                         FROM observations
+                         WHERE node_id = n.id AND (valid_to IS NULL OR valid_to > now())
                      ) o
                      WHERE n.workspace_id = $1 AND o.observation_count > 0
                        AND (n.summary_updated_at IS NULL

@@ -56,14 +56,15 @@ impl ObservationStore for PgStore {
     ) -> Result<Vec<AddedObservations>> {
         let additions = &request.observations;
         let added = write!(self, |tx| async {
-            let (names, contents): (Vec<&str>, Vec<&str>) = additions
-                .iter()
-                .flat_map(|a| {
-                    a.contents
-                        .iter()
-                        .map(|c| (a.entity_name.as_str(), c.as_str()))
-                })
-                .unzip();
+            let facts: Vec<(&str, &NewFact)> = (additions.iter())
+                .flat_map(|a| a.contents.iter().map(|c| (a.entity_name.as_str(), c)))
+                .collect();
+            let names: Vec<&str> = facts.iter().map(|(name, _)| *name).collect();
+            let contents: Vec<&str> = facts.iter().map(|(_, f)| f.content.as_str()).collect();
+            let valid_from: Vec<Option<Timestamp>> =
+                facts.iter().map(|(_, f)| f.valid_from).collect();
+            let expires_at: Vec<Option<Timestamp>> =
+                facts.iter().map(|(_, f)| f.expires_at).collect();
             // Node rows are locked in id order, whatever the request's order, so two calls
             // that touch the same nodes queue instead of deadlocking; the next statement then
             // sees every text the other call committed. The two are pipelined: one round
@@ -88,6 +89,8 @@ impl ObservationStore for PgStore {
                     &workspace.0 as &(dyn tokio_postgres::types::ToSql + Sync),
                     &names,
                     &contents,
+                    &valid_from,
+                    &expires_at,
                 ],
             );
             let (_, rows) = futures::try_join!(
@@ -100,10 +103,8 @@ impl ObservationStore for PgStore {
             // Per node, what was stored and what it held already, by ordinal.
             let mut stored: HashMap<i64, Vec<(bool, Observation)>> = HashMap::new();
             for row in &rows {
-                let observation = Observation {
-                    ordinal: Ordinal(row.get("ordinal")),
-                    content: row.get("content"),
-                };
+                let observation =
+                    Observation::new(Ordinal(row.get("ordinal")), row.get::<_, String>("content"));
                 (stored.entry(row.get("node_id")).or_default())
                     .push((row.get("duplicate"), observation));
             }
@@ -124,8 +125,9 @@ impl ObservationStore for PgStore {
                     let rows = stored.entry(*id).or_default();
                     let mut added = Vec::new();
                     let mut skipped_duplicates = Vec::new();
-                    for content in &addition.contents {
-                        let Some(at) = rows.iter().position(|(_, o)| &o.content == content) else {
+                    for fact in &addition.contents {
+                        let Some(at) = rows.iter().position(|(_, o)| o.content == fact.content)
+                        else {
                             continue;
                         };
                         let (duplicate, observation) = rows.swap_remove(at);
@@ -162,11 +164,16 @@ impl ObservationStore for PgStore {
         write!(self, |tx| async {
             let row = tx
                 .query_opt(
+                    // The replaced text is kept as the ordinal's earlier version (`as_of`).
                     "WITH old AS (
                          SELECT o.id, o.content FROM observations o
                          JOIN nodes n ON n.id = o.node_id
                          WHERE n.workspace_id = $1 AND n.name = $2 AND o.ordinal = $3
+                           AND (o.valid_to IS NULL OR o.valid_to > now())
                          FOR UPDATE OF o
+                     ), kept AS (
+                         INSERT INTO observation_versions (observation_id, content)
+                         SELECT id, content FROM old
                      )
                      UPDATE observations SET content = $4, updated_at = now()
                      FROM old WHERE observations.id = old.id
@@ -272,4 +279,116 @@ impl ObservationStore for PgStore {
         self.written.wrote(request.deletions.len(), &self.pool);
         Ok(deleted)
     }
+
+    #[instrument(skip_all, fields(count = request.endings.len()))]
+    async fn end_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndObservations>,
+    ) -> Result<Vec<EndedObservations>> {
+        let (names, ordinals): (Vec<&str>, Vec<i64>) = (request.endings.iter())
+            .flat_map(|e| e.ordinals.iter().map(|o| (e.entity_name.as_str(), o.0)))
+            .unzip();
+        write!(self, |tx| async {
+            // The current facts asked for, locked; an end before a fact began refuses the
+            // whole call before anything is written.
+            let rows = tx
+                .query(
+                    "SELECT o.id, n.name, o.ordinal, o.valid_from,
+                            coalesce($4::timestamptz, now()) AS ended_at
+                     FROM unnest($2::text[], $3::bigint[]) AS e (name, ordinal)
+                     JOIN nodes n ON n.workspace_id = $1 AND n.name = e.name
+                     JOIN observations o ON o.node_id = n.id AND o.ordinal = e.ordinal
+                     WHERE o.valid_to IS NULL OR o.valid_to > now()
+                     ORDER BY o.id
+                     FOR UPDATE OF o",
+                    &[&workspace.0, &names, &ordinals, &request.ended_at],
+                )
+                .await
+                .map_err(db)?;
+            for row in &rows {
+                let (valid_from, ended_at): (Timestamp, Timestamp) =
+                    (row.get("valid_from"), row.get("ended_at"));
+                if ended_at < valid_from {
+                    let fact = format!("the fact {}#{}", row.get::<_, &str>("name"), {
+                        row.get::<_, i64>("ordinal")
+                    });
+                    return Err(ended_before_it_began(&fact, ended_at, valid_from));
+                }
+            }
+            let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
+            tx.execute(
+                "UPDATE observations SET valid_to = coalesce($2::timestamptz, now()),
+                                         expires_at = NULL
+                 WHERE id = ANY($1)",
+                &[&ids, &request.ended_at],
+            )
+            .await
+            .map_err(db)?;
+            // A node left without current facts keeps no aggregate vector (the indexer
+            // refreshes the others' when it re-embeds their changed node).
+            tx.execute(
+                "DELETE FROM node_embeddings ne USING nodes n
+                 WHERE n.workspace_id = $1 AND n.name = ANY($2) AND ne.node_id = n.id
+                   AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = n.id
+                                   AND (o.valid_to IS NULL OR o.valid_to > now()))",
+                &[&workspace.0, &names],
+            )
+            .await
+            .map_err(db)?;
+            let ended: BTreeSet<(String, i64)> = (rows.iter())
+                .map(|row| (row.get("name"), row.get("ordinal")))
+                .collect();
+            Ok(ended_rows(&request.endings, &ended))
+        })
+    }
+
+    #[instrument(skip_all)]
+    async fn purge_expired(&self, limit: u32) -> Result<u64> {
+        write!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "DELETE FROM observations WHERE id IN (
+                         SELECT id FROM observations
+                         WHERE expires_at IS NOT NULL AND expires_at <= now()
+                         ORDER BY expires_at LIMIT $1
+                         FOR UPDATE SKIP LOCKED)
+                     RETURNING node_id",
+                    &[&i64::from(limit)],
+                )
+                .await
+                .map_err(db)?;
+            let nodes: Vec<i64> = rows.iter().map(|row| row.get(0)).collect();
+            tx.execute(
+                "DELETE FROM node_embeddings ne
+                 WHERE ne.node_id = ANY($1)
+                   AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.node_id = ne.node_id
+                                   AND (o.valid_to IS NULL OR o.valid_to > now()))",
+                &[&nodes],
+            )
+            .await
+            .map_err(db)?;
+            Ok(rows.len() as u64)
+        })
+    }
+}
+
+/// `end_observations`' rows, in request order: each asked ordinal ended (in `ended`, the
+/// `(name, ordinal)`s the store ended) or not found.
+fn ended_rows(
+    endings: &[ObservationEndings],
+    ended: &BTreeSet<(String, i64)>,
+) -> Vec<EndedObservations> {
+    (endings.iter())
+        .map(|ending| {
+            let asked: BTreeSet<i64> = ending.ordinals.iter().map(|o| o.0).collect();
+            let (done, missing): (Vec<i64>, Vec<i64>) = (asked.into_iter())
+                .partition(|o| ended.contains(&(ending.entity_name.clone(), *o)));
+            EndedObservations {
+                entity_name: ending.entity_name.clone(),
+                ended_ordinals: done.into_iter().map(Ordinal).collect(),
+                not_found_ordinals: missing.into_iter().map(Ordinal).collect(),
+            }
+        })
+        .collect()
 }

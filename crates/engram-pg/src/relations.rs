@@ -9,7 +9,7 @@ use tracing::instrument;
 
 use crate::PgStore;
 use crate::error::{db, taken_or_db};
-use crate::nodes::relation;
+use crate::nodes::{relation, relations_at};
 use crate::observations::node_pair;
 
 /// The unique constraint on `(workspace_id, from_node_id, to_node_id, relation_type)`, named by
@@ -19,7 +19,10 @@ const RELATIONS_UNIQUE: &str = "relations_workspace_id_from_node_id_to_node_id_r
 /// Parallel arrays of from names, to names and types, without repeated relations.
 fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
     let mut seen = HashSet::new();
-    let distinct: Vec<&RelationSpec> = relations.iter().filter(|r| seen.insert(*r)).collect();
+    // Distinct by what names a relation: a repeat with another `valid_from` is a repeat.
+    let distinct: Vec<&RelationSpec> = (relations.iter())
+        .filter(|r| seen.insert((&r.from_entity, &r.to_entity, &r.relation_type)))
+        .collect();
     let columns = [
         distinct.iter().map(|r| r.from_entity.as_str()).collect(),
         distinct.iter().map(|r| r.to_entity.as_str()).collect(),
@@ -29,20 +32,24 @@ fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
 }
 
 /// Runs `sql/create_relations.sql` for distinct relations given as parallel columns (from,
-/// to, type) and creation times (`None`: now); one row per relation, in order, saying which
-/// endpoints are missing and whether it was created.
+/// to, type), creation times (`None`: now) and starts of validity (`None`: the creation);
+/// one row per relation, in order, saying which endpoints are missing and whether it was
+/// created.
 pub(crate) async fn insert_relations(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     [from, to, types]: [&Vec<&str>; 3],
-    created_at: &[Option<Timestamp>],
+    [created_at, valid_from]: [&[Option<Timestamp>]; 2],
 ) -> Result<Vec<tokio_postgres::Row>> {
     let statement = client
         .prepare_cached(include_str!("sql/create_relations.sql"))
         .await
         .map_err(db)?;
     client
-        .query(&statement, &[&workspace.0, from, to, types, &created_at])
+        .query(
+            &statement,
+            &[&workspace.0, from, to, types, &created_at, &valid_from],
+        )
         .await
         .map_err(db)
 }
@@ -58,7 +65,15 @@ impl RelationStore for PgStore {
         let created = write!(self, |tx| async {
             let (distinct, [from, to, types]) = columns(&request.relations);
             let created_at: Vec<Option<Timestamp>> = vec![None; distinct.len()];
-            let rows = insert_relations(&tx, workspace, [&from, &to, &types], &created_at).await?;
+            let valid_from: Vec<Option<Timestamp>> =
+                distinct.iter().map(|spec| spec.valid_from).collect();
+            let rows = insert_relations(
+                &tx,
+                workspace,
+                [&from, &to, &types],
+                [&created_at, &valid_from],
+            )
+            .await?;
             let mut result = CreatedRelations::default();
             for (spec, row) in distinct.into_iter().zip(&rows) {
                 let from_missing: bool = row.get("from_missing");
@@ -117,6 +132,74 @@ impl RelationStore for PgStore {
         Ok(deleted)
     }
 
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn end_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndRelations>,
+    ) -> Result<EndedRelations> {
+        let (distinct, [from, to, types]) = columns(&request.relations);
+        let ended = write!(self, |tx| async {
+            // Moved, not updated: `relations` holds the current ones, so every default read
+            // stays as it was, and the same relation created again starts a new period.
+            let rows = tx
+                .query(
+                    "WITH gone AS (
+                         DELETE FROM relations r
+                         USING nodes f, nodes t,
+                               unnest($2::text[], $3::text[], $4::text[])
+                               AS d (from_name, to_name, relation_type)
+                         WHERE f.workspace_id = $1 AND f.name = d.from_name
+                           AND t.workspace_id = $1 AND t.name = d.to_name
+                           AND r.from_node_id = f.id AND r.to_node_id = t.id
+                           AND r.relation_type = d.relation_type
+                         RETURNING r.workspace_id, r.from_node_id, r.to_node_id, r.relation_type,
+                                   r.valid_from, f.name AS from_name, t.name AS to_name
+                     ), kept AS (
+                         INSERT INTO ended_relations (workspace_id, from_node_id, to_node_id,
+                                                      relation_type, valid_from, valid_to)
+                         SELECT workspace_id, from_node_id, to_node_id, relation_type, valid_from,
+                                greatest(coalesce($5::timestamptz, now()), valid_from)
+                         FROM gone
+                     )
+                     SELECT from_name, to_name, relation_type, valid_from,
+                            coalesce($5::timestamptz, now()) AS ended_at
+                     FROM gone",
+                    &[&workspace.0, &from, &to, &types, &request.ended_at],
+                )
+                .await
+                .map_err(db)?;
+            let mut ended = HashSet::new();
+            for row in &rows {
+                let spec = RelationSpec::new(
+                    row.get::<_, String>("from_name"),
+                    row.get::<_, String>("to_name"),
+                    row.get::<_, String>("relation_type"),
+                );
+                let (valid_from, ended_at): (Timestamp, Timestamp) =
+                    (row.get("valid_from"), row.get("ended_at"));
+                if ended_at < valid_from {
+                    // The transaction rolls back: nothing was moved.
+                    let what = format!("the relation {spec}");
+                    return Err(ended_before_it_began(&what, ended_at, valid_from));
+                }
+                ended.insert((spec.from_entity, spec.to_entity, spec.relation_type));
+            }
+            let mut result = EndedRelations::default();
+            for spec in &distinct {
+                let key = (spec.from_entity.clone(), spec.to_entity.clone(), spec.relation_type.clone());
+                let echoed = RelationSpec { valid_from: None, ..(*spec).clone() };
+                match ended.contains(&key) {
+                    true => result.ended.push(echoed),
+                    false => result.not_found.push(echoed),
+                }
+            }
+            Ok(result)
+        })?;
+        self.written.wrote(request.relations.len(), &self.pool);
+        Ok(ended)
+    }
+
     #[instrument(skip_all)]
     async fn rename_relation_type(
         &self,
@@ -164,6 +247,15 @@ impl RelationStore for PgStore {
     ) -> Result<Vec<Relation>> {
         read!(self, |tx| async {
             let (a, b) = node_pair(&tx, workspace, &request.entity_a, &request.entity_b).await?;
+            let time = request.read_time();
+            if !time.is_now() {
+                // Both endpoints among the two, a relation of one with itself only when the
+                // two are one.
+                let relations = relations_at(&tx, &[a, b], Endpoints::Both, time).await?;
+                return Ok((relations.into_iter())
+                    .filter(|r| a == b || r.from != r.to)
+                    .collect());
+            }
             let rows = tx
                 .query(
                     "SELECT f.name AS from_name, t.name AS to_name, r.relation_type

@@ -162,7 +162,8 @@ async fn text_matches(
     let matching = |condition: &str| {
         format!(
             "SELECT o.id, o.content_tsv FROM observations o {join}
-             WHERE o.workspace_id = $1 AND {condition} {narrowed}"
+             WHERE o.workspace_id = $1 AND {condition} {narrowed}
+               AND (o.valid_to IS NULL OR o.valid_to > now())"
         )
     };
     let mut branches = Vec::new();
@@ -243,7 +244,7 @@ async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Ve
             "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
              FROM observations o
              JOIN nodes n ON n.id = o.node_id
-             WHERE o.id = ANY($1)",
+             WHERE o.id = ANY($1) AND (o.valid_to IS NULL OR o.valid_to > now())",
         )
         .await
         .map_err(db)?;

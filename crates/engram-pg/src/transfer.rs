@@ -46,9 +46,14 @@ async fn import_relations(
     let to: Vec<&str> = relations.iter().map(|r| r.to.as_str()).collect();
     let types: Vec<&str> = relations.iter().map(|r| r.relation_type.as_str()).collect();
     let created_at: Vec<Option<Timestamp>> = relations.iter().map(|r| r.created_at).collect();
-    let rows =
-        crate::relations::insert_relations(client, workspace, [&from, &to, &types], &created_at)
-            .await?;
+    let valid_from = vec![None; created_at.len()];
+    let rows = crate::relations::insert_relations(
+        client,
+        workspace,
+        [&from, &to, &types],
+        [&created_at, &valid_from],
+    )
+    .await?;
     for (relation, row) in relations.iter().zip(&rows) {
         if row.get::<_, bool>("from_missing") || row.get::<_, bool>("to_missing") {
             outcome.relations_missing.push((*relation).clone());
@@ -74,7 +79,9 @@ impl TransferStore for PgStore {
                 .query(
                     r#"SELECT n.id, n.name, n.entity_type, n.summary, n.summary_updated_at, n.tags,
                               n.next_ordinal, n.created_at, n.updated_at,
-                              (SELECT count(*) FROM observations o WHERE o.node_id = n.id)
+                              (SELECT count(*) FROM observations o
+                               WHERE o.node_id = n.id
+                                 AND (o.valid_to IS NULL OR o.valid_to > now()))
                                   AS observations
                        FROM nodes n
                        WHERE n.workspace_id = $1
@@ -96,8 +103,9 @@ impl TransferStore for PgStore {
             if query.observations {
                 for row in tx
                     .query(
-                        "SELECT node_id, ordinal, content, created_at, updated_at FROM observations
-                         WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
+                        "SELECT node_id, ordinal, content, created_at, updated_at FROM observations o
+                         WHERE node_id = ANY($1) AND (o.valid_to IS NULL OR o.valid_to > now())
+                         ORDER BY node_id, ordinal",
                         &[&ids],
                     )
                     .await
@@ -301,9 +309,9 @@ impl TransferStore for PgStore {
             if !node_ids.is_empty() {
                 tx.execute(
                     "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
-                                               updated_at)
+                                               updated_at, valid_from)
                      SELECT node_id, $1, ordinal, content, coalesce(created_at, now()),
-                            coalesce(updated_at, now())
+                            coalesce(updated_at, now()), coalesce(created_at, now())
                      FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[],
                                  $6::timestamptz[])
                           AS t (node_id, ordinal, content, created_at, updated_at)",

@@ -310,13 +310,15 @@ impl IndexStore for PgStore {
                     "SELECT
                          (SELECT count(*) FROM observations o
                           JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
-                          WHERE o.workspace_id = $1) AS total,
+                          WHERE o.workspace_id = $1
+                            AND (o.valid_to IS NULL OR o.valid_to > now())) AS total,
                          (SELECT count(*) FROM embeddings e
                           JOIN observations o ON o.id = e.observation_id
                           JOIN nodes n ON n.id = o.node_id
                           JOIN perspectives p ON p.id = e.perspective_id AND p.enabled
                           WHERE e.workspace_id = $1 AND e.model = $2
-                            AND e.source_updated_at = n.updated_at) AS current",
+                            AND e.source_updated_at = n.updated_at
+                            AND (o.valid_to IS NULL OR o.valid_to > now())) AS current",
                     &[&workspace.0, &model],
                 )
                 .await
@@ -368,7 +370,7 @@ impl IndexStore for PgStore {
                 .query_one(
                     "SELECT count(*) FROM observations o
                      JOIN perspectives p ON p.workspace_id = o.workspace_id AND p.enabled
-                     WHERE o.workspace_id = $1",
+                     WHERE o.workspace_id = $1 AND (o.valid_to IS NULL OR o.valid_to > now())",
                     &[&workspace.0],
                 )
                 .await

@@ -8,9 +8,9 @@ use engram_domain::*;
 use rusqlite::params;
 use tracing::instrument;
 
-use crate::SqliteStore;
 use crate::nodes::{node_id, node_pair, relation, relations_among};
 use crate::sql::{id_list, query, strings};
+use crate::{SqliteStore, validity};
 
 /// Whether `c` is part of a word, as PostgreSQL's `[[:alnum:]_]`.
 fn is_word(c: char) -> bool {
@@ -37,28 +37,38 @@ impl GraphStore for SqliteStore {
         workspace: WorkspaceId,
         request: &Checked<GetNeighborhood>,
     ) -> Result<Neighborhood> {
-        let GetNeighborhood { name, depth } = &**request;
-        let (name, depth) = (name.clone(), *depth);
+        let (name, depth, time) = (request.name.clone(), request.depth, request.read_time());
         self.pool
             .read(move |tx| {
                 let start = node_id(tx, workspace, &name)?;
-                let rows = query(
-                    tx,
-                    include_str!("sql/neighborhood.sql"),
-                    params![start, depth],
-                    |row| {
-                        let node = GraphNode {
-                            name: row.get("name")?,
-                            entity_type: row.get("entity_type")?,
-                            summary: row.get("summary")?,
-                            tags: strings(row, "tags")?,
-                        };
-                        Ok((row.get::<_, i64>("id")?, node))
-                    },
-                )?;
+                let node = |row: &rusqlite::Row<'_>| {
+                    let node = GraphNode {
+                        name: row.get("name")?,
+                        entity_type: row.get("entity_type")?,
+                        summary: row.get("summary")?,
+                        tags: strings(row, "tags")?,
+                    };
+                    Ok((row.get::<_, i64>("id")?, node))
+                };
+                // Now, the walk follows the current relations; in a read of the past, those
+                // that held then (or ever).
+                let rows = match validity::history(time) {
+                    None => query(
+                        tx,
+                        include_str!("sql/neighborhood.sql"),
+                        params![start, depth],
+                        node,
+                    )?,
+                    Some(at) => query(
+                        tx,
+                        include_str!("sql/neighborhood_history.sql"),
+                        params![start, depth, at],
+                        node,
+                    )?,
+                };
                 let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
                 Ok(Neighborhood {
-                    relations: relations_among(tx, &ids, Endpoints::Both)?,
+                    relations: relations_among(tx, &ids, Endpoints::Both, time)?,
                     nodes: rows.into_iter().map(|(_, node)| node).collect(),
                 })
             })
@@ -157,9 +167,11 @@ impl GraphStore for SqliteStore {
                 let names: HashMap<i64, &str> =
                     nodes.iter().map(|(id, _, n)| (*id, n.as_str())).collect();
                 let mut counts: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+                // Current facts only: an ended fact's mention is no reference now.
                 let mut statement = tx
                     .prepare_cached(
-                        "SELECT node_id, content FROM observations WHERE workspace_id = ?1",
+                        "SELECT node_id, content FROM observations
+                         WHERE workspace_id = ?1 AND (valid_to IS NULL OR valid_to > engram_now())",
                     )
                     .map_err(crate::error::db)?;
                 let mut rows = statement.query([workspace.0]).map_err(crate::error::db)?;

@@ -25,6 +25,7 @@ mod search;
 mod sql;
 mod tokens;
 mod transfer;
+mod validity;
 mod vector_lists;
 mod vectors;
 mod workspaces;

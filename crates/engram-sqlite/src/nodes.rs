@@ -8,41 +8,50 @@ use engram_domain::*;
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 use tracing::instrument;
 
-use crate::SqliteStore;
 use crate::error::db;
+use crate::{SqliteStore, validity};
 use crate::sql::{id_list, query, strings, tags_json};
 use crate::{micros, timestamp};
 
-/// The relations touching the nodes `ids` as `endpoints` says, sorted.
+/// The relations touching the nodes `ids` as `endpoints` says, sorted, as `time` sees them:
+/// the current ones now; in a read of the past, those that held then (or ever), each with its
+/// period ([`validity::relations_seen`]).
 pub(crate) fn relations_among(
     tx: &Transaction<'_>,
     ids: &[i64],
     endpoints: Endpoints,
+    time: ReadTime,
 ) -> Result<Vec<Relation>> {
     let joined = endpoints.sql_operator();
-    query(
-        tx,
-        &format!(
-            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-             FROM relations r
+    let select = |relations: &str, periods: &str| {
+        format!(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type{periods}
+             FROM {relations} r
              JOIN nodes f ON f.id = r.from_node_id
              JOIN nodes t ON t.id = r.to_node_id
              WHERE r.from_node_id IN (SELECT value FROM json_each(?1))
                {joined} r.to_node_id IN (SELECT value FROM json_each(?1))
-             ORDER BY 1, 2, 3"
+             ORDER BY 1, 2, 3{periods}"
+        )
+    };
+    match validity::history(time) {
+        None => query(tx, &select("relations", ""), [id_list(ids)], relation),
+        Some(at) => query(
+            tx,
+            &select(&validity::relations_seen(2), ", r.valid_from, r.valid_to"),
+            params![id_list(ids), at],
+            validity::dated_relation,
         ),
-        [id_list(ids)],
-        relation,
-    )
+    }
 }
 
 /// A `{from, to, relation_type}` from a row with `from_name`, `to_name`, `relation_type`.
 pub(crate) fn relation(row: &Row<'_>) -> rusqlite::Result<Relation> {
-    Ok(Relation {
-        from: row.get("from_name")?,
-        to: row.get("to_name")?,
-        relation_type: row.get("relation_type")?,
-    })
+    Ok(Relation::new(
+        row.get::<_, String>("from_name")?,
+        row.get::<_, String>("to_name")?,
+        row.get::<_, String>("relation_type")?,
+    ))
 }
 
 fn brief(row: &Row<'_>) -> rusqlite::Result<NodeBrief> {
@@ -63,8 +72,13 @@ pub(crate) fn observations_in_file(tx: &Transaction<'_>) -> Result<i64> {
 
 pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<Stats> {
     tx.query_row(
-        // The kept counts (migration V7), moved by triggers on every insert and delete.
-        "SELECT w.name, c.nodes AS node_count, c.observations AS observation_count,
+        // The kept counts (migration V7), moved by triggers on every insert and delete, less
+        // the facts that are no longer current (ended, or expired and not purged yet): the
+        // facts a read sees, counted through the partial index on the ending ones.
+        "SELECT w.name, c.nodes AS node_count,
+                c.observations - (SELECT count(*) FROM observations o
+                                  WHERE o.workspace_id = w.id AND o.valid_to IS NOT NULL
+                                    AND o.valid_to <= engram_now()) AS observation_count,
                 c.relations AS relation_count
          FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
          WHERE w.id = ?1",
@@ -87,25 +101,36 @@ pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<
     .ok_or_else(|| Error::workspace_not_found(format!("#{}", workspace.0)))
 }
 
-/// One observation to write: its node, ordinal and text, and for an import its times
-/// (microseconds; absent ones are now).
+/// One observation to write: its node, ordinal and text, when it holds, and for an import its
+/// times (microseconds; absent ones are now).
 pub(crate) struct NewObservation<'a> {
     pub node_id: i64,
     pub ordinal: i64,
     pub content: &'a str,
     pub created_at: Option<i64>,
     pub updated_at: Option<i64>,
+    /// Since when the fact holds; absent, now.
+    pub valid_from: Option<i64>,
+    /// When it stops being current, if it expires.
+    pub valid_to: Option<i64>,
+    /// When the purge deletes it, if it expires.
+    pub expires_at: Option<i64>,
 }
 
 impl<'a> NewObservation<'a> {
-    /// An observation written now.
-    pub(crate) fn now(node_id: i64, ordinal: i64, content: &'a str) -> Self {
+    /// The fact `fact` written now, holding from its `valid_from` (else now) until it
+    /// expires, if it does.
+    pub(crate) fn now(node_id: i64, ordinal: i64, fact: &'a NewFact) -> Self {
+        let expires_at = fact.expires_at.map(micros);
         Self {
             node_id,
             ordinal,
-            content,
+            content: &fact.content,
             created_at: None,
             updated_at: None,
+            valid_from: fact.valid_from.map(micros),
+            valid_to: expires_at,
+            expires_at,
         }
     }
 }
@@ -131,10 +156,11 @@ pub(crate) fn insert_observations(
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at,
-                                       updated_at)
+                                       updated_at, valid_from, valid_to, expires_at)
              SELECT j.value ->> 0, ?2, j.value ->> 1, j.value ->> 2,
                     coalesce(j.value ->> 3, engram_now()),
-                    coalesce(j.value ->> 4, j.value ->> 3, engram_now())
+                    coalesce(j.value ->> 4, j.value ->> 3, engram_now()),
+                    coalesce(j.value ->> 5, engram_now()), j.value ->> 6, j.value ->> 7
              FROM json_each(?1) j ORDER BY j.key",
         )
         .map_err(db)?;
@@ -147,6 +173,9 @@ pub(crate) fn insert_observations(
             row.content,
             row.created_at,
             row.updated_at,
+            row.valid_from,
+            row.valid_to,
+            row.expires_at,
         );
         json.push_str(&serde_json::to_string(&tuple).map_err(|e| Error::Internal(e.to_string()))?);
         if json.len() >= STATEMENT_JSON_BYTES || i + 1 == rows.len() {
@@ -279,7 +308,7 @@ impl NodeStore for SqliteStore {
                     observations.extend(
                         (1..)
                             .zip(&entity.observations)
-                            .map(|(ordinal, content)| NewObservation::now(id, ordinal, content)),
+                            .map(|(ordinal, fact)| NewObservation::now(id, ordinal, fact)),
                     );
                     created.push(CreatedNode {
                         name: entity.name.clone(),
@@ -326,7 +355,7 @@ impl NodeStore for SqliteStore {
         workspace: WorkspaceId,
         request: &Checked<OpenNodes>,
     ) -> Result<OpenedNodes> {
-        let names = request.names.clone();
+        let (names, time) = (request.names.clone(), request.read_time());
         self.pool
             .read(move |tx| {
                 let mut node = tx
@@ -356,25 +385,14 @@ impl NodeStore for SqliteStore {
                         .map_err(db)?;
                     match found {
                         Some((id, mut detail)) => {
-                            detail.observations = query(
-                                tx,
-                                "SELECT ordinal, content FROM observations WHERE node_id = ?1
-                                 ORDER BY ordinal",
-                                [id],
-                                |row| {
-                                    Ok(Observation {
-                                        ordinal: Ordinal(row.get(0)?),
-                                        content: row.get(1)?,
-                                    })
-                                },
-                            )?;
+                            detail.observations = validity::facts(tx, id, time)?;
                             ids.push(id);
                             result.entities.push(detail);
                         }
                         None => result.not_found.push(name.clone()),
                     }
                 }
-                result.relations = relations_among(tx, &ids, Endpoints::Either)?;
+                result.relations = relations_among(tx, &ids, Endpoints::Either, time)?;
                 Ok(result)
             })
             .await
@@ -518,6 +536,7 @@ impl NodeStore for SqliteStore {
                             max(o.updated_at) AS last_observation_at, n.summary_updated_at
                      FROM nodes n JOIN observations o ON o.node_id = n.id
                      WHERE n.workspace_id = ?1
+                       AND (o.valid_to IS NULL OR o.valid_to > engram_now())
                      GROUP BY n.id
                      HAVING n.summary_updated_at IS NULL OR n.summary_updated_at < max(o.updated_at)
                      ORDER BY n.summary_updated_at NULLS FIRST, last_observation_at, n.name",

@@ -1,4 +1,4 @@
-//! Observation tools: add, replace, delete.
+//! Observation tools: add, replace, delete, end, and the purge of expired facts.
 
 use std::collections::BTreeSet;
 
@@ -35,11 +35,14 @@ impl ObservationStore for SqliteStore {
                          RETURNING next_ordinal - ?2",
                     )
                     .map_err(db)?;
-                // A text the node already holds is not stored again; the transaction holds the
-                // write lock, so no other writer adds it meanwhile.
+                // A text the node already holds as a current fact is not stored again (an ended
+                // one may be: it is a new fact); the transaction holds the write lock, so no
+                // other writer adds it meanwhile.
                 let mut held = tx
                     .prepare_cached(
-                        "SELECT min(ordinal) FROM observations WHERE node_id = ?1 AND content = ?2",
+                        "SELECT min(ordinal) FROM observations
+                         WHERE node_id = ?1 AND content = ?2
+                           AND (valid_to IS NULL OR valid_to > engram_now())",
                     )
                     .map_err(db)?;
                 let mut result = Vec::with_capacity(additions.len());
@@ -58,16 +61,14 @@ impl ObservationStore for SqliteStore {
                     };
                     let mut fresh = Vec::with_capacity(addition.contents.len());
                     let mut skipped_duplicates = Vec::new();
-                    for content in &addition.contents {
+                    for fact in &addition.contents {
                         let ordinal: Option<i64> = held
-                            .query_row(params![node_id, content], |row| row.get(0))
+                            .query_row(params![node_id, fact.content], |row| row.get(0))
                             .map_err(db)?;
                         match ordinal {
-                            Some(ordinal) => skipped_duplicates.push(Observation {
-                                ordinal: Ordinal(ordinal),
-                                content: content.clone(),
-                            }),
-                            None => fresh.push(content),
+                            Some(ordinal) => skipped_duplicates
+                                .push(Observation::new(Ordinal(ordinal), &fact.content)),
+                            None => fresh.push(fact),
                         }
                     }
                     let count = fresh.len() as i64;
@@ -75,12 +76,9 @@ impl ObservationStore for SqliteStore {
                         .query_row(params![node_id, count], |row| row.get(0))
                         .map_err(db)?;
                     let mut added = Vec::with_capacity(fresh.len());
-                    for (ordinal, content) in (first..).zip(fresh) {
-                        rows.push(NewObservation::now(node_id, ordinal, content));
-                        added.push(Observation {
-                            ordinal: Ordinal(ordinal),
-                            content: content.clone(),
-                        });
+                    for (ordinal, fact) in (first..).zip(fresh) {
+                        rows.push(NewObservation::now(node_id, ordinal, fact));
+                        added.push(Observation::new(Ordinal(ordinal), &fact.content));
                     }
                     result.push(AddedObservations {
                         entity_name: addition.entity_name.clone(),
@@ -109,11 +107,13 @@ impl ObservationStore for SqliteStore {
         } = (**request).clone();
         self.pool
             .write(move |tx| {
+                // Only a current fact can be replaced; an ended one is history.
                 let found: Option<(i64, String)> = tx
                     .query_row(
                         "SELECT o.id, o.content FROM observations o
                          JOIN nodes n ON n.id = o.node_id
-                         WHERE n.workspace_id = ?1 AND n.name = ?2 AND o.ordinal = ?3",
+                         WHERE n.workspace_id = ?1 AND n.name = ?2 AND o.ordinal = ?3
+                           AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
                         params![workspace.0, entity_name, ordinal],
                         |row| Ok((row.get(0)?, row.get(1)?)),
                     )
@@ -127,6 +127,13 @@ impl ObservationStore for SqliteStore {
                         node_exists,
                     ));
                 };
+                // The text it replaces stays readable as of the times before now.
+                tx.execute(
+                    "INSERT INTO observation_versions (observation_id, content, replaced_at)
+                     VALUES (?1, ?2, engram_now())",
+                    params![id, old_content],
+                )
+                .map_err(db)?;
                 tx.execute(
                     "UPDATE observations SET content = ?2, updated_at = engram_now() WHERE id = ?1",
                     params![id, new_content],
@@ -171,7 +178,8 @@ impl ObservationStore for SqliteStore {
                         "DELETE FROM node_embeddings
                          WHERE node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
                            AND NOT EXISTS (SELECT 1 FROM observations o
-                                           WHERE o.node_id = node_embeddings.node_id)",
+                                           WHERE o.node_id = node_embeddings.node_id
+                                             AND (o.valid_to IS NULL OR o.valid_to > engram_now()))",
                     )
                     .map_err(db)?;
                 let mut result = Vec::with_capacity(deletions.len());
@@ -203,7 +211,7 @@ impl ObservationStore for SqliteStore {
                             not_found_ordinals.push(ordinal);
                         }
                     }
-                    // A node that lost its last observation keeps no aggregate vector (the
+                    // A node that lost its last current fact keeps no aggregate vector (the
                     // indexer refreshes the others' when it embeds their changed context).
                     forget_aggregate
                         .execute(params![workspace.0, deletion.entity_name])
@@ -217,6 +225,25 @@ impl ObservationStore for SqliteStore {
                 }
                 Ok(result)
             })
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = request.endings.len()))]
+    async fn end_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndObservations>,
+    ) -> Result<Vec<EndedObservations>> {
+        let request = (**request).clone();
+        self.pool
+            .write(move |tx| crate::validity::end_observations(tx, workspace, &request))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn purge_expired(&self, limit: u32) -> Result<u64> {
+        self.pool
+            .write(move |tx| crate::validity::purge_expired(tx, limit))
             .await
     }
 }

@@ -1,4 +1,4 @@
-//! Relation tools: create, delete, rename, list between two nodes.
+//! Relation tools: create, delete, end, rename, list between two nodes.
 
 use std::collections::HashSet;
 
@@ -11,19 +11,20 @@ use crate::SqliteStore;
 use crate::error::{db, taken_or_db};
 use crate::nodes::{node_ids, node_pair, relation};
 use crate::sql::query;
+use crate::validity;
 
 /// The columns of the unique constraint on relations, as SQLite names them in its message.
 const RELATIONS_UNIQUE: &str = "relations.workspace_id, relations.from_node_id, \
                                 relations.to_node_id, relations.relation_type";
 
 /// The relations without repeats, in first-occurrence order.
-fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
+pub(crate) fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
     let mut seen = HashSet::new();
     relations.iter().filter(|r| seen.insert(*r)).collect()
 }
 
 /// `WHERE` for the relation `?2 -[?4]-> ?3` of workspace `?1`.
-const ONE_RELATION: &str = "workspace_id = ?1
+pub(crate) const ONE_RELATION: &str = "workspace_id = ?1
     AND from_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
     AND to_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?3)
     AND relation_type = ?4";
@@ -50,8 +51,8 @@ impl RelationStore for SqliteStore {
                 let mut insert = tx
                     .prepare_cached(
                         "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
-                                                created_at)
-                         VALUES (?1, ?2, ?3, ?4, engram_now())
+                                                created_at, valid_from)
+                         VALUES (?1, ?2, ?3, ?4, engram_now(), coalesce(?5, engram_now()))
                          ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
                     )
                     .map_err(db)?;
@@ -68,7 +69,13 @@ impl RelationStore for SqliteStore {
                         continue;
                     };
                     let inserted = insert
-                        .execute(params![workspace.0, from, to, spec.relation_type])
+                        .execute(params![
+                            workspace.0,
+                            from,
+                            to,
+                            spec.relation_type,
+                            spec.valid_from.map(crate::micros)
+                        ])
                         .map_err(db)?;
                     if inserted > 0 {
                         result.created.push(spec.clone());
@@ -111,6 +118,18 @@ impl RelationStore for SqliteStore {
                 }
                 Ok(result)
             })
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn end_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndRelations>,
+    ) -> Result<EndedRelations> {
+        let request = (**request).clone();
+        self.pool
+            .write(move |tx| validity::end_relations(tx, workspace, &request))
             .await
     }
 
@@ -161,21 +180,32 @@ impl RelationStore for SqliteStore {
         request: &Checked<GetRelationsBetween>,
     ) -> Result<Vec<Relation>> {
         let (entity_a, entity_b) = (request.entity_a.clone(), request.entity_b.clone());
+        let time = request.read_time();
         self.pool
             .read(move |tx| {
                 let (a, b) = node_pair(tx, workspace, &entity_a, &entity_b)?;
-                query(
-                    tx,
-                    "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-                     FROM relations r
-                     JOIN nodes f ON f.id = r.from_node_id
-                     JOIN nodes t ON t.id = r.to_node_id
-                     WHERE (r.from_node_id = ?1 AND r.to_node_id = ?2)
-                        OR (r.from_node_id = ?2 AND r.to_node_id = ?1)
-                     ORDER BY 1, 2, 3",
-                    params![a, b],
-                    relation,
-                )
+                let select = |relations: &str, periods: &str| {
+                    format!(
+                        "SELECT f.name AS from_name, t.name AS to_name, r.relation_type{periods}
+                         FROM {relations} r
+                         JOIN nodes f ON f.id = r.from_node_id
+                         JOIN nodes t ON t.id = r.to_node_id
+                         WHERE (r.from_node_id = ?1 AND r.to_node_id = ?2)
+                            OR (r.from_node_id = ?2 AND r.to_node_id = ?1)
+                         ORDER BY 1, 2, 3{periods}"
+                    )
+                };
+                // Now, the current relations; in a read of the past, those that held then (or
+                // ever), each with its period.
+                match validity::history(time) {
+                    None => query(tx, &select("relations", ""), params![a, b], relation),
+                    Some(at) => query(
+                        tx,
+                        &select(&validity::relations_seen(3), ", r.valid_from, r.valid_to"),
+                        params![a, b, at],
+                        validity::dated_relation,
+                    ),
+                }
             })
             .await
     }

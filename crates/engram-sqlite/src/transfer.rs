@@ -27,8 +27,8 @@ fn import_relations(
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
-                                    created_at)
-             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()))
+                                    created_at, valid_from)
+             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()), coalesce(?5, engram_now()))
              ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
         )
         .map_err(db)?;
@@ -81,7 +81,9 @@ impl TransferStore for SqliteStore {
                     tx,
                     "SELECT n.id, n.name, n.entity_type, n.summary, n.summary_updated_at, n.tags,
                             n.next_ordinal, n.created_at, n.updated_at,
-                            (SELECT count(*) FROM observations o WHERE o.node_id = n.id) AS observations
+                            (SELECT count(*) FROM observations o
+                             WHERE o.node_id = n.id
+                               AND (o.valid_to IS NULL OR o.valid_to > engram_now())) AS observations
                      FROM nodes n
                      WHERE n.workspace_id = ?1 AND n.name > ?2
                        AND (?3 IS NULL OR n.entity_type = ?3)
@@ -122,8 +124,10 @@ impl TransferStore for SqliteStore {
                     if page.observations {
                         node.observations = query(
                             tx,
+                            // The current facts: a page (and an export) is the graph now.
                             "SELECT ordinal, content, created_at, updated_at FROM observations
-                             WHERE node_id = ?1 ORDER BY ordinal",
+                             WHERE node_id = ?1 AND (valid_to IS NULL OR valid_to > engram_now())
+                             ORDER BY ordinal",
                             [*id],
                             |row| {
                                 Ok(ObservationRecord {
@@ -250,12 +254,17 @@ impl TransferStore for SqliteStore {
                                 .map_err(db)?
                         }
                     };
-                    // Only a node that existed can already hold some of these texts.
+                    // Only a node that existed can already hold some of these texts. As with
+                    // `add_observations`, a text is held while it is a current fact; an ended
+                    // fact keeps its ordinal taken under the empty text, which no fact has.
                     let present = match inserted {
                         Some(_) => Vec::new(),
                         None => query(
                             tx,
-                            "SELECT ordinal, content FROM observations WHERE node_id = ?1",
+                            "SELECT ordinal,
+                                    CASE WHEN valid_to IS NULL OR valid_to > engram_now()
+                                         THEN content ELSE '' END
+                             FROM observations WHERE node_id = ?1",
                             [id],
                             |row| Ok((row.get(0)?, row.get(1)?)),
                         )?,
@@ -266,12 +275,17 @@ impl TransferStore for SqliteStore {
                         (node.observations.len() - placed.len()) as u64;
                     rows.extend(placed.into_iter().map(|(i, ordinal)| {
                         let observation = &node.observations[i];
+                        // A recorded fact has held since it was written.
+                        let created_at = observation.created_at.map(micros);
                         NewObservation {
                             node_id: id,
                             ordinal,
                             content: &observation.content,
-                            created_at: observation.created_at.map(micros),
+                            created_at,
                             updated_at: observation.updated_at.map(micros),
+                            valid_from: created_at,
+                            valid_to: None,
+                            expires_at: None,
                         }
                     }));
                     if new_next != next {

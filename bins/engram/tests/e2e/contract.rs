@@ -166,8 +166,9 @@ pub async fn the_tool_list_fits_the_caller(backend: Backend) {
     let core_chars = model_facing_chars(&tools);
     println!("model-facing tool list: all {all_chars} characters, core,get_stats {core_chars}");
     // The reference server's whole list is 11.2k characters; engram's was 19.7k before its
-    // schemas were made portable and inlined and its descriptions cut to what a model needs.
-    assert!(all_chars <= 14_000, "{all_chars} characters");
+    // schemas were made portable and inlined and its descriptions cut to what a model needs,
+    // 13.3k before the tools of memory over time.
+    assert!(all_chars <= 15_000, "{all_chars} characters");
     assert!(
         core_chars * 5 < all_chars * 3,
         "{core_chars} of {all_chars}"

@@ -23,6 +23,7 @@ mod server;
 mod shapes;
 mod sse_client;
 mod stdio;
+mod time;
 mod transfer;
 
 /// Instantiates each `module::test(backend)` as a test per backend: `postgres::test` and
@@ -78,6 +79,7 @@ per_backend!(
     reference::the_reference_servers_calls_work_unchanged,
     reference::read_graph_walks_a_large_graph_page_by_page,
     scenario::a_paraphrase_finds_its_node_over_mcp,
+    time::a_projects_months_play_out_over_streamable_http,
     recall::a_multilingual_memory_answers_and_nonsense_finds_nothing,
     scenario::every_tool_over_streamable_http,
     scenario::every_tool_over_legacy_sse,

@@ -32,6 +32,7 @@ mod search;
 mod secrets;
 mod suggestions;
 mod transfer;
+mod validity;
 mod vectors;
 mod workload;
 mod workspaces;
@@ -55,6 +56,7 @@ pub use search::*;
 pub use secrets::*;
 pub use suggestions::*;
 pub use transfer::*;
+pub use validity::*;
 pub use vectors::*;
 pub use workload::consolidation_benchmark;
 pub use workspaces::*;
@@ -108,6 +110,12 @@ macro_rules! memory_store_test_suite {
             refused_texts_in_one_workspace_do_not_hold_up_another,
             replace_observation_keeps_the_ordinal,
             delete_observations_reports_deleted_and_missing_ordinals,
+            // memory over time
+            ended_facts_leave_default_reads_and_stay_for_history,
+            an_end_before_the_beginning_is_refused_and_changes_nothing,
+            replaced_texts_are_read_as_of_their_time,
+            ended_relations_leave_reads_and_start_again,
+            expired_facts_leave_reads_at_once_and_are_purged,
             // relations
             create_relations_reports_created_existing_and_missing,
             relations_repeated_in_one_call_count_once,

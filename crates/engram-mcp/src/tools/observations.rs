@@ -50,4 +50,17 @@ impl EngramServer {
         let results = self.memory.delete_observations(workspace, request).await?;
         Ok(Json(DeleteObservationsResult { results }))
     }
+
+    /// End facts that stopped being true: they leave reads and search but are kept for
+    /// `include_ended`, `as_of` and history (delete_observations erases for good).
+    #[tool(annotations(destructive_hint = false, idempotent_hint = true))]
+    async fn end_observations(
+        &self,
+        Parameters(request): Parameters<EndObservations>,
+        extensions: Extensions,
+    ) -> Result<Json<EndObservationsResult>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        let results = self.memory.end_observations(workspace, request).await?;
+        Ok(Json(EndObservationsResult { results }))
+    }
 }

@@ -38,6 +38,18 @@ impl EngramServer {
         ))
     }
 
+    /// End relations that stopped holding ("Alice works_at Acme" until May): kept with their
+    /// period for `include_ended` and `as_of`; creating one again starts a new period.
+    #[tool(annotations(destructive_hint = false, idempotent_hint = true))]
+    async fn end_relations(
+        &self,
+        Parameters(request): Parameters<EndRelations>,
+        extensions: Extensions,
+    ) -> Result<Json<EndedRelations>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        Ok(Json(self.memory.end_relations(workspace, request).await?))
+    }
+
     /// Change the type of one existing relation.
     #[tool(annotations(idempotent_hint = false, destructive_hint = false))]
     async fn rename_relation_type(

@@ -1,12 +1,14 @@
--- $1 workspace id, $2 node names, $3 contents (parallel arrays, in request order).
+-- $1 workspace id, $2 node names, $3 contents, $4 since when each holds (NULL: now), $5 when
+-- each expires (NULL: never; parallel arrays, in request order).
 -- The caller has locked the node rows (in id order) in an earlier statement of the same
 -- transaction, so this statement's snapshot sees every text committed to them before.
--- A text the node already holds is not stored again: it comes back with `duplicate` and the
+-- A text the node already holds as a current fact is not stored again: it comes back with `duplicate` and the
 -- ordinal that holds it. The others take `count` ordinals per node from its counter in one
 -- UPDATE, so ordinals are unique, gap-free and never reused.
 WITH input AS (
-    SELECT name, content, idx
-    FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t (name, content, idx)
+    SELECT name, content, valid_from, expires_at, idx
+    FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY
+         AS t (name, content, valid_from, expires_at, idx)
 ), held AS (
     -- Per given text, an index lookup of its node and of the node's observations (LATERAL:
     -- a join would let the planner scan every observation of the workspace).
@@ -18,6 +20,7 @@ WITH input AS (
     CROSS JOIN LATERAL (
         SELECT min(o.ordinal) AS ordinal FROM observations o
         WHERE o.node_id = n.id AND o.content = i.content
+          AND (o.valid_to IS NULL OR o.valid_to > now())
     ) h
     WHERE h.ordinal IS NOT NULL
 ), fresh AS (
@@ -30,10 +33,11 @@ WITH input AS (
     WHERE nodes.workspace_id = $1 AND nodes.name = counts.name
     RETURNING nodes.id, nodes.name, nodes.next_ordinal - counts.n AS first_ordinal
 ), inserted AS (
-    INSERT INTO observations (node_id, workspace_id, ordinal, content)
+    INSERT INTO observations (node_id, workspace_id, ordinal, content, valid_from, valid_to,
+                              expires_at)
     SELECT t.id, $1,
            t.first_ordinal + row_number() OVER (PARTITION BY f.name ORDER BY f.idx) - 1,
-           f.content
+           f.content, coalesce(f.valid_from, now()), f.expires_at, f.expires_at
     FROM fresh f
     JOIN taken t ON t.name = f.name
     RETURNING node_id, ordinal, content

@@ -1,5 +1,5 @@
 -- $1 model, $2 limit, $3 workspace, observations after $4 up to $5 (in id order).
--- (observation, enabled perspective) pairs whose $1 vector is missing or
+-- (current observation, enabled perspective) pairs (an ended fact keeps the vector it had) whose $1 vector is missing or
 -- was rendered from an older state of the node (its `updated_at` moved since), with the
 -- context the perspective renders: the node, its tags and summary, and its relations as
 -- phrases (`works_on engram` outgoing, `Bob knows` incoming).
@@ -26,6 +26,7 @@ LEFT JOIN embeddings e
        ON e.observation_id = o.id AND e.perspective_id = p.id AND e.model = $1
       AND e.observation_id > $4 AND e.observation_id <= $5
 WHERE o.workspace_id = $3 AND o.id > $4 AND o.id <= $5
+  AND (o.valid_to IS NULL OR o.valid_to > now())
   AND (e.observation_id IS NULL OR e.source_updated_at <> n.updated_at)
 ORDER BY o.id, p.id
 LIMIT $2

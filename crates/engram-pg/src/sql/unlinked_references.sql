@@ -14,12 +14,12 @@ WITH targets AS (
     SELECT o.node_id AS source_id, t.id AS target_id, t.name AS target_name, o.content, t.pattern
     FROM targets t
     JOIN observations o ON o.workspace_id = $1 AND o.content_tsv @@ t.phrase
-    WHERE numnode(t.phrase) > 0
+    WHERE numnode(t.phrase) > 0 AND (o.valid_to IS NULL OR o.valid_to > now())
   UNION ALL
     SELECT o.node_id, t.id, t.name, o.content, t.pattern
     FROM targets t
     JOIN observations o ON o.workspace_id = $1
-    WHERE numnode(t.phrase) = 0
+    WHERE numnode(t.phrase) = 0 AND (o.valid_to IS NULL OR o.valid_to > now())
 )
 SELECT s.name AS node, m.target_name AS referenced_name, count(*) AS reference_count
 FROM mentions m

@@ -1,0 +1,178 @@
+//! Memory over time through a real MCP client over Streamable HTTP: a project's months, where a
+//! relation ends and another begins, a fact stops being true, a text is replaced, and a fact
+//! expires; the default reads see now, `as_of` and `include_ended` the rest.
+
+use serde_json::{Value, json};
+
+use crate::scenario::{ok, tool_error};
+use crate::server::{Backend, TestServer};
+
+fn relation_targets(opened: &Value) -> Vec<String> {
+    (opened["relations"].as_array().unwrap().iter())
+        .map(|r| format!("{} {}", r["relation_type"].as_str().unwrap(), r["to"].as_str().unwrap()))
+        .collect()
+}
+
+fn texts(opened: &Value) -> Vec<&str> {
+    (opened["entities"][0]["observations"].as_array().unwrap().iter())
+        .map(|o| o["content"].as_str().unwrap())
+        .collect()
+}
+
+pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let client = server.streamable_client("demo").await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Alice", "entity_type": "person", "observations": [
+                "Alice reviews every storage change",
+                {"content": "Alice is on the hiring panel", "valid_from": "2026-01-10T00:00:00Z"},
+                {"content": "Alice is on call this week",
+                 "expires_at": (chrono::Utc::now() + chrono::Duration::days(5)).to_rfc3339()},
+            ]},
+            {"name": "Acme", "entity_type": "company"},
+            {"name": "Globex", "entity_type": "company"},
+        ]}),
+    )
+    .await;
+    ok(
+        &client,
+        "create_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "Acme",
+                              "relation_type": "works_at", "valid_from": "2026-01-01T00:00:00Z"}]}),
+    )
+    .await;
+
+    // May: she leaves Acme for Globex; she leaves the hiring panel.
+    let ended = ok(
+        &client,
+        "end_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "Acme", "relation_type": "works_at"}],
+               "ended_at": "2026-05-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(
+        ended,
+        json!({"ended": [{"from_entity": "Alice", "to_entity": "Acme", "relation_type": "works_at"}],
+               "not_found": []})
+    );
+    ok(
+        &client,
+        "create_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "Globex", "relation_type": "works_at"}]}),
+    )
+    .await;
+    let ended = ok(
+        &client,
+        "end_observations",
+        json!({"endings": [{"entity_name": "Alice", "ordinals": [2, 7]}],
+               "ended_at": "2026-05-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(
+        ended,
+        json!({"results": [{"entity_name": "Alice", "ended_ordinals": [2], "not_found_ordinals": [7]}]})
+    );
+
+    // Now: Globex, and the facts that still hold (the expiring one says until when).
+    let now = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    assert_eq!(relation_targets(&now), ["works_at Globex"]);
+    assert_eq!(
+        texts(&now),
+        ["Alice reviews every storage change", "Alice is on call this week"]
+    );
+    let facts = now["entities"][0]["observations"].as_array().unwrap();
+    assert!(facts[0].get("valid_to").is_none(), "{now}");
+    assert!(facts[1]["valid_to"].is_string(), "{now}");
+    let between = ok(
+        &client,
+        "get_relations_between",
+        json!({"entity_a": "Alice", "entity_b": "Acme"}),
+    )
+    .await;
+    assert_eq!(between["relations"], json!([]));
+
+    // March: Acme, and the panel.
+    let march = ok(
+        &client,
+        "open_nodes",
+        json!({"names": ["Alice"], "as_of": "2026-03-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(relation_targets(&march), ["works_at Acme"]);
+    assert_eq!(texts(&march), ["Alice is on the hiring panel"]);
+    assert_eq!(
+        march["relations"][0]["valid_to"],
+        json!("2026-05-01T00:00:00Z")
+    );
+    let neighbours = ok(
+        &client,
+        "get_neighborhood",
+        json!({"name": "Acme", "as_of": "2026-03-01T00:00:00Z"}),
+    )
+    .await;
+    let names: Vec<&str> = (neighbours["nodes"].as_array().unwrap().iter())
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Acme", "Alice"]);
+
+    // Everything, with its period.
+    let ever = ok(
+        &client,
+        "open_nodes",
+        json!({"names": ["Alice"], "include_ended": true}),
+    )
+    .await;
+    assert_eq!(relation_targets(&ever), ["works_at Acme", "works_at Globex"]);
+    assert_eq!(texts(&ever).len(), 3);
+
+    // A replaced text is the earlier version of its ordinal.
+    let before_replacing = chrono::Utc::now();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    ok(
+        &client,
+        "replace_observation",
+        json!({"entity_name": "Alice", "ordinal": 1, "new_content": "Alice reviews storage and search changes"}),
+    )
+    .await;
+    let then = ok(
+        &client,
+        "open_nodes",
+        json!({"names": ["Alice"], "as_of": before_replacing.to_rfc3339()}),
+    )
+    .await;
+    assert!(texts(&then).contains(&"Alice reviews every storage change"), "{then}");
+
+    // Refusals name the argument and change nothing.
+    let refused = tool_error(
+        &client,
+        "end_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "Globex", "relation_type": "works_at"}],
+               "ended_at": "2020-01-01T00:00:00Z"}),
+    )
+    .await;
+    assert!(refused.contains("ended_at"), "{refused}");
+    let refused = tool_error(
+        &client,
+        "open_nodes",
+        json!({"names": ["Alice"], "include_ended": true, "as_of": "2026-03-01T00:00:00Z"}),
+    )
+    .await;
+    assert!(refused.contains("include_ended"), "{refused}");
+    let refused = tool_error(
+        &client,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Alice", "contents": [
+            {"content": "Alice will lead search", "valid_from": "2099-01-01T00:00:00Z"}]}]}),
+    )
+    .await;
+    assert!(
+        refused.contains("observations[0].contents[0].valid_from"),
+        "{refused}"
+    );
+    let now_again = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    assert_eq!(relation_targets(&now_again), ["works_at Globex"]);
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,403 @@
+//! Memory over time: facts and relations that end, replaced texts kept as versions, reads
+//! `include_ended` and `as_of`, expiry.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::{
+    EndObservations, EndRelations, EndedObservations, Error, NewFact, ObservationEndings,
+    ReadTime, SearchMode, SearchObservations,
+};
+
+fn at(time: &str) -> Timestamp {
+    time.parse().expect("an RFC 3339 time")
+}
+
+fn endings(entity_name: &str, ordinals: &[i64]) -> ObservationEndings {
+    ObservationEndings {
+        entity_name: entity_name.into(),
+        ordinals: ordinals.iter().copied().map(crate::Ordinal).collect(),
+    }
+}
+
+fn ended(entity_name: &str, ended: &[i64], not_found: &[i64]) -> EndedObservations {
+    EndedObservations {
+        entity_name: entity_name.into(),
+        ended_ordinals: ended.iter().copied().map(crate::Ordinal).collect(),
+        not_found_ordinals: not_found.iter().copied().map(crate::Ordinal).collect(),
+    }
+}
+
+async fn open_at(memory: &Memory, ws: WorkspaceId, name: &str, time: ReadTime) -> NodeDetail {
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&[name])).at(time))
+        .await
+        .unwrap();
+    opened.entities.into_iter().next().expect("the node")
+}
+
+fn texts(node: &NodeDetail) -> Vec<&str> {
+    node.observations.iter().map(|o| o.content.as_str()).collect()
+}
+
+#[track_caller]
+fn assert_invalid<T: std::fmt::Debug>(result: crate::Result<T>, field: &str) {
+    match result {
+        Err(Error::InvalidArgument { field: actual, .. }) => assert_eq!(actual, field),
+        other => panic!("expected invalid argument `{field}`, got {other:?}"),
+    }
+}
+
+pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let january = at("2026-01-01T00:00:00Z");
+    let node = NewNode {
+        observations: vec![
+            "deploys go through the staging cluster".into(),
+            NewFact {
+                content: "the staging freeze holds".into(),
+                valid_from: Some(january),
+                expires_at: None,
+            },
+            "releases ship on Tuesdays".into(),
+        ],
+        ..entity("Release process", "process", &[])
+    };
+    memory
+        .create_entities(ws, CreateEntities::new(vec![node]))
+        .await
+        .unwrap();
+    let result = memory
+        .end_observations(
+            ws,
+            EndObservations::new(&[endings("Release process", &[2, 9]), endings("Nobody", &[1])]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        [ended("Release process", &[2], &[9]), ended("Nobody", &[], &[1])]
+    );
+
+    // Gone from every default read and search, kept for the others.
+    let now = open_node(&memory, ws, "Release process").await;
+    assert_eq!(
+        now.observations,
+        observations(&[
+            (1, "deploys go through the staging cluster"),
+            (3, "releases ship on Tuesdays")
+        ])
+    );
+    let found = memory
+        .search_observations(
+            ws,
+            &SearchObservations::new("staging freeze").mode(SearchMode::Text),
+        )
+        .await
+        .unwrap();
+    assert!(
+        found.observations.iter().all(|o| o.content != "the staging freeze holds"),
+        "{found:?}"
+    );
+    let ever = open_at(&memory, ws, "Release process", ReadTime::Ever).await;
+    assert_eq!(texts(&ever).len(), 3, "{ever:?}");
+    let freeze = &ever.observations[1];
+    assert_eq!(freeze.content, "the staging freeze holds");
+    assert_eq!(freeze.valid_from, Some(january));
+    let ended_at = freeze.valid_to.expect("an ended fact has its end");
+    assert!(ever.observations[0].valid_from.is_some() && ever.observations[0].valid_to.is_none());
+    let march = open_at(&memory, ws, "Release process", ReadTime::At(at("2026-03-01T00:00:00Z")))
+        .await;
+    assert_eq!(texts(&march), ["the staging freeze holds"], "{march:?}");
+    let just_before = ended_at - chrono::Duration::milliseconds(1);
+    let before = open_at(&memory, ws, "Release process", ReadTime::At(just_before)).await;
+    assert_eq!(before.observations.len(), 3, "{before:?}");
+
+    // An ended fact is not current: ending it again finds nothing; its text is new again.
+    let again = memory
+        .end_observations(ws, EndObservations::new(&[endings("Release process", &[2])]))
+        .await
+        .unwrap();
+    assert_eq!(again, [ended("Release process", &[], &[2])]);
+    let added = memory
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Release process", &["the staging freeze holds"])]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(added[0].added, observations(&[(4, "the staging freeze holds")]));
+
+    // Deleting is for good, ended facts included.
+    memory
+        .delete_observations(ws, DeleteObservations::new(&[deletions("Release process", &[2])]))
+        .await
+        .unwrap();
+    let ever = open_at(&memory, ws, "Release process", ReadTime::Ever).await;
+    assert_eq!(
+        ever.observations.iter().map(|o| o.ordinal.0).collect::<Vec<_>>(),
+        [1, 3, 4]
+    );
+}
+
+pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let march = at("2026-03-01T00:00:00Z");
+    let node = NewNode {
+        observations: vec![NewFact {
+            content: "Alice leads the storage team".into(),
+            valid_from: Some(march),
+            expires_at: None,
+        }],
+        ..entity("Alice", "person", &["Alice likes tea"])
+    };
+    memory
+        .create_entities(ws, CreateEntities::new(vec![node, entity("Acme", "org", &[])]))
+        .await
+        .unwrap();
+    let mut works_at = relation("Alice", "works_at", "Acme");
+    works_at.valid_from = Some(march);
+    memory
+        .create_relations(ws, CreateRelations::new(&[works_at.clone()]))
+        .await
+        .unwrap();
+    let before = open_at(&memory, ws, "Alice", ReadTime::Ever).await;
+    let february = at("2026-02-01T00:00:00Z");
+
+    let refused = memory
+        .end_observations(
+            ws,
+            EndObservations::new(&[endings("Alice", &[1, 2])]).ended_at(february),
+        )
+        .await;
+    assert_invalid(refused, "ended_at");
+    let refused = memory
+        .end_relations(ws, EndRelations::new(&[works_at.clone()]).ended_at(february))
+        .await;
+    assert_invalid(refused, "ended_at");
+    let future = chrono::Utc::now() + chrono::Duration::days(3);
+    let refused = memory
+        .end_relations(ws, EndRelations::new(&[works_at.clone()]).ended_at(future))
+        .await;
+    assert_invalid(refused, "ended_at");
+    assert_eq!(open_at(&memory, ws, "Alice", ReadTime::Ever).await, before);
+
+    let both = OpenNodes {
+        include_ended: true,
+        as_of: Some(march),
+        ..OpenNodes::new(&strings(&["Alice"]))
+    };
+    assert_invalid(memory.open_nodes(ws, both).await, "include_ended");
+    let later = NewFact {
+        content: "Alice moves to Lisbon".into(),
+        valid_from: Some(future),
+        expires_at: None,
+    };
+    let addition = ObservationAdditions {
+        entity_name: "Alice".into(),
+        contents: vec![later],
+    };
+    assert_invalid(
+        memory
+            .add_observations(ws, AddObservations::new(&[addition]))
+            .await,
+        "observations[0].contents[0].valid_from",
+    );
+    let past = NewFact {
+        content: "the freeze ends".into(),
+        valid_from: None,
+        expires_at: Some(february),
+    };
+    let addition = ObservationAdditions {
+        entity_name: "Alice".into(),
+        contents: vec![past],
+    };
+    assert_invalid(
+        memory
+            .add_observations(ws, AddObservations::new(&[addition]))
+            .await,
+        "observations[0].contents[0].expires_at",
+    );
+    assert_eq!(open_at(&memory, ws, "Alice", ReadTime::Ever).await, before);
+}
+
+pub async fn replaced_texts_are_read_as_of_their_time(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("Service", "service", &["runs on port 8080"])]),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let first = chrono::Utc::now();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    memory
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("Service", crate::Ordinal(1), "runs on port 9090"),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second = chrono::Utc::now();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    memory
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("Service", crate::Ordinal(1), "runs on port 7070"),
+        )
+        .await
+        .unwrap();
+
+    let now = open_node(&memory, ws, "Service").await;
+    assert_eq!(now.observations, observations(&[(1, "runs on port 7070")]));
+    let then = open_at(&memory, ws, "Service", ReadTime::At(first)).await;
+    assert_eq!(texts(&then), ["runs on port 8080"]);
+    let later = open_at(&memory, ws, "Service", ReadTime::At(second)).await;
+    assert_eq!(texts(&later), ["runs on port 9090"]);
+    let before_it_existed = open_at(&memory, ws, "Service", ReadTime::At(at("2020-01-01T00:00:00Z")))
+        .await;
+    assert!(before_it_existed.observations.is_empty());
+}
+
+pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    create_nodes(&memory, ws, &["Alice", "Acme", "Globex"]).await;
+    let (january, march, may) = (
+        at("2026-01-01T00:00:00Z"),
+        at("2026-03-01T00:00:00Z"),
+        at("2026-05-01T00:00:00Z"),
+    );
+    let mut acme = relation("Alice", "works_at", "Acme");
+    acme.valid_from = Some(january);
+    memory
+        .create_relations(ws, CreateRelations::new(&[acme.clone()]))
+        .await
+        .unwrap();
+    let result = memory
+        .end_relations(
+            ws,
+            EndRelations::new(&[acme.clone(), relation("Alice", "knows", "Acme")]).ended_at(may),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.ended, [relation("Alice", "works_at", "Acme")]);
+    assert_eq!(result.not_found, [relation("Alice", "knows", "Acme")]);
+    memory
+        .create_relations(ws, CreateRelations::new(&[relation("Alice", "works_at", "Globex")]))
+        .await
+        .unwrap();
+
+    let now = open_node_relations(&memory, ws, ReadTime::Now).await;
+    assert_eq!(now, [edge("Alice", "works_at", "Globex")]);
+    let between = memory
+        .get_relations_between(ws, GetRelationsBetween::new("Alice", "Acme"))
+        .await
+        .unwrap();
+    assert!(between.is_empty(), "{between:?}");
+    let in_march = open_node_relations(&memory, ws, ReadTime::At(march)).await;
+    assert_eq!(
+        in_march,
+        [Relation {
+            valid_from: Some(january),
+            valid_to: Some(may),
+            ..edge("Alice", "works_at", "Acme")
+        }]
+    );
+    let between = memory
+        .get_relations_between(
+            ws,
+            GetRelationsBetween::new("Acme", "Alice").at(ReadTime::At(march)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(between, in_march);
+    let neighbours = memory
+        .get_neighborhood(ws, GetNeighborhood::new("Alice", 1).at(ReadTime::At(march)))
+        .await
+        .unwrap();
+    let names: Vec<&str> = neighbours.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["Alice", "Acme"]);
+    let neighbours = memory
+        .get_neighborhood(ws, GetNeighborhood::new("Alice", 1))
+        .await
+        .unwrap();
+    let names: Vec<&str> = neighbours.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["Alice", "Globex"]);
+
+    // The same relation again: a new period beside the ended one.
+    let created = memory
+        .create_relations(ws, CreateRelations::new(&[relation("Alice", "works_at", "Acme")]))
+        .await
+        .unwrap();
+    assert_eq!(created.created, [relation("Alice", "works_at", "Acme")]);
+    let ever = open_node_relations(&memory, ws, ReadTime::Ever).await;
+    let periods: Vec<(&str, bool)> = (ever.iter())
+        .map(|r| (r.to.as_str(), r.valid_to.is_some()))
+        .collect();
+    assert_eq!(periods, [("Acme", true), ("Acme", false), ("Globex", false)], "{ever:?}");
+    assert!(ever.iter().all(|r| r.valid_from.is_some()));
+}
+
+async fn open_node_relations(memory: &Memory, ws: WorkspaceId, time: ReadTime) -> Vec<Relation> {
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Alice"])).at(time))
+        .await
+        .unwrap();
+    opened.relations
+}
+
+pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(600);
+    let next_week = chrono::Utc::now() + chrono::Duration::days(7);
+    let expiring = |content: &str, expires_at| NewFact {
+        content: content.into(),
+        valid_from: None,
+        expires_at: Some(expires_at),
+    };
+    let node = NewNode {
+        observations: vec![
+            "the build uses cargo".into(),
+            expiring("the staging freeze lasts until Friday", soon),
+            expiring("the demo is next week", next_week),
+        ],
+        ..entity("Project", "project", &[])
+    };
+    memory
+        .create_entities(ws, CreateEntities::new(vec![node]))
+        .await
+        .unwrap();
+    let now = open_node(&memory, ws, "Project").await;
+    assert_eq!(texts(&now).len(), 3);
+    assert_eq!(now.observations[0].valid_to, None);
+    assert_eq!(now.observations[1].valid_to, Some(soon));
+
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let now = open_node(&memory, ws, "Project").await;
+    assert_eq!(
+        texts(&now),
+        ["the build uses cargo", "the demo is next week"]
+    );
+    let found = memory
+        .search_observations(ws, &SearchObservations::new("staging freeze").mode(SearchMode::Text))
+        .await
+        .unwrap();
+    assert!(found.observations.is_empty(), "{found:?}");
+    // Until the purge deletes it, it shows among the ended ones.
+    assert_eq!(
+        texts(&open_at(&memory, ws, "Project", ReadTime::Ever).await).len(),
+        3
+    );
+    assert_eq!(memory.purge_expired(1_000).await.unwrap(), 1);
+    assert_eq!(memory.purge_expired(1_000).await.unwrap(), 0);
+    assert_eq!(
+        texts(&open_at(&memory, ws, "Project", ReadTime::Ever).await),
+        ["the build uses cargo", "the demo is next week"]
+    );
+}
