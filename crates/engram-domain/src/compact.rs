@@ -38,6 +38,11 @@ pub fn share<S: Serializer>(x: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64((x * 10_000.0).floor() / 10_000.0)
 }
 
+/// `skip_serializing_if` for counts written only when not zero.
+pub fn is_zero(count: &i64) -> bool {
+    *count == 0
+}
+
 /// `skip_serializing_if` for flags written only when set.
 pub fn is_false(flag: &bool) -> bool {
     !*flag

@@ -71,7 +71,7 @@ pub(crate) async fn brief(
     let opened = if names.is_empty() {
         crate::OpenedNodes::default()
     } else {
-        crate::nodes::open_checked(store, workspace, &names).await?
+        crate::nodes::open_checked(store, workspace, &names, crate::ReadTime::Now).await?
     };
     let degree_of: HashMap<&str, usize> = ranked.iter().copied().collect();
     // By name: a node deleted since the relations were read is simply missing.

@@ -646,8 +646,16 @@ pub struct PendingConsolidation {
 pub struct Stats {
     /// Nodes in the workspace.
     pub node_count: i64,
-    /// Observations in the workspace.
+    /// Observations in the workspace, those that no longer hold (ended, or expired and not
+    /// yet purged) included.
     pub observation_count: i64,
+    /// Of those, the ones that no longer hold: kept for `include_ended`, `as_of` and history
+    /// (an expired one until the purge deletes it, within a minute); absent when none.
+    #[serde(skip_serializing_if = "crate::compact::is_zero")]
+    pub ended_observations: i64,
+    /// Current observations that will expire (`expires_at`); absent when none.
+    #[serde(skip_serializing_if = "crate::compact::is_zero")]
+    pub expiring_observations: i64,
     /// Relations in the workspace.
     pub relation_count: i64,
     /// Fraction (0.0–1.0) of observation × perspective pairs whose embedding is current.

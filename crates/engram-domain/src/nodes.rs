@@ -315,8 +315,9 @@ pub(crate) async fn open_checked(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
     names: &[String],
+    time: crate::ReadTime,
 ) -> Result<OpenedNodes> {
-    let request = Checked::new(OpenNodes::new(names));
+    let request = Checked::new(OpenNodes::new(names).at(time));
     store.open_nodes(workspace, &request).await
 }
 

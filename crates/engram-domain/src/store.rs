@@ -398,6 +398,7 @@ pub trait SearchStore: Send + Sync + 'static {
             text_depth: 0,
             within: within.map(str::to_owned),
             entity_types: Vec::new(),
+            as_of: None,
         };
         let gathered = self.search(&request).await?;
         let mut hits: Vec<ObservationHit> = (gathered.candidates.into_iter())

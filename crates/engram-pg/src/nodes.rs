@@ -179,12 +179,20 @@ pub(crate) async fn get_stats(
         .query_opt(
             // The kept counts (migration V6): a few delta rows per workspace, folded now and
             // then by `statistics::fold_counts`.
+            // The ended and expiring facts from the partial index on `valid_to` (V12).
             "SELECT w.name,
                     coalesce(sum(c.nodes), 0)::bigint AS node_count,
                     coalesce(sum(c.observations), 0)::bigint AS observation_count,
-                    coalesce(sum(c.relations), 0)::bigint AS relation_count
+                    coalesce(sum(c.relations), 0)::bigint AS relation_count,
+                    e.ended, e.expiring
              FROM workspaces w LEFT JOIN workspace_counts c ON c.workspace_id = w.id
-             WHERE w.id = $1 GROUP BY w.id",
+             CROSS JOIN LATERAL (
+                 SELECT count(*) FILTER (WHERE o.valid_to <= now()) AS ended,
+                        count(*) FILTER (WHERE o.valid_to > now()) AS expiring
+                 FROM observations o
+                 WHERE o.workspace_id = w.id AND o.valid_to IS NOT NULL
+             ) e
+             WHERE w.id = $1 GROUP BY w.id, e.ended, e.expiring",
             &[&workspace.0],
         )
         .await
@@ -194,6 +202,8 @@ pub(crate) async fn get_stats(
         node_count: row.get("node_count"),
         observation_count: row.get("observation_count"),
         relation_count: row.get("relation_count"),
+        ended_observations: row.get("ended"),
+        expiring_observations: row.get("expiring"),
         // No embedding pipeline writes vectors yet, so none is current.
         embedding_coverage: 0.0,
         rejected_texts: 0,

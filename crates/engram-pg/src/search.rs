@@ -159,11 +159,19 @@ async fn text_matches(
              AND ($4::text[] IS NULL OR n.entity_type = ANY($4))",
         )
     };
+    // The facts that hold now, or that held at `as_of`.
+    let held = match &request.as_of {
+        None => "(o.valid_to IS NULL OR o.valid_to > now())".to_owned(),
+        Some(as_of) => {
+            parameters.push(as_of);
+            let at = parameters.len();
+            format!("o.valid_from <= ${at} AND (o.valid_to IS NULL OR o.valid_to > ${at})")
+        }
+    };
     let matching = |condition: &str| {
         format!(
             "SELECT o.id, o.content_tsv FROM observations o {join}
-             WHERE o.workspace_id = $1 AND {condition} {narrowed}
-               AND (o.valid_to IS NULL OR o.valid_to > now())"
+             WHERE o.workspace_id = $1 AND {condition} {narrowed} AND {held}"
         )
     };
     let mut branches = Vec::new();
@@ -234,21 +242,49 @@ async fn text_scores(
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
-/// The observations `ids` with their nodes.
-async fn observation_rows(client: &impl GenericClient, ids: &[i64]) -> Result<Vec<ObservationRow>> {
+/// The observations `ids` that hold now (`as_of` `None`) or held at `as_of`, with their
+/// nodes, each text as it read then.
+async fn observation_rows(
+    client: &impl GenericClient,
+    ids: &[i64],
+    as_of: Option<Timestamp>,
+) -> Result<Vec<ObservationRow>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let statement = client
-        .prepare_cached(
-            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
-             FROM observations o
-             JOIN nodes n ON n.id = o.node_id
-             WHERE o.id = ANY($1) AND (o.valid_to IS NULL OR o.valid_to > now())",
-        )
-        .await
-        .map_err(db)?;
-    let rows = client.query(&statement, &[&ids]).await.map_err(db)?;
+    let rows = match as_of {
+        None => {
+            let statement = client
+                .prepare_cached(
+                    "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content,
+                            o.created_at
+                     FROM observations o
+                     JOIN nodes n ON n.id = o.node_id
+                     WHERE o.id = ANY($1) AND (o.valid_to IS NULL OR o.valid_to > now())",
+                )
+                .await
+                .map_err(db)?;
+            client.query(&statement, &[&ids]).await
+        }
+        Some(at) => {
+            let statement = client
+                .prepare_cached(
+                    "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal,
+                            coalesce((SELECT v.content FROM observation_versions v
+                                      WHERE v.observation_id = o.id AND v.replaced_at > $2
+                                      ORDER BY v.replaced_at LIMIT 1), o.content),
+                            o.created_at
+                     FROM observations o
+                     JOIN nodes n ON n.id = o.node_id
+                     WHERE o.id = ANY($1) AND o.valid_from <= $2
+                       AND (o.valid_to IS NULL OR o.valid_to > $2)",
+                )
+                .await
+                .map_err(db)?;
+            client.query(&statement, &[&ids, &at]).await
+        }
+    }
+    .map_err(db)?;
     Ok(rows
         .iter()
         .map(|row| ObservationRow {
@@ -323,7 +359,7 @@ impl SearchStore for PgStore {
             let (fills, text_fill, rows) = futures::try_join!(
                 futures::future::try_join_all(fills),
                 text_fill,
-                observation_rows(&tx, &ids)
+                observation_rows(&tx, &ids, request.as_of)
             )?;
             for (index, found) in fills.into_iter().enumerate() {
                 set.set_vectors(index, found);

@@ -33,11 +33,7 @@ pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Resu
     memory
         .create_entities(workspace, CreateEntities::new(vec![alice, engram]))
         .await?;
-    let works_on = RelationSpec {
-        from_entity: "Alice".into(),
-        to_entity: "engram".into(),
-        relation_type: "works_on".into(),
-    };
+    let works_on = RelationSpec::new("Alice", "engram", "works_on");
     memory
         .create_relations(workspace, CreateRelations::new(&[works_on]))
         .await?;

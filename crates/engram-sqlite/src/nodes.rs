@@ -23,22 +23,35 @@ pub(crate) fn relations_among(
     time: ReadTime,
 ) -> Result<Vec<Relation>> {
     let joined = endpoints.sql_operator();
-    let select = |relations: &str, periods: &str| {
-        format!(
-            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type{periods}
-             FROM {relations} r
-             JOIN nodes f ON f.id = r.from_node_id
-             JOIN nodes t ON t.id = r.to_node_id
-             WHERE r.from_node_id IN (SELECT value FROM json_each(?1))
-               {joined} r.to_node_id IN (SELECT value FROM json_each(?1))
-             ORDER BY 1, 2, 3{periods}"
-        )
-    };
+    let touching = format!(
+        "r.from_node_id IN (SELECT value FROM json_each(?1))
+         {joined} r.to_node_id IN (SELECT value FROM json_each(?1))"
+    );
     match validity::history(time) {
-        None => query(tx, &select("relations", ""), [id_list(ids)], relation),
+        None => query(
+            tx,
+            &format!(
+                "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+                 FROM relations r
+                 JOIN nodes f ON f.id = r.from_node_id
+                 JOIN nodes t ON t.id = r.to_node_id
+                 WHERE {touching}
+                 ORDER BY 1, 2, 3"
+            ),
+            [id_list(ids)],
+            relation,
+        ),
         Some(at) => query(
             tx,
-            &select(&validity::relations_seen(2), ", r.valid_from, r.valid_to"),
+            &format!(
+                "SELECT f.name AS from_name, t.name AS to_name, r.relation_type, r.valid_from,
+                        r.valid_to
+                 FROM {} r
+                 JOIN nodes f ON f.id = r.from_node_id
+                 JOIN nodes t ON t.id = r.to_node_id
+                 ORDER BY 1, 2, 3, 4, 5",
+                validity::relations_seen(&touching, 2)
+            ),
             params![id_list(ids), at],
             validity::dated_relation,
         ),

@@ -184,24 +184,35 @@ impl RelationStore for SqliteStore {
         self.pool
             .read(move |tx| {
                 let (a, b) = node_pair(tx, workspace, &entity_a, &entity_b)?;
-                let select = |relations: &str, periods: &str| {
-                    format!(
-                        "SELECT f.name AS from_name, t.name AS to_name, r.relation_type{periods}
-                         FROM {relations} r
-                         JOIN nodes f ON f.id = r.from_node_id
-                         JOIN nodes t ON t.id = r.to_node_id
-                         WHERE (r.from_node_id = ?1 AND r.to_node_id = ?2)
-                            OR (r.from_node_id = ?2 AND r.to_node_id = ?1)
-                         ORDER BY 1, 2, 3{periods}"
-                    )
-                };
+                let between = "(r.from_node_id = ?1 AND r.to_node_id = ?2)
+                               OR (r.from_node_id = ?2 AND r.to_node_id = ?1)";
                 // Now, the current relations; in a read of the past, those that held then (or
                 // ever), each with its period.
                 match validity::history(time) {
-                    None => query(tx, &select("relations", ""), params![a, b], relation),
+                    None => query(
+                        tx,
+                        &format!(
+                            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+                             FROM relations r
+                             JOIN nodes f ON f.id = r.from_node_id
+                             JOIN nodes t ON t.id = r.to_node_id
+                             WHERE {between}
+                             ORDER BY 1, 2, 3"
+                        ),
+                        params![a, b],
+                        relation,
+                    ),
                     Some(at) => query(
                         tx,
-                        &select(&validity::relations_seen(3), ", r.valid_from, r.valid_to"),
+                        &format!(
+                            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type,
+                                    r.valid_from, r.valid_to
+                             FROM {} r
+                             JOIN nodes f ON f.id = r.from_node_id
+                             JOIN nodes t ON t.id = r.to_node_id
+                             ORDER BY 1, 2, 3, 4, 5",
+                            validity::relations_seen(between, 3)
+                        ),
                         params![a, b, at],
                         validity::dated_relation,
                     ),

@@ -45,15 +45,71 @@ fn scored(rows: Vec<(i64, Option<f64>)>) -> Vec<(i64, f64)> {
         .collect()
 }
 
+/// Whether the workspace holds facts that are not current (ended, or expired and not purged
+/// yet): an index probe. Only then do the nearest vectors and the text ranking, which know
+/// nothing of time, have such facts to leave out.
+fn holds_past_facts(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<bool> {
+    tx.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM observations
+                        WHERE workspace_id = ?1 AND valid_to IS NOT NULL
+                          AND valid_to <= engram_now())",
+    )
+    .and_then(|mut statement| statement.query_row([workspace.0], |row| row.get(0)))
+    .map_err(db)
+}
+
+/// The observations among `ids` that are current facts.
+fn current(tx: &Transaction<'_>, ids: &[i64]) -> Result<HashSet<i64>> {
+    let current = query(
+        tx,
+        "SELECT id FROM observations
+         WHERE id IN (SELECT value FROM json_each(?1))
+           AND (valid_to IS NULL OR valid_to > engram_now())",
+        [id_list(ids)],
+        |row| row.get(0),
+    )?;
+    Ok(current.into_iter().collect())
+}
+
+/// The `k` nearest current facts, from `search(depth)` (the `depth` nearest vectors of any
+/// fact): what it finds when `past` is false (the workspace holds only current facts); else
+/// that less the facts that are not current, searched again twice as deep (up to [`MAX_K`])
+/// while those crowd out current ones, best first.
+fn current_nearest(
+    tx: &Transaction<'_>,
+    past: bool,
+    k: usize,
+    mut search: impl FnMut(usize) -> Result<Vec<(i64, f64)>>,
+) -> Result<Vec<(i64, f64)>> {
+    let mut depth = k.min(MAX_K);
+    loop {
+        let mut found = search(depth)?;
+        if !past {
+            return Ok(found);
+        }
+        let deepest = found.len() < depth || depth == MAX_K;
+        let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
+        let current = current(tx, &ids)?;
+        found.retain(|(id, _)| current.contains(id));
+        if found.len() >= k || deepest {
+            found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            found.truncate(k);
+            return Ok(found);
+        }
+        depth = (depth * 2).min(MAX_K);
+    }
+}
+
 /// The types a search keeps as a JSON array for `json_each`, or `None` for every type.
 fn types_json(request: &CandidateQuery) -> Option<String> {
     request.types().map(tags_json)
 }
 
-/// The `request.depth` observations nearest `vector` in `perspective` as `(observation id,
+/// The `request.depth` current facts nearest `vector` in `perspective` as `(observation id,
 /// cosine similarity)`: from the perspective's inverted file when it has one
 /// ([`VectorLists`]), else a KNN query on the dimension's `vec0` table for the whole
-/// workspace; or an exact scan of the observations a narrowed search keeps.
+/// workspace, either less the facts that are not current when `past` ([`current_nearest`]);
+/// or an exact scan of the current facts a narrowed search keeps.
 fn nearest(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
@@ -61,28 +117,31 @@ fn nearest(
     perspective: PerspectiveId,
     vector: &[f32],
     lists: &VectorLists,
+    past: bool,
 ) -> Result<Vec<(i64, f64)>> {
     let (model, k) = (&request.model, request.depth);
     let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
     if k == 0 || !has_vec_table(tx, dims)? {
         return Ok(Vec::new());
     }
-    if !request.is_narrowed()
-        && let Some(set) = VectorLists::ready_set(tx, perspective, model, dims)?
-        && let Some(found) = lists.nearest(tx, set, vector, k.min(MAX_K))?
-    {
-        return Ok(found);
-    }
     if !request.is_narrowed() {
+        let set = VectorLists::ready_set(tx, perspective, model, dims)?;
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
-        let k = k.min(MAX_K) as i64;
-        return query(
-            tx,
-            &sql,
-            params![workspace.0, model, perspective.0, to_blob(vector), k],
-            id_similarity,
-        )
-        .map(scored);
+        return current_nearest(tx, past, k, |depth| {
+            if let Some(set) = set
+                && let Some(found) = lists.nearest(tx, set, vector, depth)?
+            {
+                return Ok(found);
+            }
+            let depth = depth as i64;
+            query(
+                tx,
+                &sql,
+                params![workspace.0, model, perspective.0, to_blob(vector), depth],
+                id_similarity,
+            )
+            .map(scored)
+        });
     }
     query(
         tx,
@@ -93,6 +152,7 @@ fn nearest(
          WHERE n.workspace_id = ?1 AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?5
            AND (?6 IS NULL OR n.name = ?6)
            AND (?7 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?7)))
+           AND (o.valid_to IS NULL OR o.valid_to > engram_now())
          ORDER BY similarity DESC, e.observation_id
          LIMIT ?8",
         params![
@@ -149,7 +209,7 @@ fn candidate_vectors(
     )
 }
 
-/// The observations `ids` with their nodes.
+/// The observations `ids` that are current facts, with their nodes.
 fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<ObservationRow>> {
     if ids.is_empty() {
         return Ok(Vec::new());
@@ -159,7 +219,8 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<Observation
         "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
          FROM observations o
          JOIN nodes n ON n.id = o.node_id
-         WHERE o.id IN (SELECT value FROM json_each(?1))",
+         WHERE o.id IN (SELECT value FROM json_each(?1))
+           AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
         [id_list(ids)],
         |row| {
             Ok(ObservationRow {
@@ -258,15 +319,17 @@ fn keep_if_any(terms: &mut Vec<String>, found: &mut Vec<i64>, keep: impl Fn(i64)
     }
 }
 
-/// The `limit` best full-text matches of `terms` as `(observation id, score)`: bm25, negated
-/// so that higher is better; of a [`TextTerms::capped`] query, the best of its first
-/// [`words::FREQUENT_TERM_RANKED`] matches in the workspace.
+/// The `limit` best full-text matches of `terms` among the current facts as `(observation id,
+/// score)`: bm25, negated so that higher is better; of a [`TextTerms::capped`] query, the best
+/// of its first [`words::FREQUENT_TERM_RANKED`] matches in the workspace. `past`: the
+/// workspace holds facts that are not current ([`holds_past_facts`]).
 fn text_matches(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     terms: &TextTerms,
     limit: usize,
     request: &CandidateQuery,
+    past: bool,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let ranked = match terms.capped {
@@ -276,8 +339,9 @@ fn text_matches(
     let types = types_json(request);
     let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&terms.query, &limit, &ranked];
     // Nodes are joined only for a filter: every match would pass its `NULL` tests. With one
-    // workspace in the file every match is its own: FTS5 ranks its matches alone, without
-    // joining each one to its observation row (a sixth of a common word's search).
+    // workspace in the file and only current facts in it every match is one to rank: FTS5
+    // ranks its matches alone, without joining each one to its observation row (a sixth of a
+    // common word's search).
     let (join, filter) = if request.is_narrowed() {
         parameters.extend([
             &workspace.0 as &dyn rusqlite::ToSql,
@@ -287,15 +351,16 @@ fn text_matches(
         (
             "JOIN observations o ON o.id = observations_fts.rowid JOIN nodes n ON n.id = o.node_id",
             "AND o.workspace_id = ?4 AND (?5 IS NULL OR n.name = ?5)
-             AND (?6 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?6)))",
+             AND (?6 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?6)))
+             AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
         )
-    } else if only_workspace(tx)? {
+    } else if !past && only_workspace(tx)? {
         ("", "")
     } else {
         parameters.push(&workspace.0);
         (
             "JOIN observations o ON o.id = observations_fts.rowid",
-            "AND o.workspace_id = ?4",
+            "AND o.workspace_id = ?4 AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
         )
     };
     // A negative LIMIT is none. The scan stops at the capped query's first matches.
@@ -355,8 +420,11 @@ impl SearchStore for SqliteStore {
                 let mut set = CandidateSet::new(&request);
                 let mut complete_ranking = false;
                 let model = &request.model;
+                // Facts that are not current are left out of every candidate list.
+                let past = holds_past_facts(tx, workspace)?;
                 for (index, v) in request.vectors.iter().enumerate() {
-                    let found = nearest(tx, workspace, &request, v.perspective, &v.vector, &lists)?;
+                    let (perspective, vector) = (v.perspective, &v.vector);
+                    let found = nearest(tx, workspace, &request, perspective, vector, &lists, past)?;
                     set.add_nearest(index, found);
                 }
                 if let Some(terms) = &terms {
@@ -366,7 +434,7 @@ impl SearchStore for SqliteStore {
                         true => request.text_depth,
                         false => TEXT_RANKING_LIMIT.max(request.text_depth),
                     };
-                    let ranking = text_matches(tx, workspace, terms, limit, &request)?;
+                    let ranking = text_matches(tx, workspace, terms, limit, &request, past)?;
                     // A capped query's other matches go without a text score: scoring chosen
                     // rows costs FTS5 a pass over each frequent word's matches per row.
                     complete_ranking = ranking.len() < limit || terms.capped;

@@ -28,19 +28,21 @@ pub(crate) fn history(time: ReadTime) -> Option<Option<i64>> {
     }
 }
 
-/// A table expression that stands for `relations` in a read of the past (`?{at}` the time,
-/// see [`history`]): the current relations that held from their `valid_from` on and the ended
-/// ones within their period, or every one there ever was for a `NULL` time; with the columns
-/// reads use, `valid_from` and `valid_to` (`NULL` for a current relation). Filters on the
-/// endpoints are pushed into both arms, which their endpoint indexes serve.
-pub(crate) fn relations_seen(at: usize) -> String {
+/// A table expression that stands for `relations r` filtered by `filter` (a condition on
+/// `r`) in a read of the past (`?{at}` the time, see [`history`]): the current relations that
+/// held from their `valid_from` on and the ended ones within their period, or every one there
+/// ever was for a `NULL` time; with the columns reads use, `valid_from` and `valid_to` (`NULL`
+/// for a current relation). The filter is in both arms, where their endpoint indexes serve it
+/// (SQLite pushes no such condition into a `UNION ALL`).
+pub(crate) fn relations_seen(filter: &str, at: usize) -> String {
     format!(
-        "(SELECT from_node_id, to_node_id, relation_type, valid_from, NULL AS valid_to
-          FROM relations WHERE ?{at} IS NULL OR valid_from <= ?{at}
+        "(SELECT r.from_node_id, r.to_node_id, r.relation_type, r.valid_from, NULL AS valid_to
+          FROM relations r
+          WHERE ({filter}) AND (?{at} IS NULL OR r.valid_from <= ?{at})
           UNION ALL
-          SELECT from_node_id, to_node_id, relation_type, valid_from, valid_to
-          FROM ended_relations
-          WHERE ?{at} IS NULL OR (valid_from <= ?{at} AND valid_to > ?{at}))"
+          SELECT r.from_node_id, r.to_node_id, r.relation_type, r.valid_from, r.valid_to
+          FROM ended_relations r
+          WHERE ({filter}) AND (?{at} IS NULL OR (r.valid_from <= ?{at} AND r.valid_to > ?{at})))"
     )
 }
 

@@ -145,9 +145,9 @@ fn ensure_vec_table(tx: &Transaction<'_>, dims: i64) -> Result<()> {
     .map_err(db)
 }
 
-/// Recomputes the aggregate vector (the mean of the node's observation vectors) per
-/// perspective for every node the observations belong to; nodes that lost every observation
-/// keep none.
+/// Recomputes the aggregate vector (the mean of the vectors of the node's current facts) per
+/// perspective for every node the observations belong to; a node keeps none in a perspective
+/// where no current fact of it has a vector (it lost every fact, or they ended or expired).
 fn refresh_node_embeddings(tx: &Transaction<'_>, model: &str, observations: &[i64]) -> Result<()> {
     let nodes: Vec<(i64, i64, i64)> = query(
         tx,
@@ -169,14 +169,23 @@ fn refresh_node_embeddings(tx: &Transaction<'_>, model: &str, observations: &[i6
                  source_updated_at = excluded.source_updated_at, updated_at = engram_now()",
         )
         .map_err(db)?;
+    let mut forget = tx
+        .prepare_cached(
+            "DELETE FROM node_embeddings
+             WHERE node_id = ?1 AND model = ?2
+               AND perspective_id NOT IN (SELECT value FROM json_each(?3))",
+        )
+        .map_err(db)?;
     for (node, workspace, updated_at) in nodes {
         let stored: Vec<(i64, i64, Vec<u8>)> = query(
             tx,
             // CROSS JOIN: from the node's few observations to their vectors, never the
-            // other way round through every vector of the model.
+            // other way round through every vector of the model. The indexer may embed facts
+            // that ended; the aggregate is of what holds now.
             "SELECT e.perspective_id, e.dims, e.embedding
              FROM observations o CROSS JOIN embeddings e ON e.observation_id = o.id
-             WHERE o.node_id = ?1 AND e.model = ?2",
+             WHERE o.node_id = ?1 AND e.model = ?2
+               AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
             params![node, model],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )?;
@@ -191,6 +200,10 @@ fn refresh_node_embeddings(tx: &Transaction<'_>, model: &str, observations: &[i6
             }
             *count += 1;
         }
+        let kept: Vec<i64> = sums.keys().map(|(perspective, _)| *perspective).collect();
+        forget
+            .execute(params![node, model, id_list(&kept)])
+            .map_err(db)?;
         for ((perspective, dims), (sum, count)) in sums {
             let mean: Vec<f32> = sum
                 .iter()

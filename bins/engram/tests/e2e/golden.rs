@@ -40,7 +40,12 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     // The catalog's tools and engram's extensions.
     let mut expected: Vec<&str> = CATALOG_TOOLS.into();
-    expected.extend(["read_graph", "search_observations"]);
+    expected.extend([
+        "end_observations",
+        "end_relations",
+        "read_graph",
+        "search_observations",
+    ]);
     expected.sort();
     assert_eq!(names, expected);
     for tool in &tools {

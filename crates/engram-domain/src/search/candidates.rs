@@ -55,6 +55,9 @@ pub struct CandidateQuery {
     pub within: Option<String>,
     /// Only the observations of nodes of these types; empty for every type.
     pub entity_types: Vec<String>,
+    /// The facts that held at this time, each text as it read then; `None`: the current
+    /// facts (not ended, not expired).
+    pub as_of: Option<Timestamp>,
     /// Whether to read the workspace's perspectives too ([`Gathered::perspectives`]; empty
     /// otherwise): a search that rendered its query for them checks they still hold.
     pub perspectives: bool,

@@ -442,6 +442,7 @@ mod tests {
             text_depth: 4,
             within: None,
             entity_types: Vec::new(),
+            as_of: None,
         }
     }
 

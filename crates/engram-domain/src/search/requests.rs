@@ -47,17 +47,28 @@ pub struct SearchNodes {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
+    /// Search the memory as it was at this time (RFC 3339): the facts that held then.
+    #[serde(default)]
+    pub as_of: Option<crate::Timestamp>,
 }
 
 impl SearchNodes {
-    /// `query` with the defaults: 10 results, hybrid, the default `min_score`.
+    /// `query` with the defaults: 10 results, hybrid, the default `min_score`, now.
     pub fn new(query: impl Into<String>) -> Self {
         Self {
             query: query.into(),
             limit: DEFAULT_SEARCH_LIMIT,
             mode: SearchMode::default(),
             min_score: None,
+            as_of: None,
         }
+    }
+
+    /// The memory as it was at `time`.
+    #[must_use]
+    pub fn as_of(mut self, time: crate::Timestamp) -> Self {
+        self.as_of = Some(time);
+        self
     }
 
     /// At most `limit` results.
@@ -162,17 +173,28 @@ pub struct QueryObservations {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
+    /// Search the node's facts as they were at this time (RFC 3339).
+    #[serde(default)]
+    pub as_of: Option<crate::Timestamp>,
 }
 
 impl QueryObservations {
-    /// `query` within `entity_name`, with the defaults: hybrid, the default `min_score`.
+    /// `query` within `entity_name`, with the defaults: hybrid, the default `min_score`, now.
     pub fn new(entity_name: impl Into<String>, query: impl Into<String>) -> Self {
         Self {
             entity_name: entity_name.into(),
             query: query.into(),
             mode: SearchMode::default(),
             min_score: None,
+            as_of: None,
         }
+    }
+
+    /// The node's facts as they were at `time`.
+    #[must_use]
+    pub fn as_of(mut self, time: crate::Timestamp) -> Self {
+        self.as_of = Some(time);
+        self
     }
 
     /// Ranked by `mode`.

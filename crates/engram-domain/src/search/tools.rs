@@ -97,6 +97,8 @@ const MAX_ENTITY_TYPES: usize = 100;
 struct Scope<'a> {
     within: Option<&'a str>,
     entity_types: &'a [String],
+    /// The time whose facts are searched; `None`: now.
+    as_of: Option<crate::Timestamp>,
 }
 
 /// Ranked observations, the mode that ranked them, and why it differs from the one asked for.
@@ -178,6 +180,7 @@ impl Searcher {
             limit,
             mode,
             min_score,
+            as_of,
         } = request;
         let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
         check_query(query)?;
@@ -186,9 +189,11 @@ impl Searcher {
         let limit = limit as usize;
         // Several observations of one node may rank high: gather twice the nodes asked for.
         let depth = search::EMBEDDING_DEPTH.max(limit * 2);
-        let found = self
-            .retrieve(workspace, query, mode, Scope::default(), depth, min_score)
-            .await?;
+        let scope = Scope {
+            as_of: *as_of,
+            ..Scope::default()
+        };
+        let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
         let mut seen = HashSet::new();
         let results = (found.ranked.into_iter())
             .filter(|hit| seen.insert(hit.row.name.clone()))
@@ -243,6 +248,7 @@ impl Searcher {
         let scope = Scope {
             within: None,
             entity_types,
+            as_of: None,
         };
         let depth = search::EMBEDDING_DEPTH.max(limit);
         let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
@@ -274,6 +280,7 @@ impl Searcher {
             query,
             mode,
             min_score,
+            as_of,
         } = request;
         let (entity_name, query, mode, min_score) =
             (entity_name.as_str(), query.as_str(), *mode, *min_score);
@@ -282,13 +289,15 @@ impl Searcher {
         check_min_score(min_score)?;
         // Unknown nodes are an error, not an empty answer.
         let names = [entity_name.to_owned()];
-        let opened = crate::nodes::open_checked(&*self.store, workspace, &names).await?;
+        let time = as_of.map_or(crate::ReadTime::Now, crate::ReadTime::At);
+        let opened = crate::nodes::open_checked(&*self.store, workspace, &names, time).await?;
         let Some(node) = opened.entities.first() else {
             return Err(Error::node_not_found(entity_name));
         };
         let scope = Scope {
             within: Some(entity_name),
             entity_types: &[],
+            as_of: *as_of,
         };
         let depth = node.observations.len().max(1);
         let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
@@ -522,6 +531,7 @@ impl Searcher {
             text_depth: depth * search::TEXT_DEPTH_FACTOR,
             within: scope.within.map(str::to_owned),
             entity_types: scope.entity_types.to_vec(),
+            as_of: scope.as_of,
             // The perspectives are checked when the query was rendered for them (not when the
             // embedder failed: the search answers from text alone).
             perspectives: perspectives.is_some() && notice.is_none(),

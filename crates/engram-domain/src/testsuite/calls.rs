@@ -153,6 +153,31 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .await
     .unwrap();
     note("delete_relations", transactions::take());
+    (memory.create_relations(
+        ws,
+        CreateRelations::new(&[relation("Alice", "knows", "engram")]),
+    ))
+    .await
+    .unwrap();
+    transactions::take();
+    (memory.end_relations(
+        ws,
+        EndRelations::new(&[relation("Alice", "knows", "engram")]),
+    ))
+    .await
+    .unwrap();
+    note("end_relations", transactions::take());
+    memory
+        .end_observations(
+            ws,
+            EndObservations::new(&[ObservationEndings {
+                entity_name: "Alice".into(),
+                ordinals: vec![Ordinal(2)],
+            }]),
+        )
+        .await
+        .unwrap();
+    note("end_observations", transactions::take());
     memory
         .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
@@ -227,6 +252,8 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
         ],
     ),
     ("delete_relations", &["delete_relations"]),
+    ("end_relations", &["end_relations"]),
+    ("end_observations", &["end_observations"]),
     ("delete_observations", &["delete_observations"]),
     ("delete_entities", &["delete_entities"]),
 ];

@@ -219,6 +219,8 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
         node_count,
         observation_count,
         relation_count,
+        ended_observations: 0,
+        expiring_observations: 0,
         embedding_coverage: 0.0,
         rejected_texts: 0,
         embedding_model: None,

@@ -107,6 +107,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
         text_depth: 0,
         within: None,
         entity_types: Vec::new(),
+        as_of: None,
     };
     let candidates = store.search(&request).await.unwrap().candidates;
     assert_eq!(candidates.len(), 2);

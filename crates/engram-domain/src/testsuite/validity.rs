@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::*;
 use crate::{
     EndObservations, EndRelations, EndedObservations, Error, NewFact, ObservationEndings,
-    ReadTime, SearchMode, SearchObservations,
+    QueryObservations, ReadTime, SearchMode, SearchNodes, SearchObservations,
 };
 
 fn at(time: &str) -> Timestamp {
@@ -110,6 +110,35 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
     let march = open_at(&memory, ws, "Release process", ReadTime::At(at("2026-03-01T00:00:00Z")))
         .await;
     assert_eq!(texts(&march), ["the staging freeze holds"], "{march:?}");
+    let in_march = at("2026-03-01T00:00:00Z");
+    let query = QueryObservations::new("Release process", "staging freeze")
+        .mode(SearchMode::Text)
+        .min_score(Some(0.0));
+    let now_found = memory.query_observations(ws, &query).await.unwrap();
+    assert!(
+        now_found.observations.iter().all(|o| o.ordinal.0 != 2),
+        "{now_found:?}"
+    );
+    let then_found = memory
+        .query_observations(ws, &query.clone().as_of(in_march))
+        .await
+        .unwrap();
+    let ordinals: Vec<i64> = then_found.observations.iter().map(|o| o.ordinal.0).collect();
+    assert_eq!(ordinals, [2], "{then_found:?}");
+    let nodes = memory
+        .search_nodes(
+            ws,
+            &SearchNodes::new("staging freeze")
+                .mode(SearchMode::Text)
+                .min_score(Some(0.0))
+                .as_of(in_march),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        nodes.results[0].matched_observation,
+        "the staging freeze holds"
+    );
     let just_before = ended_at - chrono::Duration::milliseconds(1);
     let before = open_at(&memory, ws, "Release process", ReadTime::At(just_before)).await;
     assert_eq!(before.observations.len(), 3, "{before:?}");
@@ -375,6 +404,8 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         .unwrap();
     let now = open_node(&memory, ws, "Project").await;
     assert_eq!(texts(&now).len(), 3);
+    let stats = memory.get_stats(ws).await.unwrap();
+    assert_eq!((stats.ended_observations, stats.expiring_observations), (0, 2));
     assert_eq!(now.observations[0].valid_to, None);
     assert_eq!(now.observations[1].valid_to, Some(soon));
 
@@ -394,6 +425,8 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         texts(&open_at(&memory, ws, "Project", ReadTime::Ever).await).len(),
         3
     );
+    let stats = memory.get_stats(ws).await.unwrap();
+    assert_eq!((stats.ended_observations, stats.expiring_observations), (1, 1));
     assert_eq!(memory.purge_expired(1_000).await.unwrap(), 1);
     assert_eq!(memory.purge_expired(1_000).await.unwrap(), 0);
     assert_eq!(

@@ -341,7 +341,7 @@ async fn a_large_call_of_escaped_texts_is_stored_whole() {
             ws,
             AddObservations::new(&[engram_domain::ObservationAdditions {
                 entity_name: "A".into(),
-                contents: texts[150..].to_vec(),
+                contents: texts[150..].iter().cloned().map(Into::into).collect(),
             }]),
         )
         .await
