@@ -43,9 +43,43 @@ CREATE TABLE ended_relations (
     from_node_id   bigint NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
     to_node_id     bigint NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
     relation_type  text NOT NULL,
+    created_at     timestamptz NOT NULL,
     valid_from     timestamptz NOT NULL,
     valid_to       timestamptz NOT NULL,
+    -- When the end was recorded: its `relation delete` event (the move deletes the current
+    -- row) is the end, not a deletion, in the history.
+    recorded_at    timestamptz NOT NULL DEFAULT now(),
     CHECK (valid_to >= valid_from)
 );
 CREATE INDEX ended_relations_from ON ended_relations (from_node_id);
 CREATE INDEX ended_relations_to ON ended_relations (to_node_id);
+
+-- History (`get_history`) is read from the rows above (creations, versions, ends) and from
+-- the events of what leaves no row (deletions, a node's own changes). A node's update event
+-- now says what changed: `detail` lists `name`, `entity_type`, `summary`, `tags`.
+ALTER TABLE events ADD COLUMN detail text;
+
+CREATE OR REPLACE FUNCTION engram_node_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO events (workspace_id, node_id, node_name, subject, operation)
+        SELECT n.workspace_id, n.id, n.name, 'node', 'create' FROM new_rows n;
+    ELSIF TG_OP = 'UPDATE' THEN
+        INSERT INTO events (workspace_id, node_id, node_name, subject, operation, detail)
+        SELECT n.workspace_id, n.id, n.name, 'node', 'update',
+               concat_ws(',',
+                   CASE WHEN n.name IS DISTINCT FROM o.name THEN 'name' END,
+                   CASE WHEN n.entity_type IS DISTINCT FROM o.entity_type THEN 'entity_type' END,
+                   CASE WHEN n.summary IS DISTINCT FROM o.summary THEN 'summary' END,
+                   CASE WHEN n.tags IS DISTINCT FROM o.tags THEN 'tags' END)
+        FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE (n.name, n.entity_type, n.summary, n.tags)
+              IS DISTINCT FROM (o.name, o.entity_type, o.summary, o.tags);
+    ELSE
+        -- Skipped when the whole workspace is being deleted.
+        INSERT INTO events (workspace_id, node_id, node_name, subject, operation)
+        SELECT o.workspace_id, NULL, o.name, 'node', 'delete'
+        FROM old_rows o JOIN workspaces w ON w.id = o.workspace_id;
+    END IF;
+    RETURN NULL;
+END $$;

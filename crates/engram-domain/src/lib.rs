@@ -13,6 +13,7 @@ mod embed;
 mod error;
 mod generate;
 mod graph;
+mod history;
 mod indexer;
 pub mod limits;
 mod memory;
@@ -45,6 +46,9 @@ pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use graph::{GetNeighborhood, GetPath};
+pub use history::{
+    DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation,
+};
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};

@@ -10,6 +10,7 @@ use crate::embed::Embedder;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
+use crate::history::{GetHistory, History};
 use crate::memory_transfer::ReadGraph;
 use crate::model::*;
 use crate::nodes::{
@@ -286,6 +287,11 @@ impl Memory {
         request: DeleteObservations,
     ) -> Result<Vec<DeletedObservations>> {
         crate::observations::delete_observations(&*self.store, workspace, request).await
+    }
+
+    /// `get_history`: the node's timeline, newest first, paged by `before`.
+    pub async fn get_history(&self, workspace: WorkspaceId, request: GetHistory) -> Result<History> {
+        crate::history::get_history(&*self.store, workspace, request).await
     }
 
     /// `end_observations`: at most 1,000 ordinals per call; the facts are kept, ended.

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
+use crate::history::{GetHistory, HistoryEntry};
 use crate::model::*;
 use crate::nodes::{
     CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
@@ -268,6 +269,14 @@ pub trait GraphStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         request: &Checked<GetNeighborhood>,
     ) -> Result<Neighborhood>;
+    /// `get_history`: the node's entries before `before`, newest first: `limit` of them, and
+    /// any more at the instant of the last (so that no entry falls between pages).
+    /// [`crate::Error::NotFound`] for an unknown node.
+    async fn get_history(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetHistory>,
+    ) -> Result<Vec<HistoryEntry>>;
     /// `get_path`: a shortest path (in hops, relations in either direction) of at most
     /// [`crate::limits::MAX_PATH_HOPS`]. [`crate::Error::NotFound`] for an unknown endpoint.
     async fn get_path(

@@ -154,11 +154,14 @@ impl RelationStore for PgStore {
                            AND r.from_node_id = f.id AND r.to_node_id = t.id
                            AND r.relation_type = d.relation_type
                          RETURNING r.workspace_id, r.from_node_id, r.to_node_id, r.relation_type,
-                                   r.valid_from, f.name AS from_name, t.name AS to_name
+                                   r.created_at, r.valid_from, f.name AS from_name,
+                                   t.name AS to_name
                      ), kept AS (
                          INSERT INTO ended_relations (workspace_id, from_node_id, to_node_id,
-                                                      relation_type, valid_from, valid_to)
-                         SELECT workspace_id, from_node_id, to_node_id, relation_type, valid_from,
+                                                      relation_type, created_at, valid_from,
+                                                      valid_to)
+                         SELECT workspace_id, from_node_id, to_node_id, relation_type, created_at,
+                                valid_from,
                                 greatest(coalesce($5::timestamptz, now()), valid_from)
                          FROM gone
                      )

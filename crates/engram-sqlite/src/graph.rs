@@ -52,7 +52,7 @@ impl GraphStore for SqliteStore {
                 };
                 // Now, the walk follows the current relations; in a read of the past, those
                 // that held then (or ever).
-                let rows = match validity::history(time) {
+                let rows = match validity::past(time) {
                     None => query(
                         tx,
                         include_str!("sql/neighborhood.sql"),

@@ -27,7 +27,7 @@ pub(crate) fn relations_among(
         "r.from_node_id IN (SELECT value FROM json_each(?1))
          {joined} r.to_node_id IN (SELECT value FROM json_each(?1))"
     );
-    match validity::history(time) {
+    match validity::past(time) {
         None => query(
             tx,
             &format!(
@@ -85,21 +85,25 @@ pub(crate) fn observations_in_file(tx: &Transaction<'_>) -> Result<i64> {
 
 pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<Stats> {
     tx.query_row(
-        // The kept counts (migration V7), moved by triggers on every insert and delete, less
-        // the facts that are no longer current (ended, or expired and not purged yet): the
-        // facts a read sees, counted through the partial index on the ending ones.
-        "SELECT w.name, c.nodes AS node_count,
-                c.observations - (SELECT count(*) FROM observations o
-                                  WHERE o.workspace_id = w.id AND o.valid_to IS NOT NULL
-                                    AND o.valid_to <= engram_now()) AS observation_count,
-                c.relations AS relation_count
+        // The kept counts (migration V7), moved by triggers on every insert and delete; the
+        // facts that have an end (ended, expired, or expiring) through the partial index on
+        // `valid_to` (V10).
+        "SELECT w.name, c.nodes AS node_count, c.observations AS observation_count,
+                c.relations AS relation_count,
+                coalesce(e.ended, 0) AS ended, coalesce(e.expiring, 0) AS expiring
          FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+         CROSS JOIN (SELECT sum(o.valid_to <= engram_now()) AS ended,
+                            sum(o.valid_to > engram_now()) AS expiring
+                     FROM observations o
+                     WHERE o.workspace_id = ?1 AND o.valid_to IS NOT NULL) e
          WHERE w.id = ?1",
         [workspace.0],
         |row| {
             Ok(Stats {
                 node_count: row.get("node_count")?,
                 observation_count: row.get("observation_count")?,
+                ended_observations: row.get("ended")?,
+                expiring_observations: row.get("expiring")?,
                 relation_count: row.get("relation_count")?,
                 // `Memory::get_stats` fills this in for its embedder's model.
                 embedding_coverage: 0.0,

@@ -188,7 +188,7 @@ impl RelationStore for SqliteStore {
                                OR (r.from_node_id = ?2 AND r.to_node_id = ?1)";
                 // Now, the current relations; in a read of the past, those that held then (or
                 // ever), each with its period.
-                match validity::history(time) {
+                match validity::past(time) {
                     None => query(
                         tx,
                         &format!(

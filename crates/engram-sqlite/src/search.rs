@@ -45,58 +45,86 @@ fn scored(rows: Vec<(i64, Option<f64>)>) -> Vec<(i64, f64)> {
         .collect()
 }
 
-/// Whether the workspace holds facts that are not current (ended, or expired and not purged
-/// yet): an index probe. Only then do the nearest vectors and the text ranking, which know
-/// nothing of time, have such facts to leave out.
-fn holds_past_facts(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<bool> {
-    tx.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM observations
-                        WHERE workspace_id = ?1 AND valid_to IS NOT NULL
-                          AND valid_to <= engram_now())",
-    )
-    .and_then(|mut statement| statement.query_row([workspace.0], |row| row.get(0)))
-    .map_err(db)
+/// Which facts a search sees: the current ones, or with `as_of` (microseconds) those that
+/// held then, each text as it read then.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    as_of: Option<i64>,
+    /// The indexes may hold facts the search does not see (the workspace holds facts that are
+    /// not current, or the search is of a past time): what they find is sifted.
+    sift: bool,
 }
 
-/// The observations among `ids` that are current facts.
-fn current(tx: &Transaction<'_>, ids: &[i64]) -> Result<HashSet<i64>> {
-    let current = query(
-        tx,
-        "SELECT id FROM observations
-         WHERE id IN (SELECT value FROM json_each(?1))
-           AND (valid_to IS NULL OR valid_to > engram_now())",
-        [id_list(ids)],
-        |row| row.get(0),
-    )?;
-    Ok(current.into_iter().collect())
-}
+impl Seen {
+    /// What `request` sees in `workspace`. Whether the workspace holds facts that are not
+    /// current (ended, or expired and not purged yet) is an index probe: only then do the
+    /// nearest vectors and the text ranking, which know nothing of time, have any to leave
+    /// out of a search of the present.
+    fn of(tx: &Transaction<'_>, workspace: WorkspaceId, request: &CandidateQuery) -> Result<Self> {
+        let as_of = request.as_of.map(crate::micros);
+        let sift = as_of.is_some()
+            || (tx.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM observations
+                                WHERE workspace_id = ?1 AND valid_to IS NOT NULL
+                                  AND valid_to <= engram_now())",
+            ))
+            .and_then(|mut statement| statement.query_row([workspace.0], |row| row.get(0)))
+            .map_err(db)?;
+        Ok(Self { as_of, sift })
+    }
 
-/// The `k` nearest current facts, from `search(depth)` (the `depth` nearest vectors of any
-/// fact): what it finds when `past` is false (the workspace holds only current facts); else
-/// that less the facts that are not current, searched again twice as deep (up to [`MAX_K`])
-/// while those crowd out current ones, best first.
-fn current_nearest(
-    tx: &Transaction<'_>,
-    past: bool,
-    k: usize,
-    mut search: impl FnMut(usize) -> Result<Vec<(i64, f64)>>,
-) -> Result<Vec<(i64, f64)>> {
-    let mut depth = k.min(MAX_K);
-    loop {
-        let mut found = search(depth)?;
-        if !past {
-            return Ok(found);
+    /// The SQL condition that the observation `o` is one the search sees; for a search of a
+    /// past time, the time is parameter `?{at}` (bind [`Seen::as_of`] there).
+    fn condition(self, at: usize) -> String {
+        match self.as_of {
+            None => "(o.valid_to IS NULL OR o.valid_to > engram_now())".to_owned(),
+            Some(_) => {
+                format!("o.valid_from <= ?{at} AND (o.valid_to IS NULL OR o.valid_to > ?{at})")
+            }
         }
-        let deepest = found.len() < depth || depth == MAX_K;
-        let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
-        let current = current(tx, &ids)?;
-        found.retain(|(id, _)| current.contains(id));
-        if found.len() >= k || deepest {
-            found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            found.truncate(k);
-            return Ok(found);
+    }
+
+    /// The observations among `ids` the search sees.
+    fn among(self, tx: &Transaction<'_>, ids: &[i64]) -> Result<HashSet<i64>> {
+        let sql = format!(
+            "SELECT o.id FROM observations o
+             WHERE o.id IN (SELECT value FROM json_each(?1)) AND {}",
+            self.condition(2)
+        );
+        let seen = match self.as_of {
+            None => query(tx, &sql, [id_list(ids)], |row| row.get(0))?,
+            Some(at) => query(tx, &sql, params![id_list(ids), at], |row| row.get(0))?,
+        };
+        Ok(seen.into_iter().collect())
+    }
+
+    /// The `k` nearest facts the search sees, from `search(depth)` (the `depth` nearest
+    /// vectors of any fact): what it finds when there is nothing to sift; else that less the
+    /// facts the search does not see, searched again twice as deep (up to [`MAX_K`]) while
+    /// those crowd out the others, best first.
+    fn nearest(
+        self,
+        tx: &Transaction<'_>,
+        k: usize,
+        mut search: impl FnMut(usize) -> Result<Vec<(i64, f64)>>,
+    ) -> Result<Vec<(i64, f64)>> {
+        let mut depth = k.min(MAX_K);
+        loop {
+            let mut found = search(depth)?;
+            if !self.sift {
+                return Ok(found);
+            }
+            let deepest = found.len() < depth || depth == MAX_K;
+            let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
+            let seen = self.among(tx, &ids)?;
+            found.retain(|(id, _)| seen.contains(id));
+            if found.len() >= k || deepest {
+                found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                found.truncate(k);
+                return Ok(found);
+            }
+            depth = (depth * 2).min(MAX_K);
         }
-        depth = (depth * 2).min(MAX_K);
     }
 }
 
@@ -105,11 +133,11 @@ fn types_json(request: &CandidateQuery) -> Option<String> {
     request.types().map(tags_json)
 }
 
-/// The `request.depth` current facts nearest `vector` in `perspective` as `(observation id,
-/// cosine similarity)`: from the perspective's inverted file when it has one
-/// ([`VectorLists`]), else a KNN query on the dimension's `vec0` table for the whole
-/// workspace, either less the facts that are not current when `past` ([`current_nearest`]);
-/// or an exact scan of the current facts a narrowed search keeps.
+/// The `request.depth` facts the search sees nearest `vector` in `perspective` as
+/// `(observation id, cosine similarity)`: from the perspective's inverted file when it has
+/// one ([`VectorLists`]), else a KNN query on the dimension's `vec0` table for the whole
+/// workspace, either sifted ([`Seen::nearest`]); or an exact scan of the facts a narrowed
+/// search keeps.
 fn nearest(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
@@ -117,7 +145,7 @@ fn nearest(
     perspective: PerspectiveId,
     vector: &[f32],
     lists: &VectorLists,
-    past: bool,
+    seen: Seen,
 ) -> Result<Vec<(i64, f64)>> {
     let (model, k) = (&request.model, request.depth);
     let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
@@ -127,7 +155,7 @@ fn nearest(
     if !request.is_narrowed() {
         let set = VectorLists::ready_set(tx, perspective, model, dims)?;
         let sql = include_str!("sql/knn.sql").replace("{table}", &vec_table(dims));
-        return current_nearest(tx, past, k, |depth| {
+        return seen.nearest(tx, k, |depth| {
             if let Some(set) = set
                 && let Some(found) = lists.nearest(tx, set, vector, depth)?
             {
@@ -143,8 +171,7 @@ fn nearest(
             .map(scored)
         });
     }
-    query(
-        tx,
+    let sql = format!(
         "SELECT e.observation_id, 1.0 - vec_distance_cosine(e.embedding, ?4) AS similarity
          FROM nodes n
          CROSS JOIN observations o ON o.node_id = n.id
@@ -152,22 +179,27 @@ fn nearest(
          WHERE n.workspace_id = ?1 AND e.model = ?2 AND e.perspective_id = ?3 AND e.dims = ?5
            AND (?6 IS NULL OR n.name = ?6)
            AND (?7 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?7)))
-           AND (o.valid_to IS NULL OR o.valid_to > engram_now())
+           AND {}
          ORDER BY similarity DESC, e.observation_id
          LIMIT ?8",
-        params![
-            workspace.0,
-            model,
-            perspective.0,
-            to_blob(vector),
-            dims,
-            request.within,
-            types_json(request),
-            i64::try_from(k).unwrap_or(i64::MAX)
-        ],
-        id_similarity,
-    )
-    .map(scored)
+        seen.condition(9)
+    );
+    let (blob, types) = (to_blob(vector), types_json(request));
+    let k = i64::try_from(k).unwrap_or(i64::MAX);
+    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![
+        &workspace.0,
+        model,
+        &perspective.0,
+        &blob,
+        &dims,
+        &request.within,
+        &types,
+        &k,
+    ];
+    if let Some(at) = &seen.as_of {
+        parameters.push(at);
+    }
+    query(tx, &sql, params_from_iter(parameters), id_similarity).map(scored)
 }
 
 /// The stored vectors of the given observations in `query`'s perspective, model and
@@ -209,30 +241,50 @@ fn candidate_vectors(
     )
 }
 
-/// The observations `ids` that are current facts, with their nodes.
-fn observation_rows(tx: &Transaction<'_>, ids: &[i64]) -> Result<Vec<ObservationRow>> {
+/// The observations `ids` the search sees, with their nodes; in a search of a past time,
+/// each text as it read then (the version `replace_observation` replaced first after that
+/// time, else the text now).
+fn observation_rows(tx: &Transaction<'_>, ids: &[i64], seen: Seen) -> Result<Vec<ObservationRow>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let row = |row: &Row<'_>| {
+        Ok(ObservationRow {
+            observation_id: row.get(0)?,
+            name: row.get(1)?,
+            entity_type: row.get(2)?,
+            summary: row.get(3)?,
+            ordinal: Ordinal(row.get(4)?),
+            content: row.get(5)?,
+            created_at: crate::timestamp(row.get(6)?),
+        })
+    };
+    let Some(at) = seen.as_of else {
+        return query(
+            tx,
+            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
+             FROM observations o
+             JOIN nodes n ON n.id = o.node_id
+             WHERE o.id IN (SELECT value FROM json_each(?1))
+               AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
+            [id_list(ids)],
+            row,
+        );
+    };
     query(
         tx,
-        "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
+        "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal,
+                coalesce((SELECT v.content FROM observation_versions v
+                          WHERE v.observation_id = o.id AND v.replaced_at > ?2
+                          ORDER BY v.replaced_at LIMIT 1),
+                         o.content),
+                o.created_at
          FROM observations o
          JOIN nodes n ON n.id = o.node_id
          WHERE o.id IN (SELECT value FROM json_each(?1))
-           AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
-        [id_list(ids)],
-        |row| {
-            Ok(ObservationRow {
-                observation_id: row.get(0)?,
-                name: row.get(1)?,
-                entity_type: row.get(2)?,
-                summary: row.get(3)?,
-                ordinal: Ordinal(row.get(4)?),
-                content: row.get(5)?,
-                created_at: crate::timestamp(row.get(6)?),
-            })
-        },
+           AND o.valid_from <= ?2 AND (o.valid_to IS NULL OR o.valid_to > ?2)",
+        params![id_list(ids), at],
+        row,
     )
 }
 
@@ -319,17 +371,17 @@ fn keep_if_any(terms: &mut Vec<String>, found: &mut Vec<i64>, keep: impl Fn(i64)
     }
 }
 
-/// The `limit` best full-text matches of `terms` among the current facts as `(observation id,
-/// score)`: bm25, negated so that higher is better; of a [`TextTerms::capped`] query, the best
-/// of its first [`words::FREQUENT_TERM_RANKED`] matches in the workspace. `past`: the
-/// workspace holds facts that are not current ([`holds_past_facts`]).
+/// The `limit` best full-text matches of `terms` among the facts the search sees as
+/// `(observation id, score)`: bm25, negated so that higher is better; of a
+/// [`TextTerms::capped`] query, the best of its first [`words::FREQUENT_TERM_RANKED`] matches
+/// in the workspace. In a search of a past time, the texts matched are today's.
 fn text_matches(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     terms: &TextTerms,
     limit: usize,
     request: &CandidateQuery,
-    past: bool,
+    seen: Seen,
 ) -> Result<Vec<(i64, f64)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let ranked = match terms.capped {
@@ -339,9 +391,9 @@ fn text_matches(
     let types = types_json(request);
     let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![&terms.query, &limit, &ranked];
     // Nodes are joined only for a filter: every match would pass its `NULL` tests. With one
-    // workspace in the file and only current facts in it every match is one to rank: FTS5
-    // ranks its matches alone, without joining each one to its observation row (a sixth of a
-    // common word's search).
+    // workspace in the file and nothing to sift every match is one to rank: FTS5 ranks its
+    // matches alone, without joining each one to its observation row (a sixth of a common
+    // word's search).
     let (join, filter) = if request.is_narrowed() {
         parameters.extend([
             &workspace.0 as &dyn rusqlite::ToSql,
@@ -350,19 +402,25 @@ fn text_matches(
         ]);
         (
             "JOIN observations o ON o.id = observations_fts.rowid JOIN nodes n ON n.id = o.node_id",
-            "AND o.workspace_id = ?4 AND (?5 IS NULL OR n.name = ?5)
-             AND (?6 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?6)))
-             AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
+            format!(
+                "AND o.workspace_id = ?4 AND (?5 IS NULL OR n.name = ?5)
+                 AND (?6 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?6)))
+                 AND {}",
+                seen.condition(7)
+            ),
         )
-    } else if !past && only_workspace(tx)? {
-        ("", "")
+    } else if !seen.sift && only_workspace(tx)? {
+        ("", String::new())
     } else {
         parameters.push(&workspace.0);
         (
             "JOIN observations o ON o.id = observations_fts.rowid",
-            "AND o.workspace_id = ?4 AND (o.valid_to IS NULL OR o.valid_to > engram_now())",
+            format!("AND o.workspace_id = ?4 AND {}", seen.condition(5)),
         )
     };
+    if let (Some(at), false) = (&seen.as_of, join.is_empty()) {
+        parameters.push(at);
+    }
     // A negative LIMIT is none. The scan stops at the capped query's first matches.
     let sql = format!(
         "SELECT id, score FROM (
@@ -420,11 +478,12 @@ impl SearchStore for SqliteStore {
                 let mut set = CandidateSet::new(&request);
                 let mut complete_ranking = false;
                 let model = &request.model;
-                // Facts that are not current are left out of every candidate list.
-                let past = holds_past_facts(tx, workspace)?;
+                // The facts the search does not see (not current, or not holding at `as_of`)
+                // are left out of every candidate list.
+                let seen = Seen::of(tx, workspace, &request)?;
                 for (index, v) in request.vectors.iter().enumerate() {
                     let (perspective, vector) = (v.perspective, &v.vector);
-                    let found = nearest(tx, workspace, &request, perspective, vector, &lists, past)?;
+                    let found = nearest(tx, workspace, &request, perspective, vector, &lists, seen)?;
                     set.add_nearest(index, found);
                 }
                 if let Some(terms) = &terms {
@@ -434,7 +493,7 @@ impl SearchStore for SqliteStore {
                         true => request.text_depth,
                         false => TEXT_RANKING_LIMIT.max(request.text_depth),
                     };
-                    let ranking = text_matches(tx, workspace, terms, limit, &request, past)?;
+                    let ranking = text_matches(tx, workspace, terms, limit, &request, seen)?;
                     // A capped query's other matches go without a text score: scoring chosen
                     // rows costs FTS5 a pass over each frequent word's matches per row.
                     complete_ranking = ranking.len() < limit || terms.capped;
@@ -452,7 +511,7 @@ impl SearchStore for SqliteStore {
                     let missing = set.without_text_score();
                     set.set_text_scores(text_scores(tx, &terms.query, &missing)?);
                 }
-                let rows = observation_rows(tx, &set.ids())?;
+                let rows = observation_rows(tx, &set.ids(), seen)?;
                 Ok(Gathered {
                     candidates: set.finish(rows),
                     perspectives,

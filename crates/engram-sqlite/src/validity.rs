@@ -20,7 +20,7 @@ use crate::{micros, timestamp};
 /// The time parameter of a read that is not of the present: `None` for every time (a `NULL`
 /// the SQL reads as "no bound"), else the time read, in microseconds; `None` for [`ReadTime::Now`]
 /// itself, whose statements take no time parameter.
-pub(crate) fn history(time: ReadTime) -> Option<Option<i64>> {
+pub(crate) fn past(time: ReadTime) -> Option<Option<i64>> {
     match time {
         ReadTime::Now => None,
         ReadTime::Ever => Some(None),
@@ -29,7 +29,7 @@ pub(crate) fn history(time: ReadTime) -> Option<Option<i64>> {
 }
 
 /// A table expression that stands for `relations r` filtered by `filter` (a condition on
-/// `r`) in a read of the past (`?{at}` the time, see [`history`]): the current relations that
+/// `r`) in a read of the past (`?{at}` the time, see [`past`]): the current relations that
 /// held from their `valid_from` on and the ended ones within their period, or every one there
 /// ever was for a `NULL` time; with the columns reads use, `valid_from` and `valid_to` (`NULL`
 /// for a current relation). The filter is in both arms, where their endpoint indexes serve it
@@ -61,7 +61,7 @@ pub(crate) fn dated_relation(row: &Row<'_>) -> rusqlite::Result<Relation> {
 /// [`ReadTime::At`] those that held then, each text as it read then (the version that
 /// `replace_observation` replaced first after that time, else the text now).
 pub(crate) fn facts(tx: &Transaction<'_>, node: i64, time: ReadTime) -> Result<Vec<Observation>> {
-    let Some(at) = history(time) else {
+    let Some(at) = past(time) else {
         return query(
             tx,
             "SELECT ordinal, content, valid_to FROM observations

@@ -43,6 +43,7 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
     expected.extend([
         "end_observations",
         "end_relations",
+        "get_history",
         "read_graph",
         "search_observations",
     ]);

@@ -145,6 +145,26 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     .await;
     assert!(texts(&then).contains(&"Alice reviews every storage change"), "{then}");
 
+    // The history has both employers, the end, and the replaced text.
+    let history = ok(&client, "get_history", json!({"name": "Alice"})).await;
+    let entries: Vec<String> = (history["events"].as_array().unwrap().iter())
+        .map(|e| {
+            let relation = e["relation"]["to"].as_str().unwrap_or_default();
+            format!("{} {relation}", e["operation"].as_str().unwrap()).trim().to_owned()
+        })
+        .collect();
+    for expected in [
+        "relation_created Globex",
+        "relation_ended Acme",
+        "relation_created Acme",
+        "observation_ended",
+        "observation_replaced",
+        "created",
+    ] {
+        assert!(entries.contains(&expected.to_owned()), "{expected}: {entries:?}");
+    }
+    assert_eq!(history["next_before"], Value::Null);
+
     // Refusals name the argument and change nothing.
     let refused = tool_error(
         &client,

@@ -179,6 +179,11 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .unwrap();
     note("end_observations", transactions::take());
     memory
+        .get_history(ws, GetHistory::new("Alice"))
+        .await
+        .unwrap();
+    note("get_history", transactions::take());
+    memory
         .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
         .unwrap();
@@ -254,6 +259,7 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("delete_relations", &["delete_relations"]),
     ("end_relations", &["end_relations"]),
     ("end_observations", &["end_observations"]),
+    ("get_history", &["get_history"]),
     ("delete_observations", &["delete_observations"]),
     ("delete_entities", &["delete_entities"]),
 ];

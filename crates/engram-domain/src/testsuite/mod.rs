@@ -116,6 +116,7 @@ macro_rules! memory_store_test_suite {
             replaced_texts_are_read_as_of_their_time,
             ended_relations_leave_reads_and_start_again,
             expired_facts_leave_reads_at_once_and_are_purged,
+            history_tells_what_happened_newest_first,
             // relations
             create_relations_reports_created_existing_and_missing,
             relations_repeated_in_one_call_count_once,

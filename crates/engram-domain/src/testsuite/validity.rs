@@ -434,3 +434,123 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         ["the build uses cargo", "the demo is next week"]
     );
 }
+
+pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore>) {
+    use crate::{GetHistory, HistoryOperation as Op, SetSummary, SetTags};
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let step = || tokio::time::sleep(Duration::from_millis(5));
+    memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![
+                entity("Alice", "person", &["likes tea", "lives in Lisbon"]),
+                entity("Acme", "org", &[]),
+            ]),
+        )
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .replace_observation(ws, ReplaceObservation::new("Alice", crate::Ordinal(2), "lives in Porto"))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .create_relations(ws, CreateRelations::new(&[relation("Alice", "works_at", "Acme")]))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .end_relations(ws, EndRelations::new(&[relation("Alice", "works_at", "Acme")]))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .end_observations(ws, EndObservations::new(&[endings("Alice", &[1])]))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .set_summary(ws, SetSummary::new("Alice", "An engineer."))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .set_tags(ws, SetTags::new("Alice", &strings(&["team"])))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .add_observations(ws, AddObservations::new(&[additions("Alice", &["has a secret"])]))
+        .await
+        .unwrap();
+    step().await;
+    memory
+        .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[3])]))
+        .await
+        .unwrap();
+
+    let history = memory
+        .get_history(ws, GetHistory::new("Alice"))
+        .await
+        .unwrap();
+    let operations: Vec<Op> = history.events.iter().map(|e| e.operation).collect();
+    assert_eq!(
+        operations,
+        [
+            Op::ObservationDeleted,
+            Op::TagsSet,
+            Op::SummarySet,
+            Op::ObservationEnded,
+            Op::RelationEnded,
+            Op::RelationCreated,
+            Op::ObservationReplaced,
+            Op::ObservationAdded,
+            Op::ObservationAdded,
+            Op::Created,
+        ],
+        "{history:?}"
+    );
+    assert_eq!(history.next_before, None);
+    // A deleted fact leaves no text behind, not even in its history.
+    let texts: Vec<&str> = (history.events.iter())
+        .flat_map(|e| e.content.iter().chain(&e.old_content))
+        .map(String::as_str)
+        .collect();
+    assert!(!texts.contains(&"has a secret"), "{texts:?}");
+    let replaced = &history.events[6];
+    assert_eq!(replaced.ordinal, Some(crate::Ordinal(2)));
+    assert_eq!(replaced.content.as_deref(), Some("lives in Porto"));
+    assert_eq!(replaced.old_content.as_deref(), Some("lives in Lisbon"));
+    let added: Vec<(i64, &str)> = (history.events[7..9].iter())
+        .map(|e| (e.ordinal.unwrap().0, e.content.as_deref().unwrap()))
+        .collect();
+    assert_eq!(added, [(2, "lives in Lisbon"), (1, "likes tea")]);
+    let ended = history.events[4].relation.as_ref().unwrap();
+    assert_eq!((ended.to.as_str(), ended.relation_type.as_str()), ("Acme", "works_at"));
+    // Acme's history has the relation too.
+    let acme = memory.get_history(ws, GetHistory::new("Acme")).await.unwrap();
+    let operations: Vec<Op> = acme.events.iter().map(|e| e.operation).collect();
+    assert_eq!(operations, [Op::RelationEnded, Op::RelationCreated, Op::Created]);
+
+    // Pages: every entry once, an instant never split.
+    let mut paged = Vec::new();
+    let mut request = GetHistory::new("Alice").limit(3);
+    loop {
+        let page = memory.get_history(ws, request.clone()).await.unwrap();
+        paged.extend(page.events);
+        match page.next_before {
+            Some(before) => request = request.before(before),
+            None => break,
+        }
+    }
+    assert_eq!(paged, history.events);
+    match memory.get_history(ws, GetHistory::new("Alicia")).await {
+        Err(Error::NotFound { did_you_mean, .. }) => assert_eq!(did_you_mean, ["Alice"]),
+        other => panic!("expected not found, got {other:?}"),
+    }
+    assert_invalid(
+        memory.get_history(ws, GetHistory::new("Alice").limit(0)).await,
+        "limit",
+    );
+}

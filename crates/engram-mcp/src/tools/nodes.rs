@@ -50,6 +50,18 @@ impl EngramServer {
         Ok(Json(self.memory.open_nodes(workspace, request).await?))
     }
 
+    /// A node's history, newest first: facts added, replaced (old and new text), ended and
+    /// deleted, relations created and ended, summary and tags set. Page with `before`.
+    #[tool(annotations(read_only_hint = true))]
+    async fn get_history(
+        &self,
+        Parameters(request): Parameters<GetHistory>,
+        extensions: Extensions,
+    ) -> Result<Json<History>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        Ok(Json(self.memory.get_history(workspace, request).await?))
+    }
+
     /// List every node of one type.
     #[tool(annotations(read_only_hint = true))]
     async fn get_nodes_by_type(

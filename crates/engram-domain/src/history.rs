@@ -1,0 +1,184 @@
+//! A node's history (`get_history`): what happened to it, newest first. Both stores read it
+//! from what they keep anyway: the node's creation, every observation (its first text, its
+//! replaced versions, its end), every relation touching it (current and ended), and the
+//! events of what leaves no row (deletions, changes to the node's summary, tags or type).
+//! A deleted observation leaves its deletion and no text: deleting is for good.
+
+use serde::{Deserialize, Serialize};
+
+use crate::checked::Checked;
+use crate::error::Result;
+use crate::limits;
+use crate::model::*;
+use crate::store::*;
+
+/// Default page size of `get_history`.
+pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
+
+fn default_history_limit() -> u32 {
+    DEFAULT_HISTORY_LIMIT
+}
+
+/// `get_history`: a node's timeline, newest first, a page at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetHistory {
+    /// The node.
+    pub name: String,
+    /// At most this many entries, 1–1,000 (more only to finish the last instant, so that no
+    /// entry falls between pages). Default 50.
+    #[serde(default = "default_history_limit")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    pub limit: u32,
+    /// Only entries before this time (RFC 3339): the previous page's `next_before`.
+    #[serde(default)]
+    pub before: Option<Timestamp>,
+}
+
+impl GetHistory {
+    /// The newest [`DEFAULT_HISTORY_LIMIT`] entries of `name`'s history.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            limit: DEFAULT_HISTORY_LIMIT,
+            before: None,
+        }
+    }
+
+    /// At most `limit` entries.
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Only entries before `time`.
+    #[must_use]
+    pub fn before(mut self, time: Timestamp) -> Self {
+        self.before = Some(time);
+        self
+    }
+
+    /// The request if the name is valid and `limit` is 1–1,000; else
+    /// [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("name", &self.name)?;
+        limits::within("limit", self.limit, limits::LIMIT)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// What happened in a [`HistoryEntry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryOperation {
+    /// The node was created.
+    Created,
+    /// A fact was added (`content`: its first text).
+    ObservationAdded,
+    /// A fact's text was replaced (`old_content` by `content`).
+    ObservationReplaced,
+    /// A fact stopped holding (`end_observations`).
+    ObservationEnded,
+    /// A fact expired (until the purge deletes it).
+    ObservationExpired,
+    /// Facts were deleted (no text: deleting is for good).
+    ObservationDeleted,
+    /// A relation was created.
+    RelationCreated,
+    /// A relation stopped holding (`end_relations`).
+    RelationEnded,
+    /// A relation was deleted (recorded on its source node).
+    RelationDeleted,
+    /// The summary was set.
+    SummarySet,
+    /// The tags were set.
+    TagsSet,
+    /// The type changed.
+    EntityTypeSet,
+    /// The name changed.
+    NameSet,
+    /// The node changed (recorded before histories said how).
+    Updated,
+}
+
+impl HistoryOperation {
+    /// The operation a store names with its wire name (`observation_added`, …); `Updated` for
+    /// a name it does not know.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "created" => Self::Created,
+            "observation_added" => Self::ObservationAdded,
+            "observation_replaced" => Self::ObservationReplaced,
+            "observation_ended" => Self::ObservationEnded,
+            "observation_expired" => Self::ObservationExpired,
+            "observation_deleted" => Self::ObservationDeleted,
+            "relation_created" => Self::RelationCreated,
+            "relation_ended" => Self::RelationEnded,
+            "relation_deleted" => Self::RelationDeleted,
+            "summary_set" => Self::SummarySet,
+            "tags_set" => Self::TagsSet,
+            "entity_type_set" => Self::EntityTypeSet,
+            "name_set" => Self::NameSet,
+            _ => Self::Updated,
+        }
+    }
+}
+
+/// One entry of a node's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HistoryEntry {
+    /// When it happened (for an end: the end's time, which may be earlier than when it was
+    /// recorded).
+    pub at: Timestamp,
+    /// What happened.
+    pub operation: HistoryOperation,
+    /// The fact's ordinal, for a fact's entries; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<Ordinal>,
+    /// The fact's text (added, ended; the new text when replaced); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The replaced text; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_content: Option<String>,
+    /// The relation, for a relation's entries (a deleted one is not named); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relation: Option<Relation>,
+}
+
+/// Result of `get_history`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct History {
+    /// The node.
+    pub name: String,
+    /// Its entries, newest first.
+    pub events: Vec<HistoryEntry>,
+    /// When the page is full: `before` for the next page; `null` at the node's creation.
+    pub next_before: Option<Timestamp>,
+}
+
+/// The semantics of [`Memory::get_history`](crate::Memory::get_history).
+pub(crate) async fn get_history(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    request: GetHistory,
+) -> Result<History> {
+    let request = request.check()?;
+    let result = store.get_history(workspace, &request).await;
+    let events = crate::suggestions::explain(store, workspace, result).await?;
+    let full = events.len() >= request.limit as usize;
+    let next_before = match events.last() {
+        Some(last) if full && last.operation != HistoryOperation::Created => Some(last.at),
+        _ => None,
+    };
+    Ok(History {
+        name: request.name.clone(),
+        events,
+        next_before,
+    })
+}
