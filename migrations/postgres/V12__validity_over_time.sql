@@ -83,3 +83,13 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+
+-- Aliases: other names a node answers to (a merged duplicate's name, or set by hand). An alias
+-- is no node's name (checked when set) and one node's only (the key).
+CREATE TABLE node_aliases (
+    workspace_id  bigint NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    alias         text NOT NULL CHECK (octet_length(alias) BETWEEN 1 AND 256),
+    node_id       bigint NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    PRIMARY KEY (workspace_id, alias)
+);
+CREATE INDEX node_aliases_node ON node_aliases (node_id);

@@ -39,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
                          task and measured {} embeddings per batch",
                         (n * 10 + i) % 97
                     )
+                    .into()
                 })
                 .take(count - (n * 10).min(count))
                 .collect(),

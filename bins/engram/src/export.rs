@@ -137,11 +137,9 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                     let (mut nodes, mut relations) = (Vec::new(), Vec::new());
                     each_page(memory, workspace.id, false, |page, edges| {
                         nodes.extend(page.iter().map(|n| (n.name.clone(), n.entity_type.clone())));
-                        relations.extend(edges.iter().map(|r| Relation {
-                            from: r.from.clone(),
-                            to: r.to.clone(),
-                            relation_type: r.relation_type.clone(),
-                        }));
+                        relations.extend(
+                            (edges.iter()).map(|r| Relation::new(&r.from, &r.to, &r.relation_type)),
+                        );
                         Ok(())
                     })
                     .await?;
@@ -298,11 +296,7 @@ mod tests {
             ("Alice", "works_on", "engram#1"),
         ]
         .iter()
-        .map(|(f, r, t)| Relation {
-            from: (*f).to_owned(),
-            to: (*t).to_owned(),
-            relation_type: (*r).to_owned(),
-        })
+        .map(|(f, r, t)| Relation::new(*f, *t, *r))
         .collect();
         (nodes, relations)
     }

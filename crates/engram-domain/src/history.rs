@@ -100,6 +100,8 @@ pub enum HistoryOperation {
     EntityTypeSet,
     /// The name changed.
     NameSet,
+    /// A duplicate was merged into the node (`content`: its name, now an alias).
+    Merged,
     /// The node changed (recorded before histories said how).
     Updated,
 }
@@ -122,6 +124,7 @@ impl HistoryOperation {
             "tags_set" => Self::TagsSet,
             "entity_type_set" => Self::EntityTypeSet,
             "name_set" => Self::NameSet,
+            "merged" => Self::Merged,
             _ => Self::Updated,
         }
     }

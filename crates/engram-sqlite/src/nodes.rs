@@ -9,8 +9,8 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use tracing::instrument;
 
 use crate::error::db;
-use crate::{SqliteStore, validity};
 use crate::sql::{id_list, query, strings, tags_json};
+use crate::{SqliteStore, validity};
 use crate::{micros, timestamp};
 
 /// The relations touching the nodes `ids` as `endpoints` says, sorted, as `time` sees them:

@@ -17,10 +17,13 @@ use crate::validity;
 const RELATIONS_UNIQUE: &str = "relations.workspace_id, relations.from_node_id, \
                                 relations.to_node_id, relations.relation_type";
 
-/// The relations without repeats, in first-occurrence order.
+/// The relations without repeats, in first-occurrence order. A repeat is the same relation
+/// by its names and type, whatever `valid_from` it gives.
 pub(crate) fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
     let mut seen = HashSet::new();
-    relations.iter().filter(|r| seen.insert(*r)).collect()
+    (relations.iter())
+        .filter(|r| seen.insert((&r.from_entity, &r.to_entity, &r.relation_type)))
+        .collect()
 }
 
 /// `WHERE` for the relation `?2 -[?4]-> ?3` of workspace `?1`.

@@ -483,7 +483,8 @@ impl SearchStore for SqliteStore {
                 let seen = Seen::of(tx, workspace, &request)?;
                 for (index, v) in request.vectors.iter().enumerate() {
                     let (perspective, vector) = (v.perspective, &v.vector);
-                    let found = nearest(tx, workspace, &request, perspective, vector, &lists, seen)?;
+                    let found =
+                        nearest(tx, workspace, &request, perspective, vector, &lists, seen)?;
                     set.add_nearest(index, found);
                 }
                 if let Some(terms) = &terms {

@@ -151,7 +151,9 @@ pub(crate) fn end_observations(
         };
         for ordinal in ordinals {
             let period: Option<(i64, i64)> = end
-                .query_row(params![node, ordinal, ended_at], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(params![node, ordinal, ended_at], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .optional()
                 .map_err(db)?;
             match period {
@@ -194,12 +196,10 @@ pub(crate) fn end_relations(
         .map_err(db)?;
     let ended_at = request.ended_at.map(micros);
     let mut result = EndedRelations::default();
-    // Echoed as given, less the `valid_from` only `create_relations` reads; repeats once.
-    let specs: Vec<RelationSpec> = (request.relations.iter())
-        .map(|r| RelationSpec::new(&r.from_entity, &r.to_entity, &r.relation_type))
-        .collect();
-    for spec in crate::relations::distinct(&specs) {
+    for spec in crate::relations::distinct(&request.relations) {
         let (from, to, relation_type) = (&spec.from_entity, &spec.to_entity, &spec.relation_type);
+        // Echoed as given, less the `valid_from` only `create_relations` reads.
+        let echoed = RelationSpec::new(from, to, relation_type);
         let taken: Option<(i64, i64, i64, i64)> = take
             .query_row(
                 params![workspace.0, from, to, relation_type, ended_at],
@@ -208,7 +208,7 @@ pub(crate) fn end_relations(
             .optional()
             .map_err(db)?;
         let Some((from_id, to_id, valid_from, valid_to)) = taken else {
-            result.not_found.push(spec.clone());
+            result.not_found.push(echoed);
             continue;
         };
         if valid_to < valid_from {
@@ -228,7 +228,7 @@ pub(crate) fn end_relations(
             valid_to
         ])
         .map_err(db)?;
-        result.ended.push(spec.clone());
+        result.ended.push(echoed);
     }
     Ok(result)
 }

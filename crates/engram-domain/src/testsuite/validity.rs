@@ -383,8 +383,10 @@ async fn open_node_relations(memory: &Memory, ws: WorkspaceId, time: ReadTime) -
 
 pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
-    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(600);
-    let next_week = chrono::Utc::now() + chrono::Duration::days(7);
+    // Stores keep microseconds.
+    let micros = |t: Timestamp| Timestamp::from_timestamp_micros(t.timestamp_micros()).unwrap();
+    let soon = micros(chrono::Utc::now() + chrono::Duration::milliseconds(600));
+    let next_week = micros(chrono::Utc::now() + chrono::Duration::days(7));
     let expiring = |content: &str, expires_at| NewFact {
         content: content.into(),
         valid_from: None,
@@ -545,7 +547,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         }
     }
     assert_eq!(paged, history.events);
-    match memory.get_history(ws, GetHistory::new("Alicia")).await {
+    match memory.get_history(ws, GetHistory::new("alice")).await {
         Err(Error::NotFound { did_you_mean, .. }) => assert_eq!(did_you_mean, ["Alice"]),
         other => panic!("expected not found, got {other:?}"),
     }

@@ -50,10 +50,17 @@ WITH entries AS (
       AND NOT (e.subject = 'relation' AND EXISTS (
           SELECT 1 FROM ended_relations r WHERE r.from_node_id = $1 AND r.recorded_at = e.at))
   UNION ALL
-    SELECT e.at, coalesce(f.field || '_set', 'updated'), NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL
+    -- `merged:<source>` names a node merged into this one (its name, which may hold commas, in
+    -- `content`); other details list the fields an update changed.
+    SELECT e.at,
+           CASE WHEN e.detail LIKE 'merged:%' THEN 'merged'
+                ELSE coalesce(f.field || '_set', 'updated') END,
+           NULL, CASE WHEN e.detail LIKE 'merged:%' THEN substr(e.detail, 8) END, NULL, NULL, NULL,
+           NULL, NULL, NULL
     FROM events e
-    LEFT JOIN LATERAL unnest(string_to_array(nullif(e.detail, ''), ',')) AS f (field) ON true
+    LEFT JOIN LATERAL unnest(CASE WHEN e.detail LIKE 'merged:%' THEN ARRAY[NULL::text]
+                                  ELSE string_to_array(nullif(e.detail, ''), ',') END)
+         AS f (field) ON true
     WHERE e.node_id = $1 AND e.subject = 'node' AND e.operation = 'update'
 ), page AS (
     SELECT at FROM entries

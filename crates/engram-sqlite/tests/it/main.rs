@@ -2,6 +2,7 @@
 //! its own, plus SQLite-specific checks.
 
 mod sqlite;
+mod validity;
 mod vector_lists;
 
 use std::path::Path;

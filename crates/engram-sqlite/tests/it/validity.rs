@@ -14,6 +14,7 @@ use engram_domain::{
     ObservationEndings, OpenNodes, Ordinal, ReadGraph, ReadTime, RelationSpec, ReplaceObservation,
     SearchMode, SearchObservations, Timestamp, WorkspaceId,
 };
+use engram_domain::{GetHistory, HistoryOperation};
 
 fn ending(name: &str, ordinals: &[i64]) -> ObservationEndings {
     ObservationEndings {
@@ -38,9 +39,19 @@ fn owned(facts: &[(i64, &str)]) -> Vec<(i64, String)> {
 }
 
 /// `(name, ordinal)` of what a search for `query` in `mode` finds.
-async fn found(memory: &Memory, ws: WorkspaceId, query: &str, mode: SearchMode) -> Vec<(String, i64)> {
+async fn found(
+    memory: &Memory,
+    ws: WorkspaceId,
+    query: &str,
+    mode: SearchMode,
+) -> Vec<(String, i64)> {
     let found = memory
-        .search_observations(ws, &SearchObservations::new(query).mode(mode).min_score(Some(0.0)))
+        .search_observations(
+            ws,
+            &SearchObservations::new(query)
+                .mode(mode)
+                .min_score(Some(0.0)),
+        )
         .await
         .unwrap();
     assert_eq!(found.mode, mode, "{found:?}");
@@ -56,7 +67,11 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     let memory = memory.with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder, 64);
-    let alice = entity("Alice", "person", &["lives in Lisbon", "works on engram", "likes Bob"]);
+    let alice = entity(
+        "Alice",
+        "person",
+        &["lives in Lisbon", "works on engram", "likes Bob"],
+    );
     let bob = entity("Bob", "person", &["lives in Porto"]);
     (memory.create_entities(ws, CreateEntities::new(vec![alice, bob])))
         .await
@@ -77,7 +92,10 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
     assert_eq!(ended.len(), 2);
     assert_eq!(ended[0].ended_ordinals, [Ordinal(1), Ordinal(3)]);
     assert_eq!(ended[0].not_found_ordinals, [Ordinal(9)]);
-    assert_eq!((ended[1].entity_name.as_str(), ended[1].ended_ordinals.len()), ("Nobody", 0));
+    assert_eq!(
+        (ended[1].entity_name.as_str(), ended[1].ended_ordinals.len()),
+        ("Nobody", 0)
+    );
     assert_eq!(ended[1].not_found_ordinals, [Ordinal(1)]);
     indexer.run_until_idle().await.unwrap();
 
@@ -86,10 +104,20 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
     assert_eq!(now, owned(&[(2, "works on engram")]));
     for mode in [SearchMode::Text, SearchMode::Embedding, SearchMode::Hybrid] {
         let lisbon = found(&memory, ws, "lives in Lisbon", mode).await;
-        assert!(!lisbon.contains(&("Alice".to_owned(), 1)), "{mode:?}: {lisbon:?}");
+        assert!(
+            !lisbon.contains(&("Alice".to_owned(), 1)),
+            "{mode:?}: {lisbon:?}"
+        );
     }
-    assert!(memory.find_unlinked_references(ws).await.unwrap().is_empty());
-    assert_eq!(memory.get_stats(ws).await.unwrap().observation_count, 2);
+    assert!(
+        memory
+            .find_unlinked_references(ws)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let stats = memory.get_stats(ws).await.unwrap();
+    assert_eq!((stats.observation_count, stats.ended_observations), (4, 2));
     let page = memory
         .read_graph(ws, ReadGraph::new(GraphDetail::Full))
         .await
@@ -116,11 +144,20 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
         .unwrap();
     assert_eq!(again[0].not_found_ordinals, [Ordinal(1)]);
     let replaced = memory
-        .replace_observation(ws, ReplaceObservation::new("Alice", Ordinal(1), "lives in Faro"))
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("Alice", Ordinal(1), "lives in Faro"),
+        )
         .await;
-    assert!(matches!(replaced, Err(Error::NotFound { .. })), "{replaced:?}");
+    assert!(
+        matches!(replaced, Err(Error::NotFound { .. })),
+        "{replaced:?}"
+    );
     let added = memory
-        .add_observations(ws, AddObservations::new(&[additions("Alice", &["lives in Lisbon"])]))
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Alice", &["lives in Lisbon"])]),
+        )
         .await
         .unwrap();
     assert_eq!(added[0].added.len(), 1, "{added:?}");
@@ -152,7 +189,11 @@ async fn a_fact_reads_as_it_was_at_a_time() {
         .await
         .unwrap();
 
-    assert!(facts(&memory, ws, "A", ReadTime::At(before)).await.is_empty());
+    assert!(
+        facts(&memory, ws, "A", ReadTime::At(before))
+            .await
+            .is_empty()
+    );
     for (at, text) in times.iter().zip(["draft", "second", "third"]) {
         let then = facts(&memory, ws, "A", ReadTime::At(*at)).await;
         assert_eq!(then, owned(&[(1, text)]), "as of {at}");
@@ -210,7 +251,11 @@ async fn ending_before_a_fact_began_changes_nothing() {
     assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
     assert!(error.to_string().contains("the fact A#2"), "{error}");
     let now = facts(&memory, ws, "A", ReadTime::Now).await;
-    assert_eq!(now, owned(&[(1, "old"), (2, "new")]), "fact 1 is not ended either");
+    assert_eq!(
+        now,
+        owned(&[(1, "old"), (2, "new")]),
+        "fact 1 is not ended either"
+    );
 }
 
 fn period(relation: &engram_domain::Relation) -> (Option<Timestamp>, Option<Timestamp>) {
@@ -239,13 +284,19 @@ async fn ended_relations_are_kept_with_their_period() {
     tick().await;
     let missing = RelationSpec::new("A", "C", "knows");
     let ended = memory
-        .end_relations(ws, EndRelations::new(&[knows.clone(), missing.clone(), likes.clone()]))
+        .end_relations(
+            ws,
+            EndRelations::new(&[knows.clone(), missing.clone(), likes.clone()]),
+        )
         .await
         .unwrap();
-    assert_eq!(ended.ended, [RelationSpec::new("A", "B", "knows"), likes.clone()]);
+    assert_eq!(
+        ended.ended,
+        [RelationSpec::new("A", "B", "knows"), likes.clone()]
+    );
     assert_eq!(ended.not_found, [missing]);
     let again = memory
-        .end_relations(ws, EndRelations::new(&[likes.clone()]))
+        .end_relations(ws, EndRelations::new(std::slice::from_ref(&likes)))
         .await
         .unwrap();
     assert_eq!((again.ended.len(), again.not_found.len()), (0, 1));
@@ -257,7 +308,10 @@ async fn ended_relations_are_kept_with_their_period() {
     assert!(between(ReadTime::Now).await.is_empty());
     let every = between(ReadTime::Ever).await;
     assert_eq!(every.len(), 1);
-    assert_eq!(every[0].valid_from.map(|t| t.timestamp_micros()), Some(since.timestamp_micros()));
+    assert_eq!(
+        every[0].valid_from.map(|t| t.timestamp_micros()),
+        Some(since.timestamp_micros())
+    );
     assert!(every[0].valid_to.is_some_and(|to| to > meanwhile));
     assert_eq!(between(ReadTime::At(meanwhile)).await, every);
     let before = since - chrono::Duration::minutes(1);
@@ -274,20 +328,29 @@ async fn ended_relations_are_kept_with_their_period() {
     let (names, relations) = around(ReadTime::At(meanwhile)).await;
     assert_eq!(names, ["A", "B", "C"]);
     assert_eq!(relations.len(), 2);
-    assert!(relations.iter().all(|r| r.valid_to.is_some()), "{relations:?}");
+    assert!(
+        relations.iter().all(|r| r.valid_to.is_some()),
+        "{relations:?}"
+    );
     let (names, _) = around(ReadTime::At(before)).await;
     assert_eq!(names, ["A"], "likes began after `before`, knows too");
 
     // Created again: a new period beside the old one.
-    (memory.create_relations(ws, CreateRelations::new(&[RelationSpec::new("A", "B", "knows")])))
-        .await
-        .unwrap();
+    (memory.create_relations(
+        ws,
+        CreateRelations::new(&[RelationSpec::new("A", "B", "knows")]),
+    ))
+    .await
+    .unwrap();
     let now = between(ReadTime::Now).await;
     assert_eq!(now.len(), 1);
     assert_eq!(period(&now[0]), (None, None));
     let every = between(ReadTime::Ever).await;
     assert_eq!(every.len(), 2);
-    assert!(every[0].valid_to.is_some() && every[1].valid_to.is_none(), "{every:?}");
+    assert!(
+        every[0].valid_to.is_some() && every[1].valid_to.is_none(),
+        "{every:?}"
+    );
     let opened = memory
         .open_nodes(ws, OpenNodes::new(&["A".into()]).at(ReadTime::Ever))
         .await
@@ -303,7 +366,10 @@ async fn ended_relations_are_kept_with_their_period() {
         .await
         .unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
-    assert!(error.to_string().contains("the relation A -[knows]-> B"), "{error}");
+    assert!(
+        error.to_string().contains("the relation A -[knows]-> B"),
+        "{error}"
+    );
     assert_eq!(between(ReadTime::Now).await.len(), 1);
 }
 
@@ -317,9 +383,12 @@ async fn expired_facts_leave_reads_and_are_purged() {
         valid_from: None,
         expires_at: Some(expires_at),
     };
-    (memory.create_entities(ws, CreateEntities::new(vec![entity("A", "t", &["lasting"])])))
-        .await
-        .unwrap();
+    (memory.create_entities(
+        ws,
+        CreateEntities::new(vec![entity("A", "t", &["lasting"])]),
+    ))
+    .await
+    .unwrap();
     (memory.add_observations(ws, AddObservations::new(&[addition("A", fleeting)])))
         .await
         .unwrap();
@@ -331,16 +400,30 @@ async fn expired_facts_leave_reads_and_are_purged() {
     assert_eq!(expiring.valid_from, None);
     let to = expiring.valid_to.map(|t| t.timestamp_micros());
     assert_eq!(to, Some(expires_at.timestamp_micros()));
-    assert_eq!(memory.purge_expired(100).await.unwrap(), 0, "not expired yet");
+    assert_eq!(
+        memory.purge_expired(100).await.unwrap(),
+        0,
+        "not expired yet"
+    );
+    assert_eq!(memory.get_stats(ws).await.unwrap().expiring_observations, 1);
 
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(facts(&memory, ws, "A", ReadTime::Now).await, owned(&[(1, "lasting")]));
-    assert_eq!(memory.get_stats(ws).await.unwrap().observation_count, 1);
-    assert_eq!(facts(&memory, ws, "A", ReadTime::Ever).await.len(), 2, "kept until purged");
+    assert_eq!(
+        facts(&memory, ws, "A", ReadTime::Now).await,
+        owned(&[(1, "lasting")])
+    );
+    let stats = memory.get_stats(ws).await.unwrap();
+    assert_eq!((stats.observation_count, stats.ended_observations), (2, 1));
+    assert_eq!(
+        facts(&memory, ws, "A", ReadTime::Ever).await.len(),
+        2,
+        "kept until purged"
+    );
     assert_eq!(memory.purge_expired(100).await.unwrap(), 1);
     assert_eq!(memory.purge_expired(100).await.unwrap(), 0);
     assert_eq!(facts(&memory, ws, "A", ReadTime::Ever).await.len(), 1);
-    assert_eq!(memory.get_stats(ws).await.unwrap().observation_count, 1);
+    let stats = memory.get_stats(ws).await.unwrap();
+    assert_eq!((stats.observation_count, stats.ended_observations), (1, 0));
 }
 
 /// A search deeper than the current facts the nearest vectors hold finds current ones all
@@ -352,7 +435,9 @@ async fn searches_reach_past_many_ended_facts() {
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     let memory = memory.with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder, 64);
-    let texts: Vec<String> = (0..60).map(|i| format!("alpha beta gamma item{i}")).collect();
+    let texts: Vec<String> = (0..60)
+        .map(|i| format!("alpha beta gamma item{i}"))
+        .collect();
     let contents: Vec<&str> = texts.iter().map(String::as_str).collect();
     (memory.create_entities(ws, CreateEntities::new(vec![entity("N", "t", &contents)])))
         .await
@@ -370,4 +455,96 @@ async fn searches_reach_past_many_ended_facts() {
         hits.sort_unstable();
         assert_eq!(hits, [56, 57, 58, 59, 60], "{mode:?}");
     }
+}
+
+#[tokio::test]
+async fn a_history_tells_what_happened_newest_first() {
+    let store = Arc::new(crate::open_fresh().await);
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let entities = vec![entity("A", "t", &["one"]), entity("B", "t", &[])];
+    (memory.create_entities(ws, CreateEntities::new(entities)))
+        .await
+        .unwrap();
+    let steps = [
+        "replace",
+        "relate",
+        "end fact",
+        "end relation",
+        "relate again",
+        "delete relation",
+    ];
+    for step in steps {
+        tick().await;
+        let knows = [RelationSpec::new("A", "B", "knows")];
+        match step {
+            "replace" => drop(
+                (memory.replace_observation(ws, ReplaceObservation::new("A", Ordinal(1), "uno")))
+                    .await
+                    .unwrap(),
+            ),
+            "relate" | "relate again" => drop(
+                (memory.create_relations(ws, CreateRelations::new(&knows)))
+                    .await
+                    .unwrap(),
+            ),
+            "end fact" => drop(
+                (memory.end_observations(ws, EndObservations::new(&[ending("A", &[1])])))
+                    .await
+                    .unwrap(),
+            ),
+            "end relation" => drop(
+                (memory.end_relations(ws, EndRelations::new(&knows)))
+                    .await
+                    .unwrap(),
+            ),
+            _ => drop(
+                (memory.delete_relations(ws, engram_domain::DeleteRelations::new(&knows)))
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+    let history = memory.get_history(ws, GetHistory::new("A")).await.unwrap();
+    let operations: Vec<HistoryOperation> = history.events.iter().map(|e| e.operation).collect();
+    use HistoryOperation::*;
+    // The relation created again left with its deletion: its deletion is all that tells of
+    // it. The end's move out of `relations` is the end, not a deletion.
+    assert_eq!(
+        operations,
+        [
+            RelationDeleted,
+            RelationEnded,
+            ObservationEnded,
+            RelationCreated,
+            ObservationReplaced,
+            ObservationAdded,
+            Created,
+        ],
+        "{history:?}"
+    );
+    let replaced = &history.events[4];
+    assert_eq!(
+        (replaced.content.as_deref(), replaced.old_content.as_deref()),
+        (Some("uno"), Some("one"))
+    );
+    assert_eq!(
+        history.events[5].content.as_deref(),
+        Some("one"),
+        "the first text"
+    );
+    assert_eq!(history.next_before, None);
+
+    // Paged: two at a time, the next page before the last one's time.
+    let first = memory
+        .get_history(ws, GetHistory::new("A").limit(2))
+        .await
+        .unwrap();
+    assert_eq!(first.events.len(), 2);
+    let before = first.next_before.expect("a full page");
+    let next = memory
+        .get_history(ws, GetHistory::new("A").limit(2).before(before))
+        .await
+        .unwrap();
+    let operations: Vec<HistoryOperation> = next.events.iter().map(|e| e.operation).collect();
+    assert_eq!(operations, [ObservationEnded, RelationCreated]);
 }

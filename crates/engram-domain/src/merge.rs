@@ -1,0 +1,190 @@
+//! Duplicates made one: `merge_entities` moves the sources' facts and relations into the
+//! target in one transaction and keeps each source's name as an **alias** of the target;
+//! `set_aliases` sets a node's aliases by hand. A tool given an alias where it takes a node
+//! name answers for the node it names (resolved where a name was not found: [`resolve`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checked::Checked;
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::model::*;
+use crate::store::*;
+
+/// Most sources one `merge_entities` call takes.
+pub const MAX_MERGE_SOURCES: usize = 32;
+
+/// Most aliases a node has.
+pub const MAX_ALIASES: usize = 64;
+
+/// `merge_entities`: duplicates of one node folded into it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MergeEntities {
+    /// The duplicates, 1–32: their facts (in their order, new ordinals), relations and tags
+    /// move to the target, and their names become its aliases.
+    pub sources: Vec<String>,
+    /// The node that stays; its type and summary are kept.
+    pub target: String,
+}
+
+impl MergeEntities {
+    /// `sources` merged into `target`.
+    pub fn new(sources: &[String], target: impl Into<String>) -> Self {
+        Self {
+            sources: sources.to_vec(),
+            target: target.into(),
+        }
+    }
+
+    /// The request if every name is valid, there are 1–32 distinct sources and none is the
+    /// target; else [`Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("target", &self.target)?;
+        if self.sources.is_empty() || self.sources.len() > MAX_MERGE_SOURCES {
+            return Err(Error::invalid(
+                "sources",
+                format!("1–{MAX_MERGE_SOURCES} names, got {}", self.sources.len()),
+            ));
+        }
+        for (i, source) in self.sources.iter().enumerate() {
+            let field = format!("sources[{i}]");
+            limits::name(&field, source)?;
+            if *source == self.target {
+                return Err(Error::invalid(field, "is the target: a node is not merged into itself"));
+            }
+            if self.sources[..i].contains(source) {
+                return Err(Error::invalid(field, "repeats an earlier source"));
+            }
+        }
+        Ok(Checked::new(self))
+    }
+}
+
+/// Where a source's fact went (`merge_entities`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct MovedObservation {
+    /// The source node.
+    pub from: String,
+    /// Its ordinal there.
+    pub old_ordinal: Ordinal,
+    /// Its ordinal in the target; absent when it was dropped as a duplicate of a target fact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_ordinal: Option<Ordinal>,
+}
+
+/// Result of `merge_entities`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct MergedEntities {
+    /// The node that stayed.
+    pub target: String,
+    /// Every fact of the sources, in their order: where it went, or dropped (no
+    /// `new_ordinal`) as an exact duplicate of a current target fact.
+    pub observations: Vec<MovedObservation>,
+    /// The relations re-pointed to the target.
+    pub relations: Vec<Relation>,
+    /// The sources' relations dropped: those the target already had, and those between the
+    /// target and a source (they would relate the target to itself).
+    pub dropped_relations: Vec<Relation>,
+    /// The target's tags now: its own, then the sources' it lacked.
+    pub tags: Vec<String>,
+    /// The sources' summaries, which were not kept (the target's is), by source.
+    pub source_summaries: BTreeMap<String, String>,
+    /// The target's aliases now (the sources' names among them).
+    pub aliases: Vec<String>,
+}
+
+/// `set_aliases`: the other names a node answers to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetAliases {
+    /// The node.
+    pub name: String,
+    /// Its aliases, replacing the ones it had; at most 64, none another node's name or alias.
+    pub aliases: Vec<String>,
+}
+
+impl SetAliases {
+    /// `name`'s aliases set to `aliases`.
+    pub fn new(name: impl Into<String>, aliases: &[String]) -> Self {
+        Self {
+            name: name.into(),
+            aliases: aliases.to_vec(),
+        }
+    }
+
+    /// The request with repeats dropped if the names are valid, at most 64 and none is the
+    /// node's own; else [`Error::InvalidArgument`] naming the field.
+    pub fn check(mut self) -> Result<Checked<Self>> {
+        limits::name("name", &self.name)?;
+        if self.aliases.len() > MAX_ALIASES {
+            return Err(Error::invalid(
+                "aliases",
+                format!("at most {MAX_ALIASES}, got {}", self.aliases.len()),
+            ));
+        }
+        for (i, alias) in self.aliases.iter().enumerate() {
+            let field = format!("aliases[{i}]");
+            limits::name(&field, alias)?;
+            if *alias == self.name {
+                return Err(Error::invalid(field, "is the node's own name"));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        self.aliases.retain(|alias| seen.insert(alias.clone()));
+        Ok(Checked::new(self))
+    }
+}
+
+/// Result of `set_aliases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AliasesUpdate {
+    /// The node.
+    pub name: String,
+    /// Its aliases now.
+    pub aliases: Vec<String>,
+}
+
+/// The nodes the aliases among `names` stand for, by alias (names that are no alias are
+/// absent): one store read, made only where a name was not found.
+pub(crate) async fn resolve(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<HashMap<String, String>> {
+    if names.is_empty() {
+        return Ok(HashMap::new());
+    }
+    store
+        .resolve_aliases(ResolveAliases { workspace, names })
+        .await
+}
+
+/// The semantics of [`Memory::merge_entities`](crate::Memory::merge_entities).
+pub(crate) async fn merge_entities(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    request: MergeEntities,
+) -> Result<MergedEntities> {
+    let request = request.check()?;
+    let result = store.merge_entities(workspace, &request).await;
+    crate::suggestions::explain(store, workspace, result).await
+}
+
+/// The semantics of [`Memory::set_aliases`](crate::Memory::set_aliases).
+pub(crate) async fn set_aliases(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    request: SetAliases,
+) -> Result<AliasesUpdate> {
+    let request = request.check()?;
+    let result = store.set_aliases(workspace, &request).await;
+    crate::suggestions::explain(store, workspace, result).await
+}

@@ -1,0 +1,370 @@
+//! Merging duplicates and aliases: `merge_entities`, `set_aliases`, and the alias lookup
+//! the domain makes where a name was not found.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
+use engram_domain::*;
+use tracing::instrument;
+
+use crate::PgStore;
+use crate::error::db;
+
+/// A node row locked for a merge.
+struct Locked {
+    id: i64,
+    name: String,
+    summary: Option<String>,
+    tags: Vec<String>,
+}
+
+/// The named nodes, locked in id order (as every writer locks them), by name.
+async fn lock_nodes(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    names: &[&str],
+) -> Result<HashMap<String, Locked>> {
+    let rows = client
+        .query(
+            "SELECT id, name, summary, tags FROM nodes
+             WHERE workspace_id = $1 AND name = ANY($2) ORDER BY id FOR UPDATE",
+            &[&workspace.0, &names],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let locked = Locked {
+                id: row.get("id"),
+                name: row.get("name"),
+                summary: row.get("summary"),
+                tags: row.get("tags"),
+            };
+            (locked.name.clone(), locked)
+        })
+        .collect())
+}
+
+/// Moves the sources' facts to the target in their order: new ordinals from the target's
+/// counter, an exact duplicate of a current target fact dropped. Versions, periods and vectors
+/// move with their rows.
+async fn move_observations(
+    client: &impl GenericClient,
+    target: i64,
+    sources: &[&Locked],
+) -> Result<Vec<MovedObservation>> {
+    let held = client
+        .query(
+            "SELECT content FROM observations
+             WHERE node_id = $1 AND (valid_to IS NULL OR valid_to > now())",
+            &[&target],
+        )
+        .await
+        .map_err(db)?;
+    let mut current: HashSet<String> = held.iter().map(|row| row.get(0)).collect();
+    let next: i64 = client
+        .query_one("SELECT next_ordinal FROM nodes WHERE id = $1", &[&target])
+        .await
+        .map_err(db)?
+        .get(0);
+    let (mut next, mut moved, mut ids, mut ordinals, mut dropped) =
+        (next, Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for source in sources {
+        let rows = client
+            .query(
+                "SELECT id, ordinal, content, (valid_to IS NULL OR valid_to > now()) AS current
+                 FROM observations WHERE node_id = $1 ORDER BY ordinal",
+                &[&source.id],
+            )
+            .await
+            .map_err(db)?;
+        for row in &rows {
+            let (id, ordinal, content): (i64, i64, String) =
+                (row.get("id"), row.get("ordinal"), row.get("content"));
+            let is_current: bool = row.get("current");
+            let new_ordinal = if is_current && !current.insert(content) {
+                dropped.push(id);
+                None
+            } else {
+                ids.push(id);
+                ordinals.push(next);
+                next += 1;
+                Some(Ordinal(next - 1))
+            };
+            moved.push(MovedObservation {
+                from: source.name.clone(),
+                old_ordinal: Ordinal(ordinal),
+                new_ordinal,
+            });
+        }
+    }
+    client
+        .execute("DELETE FROM observations WHERE id = ANY($1)", &[&dropped])
+        .await
+        .map_err(db)?;
+    client
+        .execute(
+            "UPDATE observations o SET node_id = $1, ordinal = m.ordinal
+             FROM unnest($2::bigint[], $3::bigint[]) AS m (id, ordinal) WHERE o.id = m.id",
+            &[&target, &ids, &ordinals],
+        )
+        .await
+        .map_err(db)?;
+    client
+        .execute(
+            "UPDATE nodes SET next_ordinal = $2 WHERE id = $1",
+            &[&target, &next],
+        )
+        .await
+        .map_err(db)?;
+    Ok(moved)
+}
+
+/// Re-points the sources' relations to the target: those it already has, and those between a
+/// source and the target (they would relate it to itself), are dropped. Ended relations move
+/// too. Returns the re-pointed relations as they are now, and the dropped ones as they were.
+async fn move_relations(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    target: i64,
+    sources: &[i64],
+) -> Result<(Vec<Relation>, Vec<Relation>)> {
+    let gone = client
+        .query(
+            "DELETE FROM relations r
+             WHERE r.workspace_id = $1 AND (r.from_node_id = ANY($2) OR r.to_node_id = ANY($2))
+             RETURNING r.from_node_id, r.to_node_id, r.relation_type, r.created_at, r.valid_from,
+                       (SELECT name FROM nodes WHERE id = r.from_node_id) AS from_name,
+                       (SELECT name FROM nodes WHERE id = r.to_node_id) AS to_name",
+            &[&workspace.0, &sources],
+        )
+        .await
+        .map_err(db)?;
+    let held = client
+        .query(
+            "SELECT from_node_id, to_node_id, relation_type FROM relations
+             WHERE from_node_id = $1 OR to_node_id = $1",
+            &[&target],
+        )
+        .await
+        .map_err(db)?;
+    let mut taken: HashSet<(i64, i64, String)> = (held.iter())
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let repoint = |id: i64| if sources.contains(&id) { target } else { id };
+    let mut dropped = Vec::new();
+    let (mut from, mut to, mut types, mut created, mut valid_from) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for row in &gone {
+        let old = Relation::new(
+            row.get::<_, String>("from_name"),
+            row.get::<_, String>("to_name"),
+            row.get::<_, String>("relation_type"),
+        );
+        let (f, t) = (repoint(row.get(0)), repoint(row.get(1)));
+        if (f == target && t == target) || !taken.insert((f, t, old.relation_type.clone())) {
+            dropped.push(old);
+            continue;
+        }
+        from.push(f);
+        to.push(t);
+        types.push(old.relation_type.clone());
+        created.push(row.get::<_, Timestamp>("created_at"));
+        valid_from.push(row.get::<_, Timestamp>("valid_from"));
+    }
+    let inserted = client
+        .query(
+            "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                    created_at, valid_from)
+             SELECT $1, f, t, ty, c, v
+             FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[],
+                         $6::timestamptz[]) AS m (f, t, ty, c, v)
+             RETURNING (SELECT name FROM nodes WHERE id = from_node_id) AS from_name,
+                       (SELECT name FROM nodes WHERE id = to_node_id) AS to_name,
+                       relation_type",
+            &[&workspace.0, &from, &to, &types, &created, &valid_from],
+        )
+        .await
+        .map_err(db)?;
+    let mut relations: Vec<Relation> = inserted.iter().map(crate::nodes::relation).collect();
+    relations.sort();
+    client
+        .execute(
+            "UPDATE ended_relations
+             SET from_node_id = CASE WHEN from_node_id = ANY($2) THEN $1 ELSE from_node_id END,
+                 to_node_id = CASE WHEN to_node_id = ANY($2) THEN $1 ELSE to_node_id END
+             WHERE from_node_id = ANY($2) OR to_node_id = ANY($2)",
+            &[&target, &sources],
+        )
+        .await
+        .map_err(db)?;
+    Ok((relations, dropped))
+}
+
+#[async_trait]
+impl AliasStore for PgStore {
+    #[instrument(skip_all, fields(sources = request.sources.len()))]
+    async fn merge_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<MergeEntities>,
+    ) -> Result<MergedEntities> {
+        let merged = write!(self, |tx| async {
+            let mut names: Vec<&str> = request.sources.iter().map(String::as_str).collect();
+            names.push(&request.target);
+            let locked = lock_nodes(&tx, workspace, &names).await?;
+            let target = (locked.get(&request.target))
+                .ok_or_else(|| Error::node_not_found(&request.target))?;
+            let sources: Vec<&Locked> = (request.sources.iter())
+                .map(|name| locked.get(name).ok_or_else(|| Error::node_not_found(name)))
+                .collect::<Result<_>>()?;
+            let source_ids: Vec<i64> = sources.iter().map(|s| s.id).collect();
+            let mut tags = target.tags.clone();
+            for tag in sources.iter().flat_map(|s| &s.tags) {
+                if !tags.contains(tag) {
+                    tags.push(tag.clone());
+                }
+            }
+            if tags.len() > limits::MAX_TAGS {
+                return Err(Error::invalid(
+                    "sources",
+                    format!(
+                        "the merged node would have {} tags, more than {}",
+                        tags.len(),
+                        limits::MAX_TAGS
+                    ),
+                ));
+            }
+            let observations = move_observations(&tx, target.id, &sources).await?;
+            let (relations, dropped_relations) =
+                move_relations(&tx, workspace, target.id, &source_ids).await?;
+            // The sources' names and aliases answer for the target from now on.
+            tx.execute(
+                "UPDATE node_aliases SET node_id = $1 WHERE node_id = ANY($2)",
+                &[&target.id, &source_ids],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "INSERT INTO node_aliases (workspace_id, alias, node_id)
+                 SELECT $1, unnest($2::text[]), $3",
+                &[&workspace.0, &request.sources, &target.id],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, detail)
+                 SELECT $1, $2, $3, 'node', 'update', 'merged:' || s
+                 FROM unnest($4::text[]) AS s",
+                &[&workspace.0, &target.id, &target.name, &request.sources],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "UPDATE nodes SET tags = $2 WHERE id = $1",
+                &[&target.id, &tags],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute("DELETE FROM nodes WHERE id = ANY($1)", &[&source_ids])
+                .await
+                .map_err(db)?;
+            let aliases = aliases_of(&tx, target.id).await?;
+            let source_summaries: BTreeMap<String, String> = (sources.iter())
+                .filter_map(|s| Some((s.name.clone(), s.summary.clone()?)))
+                .collect();
+            Ok(MergedEntities {
+                target: target.name.clone(),
+                observations,
+                relations,
+                dropped_relations,
+                tags,
+                source_summaries,
+                aliases,
+            })
+        })?;
+        self.written.wrote(request.sources.len(), &self.pool);
+        Ok(merged)
+    }
+
+    #[instrument(skip_all)]
+    async fn set_aliases(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetAliases>,
+    ) -> Result<AliasesUpdate> {
+        write!(self, |tx| async {
+            let locked = lock_nodes(&tx, workspace, &[request.name.as_str()]).await?;
+            let node = (locked.get(&request.name))
+                .ok_or_else(|| Error::node_not_found(&request.name))?;
+            let taken = tx
+                .query(
+                    "SELECT a.alias, n.name FROM unnest($2::text[]) AS a (alias)
+                     JOIN nodes n ON n.workspace_id = $1 AND n.name = a.alias
+                     UNION ALL
+                     SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+                     WHERE a.workspace_id = $1 AND a.alias = ANY($2) AND a.node_id <> $3",
+                    &[&workspace.0, &request.aliases, &node.id],
+                )
+                .await
+                .map_err(db)?;
+            if let Some(row) = taken.first() {
+                let alias: String = row.get(0);
+                let owner: String = row.get(1);
+                let at = request.aliases.iter().position(|a| *a == alias).unwrap_or(0);
+                let what = match owner == alias {
+                    true => "another node's name".to_owned(),
+                    false => format!("already an alias of {owner}"),
+                };
+                return Err(Error::invalid(format!("aliases[{at}]"), format!("is {what}")));
+            }
+            tx.execute(
+                "DELETE FROM node_aliases WHERE node_id = $1",
+                &[&node.id],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "INSERT INTO node_aliases (workspace_id, alias, node_id)
+                 SELECT $1, unnest($2::text[]), $3",
+                &[&workspace.0, &request.aliases, &node.id],
+            )
+            .await
+            .map_err(db)?;
+            Ok(AliasesUpdate {
+                name: node.name.clone(),
+                aliases: aliases_of(&tx, node.id).await?,
+            })
+        })
+    }
+
+    #[instrument(skip_all, fields(count = request.names.len()))]
+    async fn resolve_aliases(&self, request: ResolveAliases<'_>) -> Result<HashMap<String, String>> {
+        let ResolveAliases { workspace, names } = request;
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+                     WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
+                    &[&workspace.0, &names],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        })
+    }
+}
+
+/// A node's aliases, sorted.
+pub(crate) async fn aliases_of(client: &impl GenericClient, node: i64) -> Result<Vec<String>> {
+    let rows = client
+        .query(
+            "SELECT alias FROM node_aliases WHERE node_id = $1 ORDER BY alias",
+            &[&node],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}

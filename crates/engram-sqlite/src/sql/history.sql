@@ -1,0 +1,66 @@
+-- ?1 node id, ?2 only before this time (NULL: up to now), ?3 page size. A node's history,
+-- newest first, read from what the store keeps: the node's creation, each observation's first
+-- text, its replaced versions and its end, the relations touching it (current and ended), and
+-- the events of what leaves no row: deletions (no text) and the node's own changes. The page is
+-- ?3 entries and any more at the last one's instant. Times are microseconds.
+--
+-- What migration V10 keeps of an ended relation is its period: its creation reads as its
+-- `valid_from` (the same unless the client gave an earlier one), and the `relation delete`
+-- event its move out of `relations` records is told from a deletion by the end's time, which
+-- it shares when the end is now (an end given in the past reads as a deletion too). A node's
+-- update events do not say what changed: each is `updated`.
+WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, relation_type,
+              valid_from, valid_to) AS (
+    SELECT n.created_at, 'created', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM nodes n WHERE n.id = ?1
+  UNION ALL
+    SELECT o.created_at, 'observation_added', o.ordinal,
+           coalesce((SELECT v.content FROM observation_versions v WHERE v.observation_id = o.id
+                     ORDER BY v.replaced_at, v.id LIMIT 1), o.content),
+           NULL, NULL, NULL, NULL, NULL, NULL
+    FROM observations o WHERE o.node_id = ?1
+  UNION ALL
+    SELECT v.replaced_at, 'observation_replaced', o.ordinal,
+           coalesce((SELECT w.content FROM observation_versions w
+                     WHERE w.observation_id = v.observation_id
+                       AND (w.replaced_at, w.id) > (v.replaced_at, v.id)
+                     ORDER BY w.replaced_at, w.id LIMIT 1), o.content),
+           v.content, NULL, NULL, NULL, NULL, NULL
+    FROM observations o JOIN observation_versions v ON v.observation_id = o.id
+    WHERE o.node_id = ?1
+  UNION ALL
+    SELECT o.valid_to,
+           CASE WHEN o.expires_at IS NULL THEN 'observation_ended' ELSE 'observation_expired' END,
+           o.ordinal, o.content, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM observations o WHERE o.node_id = ?1 AND o.valid_to <= engram_now()
+  UNION ALL
+    SELECT r.created_at, 'relation_created', NULL, NULL, NULL, f.name, t.name, r.relation_type,
+           r.valid_from, NULL
+    FROM relations r JOIN nodes f ON f.id = r.from_node_id JOIN nodes t ON t.id = r.to_node_id
+    WHERE r.from_node_id = ?1 OR r.to_node_id = ?1
+  UNION ALL
+    SELECT CASE k.operation WHEN 'relation_created' THEN r.valid_from ELSE r.valid_to END,
+           k.operation, NULL, NULL, NULL, f.name, t.name, r.relation_type, r.valid_from,
+           r.valid_to
+    FROM ended_relations r
+    JOIN nodes f ON f.id = r.from_node_id JOIN nodes t ON t.id = r.to_node_id
+    CROSS JOIN (SELECT 'relation_created' AS operation UNION ALL SELECT 'relation_ended') k
+    WHERE r.from_node_id = ?1 OR r.to_node_id = ?1
+  UNION ALL
+    SELECT e.at, e.subject || '_deleted', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM events e
+    WHERE e.node_id = ?1 AND e.operation = 'delete' AND e.subject IN ('observation', 'relation')
+      AND NOT (e.subject = 'relation' AND EXISTS (
+          SELECT 1 FROM ended_relations r WHERE r.from_node_id = ?1 AND r.valid_to = e.at))
+  UNION ALL
+    SELECT e.at, 'updated', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM events e
+    WHERE e.node_id = ?1 AND e.subject = 'node' AND e.operation = 'update'
+), page AS (
+    SELECT at FROM entries
+    WHERE ?2 IS NULL OR at < ?2
+    ORDER BY at DESC LIMIT ?3
+)
+SELECT * FROM entries
+WHERE (?2 IS NULL OR at < ?2) AND at >= (SELECT min(at) FROM page)
+ORDER BY at DESC, ordinal DESC NULLS LAST, operation
