@@ -36,8 +36,41 @@ CREATE TABLE ended_relations (
     from_node_id   INTEGER NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
     to_node_id     INTEGER NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
     relation_type  TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
     valid_from     INTEGER NOT NULL,
-    valid_to       INTEGER NOT NULL CHECK (valid_to >= valid_from)
+    valid_to       INTEGER NOT NULL CHECK (valid_to >= valid_from),
+    -- When the end was recorded: its `relation delete` event (the move deletes the current
+    -- row) is the end, not a deletion, in the history.
+    recorded_at    INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX ended_relations_from ON ended_relations (from_node_id);
 CREATE INDEX ended_relations_to ON ended_relations (to_node_id);
+
+-- History (`get_history`) is read from the rows above (creations, versions, ends) and from
+-- the events of what leaves no row (deletions, a node's own changes). A node's update event
+-- now says what changed: `detail` lists `name`, `entity_type`, `summary`, `tags`.
+ALTER TABLE events ADD COLUMN detail TEXT;
+
+DROP TRIGGER nodes_update_events;
+CREATE TRIGGER nodes_update_events AFTER UPDATE ON nodes
+WHEN NEW.name IS NOT OLD.name OR NEW.entity_type IS NOT OLD.entity_type
+     OR NEW.summary IS NOT OLD.summary OR NEW.tags IS NOT OLD.tags
+BEGIN
+    INSERT INTO events (workspace_id, node_id, node_name, subject, operation, at, detail)
+    VALUES (NEW.workspace_id, NEW.id, NEW.name, 'node', 'update', engram_now(),
+            concat_ws(',',
+                CASE WHEN NEW.name IS NOT OLD.name THEN 'name' END,
+                CASE WHEN NEW.entity_type IS NOT OLD.entity_type THEN 'entity_type' END,
+                CASE WHEN NEW.summary IS NOT OLD.summary THEN 'summary' END,
+                CASE WHEN NEW.tags IS NOT OLD.tags THEN 'tags' END));
+END;
+
+-- Aliases: other names a node answers to (a merged duplicate's name, or set by hand). An alias
+-- is no node's name (checked when set) and one node's only (the key).
+CREATE TABLE node_aliases (
+    workspace_id  INTEGER NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    alias         TEXT NOT NULL CHECK (length(CAST(alias AS BLOB)) BETWEEN 1 AND 256),
+    node_id       INTEGER NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+    PRIMARY KEY (workspace_id, alias)
+) STRICT;
+CREATE INDEX node_aliases_node ON node_aliases (node_id);

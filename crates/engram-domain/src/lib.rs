@@ -21,6 +21,7 @@ mod memory_brief;
 mod memory_indexing;
 mod memory_secrets;
 mod memory_transfer;
+mod merge;
 mod model;
 mod nodes;
 mod observations;
@@ -54,6 +55,10 @@ pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
+pub use merge::{
+    AliasesUpdate, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities, MovedObservation,
+    SetAliases,
+};
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT, ReadGraph};
 pub use model::*;
 pub use nodes::{

@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, History};
+use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
 use crate::memory_transfer::ReadGraph;
 use crate::model::*;
 use crate::nodes::{
@@ -287,6 +288,25 @@ impl Memory {
         request: DeleteObservations,
     ) -> Result<Vec<DeletedObservations>> {
         crate::observations::delete_observations(&*self.store, workspace, request).await
+    }
+
+    /// `merge_entities`: the sources folded into the target, in one transaction; their names
+    /// become its aliases.
+    pub async fn merge_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: MergeEntities,
+    ) -> Result<MergedEntities> {
+        crate::merge::merge_entities(&*self.store, workspace, request).await
+    }
+
+    /// `set_aliases`: the other names a node answers to.
+    pub async fn set_aliases(
+        &self,
+        workspace: WorkspaceId,
+        request: SetAliases,
+    ) -> Result<AliasesUpdate> {
+        crate::merge::set_aliases(&*self.store, workspace, request).await
     }
 
     /// `get_history`: the node's timeline, newest first, paged by `before`.

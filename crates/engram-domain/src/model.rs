@@ -375,6 +375,10 @@ pub struct NodeDetail {
     pub tags: Vec<String>,
     /// Its observations in ordinal order.
     pub observations: Vec<Observation>,
+    /// The other names it answers to (merged duplicates, `set_aliases`), sorted; absent when
+    /// none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it or any of its children was last written.

@@ -13,6 +13,7 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, HistoryEntry};
+use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
 use crate::model::*;
 use crate::nodes::{
     CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
@@ -72,6 +73,7 @@ impl Endpoints {
 pub trait MemoryStore:
     WorkspaceStore
     + NodeStore
+    + AliasStore
     + ObservationStore
     + RelationStore
     + GraphStore
@@ -85,6 +87,7 @@ pub trait MemoryStore:
 impl<T> MemoryStore for T where
     T: WorkspaceStore
         + NodeStore
+        + AliasStore
         + ObservationStore
         + RelationStore
         + GraphStore
@@ -181,6 +184,38 @@ pub trait NodeStore: Send + Sync + 'static {
     /// Counts of create, update and delete events since `since` (the consolidation report's
     /// `event_summary`).
     async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
+}
+
+/// Duplicates merged, and the aliases a node answers to.
+#[async_trait]
+pub trait AliasStore: Send + Sync + 'static {
+    /// `merge_entities`, in one transaction: the sources' observations appended to the target
+    /// in their order (new ordinals; a current source fact whose exact text the target holds
+    /// as a current fact is dropped), their relations re-pointed (those the target has, and
+    /// those between a source and the target, dropped), ended relations too, tags united
+    /// (the target's first), the sources' names (and their aliases) made the target's
+    /// aliases, a `merged:<source>` update event recorded on the target, the sources deleted.
+    /// [`crate::Error::NotFound`] for an unknown node; [`crate::Error::InvalidArgument`]
+    /// naming `sources` when the tags would pass 64.
+    async fn merge_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<MergeEntities>,
+    ) -> Result<MergedEntities>;
+    /// `set_aliases`: replaces the node's aliases. [`crate::Error::InvalidArgument`] naming
+    /// `aliases[i]` (nothing changed) when one is a node's name or another node's alias;
+    /// [`crate::Error::NotFound`] for an unknown node.
+    async fn set_aliases(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetAliases>,
+    ) -> Result<AliasesUpdate>;
+    /// The node names the aliases among `names` stand for, by alias; names that are no alias
+    /// are absent.
+    async fn resolve_aliases(
+        &self,
+        request: ResolveAliases<'_>,
+    ) -> Result<std::collections::HashMap<String, String>>;
 }
 
 /// Observations: appending, replacing and deleting a node's ordered facts.
@@ -499,6 +534,15 @@ pub struct VectorSearch<'a> {
     pub k: usize,
     /// Only the observations of this node.
     pub within: Option<&'a str>,
+}
+
+/// Names that may be aliases ([`AliasStore::resolve_aliases`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ResolveAliases<'a> {
+    /// The workspace.
+    pub workspace: WorkspaceId,
+    /// The names that were not found as node names.
+    pub names: &'a [String],
 }
 
 /// Names close to names that were not found ([`NodeStore::similar_names`]).

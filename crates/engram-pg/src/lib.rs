@@ -21,6 +21,7 @@ mod error;
 mod graph;
 mod hnsw;
 mod nodes;
+mod merge;
 mod observations;
 mod relations;
 mod search;

@@ -339,7 +339,9 @@ impl NodeStore for PgStore {
         read!(self, |tx| async {
             let node_rows = tx
                 .query(
-                    "SELECT id, name, entity_type, summary, tags, created_at, updated_at
+                    "SELECT id, name, entity_type, summary, tags, created_at, updated_at,
+                            ARRAY(SELECT alias FROM node_aliases a WHERE a.node_id = nodes.id
+                                  ORDER BY alias) AS aliases
                      FROM nodes WHERE workspace_id = $1 AND name = ANY($2)",
                     &[&workspace.0, &names],
                 )
@@ -357,6 +359,7 @@ impl NodeStore for PgStore {
                         summary: row.get("summary"),
                         tags: row.get("tags"),
                         observations: observations.remove(&row.get("id")).unwrap_or_default(),
+                        aliases: row.get("aliases"),
                         created_at: row.get("created_at"),
                         updated_at: row.get("updated_at"),
                     };

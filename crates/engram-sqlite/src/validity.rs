@@ -183,15 +183,16 @@ pub(crate) fn end_relations(
     let mut take = tx
         .prepare_cached(&format!(
             "DELETE FROM relations WHERE {}
-             RETURNING from_node_id, to_node_id, valid_from, coalesce(?5, engram_now())",
+             RETURNING from_node_id, to_node_id, valid_from, coalesce(?5, engram_now()),
+                       created_at",
             crate::relations::ONE_RELATION
         ))
         .map_err(db)?;
     let mut keep = tx
         .prepare_cached(
             "INSERT INTO ended_relations (workspace_id, from_node_id, to_node_id, relation_type,
-                                          valid_from, valid_to)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                                          valid_from, valid_to, created_at, recorded_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, engram_now())",
         )
         .map_err(db)?;
     let ended_at = request.ended_at.map(micros);
@@ -200,14 +201,14 @@ pub(crate) fn end_relations(
         let (from, to, relation_type) = (&spec.from_entity, &spec.to_entity, &spec.relation_type);
         // Echoed as given, less the `valid_from` only `create_relations` reads.
         let echoed = RelationSpec::new(from, to, relation_type);
-        let taken: Option<(i64, i64, i64, i64)> = take
+        let taken: Option<(i64, i64, i64, i64, i64)> = take
             .query_row(
                 params![workspace.0, from, to, relation_type, ended_at],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()
             .map_err(db)?;
-        let Some((from_id, to_id, valid_from, valid_to)) = taken else {
+        let Some((from_id, to_id, valid_from, valid_to, created_at)) = taken else {
             result.not_found.push(echoed);
             continue;
         };
@@ -225,7 +226,8 @@ pub(crate) fn end_relations(
             to_id,
             relation_type,
             valid_from,
-            valid_to
+            valid_to,
+            created_at
         ])
         .map_err(db)?;
         result.ended.push(echoed);

@@ -412,6 +412,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, content)| Observation::new(Ordinal(i as i64 + 1), *content))
                 .collect(),
+            aliases: Vec::new(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         }

@@ -128,7 +128,7 @@ pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn Me
         let memory = memory.clone();
         let addition = ObservationAdditions {
             entity_name: "N".into(),
-            contents: facts(&contents),
+            contents: facts(contents),
         };
         async move {
             memory

@@ -68,6 +68,7 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         .create_entities(ws, CreateEntities::new(vec![node]))
         .await
         .unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
     let result = memory
         .end_observations(
             ws,

@@ -3,12 +3,8 @@
 -- text, its replaced versions and its end, the relations touching it (current and ended), and
 -- the events of what leaves no row: deletions (no text) and the node's own changes. The page is
 -- ?3 entries and any more at the last one's instant. Times are microseconds.
---
--- What migration V10 keeps of an ended relation is its period: its creation reads as its
--- `valid_from` (the same unless the client gave an earlier one), and the `relation delete`
--- event its move out of `relations` records is told from a deletion by the end's time, which
--- it shares when the end is now (an end given in the past reads as a deletion too). A node's
--- update events do not say what changed: each is `updated`.
+-- A `relation delete` event recorded with a relation's end is the end, not a deletion; a
+-- node's update event names the fields it changed (one entry each), or a node merged into it.
 WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, relation_type,
               valid_from, valid_to) AS (
     SELECT n.created_at, 'created', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -39,7 +35,7 @@ WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, 
     FROM relations r JOIN nodes f ON f.id = r.from_node_id JOIN nodes t ON t.id = r.to_node_id
     WHERE r.from_node_id = ?1 OR r.to_node_id = ?1
   UNION ALL
-    SELECT CASE k.operation WHEN 'relation_created' THEN r.valid_from ELSE r.valid_to END,
+    SELECT CASE k.operation WHEN 'relation_created' THEN r.created_at ELSE r.valid_to END,
            k.operation, NULL, NULL, NULL, f.name, t.name, r.relation_type, r.valid_from,
            r.valid_to
     FROM ended_relations r
@@ -51,10 +47,19 @@ WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, 
     FROM events e
     WHERE e.node_id = ?1 AND e.operation = 'delete' AND e.subject IN ('observation', 'relation')
       AND NOT (e.subject = 'relation' AND EXISTS (
-          SELECT 1 FROM ended_relations r WHERE r.from_node_id = ?1 AND r.valid_to = e.at))
+          SELECT 1 FROM ended_relations r WHERE r.from_node_id = ?1 AND r.recorded_at = e.at))
   UNION ALL
-    SELECT e.at, 'updated', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    -- `merged:<source>` names a node merged into this one (its name, which may hold commas, in
+    -- `content`); other details list the fields an update changed.
+    SELECT e.at,
+           CASE WHEN e.detail LIKE 'merged:%' THEN 'merged'
+                ELSE coalesce(f.value || '_set', 'updated') END,
+           NULL, CASE WHEN e.detail LIKE 'merged:%' THEN substr(e.detail, 8) END, NULL, NULL,
+           NULL, NULL, NULL, NULL
     FROM events e
+    LEFT JOIN json_each(CASE WHEN e.detail IS NULL OR e.detail = ''
+                               OR e.detail LIKE 'merged:%' THEN '[null]'
+                             ELSE '["' || replace(e.detail, ',', '","') || '"]' END) AS f
     WHERE e.node_id = ?1 AND e.subject = 'node' AND e.operation = 'update'
 ), page AS (
     SELECT at FROM entries
