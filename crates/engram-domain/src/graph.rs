@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::limits;
 use crate::model::*;
 use crate::store::*;
-use crate::suggestions::explain;
+use crate::merge::{rename, through_aliases};
 
 fn default_depth() -> u32 {
     1
@@ -103,8 +103,17 @@ pub(crate) async fn get_neighborhood(
     request: GetNeighborhood,
 ) -> Result<Neighborhood> {
     let request = request.check()?;
-    let result = store.get_neighborhood(workspace, &request).await;
-    explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 1),
+        |r, alias, node| rename(&mut r.name, alias, node),
+        |r| async move {
+            let result = store.get_neighborhood(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }
 
 /// The semantics of [`Memory::get_path`](crate::Memory::get_path).
@@ -114,6 +123,18 @@ pub(crate) async fn get_path(
     request: GetPath,
 ) -> Result<GraphPath> {
     let request = request.check()?;
-    let result = store.get_path(workspace, &request).await;
-    explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 2),
+        |r, alias, node| {
+            rename(&mut r.from_entity, alias, node);
+            rename(&mut r.to_entity, alias, node);
+        },
+        |r| async move {
+            let result = store.get_path(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }

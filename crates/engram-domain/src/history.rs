@@ -172,15 +172,28 @@ pub(crate) async fn get_history(
     request: GetHistory,
 ) -> Result<History> {
     let request = request.check()?;
-    let result = store.get_history(workspace, &request).await;
-    let events = crate::suggestions::explain(store, workspace, result).await?;
-    let full = events.len() >= request.limit as usize;
+    let request = Checked::new(request.into_inner());
+    let limit = request.limit as usize;
+    // With the node's own name, which the answer gives when it was asked by an alias.
+    let (name, events) = crate::merge::through_aliases(
+        store,
+        workspace,
+        (request, 1),
+        |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
+        |r| async move {
+            let events = store.get_history(workspace, &r).await;
+            let named = events.map(|events| (r.name.clone(), events));
+            (r, named)
+        },
+    )
+    .await?;
+    let full = events.len() >= limit;
     let next_before = match events.last() {
         Some(last) if full && last.operation != HistoryOperation::Created => Some(last.at),
         _ => None,
     };
     Ok(History {
-        name: request.name.clone(),
+        name,
         events,
         next_before,
     })

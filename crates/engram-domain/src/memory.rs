@@ -536,7 +536,17 @@ impl Memory {
         workspace: WorkspaceId,
         request: &QueryObservations,
     ) -> Result<ObservationResults> {
-        let result = self.search.query_observations(workspace, request).await;
+        let mut result = self.search.query_observations(workspace, request).await;
+        // A node asked by its alias: once more by its name.
+        if let Err(crate::Error::NotFound { kind: "node", name, .. }) = &result
+            && let Ok(found) =
+                crate::merge::resolve(&*self.store, workspace, std::slice::from_ref(name)).await
+            && let Some(node) = found.get(name)
+        {
+            let mut by_name = request.clone();
+            by_name.entity_name.clone_from(node);
+            result = self.search.query_observations(workspace, &by_name).await;
+        }
         crate::suggestions::explain(&*self.store, workspace, result).await
     }
 

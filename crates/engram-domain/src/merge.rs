@@ -167,6 +167,50 @@ pub(crate) async fn resolve(
         .await
 }
 
+/// Answers a call that names nodes through their aliases: when `call` (which hands its request
+/// back with its result) fails because a node it names was not found and that name is an
+/// alias, runs it again with `rename(request, alias, node)` (at most `names` times, one per
+/// name the call takes); the failure it ends with is explained with the names close to the
+/// missing one ([`crate::suggestions::explain`]). The aliases are read only on that path, so
+/// a call that finds its nodes costs nothing more.
+pub(crate) async fn through_aliases<R, T, F>(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    (request, names): (Checked<R>, usize),
+    rename: impl Fn(&mut R, &str, &str),
+    call: impl Fn(Checked<R>) -> F,
+) -> Result<T>
+where
+    F: Future<Output = (Checked<R>, Result<T>)>,
+{
+    let (mut request, mut result) = call(request).await;
+    for _ in 0..names {
+        let missing = match &result {
+            Err(Error::NotFound {
+                kind: "node", name, ..
+            }) => name.clone(),
+            _ => break,
+        };
+        let Ok(found) = resolve(store, workspace, std::slice::from_ref(&missing)).await else {
+            break;
+        };
+        let Some(node) = found.get(&missing) else {
+            break;
+        };
+        let mut inner = request.into_inner();
+        rename(&mut inner, &missing, node);
+        (request, result) = call(Checked::new(inner)).await;
+    }
+    crate::suggestions::explain(store, workspace, result).await
+}
+
+/// Replaces `alias` by `node` in `name`.
+pub(crate) fn rename(name: &mut String, alias: &str, node: &str) {
+    if name == alias {
+        *name = node.to_owned();
+    }
+}
+
 /// The semantics of [`Memory::merge_entities`](crate::Memory::merge_entities).
 pub(crate) async fn merge_entities(
     store: &dyn MemoryStore,
@@ -174,8 +218,21 @@ pub(crate) async fn merge_entities(
     request: MergeEntities,
 ) -> Result<MergedEntities> {
     let request = request.check()?;
-    let result = store.merge_entities(workspace, &request).await;
-    crate::suggestions::explain(store, workspace, result).await
+    let names = request.sources.len() + 1;
+    through_aliases(
+        store,
+        workspace,
+        (request, names),
+        |r, alias, node| {
+            rename(&mut r.target, alias, node);
+            r.sources.iter_mut().for_each(|s| rename(s, alias, node));
+        },
+        |r| async move {
+            let result = store.merge_entities(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }
 
 /// The semantics of [`Memory::set_aliases`](crate::Memory::set_aliases).
@@ -185,6 +242,15 @@ pub(crate) async fn set_aliases(
     request: SetAliases,
 ) -> Result<AliasesUpdate> {
     let request = request.check()?;
-    let result = store.set_aliases(workspace, &request).await;
-    crate::suggestions::explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 1),
+        |r, alias, node| rename(&mut r.name, alias, node),
+        |r| async move {
+            let result = store.set_aliases(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }

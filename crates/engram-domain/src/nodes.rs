@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, first_duplicate, names_batch};
 use crate::model::*;
 use crate::store::*;
-use crate::suggestions::{did_you_mean, explain};
+use crate::merge::{rename, through_aliases};
+use crate::suggestions::did_you_mean;
 
 fn default_days() -> u32 {
     7
@@ -305,6 +306,35 @@ pub(crate) async fn open_nodes(
 ) -> Result<OpenedNodes> {
     let request = request.check()?;
     let mut opened = store.open_nodes(workspace, &request).await?;
+    // Names that are aliases: their nodes, read as the request asks and named by their own
+    // names, in the request's order.
+    let aliased = crate::merge::resolve(store, workspace, &opened.not_found)
+        .await
+        .unwrap_or_default();
+    if !aliased.is_empty() {
+        let mut names: Vec<String> = Vec::new();
+        for node in aliased.values() {
+            if !names.contains(node) && !opened.entities.iter().any(|e| e.name == *node) {
+                names.push(node.clone());
+            }
+        }
+        let more = OpenNodes {
+            names,
+            ..(*request).clone()
+        };
+        let more = store.open_nodes(workspace, &Checked::new(more)).await?;
+        opened.entities.extend(more.entities);
+        opened.relations.extend(more.relations);
+        opened.relations.sort();
+        opened.relations.dedup();
+        opened.not_found.retain(|name| !aliased.contains_key(name));
+        let place = |node: &str| {
+            (request.names.iter())
+                .position(|n| n == node || aliased.get(n).is_some_and(|a| a == node))
+                .unwrap_or(usize::MAX)
+        };
+        opened.entities.sort_by_key(|e| place(&e.name));
+    }
     opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
     Ok(opened)
 }
@@ -349,8 +379,17 @@ pub(crate) async fn set_summary(
     request: SetSummary,
 ) -> Result<SummaryUpdate> {
     let request = request.check(secrets)?;
-    let result = store.set_summary(workspace, &request).await;
-    explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 1),
+        |r, alias, node| rename(&mut r.name, alias, node),
+        |r| async move {
+            let result = store.set_summary(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }
 
 /// The semantics of [`Memory::set_tags`](crate::Memory::set_tags).
@@ -361,8 +400,17 @@ pub(crate) async fn set_tags(
     request: SetTags,
 ) -> Result<TagsUpdate> {
     let request = request.check(secrets)?;
-    let result = store.set_tags(workspace, &request).await;
-    explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 1),
+        |r, alias, node| rename(&mut r.name, alias, node),
+        |r| async move {
+            let result = store.set_tags(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }
 
 /// `texts` with each text once, at its first place, and the repeats left out: each with the

@@ -10,7 +10,8 @@ use crate::error::Result;
 use crate::limits::{self, batch_total};
 use crate::model::*;
 use crate::store::*;
-use crate::suggestions::{did_you_mean, explain};
+use crate::merge::{rename, through_aliases};
+use crate::suggestions::did_you_mean;
 
 /// `add_observations`: facts to append to existing nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -151,6 +152,33 @@ pub(crate) async fn add_observations(
 ) -> Result<Vec<AddedObservations>> {
     let request = request.check(secrets)?;
     let mut results = store_additions(store, workspace, &request).await?;
+    // Nodes named by an alias: their additions once more, by the nodes' names.
+    let missing: Vec<String> = (results.iter())
+        .filter(|result| result.not_found)
+        .map(|result| result.entity_name.clone())
+        .collect();
+    let aliased = crate::merge::resolve(store, workspace, &missing)
+        .await
+        .unwrap_or_default();
+    if !aliased.is_empty() {
+        let again: Vec<ObservationAdditions> = (request.observations.iter())
+            .filter_map(|a| {
+                Some(ObservationAdditions {
+                    entity_name: aliased.get(&a.entity_name)?.clone(),
+                    contents: a.contents.clone(),
+                })
+            })
+            .collect();
+        let again = Checked::new(AddObservations { observations: again });
+        let mut more = store_additions(store, workspace, &again).await?.into_iter();
+        for (result, addition) in results.iter_mut().zip(&request.observations) {
+            if aliased.contains_key(&addition.entity_name)
+                && let Some(row) = more.next()
+            {
+                *result = row;
+            }
+        }
+    }
     let missing: Vec<String> = (results.iter())
         .filter(|result| result.not_found)
         .map(|result| result.entity_name.clone())
@@ -232,8 +260,17 @@ pub(crate) async fn replace_observation(
     request: ReplaceObservation,
 ) -> Result<ReplacedObservation> {
     let request = request.check(secrets)?;
-    let result = store.replace_observation(workspace, &request).await;
-    explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 1),
+        |r, alias, node| rename(&mut r.entity_name, alias, node),
+        |r| async move {
+            let result = store.replace_observation(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }
 
 /// The semantics of [`Memory::delete_observations`](crate::Memory::delete_observations).

@@ -8,7 +8,8 @@ use crate::error::Result;
 use crate::limits::{self, relations_batch};
 use crate::model::*;
 use crate::store::*;
-use crate::suggestions::{did_you_mean, explain};
+use crate::merge::{rename, through_aliases};
+use crate::suggestions::did_you_mean;
 
 /// `create_relations`: directed typed relations to create between existing nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -168,6 +169,32 @@ pub(crate) async fn create_relations(
 ) -> Result<CreatedRelations> {
     let request = request.check(secrets)?;
     let mut created = store.create_relations(workspace, &request).await?;
+    // Endpoints named by an alias: those relations once more, by the nodes' names.
+    let aliased = crate::merge::resolve(store, workspace, &created.not_found)
+        .await
+        .unwrap_or_default();
+    if !aliased.is_empty() {
+        let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
+        let again: Vec<RelationSpec> = (request.relations.iter())
+            .filter(|r| aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity))
+            .map(|r| RelationSpec {
+                from_entity: named(&r.from_entity),
+                to_entity: named(&r.to_entity),
+                ..r.clone()
+            })
+            .collect();
+        let more = store
+            .create_relations(workspace, &Checked::new(CreateRelations { relations: again }))
+            .await?;
+        created.created.extend(more.created);
+        created.already_existed.extend(more.already_existed);
+        created.not_found.retain(|name| !aliased.contains_key(name));
+        for name in more.not_found {
+            if !created.not_found.contains(&name) {
+                created.not_found.push(name);
+            }
+        }
+    }
     created.did_you_mean = did_you_mean(store, workspace, &created.not_found).await;
     Ok(created)
 }
@@ -200,6 +227,18 @@ pub(crate) async fn get_relations_between(
     request: GetRelationsBetween,
 ) -> Result<Vec<Relation>> {
     let request = request.check()?;
-    let result = store.get_relations_between(workspace, &request).await;
-    explain(store, workspace, result).await
+    through_aliases(
+        store,
+        workspace,
+        (request, 2),
+        |r, alias, node| {
+            rename(&mut r.entity_a, alias, node);
+            rename(&mut r.entity_b, alias, node);
+        },
+        |r| async move {
+            let result = store.get_relations_between(workspace, &r).await;
+            (r, result)
+        },
+    )
+    .await
 }

@@ -245,20 +245,25 @@ impl NodeStore for PgStore {
                 .filter(|row| row.get::<_, Option<Timestamp>>("created_at").is_none())
                 .map(|row| row.get("name"))
                 .collect();
-            let mut existing_rows: HashMap<String, (String, Timestamp)> = HashMap::new();
+            // By the name asked: the node's own name (another for an alias), type and creation.
+            let mut existing_rows: HashMap<String, (String, String, Timestamp)> = HashMap::new();
             if !existing.is_empty() {
                 for row in tx
                     .query(
-                        "SELECT name, entity_type, created_at FROM nodes
-                         WHERE workspace_id = $1 AND name = ANY($2)",
+                        "SELECT name AS asked, name, entity_type, created_at FROM nodes
+                         WHERE workspace_id = $1 AND name = ANY($2)
+                         UNION ALL
+                         SELECT a.alias, n.name, n.entity_type, n.created_at
+                         FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+                         WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
                         &[&workspace.0, &existing],
                     )
                     .await
                     .map_err(db)?
                 {
                     existing_rows.insert(
-                        row.get("name"),
-                        (row.get("entity_type"), row.get("created_at")),
+                        row.get("asked"),
+                        (row.get("name"), row.get("entity_type"), row.get("created_at")),
                     );
                 }
             }
@@ -275,7 +280,7 @@ impl NodeStore for PgStore {
                         });
                     }
                     // Skipped as taken, then deleted by another writer before the lookup.
-                    let (entity_type, created_at) =
+                    let (name, entity_type, created_at) =
                         existing_rows.remove(&name).ok_or_else(|| {
                             Error::Conflict(format!("node {name} was deleted concurrently"))
                         })?;

@@ -44,8 +44,10 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
         "end_observations",
         "end_relations",
         "get_history",
+        "merge_entities",
         "read_graph",
         "search_observations",
+        "set_aliases",
     ]);
     expected.sort();
     assert_eq!(names, expected);

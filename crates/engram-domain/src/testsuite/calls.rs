@@ -184,6 +184,16 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .unwrap();
     note("get_history", transactions::take());
     memory
+        .set_aliases(ws, SetAliases::new("Alice", &strings(&["Ali"])))
+        .await
+        .unwrap();
+    note("set_aliases", transactions::take());
+    memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Ali"])))
+        .await
+        .unwrap();
+    note("open_nodes by an alias", transactions::take());
+    memory
         .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
         .unwrap();
@@ -260,6 +270,12 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("end_relations", &["end_relations"]),
     ("end_observations", &["end_observations"]),
     ("get_history", &["get_history"]),
+    ("set_aliases", &["set_aliases"]),
+    // Not found as a name: the alias, then the node.
+    (
+        "open_nodes by an alias",
+        &["open_nodes", "resolve_aliases", "open_nodes"],
+    ),
     ("delete_observations", &["delete_observations"]),
     ("delete_entities", &["delete_entities"]),
 ];

@@ -20,6 +20,7 @@ mod graph;
 mod history;
 mod late_interaction;
 mod limits;
+mod merge;
 mod names_workload;
 mod nodes;
 mod observations;
@@ -45,6 +46,7 @@ pub use graph::*;
 pub use history::*;
 pub use late_interaction::*;
 pub use limits::*;
+pub use merge::*;
 pub use names_workload::suggestions_benchmark;
 pub use nodes::*;
 pub use observations::*;
@@ -117,6 +119,8 @@ macro_rules! memory_store_test_suite {
             ended_relations_leave_reads_and_start_again,
             expired_facts_leave_reads_at_once_and_are_purged,
             history_tells_what_happened_newest_first,
+            merge_entities_folds_duplicates_and_keeps_their_names_as_aliases,
+            aliases_are_set_by_hand_and_never_shadow_a_name,
             // relations
             create_relations_reports_created_existing_and_missing,
             relations_repeated_in_one_call_count_once,

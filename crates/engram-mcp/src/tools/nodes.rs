@@ -62,6 +62,31 @@ impl EngramServer {
         Ok(Json(self.memory.get_history(workspace, request).await?))
     }
 
+    /// Merge duplicate nodes into one, in one step: their facts are appended to the target
+    /// (exact duplicates dropped), relations re-pointed, tags united; their names become the
+    /// target's aliases, which every tool then resolves.
+    #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
+    async fn merge_entities(
+        &self,
+        Parameters(request): Parameters<MergeEntities>,
+        extensions: Extensions,
+    ) -> Result<Json<MergedEntities>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        Ok(Json(self.memory.merge_entities(workspace, request).await?))
+    }
+
+    /// Set the other names a node answers to (replacing its aliases); an alias may not be
+    /// another node's name or alias.
+    #[tool(annotations(destructive_hint = true, idempotent_hint = true))]
+    async fn set_aliases(
+        &self,
+        Parameters(request): Parameters<SetAliases>,
+        extensions: Extensions,
+    ) -> Result<Json<AliasesUpdate>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        Ok(Json(self.memory.set_aliases(workspace, request).await?))
+    }
+
     /// List every node of one type.
     #[tool(annotations(read_only_hint = true))]
     async fn get_nodes_by_type(

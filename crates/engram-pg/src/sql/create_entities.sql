@@ -15,6 +15,8 @@ WITH input AS (
     SELECT $1, name, entity_type, summary, CASE WHEN summary IS NOT NULL THEN now() END, tags,
            jsonb_array_length(observations) + 1
     FROM input
+    -- A node's alias answers for the node: it is not created again.
+    WHERE NOT EXISTS (SELECT 1 FROM node_aliases a WHERE a.workspace_id = $1 AND a.alias = input.name)
     -- Names in one order for every call, so overlapping batches wait on each other's unique
     -- index entries instead of deadlocking.
     ORDER BY name

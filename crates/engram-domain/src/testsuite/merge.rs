@@ -1,0 +1,247 @@
+//! Duplicates merged (`merge_entities`) and the aliases every tool then resolves.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::{
+    EndObservations, Error, GetHistory, HistoryOperation, MergeEntities, MovedObservation,
+    ObservationEndings, SetAliases,
+};
+
+fn moved(from: &str, old: i64, new: Option<i64>) -> MovedObservation {
+    MovedObservation {
+        from: from.into(),
+        old_ordinal: crate::Ordinal(old),
+        new_ordinal: new.map(crate::Ordinal),
+    }
+}
+
+#[track_caller]
+fn assert_invalid<T: std::fmt::Debug>(result: crate::Result<T>, field: &str) {
+    match result {
+        Err(Error::InvalidArgument { field: actual, .. }) => assert_eq!(actual, field),
+        other => panic!("expected invalid argument `{field}`, got {other:?}"),
+    }
+}
+
+async fn duplicates(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let postgres = NewNode {
+        summary: Some("The database.".into()),
+        tags: strings(&["sql"]),
+        ..entity(
+            "Postgres",
+            "database",
+            &["supports JSON", "runs on port 5432", "listens on 5433"],
+        )
+    };
+    let postgresql = NewNode {
+        tags: strings(&["db", "sql"]),
+        ..entity("PostgreSQL", "database", &["stores data", "supports JSON"])
+    };
+    let nodes = vec![
+        postgresql,
+        postgres,
+        entity("Alice", "person", &[]),
+        entity("engram", "project", &[]),
+        entity("Bob", "person", &[]),
+    ];
+    memory
+        .create_entities(ws, CreateEntities::new(nodes))
+        .await
+        .unwrap();
+    let relations = [
+        relation("Alice", "uses", "Postgres"),
+        relation("engram", "depends_on", "PostgreSQL"),
+        relation("engram", "depends_on", "Postgres"),
+        relation("Postgres", "related_to", "PostgreSQL"),
+    ];
+    memory
+        .create_relations(ws, CreateRelations::new(&relations))
+        .await
+        .unwrap();
+    let ending = ObservationEndings {
+        entity_name: "Postgres".into(),
+        ordinals: vec![crate::Ordinal(3)],
+    };
+    memory
+        .end_observations(ws, EndObservations::new(&[ending]))
+        .await
+        .unwrap();
+    (memory, ws)
+}
+
+pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = duplicates(store).await;
+    let merged = memory
+        .merge_entities(ws, MergeEntities::new(&strings(&["Postgres"]), "PostgreSQL"))
+        .await
+        .unwrap();
+    assert_eq!(merged.target, "PostgreSQL");
+    assert_eq!(
+        merged.observations,
+        [
+            moved("Postgres", 1, None),
+            moved("Postgres", 2, Some(3)),
+            moved("Postgres", 3, Some(4)),
+        ]
+    );
+    assert_eq!(merged.relations, [edge("Alice", "uses", "PostgreSQL")]);
+    let mut dropped = merged.dropped_relations.clone();
+    dropped.sort();
+    assert_eq!(
+        dropped,
+        [
+            edge("Postgres", "related_to", "PostgreSQL"),
+            edge("engram", "depends_on", "Postgres"),
+        ]
+    );
+    assert_eq!(merged.tags, ["db", "sql"]);
+    assert_eq!(
+        merged.source_summaries.get("Postgres").map(String::as_str),
+        Some("The database.")
+    );
+    assert_eq!(merged.aliases, ["Postgres"]);
+
+    // The old name answers for the merged node, named by its own name.
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Postgres"])))
+        .await
+        .unwrap();
+    assert!(opened.not_found.is_empty(), "{opened:?}");
+    let node = &opened.entities[0];
+    assert_eq!(node.name, "PostgreSQL");
+    assert_eq!(node.aliases, ["Postgres"]);
+    assert_eq!(
+        node.observations,
+        observations(&[(1, "stores data"), (2, "supports JSON"), (3, "runs on port 5432")])
+    );
+    assert_eq!(
+        opened.relations,
+        [
+            edge("Alice", "uses", "PostgreSQL"),
+            edge("engram", "depends_on", "PostgreSQL"),
+        ]
+    );
+    let ever = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["PostgreSQL"])).at(crate::ReadTime::Ever))
+        .await
+        .unwrap();
+    assert_eq!(ever.entities[0].observations[3].content, "listens on 5433");
+
+    let created = memory
+        .create_entities(ws, CreateEntities::new(vec![entity("Postgres", "database", &[])]))
+        .await
+        .unwrap();
+    assert!(created[0].already_existed, "{created:?}");
+    assert_eq!(created[0].name, "PostgreSQL");
+    let added = memory
+        .add_observations(ws, AddObservations::new(&[additions("Postgres", &["is fast"])]))
+        .await
+        .unwrap();
+    assert_eq!(added[0].entity_name, "PostgreSQL");
+    assert_eq!(added[0].added, observations(&[(5, "is fast")]));
+    let related = memory
+        .create_relations(ws, CreateRelations::new(&[relation("Bob", "knows", "Postgres")]))
+        .await
+        .unwrap();
+    assert_eq!(related.created, [relation("Bob", "knows", "PostgreSQL")]);
+    assert!(related.not_found.is_empty());
+    let summary = memory
+        .set_summary(ws, SetSummary::new("Postgres", "The relational database."))
+        .await
+        .unwrap();
+    assert_eq!(summary.name, "PostgreSQL");
+    let path = memory
+        .get_path(ws, GetPath::new("Postgres", "Bob"))
+        .await
+        .unwrap();
+    assert!(!path.path.is_empty(), "{path:?}");
+    let history = memory
+        .get_history(ws, GetHistory::new("Postgres"))
+        .await
+        .unwrap();
+    assert_eq!(history.name, "PostgreSQL");
+    let merged_entry = (history.events.iter())
+        .find(|e| e.operation == HistoryOperation::Merged)
+        .expect("a merge entry");
+    assert_eq!(merged_entry.content.as_deref(), Some("Postgres"));
+    let database = memory
+        .get_nodes_by_type(ws, GetNodesByType::new("database"))
+        .await
+        .unwrap();
+    assert_eq!(database.len(), 1);
+}
+
+pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = duplicates(store).await;
+    let set = memory
+        .set_aliases(ws, SetAliases::new("PostgreSQL", &strings(&["pg", "postgres db", "pg"])))
+        .await
+        .unwrap();
+    assert_eq!(set.aliases, ["pg", "postgres db"]);
+    let before = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+        .await
+        .unwrap();
+    assert_invalid(
+        memory
+            .set_aliases(ws, SetAliases::new("Alice", &strings(&["al", "pg"])))
+            .await,
+        "aliases[1]",
+    );
+    assert_invalid(
+        memory
+            .set_aliases(ws, SetAliases::new("Alice", &strings(&["engram"])))
+            .await,
+        "aliases[0]",
+    );
+    assert_invalid(
+        memory
+            .set_aliases(ws, SetAliases::new("Alice", &strings(&["Alice"])))
+            .await,
+        "aliases[0]",
+    );
+    let after = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+    let opened = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "pg", "nobody"])))
+        .await
+        .unwrap();
+    let names: Vec<&str> = opened.entities.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["Alice", "PostgreSQL"]);
+    assert_eq!(opened.not_found, ["nobody"]);
+
+    // Refusals name the argument and change nothing.
+    assert_invalid(
+        memory
+            .merge_entities(ws, MergeEntities::new(&[], "PostgreSQL"))
+            .await,
+        "sources",
+    );
+    assert_invalid(
+        memory
+            .merge_entities(ws, MergeEntities::new(&strings(&["PostgreSQL"]), "PostgreSQL"))
+            .await,
+        "sources[0]",
+    );
+    match (memory.merge_entities(ws, MergeEntities::new(&strings(&["Postgress"]), "PostgreSQL")))
+        .await
+    {
+        Err(Error::NotFound { name, did_you_mean, .. }) => {
+            assert_eq!(name, "Postgress");
+            assert!(did_you_mean.contains(&"Postgres".to_owned()), "{did_you_mean:?}");
+        }
+        other => panic!("expected not found, got {other:?}"),
+    }
+    let after = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+}
