@@ -102,6 +102,8 @@ pub enum HistoryOperation {
     NameSet,
     /// A duplicate was merged into the node (`content`: its name, now an alias).
     Merged,
+    /// Facts were split off into a new node (`content`: its name).
+    Split,
     /// The node changed (recorded before histories said how).
     Updated,
 }
@@ -125,6 +127,7 @@ impl HistoryOperation {
             "entity_type_set" => Self::EntityTypeSet,
             "name_set" => Self::NameSet,
             "merged" => Self::Merged,
+            "split" => Self::Split,
             _ => Self::Updated,
         }
     }

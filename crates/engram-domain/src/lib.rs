@@ -29,6 +29,7 @@ pub mod path;
 pub mod perspectives;
 mod relations;
 mod retry;
+mod split;
 pub mod search;
 pub mod secrets;
 mod store;
@@ -68,6 +69,10 @@ pub use nodes::{
 pub use observations::{AddObservations, DeleteObservations, ReplaceObservation};
 pub use relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 pub use retry::Failure;
+pub use split::{
+    CreatedPart, DEFAULT_SPLIT_PARTS, MAX_PARTS, ProposeSplit, SplitEntity, SplitGroup, SplitMove,
+    SplitPart, SplitProposal, SplitResult,
+};
 pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 pub use search::results::*;
 pub use store::*;

@@ -12,6 +12,7 @@ use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, History};
 use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
+use crate::split::{ProposeSplit, SplitEntity, SplitProposal, SplitResult};
 use crate::memory_transfer::ReadGraph;
 use crate::model::*;
 use crate::nodes::{
@@ -298,6 +299,25 @@ impl Memory {
         request: MergeEntities,
     ) -> Result<MergedEntities> {
         crate::merge::merge_entities(&*self.store, workspace, request).await
+    }
+
+    /// `propose_split`: how a node's current facts fall into groups, each labelled.
+    pub async fn propose_split(
+        &self,
+        workspace: WorkspaceId,
+        request: ProposeSplit,
+    ) -> Result<SplitProposal> {
+        let model = self.embedder().map(|e| e.model_id());
+        crate::split::propose_split(&*self.store, model, workspace, request).await
+    }
+
+    /// `split_entity`: facts moved to new nodes related to the original, in one transaction.
+    pub async fn split_entity(
+        &self,
+        workspace: WorkspaceId,
+        request: SplitEntity,
+    ) -> Result<SplitResult> {
+        crate::split::split_entity(&*self.store, self.secrets, workspace, request).await
     }
 
     /// `set_aliases`: the other names a node answers to.

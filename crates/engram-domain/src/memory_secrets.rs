@@ -92,7 +92,7 @@ impl SecretPolicy {
     /// unchanged, or refused under [`SecretPolicy::Redact`] too. A redacted name would no
     /// longer name what the caller meant, could exceed the name limit, and two secrets would
     /// redact to the same node.
-    fn screen_identity(self, field: impl FnOnce() -> String, text: &str) -> Result<()> {
+    pub(crate) fn screen_identity(self, field: impl FnOnce() -> String, text: &str) -> Result<()> {
         let policy = match self {
             Self::Redact => Self::Refuse,
             other => other,
@@ -101,7 +101,7 @@ impl SecretPolicy {
     }
 
     /// Screens a content text (an observation, a summary) in place.
-    fn screen_owned(self, field: impl Fn() -> String, text: &mut String) -> Result<()> {
+    pub(crate) fn screen_owned(self, field: impl Fn() -> String, text: &mut String) -> Result<()> {
         if let Cow::Owned(redacted) = self.screen_content(field, text)? {
             *text = redacted;
         }

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, HistoryEntry};
 use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
+use crate::split::{SplitEntity, SplitResult};
 use crate::model::*;
 use crate::nodes::{
     CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
@@ -74,6 +75,7 @@ pub trait MemoryStore:
     WorkspaceStore
     + NodeStore
     + AliasStore
+    + SplitStore
     + ObservationStore
     + RelationStore
     + GraphStore
@@ -88,6 +90,7 @@ impl<T> MemoryStore for T where
     T: WorkspaceStore
         + NodeStore
         + AliasStore
+        + SplitStore
         + ObservationStore
         + RelationStore
         + GraphStore
@@ -216,6 +219,26 @@ pub trait AliasStore: Send + Sync + 'static {
         &self,
         request: ResolveAliases<'_>,
     ) -> Result<std::collections::HashMap<String, String>>;
+}
+
+/// Overgrown nodes split.
+#[async_trait]
+pub trait SplitStore: Send + Sync + 'static {
+    /// `split_entity`, in one transaction: each part created (type: its own or the
+    /// original's) with the original's current facts it names (new ordinals 1, 2, … in the
+    /// original's order; versions, periods and vectors move with them), related to the
+    /// original by `relation_type`, and a `split:<part>` update event recorded on the
+    /// original. [`crate::Error::NotFound`] for an unknown node;
+    /// [`crate::Error::InvalidArgument`] naming `parts[i].name` when a node or alias has that
+    /// name, `parts[i].ordinals[j]` when it is no current fact of the original.
+    async fn split_entity(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SplitEntity>,
+    ) -> Result<SplitResult>;
+    /// The node's current facts in ordinal order, each with its stored vector of `model` in
+    /// `perspective` when there is one. [`crate::Error::NotFound`] for an unknown node.
+    async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts>;
 }
 
 /// Observations: appending, replacing and deleting a node's ordered facts.
@@ -534,6 +557,39 @@ pub struct VectorSearch<'a> {
     pub k: usize,
     /// Only the observations of this node.
     pub within: Option<&'a str>,
+}
+
+/// A node's facts with their vectors ([`SplitStore::fact_vectors`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FactVectors<'a> {
+    /// The workspace.
+    pub workspace: WorkspaceId,
+    /// The node.
+    pub name: &'a str,
+    /// The embedding model whose vectors to read; `None`: none.
+    pub model: Option<&'a str>,
+    /// The perspective whose vectors to read; `None`: none.
+    pub perspective: Option<PerspectiveId>,
+}
+
+/// A node's current facts ([`SplitStore::fact_vectors`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeFacts {
+    /// The node's name.
+    pub name: String,
+    /// Its current facts in ordinal order.
+    pub facts: Vec<FactVector>,
+}
+
+/// One fact with its vector, if stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FactVector {
+    /// Its ordinal.
+    pub ordinal: Ordinal,
+    /// Its text.
+    pub content: String,
+    /// Its vector in the asked model and perspective; `None` when not (yet) embedded.
+    pub vector: Option<Vec<f32>>,
 }
 
 /// Names that may be aliases ([`AliasStore::resolve_aliases`]).

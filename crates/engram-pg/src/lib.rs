@@ -22,6 +22,7 @@ mod graph;
 mod hnsw;
 mod nodes;
 mod merge;
+mod split;
 mod observations;
 mod relations;
 mod search;

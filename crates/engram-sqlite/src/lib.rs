@@ -22,6 +22,7 @@ mod nodes;
 mod observations;
 mod relations;
 mod search;
+mod split;
 mod sql;
 mod tokens;
 mod transfer;

@@ -377,7 +377,10 @@ impl NodeStore for SqliteStore {
             .read(move |tx| {
                 let mut node = tx
                     .prepare_cached(
-                        "SELECT id, name, entity_type, summary, tags, created_at, updated_at
+                        "SELECT id, name, entity_type, summary, tags, created_at, updated_at,
+                                (SELECT json_group_array(alias) FROM
+                                    (SELECT alias FROM node_aliases a
+                                     WHERE a.node_id = nodes.id ORDER BY alias)) AS aliases
                          FROM nodes WHERE workspace_id = ?1 AND name = ?2",
                     )
                     .map_err(db)?;
@@ -393,6 +396,7 @@ impl NodeStore for SqliteStore {
                                 summary: row.get("summary")?,
                                 tags: strings(row, "tags")?,
                                 observations: Vec::new(),
+                                aliases: strings(row, "aliases")?,
                                 created_at: timestamp(row.get("created_at")?),
                                 updated_at: timestamp(row.get("updated_at")?),
                             };

@@ -45,9 +45,11 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
         "end_relations",
         "get_history",
         "merge_entities",
+        "propose_split",
         "read_graph",
         "search_observations",
         "set_aliases",
+        "split_entity",
     ]);
     expected.sort();
     assert_eq!(names, expected);

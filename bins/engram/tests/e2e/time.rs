@@ -194,5 +194,39 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     );
     let now_again = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
     assert_eq!(relation_targets(&now_again), ["works_at Globex"]);
+
+    // Duplicates: "Postgres" merged into "PostgreSQL" answers by its old name.
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "PostgreSQL", "entity_type": "database", "observations": ["stores the graph"]},
+            {"name": "Postgres", "entity_type": "database", "observations": ["has pgvector"]},
+        ]}),
+    )
+    .await;
+    ok(
+        &client,
+        "create_relations",
+        json!({"relations": [{"from_entity": "Globex", "to_entity": "Postgres", "relation_type": "runs"}]}),
+    )
+    .await;
+    let merged = ok(
+        &client,
+        "merge_entities",
+        json!({"sources": ["Postgres"], "target": "PostgreSQL"}),
+    )
+    .await;
+    assert_eq!(merged["aliases"], json!(["Postgres"]));
+    let opened = ok(&client, "open_nodes", json!({"names": ["Postgres"]})).await;
+    assert_eq!(opened["entities"][0]["name"], "PostgreSQL");
+    assert_eq!(
+        texts(&opened),
+        ["stores the graph", "has pgvector"]
+    );
+    assert_eq!(
+        opened["relations"],
+        json!([{"from": "Globex", "to": "PostgreSQL", "relation_type": "runs"}])
+    );
     client.cancel().await.unwrap();
 }

@@ -194,6 +194,11 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .unwrap();
     note("open_nodes by an alias", transactions::take());
     memory
+        .propose_split(ws, ProposeSplit::new("Alice"))
+        .await
+        .unwrap();
+    note("propose_split", transactions::take());
+    memory
         .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
         .unwrap();
@@ -276,6 +281,7 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
         "open_nodes by an alias",
         &["open_nodes", "resolve_aliases", "open_nodes"],
     ),
+    ("propose_split", &["perspectives", "fact_vectors"]),
     ("delete_observations", &["delete_observations"]),
     ("delete_entities", &["delete_entities"]),
 ];

@@ -31,6 +31,7 @@ mod properties_writes;
 mod relations;
 mod search;
 mod secrets;
+mod split;
 mod suggestions;
 mod transfer;
 mod validity;
@@ -56,6 +57,7 @@ pub use properties_writes::*;
 pub use relations::*;
 pub use search::*;
 pub use secrets::*;
+pub use split::*;
 pub use suggestions::*;
 pub use transfer::*;
 pub use validity::*;
@@ -121,6 +123,7 @@ macro_rules! memory_store_test_suite {
             history_tells_what_happened_newest_first,
             merge_entities_folds_duplicates_and_keeps_their_names_as_aliases,
             aliases_are_set_by_hand_and_never_shadow_a_name,
+            an_overgrown_node_is_proposed_in_topics_and_split,
             // relations
             create_relations_reports_created_existing_and_missing,
             relations_repeated_in_one_call_count_once,

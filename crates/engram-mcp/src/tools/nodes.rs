@@ -75,6 +75,30 @@ impl EngramServer {
         Ok(Json(self.memory.merge_entities(workspace, request).await?))
     }
 
+    /// Propose how an overgrown node's current facts fall into groups by topic, each labelled
+    /// by its distinctive words; split_entity then makes them nodes.
+    #[tool(annotations(read_only_hint = true))]
+    async fn propose_split(
+        &self,
+        Parameters(request): Parameters<ProposeSplit>,
+        extensions: Extensions,
+    ) -> Result<Json<SplitProposal>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        Ok(Json(self.memory.propose_split(workspace, request).await?))
+    }
+
+    /// Move some of a node's facts to new nodes, each related to it (default "part_of"), in
+    /// one step; returns where each fact went.
+    #[tool(annotations(destructive_hint = false, idempotent_hint = false))]
+    async fn split_entity(
+        &self,
+        Parameters(request): Parameters<SplitEntity>,
+        extensions: Extensions,
+    ) -> Result<Json<SplitResult>, ToolError> {
+        let workspace = self.workspace(&extensions)?;
+        Ok(Json(self.memory.split_entity(workspace, request).await?))
+    }
+
     /// Set the other names a node answers to (replacing its aliases); an alias may not be
     /// another node's name or alias.
     #[tool(annotations(destructive_hint = true, idempotent_hint = true))]

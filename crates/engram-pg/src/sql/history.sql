@@ -50,15 +50,16 @@ WITH entries AS (
       AND NOT (e.subject = 'relation' AND EXISTS (
           SELECT 1 FROM ended_relations r WHERE r.from_node_id = $1 AND r.recorded_at = e.at))
   UNION ALL
-    -- `merged:<source>` names a node merged into this one (its name, which may hold commas, in
-    -- `content`); other details list the fields an update changed.
+    -- `merged:<source>` names a node merged into this one, `split:<part>` a part split off
+    -- (the name, which may hold commas, in `content`); other details list the fields an update
+    -- changed.
     SELECT e.at,
-           CASE WHEN e.detail LIKE 'merged:%' THEN 'merged'
+           CASE WHEN e.detail ~ '^(merged|split):' THEN split_part(e.detail, ':', 1)
                 ELSE coalesce(f.field || '_set', 'updated') END,
-           NULL, CASE WHEN e.detail LIKE 'merged:%' THEN substr(e.detail, 8) END, NULL, NULL, NULL,
-           NULL, NULL, NULL
+           NULL, CASE WHEN e.detail ~ '^(merged|split):' THEN substr(e.detail, strpos(e.detail, ':') + 1) END,
+           NULL, NULL, NULL, NULL, NULL, NULL
     FROM events e
-    LEFT JOIN LATERAL unnest(CASE WHEN e.detail LIKE 'merged:%' THEN ARRAY[NULL::text]
+    LEFT JOIN LATERAL unnest(CASE WHEN e.detail ~ '^(merged|split):' THEN ARRAY[NULL::text]
                                   ELSE string_to_array(nullif(e.detail, ''), ',') END)
          AS f (field) ON true
     WHERE e.node_id = $1 AND e.subject = 'node' AND e.operation = 'update'

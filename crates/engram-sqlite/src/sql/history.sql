@@ -53,12 +53,16 @@ WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, 
     -- `content`); other details list the fields an update changed.
     SELECT e.at,
            CASE WHEN e.detail LIKE 'merged:%' THEN 'merged'
+                WHEN e.detail LIKE 'split:%' THEN 'split'
                 ELSE coalesce(f.value || '_set', 'updated') END,
-           NULL, CASE WHEN e.detail LIKE 'merged:%' THEN substr(e.detail, 8) END, NULL, NULL,
-           NULL, NULL, NULL, NULL
+           NULL,
+           CASE WHEN e.detail LIKE 'merged:%' OR e.detail LIKE 'split:%'
+                THEN substr(e.detail, instr(e.detail, ':') + 1) END,
+           NULL, NULL, NULL, NULL, NULL, NULL
     FROM events e
     LEFT JOIN json_each(CASE WHEN e.detail IS NULL OR e.detail = ''
-                               OR e.detail LIKE 'merged:%' THEN '[null]'
+                               OR e.detail LIKE 'merged:%' OR e.detail LIKE 'split:%'
+                             THEN '[null]'
                              ELSE '["' || replace(e.detail, ',', '","') || '"]' END) AS f
     WHERE e.node_id = ?1 AND e.subject = 'node' AND e.operation = 'update'
 ), page AS (

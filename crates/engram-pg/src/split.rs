@@ -1,0 +1,193 @@
+//! Splitting an overgrown node (`split_entity`) and reading its facts with their vectors for
+//! a proposal (`fact_vectors`).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
+use engram_domain::*;
+use pgvector::Vector;
+use tracing::instrument;
+
+use crate::PgStore;
+use crate::error::db;
+
+#[async_trait]
+impl SplitStore for PgStore {
+    #[instrument(skip_all, fields(parts = request.parts.len()))]
+    async fn split_entity(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SplitEntity>,
+    ) -> Result<SplitResult> {
+        let split = write!(self, |tx| async { split(&tx, workspace, request).await })?;
+        self.written.wrote(request.parts.len(), &self.pool);
+        Ok(split)
+    }
+
+    #[instrument(skip_all)]
+    async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts> {
+        read!(self, |tx| async { facts(&tx, &request).await })
+    }
+}
+
+/// `split_entity` in the caller's write transaction: the parts created with the facts they
+/// take (new ordinals 1, 2, … in the original's order; versions, periods and vectors move with
+/// their rows), each related to the original, a `split:<part>` update event recorded on it.
+async fn split(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    request: &SplitEntity,
+) -> Result<SplitResult> {
+    let original = client
+        .query_opt(
+            "SELECT id, name, entity_type FROM nodes
+             WHERE workspace_id = $1 AND name = $2 FOR UPDATE",
+            &[&workspace.0, &request.name],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::node_not_found(&request.name))?;
+    let (id, name, entity_type): (i64, String, String) =
+        (original.get(0), original.get(1), original.get(2));
+    let part_names: Vec<&str> = request.parts.iter().map(|p| p.name.as_str()).collect();
+    let taken = client
+        .query(
+            "SELECT name FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
+             UNION ALL
+             SELECT alias FROM node_aliases WHERE workspace_id = $1 AND alias = ANY($2)",
+            &[&workspace.0, &part_names],
+        )
+        .await
+        .map_err(db)?;
+    if let Some(row) = taken.first() {
+        let taken: String = row.get(0);
+        let at = part_names.iter().position(|n| *n == taken).unwrap_or(0);
+        return Err(Error::invalid(
+            format!("parts[{at}].name"),
+            "is taken by a node (or an alias): a part is a new node",
+        ));
+    }
+    let current: HashMap<i64, i64> = client
+        .query(
+            "SELECT ordinal, id FROM observations
+             WHERE node_id = $1 AND (valid_to IS NULL OR valid_to > now())",
+            &[&id],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    for (i, part) in request.parts.iter().enumerate() {
+        for (j, ordinal) in part.ordinals.iter().enumerate() {
+            if !current.contains_key(&ordinal.0) {
+                return Err(Error::invalid(
+                    format!("parts[{i}].ordinals[{j}]"),
+                    format!("{name} has no current fact {ordinal}"),
+                ));
+            }
+        }
+    }
+    let mut parts = Vec::with_capacity(request.parts.len());
+    let mut relations = Vec::with_capacity(request.parts.len());
+    for part in &request.parts {
+        let mut ordinals: Vec<i64> = part.ordinals.iter().map(|o| o.0).collect();
+        ordinals.sort_unstable();
+        let part_type = part.entity_type.clone().unwrap_or_else(|| entity_type.clone());
+        let count = ordinals.len() as i64;
+        let part_id: i64 = client
+            .query_one(
+                "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
+                                    next_ordinal)
+                 VALUES ($1, $2, $3, $4, CASE WHEN $4::text IS NOT NULL THEN now() END, $5)
+                 RETURNING id",
+                &[&workspace.0, &part.name, &part_type, &part.summary, &(count + 1)],
+            )
+            .await
+            .map_err(db)?
+            .get(0);
+        let ids: Vec<i64> = ordinals.iter().map(|o| current[o]).collect();
+        let new: Vec<i64> = (1..=count).collect();
+        client
+            .execute(
+                "UPDATE observations o SET node_id = $1, ordinal = m.ordinal
+                 FROM unnest($2::bigint[], $3::bigint[]) AS m (id, ordinal) WHERE o.id = m.id",
+                &[&part_id, &ids, &new],
+            )
+            .await
+            .map_err(db)?;
+        client
+            .execute(
+                "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type)
+                 VALUES ($1, $2, $3, $4)",
+                &[&workspace.0, &part_id, &id, &request.relation_type],
+            )
+            .await
+            .map_err(db)?;
+        client
+            .execute(
+                "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, detail)
+                 VALUES ($1, $2, $3, 'node', 'update', 'split:' || $4)",
+                &[&workspace.0, &id, &name, &part.name],
+            )
+            .await
+            .map_err(db)?;
+        relations.push(Relation::new(&part.name, &name, &request.relation_type));
+        parts.push(CreatedPart {
+            name: part.name.clone(),
+            entity_type: part_type,
+            observations: (ordinals.iter().zip(&new))
+                .map(|(old, new)| SplitMove {
+                    old_ordinal: Ordinal(*old),
+                    new_ordinal: Ordinal(*new),
+                })
+                .collect(),
+        });
+    }
+    Ok(SplitResult {
+        name,
+        parts,
+        relations,
+    })
+}
+
+/// The node's current facts in ordinal order, each with its vector of `model` in
+/// `perspective` when there is one.
+async fn facts(
+    client: &impl GenericClient,
+    request: &FactVectors<'_>,
+) -> Result<NodeFacts> {
+    let node = client
+        .query_opt(
+            "SELECT id, name FROM nodes WHERE workspace_id = $1 AND name = $2",
+            &[&request.workspace.0, &request.name],
+        )
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::node_not_found(request.name))?;
+    let (id, name): (i64, String) = (node.get(0), node.get(1));
+    let perspective = request.perspective.map(|p| p.0);
+    let rows = client
+        .query(
+            "SELECT o.ordinal, o.content, e.embedding
+             FROM observations o
+             LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = $2
+                                   AND e.perspective_id = $3
+             WHERE o.node_id = $1 AND (o.valid_to IS NULL OR o.valid_to > now())
+             ORDER BY o.ordinal",
+            &[&id, &request.model.unwrap_or_default(), &perspective],
+        )
+        .await
+        .map_err(db)?;
+    Ok(NodeFacts {
+        name,
+        facts: (rows.iter())
+            .map(|row| FactVector {
+                ordinal: Ordinal(row.get(0)),
+                content: row.get(1),
+                vector: row.get::<_, Option<Vector>>(2).map(|v| v.to_vec()),
+            })
+            .collect(),
+    })
+}

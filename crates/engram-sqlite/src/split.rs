@@ -1,0 +1,179 @@
+//! Splitting an overgrown node (`split_entity`) and reading its facts with their vectors for
+//! a proposal (`fact_vectors`).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use engram_domain::*;
+use rusqlite::{OptionalExtension, Transaction, params};
+use tracing::instrument;
+
+use crate::SqliteStore;
+use crate::error::db;
+use crate::sql::{from_blob, query};
+
+#[async_trait]
+impl SplitStore for SqliteStore {
+    #[instrument(skip_all, fields(parts = request.parts.len()))]
+    async fn split_entity(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SplitEntity>,
+    ) -> Result<SplitResult> {
+        let request = (**request).clone();
+        self.pool
+            .write(move |tx| split(tx, workspace, &request))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts> {
+        let (workspace, name) = (request.workspace, request.name.to_owned());
+        let model = request.model.map(str::to_owned);
+        let perspective = request.perspective.map(|p| p.0);
+        self.pool
+            .read(move |tx| facts(tx, workspace, &name, model.as_deref(), perspective))
+            .await
+    }
+}
+
+/// `split_entity` in the write transaction: the parts created with the facts they take (new
+/// ordinals 1, 2, … in the original's order; versions, periods and vectors move with their
+/// rows), each related to the original, a `split:<part>` update event recorded on it.
+fn split(tx: &Transaction<'_>, workspace: WorkspaceId, request: &SplitEntity) -> Result<SplitResult> {
+    let original: Option<(i64, String, String)> = tx
+        .query_row(
+            "SELECT id, name, entity_type FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+            params![workspace.0, request.name],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .optional()
+        .map_err(db)?;
+    let (id, name, entity_type) = original.ok_or_else(|| Error::node_not_found(&request.name))?;
+    let mut taken = tx
+        .prepare_cached(
+            "SELECT 1 FROM nodes WHERE workspace_id = ?1 AND name = ?2
+             UNION ALL
+             SELECT 1 FROM node_aliases WHERE workspace_id = ?1 AND alias = ?2",
+        )
+        .map_err(db)?;
+    for (i, part) in request.parts.iter().enumerate() {
+        if taken.exists(params![workspace.0, part.name]).map_err(db)? {
+            return Err(Error::invalid(
+                format!("parts[{i}].name"),
+                "is taken by a node (or an alias): a part is a new node",
+            ));
+        }
+    }
+    let current: HashMap<i64, i64> = query(
+        tx,
+        "SELECT ordinal, id FROM observations
+         WHERE node_id = ?1 AND (valid_to IS NULL OR valid_to > engram_now())",
+        params![id],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?
+    .into_iter()
+    .collect();
+    for (i, part) in request.parts.iter().enumerate() {
+        for (j, ordinal) in part.ordinals.iter().enumerate() {
+            if !current.contains_key(&ordinal.0) {
+                return Err(Error::invalid(
+                    format!("parts[{i}].ordinals[{j}]"),
+                    format!("{name} has no current fact {ordinal}"),
+                ));
+            }
+        }
+    }
+    let mut parts = Vec::with_capacity(request.parts.len());
+    let mut relations = Vec::with_capacity(request.parts.len());
+    for part in &request.parts {
+        let mut ordinals: Vec<i64> = part.ordinals.iter().map(|o| o.0).collect();
+        ordinals.sort_unstable();
+        let part_type = part.entity_type.clone().unwrap_or_else(|| entity_type.clone());
+        let count = ordinals.len() as i64;
+        let part_id: i64 = tx
+            .query_row(
+                "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
+                                    next_ordinal, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NOT NULL THEN engram_now() END, ?5,
+                         engram_now(), engram_now())
+                 RETURNING id",
+                params![workspace.0, part.name, part_type, part.summary, count + 1],
+                |row| row.get(0),
+            )
+            .map_err(db)?;
+        let mut moved = tx
+            .prepare_cached("UPDATE observations SET node_id = ?1, ordinal = ?2 WHERE id = ?3")
+            .map_err(db)?;
+        let mut moves = Vec::with_capacity(ordinals.len());
+        for (new, old) in (1..).zip(&ordinals) {
+            moved.execute(params![part_id, new, current[old]]).map_err(db)?;
+            moves.push(SplitMove {
+                old_ordinal: Ordinal(*old),
+                new_ordinal: Ordinal(new),
+            });
+        }
+        tx.execute(
+            "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                    created_at, valid_from)
+             VALUES (?1, ?2, ?3, ?4, engram_now(), engram_now())",
+            params![workspace.0, part_id, id, request.relation_type],
+        )
+        .map_err(db)?;
+        tx.execute(
+            "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, at, detail)
+             VALUES (?1, ?2, ?3, 'node', 'update', engram_now(), 'split:' || ?4)",
+            params![workspace.0, id, name, part.name],
+        )
+        .map_err(db)?;
+        relations.push(Relation::new(&part.name, &name, &request.relation_type));
+        parts.push(CreatedPart {
+            name: part.name.clone(),
+            entity_type: part_type,
+            observations: moves,
+        });
+    }
+    Ok(SplitResult {
+        name,
+        parts,
+        relations,
+    })
+}
+
+/// The node's current facts in ordinal order, each with its vector of `model` in
+/// `perspective` when there is one.
+fn facts(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    name: &str,
+    model: Option<&str>,
+    perspective: Option<i64>,
+) -> Result<NodeFacts> {
+    let node: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT id, name FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+            params![workspace.0, name],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(db)?;
+    let (id, name) = node.ok_or_else(|| Error::node_not_found(name))?;
+    let facts = query(
+        tx,
+        "SELECT o.ordinal, o.content, e.embedding
+         FROM observations o
+         LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = ?2
+                               AND e.perspective_id = ?3
+         WHERE o.node_id = ?1 AND (o.valid_to IS NULL OR o.valid_to > engram_now())
+         ORDER BY o.ordinal",
+        params![id, model.unwrap_or_default(), perspective],
+        |row| {
+            Ok(FactVector {
+                ordinal: Ordinal(row.get(0)?),
+                content: row.get(1)?,
+                vector: row.get::<_, Option<Vec<u8>>>(2)?.map(|b| from_blob(&b)),
+            })
+        },
+    )?;
+    Ok(NodeFacts { name, facts })
+}
