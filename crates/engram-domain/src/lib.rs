@@ -63,7 +63,7 @@ pub use merge::{
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT, ReadGraph};
 pub use model::*;
 pub use nodes::{
-    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
+    CreateEntities, DeleteEntities, IfExists, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
     SetTags,
 };
 pub use observations::{AddObservations, DeleteObservations, ReplaceObservation};

@@ -130,6 +130,10 @@ pub struct CreatedNode {
     /// (the reference memory server's habit); absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_duplicates: Vec<Observation>,
+    /// With `if_exists: "merge"`, the observations appended to a node that existed; absent
+    /// when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<Observation>,
 }
 
 /// Result of `delete_entities`.

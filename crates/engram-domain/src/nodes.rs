@@ -27,14 +27,41 @@ fn default_recent_limit() -> u32 {
 #[serde(deny_unknown_fields)]
 pub struct CreateEntities {
     /// Nodes to create, 1–1,000 per call (and at most 1,000 observations in all). A name that
-    /// already exists is left exactly as it is and reported with `already_existed: true`.
+    /// already exists (or is an alias) is reported with `already_existed: true`.
     pub entities: Vec<NewNode>,
+    /// What to do with a node that exists: "skip" (default) leaves it exactly as it is;
+    /// "merge" appends the new observations (texts it holds skipped), adds the new tags and
+    /// sets the summary when one is given, keeping its type.
+    #[serde(default)]
+    pub if_exists: IfExists,
+}
+
+/// What `create_entities` does with a name that exists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum IfExists {
+    /// Leave it exactly as it is (the specification's behaviour).
+    #[default]
+    Skip,
+    /// Add the new observations and tags, and the summary when given.
+    Merge,
 }
 
 impl CreateEntities {
-    /// The nodes `entities`.
+    /// The nodes `entities`; existing ones left as they are.
     pub fn new(entities: Vec<NewNode>) -> Self {
-        Self { entities }
+        Self {
+            entities,
+            if_exists: IfExists::Skip,
+        }
+    }
+
+    /// The same, merging into existing nodes.
+    #[must_use]
+    pub fn merging(mut self) -> Self {
+        self.if_exists = IfExists::Merge;
+        self
     }
 
     /// The request with its tags de-duplicated and its texts as the secret policy leaves
@@ -264,7 +291,10 @@ pub(crate) async fn create_entities(
     workspace: WorkspaceId,
     request: CreateEntities,
 ) -> Result<Vec<CreatedNode>> {
-    let mut entities = request.check(secrets)?.into_inner().entities;
+    let CreateEntities {
+        mut entities,
+        if_exists,
+    } = request.check(secrets)?.into_inner();
     // A text given twice for one node is stored once, at its first place.
     let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
         .map(|entity| {
@@ -276,7 +306,10 @@ pub(crate) async fn create_entities(
                 .collect()
         })
         .collect();
-    let request = Checked::new(CreateEntities { entities });
+    let request = Checked::new(CreateEntities {
+        entities,
+        if_exists,
+    });
     let mut created = store.create_entities(workspace, &request).await?;
     for (row, repeated) in created.iter_mut().zip(repeated) {
         if !row.already_existed {

@@ -23,6 +23,7 @@ mod hnsw;
 mod nodes;
 mod merge;
 mod split;
+mod upsert;
 mod observations;
 mod relations;
 mod search;

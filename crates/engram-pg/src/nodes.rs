@@ -267,7 +267,8 @@ impl NodeStore for PgStore {
                     );
                 }
             }
-            rows.iter()
+            let mut created = rows
+                .iter()
                 .map(|row| {
                     let name: String = row.get("name");
                     if let Some(created_at) = row.get::<_, Option<Timestamp>>("created_at") {
@@ -277,6 +278,7 @@ impl NodeStore for PgStore {
                             created_at,
                             already_existed: false,
                             skipped_duplicates: Vec::new(),
+                            added: Vec::new(),
                         });
                     }
                     // Skipped as taken, then deleted by another writer before the lookup.
@@ -290,9 +292,15 @@ impl NodeStore for PgStore {
                         created_at,
                         already_existed: true,
                         skipped_duplicates: Vec::new(),
+                        added: Vec::new(),
                     })
                 })
-                .collect::<Result<Vec<_>>>()
+                .collect::<Result<Vec<_>>>()?;
+            if request.if_exists == IfExists::Merge {
+                crate::upsert::merge_into_existing(&tx, workspace, &request.entities, &mut created)
+                    .await?;
+            }
+            Ok(created)
         })?;
         let rows = request.entities.len()
             + request

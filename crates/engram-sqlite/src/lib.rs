@@ -18,6 +18,7 @@
 mod connection;
 mod error;
 mod graph;
+mod merge;
 mod nodes;
 mod observations;
 mod relations;
@@ -26,6 +27,7 @@ mod split;
 mod sql;
 mod tokens;
 mod transfer;
+mod upsert;
 mod validity;
 mod vector_lists;
 mod vectors;

@@ -270,7 +270,7 @@ impl NodeStore for SqliteStore {
         workspace: WorkspaceId,
         request: &Checked<CreateEntities>,
     ) -> Result<Vec<CreatedNode>> {
-        let entities = request.entities.clone();
+        let (entities, if_exists) = (request.entities.clone(), request.if_exists);
         self.pool
             .write(move |tx| {
                 let mut insert_node = tx
@@ -283,17 +283,36 @@ impl NodeStore for SqliteStore {
                          RETURNING id, created_at",
                     )
                     .map_err(db)?;
+                // A node by its name or an alias: its id, own name, type and creation.
                 let mut existing = tx
                     .prepare_cached(
-                        "SELECT entity_type, created_at FROM nodes WHERE workspace_id = ?1 AND name = ?2",
+                        "SELECT id, name, entity_type, created_at FROM nodes
+                         WHERE workspace_id = ?1 AND name = ?2
+                         UNION ALL
+                         SELECT n.id, n.name, n.entity_type, n.created_at
+                         FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+                         WHERE a.workspace_id = ?1 AND a.alias = ?2",
+                    )
+                    .map_err(db)?;
+                let mut is_alias = tx
+                    .prepare_cached(
+                        "SELECT 1 FROM node_aliases WHERE workspace_id = ?1 AND alias = ?2",
                     )
                     .map_err(db)?;
                 let mut created = Vec::with_capacity(entities.len());
+                let mut merges = Vec::new();
                 // Written together after the nodes (see `insert_observations`).
                 let mut observations = Vec::new();
-                for entity in &entities {
+                for (i, entity) in entities.iter().enumerate() {
                     let next_ordinal = entity.observations.len() as i64 + 1;
-                    let inserted: Option<(i64, i64)> = insert_node
+                    // A node's alias answers for the node: it is not created again.
+                    let aliased = is_alias
+                        .exists(params![workspace.0, entity.name])
+                        .map_err(db)?;
+                    let inserted: Option<(i64, i64)> = if aliased {
+                        None
+                    } else {
+                        insert_node
                         .query_row(
                             params![
                                 workspace.0,
@@ -306,19 +325,23 @@ impl NodeStore for SqliteStore {
                             |row| Ok((row.get(0)?, row.get(1)?)),
                         )
                         .optional()
-                        .map_err(db)?;
+                        .map_err(db)?
+                    };
                     let Some((id, created_at)) = inserted else {
-                        let (entity_type, created_at): (String, i64) = existing
-                            .query_row(params![workspace.0, entity.name], |row| {
-                                Ok((row.get(0)?, row.get(1)?))
-                            })
-                            .map_err(db)?;
+                        let (id, name, entity_type, created_at): (i64, String, String, i64) =
+                            existing
+                                .query_row(params![workspace.0, entity.name], |row| {
+                                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                                })
+                                .map_err(db)?;
+                        merges.push((i, id, created.len()));
                         created.push(CreatedNode {
-                            name: entity.name.clone(),
+                            name,
                             entity_type,
                             created_at: timestamp(created_at),
                             already_existed: true,
                             skipped_duplicates: Vec::new(),
+                            added: Vec::new(),
                         });
                         continue;
                     };
@@ -333,9 +356,15 @@ impl NodeStore for SqliteStore {
                         created_at: timestamp(created_at),
                         already_existed: false,
                         skipped_duplicates: Vec::new(),
+                        added: Vec::new(),
                     });
                 }
                 insert_observations(tx, workspace, &observations)?;
+                if if_exists == IfExists::Merge {
+                    for (i, id, at) in merges {
+                        crate::upsert::merge_into(tx, workspace, (i, &entities[i]), id, &mut created[at])?;
+                    }
+                }
                 Ok(created)
             })
             .await

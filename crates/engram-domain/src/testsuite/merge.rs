@@ -245,3 +245,72 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         .unwrap();
     assert_eq!(after, before);
 }
+
+pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let alice = NewNode {
+        tags: strings(&["a"]),
+        ..entity("Alice", "person", &["likes tea"])
+    };
+    memory
+        .create_entities(ws, CreateEntities::new(vec![alice]))
+        .await
+        .unwrap();
+    let again = || NewNode {
+        tags: strings(&["b", "a"]),
+        summary: Some("An engineer.".into()),
+        ..entity("Alice", "robot", &["likes tea", "lives in Porto"])
+    };
+    // The default leaves it exactly as it was.
+    let before = open_node(&memory, ws, "Alice").await;
+    let skipped = memory
+        .create_entities(ws, CreateEntities::new(vec![again()]))
+        .await
+        .unwrap();
+    assert!(skipped[0].already_existed && skipped[0].added.is_empty());
+    assert_eq!(open_node(&memory, ws, "Alice").await, before);
+
+    let merged = memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![again(), entity("Bob", "person", &["b1"])]).merging(),
+        )
+        .await
+        .unwrap();
+    assert!(merged[0].already_existed);
+    assert_eq!(merged[0].entity_type, "person");
+    assert_eq!(merged[0].skipped_duplicates, observations(&[(1, "likes tea")]));
+    assert_eq!(merged[0].added, observations(&[(2, "lives in Porto")]));
+    assert!(!merged[1].already_existed);
+    let alice = open_node(&memory, ws, "Alice").await;
+    assert_eq!(alice.entity_type, "person");
+    assert_eq!(alice.tags, ["a", "b"]);
+    assert_eq!(alice.summary.as_deref(), Some("An engineer."));
+    assert_eq!(
+        alice.observations,
+        observations(&[(1, "likes tea"), (2, "lives in Porto")])
+    );
+
+    // More than 64 tags in all: refused naming the entity's tags, nothing changed.
+    let many: Vec<String> = (0..64).map(|i| format!("t{i}")).collect();
+    let crowded = NewNode {
+        tags: many,
+        ..entity("Alice", "person", &["one more fact"])
+    };
+    let before = open_node(&memory, ws, "Alice").await;
+    assert_invalid(
+        memory
+            .create_entities(
+                ws,
+                CreateEntities::new(vec![entity("Carol", "person", &[]), crowded]).merging(),
+            )
+            .await,
+        "entities[1].tags",
+    );
+    assert_eq!(open_node(&memory, ws, "Alice").await, before);
+    let carol = memory
+        .open_nodes(ws, OpenNodes::new(&strings(&["Carol"])))
+        .await
+        .unwrap();
+    assert_eq!(carol.not_found, ["Carol"]);
+}

@@ -1,0 +1,115 @@
+//! `create_entities` with `if_exists: "merge"`: what the call gives for a node that exists is
+//! added to it, in the same transaction.
+
+use std::collections::HashMap;
+
+use deadpool_postgres::GenericClient;
+use engram_domain::*;
+
+use crate::error::db;
+
+/// For each of `created` that existed already (named by its own name, also when asked by an
+/// alias), the entity's observations appended (texts it holds as current facts skipped and
+/// reported), its tags added after the node's own, and its summary set when given.
+/// [`Error::InvalidArgument`] naming `entities[i].tags` when the node would pass 64 tags.
+pub(crate) async fn merge_into_existing(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    entities: &[NewNode],
+    created: &mut [CreatedNode],
+) -> Result<()> {
+    let existing: Vec<(usize, &NewNode)> = (entities.iter().enumerate())
+        .filter(|(i, _)| created[*i].already_existed)
+        .collect();
+    if existing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = existing.iter().map(|(i, _)| created[*i].name.as_str()).collect();
+    // Locked in id order, as add_observations does, so concurrent writers queue.
+    let ids: HashMap<String, i64> = client
+        .query(
+            "SELECT id, name FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
+             ORDER BY id FOR UPDATE",
+            &[&workspace.0, &names],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|row| (row.get(1), row.get(0)))
+        .collect();
+    let (mut node_names, mut contents, mut valid_from, mut expires_at) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, entity) in &existing {
+        for fact in &entity.observations {
+            node_names.push(created[*i].name.as_str());
+            contents.push(fact.content.as_str());
+            valid_from.push(fact.valid_from);
+            expires_at.push(fact.expires_at);
+        }
+    }
+    let statement = client
+        .prepare_cached(include_str!("sql/add_observations.sql"))
+        .await
+        .map_err(db)?;
+    let rows = client
+        .query(
+            &statement,
+            &[&workspace.0, &node_names, &contents, &valid_from, &expires_at],
+        )
+        .await
+        .map_err(db)?;
+    let mut stored: HashMap<i64, Vec<(bool, Observation)>> = HashMap::new();
+    for row in &rows {
+        let observation =
+            Observation::new(Ordinal(row.get("ordinal")), row.get::<_, String>("content"));
+        (stored.entry(row.get("node_id")).or_default()).push((row.get("duplicate"), observation));
+    }
+    for (i, entity) in &existing {
+        let Some(&id) = ids.get(&created[*i].name) else {
+            continue;
+        };
+        let mut tags: Vec<String> = client
+            .query_one("SELECT tags FROM nodes WHERE id = $1", &[&id])
+            .await
+            .map_err(db)?
+            .get(0);
+        let had = tags.len();
+        for tag in &entity.tags {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        if tags.len() > limits::MAX_TAGS {
+            return Err(Error::invalid(
+                format!("entities[{i}].tags"),
+                format!("the node would have more than {} tags", limits::MAX_TAGS),
+            ));
+        }
+        if tags.len() > had {
+            client
+                .execute("UPDATE nodes SET tags = $2 WHERE id = $1", &[&id, &tags])
+                .await
+                .map_err(db)?;
+        }
+        if let Some(summary) = &entity.summary {
+            client
+                .execute(
+                    "UPDATE nodes SET summary = $2, summary_updated_at = now()
+                     WHERE id = $1 AND summary IS DISTINCT FROM $2",
+                    &[&id, summary],
+                )
+                .await
+                .map_err(db)?;
+        }
+        let mut rows = stored.remove(&id).unwrap_or_default();
+        rows.sort_by_key(|(_, o)| o.ordinal);
+        let row = &mut created[*i];
+        for (duplicate, observation) in rows {
+            match duplicate {
+                true => row.skipped_duplicates.push(observation),
+                false => row.added.push(observation),
+            }
+        }
+    }
+    Ok(())
+}
