@@ -77,6 +77,9 @@ enum Benchmark {
     /// The cost of every call from 10,000 to 1,000,000 observations on both stores, with the
     /// plot in docs/scale.png (`--sizes`, `--stores`; only when named: it takes hours).
     Scale,
+    /// Memory over time at 100,000 observations: reads now and `as_of`, a history of 1,000
+    /// entries, merging two nodes of 1,000 facts, on PostgreSQL and on SQLite.
+    OverTime,
     /// Mixed clients against 1, 2 and 4 engram processes on one PostgreSQL database of
     /// 100,000 observations (`--processes`; only when named).
     Processes,
@@ -143,6 +146,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if wanted(Benchmark::Suggestions) {
         suggestions()?;
     }
+    if wanted(Benchmark::OverTime) {
+        over_time()?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -166,6 +172,29 @@ fn suggestions() -> Result<()> {
     let file = dir.join("engram-names.db");
     let file = file.to_string_lossy();
     let args = ["--path", &file, "--nodes", NODES, "--suggestions"];
+    example("engram-sqlite", "sqlite_consolidation", &args)
+}
+
+/// `cargo xtask bench over-time`: the memory-over-time workload at 100,000 observations, on a
+/// fresh PostgreSQL database and a fresh SQLite file.
+fn over_time() -> Result<()> {
+    const OBSERVATIONS: &str = "100000";
+    println!("== over-time: as_of reads, history, merge among {OBSERVATIONS} facts, PostgreSQL");
+    let pg = postgres::ensure_installed(&target_dir())?;
+    let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
+    let url = cluster.fresh_database(&pg, DATABASE)?;
+    let args = ["--database-url", &url, "--nodes", OBSERVATIONS, "--over-time"];
+    example("engram-pg", "consolidation", &args)?;
+    drop(cluster);
+    println!("== over-time: the same on SQLite");
+    let dir = target_dir().join("bench");
+    std::fs::create_dir_all(&dir)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("engram-time.db{suffix}")));
+    }
+    let file = dir.join("engram-time.db");
+    let file = file.to_string_lossy();
+    let args = ["--path", &file, "--nodes", OBSERVATIONS, "--over-time"];
     example("engram-sqlite", "sqlite_consolidation", &args)
 }
 

@@ -14,25 +14,30 @@
 
 use std::sync::Arc;
 
-use engram_domain::testsuite::{consolidation_benchmark, suggestions_benchmark};
+use engram_domain::testsuite::{
+    consolidation_benchmark, over_time_benchmark, suggestions_benchmark,
+};
 use engram_pg::PgStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut url, mut nodes, mut suggestions) = (None, 10_000_usize, false);
+    let (mut url, mut nodes, mut suggestions, mut over_time) = (None, 10_000_usize, false, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--database-url" => url = args.next(),
             "--nodes" => nodes = args.next().unwrap_or_default().parse()?,
             "--suggestions" => suggestions = true,
+            "--over-time" => over_time = true,
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
     let url = url.ok_or_else(|| anyhow::anyhow!("--database-url is required"))?;
     let store = PgStore::connect(&url).await?;
     store.migrate().await?;
-    if suggestions {
+    if over_time {
+        over_time_benchmark(Arc::new(store), nodes).await?;
+    } else if suggestions {
         suggestions_benchmark(Arc::new(store), nodes).await?;
     } else {
         consolidation_benchmark(Arc::new(store), nodes).await?;

@@ -11,18 +11,21 @@
 
 use std::sync::Arc;
 
-use engram_domain::testsuite::{consolidation_benchmark, suggestions_benchmark};
+use engram_domain::testsuite::{
+    consolidation_benchmark, over_time_benchmark, suggestions_benchmark,
+};
 use engram_sqlite::SqliteStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut path, mut nodes, mut suggestions) = (None, 10_000_usize, false);
+    let (mut path, mut nodes, mut suggestions, mut over_time) = (None, 10_000_usize, false, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--path" => path = args.next(),
             "--nodes" => nodes = args.next().unwrap_or_default().parse()?,
             "--suggestions" => suggestions = true,
+            "--over-time" => over_time = true,
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -31,7 +34,9 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("{path} exists; give the path of a new database file");
     }
     let store = SqliteStore::open(&path).await?;
-    if suggestions {
+    if over_time {
+        over_time_benchmark(Arc::new(store), nodes).await?;
+    } else if suggestions {
         suggestions_benchmark(Arc::new(store), nodes).await?;
     } else {
         consolidation_benchmark(Arc::new(store), nodes).await?;
