@@ -25,11 +25,10 @@ pub struct GetNeighborhood {
     #[serde(default = "default_depth")]
     #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 6)))]
     pub depth: u32,
-    /// Also follow and show the relations that have ended, each with `valid_from` and
-    /// `valid_to`.
+    /// Also ended ones, with their periods.
     #[serde(default)]
     pub include_ended: bool,
-    /// The graph as it was at this time (RFC 3339): the relations that held then.
+    /// As it was then.
     #[serde(default)]
     pub as_of: Option<Timestamp>,
 }

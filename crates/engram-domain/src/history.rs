@@ -26,12 +26,11 @@ fn default_history_limit() -> u32 {
 pub struct GetHistory {
     /// The node.
     pub name: String,
-    /// At most this many entries, 1–1,000 (more only to finish the last instant, so that no
-    /// entry falls between pages). Default 50.
+    /// 1–1,000 (more to finish the last instant). Default 50.
     #[serde(default = "default_history_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
-    /// Only entries before this time (RFC 3339): the previous page's `next_before`.
+    /// The previous page's next_before.
     #[serde(default)]
     pub before: Option<Timestamp>,
 }

@@ -27,8 +27,7 @@ fn default_read_graph_limit() -> u32 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReadGraph {
-    /// Continue after the previous page: pass its `next_cursor`. From the first node when
-    /// omitted.
+    /// The previous page's next_cursor.
     #[serde(default)]
     pub cursor: Option<String>,
     /// Nodes per page, 1–1,000. Default 50.

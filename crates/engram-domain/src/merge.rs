@@ -24,10 +24,9 @@ pub const MAX_ALIASES: usize = 64;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MergeEntities {
-    /// The duplicates, 1–32: their facts (in their order, new ordinals), relations and tags
-    /// move to the target, and their names become its aliases.
+    /// 1–32 duplicates.
     pub sources: Vec<String>,
-    /// The node that stays; its type and summary are kept.
+    /// The node that stays.
     pub target: String,
 }
 
@@ -106,7 +105,7 @@ pub struct MergedEntities {
 pub struct SetAliases {
     /// The node.
     pub name: String,
-    /// Its aliases, replacing the ones it had; at most 64, none another node's name or alias.
+    /// Replaces its aliases; at most 64.
     pub aliases: Vec<String>,
 }
 

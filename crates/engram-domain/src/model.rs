@@ -93,19 +93,18 @@ pub struct WorkspaceInfo {
 #[cfg_attr(feature = "schema", schemars(rename = "EntityInput"))]
 #[serde(deny_unknown_fields)]
 pub struct NewNode {
-    /// Unique name within the workspace, 1–256 bytes, e.g. "Alice" or "engram/storage".
+    /// Unique in the workspace, e.g. "Alice".
     pub name: String,
-    /// The node's type, 1–256 bytes, e.g. "person", "project", "decision".
+    /// e.g. "person", "decision".
     #[serde(alias = "entityType")]
     pub entity_type: String,
-    /// Initial observations (facts), appended in order as ordinals 1, 2, …; each 1–65,536 bytes,
-    /// a text or `{content, valid_from?, expires_at?}`.
+    /// Texts, or {content, valid_from?, expires_at?}.
     #[serde(default)]
     pub observations: Vec<NewFact>,
-    /// Optional summary of the node, 1–65,536 bytes.
+    /// 1–65,536 bytes.
     #[serde(default)]
     pub summary: Option<String>,
-    /// Optional tags, at most 64 of 1–128 bytes each; repeats are dropped.
+    /// At most 64.
     #[serde(default)]
     pub tags: Vec<String>,
 }
@@ -225,12 +224,11 @@ impl From<String> for NewFact {
 #[cfg_attr(feature = "schema", schemars(rename = "DatedFact"))]
 #[serde(deny_unknown_fields)]
 struct DatedFact {
-    /// The fact, 1–65,536 bytes.
     content: String,
-    /// Since when it holds (RFC 3339), if earlier than now; never in the future.
+    /// Not in the future.
     #[serde(default)]
     valid_from: Option<Timestamp>,
-    /// When it stops holding and is deleted for good (RFC 3339), in the future.
+    /// Then deleted.
     #[serde(default)]
     expires_at: Option<Timestamp>,
 }
@@ -330,10 +328,10 @@ pub struct RelationSpec {
     /// Target node name.
     #[serde(alias = "to")]
     pub to_entity: String,
-    /// The relation's type in active voice, e.g. "works_on", 1–256 bytes.
+    /// e.g. "works_on".
     #[serde(alias = "relationType")]
     pub relation_type: String,
-    /// Since when it holds (RFC 3339), if earlier than now: read by `create_relations` only.
+    /// create_relations only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_from: Option<Timestamp>,
 }
@@ -467,8 +465,7 @@ pub struct ObservationAdditions {
     /// The node to append to.
     #[serde(alias = "entityName")]
     pub entity_name: String,
-    /// Facts appended in order, each getting the node's next ordinal; each 1–65,536 bytes, a
-    /// text or `{content, valid_from?, expires_at?}`.
+    /// Texts, or {content, valid_from?, expires_at?}.
     pub contents: Vec<NewFact>,
 }
 

@@ -26,12 +26,9 @@ fn default_recent_limit() -> u32 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateEntities {
-    /// Nodes to create, 1–1,000 per call (and at most 1,000 observations in all). A name that
-    /// already exists (or is an alias) is reported with `already_existed: true`.
+    /// 1–1,000 (1,000 observations in all); an existing name is reported `already_existed`.
     pub entities: Vec<NewNode>,
-    /// What to do with a node that exists: "skip" (default) leaves it exactly as it is;
-    /// "merge" appends the new observations (texts it holds skipped), adds the new tags and
-    /// sets the summary when one is given, keeping its type.
+    /// "merge": add the facts, tags and summary to an existing node. Default "skip".
     #[serde(default)]
     pub if_exists: IfExists,
 }
@@ -102,7 +99,7 @@ impl CreateEntities {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DeleteEntities {
-    /// Names of the nodes to delete with their observations and relations, 1–1,000.
+    /// 1–1,000 names.
     #[serde(alias = "entityNames")]
     pub entity_names: Vec<String>,
 }
@@ -130,11 +127,10 @@ impl DeleteEntities {
 pub struct OpenNodes {
     /// Names of the nodes to read in full, 1–1,000.
     pub names: Vec<String>,
-    /// Also the facts and relations that have ended, each with `valid_from` and `valid_to`.
+    /// Also ended ones, with their periods.
     #[serde(default)]
     pub include_ended: bool,
-    /// The nodes as they were at this time (RFC 3339): the facts and relations that held
-    /// then, each text as it read then.
+    /// As it was then.
     #[serde(default)]
     pub as_of: Option<Timestamp>,
 }
@@ -260,7 +256,7 @@ impl SetSummary {
 pub struct SetTags {
     /// The node.
     pub name: String,
-    /// The complete new tag set, at most 64 tags of 1–128 bytes; `[]` clears it.
+    /// The whole new set (at most 64); [] clears it.
     pub tags: Vec<String>,
 }
 
@@ -327,6 +323,21 @@ pub(crate) async fn delete_entities(
 ) -> Result<DeletedNodes> {
     let request = request.check()?;
     let mut deleted = store.delete_entities(workspace, &request).await?;
+    // A name that is an alias deletes the node it names.
+    let aliased = crate::merge::resolve(store, workspace, &deleted.not_found)
+        .await
+        .unwrap_or_default();
+    if !aliased.is_empty() {
+        let mut nodes: Vec<String> = aliased.values().cloned().collect();
+        nodes.sort();
+        nodes.dedup();
+        let more = DeleteEntities {
+            entity_names: nodes,
+        };
+        let more = store.delete_entities(workspace, &Checked::new(more)).await?;
+        deleted.deleted.extend(more.deleted);
+        deleted.not_found.retain(|name| !aliased.contains_key(name));
+    }
     deleted.did_you_mean = did_you_mean(store, workspace, &deleted.not_found).await;
     Ok(deleted)
 }

@@ -18,7 +18,7 @@ use crate::suggestions::did_you_mean;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AddObservations {
-    /// Per node, the observations to append; at most 1,000 contents per call in all.
+    /// At most 1,000 contents in all.
     pub observations: Vec<ObservationAdditions>,
 }
 
@@ -63,7 +63,7 @@ impl AddObservations {
 pub struct ReplaceObservation {
     /// The node.
     pub entity_name: String,
-    /// The observation's ordinal (from `open_nodes`); it stays the same.
+    /// From open_nodes.
     pub ordinal: i64,
     /// The replacement text, 1–65,536 bytes.
     pub new_content: String,
@@ -102,7 +102,7 @@ impl ReplaceObservation {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DeleteObservations {
-    /// Per node, the ordinals to delete; at most 1,000 ordinals per call in all.
+    /// At most 1,000 ordinals in all.
     pub deletions: Vec<ObservationDeletions>,
 }
 
@@ -280,5 +280,33 @@ pub(crate) async fn delete_observations(
     request: DeleteObservations,
 ) -> Result<Vec<DeletedObservations>> {
     let request = request.check()?;
-    store.delete_observations(workspace, &request).await
+    let mut results = store.delete_observations(workspace, &request).await?;
+    // Rows that deleted nothing may name a node by an alias: those once more, by its name.
+    let missing: Vec<String> = (results.iter())
+        .filter(|row| row.deleted_ordinals.is_empty())
+        .map(|row| row.entity_name.clone())
+        .collect();
+    let aliased = crate::merge::resolve(store, workspace, &missing)
+        .await
+        .unwrap_or_default();
+    if !aliased.is_empty() {
+        let again: Vec<ObservationDeletions> = (request.deletions.iter())
+            .filter_map(|d| {
+                Some(ObservationDeletions {
+                    entity_name: aliased.get(&d.entity_name)?.clone(),
+                    ..d.clone()
+                })
+            })
+            .collect();
+        let again = Checked::new(DeleteObservations { deletions: again });
+        let mut more = store.delete_observations(workspace, &again).await?.into_iter();
+        for (row, deletion) in results.iter_mut().zip(&request.deletions) {
+            if aliased.contains_key(&deletion.entity_name)
+                && let Some(replaced) = more.next()
+            {
+                *row = replaced;
+            }
+        }
+    }
+    Ok(results)
 }

@@ -120,10 +120,10 @@ pub struct GetRelationsBetween {
     pub entity_a: String,
     /// The other node.
     pub entity_b: String,
-    /// Also the relations that have ended, each with `valid_from` and `valid_to`.
+    /// Also ended ones, with their periods.
     #[serde(default)]
     pub include_ended: bool,
-    /// The relations that held at this time (RFC 3339) instead of now.
+    /// As it was then.
     #[serde(default)]
     pub as_of: Option<Timestamp>,
 }
@@ -206,7 +206,21 @@ pub(crate) async fn delete_relations(
     request: DeleteRelations,
 ) -> Result<DeletedRelations> {
     let request = request.check()?;
-    store.delete_relations(workspace, &request).await
+    let mut deleted = store.delete_relations(workspace, &request).await?;
+    if deleted.not_found == 0 {
+        return Ok(deleted);
+    }
+    // Some were not found by the names given: those with an alias for an endpoint, by the
+    // nodes' names (a relation deleted already is not found again).
+    let again = crate::validity::by_node_names(store, workspace, &request.relations).await;
+    if !again.is_empty() {
+        let relations = again.into_iter().map(|(_, r)| r).collect();
+        let retry = Checked::new(DeleteRelations { relations });
+        let more = store.delete_relations(workspace, &retry).await?;
+        deleted.deleted += more.deleted;
+        deleted.not_found -= more.deleted.min(deleted.not_found);
+    }
+    Ok(deleted)
 }
 
 /// The semantics of [`Memory::rename_relation_type`](crate::Memory::rename_relation_type).

@@ -37,7 +37,7 @@ fn default_part_relation() -> String {
 pub struct ProposeSplit {
     /// The node.
     pub name: String,
-    /// At most this many groups, 2–8. Default 4.
+    /// 2–8. Default 4.
     #[serde(default = "default_split_parts")]
     #[cfg_attr(feature = "schema", schemars(range(min = 2, max = 8)))]
     pub max_parts: u32,
@@ -86,15 +86,15 @@ pub struct SplitProposal {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SplitPart {
-    /// The new node's name; no node may have it yet.
+    /// A new node.
     pub name: String,
-    /// Its type; default the original's.
+    /// Default: the original's.
     #[serde(default)]
     pub entity_type: Option<String>,
-    /// The original's current facts it takes, at least one.
+    /// The facts it takes.
     pub ordinals: Vec<Ordinal>,
-    /// Its summary, 1–65,536 bytes.
     #[serde(default)]
+    /// 1–65,536 bytes.
     pub summary: Option<String>,
 }
 
@@ -103,11 +103,11 @@ pub struct SplitPart {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SplitEntity {
-    /// The node to split; it stays, with the facts no part takes.
+    /// The node.
     pub name: String,
-    /// The new nodes, 1–16, each taking some of its facts (each fact at most once).
+    /// 1–16.
     pub parts: Vec<SplitPart>,
-    /// The relation from each part to the original. Default "part_of".
+    /// From each part to the node. Default "part_of".
     #[serde(default = "default_part_relation")]
     pub relation_type: String,
 }
@@ -452,4 +452,66 @@ fn label(group: &[&FactVector], all: &[FactVector]) -> String {
         .map(|(_, stem)| written(stem))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(ordinal: i64, content: &str, vector: Option<Vec<f32>>) -> FactVector {
+        FactVector {
+            ordinal: Ordinal(ordinal),
+            content: content.into(),
+            vector,
+        }
+    }
+
+    #[test]
+    fn facts_with_vectors_fall_into_the_groups_their_vectors_make() {
+        // Three directions, two facts each, slightly apart.
+        let near = |axis: usize, wobble: f32| {
+            let mut v = vec![wobble; 3];
+            v[axis] = 1.0;
+            Some(v)
+        };
+        let facts = [
+            fact(1, "alpha one", near(0, 0.05)),
+            fact(2, "beta one", near(1, 0.05)),
+            fact(3, "gamma one", near(2, 0.05)),
+            fact(4, "alpha two", near(0, 0.1)),
+            fact(5, "beta two", near(1, 0.1)),
+            fact(6, "gamma two", near(2, 0.1)),
+        ];
+        let mut found: Vec<Vec<i64>> = (groups(&facts, 4).iter())
+            .map(|g| g.ordinals.iter().map(|o| o.0).collect())
+            .collect();
+        found.sort();
+        assert_eq!(found, [vec![1, 4], vec![2, 5], vec![3, 6]]);
+    }
+
+    #[test]
+    fn facts_that_do_not_fall_apart_stay_one_group() {
+        let same = Some(vec![1.0, 0.0]);
+        let facts: Vec<FactVector> = (1..=6)
+            .map(|i| fact(i, "the same thing", same.clone()))
+            .collect();
+        let found = groups(&facts, 4);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].ordinals.len(), 6);
+        assert!(groups(&facts[..3], 4).len() == 1);
+    }
+
+    #[test]
+    fn a_label_names_what_sets_its_group_apart() {
+        let facts = [
+            fact(1, "the storage keeps tables", None),
+            fact(2, "storage tables migrate", None),
+            fact(3, "search ranks results", None),
+            fact(4, "search results carry scores", None),
+        ];
+        let found = groups(&facts, 2);
+        let labels: Vec<&str> = found.iter().map(|g| g.label.as_str()).collect();
+        assert!(labels.iter().any(|l| l.contains("storage")), "{labels:?}");
+        assert!(labels.iter().any(|l| l.contains("search")), "{labels:?}");
+    }
 }

@@ -62,7 +62,7 @@ pub struct ObservationEndings {
     /// The node.
     #[serde(alias = "entityName")]
     pub entity_name: String,
-    /// The ordinals of its current facts to end (from `open_nodes`), at least one.
+    /// Its current facts to end.
     pub ordinals: Vec<Ordinal>,
 }
 
@@ -72,10 +72,9 @@ pub struct ObservationEndings {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EndObservations {
-    /// Per node, the ordinals to end; at most 1,000 ordinals per call in all.
+    /// At most 1,000 ordinals in all.
     pub endings: Vec<ObservationEndings>,
-    /// When they stopped holding (RFC 3339); default now. Not in the future, and not before a
-    /// fact's `valid_from`.
+    /// Default now.
     #[serde(default)]
     pub ended_at: Option<Timestamp>,
 }
@@ -134,10 +133,9 @@ pub struct EndedObservations {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EndRelations {
-    /// The relations, 1–1,000 per call.
+    /// 1–1,000.
     pub relations: Vec<RelationSpec>,
-    /// When they stopped holding (RFC 3339); default now. Not in the future, and not before a
-    /// relation's `valid_from`.
+    /// Default now.
     #[serde(default)]
     pub ended_at: Option<Timestamp>,
 }
@@ -204,7 +202,67 @@ pub(crate) async fn end_observations(
     request: EndObservations,
 ) -> Result<Vec<EndedObservations>> {
     let request = request.check()?;
-    store.end_observations(workspace, &request).await
+    let mut results = store.end_observations(workspace, &request).await?;
+    // Rows that ended nothing may name a node by an alias: those once more, by its name.
+    let missing: Vec<String> = (results.iter())
+        .filter(|row| row.ended_ordinals.is_empty())
+        .map(|row| row.entity_name.clone())
+        .collect();
+    let aliased = crate::merge::resolve(store, workspace, &missing)
+        .await
+        .unwrap_or_default();
+    if !aliased.is_empty() {
+        let again: Vec<ObservationEndings> = (request.endings.iter())
+            .filter_map(|e| {
+                Some(ObservationEndings {
+                    entity_name: aliased.get(&e.entity_name)?.clone(),
+                    ordinals: e.ordinals.clone(),
+                })
+            })
+            .collect();
+        let again = Checked::new(EndObservations {
+            endings: again,
+            ended_at: request.ended_at,
+        });
+        let mut more = store.end_observations(workspace, &again).await?.into_iter();
+        for (row, ending) in results.iter_mut().zip(&request.endings) {
+            if aliased.contains_key(&ending.entity_name)
+                && let Some(replaced) = more.next()
+            {
+                *row = replaced;
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// The relations among `relations` with an endpoint that is an alias, by their nodes' names;
+/// empty when none is (one read of the aliases).
+pub(crate) async fn by_node_names(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    relations: &[RelationSpec],
+) -> Vec<(usize, RelationSpec)> {
+    let mut names: Vec<String> = (relations.iter())
+        .flat_map(|r| [r.from_entity.clone(), r.to_entity.clone()])
+        .collect();
+    names.sort();
+    names.dedup();
+    let aliased = crate::merge::resolve(store, workspace, &names)
+        .await
+        .unwrap_or_default();
+    let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
+    (relations.iter().enumerate())
+        .filter(|(_, r)| aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity))
+        .map(|(i, r)| {
+            let spec = RelationSpec {
+                from_entity: named(&r.from_entity),
+                to_entity: named(&r.to_entity),
+                ..r.clone()
+            };
+            (i, spec)
+        })
+        .collect()
 }
 
 /// The semantics of [`Memory::end_relations`](crate::Memory::end_relations).
@@ -214,5 +272,27 @@ pub(crate) async fn end_relations(
     request: EndRelations,
 ) -> Result<EndedRelations> {
     let request = request.check()?;
-    store.end_relations(workspace, &request).await
+    let mut ended = store.end_relations(workspace, &request).await?;
+    if ended.not_found.is_empty() {
+        return Ok(ended);
+    }
+    // Not found by the names given: those with an alias for an endpoint, by the nodes' names.
+    let again = by_node_names(store, workspace, &ended.not_found).await;
+    if !again.is_empty() {
+        let relations: Vec<RelationSpec> = again.iter().map(|(_, r)| r.clone()).collect();
+        let retry = Checked::new(EndRelations {
+            relations,
+            ended_at: request.ended_at,
+        });
+        let more = store.end_relations(workspace, &retry).await?;
+        let retried: Vec<usize> = again.iter().map(|(i, _)| *i).collect();
+        let mut at = 0;
+        ended.not_found.retain(|_| {
+            at += 1;
+            !retried.contains(&(at - 1))
+        });
+        ended.ended.extend(more.ended);
+        ended.not_found.extend(more.not_found);
+    }
+    Ok(ended)
 }

@@ -67,7 +67,9 @@ fn portable(schema: &Map<String, Value>, nulls: Nulls) -> Map<String, Value> {
 /// alternative, with every `$ref` replaced by its
 /// definition (tool inputs are small and not recursive, so nothing repeats), and without
 /// the documentation of the Rust types behind them (the property's own description says
-/// what the model needs) or defaults that are empty lists.
+/// what the model needs), defaults that are empty lists, or `additionalProperties: false`
+/// (a model sends the properties it is shown; the server refuses any other, naming it:
+/// 1,200 bytes of every tool list that told a model nothing).
 pub fn model_facing(schema: &Map<String, Value>) -> Map<String, Value> {
     let mut schema = portable(schema, Nulls::Drop);
     let definitions = schema.remove("$defs").unwrap_or(Value::Null);
@@ -103,6 +105,9 @@ fn inline(value: &mut Value, definitions: &Value, depth: usize) {
             }
             if object.get("default") == Some(&Value::Array(Vec::new())) {
                 object.remove("default");
+            }
+            if object.get("additionalProperties") == Some(&Value::Bool(false)) {
+                object.remove("additionalProperties");
             }
             for child in object.values_mut() {
                 inline(child, definitions, depth);

@@ -40,7 +40,11 @@ impl SplitStore for SqliteStore {
 /// `split_entity` in the write transaction: the parts created with the facts they take (new
 /// ordinals 1, 2, … in the original's order; versions, periods and vectors move with their
 /// rows), each related to the original, a `split:<part>` update event recorded on it.
-fn split(tx: &Transaction<'_>, workspace: WorkspaceId, request: &SplitEntity) -> Result<SplitResult> {
+fn split(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    request: &SplitEntity,
+) -> Result<SplitResult> {
     let original: Option<(i64, String, String)> = tx
         .query_row(
             "SELECT id, name, entity_type FROM nodes WHERE workspace_id = ?1 AND name = ?2",
@@ -89,7 +93,10 @@ fn split(tx: &Transaction<'_>, workspace: WorkspaceId, request: &SplitEntity) ->
     for part in &request.parts {
         let mut ordinals: Vec<i64> = part.ordinals.iter().map(|o| o.0).collect();
         ordinals.sort_unstable();
-        let part_type = part.entity_type.clone().unwrap_or_else(|| entity_type.clone());
+        let part_type = part
+            .entity_type
+            .clone()
+            .unwrap_or_else(|| entity_type.clone());
         let count = ordinals.len() as i64;
         let part_id: i64 = tx
             .query_row(
@@ -107,7 +114,9 @@ fn split(tx: &Transaction<'_>, workspace: WorkspaceId, request: &SplitEntity) ->
             .map_err(db)?;
         let mut moves = Vec::with_capacity(ordinals.len());
         for (new, old) in (1..).zip(&ordinals) {
-            moved.execute(params![part_id, new, current[old]]).map_err(db)?;
+            moved
+                .execute(params![part_id, new, current[old]])
+                .map_err(db)?;
             moves.push(SplitMove {
                 old_ordinal: Ordinal(*old),
                 new_ordinal: Ordinal(new),

@@ -55,9 +55,11 @@ pub(crate) fn merge_into(
         .map(|(ordinal, fact)| Observation::new(Ordinal(ordinal), fact.content.clone()))
         .collect();
     let mut tags: Vec<String> = tx
-        .query_row("SELECT tags FROM nodes WHERE id = ?1", params![node_id], |r| {
-            strings(r, "tags")
-        })
+        .query_row(
+            "SELECT tags FROM nodes WHERE id = ?1",
+            params![node_id],
+            |r| strings(r, "tags"),
+        )
         .optional()
         .map_err(db)?
         .unwrap_or_default();

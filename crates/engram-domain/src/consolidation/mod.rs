@@ -140,18 +140,17 @@ fn default_cluster_min_score() -> f64 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GetConsolidationReport {
-    /// Start of `event_summary`'s window, an RFC 3339 date-time such as
-    /// "2026-11-01T00:00:00Z". Default: 7 days ago.
+    /// Start of event_summary's window. Default: 7 days ago.
     #[serde(default)]
     pub since: Option<Timestamp>,
-    /// At most this many entries in each list, 1–1,000. Default 20.
+    /// Per list, 1–1,000. Default 20.
     #[serde(default = "default_report_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
-    /// Least cosine similarity of a relation candidate, -1.0–1.0. Default 0.75.
+    /// Least cosine of a relation candidate. Default 0.75.
     #[serde(default = "default_report_min_score")]
     pub min_score: f64,
-    /// Least cosine similarity of two neighbouring nodes in one cluster, -1.0–1.0. Default 0.6.
+    /// Least cosine of neighbours in a cluster. Default 0.6.
     #[serde(default = "default_cluster_min_score")]
     pub cluster_min_score: f64,
 }

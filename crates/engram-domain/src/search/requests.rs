@@ -30,24 +30,20 @@ fn default_similar_min_score() -> f64 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SearchNodes {
-    /// What to look for, in your own words (1–4,096 bytes), e.g. "where does Alice live now".
+    /// What to look for, in your own words (1–4,096 bytes).
     pub query: String,
     /// At most this many nodes, 1–1,000. Default 10.
     #[serde(default = "default_search_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
-    /// "hybrid" (default): meaning and keywords fused, the best on our benchmarks.
-    /// "embedding": by meaning alone, across every enabled perspective. "text": full-text
-    /// keyword match alone, for exact terms.
+    /// "hybrid" (default), "embedding" (meaning) or "text" (exact terms).
     #[serde(default)]
     pub mode: SearchMode,
-    /// Leave out results scoring below this (0–1). Scores are calibrated probabilities of
-    /// relevance, comparable across queries; by default results unlikely to be relevant are
-    /// left out, and a search that keeps nothing says so in `notice`. 0 keeps everything.
+    /// Leave out results below this calibrated relevance (0–1); 0 keeps all.
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
-    /// Search the memory as it was at this time (RFC 3339): the facts that held then.
+    /// Search the facts that held then.
     #[serde(default)]
     pub as_of: Option<crate::Timestamp>,
 }
@@ -104,13 +100,13 @@ pub struct SearchObservations {
     #[serde(default = "default_search_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
-    /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
+    /// As in search_nodes.
     #[serde(default)]
     pub mode: SearchMode,
-    /// Only observations of nodes of these types (at most 100); all types when omitted.
+    /// Only these node types (at most 100).
     #[serde(default)]
     pub entity_types: Vec<String>,
-    /// Leave out results scoring below this, 0–1, as in `search_nodes`; 0 keeps everything.
+    /// As in search_nodes.
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
@@ -166,14 +162,14 @@ pub struct QueryObservations {
     pub entity_name: String,
     /// What to look for, 1–4,096 bytes.
     pub query: String,
-    /// "hybrid" (default), "embedding" or "text", as in `search_nodes`.
+    /// As in search_nodes.
     #[serde(default)]
     pub mode: SearchMode,
-    /// Leave out results scoring below this, 0–1, as in `search_nodes`; 0 keeps everything.
+    /// As in search_nodes.
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
-    /// Search the node's facts as they were at this time (RFC 3339).
+    /// Search the facts that held then.
     #[serde(default)]
     pub as_of: Option<crate::Timestamp>,
 }

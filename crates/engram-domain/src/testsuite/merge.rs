@@ -244,6 +244,47 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         .await
         .unwrap();
     assert_eq!(after, before);
+
+    // The writes that take names resolve an alias too.
+    let ended = memory
+        .end_relations(
+            ws,
+            crate::EndRelations::new(&[relation("engram", "depends_on", "pg")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended.ended, [relation("engram", "depends_on", "PostgreSQL")]);
+    assert!(ended.not_found.is_empty());
+    let deleted = memory
+        .delete_relations(
+            ws,
+            DeleteRelations::new(&[relation("Postgres", "related_to", "pg")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!((deleted.deleted, deleted.not_found), (1, 0));
+    let ending = ObservationEndings {
+        entity_name: "pg".into(),
+        ordinals: vec![crate::Ordinal(1)],
+    };
+    let ended = memory
+        .end_observations(ws, EndObservations::new(&[ending]))
+        .await
+        .unwrap();
+    assert_eq!(ended[0].entity_name, "PostgreSQL");
+    assert_eq!(ended[0].ended_ordinals, [crate::Ordinal(1)]);
+    let removed = memory
+        .delete_observations(ws, DeleteObservations::new(&[deletions("pg", &[2])]))
+        .await
+        .unwrap();
+    assert_eq!(removed[0].entity_name, "PostgreSQL");
+    assert_eq!(removed[0].deleted_ordinals, [crate::Ordinal(2)]);
+    let gone = memory
+        .delete_entities(ws, DeleteEntities::new(&strings(&["pg"])))
+        .await
+        .unwrap();
+    assert_eq!(gone.deleted, ["PostgreSQL"]);
+    assert!(gone.not_found.is_empty());
 }
 
 pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn MemoryStore>) {

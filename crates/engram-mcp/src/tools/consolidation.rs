@@ -13,9 +13,8 @@ use crate::results::*;
 
 #[tool_router(router = consolidation_tools, vis = "pub(super)")]
 impl EngramServer {
-    /// Where the graph needs attention: stale summaries (with drafts for set_summary),
-    /// unrelated similar pairs (relate or merge them?), orphaned nodes, clusters of similar
-    /// nodes, and counts of writes since `since`. It proposes; you decide.
+    /// What needs attention: stale summaries (with drafts), similar unrelated pairs, orphans,
+    /// clusters, recent writes. It proposes; you decide.
     #[tool(annotations(read_only_hint = true))]
     async fn get_consolidation_report(
         &self,

@@ -13,8 +13,7 @@ use crate::results::*;
 
 #[tool_router(router = graph_tools, vis = "pub(super)")]
 impl EngramServer {
-    /// A node and every node within `depth` hops (relations followed in either direction),
-    /// with the relations among them.
+    /// A node and every node within `depth` hops, with the relations among them.
     #[tool(annotations(read_only_hint = true))]
     async fn get_neighborhood(
         &self,
@@ -38,8 +37,7 @@ impl EngramServer {
         Ok(Json(path))
     }
 
-    /// Nodes whose observations mention another node's name with no relation between the
-    /// two: candidates for explicit relations (a heuristic; judge each).
+    /// Nodes whose facts mention another node with no relation between the two (a heuristic).
     #[tool(annotations(read_only_hint = true))]
     async fn find_unlinked_references(
         &self,
@@ -51,8 +49,7 @@ impl EngramServer {
         Ok(Json(UnlinkedReferencesResult { references }))
     }
 
-    /// Walk the whole graph a page at a time: nodes in name order with the relations leaving
-    /// them, the totals, and a `next_cursor` to pass back for the next page.
+    /// The whole graph a page at a time, in name order; pass `next_cursor` back for more.
     #[tool(annotations(read_only_hint = true))]
     async fn read_graph(
         &self,

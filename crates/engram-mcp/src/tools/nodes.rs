@@ -26,7 +26,7 @@ impl EngramServer {
         Ok(Json(CreateEntitiesResult { entities }))
     }
 
-    /// Delete nodes with all their observations, relations (both directions) and history.
+    /// Delete nodes with their facts, relations and history.
     #[tool(annotations(destructive_hint = true, idempotent_hint = true))]
     async fn delete_entities(
         &self,
@@ -38,8 +38,7 @@ impl EngramServer {
         Ok(Json(deleted))
     }
 
-    /// Read nodes in full: type, summary, tags, observations in ordinal order, and every
-    /// relation touching them.
+    /// Read nodes in full: facts in ordinal order, summary, tags, and their relations.
     #[tool(annotations(read_only_hint = true))]
     async fn open_nodes(
         &self,
@@ -50,8 +49,7 @@ impl EngramServer {
         Ok(Json(self.memory.open_nodes(workspace, request).await?))
     }
 
-    /// A node's history, newest first: facts added, replaced (old and new text), ended and
-    /// deleted, relations created and ended, summary and tags set. Page with `before`.
+    /// A node's changes, newest first.
     #[tool(annotations(read_only_hint = true))]
     async fn get_history(
         &self,
@@ -62,9 +60,7 @@ impl EngramServer {
         Ok(Json(self.memory.get_history(workspace, request).await?))
     }
 
-    /// Merge duplicate nodes into one, in one step: their facts are appended to the target
-    /// (exact duplicates dropped), relations re-pointed, tags united; their names become the
-    /// target's aliases, which every tool then resolves.
+    /// Merge duplicates into target (facts, relations, tags); their names become its aliases.
     #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
     async fn merge_entities(
         &self,
@@ -75,8 +71,7 @@ impl EngramServer {
         Ok(Json(self.memory.merge_entities(workspace, request).await?))
     }
 
-    /// Propose how an overgrown node's current facts fall into groups by topic, each labelled
-    /// by its distinctive words; split_entity then makes them nodes.
+    /// Group a node's facts by topic, for split_entity.
     #[tool(annotations(read_only_hint = true))]
     async fn propose_split(
         &self,
@@ -87,8 +82,7 @@ impl EngramServer {
         Ok(Json(self.memory.propose_split(workspace, request).await?))
     }
 
-    /// Move some of a node's facts to new nodes, each related to it (default "part_of"), in
-    /// one step; returns where each fact went.
+    /// Move a node's facts to new nodes related to it.
     #[tool(annotations(destructive_hint = false, idempotent_hint = false))]
     async fn split_entity(
         &self,
@@ -99,8 +93,7 @@ impl EngramServer {
         Ok(Json(self.memory.split_entity(workspace, request).await?))
     }
 
-    /// Set the other names a node answers to (replacing its aliases); an alias may not be
-    /// another node's name or alias.
+    /// Set the other names a node answers to.
     #[tool(annotations(destructive_hint = true, idempotent_hint = true))]
     async fn set_aliases(
         &self,
@@ -123,8 +116,7 @@ impl EngramServer {
         Ok(Json(TypedNodesResult { nodes }))
     }
 
-    /// Nodes changed (themselves or their observations, relations, tags or summary) in the last
-    /// `days` days, newest first.
+    /// Nodes changed in the last `days` days, newest first.
     #[tool(annotations(read_only_hint = true))]
     async fn get_recently_modified(
         &self,
@@ -175,8 +167,7 @@ impl EngramServer {
         Ok(Json(NodeBriefsResult { nodes }))
     }
 
-    /// Counts of nodes, observations and relations, embedding coverage, and texts the
-    /// embedder refused (found by full text meanwhile).
+    /// Counts, embedding coverage, and texts the embedder refused.
     #[tool(annotations(read_only_hint = true))]
     async fn get_stats(
         &self,

@@ -12,8 +12,8 @@ use crate::results::*;
 
 #[tool_router(router = observation_tools, vis = "pub(super)")]
 impl EngramServer {
-    /// Append observations (facts) to existing nodes; each gets the node's next ordinal. A node
-    /// that does not exist is a row with `not_found: true` and nothing added: check it.
+    /// Append facts to existing nodes. A node that does not exist is a row with `not_found:
+    /// true`: check it.
     #[tool(annotations(destructive_hint = false))]
     async fn add_observations(
         &self,
@@ -51,8 +51,7 @@ impl EngramServer {
         Ok(Json(DeleteObservationsResult { results }))
     }
 
-    /// End facts that stopped being true: they leave reads and search but are kept for
-    /// `include_ended`, `as_of` and history (delete_observations erases for good).
+    /// End facts that stopped being true; kept for include_ended, as_of and history.
     #[tool(annotations(destructive_hint = false, idempotent_hint = true))]
     async fn end_observations(
         &self,

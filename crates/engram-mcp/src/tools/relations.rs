@@ -38,8 +38,7 @@ impl EngramServer {
         ))
     }
 
-    /// End relations that stopped holding ("Alice works_at Acme" until May): kept with their
-    /// period for `include_ended` and `as_of`; creating one again starts a new period.
+    /// End relations that stopped holding; kept for include_ended, as_of and history.
     #[tool(annotations(destructive_hint = false, idempotent_hint = true))]
     async fn end_relations(
         &self,

@@ -54,8 +54,7 @@ impl EngramServer {
         Ok(Json(results))
     }
 
-    /// Find single facts (observations) across the workspace, best first, each with its node;
-    /// unlike search_nodes, every matching observation of a node is listed.
+    /// Find single facts across the workspace, best first, each with its node.
     #[tool(annotations(read_only_hint = true))]
     async fn search_observations(
         &self,
@@ -67,8 +66,7 @@ impl EngramServer {
         Ok(Json(results))
     }
 
-    /// Pairs of nodes whose content is similar but that no relation links: candidates to
-    /// relate, merge or group during consolidation.
+    /// Similar nodes that no relation links: candidates to relate or merge.
     #[tool(annotations(read_only_hint = true))]
     async fn find_similar_nodes(
         &self,

@@ -1,6 +1,7 @@
 //! engram-sqlite's integration tests: the conformance suite, each test on a database file of
 //! its own, plus SQLite-specific checks.
 
+mod merge;
 mod sqlite;
 mod validity;
 mod vector_lists;

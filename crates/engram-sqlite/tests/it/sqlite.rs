@@ -65,7 +65,7 @@ async fn open_creates_missing_directories_and_refuses_other_files() {
 
 /// Observation vectors of every dimension are in `embeddings` and in their `vec0` table, and
 /// nowhere else; the full-text index matches `observations`.
-fn assert_consistent(db: &Connection, step: &str) {
+pub(crate) fn assert_consistent(db: &Connection, step: &str) {
     let mut statement = db
         .prepare(
             "SELECT name FROM sqlite_master
@@ -107,12 +107,12 @@ fn assert_consistent(db: &Connection, step: &str) {
     .unwrap_or_else(|e| panic!("{step}: full-text index out of step: {e}"));
 }
 
-fn count(db: &Connection, sql: &str) -> i64 {
+pub(crate) fn count(db: &Connection, sql: &str) -> i64 {
     db.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 /// Saves a vector of `dims` ones for every pending task of `model`.
-async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize {
+pub(crate) async fn index(store: &Arc<dyn MemoryStore>, model: &str, dims: usize) -> usize {
     let tasks = store
         .pending_embeddings(engram_domain::PendingEmbeddings {
             model,
