@@ -227,6 +227,11 @@ pub(crate) async fn merge_entities(
             r.sources.iter_mut().for_each(|s| rename(s, alias, node));
         },
         |r| async move {
+            // Checked again: an alias replaced by its node's name may make a source the
+            // target, or two sources one node (merged into itself, a node would be lost).
+            if let Err(refused) = r.clone().into_inner().check() {
+                return (r, Err(refused));
+            }
             let result = store.merge_entities(workspace, &r).await;
             (r, result)
         },

@@ -245,6 +245,23 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         .unwrap();
     assert_eq!(after, before);
 
+    // A node is never merged into itself through one of its aliases.
+    for (sources, target) in [(["pg"], "PostgreSQL"), (["PostgreSQL"], "pg")] {
+        assert_invalid(
+            memory
+                .merge_entities(ws, MergeEntities::new(&strings(&sources), target))
+                .await,
+            "sources[0]",
+        );
+    }
+    assert_eq!(
+        memory
+            .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+            .await
+            .unwrap(),
+        before
+    );
+
     // The writes that take names resolve an alias too.
     let ended = memory
         .end_relations(
