@@ -183,7 +183,13 @@ fn over_time() -> Result<()> {
     let pg = postgres::ensure_installed(&target_dir())?;
     let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
     let url = cluster.fresh_database(&pg, DATABASE)?;
-    let args = ["--database-url", &url, "--nodes", OBSERVATIONS, "--over-time"];
+    let args = [
+        "--database-url",
+        &url,
+        "--nodes",
+        OBSERVATIONS,
+        "--over-time",
+    ];
     example("engram-pg", "consolidation", &args)?;
     drop(cluster);
     println!("== over-time: the same on SQLite");

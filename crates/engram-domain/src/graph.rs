@@ -6,9 +6,9 @@ use serde::Deserialize;
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits;
+use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::store::*;
-use crate::merge::{rename, through_aliases};
 
 fn default_depth() -> u32 {
     1

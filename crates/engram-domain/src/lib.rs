@@ -29,9 +29,9 @@ pub mod path;
 pub mod perspectives;
 mod relations;
 mod retry;
-mod split;
 pub mod search;
 pub mod secrets;
+mod split;
 mod store;
 pub mod suggestions;
 #[cfg(feature = "testsuite")]
@@ -48,33 +48,31 @@ pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use graph::{GetNeighborhood, GetPath};
-pub use history::{
-    DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation,
-};
+pub use history::{DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation};
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
+pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT, ReadGraph};
 pub use merge::{
     AliasesUpdate, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities, MovedObservation,
     SetAliases,
 };
-pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT, ReadGraph};
 pub use model::*;
 pub use nodes::{
-    CreateEntities, DeleteEntities, IfExists, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
-    SetTags,
+    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, IfExists, OpenNodes,
+    SetSummary, SetTags,
 };
 pub use observations::{AddObservations, DeleteObservations, ReplaceObservation};
 pub use relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
 pub use retry::Failure;
+pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
+pub use search::results::*;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, MAX_PARTS, ProposeSplit, SplitEntity, SplitGroup, SplitMove,
     SplitPart, SplitProposal, SplitResult,
 };
-pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
-pub use search::results::*;
 pub use store::*;
 pub use validity::{
     EndObservations, EndRelations, EndedObservations, EndedRelations, ObservationEndings, ReadTime,

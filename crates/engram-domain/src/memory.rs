@@ -11,9 +11,8 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, History};
-use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
-use crate::split::{ProposeSplit, SplitEntity, SplitProposal, SplitResult};
 use crate::memory_transfer::ReadGraph;
+use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
 use crate::model::*;
 use crate::nodes::{
     CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
@@ -21,14 +20,15 @@ use crate::nodes::{
 };
 use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
-use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::requests::*;
 use crate::search::results::*;
 use crate::search::tools::Searcher;
+use crate::split::{ProposeSplit, SplitEntity, SplitProposal, SplitResult};
 use crate::store::MemoryStore;
 use crate::store::*;
 use crate::transfer::*;
+use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::{Brief, EmbeddingProgress, SecretPolicy};
 
 /// The graph tools of the catalog, validated, over any store.
@@ -330,7 +330,11 @@ impl Memory {
     }
 
     /// `get_history`: the node's timeline, newest first, paged by `before`.
-    pub async fn get_history(&self, workspace: WorkspaceId, request: GetHistory) -> Result<History> {
+    pub async fn get_history(
+        &self,
+        workspace: WorkspaceId,
+        request: GetHistory,
+    ) -> Result<History> {
         crate::history::get_history(&*self.store, workspace, request).await
     }
 
@@ -558,7 +562,9 @@ impl Memory {
     ) -> Result<ObservationResults> {
         let mut result = self.search.query_observations(workspace, request).await;
         // A node asked by its alias: once more by its name.
-        if let Err(crate::Error::NotFound { kind: "node", name, .. }) = &result
+        if let Err(crate::Error::NotFound {
+            kind: "node", name, ..
+        }) = &result
             && let Ok(found) =
                 crate::merge::resolve(&*self.store, workspace, std::slice::from_ref(name)).await
             && let Some(node) = found.get(name)

@@ -186,7 +186,8 @@ impl SecretPolicy {
             for (j, content) in addition.contents.iter().enumerate() {
                 let field = || format!("observations[{i}].contents[{j}]");
                 if let Cow::Owned(redacted) = self.screen_content(field, &content.content)? {
-                    copy.get_or_insert_with(|| additions.to_vec())[i].contents[j].content = redacted;
+                    copy.get_or_insert_with(|| additions.to_vec())[i].contents[j].content =
+                        redacted;
                 }
             }
         }

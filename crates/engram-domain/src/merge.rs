@@ -53,7 +53,10 @@ impl MergeEntities {
             let field = format!("sources[{i}]");
             limits::name(&field, source)?;
             if *source == self.target {
-                return Err(Error::invalid(field, "is the target: a node is not merged into itself"));
+                return Err(Error::invalid(
+                    field,
+                    "is the target: a node is not merged into itself",
+                ));
             }
             if self.sources[..i].contains(source) {
                 return Err(Error::invalid(field, "repeats an earlier source"));

@@ -8,9 +8,9 @@ use serde::Deserialize;
 use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, first_duplicate, names_batch};
+use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::store::*;
-use crate::merge::{rename, through_aliases};
 use crate::suggestions::did_you_mean;
 
 fn default_days() -> u32 {
@@ -334,7 +334,9 @@ pub(crate) async fn delete_entities(
         let more = DeleteEntities {
             entity_names: nodes,
         };
-        let more = store.delete_entities(workspace, &Checked::new(more)).await?;
+        let more = store
+            .delete_entities(workspace, &Checked::new(more))
+            .await?;
         deleted.deleted.extend(more.deleted);
         deleted.not_found.retain(|name| !aliased.contains_key(name));
     }

@@ -8,9 +8,9 @@ use serde::Deserialize;
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, batch_total};
+use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::store::*;
-use crate::merge::{rename, through_aliases};
 use crate::suggestions::did_you_mean;
 
 /// `add_observations`: facts to append to existing nodes.
@@ -169,7 +169,9 @@ pub(crate) async fn add_observations(
                 })
             })
             .collect();
-        let again = Checked::new(AddObservations { observations: again });
+        let again = Checked::new(AddObservations {
+            observations: again,
+        });
         let mut more = store_additions(store, workspace, &again).await?.into_iter();
         for (result, addition) in results.iter_mut().zip(&request.observations) {
             if aliased.contains_key(&addition.entity_name)
@@ -299,7 +301,10 @@ pub(crate) async fn delete_observations(
             })
             .collect();
         let again = Checked::new(DeleteObservations { deletions: again });
-        let mut more = store.delete_observations(workspace, &again).await?.into_iter();
+        let mut more = store
+            .delete_observations(workspace, &again)
+            .await?
+            .into_iter();
         for (row, deletion) in results.iter_mut().zip(&request.deletions) {
             if aliased.contains_key(&deletion.entity_name)
                 && let Some(replaced) = more.next()

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, relations_batch};
+use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::store::*;
-use crate::merge::{rename, through_aliases};
 use crate::suggestions::did_you_mean;
 
 /// `create_relations`: directed typed relations to create between existing nodes.
@@ -184,7 +184,10 @@ pub(crate) async fn create_relations(
             })
             .collect();
         let more = store
-            .create_relations(workspace, &Checked::new(CreateRelations { relations: again }))
+            .create_relations(
+                workspace,
+                &Checked::new(CreateRelations { relations: again }),
+            )
             .await?;
         created.created.extend(more.created);
         created.already_existed.extend(more.already_existed);

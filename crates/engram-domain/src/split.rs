@@ -152,7 +152,10 @@ impl SplitEntity {
                 limits::content(&field("summary"), summary)?;
             }
             if part.ordinals.is_empty() {
-                return Err(Error::invalid(field("ordinals"), "a part takes at least one fact"));
+                return Err(Error::invalid(
+                    field("ordinals"),
+                    "a part takes at least one fact",
+                ));
             }
             for (j, ordinal) in part.ordinals.iter().enumerate() {
                 limits::ordinal(&format!("parts[{i}].ordinals[{j}]"), *ordinal)?;
@@ -307,7 +310,9 @@ pub fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
 /// Unit vectors of the facts: their own, or tf-idf over their stems when any lacks one.
 fn fact_vectors(facts: &[FactVector]) -> Vec<Vec<f32>> {
     if facts.iter().all(|f| f.vector.is_some()) {
-        return (facts.iter()).map(|f| unit(f.vector.as_deref().unwrap_or_default())).collect();
+        return (facts.iter())
+            .map(|f| unit(f.vector.as_deref().unwrap_or_default()))
+            .collect();
     }
     let stems: Vec<Vec<String>> = facts.iter().map(|f| content_stems(&f.content)).collect();
     let mut columns: HashMap<&str, usize> = HashMap::new();
@@ -337,7 +342,9 @@ fn fact_vectors(facts: &[FactVector]) -> Vec<Vec<f32>> {
 
 /// A fact's stems, stop words left out.
 fn content_stems(text: &str) -> Vec<String> {
-    let kept: Vec<String> = words::words(text).filter(|w| !words::is_stop_word(w)).collect();
+    let kept: Vec<String> = words::words(text)
+        .filter(|w| !words::is_stop_word(w))
+        .collect();
     words::stems(&kept.join(" "))
 }
 
@@ -345,12 +352,13 @@ fn content_stems(text: &str) -> Vec<String> {
 /// next the one least like the centres so far), each fact's group by its nearest centre.
 fn k_means(vectors: &[Vec<f32>], k: usize) -> Vec<usize> {
     let dims = vectors.first().map_or(0, Vec::len);
-    let mean = unit(&(0..dims)
-        .map(|d| vectors.iter().map(|v| v[d]).sum::<f32>())
-        .collect::<Vec<_>>());
+    let mean = unit(
+        &(0..dims)
+            .map(|d| vectors.iter().map(|v| v[d]).sum::<f32>())
+            .collect::<Vec<_>>(),
+    );
     let nearest = |centres: &[Vec<f32>], v: &[f32]| {
-        (centres.iter().map(|c| cosine(c, v)))
-            .fold(f32::MIN, f32::max)
+        (centres.iter().map(|c| cosine(c, v))).fold(f32::MIN, f32::max)
     };
     let mut centres: Vec<Vec<f32>> = Vec::with_capacity(k);
     while centres.len() < k {
@@ -373,12 +381,16 @@ fn k_means(vectors: &[Vec<f32>], k: usize) -> Vec<usize> {
                 .unwrap_or(0);
         }
         for (g, centre) in centres.iter_mut().enumerate() {
-            let members: Vec<&Vec<f32>> =
-                (vectors.iter().zip(&assigned)).filter(|(_, a)| **a == g).map(|(v, _)| v).collect();
+            let members: Vec<&Vec<f32>> = (vectors.iter().zip(&assigned))
+                .filter(|(_, a)| **a == g)
+                .map(|(v, _)| v)
+                .collect();
             if !members.is_empty() {
-                *centre = unit(&(0..dims)
-                    .map(|d| members.iter().map(|v| v[d]).sum::<f32>())
-                    .collect::<Vec<_>>());
+                *centre = unit(
+                    &(0..dims)
+                        .map(|d| members.iter().map(|v| v[d]).sum::<f32>())
+                        .collect::<Vec<_>>(),
+                );
             }
         }
     }
@@ -419,7 +431,10 @@ fn label(group: &[&FactVector], all: &[FactVector]) -> String {
     let share = |facts: &mut dyn Iterator<Item = &FactVector>, size: usize| {
         let mut counts: HashMap<String, f32> = HashMap::new();
         for fact in facts {
-            for stem in content_stems(&fact.content).into_iter().collect::<BTreeSet<_>>() {
+            for stem in content_stems(&fact.content)
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+            {
                 *counts.entry(stem).or_default() += 1.0 / size.max(1) as f32;
             }
         }
@@ -428,7 +443,9 @@ fn label(group: &[&FactVector], all: &[FactVector]) -> String {
     let inside = share(&mut group.iter().copied(), group.len());
     let others = all.len() - group.len();
     let outside = share(
-        &mut all.iter().filter(|f| !group.iter().any(|g| g.ordinal == f.ordinal)),
+        &mut all
+            .iter()
+            .filter(|f| !group.iter().any(|g| g.ordinal == f.ordinal)),
         others,
     );
     let mut scored: Vec<(f32, &String)> = (inside.iter())

@@ -14,7 +14,6 @@ use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, HistoryEntry};
 use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
-use crate::split::{SplitEntity, SplitResult};
 use crate::model::*;
 use crate::nodes::{
     CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, OpenNodes, SetSummary,
@@ -23,10 +22,11 @@ use crate::nodes::{
 use crate::observations::{AddObservations, DeleteObservations, ReplaceObservation};
 use crate::perspectives::Perspective;
 use crate::relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
-use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::search::results::*;
 use crate::search::{CandidateQuery, Gathered, QueryVector};
+use crate::split::{SplitEntity, SplitResult};
 use crate::transfer::*;
+use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::vectors::*;
 
 /// `names` without repeats, first occurrence kept, in order: how a tool's result lists the

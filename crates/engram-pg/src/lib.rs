@@ -20,19 +20,19 @@ mod transaction;
 mod error;
 mod graph;
 mod hnsw;
-mod nodes;
 mod merge;
-mod split;
-mod upsert;
+mod nodes;
 mod observations;
 mod relations;
 mod search;
+mod split;
 mod statistics;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod text_query;
 mod tokens;
 mod transfer;
+mod upsert;
 mod vectors;
 mod workspaces;
 
@@ -213,6 +213,20 @@ impl PgStore {
             .map(ToString::to_string)
             .collect();
         Ok(applied)
+    }
+
+    /// Applies the embedded migrations up to `version` only: upgrade tests write a database
+    /// the way an older build did, then [`PgStore::migrate`] it. The store's own calls expect
+    /// the current schema.
+    #[doc(hidden)]
+    pub async fn migrate_to(&self, version: i32) -> Result<()> {
+        let mut client = deadpool_postgres::Object::take(self.client().await?);
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(version))
+            .run_async(&mut *client)
+            .await
+            .map_err(|e| error::migration(&e))?;
+        Ok(())
     }
 
     /// Whether the observation vectors' HNSW index for `dims` dimensions exists (`None` when

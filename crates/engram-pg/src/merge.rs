@@ -297,8 +297,8 @@ impl AliasStore for PgStore {
     ) -> Result<AliasesUpdate> {
         write!(self, |tx| async {
             let locked = lock_nodes(&tx, workspace, &[request.name.as_str()]).await?;
-            let node = (locked.get(&request.name))
-                .ok_or_else(|| Error::node_not_found(&request.name))?;
+            let node =
+                (locked.get(&request.name)).ok_or_else(|| Error::node_not_found(&request.name))?;
             let taken = tx
                 .query(
                     "SELECT a.alias, n.name FROM unnest($2::text[]) AS a (alias)
@@ -313,19 +313,23 @@ impl AliasStore for PgStore {
             if let Some(row) = taken.first() {
                 let alias: String = row.get(0);
                 let owner: String = row.get(1);
-                let at = request.aliases.iter().position(|a| *a == alias).unwrap_or(0);
+                let at = request
+                    .aliases
+                    .iter()
+                    .position(|a| *a == alias)
+                    .unwrap_or(0);
                 let what = match owner == alias {
                     true => "another node's name".to_owned(),
                     false => format!("already an alias of {owner}"),
                 };
-                return Err(Error::invalid(format!("aliases[{at}]"), format!("is {what}")));
+                return Err(Error::invalid(
+                    format!("aliases[{at}]"),
+                    format!("is {what}"),
+                ));
             }
-            tx.execute(
-                "DELETE FROM node_aliases WHERE node_id = $1",
-                &[&node.id],
-            )
-            .await
-            .map_err(db)?;
+            tx.execute("DELETE FROM node_aliases WHERE node_id = $1", &[&node.id])
+                .await
+                .map_err(db)?;
             tx.execute(
                 "INSERT INTO node_aliases (workspace_id, alias, node_id)
                  SELECT $1, unnest($2::text[]), $3",
@@ -341,7 +345,10 @@ impl AliasStore for PgStore {
     }
 
     #[instrument(skip_all, fields(count = request.names.len()))]
-    async fn resolve_aliases(&self, request: ResolveAliases<'_>) -> Result<HashMap<String, String>> {
+    async fn resolve_aliases(
+        &self,
+        request: ResolveAliases<'_>,
+    ) -> Result<HashMap<String, String>> {
         let ResolveAliases { workspace, names } = request;
         read!(self, |tx| async {
             let rows = tx

@@ -56,9 +56,9 @@ pub(crate) async fn facts_of(
     ids: &[i64],
     time: ReadTime,
 ) -> Result<HashMap<i64, Vec<Observation>>> {
-    let rows = match time {
-        ReadTime::Now => {
-            client
+    let rows =
+        match time {
+            ReadTime::Now => client
                 .query(
                     "SELECT node_id, ordinal, content, NULL::timestamptz AS valid_from, valid_to
                      FROM observations
@@ -66,21 +66,20 @@ pub(crate) async fn facts_of(
                      ORDER BY node_id, ordinal",
                     &[&ids],
                 )
-                .await
-        }
-        ReadTime::Ever => {
-            client
-                .query(
-                    "SELECT node_id, ordinal, content, valid_from, valid_to FROM observations
+                .await,
+            ReadTime::Ever => {
+                client
+                    .query(
+                        "SELECT node_id, ordinal, content, valid_from, valid_to FROM observations
                      WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
-                    &[&ids],
-                )
-                .await
-        }
-        ReadTime::At(at) => {
-            client
-                .query(
-                    "SELECT o.node_id, o.ordinal, o.valid_from, o.valid_to,
+                        &[&ids],
+                    )
+                    .await
+            }
+            ReadTime::At(at) => {
+                client
+                    .query(
+                        "SELECT o.node_id, o.ordinal, o.valid_from, o.valid_to,
                             coalesce((SELECT v.content FROM observation_versions v
                                       WHERE v.observation_id = o.id AND v.replaced_at > $2
                                       ORDER BY v.replaced_at LIMIT 1), o.content) AS content
@@ -88,20 +87,23 @@ pub(crate) async fn facts_of(
                      WHERE o.node_id = ANY($1) AND o.valid_from <= $2
                        AND (o.valid_to IS NULL OR o.valid_to > $2)
                      ORDER BY o.node_id, o.ordinal",
-                    &[&ids, &at],
-                )
-                .await
+                        &[&ids, &at],
+                    )
+                    .await
+            }
         }
-    }
-    .map_err(db)?;
+        .map_err(db)?;
     let mut facts: HashMap<i64, Vec<Observation>> = HashMap::new();
     for row in &rows {
-        facts.entry(row.get("node_id")).or_default().push(Observation {
-            ordinal: Ordinal(row.get("ordinal")),
-            content: row.get("content"),
-            valid_from: row.get("valid_from"),
-            valid_to: row.get("valid_to"),
-        });
+        facts
+            .entry(row.get("node_id"))
+            .or_default()
+            .push(Observation {
+                ordinal: Ordinal(row.get("ordinal")),
+                content: row.get("content"),
+                valid_from: row.get("valid_from"),
+                valid_to: row.get("valid_to"),
+            });
     }
     Ok(facts)
 }
@@ -263,7 +265,11 @@ impl NodeStore for PgStore {
                 {
                     existing_rows.insert(
                         row.get("asked"),
-                        (row.get("name"), row.get("entity_type"), row.get("created_at")),
+                        (
+                            row.get("name"),
+                            row.get("entity_type"),
+                            row.get("created_at"),
+                        ),
                     );
                 }
             }

@@ -190,8 +190,15 @@ impl RelationStore for PgStore {
             }
             let mut result = EndedRelations::default();
             for spec in &distinct {
-                let key = (spec.from_entity.clone(), spec.to_entity.clone(), spec.relation_type.clone());
-                let echoed = RelationSpec { valid_from: None, ..(*spec).clone() };
+                let key = (
+                    spec.from_entity.clone(),
+                    spec.to_entity.clone(),
+                    spec.relation_type.clone(),
+                );
+                let echoed = RelationSpec {
+                    valid_from: None,
+                    ..(*spec).clone()
+                };
                 match ended.contains(&key) {
                     true => result.ended.push(echoed),
                     false => result.not_found.push(echoed),

@@ -94,7 +94,10 @@ async fn split(
     for part in &request.parts {
         let mut ordinals: Vec<i64> = part.ordinals.iter().map(|o| o.0).collect();
         ordinals.sort_unstable();
-        let part_type = part.entity_type.clone().unwrap_or_else(|| entity_type.clone());
+        let part_type = part
+            .entity_type
+            .clone()
+            .unwrap_or_else(|| entity_type.clone());
         let count = ordinals.len() as i64;
         let part_id: i64 = client
             .query_one(
@@ -102,7 +105,13 @@ async fn split(
                                     next_ordinal)
                  VALUES ($1, $2, $3, $4, CASE WHEN $4::text IS NOT NULL THEN now() END, $5)
                  RETURNING id",
-                &[&workspace.0, &part.name, &part_type, &part.summary, &(count + 1)],
+                &[
+                    &workspace.0,
+                    &part.name,
+                    &part_type,
+                    &part.summary,
+                    &(count + 1),
+                ],
             )
             .await
             .map_err(db)?
@@ -154,10 +163,7 @@ async fn split(
 
 /// The node's current facts in ordinal order, each with its vector of `model` in
 /// `perspective` when there is one.
-async fn facts(
-    client: &impl GenericClient,
-    request: &FactVectors<'_>,
-) -> Result<NodeFacts> {
+async fn facts(client: &impl GenericClient, request: &FactVectors<'_>) -> Result<NodeFacts> {
     let node = client
         .query_opt(
             "SELECT id, name FROM nodes WHERE workspace_id = $1 AND name = $2",

@@ -24,7 +24,10 @@ pub(crate) async fn merge_into_existing(
     if existing.is_empty() {
         return Ok(());
     }
-    let names: Vec<&str> = existing.iter().map(|(i, _)| created[*i].name.as_str()).collect();
+    let names: Vec<&str> = existing
+        .iter()
+        .map(|(i, _)| created[*i].name.as_str())
+        .collect();
     // Locked in id order, as add_observations does, so concurrent writers queue.
     let ids: HashMap<String, i64> = client
         .query(
@@ -54,7 +57,13 @@ pub(crate) async fn merge_into_existing(
     let rows = client
         .query(
             &statement,
-            &[&workspace.0, &node_names, &contents, &valid_from, &expires_at],
+            &[
+                &workspace.0,
+                &node_names,
+                &contents,
+                &valid_from,
+                &expires_at,
+            ],
         )
         .await
         .map_err(db)?;

@@ -109,6 +109,32 @@ impl SqliteStore {
         self
     }
 
+    /// Opens (or creates) the database at `path` with the embedded migrations applied up to
+    /// `version` only: upgrade tests write a database the way an older build did, then open it
+    /// with [`SqliteStore::open`]. The store's own calls expect the current schema.
+    #[doc(hidden)]
+    pub async fn open_at_version(path: impl AsRef<Path>, version: i32) -> Result<Self> {
+        let path = path.as_ref().to_owned();
+        let pool = tokio::task::spawn_blocking(move || Pool::open(&path, 1))
+            .await
+            .map_err(error::join)??;
+        let store = Self {
+            pool: Arc::new(pool),
+            lists: Arc::default(),
+        };
+        store
+            .pool
+            .with_writer(move |conn| {
+                embedded::migrations::runner()
+                    .set_target(refinery::Target::Version(version))
+                    .run(conn)
+                    .map_err(|e| error::migration(&e))?;
+                Ok(())
+            })
+            .await?;
+        Ok(store)
+    }
+
     /// Applies the migrations this build embeds that the database lacks, and returns their
     /// names (`V1__graph`; empty when the schema was current). [`SqliteStore::open`] already
     /// does this; each migration is one transaction.

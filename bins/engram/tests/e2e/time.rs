@@ -9,14 +9,23 @@ use crate::server::{Backend, TestServer};
 
 fn relation_targets(opened: &Value) -> Vec<String> {
     (opened["relations"].as_array().unwrap().iter())
-        .map(|r| format!("{} {}", r["relation_type"].as_str().unwrap(), r["to"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["relation_type"].as_str().unwrap(),
+                r["to"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
 fn texts(opened: &Value) -> Vec<&str> {
-    (opened["entities"][0]["observations"].as_array().unwrap().iter())
-        .map(|o| o["content"].as_str().unwrap())
-        .collect()
+    (opened["entities"][0]["observations"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .map(|o| o["content"].as_str().unwrap())
+    .collect()
 }
 
 pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
@@ -81,7 +90,10 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     assert_eq!(relation_targets(&now), ["works_at Globex"]);
     assert_eq!(
         texts(&now),
-        ["Alice reviews every storage change", "Alice is on call this week"]
+        [
+            "Alice reviews every storage change",
+            "Alice is on call this week"
+        ]
     );
     let facts = now["entities"][0]["observations"].as_array().unwrap();
     assert!(facts[0].get("valid_to").is_none(), "{now}");
@@ -125,7 +137,10 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
         json!({"names": ["Alice"], "include_ended": true}),
     )
     .await;
-    assert_eq!(relation_targets(&ever), ["works_at Acme", "works_at Globex"]);
+    assert_eq!(
+        relation_targets(&ever),
+        ["works_at Acme", "works_at Globex"]
+    );
     assert_eq!(texts(&ever).len(), 3);
 
     // A replaced text is the earlier version of its ordinal.
@@ -143,14 +158,19 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
         json!({"names": ["Alice"], "as_of": before_replacing.to_rfc3339()}),
     )
     .await;
-    assert!(texts(&then).contains(&"Alice reviews every storage change"), "{then}");
+    assert!(
+        texts(&then).contains(&"Alice reviews every storage change"),
+        "{then}"
+    );
 
     // The history has both employers, the end, and the replaced text.
     let history = ok(&client, "get_history", json!({"name": "Alice"})).await;
     let entries: Vec<String> = (history["events"].as_array().unwrap().iter())
         .map(|e| {
             let relation = e["relation"]["to"].as_str().unwrap_or_default();
-            format!("{} {relation}", e["operation"].as_str().unwrap()).trim().to_owned()
+            format!("{} {relation}", e["operation"].as_str().unwrap())
+                .trim()
+                .to_owned()
         })
         .collect();
     for expected in [
@@ -161,7 +181,10 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
         "observation_replaced",
         "created",
     ] {
-        assert!(entries.contains(&expected.to_owned()), "{expected}: {entries:?}");
+        assert!(
+            entries.contains(&expected.to_owned()),
+            "{expected}: {entries:?}"
+        );
     }
     assert_eq!(history["next_before"], Value::Null);
 
@@ -220,10 +243,7 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     assert_eq!(merged["aliases"], json!(["Postgres"]));
     let opened = ok(&client, "open_nodes", json!({"names": ["Postgres"]})).await;
     assert_eq!(opened["entities"][0]["name"], "PostgreSQL");
-    assert_eq!(
-        texts(&opened),
-        ["stores the graph", "has pgvector"]
-    );
+    assert_eq!(texts(&opened), ["stores the graph", "has pgvector"]);
     assert_eq!(
         opened["relations"],
         json!([{"from": "Globex", "to": "PostgreSQL", "relation_type": "runs"}])

@@ -155,7 +155,9 @@ async fn node_details(
     names.dedup();
     let mut details = HashMap::new();
     for chunk in names.chunks(MAX_BATCH) {
-        let opened = crate::nodes::open_checked(memory.store, workspace, chunk, crate::ReadTime::Now).await?;
+        let opened =
+            crate::nodes::open_checked(memory.store, workspace, chunk, crate::ReadTime::Now)
+                .await?;
         details.extend(opened.entities.into_iter().map(|n| (n.name.clone(), n)));
     }
     Ok(details)

@@ -76,7 +76,10 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
 ) {
     let (memory, ws) = duplicates(store).await;
     let merged = memory
-        .merge_entities(ws, MergeEntities::new(&strings(&["Postgres"]), "PostgreSQL"))
+        .merge_entities(
+            ws,
+            MergeEntities::new(&strings(&["Postgres"]), "PostgreSQL"),
+        )
         .await
         .unwrap();
     assert_eq!(merged.target, "PostgreSQL");
@@ -116,7 +119,11 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
     assert_eq!(node.aliases, ["Postgres"]);
     assert_eq!(
         node.observations,
-        observations(&[(1, "stores data"), (2, "supports JSON"), (3, "runs on port 5432")])
+        observations(&[
+            (1, "stores data"),
+            (2, "supports JSON"),
+            (3, "runs on port 5432")
+        ])
     );
     assert_eq!(
         opened.relations,
@@ -126,25 +133,37 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
         ]
     );
     let ever = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["PostgreSQL"])).at(crate::ReadTime::Ever))
+        .open_nodes(
+            ws,
+            OpenNodes::new(&strings(&["PostgreSQL"])).at(crate::ReadTime::Ever),
+        )
         .await
         .unwrap();
     assert_eq!(ever.entities[0].observations[3].content, "listens on 5433");
 
     let created = memory
-        .create_entities(ws, CreateEntities::new(vec![entity("Postgres", "database", &[])]))
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("Postgres", "database", &[])]),
+        )
         .await
         .unwrap();
     assert!(created[0].already_existed, "{created:?}");
     assert_eq!(created[0].name, "PostgreSQL");
     let added = memory
-        .add_observations(ws, AddObservations::new(&[additions("Postgres", &["is fast"])]))
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Postgres", &["is fast"])]),
+        )
         .await
         .unwrap();
     assert_eq!(added[0].entity_name, "PostgreSQL");
     assert_eq!(added[0].added, observations(&[(5, "is fast")]));
     let related = memory
-        .create_relations(ws, CreateRelations::new(&[relation("Bob", "knows", "Postgres")]))
+        .create_relations(
+            ws,
+            CreateRelations::new(&[relation("Bob", "knows", "Postgres")]),
+        )
         .await
         .unwrap();
     assert_eq!(related.created, [relation("Bob", "knows", "PostgreSQL")]);
@@ -178,7 +197,10 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
 pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = duplicates(store).await;
     let set = memory
-        .set_aliases(ws, SetAliases::new("PostgreSQL", &strings(&["pg", "postgres db", "pg"])))
+        .set_aliases(
+            ws,
+            SetAliases::new("PostgreSQL", &strings(&["pg", "postgres db", "pg"])),
+        )
         .await
         .unwrap();
     assert_eq!(set.aliases, ["pg", "postgres db"]);
@@ -226,16 +248,27 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
     );
     assert_invalid(
         memory
-            .merge_entities(ws, MergeEntities::new(&strings(&["PostgreSQL"]), "PostgreSQL"))
+            .merge_entities(
+                ws,
+                MergeEntities::new(&strings(&["PostgreSQL"]), "PostgreSQL"),
+            )
             .await,
         "sources[0]",
     );
-    match (memory.merge_entities(ws, MergeEntities::new(&strings(&["Postgress"]), "PostgreSQL")))
-        .await
+    match (memory.merge_entities(
+        ws,
+        MergeEntities::new(&strings(&["Postgress"]), "PostgreSQL"),
+    ))
+    .await
     {
-        Err(Error::NotFound { name, did_you_mean, .. }) => {
+        Err(Error::NotFound {
+            name, did_you_mean, ..
+        }) => {
             assert_eq!(name, "Postgress");
-            assert!(did_you_mean.contains(&"Postgres".to_owned()), "{did_you_mean:?}");
+            assert!(
+                did_you_mean.contains(&"Postgres".to_owned()),
+                "{did_you_mean:?}"
+            );
         }
         other => panic!("expected not found, got {other:?}"),
     }
@@ -270,7 +303,10 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         )
         .await
         .unwrap();
-    assert_eq!(ended.ended, [relation("engram", "depends_on", "PostgreSQL")]);
+    assert_eq!(
+        ended.ended,
+        [relation("engram", "depends_on", "PostgreSQL")]
+    );
     assert!(ended.not_found.is_empty());
     let deleted = memory
         .delete_relations(
@@ -337,7 +373,10 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
         .unwrap();
     assert!(merged[0].already_existed);
     assert_eq!(merged[0].entity_type, "person");
-    assert_eq!(merged[0].skipped_duplicates, observations(&[(1, "likes tea")]));
+    assert_eq!(
+        merged[0].skipped_duplicates,
+        observations(&[(1, "likes tea")])
+    );
     assert_eq!(merged[0].added, observations(&[(2, "lives in Porto")]));
     assert!(!merged[1].already_existed);
     let alice = open_node(&memory, ws, "Alice").await;

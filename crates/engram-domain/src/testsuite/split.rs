@@ -85,10 +85,15 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
         (vec![part("x", &[1, 40])], "parts[0].ordinals[1]"),
         (vec![part("x", &[])], "parts[0].ordinals"),
         (vec![part("Alice", &[1])], "parts[0].name"),
-        (vec![part("x", &[1]), part("y", &[1])], "parts[1].ordinals[0]"),
+        (
+            vec![part("x", &[1]), part("y", &[1])],
+            "parts[1].ordinals[0]",
+        ),
     ] {
         assert_invalid(
-            memory.split_entity(ws, SplitEntity::new("engram", parts)).await,
+            memory
+                .split_entity(ws, SplitEntity::new("engram", parts))
+                .await,
             field,
         );
     }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::{
-    EndObservations, GetHistory, MergeEntities, ObservationEndings, ReadTime, Result,
-    SearchMode, SearchObservations,
+    EndObservations, GetHistory, MergeEntities, ObservationEndings, ReadTime, Result, SearchMode,
+    SearchObservations,
 };
 
 /// The median of `samples` runs of `call`.
@@ -40,7 +40,10 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
     let started = Instant::now();
     let nodes = observations.div_ceil(100);
     let fact = |n: usize, i: usize| {
-        format!("fact {i} of component {n}: the team moved part {} of its indexer", (n * 7 + i) % 97)
+        format!(
+            "fact {i} of component {n}: the team moved part {} of its indexer",
+            (n * 7 + i) % 97
+        )
     };
     for chunk in (0..nodes).collect::<Vec<_>>().chunks(10) {
         let entities = (chunk.iter())
@@ -51,9 +54,15 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
                 ..NewNode::default()
             })
             .collect();
-        memory.create_entities(ws, CreateEntities::new(entities)).await?;
+        memory
+            .create_entities(ws, CreateEntities::new(entities))
+            .await?;
     }
-    println!("loaded {} facts in {:.1}s", nodes * 100, started.elapsed().as_secs_f64());
+    println!(
+        "loaded {} facts in {:.1}s",
+        nodes * 100,
+        started.elapsed().as_secs_f64()
+    );
     let an_hour_ago = chrono::Utc::now() - chrono::Duration::hours(1);
     let just_now = chrono::Utc::now();
     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -61,14 +70,23 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
     for i in (1..=100).step_by(10) {
         let ordinal = crate::Ordinal(i);
         memory
-            .replace_observation(ws, ReplaceObservation::new(probe, ordinal, format!("{} (revised)", fact(7, i as usize - 1))))
+            .replace_observation(
+                ws,
+                ReplaceObservation::new(
+                    probe,
+                    ordinal,
+                    format!("{} (revised)", fact(7, i as usize - 1)),
+                ),
+            )
             .await?;
     }
     let endings = ObservationEndings {
         entity_name: probe.into(),
         ordinals: (5..=100).step_by(10).map(crate::Ordinal).collect(),
     };
-    memory.end_observations(ws, EndObservations::new(&[endings])).await?;
+    memory
+        .end_observations(ws, EndObservations::new(&[endings]))
+        .await?;
 
     let names = strings(&[probe]);
     let now = median(101, || memory.open_nodes(ws, OpenNodes::new(&names))).await?;
@@ -106,18 +124,30 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
     let facts: Vec<String> = (0..400).map(|i| format!("history fact {i}")).collect();
     let texts: Vec<&str> = facts.iter().map(String::as_str).collect();
     memory
-        .create_entities(ws, CreateEntities::new(vec![entity("chronicle", "log", &texts)]))
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity("chronicle", "log", &texts)]),
+        )
         .await?;
     for i in 1..=300 {
         memory
-            .replace_observation(ws, ReplaceObservation::new("chronicle", crate::Ordinal(i), format!("history fact {i}, revised")))
+            .replace_observation(
+                ws,
+                ReplaceObservation::new(
+                    "chronicle",
+                    crate::Ordinal(i),
+                    format!("history fact {i}, revised"),
+                ),
+            )
             .await?;
     }
     let endings = ObservationEndings {
         entity_name: "chronicle".into(),
         ordinals: (1..=299).map(crate::Ordinal).collect(),
     };
-    memory.end_observations(ws, EndObservations::new(&[endings])).await?;
+    memory
+        .end_observations(ws, EndObservations::new(&[endings]))
+        .await?;
     let page = median(51, || memory.get_history(ws, GetHistory::new("chronicle"))).await?;
     let whole = median(51, || {
         memory.get_history(ws, GetHistory::new("chronicle").limit(1_000))

@@ -38,7 +38,10 @@ async fn open_at(memory: &Memory, ws: WorkspaceId, name: &str, time: ReadTime) -
 }
 
 fn texts(node: &NodeDetail) -> Vec<&str> {
-    node.observations.iter().map(|o| o.content.as_str()).collect()
+    node.observations
+        .iter()
+        .map(|o| o.content.as_str())
+        .collect()
 }
 
 #[track_caller]
@@ -78,7 +81,10 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         .unwrap();
     assert_eq!(
         result,
-        [ended("Release process", &[2], &[9]), ended("Nobody", &[], &[1])]
+        [
+            ended("Release process", &[2], &[9]),
+            ended("Nobody", &[], &[1])
+        ]
     );
 
     // Gone from every default read and search, kept for the others.
@@ -98,7 +104,10 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         .await
         .unwrap();
     assert!(
-        found.observations.iter().all(|o| o.content != "the staging freeze holds"),
+        found
+            .observations
+            .iter()
+            .all(|o| o.content != "the staging freeze holds"),
         "{found:?}"
     );
     let ever = open_at(&memory, ws, "Release process", ReadTime::Ever).await;
@@ -108,8 +117,13 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
     assert_eq!(freeze.valid_from, Some(january));
     let ended_at = freeze.valid_to.expect("an ended fact has its end");
     assert!(ever.observations[0].valid_from.is_some() && ever.observations[0].valid_to.is_none());
-    let march = open_at(&memory, ws, "Release process", ReadTime::At(at("2026-03-01T00:00:00Z")))
-        .await;
+    let march = open_at(
+        &memory,
+        ws,
+        "Release process",
+        ReadTime::At(at("2026-03-01T00:00:00Z")),
+    )
+    .await;
     assert_eq!(texts(&march), ["the staging freeze holds"], "{march:?}");
     let in_march = at("2026-03-01T00:00:00Z");
     let query = QueryObservations::new("Release process", "staging freeze")
@@ -124,7 +138,11 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         .query_observations(ws, &query.clone().as_of(in_march))
         .await
         .unwrap();
-    let ordinals: Vec<i64> = then_found.observations.iter().map(|o| o.ordinal.0).collect();
+    let ordinals: Vec<i64> = then_found
+        .observations
+        .iter()
+        .map(|o| o.ordinal.0)
+        .collect();
     assert_eq!(ordinals, [2], "{then_found:?}");
     let nodes = memory
         .search_nodes(
@@ -146,7 +164,10 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
 
     // An ended fact is not current: ending it again finds nothing; its text is new again.
     let again = memory
-        .end_observations(ws, EndObservations::new(&[endings("Release process", &[2])]))
+        .end_observations(
+            ws,
+            EndObservations::new(&[endings("Release process", &[2])]),
+        )
         .await
         .unwrap();
     assert_eq!(again, [ended("Release process", &[], &[2])]);
@@ -157,16 +178,25 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         )
         .await
         .unwrap();
-    assert_eq!(added[0].added, observations(&[(4, "the staging freeze holds")]));
+    assert_eq!(
+        added[0].added,
+        observations(&[(4, "the staging freeze holds")])
+    );
 
     // Deleting is for good, ended facts included.
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("Release process", &[2])]))
+        .delete_observations(
+            ws,
+            DeleteObservations::new(&[deletions("Release process", &[2])]),
+        )
         .await
         .unwrap();
     let ever = open_at(&memory, ws, "Release process", ReadTime::Ever).await;
     assert_eq!(
-        ever.observations.iter().map(|o| o.ordinal.0).collect::<Vec<_>>(),
+        ever.observations
+            .iter()
+            .map(|o| o.ordinal.0)
+            .collect::<Vec<_>>(),
         [1, 3, 4]
     );
 }
@@ -185,7 +215,10 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
         ..entity("Alice", "person", &["Alice likes tea"])
     };
     memory
-        .create_entities(ws, CreateEntities::new(vec![node, entity("Acme", "org", &[])]))
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![node, entity("Acme", "org", &[])]),
+        )
         .await
         .unwrap();
     let mut works_at = relation("Alice", "works_at", "Acme");
@@ -205,7 +238,10 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
         .await;
     assert_invalid(refused, "ended_at");
     let refused = memory
-        .end_relations(ws, EndRelations::new(&[works_at.clone()]).ended_at(february))
+        .end_relations(
+            ws,
+            EndRelations::new(&[works_at.clone()]).ended_at(february),
+        )
         .await;
     assert_invalid(refused, "ended_at");
     let future = chrono::Utc::now() + chrono::Duration::days(3);
@@ -290,8 +326,13 @@ pub async fn replaced_texts_are_read_as_of_their_time(store: Arc<dyn MemoryStore
     assert_eq!(texts(&then), ["runs on port 8080"]);
     let later = open_at(&memory, ws, "Service", ReadTime::At(second)).await;
     assert_eq!(texts(&later), ["runs on port 9090"]);
-    let before_it_existed = open_at(&memory, ws, "Service", ReadTime::At(at("2020-01-01T00:00:00Z")))
-        .await;
+    let before_it_existed = open_at(
+        &memory,
+        ws,
+        "Service",
+        ReadTime::At(at("2020-01-01T00:00:00Z")),
+    )
+    .await;
     assert!(before_it_existed.observations.is_empty());
 }
 
@@ -319,7 +360,10 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
     assert_eq!(result.ended, [relation("Alice", "works_at", "Acme")]);
     assert_eq!(result.not_found, [relation("Alice", "knows", "Acme")]);
     memory
-        .create_relations(ws, CreateRelations::new(&[relation("Alice", "works_at", "Globex")]))
+        .create_relations(
+            ws,
+            CreateRelations::new(&[relation("Alice", "works_at", "Globex")]),
+        )
         .await
         .unwrap();
 
@@ -362,7 +406,10 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
 
     // The same relation again: a new period beside the ended one.
     let created = memory
-        .create_relations(ws, CreateRelations::new(&[relation("Alice", "works_at", "Acme")]))
+        .create_relations(
+            ws,
+            CreateRelations::new(&[relation("Alice", "works_at", "Acme")]),
+        )
         .await
         .unwrap();
     assert_eq!(created.created, [relation("Alice", "works_at", "Acme")]);
@@ -370,7 +417,11 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
     let periods: Vec<(&str, bool)> = (ever.iter())
         .map(|r| (r.to.as_str(), r.valid_to.is_some()))
         .collect();
-    assert_eq!(periods, [("Acme", true), ("Acme", false), ("Globex", false)], "{ever:?}");
+    assert_eq!(
+        periods,
+        [("Acme", true), ("Acme", false), ("Globex", false)],
+        "{ever:?}"
+    );
     assert!(ever.iter().all(|r| r.valid_from.is_some()));
 }
 
@@ -408,7 +459,10 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
     let now = open_node(&memory, ws, "Project").await;
     assert_eq!(texts(&now).len(), 3);
     let stats = memory.get_stats(ws).await.unwrap();
-    assert_eq!((stats.ended_observations, stats.expiring_observations), (0, 2));
+    assert_eq!(
+        (stats.ended_observations, stats.expiring_observations),
+        (0, 2)
+    );
     assert_eq!(now.observations[0].valid_to, None);
     assert_eq!(now.observations[1].valid_to, Some(soon));
 
@@ -419,7 +473,10 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         ["the build uses cargo", "the demo is next week"]
     );
     let found = memory
-        .search_observations(ws, &SearchObservations::new("staging freeze").mode(SearchMode::Text))
+        .search_observations(
+            ws,
+            &SearchObservations::new("staging freeze").mode(SearchMode::Text),
+        )
         .await
         .unwrap();
     assert!(found.observations.is_empty(), "{found:?}");
@@ -429,7 +486,10 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         3
     );
     let stats = memory.get_stats(ws).await.unwrap();
-    assert_eq!((stats.ended_observations, stats.expiring_observations), (1, 1));
+    assert_eq!(
+        (stats.ended_observations, stats.expiring_observations),
+        (1, 1)
+    );
     assert_eq!(memory.purge_expired(1_000).await.unwrap(), 1);
     assert_eq!(memory.purge_expired(1_000).await.unwrap(), 0);
     assert_eq!(
@@ -454,17 +514,26 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         .unwrap();
     step().await;
     memory
-        .replace_observation(ws, ReplaceObservation::new("Alice", crate::Ordinal(2), "lives in Porto"))
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("Alice", crate::Ordinal(2), "lives in Porto"),
+        )
         .await
         .unwrap();
     step().await;
     memory
-        .create_relations(ws, CreateRelations::new(&[relation("Alice", "works_at", "Acme")]))
+        .create_relations(
+            ws,
+            CreateRelations::new(&[relation("Alice", "works_at", "Acme")]),
+        )
         .await
         .unwrap();
     step().await;
     memory
-        .end_relations(ws, EndRelations::new(&[relation("Alice", "works_at", "Acme")]))
+        .end_relations(
+            ws,
+            EndRelations::new(&[relation("Alice", "works_at", "Acme")]),
+        )
         .await
         .unwrap();
     step().await;
@@ -484,7 +553,10 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         .unwrap();
     step().await;
     memory
-        .add_observations(ws, AddObservations::new(&[additions("Alice", &["has a secret"])]))
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Alice", &["has a secret"])]),
+        )
         .await
         .unwrap();
     step().await;
@@ -530,11 +602,20 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         .collect();
     assert_eq!(added, [(2, "lives in Lisbon"), (1, "likes tea")]);
     let ended = history.events[4].relation.as_ref().unwrap();
-    assert_eq!((ended.to.as_str(), ended.relation_type.as_str()), ("Acme", "works_at"));
+    assert_eq!(
+        (ended.to.as_str(), ended.relation_type.as_str()),
+        ("Acme", "works_at")
+    );
     // Acme's history has the relation too.
-    let acme = memory.get_history(ws, GetHistory::new("Acme")).await.unwrap();
+    let acme = memory
+        .get_history(ws, GetHistory::new("Acme"))
+        .await
+        .unwrap();
     let operations: Vec<Op> = acme.events.iter().map(|e| e.operation).collect();
-    assert_eq!(operations, [Op::RelationEnded, Op::RelationCreated, Op::Created]);
+    assert_eq!(
+        operations,
+        [Op::RelationEnded, Op::RelationCreated, Op::Created]
+    );
 
     // Pages: every entry once, an instant never split.
     let mut paged = Vec::new();
@@ -553,7 +634,9 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         other => panic!("expected not found, got {other:?}"),
     }
     assert_invalid(
-        memory.get_history(ws, GetHistory::new("Alice").limit(0)).await,
+        memory
+            .get_history(ws, GetHistory::new("Alice").limit(0))
+            .await,
         "limit",
     );
 }

@@ -120,7 +120,13 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     }
     let relations: Vec<RelationSpec> = (TOPICS..nodes)
         .filter(|i| i % 2 == 0 && i % 50 != 7)
-        .map(|i| RelationSpec::new(format!("node-{i}"), format!("node-{}", i - TOPICS), "related_to"))
+        .map(|i| {
+            RelationSpec::new(
+                format!("node-{i}"),
+                format!("node-{}", i - TOPICS),
+                "related_to",
+            )
+        })
         .collect();
     for chunk in relations.chunks(1_000) {
         memory

@@ -313,3 +313,77 @@ async fn an_unreachable_server_is_named_in_the_error() {
         "{error}"
     );
 }
+
+/// A database written by the schema before memory over time (V11) migrates with nothing lost:
+/// facts, relations and counts as they were, each fact and relation holding since it was
+/// created, and the new tools working on it.
+#[tokio::test]
+async fn a_database_of_the_schema_before_migrates_with_nothing_lost() {
+    use std::sync::Arc;
+
+    use engram_domain::testsuite::strings;
+    use engram_domain::*;
+
+    let store = PgStore::connect(&engram_pg::testing::empty_database().await)
+        .await
+        .unwrap();
+    store.migrate_to(11).await.unwrap();
+    let client = store.pool().get().await.unwrap();
+    client
+        .batch_execute(
+            "INSERT INTO workspaces (name, created_at) VALUES ('old', '2026-01-01T00:00:00Z');
+             INSERT INTO nodes (workspace_id, name, entity_type, tags, next_ordinal, created_at)
+             SELECT id, 'Alice', 'person', '{team}', 3, '2026-01-01T00:00:00Z' FROM workspaces;
+             INSERT INTO nodes (workspace_id, name, entity_type, created_at)
+             SELECT id, 'Acme', 'company', '2026-01-01T00:00:00Z' FROM workspaces;
+             INSERT INTO observations (node_id, workspace_id, ordinal, content, created_at)
+             SELECT n.id, n.workspace_id, o.ordinal, o.content, '2026-01-01T00:00:00Z'
+             FROM nodes n, (VALUES (1, 'likes tea'), (2, 'works on storage')) AS o (ordinal, content)
+             WHERE n.name = 'Alice';
+             INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type, created_at)
+             SELECT a.workspace_id, a.id, b.id, 'works_at', '2026-01-01T00:00:00Z'
+             FROM nodes a, nodes b WHERE a.name = 'Alice' AND b.name = 'Acme';",
+        )
+        .await
+        .unwrap();
+    drop(client);
+    assert!(!store.migrate().await.unwrap().is_empty());
+
+    let memory = Memory::new(Arc::new(store));
+    let ws = memory.workspace("old").await.unwrap().id;
+    let january = "2026-01-01T00:00:00Z".parse::<Timestamp>().unwrap();
+    let names = strings(&["Alice"]);
+    let now = memory.open_nodes(ws, OpenNodes::new(&names)).await.unwrap();
+    let texts: Vec<&str> = (now.entities[0].observations.iter())
+        .map(|o| o.content.as_str())
+        .collect();
+    assert_eq!(texts, ["likes tea", "works on storage"]);
+    assert_eq!(now.relations, [Relation::new("Alice", "Acme", "works_at")]);
+    let ever = (memory.open_nodes(ws, OpenNodes::new(&names).at(ReadTime::Ever)))
+        .await
+        .unwrap();
+    assert!(
+        (ever.entities[0].observations.iter()).all(|o| o.valid_from == Some(january)),
+        "{ever:?}"
+    );
+    assert_eq!(ever.relations[0].valid_from, Some(january));
+    let ended = memory
+        .end_relations(
+            ws,
+            EndRelations::new(&[RelationSpec::new("Alice", "Acme", "works_at")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended.ended.len(), 1);
+    let history = memory
+        .get_history(ws, GetHistory::new("Alice"))
+        .await
+        .unwrap();
+    let operations: Vec<HistoryOperation> = history.events.iter().map(|e| e.operation).collect();
+    assert!(
+        operations.contains(&HistoryOperation::RelationEnded),
+        "{history:?}"
+    );
+    let stats = memory.get_stats(ws).await.unwrap();
+    assert_eq!((stats.node_count, stats.observation_count), (2, 2));
+}

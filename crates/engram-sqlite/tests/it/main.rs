@@ -3,6 +3,7 @@
 
 mod merge;
 mod sqlite;
+mod upgrade;
 mod validity;
 mod vector_lists;
 
