@@ -114,9 +114,14 @@ fn describe(path: &[&Segment], schema: &Value, arguments: &Value) -> Option<Stri
 }
 
 /// The message for an argument `key` that the object at `path` (described by `schema`) does
-/// not take.
+/// not take. Every tool input refuses what its schema does not list (`deny_unknown_fields`;
+/// the schema a model reads leaves `additionalProperties: false` out as noise), so a key the
+/// schema lacks is what failed, unless the schema says it takes any.
 fn unknown(path: &[&Segment], key: &str, schema: &Value) -> Option<String> {
-    if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+    if schema
+        .get("additionalProperties")
+        .is_some_and(|a| a != &Value::Bool(false))
+    {
         return None;
     }
     let empty = Map::new();
