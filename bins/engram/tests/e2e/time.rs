@@ -248,5 +248,61 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
         opened["relations"],
         json!([{"from": "Globex", "to": "PostgreSQL", "relation_type": "runs"}])
     );
+
+    // An overgrown node of three topics is proposed as three groups, and split.
+    let facts: Vec<String> = (0..40)
+        .map(|i| match i % 3 {
+            0 => format!("the kitchen recipe {i} needs a slow simmer of the sauce"),
+            1 => format!("the observatory telescope tracked star {i} across the night sky"),
+            _ => format!("the accountant filed tax return {i} with the invoices"),
+        })
+        .collect();
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [{"name": "Notebook", "entity_type": "note", "observations": facts}]}),
+    )
+    .await;
+    let proposal = ok(&client, "propose_split", json!({"name": "Notebook"})).await;
+    let groups = proposal["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 3, "{proposal}");
+    for group in groups {
+        let topics: std::collections::BTreeSet<i64> = (group["ordinals"].as_array().unwrap())
+            .iter()
+            .map(|o| (o.as_i64().unwrap() - 1) % 3)
+            .collect();
+        assert_eq!(topics.len(), 1, "one topic a group: {proposal}");
+    }
+    let parts: Vec<Value> = (groups.iter().enumerate())
+        .map(|(i, g)| json!({"name": format!("Notebook part {i}"), "ordinals": g["ordinals"]}))
+        .collect();
+    let split = ok(
+        &client,
+        "split_entity",
+        json!({"name": "Notebook", "parts": parts}),
+    )
+    .await;
+    assert_eq!(split["relations"].as_array().unwrap().len(), 3);
+    let left = ok(&client, "open_nodes", json!({"names": ["Notebook"]})).await;
+    assert!(texts(&left).is_empty(), "{left}");
+    assert_eq!(left["relations"].as_array().unwrap().len(), 3);
+
+    // A fact that expires is gone once it has.
+    let soon = (chrono::Utc::now() + chrono::Duration::milliseconds(800)).to_rfc3339();
+    ok(
+        &client,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Alice", "contents": [
+            {"content": "the staging freeze lasts until Friday", "expires_at": soon}]}]}),
+    )
+    .await;
+    let frozen = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    assert!(texts(&frozen).contains(&"the staging freeze lasts until Friday"));
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+    let thawed = ok(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    assert!(
+        !texts(&thawed).contains(&"the staging freeze lasts until Friday"),
+        "{thawed}"
+    );
     client.cancel().await.unwrap();
 }
