@@ -25,7 +25,7 @@ pub struct GetNeighborhood {
     #[serde(default = "default_depth")]
     #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 6)))]
     pub depth: u32,
-    /// Also ended ones, with their periods.
+    /// With ended ones.
     #[serde(default)]
     pub include_ended: bool,
     /// As it was then.

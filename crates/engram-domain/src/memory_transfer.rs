@@ -41,6 +41,9 @@ pub struct ReadGraph {
     /// count; "full": also every observation.
     #[serde(default)]
     pub detail: GraphDetail,
+    /// With ended ones.
+    #[serde(default)]
+    pub include_ended: bool,
 }
 
 impl ReadGraph {
@@ -51,6 +54,7 @@ impl ReadGraph {
             limit: READ_GRAPH_LIMIT,
             entity_type: None,
             detail,
+            include_ended: false,
         }
     }
 
@@ -104,11 +108,42 @@ pub(crate) async fn read_graph(
         totals: true,
     };
     let page = store.graph_page(workspace, &query).await?;
-    Ok(GraphPageResult::from_page(
-        page,
-        request.detail,
-        request.limit,
-    ))
+    let mut result = GraphPageResult::from_page(page, request.detail, request.limit);
+    if request.include_ended {
+        with_ended(store, workspace, &mut result).await?;
+    }
+    Ok(result)
+}
+
+/// The page's relations and (for full detail) its facts again, ended ones included with
+/// their periods: one read of the page's nodes as [`crate::ReadTime::Ever`] sees them. Only
+/// the relations whose source is on the page, so the pages hold each relation once.
+async fn with_ended(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    page: &mut GraphPageResult,
+) -> Result<()> {
+    let names: Vec<String> = page.entities.iter().map(|node| node.name.clone()).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let opened =
+        crate::nodes::open_checked(store, workspace, &names, crate::ReadTime::Ever).await?;
+    page.relations = (opened.relations.into_iter())
+        .filter(|relation| names.contains(&relation.from))
+        .collect();
+    let mut facts: std::collections::HashMap<String, Vec<crate::Observation>> = (opened.entities)
+        .into_iter()
+        .map(|node| (node.name, node.observations))
+        .collect();
+    for node in &mut page.entities {
+        if let Some(observations) = &mut node.observations
+            && let Some(ever) = facts.remove(&node.name)
+        {
+            *observations = ever;
+        }
+    }
+    Ok(())
 }
 
 /// The semantics of [`Memory::graph_page`](crate::Memory::graph_page).

@@ -127,7 +127,7 @@ impl DeleteEntities {
 pub struct OpenNodes {
     /// Names of the nodes to read in full, 1–1,000.
     pub names: Vec<String>,
-    /// Also ended ones, with their periods.
+    /// With ended ones.
     #[serde(default)]
     pub include_ended: bool,
     /// As it was then.

@@ -120,7 +120,7 @@ pub struct GetRelationsBetween {
     pub entity_a: String,
     /// The other node.
     pub entity_b: String,
-    /// Also ended ones, with their periods.
+    /// With ended ones.
     #[serde(default)]
     pub include_ended: bool,
     /// As it was then.

@@ -7,7 +7,7 @@ use engram_sqlite::SqliteStore;
 
 async fn median<F, T>(samples: usize, mut call: impl FnMut() -> F) -> Duration
 where
-    F: std::future::Future<Output = Result<T>>,
+    F: Future<Output = Result<T>>,
 {
     let mut times = Vec::with_capacity(samples);
     for _ in 0..samples {

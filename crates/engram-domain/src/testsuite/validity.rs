@@ -423,6 +423,22 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
         "{ever:?}"
     );
     assert!(ever.iter().all(|r| r.valid_from.is_some()));
+
+    // read_graph: the current relations, or every one with its period.
+    let page = memory
+        .read_graph(
+            ws,
+            crate::ReadGraph::new(crate::transfer::GraphDetail::Full),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.relations.len(), 2, "{page:?}");
+    let with_ended = crate::ReadGraph {
+        include_ended: true,
+        ..crate::ReadGraph::new(crate::transfer::GraphDetail::Full)
+    };
+    let page = memory.read_graph(ws, with_ended).await.unwrap();
+    assert_eq!(page.relations, ever);
 }
 
 async fn open_node_relations(memory: &Memory, ws: WorkspaceId, time: ReadTime) -> Vec<Relation> {
