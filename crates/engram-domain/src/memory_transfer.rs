@@ -34,7 +34,7 @@ pub struct ReadGraph {
     #[serde(default = "default_read_graph_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
-    /// Only nodes of this type (and the relations leaving them).
+    /// Only nodes of this type.
     #[serde(default)]
     pub entity_type: Option<String>,
     /// "names": name and type; "summary" (default): also summary, tags and observation

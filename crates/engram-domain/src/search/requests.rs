@@ -30,7 +30,7 @@ fn default_similar_min_score() -> f64 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SearchNodes {
-    /// What to look for, in your own words (1–4,096 bytes).
+    /// In your own words, 1–4,096 bytes.
     pub query: String,
     /// At most this many nodes, 1–1,000. Default 10.
     #[serde(default = "default_search_limit")]
@@ -94,7 +94,7 @@ impl SearchNodes {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SearchObservations {
-    /// What to look for, in your own words (1–4,096 bytes).
+    /// In your own words, 1–4,096 bytes.
     pub query: String,
     /// At most this many observations, 1–1,000. Default 10.
     #[serde(default = "default_search_limit")]
