@@ -177,7 +177,7 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
                 "cluster_summary",
                 "event_summary",
             ],
-            &["notices"],
+            &["notices", "merge_candidates"],
         ),
         keys(
             "stale_summaries[]",

@@ -3,6 +3,7 @@
 
 mod clusters;
 mod drafts;
+mod duplicates;
 
 use crate::store::{CountEvents, ModelEmbeddings};
 use chrono::{Duration, Utc};
@@ -26,6 +27,7 @@ use crate::store::MemoryStore;
 use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;
+pub use duplicates::{MergeCandidate, SAME_THING};
 
 /// Who wrote a generated text in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -111,6 +113,10 @@ pub struct ConsolidationReport {
     pub stale_summaries: Vec<StaleSummary>,
     /// Unrelated similar pairs, most similar first.
     pub relation_candidates: Vec<RelationCandidate>,
+    /// Pairs of one type that may be one node written twice (by name, then by content),
+    /// for `merge_entities`; absent when none (an extension).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merge_candidates: Vec<MergeCandidate>,
     /// Nodes without relations, most recently updated first.
     pub orphaned_nodes: Vec<NodeBrief>,
     /// Clusters of similar nodes, largest first.
@@ -260,9 +266,11 @@ impl Reporter<'_> {
             })
             .collect();
 
+        let merge_candidates = duplicates::find(&similarity.vectors, &similarity.neighbours, limit);
         let mut report = ConsolidationReport {
             stale_summaries,
             relation_candidates: similarity.pairs.into_iter().map(Into::into).collect(),
+            merge_candidates,
             orphaned_nodes,
             cluster_summary,
             event_summary,

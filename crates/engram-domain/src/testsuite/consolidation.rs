@@ -162,6 +162,12 @@ pub async fn consolidation_report_finds_exactly_what_needs_attention(store: Arc<
         .await
         .unwrap();
 
+    // Near but not the same: none of these reads as one node written twice.
+    assert!(
+        report.merge_candidates.is_empty(),
+        "{:?}",
+        report.merge_candidates
+    );
     let stale: Vec<&str> = report
         .stale_summaries
         .iter()
@@ -394,5 +400,64 @@ pub async fn consolidation_report_uses_the_generator_within_its_budget(
             .any(|n| n.contains("test/fixed wrote 0 of 4 texts")),
         "{:?}",
         report.notices
+    );
+}
+
+pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
+    let memory = memory.with_embedder(Arc::new(TermEmbedder));
+    memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![
+                entity(
+                    "Deploy Pipeline",
+                    "system",
+                    &["ships the server on every merge"],
+                ),
+                entity(
+                    "deploy-pipelines",
+                    "system",
+                    &["ships the server on each merge"],
+                ),
+                entity(
+                    "Deploy Pipeline Owner",
+                    "person",
+                    &["keeps the pipeline green"],
+                ),
+                entity("Postgres", "database", &["stores the graph"]),
+                entity("PostgreSQL", "database", &["stores every workspace"]),
+                entity("Post", "database", &["an unrelated store"]),
+            ]),
+        )
+        .await
+        .unwrap();
+    Indexer::new(store, Arc::new(TermEmbedder), 64)
+        .run_until_idle()
+        .await
+        .unwrap();
+    let report = memory
+        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .await
+        .unwrap();
+    let merges: Vec<(&str, &str, &str)> = (report.merge_candidates.iter())
+        .map(|m| (m.node_a.as_str(), m.node_b.as_str(), m.reason.as_str()))
+        .collect();
+    assert!(
+        merges.contains(&("Deploy Pipeline", "deploy-pipelines", "name")),
+        "{merges:?}"
+    );
+    assert!(
+        merges.contains(&("PostgreSQL", "Postgres", "name")),
+        "{merges:?}"
+    );
+    assert!(
+        (report.merge_candidates.iter()).all(|m| m.node_a != "Post" && m.node_b != "Post"),
+        "{merges:?}"
+    );
+    assert!(
+        (report.merge_candidates.iter())
+            .all(|m| !m.node_b.contains("Owner") && !m.node_a.contains("Owner")),
+        "{merges:?}"
     );
 }

@@ -141,6 +141,7 @@ macro_rules! memory_store_test_suite {
             unlinked_references_match_whole_names_of_unrelated_nodes,
             // consolidation
             consolidation_report_finds_exactly_what_needs_attention,
+            consolidation_report_names_nodes_that_may_be_one,
             consolidation_report_counts_events_since_and_cuts_lists,
             consolidation_report_without_an_embedder_says_so,
             consolidation_report_uses_the_generator_within_its_budget,
