@@ -206,6 +206,45 @@ where
     crate::suggestions::explain(store, workspace, result).await
 }
 
+/// A batch tool's rows answered again where they name a node by an alias: `rows` answer
+/// `entries` one to one, in order; the entries whose row `missed` and whose node name
+/// (`name_of`) is an alias are asked once more by their nodes' names (`renamed`, then `again`),
+/// and the rows `again` answers replace theirs. One read of the aliases, only when a row
+/// missed.
+pub(crate) async fn redo_aliased_rows<E, R, F>(
+    (store, workspace): (&dyn MemoryStore, WorkspaceId),
+    (entries, rows): (&[E], &mut [R]),
+    name_of: impl Fn(&E) -> &String,
+    missed: impl Fn(&R) -> bool,
+    renamed: impl Fn(&E, &str) -> E,
+    again: impl FnOnce(Vec<E>) -> F,
+) -> Result<()>
+where
+    F: Future<Output = Result<Vec<R>>>,
+{
+    let missing: Vec<String> = (entries.iter().zip(rows.iter()))
+        .filter(|(_, row)| missed(row))
+        .map(|(entry, _)| name_of(entry).clone())
+        .collect();
+    let aliased = resolve(store, workspace, &missing)
+        .await
+        .unwrap_or_default();
+    if aliased.is_empty() {
+        return Ok(());
+    }
+    let retried: Vec<usize> = (entries.iter().zip(rows.iter()).enumerate())
+        .filter(|(_, (entry, row))| missed(row) && aliased.contains_key(name_of(entry)))
+        .map(|(i, _)| i)
+        .collect();
+    let asked = (retried.iter())
+        .map(|&i| renamed(&entries[i], &aliased[name_of(&entries[i])]))
+        .collect();
+    for (i, row) in retried.into_iter().zip(again(asked).await?) {
+        rows[i] = row;
+    }
+    Ok(())
+}
+
 /// Replaces `alias` by `node` in `name`.
 pub(crate) fn rename(name: &mut String, alias: &str, node: &str) {
     if name == alias {

@@ -153,34 +153,21 @@ pub(crate) async fn add_observations(
     let request = request.check(secrets)?;
     let mut results = store_additions(store, workspace, &request).await?;
     // Nodes named by an alias: their additions once more, by the nodes' names.
-    let missing: Vec<String> = (results.iter())
-        .filter(|result| result.not_found)
-        .map(|result| result.entity_name.clone())
-        .collect();
-    let aliased = crate::merge::resolve(store, workspace, &missing)
-        .await
-        .unwrap_or_default();
-    if !aliased.is_empty() {
-        let again: Vec<ObservationAdditions> = (request.observations.iter())
-            .filter_map(|a| {
-                Some(ObservationAdditions {
-                    entity_name: aliased.get(&a.entity_name)?.clone(),
-                    contents: a.contents.clone(),
-                })
-            })
-            .collect();
-        let again = Checked::new(AddObservations {
-            observations: again,
-        });
-        let mut more = store_additions(store, workspace, &again).await?.into_iter();
-        for (result, addition) in results.iter_mut().zip(&request.observations) {
-            if aliased.contains_key(&addition.entity_name)
-                && let Some(row) = more.next()
-            {
-                *result = row;
-            }
-        }
-    }
+    crate::merge::redo_aliased_rows(
+        (store, workspace),
+        (&request.observations, &mut results),
+        |addition| &addition.entity_name,
+        |row| row.not_found,
+        |addition, node| ObservationAdditions {
+            entity_name: node.to_owned(),
+            contents: addition.contents.clone(),
+        },
+        |observations| async move {
+            let again = Checked::new(AddObservations { observations });
+            store_additions(store, workspace, &again).await
+        },
+    )
+    .await?;
     let missing: Vec<String> = (results.iter())
         .filter(|result| result.not_found)
         .map(|result| result.entity_name.clone())
@@ -284,34 +271,20 @@ pub(crate) async fn delete_observations(
     let request = request.check()?;
     let mut results = store.delete_observations(workspace, &request).await?;
     // Rows that deleted nothing may name a node by an alias: those once more, by its name.
-    let missing: Vec<String> = (results.iter())
-        .filter(|row| row.deleted_ordinals.is_empty())
-        .map(|row| row.entity_name.clone())
-        .collect();
-    let aliased = crate::merge::resolve(store, workspace, &missing)
-        .await
-        .unwrap_or_default();
-    if !aliased.is_empty() {
-        let again: Vec<ObservationDeletions> = (request.deletions.iter())
-            .filter_map(|d| {
-                Some(ObservationDeletions {
-                    entity_name: aliased.get(&d.entity_name)?.clone(),
-                    ..d.clone()
-                })
-            })
-            .collect();
-        let again = Checked::new(DeleteObservations { deletions: again });
-        let mut more = store
-            .delete_observations(workspace, &again)
-            .await?
-            .into_iter();
-        for (row, deletion) in results.iter_mut().zip(&request.deletions) {
-            if aliased.contains_key(&deletion.entity_name)
-                && let Some(replaced) = more.next()
-            {
-                *row = replaced;
-            }
-        }
-    }
+    crate::merge::redo_aliased_rows(
+        (store, workspace),
+        (&request.deletions, &mut results),
+        |deletion| &deletion.entity_name,
+        |row| row.deleted_ordinals.is_empty(),
+        |deletion, node| ObservationDeletions {
+            entity_name: node.to_owned(),
+            ..deletion.clone()
+        },
+        |deletions| async move {
+            let again = Checked::new(DeleteObservations { deletions });
+            store.delete_observations(workspace, &again).await
+        },
+    )
+    .await?;
     Ok(results)
 }

@@ -204,35 +204,22 @@ pub(crate) async fn end_observations(
     let request = request.check()?;
     let mut results = store.end_observations(workspace, &request).await?;
     // Rows that ended nothing may name a node by an alias: those once more, by its name.
-    let missing: Vec<String> = (results.iter())
-        .filter(|row| row.ended_ordinals.is_empty())
-        .map(|row| row.entity_name.clone())
-        .collect();
-    let aliased = crate::merge::resolve(store, workspace, &missing)
-        .await
-        .unwrap_or_default();
-    if !aliased.is_empty() {
-        let again: Vec<ObservationEndings> = (request.endings.iter())
-            .filter_map(|e| {
-                Some(ObservationEndings {
-                    entity_name: aliased.get(&e.entity_name)?.clone(),
-                    ordinals: e.ordinals.clone(),
-                })
-            })
-            .collect();
-        let again = Checked::new(EndObservations {
-            endings: again,
-            ended_at: request.ended_at,
-        });
-        let mut more = store.end_observations(workspace, &again).await?.into_iter();
-        for (row, ending) in results.iter_mut().zip(&request.endings) {
-            if aliased.contains_key(&ending.entity_name)
-                && let Some(replaced) = more.next()
-            {
-                *row = replaced;
-            }
-        }
-    }
+    let ended_at = request.ended_at;
+    crate::merge::redo_aliased_rows(
+        (store, workspace),
+        (&request.endings, &mut results),
+        |ending| &ending.entity_name,
+        |row| row.ended_ordinals.is_empty(),
+        |ending, node| ObservationEndings {
+            entity_name: node.to_owned(),
+            ordinals: ending.ordinals.clone(),
+        },
+        |endings| async move {
+            let again = Checked::new(EndObservations { endings, ended_at });
+            store.end_observations(workspace, &again).await
+        },
+    )
+    .await?;
     Ok(results)
 }
 
