@@ -174,7 +174,6 @@ pub(crate) async fn get_history(
     request: GetHistory,
 ) -> Result<History> {
     let request = request.check()?;
-    let request = Checked::new(request.into_inner());
     let limit = request.limit as usize;
     // With the node's own name, which the answer gives when it was asked by an alias.
     let (name, events) = crate::merge::through_aliases(

@@ -93,15 +93,8 @@ pub fn fact(field: &str, fact: &crate::model::NewFact) -> Result<()> {
         }
     };
     content(&named("content"), &fact.content)?;
+    not_in_future(&named("valid_from"), fact.valid_from)?;
     let now = chrono::Utc::now();
-    if let Some(from) = fact.valid_from
-        && from > now
-    {
-        return Err(Error::invalid(
-            named("valid_from"),
-            format!("must not be in the future (it is {from}, now is {now})"),
-        ));
-    }
     if let Some(expires) = fact.expires_at
         && expires <= now
     {
@@ -111,6 +104,43 @@ pub fn fact(field: &str, fact: &crate::model::NewFact) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// A node's tags with `added` after them, each once (`merge_entities`, `create_entities` with
+/// `if_exists: "merge"`); [`Error::InvalidArgument`] naming `field` when that passes 64.
+pub fn united_tags<'a>(
+    field: &str,
+    tags: &[String],
+    added: impl IntoIterator<Item = &'a String>,
+) -> Result<Vec<String>> {
+    let mut united = tags.to_vec();
+    for tag in added {
+        if !united.contains(tag) {
+            united.push(tag.clone());
+        }
+    }
+    if united.len() > MAX_TAGS {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "the node would have {} tags, more than {MAX_TAGS}",
+                united.len()
+            ),
+        ));
+    }
+    Ok(united)
+}
+
+/// Refuses a `time` in the future, naming `field`.
+pub fn not_in_future(field: &str, time: Option<crate::model::Timestamp>) -> Result<()> {
+    let now = chrono::Utc::now();
+    match time {
+        Some(time) if time > now => Err(Error::invalid(
+            field,
+            format!("must not be in the future (it is {time}, now is {now})"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses NUL (U+0000).

@@ -308,7 +308,8 @@ impl Memory {
         request: ProposeSplit,
     ) -> Result<SplitProposal> {
         let model = self.embedder().map(|e| e.model_id());
-        crate::split::propose_split(&*self.store, model, workspace, request).await
+        let reads = (&*self.store, &self.search);
+        crate::split::propose_split(reads, model, workspace, request).await
     }
 
     /// `split_entity`: facts moved to new nodes related to the original, in one transaction.

@@ -245,6 +245,33 @@ where
     Ok(())
 }
 
+/// The relations among `relations` with an endpoint that is an alias, by their nodes' names;
+/// empty when none is (one read of the aliases).
+pub(crate) async fn by_node_names(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    relations: &[RelationSpec],
+) -> Vec<(usize, RelationSpec)> {
+    let mut names: Vec<String> = (relations.iter())
+        .flat_map(|r| [r.from_entity.clone(), r.to_entity.clone()])
+        .collect();
+    names.sort();
+    names.dedup();
+    let aliased = resolve(store, workspace, &names).await.unwrap_or_default();
+    let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
+    (relations.iter().enumerate())
+        .filter(|(_, r)| aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity))
+        .map(|(i, r)| {
+            let spec = RelationSpec {
+                from_entity: named(&r.from_entity),
+                to_entity: named(&r.to_entity),
+                ..r.clone()
+            };
+            (i, spec)
+        })
+        .collect()
+}
+
 /// Replaces `alias` by `node` in `name`.
 pub(crate) fn rename(name: &mut String, alias: &str, node: &str) {
     if name == alias {

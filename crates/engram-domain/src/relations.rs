@@ -33,10 +33,7 @@ impl CreateRelations {
     pub fn check(self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
         relations_batch(&self.relations)?;
         for (i, relation) in self.relations.iter().enumerate() {
-            crate::validity::not_in_future(
-                &format!("relations[{i}].valid_from"),
-                relation.valid_from,
-            )?;
+            limits::not_in_future(&format!("relations[{i}].valid_from"), relation.valid_from)?;
         }
         secrets.screen_relations(&self.relations)?;
         Ok(Checked::new(self))
@@ -215,7 +212,7 @@ pub(crate) async fn delete_relations(
     }
     // Some were not found by the names given: those with an alias for an endpoint, by the
     // nodes' names (a relation deleted already is not found again).
-    let again = crate::validity::by_node_names(store, workspace, &request.relations).await;
+    let again = crate::merge::by_node_names(store, workspace, &request.relations).await;
     if !again.is_empty() {
         let relations = again.into_iter().map(|(_, r)| r).collect();
         let retry = Checked::new(DeleteRelations { relations });

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
 use crate::search::similarity::{cosine, unit};
+use crate::search::tools::Searcher;
 use crate::search::words;
 use crate::store::*;
 
@@ -212,21 +213,21 @@ pub struct SplitResult {
 }
 
 /// The semantics of [`Memory::propose_split`](crate::Memory::propose_split): the node's
-/// current facts with their vectors (the embedder's `model`, in the workspace's `general`
-/// perspective or its first enabled one), grouped.
+/// current facts with their vectors (the embedder's `model`, in the perspective that stands
+/// for a node: [`Searcher::node_perspective`]; none when every one is disabled), grouped.
 pub(crate) async fn propose_split(
-    store: &dyn MemoryStore,
+    (store, search): (&dyn MemoryStore, &Searcher),
     model: Option<&str>,
     workspace: WorkspaceId,
     request: ProposeSplit,
 ) -> Result<SplitProposal> {
     let request = request.check()?;
     let max_parts = request.max_parts as usize;
-    let perspectives = store.perspectives(workspace).await?;
-    let perspective = (perspectives.iter())
-        .find(|p| p.enabled && p.name == "general")
-        .or_else(|| perspectives.iter().find(|p| p.enabled))
-        .map(|p| p.id);
+    let perspective = match search.node_perspective(workspace).await {
+        Ok(perspective) => Some(perspective.id),
+        Err(Error::Conflict(_)) => None,
+        Err(error) => return Err(error),
+    };
     let node = crate::merge::through_aliases(
         store,
         workspace,

@@ -109,7 +109,7 @@ impl EndObservations {
             total += ending.ordinals.len();
         }
         batch_total("endings[].ordinals", total)?;
-        not_in_future("ended_at", self.ended_at)?;
+        limits::not_in_future("ended_at", self.ended_at)?;
         Ok(Checked::new(self))
     }
 }
@@ -159,7 +159,7 @@ impl EndRelations {
     /// is not in the future; else [`Error::InvalidArgument`] naming the field.
     pub fn check(self) -> Result<Checked<Self>> {
         relations_batch(&self.relations)?;
-        not_in_future("ended_at", self.ended_at)?;
+        limits::not_in_future("ended_at", self.ended_at)?;
         Ok(Checked::new(self))
     }
 }
@@ -173,18 +173,6 @@ pub struct EndedRelations {
     /// The relations that do not hold now (never created, ended or deleted already, or an
     /// endpoint does not exist), in request order.
     pub not_found: Vec<RelationSpec>,
-}
-
-/// [`Error::InvalidArgument`] naming `field` when `time` is in the future.
-pub(crate) fn not_in_future(field: &str, time: Option<Timestamp>) -> Result<()> {
-    let now = chrono::Utc::now();
-    match time {
-        Some(time) if time > now => Err(Error::invalid(
-            field,
-            format!("must not be in the future (it is {time}, now is {now})"),
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// [`Error::InvalidArgument`] naming `ended_at`: `what` held from `valid_from`, after `ended_at`.
@@ -223,35 +211,6 @@ pub(crate) async fn end_observations(
     Ok(results)
 }
 
-/// The relations among `relations` with an endpoint that is an alias, by their nodes' names;
-/// empty when none is (one read of the aliases).
-pub(crate) async fn by_node_names(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    relations: &[RelationSpec],
-) -> Vec<(usize, RelationSpec)> {
-    let mut names: Vec<String> = (relations.iter())
-        .flat_map(|r| [r.from_entity.clone(), r.to_entity.clone()])
-        .collect();
-    names.sort();
-    names.dedup();
-    let aliased = crate::merge::resolve(store, workspace, &names)
-        .await
-        .unwrap_or_default();
-    let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
-    (relations.iter().enumerate())
-        .filter(|(_, r)| aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity))
-        .map(|(i, r)| {
-            let spec = RelationSpec {
-                from_entity: named(&r.from_entity),
-                to_entity: named(&r.to_entity),
-                ..r.clone()
-            };
-            (i, spec)
-        })
-        .collect()
-}
-
 /// The semantics of [`Memory::end_relations`](crate::Memory::end_relations).
 pub(crate) async fn end_relations(
     store: &dyn MemoryStore,
@@ -264,22 +223,21 @@ pub(crate) async fn end_relations(
         return Ok(ended);
     }
     // Not found by the names given: those with an alias for an endpoint, by the nodes' names.
-    let again = by_node_names(store, workspace, &ended.not_found).await;
+    let again = crate::merge::by_node_names(store, workspace, &ended.not_found).await;
     if !again.is_empty() {
-        let relations: Vec<RelationSpec> = again.iter().map(|(_, r)| r.clone()).collect();
+        let retried: Vec<usize> = again.iter().map(|(i, _)| *i).collect();
+        let relations = again.into_iter().map(|(_, r)| r).collect();
         let retry = Checked::new(EndRelations {
             relations,
             ended_at: request.ended_at,
         });
         let more = store.end_relations(workspace, &retry).await?;
-        let retried: Vec<usize> = again.iter().map(|(i, _)| *i).collect();
-        let mut at = 0;
-        ended.not_found.retain(|_| {
-            at += 1;
-            !retried.contains(&(at - 1))
-        });
+        ended.not_found = (ended.not_found.into_iter().enumerate())
+            .filter(|(i, _)| !retried.contains(i))
+            .map(|(_, r)| r)
+            .chain(more.not_found)
+            .collect();
         ended.ended.extend(more.ended);
-        ended.not_found.extend(more.not_found);
     }
     Ok(ended)
 }

@@ -221,22 +221,8 @@ impl AliasStore for PgStore {
                 .map(|name| locked.get(name).ok_or_else(|| Error::node_not_found(name)))
                 .collect::<Result<_>>()?;
             let source_ids: Vec<i64> = sources.iter().map(|s| s.id).collect();
-            let mut tags = target.tags.clone();
-            for tag in sources.iter().flat_map(|s| &s.tags) {
-                if !tags.contains(tag) {
-                    tags.push(tag.clone());
-                }
-            }
-            if tags.len() > limits::MAX_TAGS {
-                return Err(Error::invalid(
-                    "sources",
-                    format!(
-                        "the merged node would have {} tags, more than {}",
-                        tags.len(),
-                        limits::MAX_TAGS
-                    ),
-                ));
-            }
+            let added = sources.iter().flat_map(|s| &s.tags);
+            let tags = limits::united_tags("sources", &target.tags, added)?;
             let observations = move_observations(&tx, target.id, &sources).await?;
             let (relations, dropped_relations) =
                 move_relations(&tx, workspace, target.id, &source_ids).await?;

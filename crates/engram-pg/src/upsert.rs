@@ -28,17 +28,18 @@ pub(crate) async fn merge_into_existing(
         .iter()
         .map(|(i, _)| created[*i].name.as_str())
         .collect();
-    // Locked in id order, as add_observations does, so concurrent writers queue.
-    let ids: HashMap<String, i64> = client
+    // Locked in id order with their tags, as add_observations locks, so concurrent writers
+    // queue.
+    let nodes: HashMap<String, (i64, Vec<String>)> = client
         .query(
-            "SELECT id, name FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
+            "SELECT id, name, tags FROM nodes WHERE workspace_id = $1 AND name = ANY($2)
              ORDER BY id FOR UPDATE",
             &[&workspace.0, &names],
         )
         .await
         .map_err(db)?
         .iter()
-        .map(|row| (row.get(1), row.get(0)))
+        .map(|row| (row.get(1), (row.get(0), row.get(2))))
         .collect();
     let (mut node_names, mut contents, mut valid_from, mut expires_at) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -74,27 +75,12 @@ pub(crate) async fn merge_into_existing(
         (stored.entry(row.get("node_id")).or_default()).push((row.get("duplicate"), observation));
     }
     for (i, entity) in &existing {
-        let Some(&id) = ids.get(&created[*i].name) else {
+        let Some((id, had)) = nodes.get(&created[*i].name) else {
             continue;
         };
-        let mut tags: Vec<String> = client
-            .query_one("SELECT tags FROM nodes WHERE id = $1", &[&id])
-            .await
-            .map_err(db)?
-            .get(0);
-        let had = tags.len();
-        for tag in &entity.tags {
-            if !tags.contains(tag) {
-                tags.push(tag.clone());
-            }
-        }
-        if tags.len() > limits::MAX_TAGS {
-            return Err(Error::invalid(
-                format!("entities[{i}].tags"),
-                format!("the node would have more than {} tags", limits::MAX_TAGS),
-            ));
-        }
-        if tags.len() > had {
+        let id = *id;
+        let tags = limits::united_tags(&format!("entities[{i}].tags"), had, &entity.tags)?;
+        if tags.len() > had.len() {
             client
                 .execute("UPDATE nodes SET tags = $2 WHERE id = $1", &[&id, &tags])
                 .await

@@ -246,22 +246,8 @@ fn merge(
         .collect::<Result<_>>()?;
     distinct(target.id, &sources)?;
     let source_ids: Vec<i64> = sources.iter().map(|s| s.id).collect();
-    let mut tags = target.tags.clone();
-    for tag in sources.iter().flat_map(|s| &s.tags) {
-        if !tags.contains(tag) {
-            tags.push(tag.clone());
-        }
-    }
-    if tags.len() > limits::MAX_TAGS {
-        return Err(Error::invalid(
-            "sources",
-            format!(
-                "the merged node would have {} tags, more than {}",
-                tags.len(),
-                limits::MAX_TAGS
-            ),
-        ));
-    }
+    let added = sources.iter().flat_map(|s| &s.tags);
+    let tags = limits::united_tags("sources", &target.tags, added)?;
     let observations = move_observations(tx, target.id, &sources)?;
     let (relations, dropped_relations) = move_relations(tx, workspace, &target, &source_ids)?;
     // The sources' names and aliases answer for the target from now on.

@@ -137,6 +137,11 @@ pub(crate) struct NewObservation<'a> {
 impl<'a> NewObservation<'a> {
     /// The fact `fact` written now, holding from its `valid_from` (else now) until it
     /// expires, if it does.
+    /// The observation as a result shows it.
+    pub(crate) fn observation(&self) -> Observation {
+        Observation::new(Ordinal(self.ordinal), self.content)
+    }
+
     pub(crate) fn now(node_id: i64, ordinal: i64, fact: &'a NewFact) -> Self {
         let expires_at = fact.expires_at.map(micros);
         Self {

@@ -4,12 +4,55 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use engram_domain::*;
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
 use crate::error::db;
 use crate::nodes::{NewObservation, insert_observations, node_ids};
+
+/// `facts` as node `node_id` takes them, in order: each text it does not hold as a current
+/// fact with the next ordinal of its counter (to be written with `insert_observations`), and
+/// those it holds, with the ordinal that holds them. An ended text may be added again: it is a
+/// new fact. The caller's transaction holds SQLite's write lock, so no other writer takes the
+/// same ordinals or adds the same texts meanwhile.
+pub(crate) fn place<'a>(
+    tx: &Transaction<'_>,
+    node_id: i64,
+    facts: &'a [NewFact],
+) -> Result<(Vec<NewObservation<'a>>, Vec<Observation>)> {
+    let mut held = tx
+        .prepare_cached(
+            "SELECT min(ordinal) FROM observations
+             WHERE node_id = ?1 AND content = ?2
+               AND (valid_to IS NULL OR valid_to > engram_now())",
+        )
+        .map_err(db)?;
+    let mut fresh = Vec::with_capacity(facts.len());
+    let mut skipped = Vec::new();
+    for fact in facts {
+        let ordinal: Option<i64> = held
+            .query_row(params![node_id, fact.content], |row| row.get(0))
+            .map_err(db)?;
+        match ordinal {
+            Some(ordinal) => skipped.push(Observation::new(Ordinal(ordinal), &fact.content)),
+            None => fresh.push(fact),
+        }
+    }
+    let first: i64 = tx
+        .prepare_cached(
+            "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
+             RETURNING next_ordinal - ?2",
+        )
+        .map_err(db)?
+        .query_row(params![node_id, fresh.len() as i64], |row| row.get(0))
+        .map_err(db)?;
+    let placed = (first..)
+        .zip(fresh)
+        .map(|(ordinal, fact)| NewObservation::now(node_id, ordinal, fact))
+        .collect();
+    Ok((placed, skipped))
+}
 
 #[async_trait]
 impl ObservationStore for SqliteStore {
@@ -27,24 +70,6 @@ impl ObservationStore for SqliteStore {
                     workspace,
                     additions.iter().map(|a| a.entity_name.as_str()),
                 )?;
-                // Takes `n` ordinals from the node's counter; the transaction holds SQLite's
-                // write lock, so no other writer can take the same ones.
-                let mut take = tx
-                    .prepare_cached(
-                        "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
-                         RETURNING next_ordinal - ?2",
-                    )
-                    .map_err(db)?;
-                // A text the node already holds as a current fact is not stored again (an ended
-                // one may be: it is a new fact); the transaction holds the write lock, so no
-                // other writer adds it meanwhile.
-                let mut held = tx
-                    .prepare_cached(
-                        "SELECT min(ordinal) FROM observations
-                         WHERE node_id = ?1 AND content = ?2
-                           AND (valid_to IS NULL OR valid_to > engram_now())",
-                    )
-                    .map_err(db)?;
                 let mut result = Vec::with_capacity(additions.len());
                 // Written together at the end (see `insert_observations`).
                 let mut rows = Vec::new();
@@ -59,27 +84,9 @@ impl ObservationStore for SqliteStore {
                         });
                         continue;
                     };
-                    let mut fresh = Vec::with_capacity(addition.contents.len());
-                    let mut skipped_duplicates = Vec::new();
-                    for fact in &addition.contents {
-                        let ordinal: Option<i64> = held
-                            .query_row(params![node_id, fact.content], |row| row.get(0))
-                            .map_err(db)?;
-                        match ordinal {
-                            Some(ordinal) => skipped_duplicates
-                                .push(Observation::new(Ordinal(ordinal), &fact.content)),
-                            None => fresh.push(fact),
-                        }
-                    }
-                    let count = fresh.len() as i64;
-                    let first: i64 = take
-                        .query_row(params![node_id, count], |row| row.get(0))
-                        .map_err(db)?;
-                    let mut added = Vec::with_capacity(fresh.len());
-                    for (ordinal, fact) in (first..).zip(fresh) {
-                        rows.push(NewObservation::now(node_id, ordinal, fact));
-                        added.push(Observation::new(Ordinal(ordinal), &fact.content));
-                    }
+                    let (placed, skipped_duplicates) = place(tx, node_id, &addition.contents)?;
+                    let added = placed.iter().map(|row| row.observation()).collect();
+                    rows.extend(placed);
                     result.push(AddedObservations {
                         entity_name: addition.entity_name.clone(),
                         added,

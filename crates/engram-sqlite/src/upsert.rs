@@ -19,42 +19,11 @@ pub(crate) fn merge_into(
     node_id: i64,
     row: &mut CreatedNode,
 ) -> Result<()> {
-    let mut held = tx
-        .prepare_cached(
-            "SELECT min(ordinal) FROM observations
-             WHERE node_id = ?1 AND content = ?2
-               AND (valid_to IS NULL OR valid_to > engram_now())",
-        )
-        .map_err(db)?;
-    let mut fresh = Vec::new();
-    for fact in &entity.observations {
-        let ordinal: Option<i64> = held
-            .query_row(params![node_id, fact.content], |r| r.get(0))
-            .map_err(db)?;
-        match ordinal {
-            Some(ordinal) => (row.skipped_duplicates)
-                .push(Observation::new(Ordinal(ordinal), fact.content.clone())),
-            None => fresh.push(fact),
-        }
-    }
-    let first: i64 = tx
-        .query_row(
-            "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
-             RETURNING next_ordinal - ?2",
-            params![node_id, fresh.len() as i64],
-            |r| r.get(0),
-        )
-        .map_err(db)?;
-    let rows: Vec<NewObservation<'_>> = (first..)
-        .zip(&fresh)
-        .map(|(ordinal, fact)| NewObservation::now(node_id, ordinal, fact))
-        .collect();
+    let (rows, skipped) = crate::observations::place(tx, node_id, &entity.observations)?;
     insert_observations(tx, workspace, &rows)?;
-    row.added = (first..)
-        .zip(&fresh)
-        .map(|(ordinal, fact)| Observation::new(Ordinal(ordinal), fact.content.clone()))
-        .collect();
-    let mut tags: Vec<String> = tx
+    row.skipped_duplicates.extend(skipped);
+    row.added = rows.iter().map(NewObservation::observation).collect();
+    let had: Vec<String> = tx
         .query_row(
             "SELECT tags FROM nodes WHERE id = ?1",
             params![node_id],
@@ -63,19 +32,8 @@ pub(crate) fn merge_into(
         .optional()
         .map_err(db)?
         .unwrap_or_default();
-    let had = tags.len();
-    for tag in &entity.tags {
-        if !tags.contains(tag) {
-            tags.push(tag.clone());
-        }
-    }
-    if tags.len() > limits::MAX_TAGS {
-        return Err(Error::invalid(
-            format!("entities[{i}].tags"),
-            format!("the node would have more than {} tags", limits::MAX_TAGS),
-        ));
-    }
-    if tags.len() > had {
+    let tags = limits::united_tags(&format!("entities[{i}].tags"), &had, &entity.tags)?;
+    if tags.len() > had.len() {
         tx.execute(
             "UPDATE nodes SET tags = ?2 WHERE id = ?1",
             params![node_id, tags_json(&tags)],
