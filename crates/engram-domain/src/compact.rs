@@ -33,6 +33,14 @@ pub fn score<S: Serializer>(x: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64(significant(*x, SCORE_DIGITS))
 }
 
+/// Serialises a score like [`score`], `null` when there is none (`serialize_with`).
+pub fn optional_score<S: Serializer>(x: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => score(x, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// Serialises a share (0–1) with 4 decimals, rounded down: 1 only when complete.
 pub fn share<S: Serializer>(x: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64((x * 10_000.0).floor() / 10_000.0)

@@ -488,6 +488,23 @@ pub struct AddedObservations {
     /// ([`crate::suggestions`]), best first; absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub did_you_mean: Vec<String>,
+    /// Added facts that a current fact of the node already says, or that look like an update
+    /// of one (the same sentence with another number, date or word), so the caller can
+    /// delete the new one or end the old; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub similar_to: Vec<SimilarFact>,
+}
+
+/// An added fact like one the node held ([`AddedObservations::similar_to`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SimilarFact {
+    /// The added fact's ordinal.
+    pub ordinal: Ordinal,
+    /// The held fact's ordinal.
+    pub similar_ordinal: Ordinal,
+    /// The held fact's text, cut at 160 characters.
+    pub content: String,
 }
 
 /// Result of `replace_observation`.

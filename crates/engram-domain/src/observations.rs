@@ -176,7 +176,52 @@ pub(crate) async fn add_observations(
     for result in results.iter_mut().filter(|result| result.not_found) {
         result.did_you_mean = close.get(&result.entity_name).cloned().unwrap_or_default();
     }
+    for result in results.iter_mut().filter(|result| !result.added.is_empty()) {
+        result.similar_to = similar_held(store, workspace, result).await?;
+    }
     Ok(results)
+}
+
+/// Of the facts `row` added, those like a current fact the node held before
+/// ([`crate::consolidation::facts::likeness`]), each with the held fact most like it: one said
+/// again before one updated, the newest first.
+async fn similar_held(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    row: &AddedObservations,
+) -> Result<Vec<SimilarFact>> {
+    use crate::consolidation::facts::{Likeness, Words, likeness, quote};
+    let request = FactVectors {
+        workspace,
+        name: &row.entity_name,
+        model: None,
+        perspective: None,
+    };
+    let facts = match store.fact_vectors(request).await {
+        Ok(node) => node.facts,
+        // Deleted since the facts were added.
+        Err(crate::Error::NotFound { .. }) => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let added: HashSet<Ordinal> = row.added.iter().map(|o| o.ordinal).collect();
+    let held: Vec<(&FactVector, Words)> = (facts.iter().rev())
+        .filter(|fact| !added.contains(&fact.ordinal))
+        .map(|fact| (fact, Words::of(&fact.content)))
+        .collect();
+    let mut similar = Vec::new();
+    for new in &row.added {
+        let words = Words::of(&new.content);
+        let alike =
+            |wanted: Likeness| (held.iter()).find(|(_, old)| likeness(old, &words) == Some(wanted));
+        if let Some((fact, _)) = alike(Likeness::Duplicate).or_else(|| alike(Likeness::Version)) {
+            similar.push(SimilarFact {
+                ordinal: new.ordinal,
+                similar_ordinal: fact.ordinal,
+                content: quote(&fact.content),
+            });
+        }
+    }
+    Ok(similar)
 }
 
 /// `add_observations` without the suggestions: each text once.

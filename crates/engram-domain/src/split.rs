@@ -283,6 +283,12 @@ const ROUNDS: usize = 25;
 /// are fewer than four facts. Vectors are the facts' own when every fact has one, else their
 /// words weighted by rarity among the node's facts (tf-idf).
 pub fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
+    grouping(facts, max_parts).0
+}
+
+/// [`groups`] with the mean silhouette of the grouping kept (0 when the facts stay one
+/// group): how far apart the groups stand, −1 to 1.
+pub(crate) fn grouping(facts: &[FactVector], max_parts: usize) -> (Vec<SplitGroup>, f32) {
     let vectors = fact_vectors(facts);
     let mut best: Option<(f32, Vec<usize>)> = None;
     for k in 2..=max_parts.min(facts.len() / 2) {
@@ -292,7 +298,7 @@ pub fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
             best = Some((score, assigned));
         }
     }
-    let assigned = best.map_or_else(|| vec![0; facts.len()], |(_, a)| a);
+    let (silhouette, assigned) = best.unwrap_or_else(|| (0.0, vec![0; facts.len()]));
     let k = assigned.iter().max().map_or(0, |m| m + 1);
     let mut groups: Vec<Vec<&FactVector>> = vec![Vec::new(); k];
     for (fact, group) in facts.iter().zip(&assigned) {
@@ -300,12 +306,13 @@ pub fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
     }
     groups.retain(|g| !g.is_empty());
     groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
-    (groups.iter())
+    let groups = (groups.iter())
         .map(|group| SplitGroup {
             label: label(group, facts),
             ordinals: group.iter().map(|f| f.ordinal).collect(),
         })
-        .collect()
+        .collect();
+    (groups, silhouette)
 }
 
 /// Unit vectors of the facts: their own, or tf-idf over their stems when any lacks one.

@@ -118,6 +118,7 @@ impl ObservationStore for PgStore {
                             not_found: true,
                             skipped_duplicates: Vec::new(),
                             did_you_mean: Vec::new(),
+                            similar_to: Vec::new(),
                         };
                     };
                     // Each given text was stored or held once (the caller sends no text twice
@@ -144,6 +145,7 @@ impl ObservationStore for PgStore {
                         not_found: false,
                         skipped_duplicates,
                         did_you_mean: Vec::new(),
+                        similar_to: Vec::new(),
                     }
                 })
                 .collect())

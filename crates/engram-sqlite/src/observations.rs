@@ -81,6 +81,7 @@ impl ObservationStore for SqliteStore {
                             not_found: true,
                             skipped_duplicates: Vec::new(),
                             did_you_mean: Vec::new(),
+                            similar_to: Vec::new(),
                         });
                         continue;
                     };
@@ -93,6 +94,7 @@ impl ObservationStore for SqliteStore {
                         not_found: false,
                         skipped_duplicates,
                         did_you_mean: Vec::new(),
+                        similar_to: Vec::new(),
                     });
                 }
                 insert_observations(tx, workspace, &rows)?;

@@ -4,6 +4,9 @@
 mod clusters;
 mod drafts;
 mod duplicates;
+pub(crate) mod facts;
+mod scan;
+mod splits;
 
 use crate::store::{CountEvents, ModelEmbeddings};
 use chrono::{Duration, Utc};
@@ -28,6 +31,8 @@ use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;
 pub use duplicates::{MergeCandidate, SAME_THING};
+pub use facts::FactPair;
+pub use splits::{GroupBrief, SPLIT_MIN_FACTS, SplitCandidate};
 
 /// Who wrote a generated text in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -117,6 +122,19 @@ pub struct ConsolidationReport {
     /// for `merge_entities`; absent when none (an extension).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub merge_candidates: Vec<MergeCandidate>,
+    /// Nodes whose many facts fall into distinct groups, largest first, for `propose_split`;
+    /// absent when none (an extension).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub split_candidates: Vec<SplitCandidate>,
+    /// Facts of one node that say one thing twice, for `delete_observations`; absent when
+    /// none (an extension).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicate_observations: Vec<FactPair>,
+    /// Current facts of one node where the newer looks like an update of the older (the same
+    /// sentence with another number, date or word), for `end_observations`; absent when none
+    /// (an extension).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub possibly_superseded: Vec<FactPair>,
     /// Nodes without relations, most recently updated first.
     pub orphaned_nodes: Vec<NodeBrief>,
     /// Clusters of similar nodes, largest first.
@@ -266,11 +284,44 @@ impl Reporter<'_> {
             })
             .collect();
 
-        let merge_candidates = duplicates::find(&similarity.vectors, &similarity.neighbours, limit);
+        let scan = scan::scan(self.store, workspace).await?;
+        let merge_candidates = duplicates::find(
+            &scan.nodes,
+            &similarity.vectors,
+            &similarity.neighbours,
+            limit,
+        );
+        let model = self.embedder.map(|e| e.model_id());
+        let vectors = (model, similarity.perspective);
+        let mut split_candidates =
+            splits::find(self.store, workspace, vectors, &scan, &mut notices).await?;
+        cut(
+            "split_candidates",
+            &mut split_candidates,
+            limit,
+            &mut notices,
+        );
+        let (mut duplicate_observations, mut possibly_superseded) =
+            (scan.duplicates, scan.versions);
+        cut(
+            "duplicate_observations",
+            &mut duplicate_observations,
+            limit,
+            &mut notices,
+        );
+        cut(
+            "possibly_superseded",
+            &mut possibly_superseded,
+            limit,
+            &mut notices,
+        );
         let mut report = ConsolidationReport {
             stale_summaries,
             relation_candidates: similarity.pairs.into_iter().map(Into::into).collect(),
             merge_candidates,
+            split_candidates,
+            duplicate_observations,
+            possibly_superseded,
             orphaned_nodes,
             cluster_summary,
             event_summary,

@@ -461,3 +461,166 @@ pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn Mem
         "{merges:?}"
     );
 }
+
+/// Facts about three topics, eight each: a node they all belong to falls apart into three.
+const THREE_TOPICS: [&str; 24] = [
+    "storage keeps the graph in PostgreSQL tables",
+    "search ranks results with hybrid scores",
+    "releases ship every Tuesday from main",
+    "storage uses SQLite tables for a single file",
+    "search embeds queries into vectors",
+    "releases are tagged and signed on Tuesday",
+    "storage migrations upgrade PostgreSQL tables",
+    "search fuses vectors and text scores",
+    "release notes list every change shipped from main",
+    "storage backups copy the SQLite tables",
+    "search results carry calibrated scores",
+    "releases go out on Tuesday after CI on main",
+    "storage vacuums old PostgreSQL rows nightly",
+    "search caches query vectors in memory",
+    "releases publish binaries for Linux from main",
+    "storage writes SQLite pages through a WAL",
+    "search boosts exact names in scores",
+    "release candidates wait a Tuesday on staging",
+    "storage indexes tables with HNSW for vectors",
+    "search answers in milliseconds with ranked scores",
+    "releases follow semantic versioning on main",
+    "storage replicas stream PostgreSQL changes",
+    "search explains each of its scores",
+    "releases list their changes every Tuesday",
+];
+
+/// Facts of one topic in many words: a node of them stays whole.
+const ONE_TOPIC: [&str; 20] = [
+    "the deploy pipeline builds the server image",
+    "the deploy pipeline runs unit tests first",
+    "the deploy pipeline pushes images to the registry",
+    "the deploy pipeline waits for a green build",
+    "the deploy pipeline rolls out to staging",
+    "the deploy pipeline asks for approval before production",
+    "the deploy pipeline posts its status to chat",
+    "the deploy pipeline retries flaky steps once",
+    "the deploy pipeline caches dependencies between runs",
+    "the deploy pipeline signs every artifact",
+    "the deploy pipeline scans images for vulnerabilities",
+    "the deploy pipeline tags releases in git",
+    "the deploy pipeline keeps logs for thirty days",
+    "the deploy pipeline runs migrations before rollout",
+    "the deploy pipeline rolls back on failed health checks",
+    "the deploy pipeline notifies the on-call engineer",
+    "the deploy pipeline measures rollout duration",
+    "the deploy pipeline blocks merges when red",
+    "the deploy pipeline uses short-lived credentials",
+    "the deploy pipeline archives test reports",
+];
+
+pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dyn MemoryStore>) {
+    // No embedding model: every section below works from names and words.
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![
+                entity("engram", "project", &THREE_TOPICS),
+                entity("pipeline", "system", &ONE_TOPIC),
+                entity(
+                    "staging",
+                    "environment",
+                    &[
+                        "The staging freeze ends on 12 May",
+                        "Alice prefers dark mode in the staging console",
+                        "The deploy target is staging",
+                        "Alice prefers the dark mode in the staging console",
+                        "The staging freeze ends on 19 May",
+                        "Bob reports outages to Alice",
+                    ],
+                ),
+                entity("AWS", "vendor", &["hosts staging"]),
+                entity("Amazon Web Services", "vendor", &["bills monthly"]),
+                entity("k8s", "platform", &["runs staging"]),
+                entity("Kubernetes", "platform", &["schedules pods"]),
+            ]),
+        )
+        .await
+        .unwrap();
+    let report = memory
+        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .await
+        .unwrap();
+
+    let merges: Vec<(&str, &str, Option<f64>)> = (report.merge_candidates.iter())
+        .map(|m| (m.node_a.as_str(), m.node_b.as_str(), m.similarity_score))
+        .collect();
+    assert_eq!(
+        merges,
+        [
+            ("AWS", "Amazon Web Services", None),
+            ("Kubernetes", "k8s", None)
+        ]
+    );
+
+    let pairs = |list: &[crate::FactPair]| -> Vec<(String, [i64; 2])> {
+        (list.iter())
+            .map(|p| (p.name.clone(), [p.ordinals[0].0, p.ordinals[1].0]))
+            .collect()
+    };
+    assert_eq!(
+        pairs(&report.duplicate_observations),
+        [("staging".to_owned(), [2, 4])]
+    );
+    assert_eq!(
+        pairs(&report.possibly_superseded),
+        [("staging".to_owned(), [1, 5])]
+    );
+    assert_eq!(
+        report.possibly_superseded[0].contents,
+        [
+            "The staging freeze ends on 12 May".to_owned(),
+            "The staging freeze ends on 19 May".to_owned()
+        ]
+    );
+
+    let splits: Vec<(&str, i64, Vec<i64>)> = (report.split_candidates.iter())
+        .map(|c| {
+            let sizes = c.groups.iter().map(|g| g.size).collect();
+            (c.name.as_str(), c.observation_count, sizes)
+        })
+        .collect();
+    assert_eq!(
+        splits,
+        [("engram", 24, vec![8, 8, 8])],
+        "{:?}",
+        report.split_candidates
+    );
+    let labels: Vec<&str> = (report.split_candidates[0].groups.iter())
+        .map(|g| g.label.as_str())
+        .collect();
+    for topic in ["storage", "search", "releases"] {
+        assert!(
+            labels.iter().any(|l| l.contains(topic)),
+            "{topic} in {labels:?}"
+        );
+    }
+
+    // Once folded, ended and split, the report has nothing more to say of them.
+    memory
+        .end_observations(
+            ws,
+            crate::EndObservations::new(&[crate::ObservationEndings {
+                entity_name: "staging".into(),
+                ordinals: vec![crate::Ordinal(1)],
+            }]),
+        )
+        .await
+        .unwrap();
+    memory
+        .delete_observations(ws, DeleteObservations::new(&[deletions("staging", &[4])]))
+        .await
+        .unwrap();
+    let again = memory
+        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .await
+        .unwrap();
+    assert!(again.duplicate_observations.is_empty(), "{again:?}");
+    assert!(again.possibly_superseded.is_empty(), "{again:?}");
+}

@@ -112,6 +112,7 @@ macro_rules! memory_store_test_suite {
             crossing_writers_never_deadlock,
             add_observations_reports_unknown_nodes_and_repeated_nodes,
             a_text_the_node_holds_is_not_stored_again,
+            added_facts_name_a_held_fact_they_repeat_or_update,
             a_misbehaving_embedder_never_breaks_search,
             refused_texts_in_one_workspace_do_not_hold_up_another,
             replace_observation_keeps_the_ordinal,
@@ -142,6 +143,7 @@ macro_rules! memory_store_test_suite {
             // consolidation
             consolidation_report_finds_exactly_what_needs_attention,
             consolidation_report_names_nodes_that_may_be_one,
+            consolidation_report_finds_facts_to_fold_end_or_split,
             consolidation_report_counts_events_since_and_cuts_lists,
             consolidation_report_without_an_embedder_says_so,
             consolidation_report_uses_the_generator_within_its_budget,

@@ -197,6 +197,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
         not_found,
         skipped_duplicates: Vec::new(),
         did_you_mean: Vec::new(),
+        similar_to: Vec::new(),
     };
     assert_eq!(
         result,
@@ -279,6 +280,7 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
         not_found: false,
         skipped_duplicates: observations(skipped),
         did_you_mean: Vec::new(),
+        similar_to: Vec::new(),
     };
     assert_eq!(
         result,
@@ -430,4 +432,61 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
         .unwrap();
     assert_eq!(again, [deleted("N", &[], &[1])]);
     assert_eq!(counts(&memory, ws).await, (2, 3, 0));
+}
+
+pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![entity(
+                "staging",
+                "environment",
+                &[
+                    "The staging freeze ends on 12 May",
+                    "Alice prefers dark mode in the staging console",
+                    "Bob reports outages to Alice",
+                ],
+            )]),
+        )
+        .await
+        .unwrap();
+    let added = memory
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions(
+                "staging",
+                &[
+                    "The staging freeze ends on 19 May",
+                    "alice prefers the dark mode in the staging console!",
+                    "Alice reports outages to Bob",
+                    "The staging database runs PostgreSQL 16",
+                ],
+            )]),
+        )
+        .await
+        .unwrap();
+    let similar: Vec<(i64, i64, &str)> = (added[0].similar_to.iter())
+        .map(|s| (s.ordinal.0, s.similar_ordinal.0, s.content.as_str()))
+        .collect();
+    assert_eq!(
+        similar,
+        [
+            (4, 1, "The staging freeze ends on 12 May"),
+            (5, 2, "Alice prefers dark mode in the staging console"),
+        ]
+    );
+    // Facts added together are not compared with one another, and a node with nothing like
+    // them says nothing.
+    let added = memory
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions(
+                "staging",
+                &["Carol owns the runbook", "Carol owns the runbooks now"],
+            )]),
+        )
+        .await
+        .unwrap();
+    assert!(added[0].similar_to.is_empty(), "{added:?}");
 }

@@ -1,0 +1,333 @@
+//! Two facts of one node that say one thing twice, or where the newer looks like an update of
+//! the older: the report's `duplicate_observations` and `possibly_superseded`, and
+//! `add_observations`' `similar_to`. Judged by their words alone, so it works the moment a
+//! fact is written, with no embedding model, and in any language whose words are runs of
+//! letters and digits.
+//!
+//! - **Duplicate**: the same words in the same order but for case and punctuation, or words so
+//!   alike in order that their longest common subsequence is at least [`DUPLICATE_SHARE`] of
+//!   the two ("Alice prefers dark mode" and "Alice prefers the dark mode").
+//! - **Version**: the same sentence with one short passage changed — a number or a date ("the
+//!   staging freeze ends on 12 May" and "… on 19 May"; at least half of the longer kept), or
+//!   any words when most of the sentence is kept ("the deploy target is staging" and "… is
+//!   production"; at least [`VERSION_SHARE`] of the longer and three words).
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use serde::Serialize;
+
+use crate::model::Ordinal;
+use crate::search::words;
+
+/// Least share of two facts' words (2·LCS / (|a| + |b|)) that makes them duplicates.
+pub const DUPLICATE_SHARE: f64 = 0.85;
+
+/// Least share of the longer fact kept around a changed passage of words that are no number
+/// or date, for the two to read as versions.
+pub const VERSION_SHARE: f64 = 0.7;
+
+/// Most words of a changed passage, on either side, in a version.
+const MAX_CHANGED_WORDS: usize = 3;
+
+/// Most of a node's facts compared pairwise (its newest): beyond it the pairs grow past what
+/// one report should spend on one node.
+pub const MAX_COMPARED_FACTS: usize = 2_000;
+
+/// Characters of a fact a report quotes (the ordinals are what a tool takes).
+const QUOTED_CHARS: usize = 160;
+
+/// How two facts of one node are alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Likeness {
+    /// One thing said twice: keep one.
+    Duplicate,
+    /// The newer may replace the older: end the older.
+    Version,
+}
+
+/// Two facts of one node that are alike (`get_consolidation_report`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct FactPair {
+    /// The node.
+    pub name: String,
+    /// The two facts' ordinals, the older first.
+    pub ordinals: [Ordinal; 2],
+    /// Their texts in the same order, each cut at 160 characters.
+    pub contents: [String; 2],
+}
+
+/// A fact as compared: its words, and their hashes sorted (for a quick bound on what two
+/// facts share before the exact comparison).
+pub(crate) struct Words {
+    words: Vec<String>,
+    sorted: Vec<u64>,
+}
+
+impl Words {
+    /// The words of `text` ([`words::words`]).
+    pub(crate) fn of(text: &str) -> Self {
+        let words: Vec<String> = words::words(text).collect();
+        let mut sorted: Vec<u64> = (words.iter())
+            .map(|w| {
+                let mut hasher = DefaultHasher::new();
+                w.hash(&mut hasher);
+                hasher.finish()
+            })
+            .collect();
+        sorted.sort_unstable();
+        Self { words, sorted }
+    }
+}
+
+/// How `older` and `newer` (two facts of one node) are alike, if they are.
+pub(crate) fn likeness(older: &Words, newer: &Words) -> Option<Likeness> {
+    let (a, b) = (&older.words, &newer.words);
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    if a == b {
+        return Some(Likeness::Duplicate);
+    }
+    let longer = a.len().max(b.len());
+    let total = a.len() + b.len();
+    // Neither a version nor a duplicate can share fewer words than half the longer.
+    if 2 * shared_words(&older.sorted, &newer.sorted) < longer {
+        return None;
+    }
+    let prefix = (a.iter().zip(b)).take_while(|(x, y)| x == y).count();
+    let room = a.len().min(b.len()) - prefix;
+    let suffix = (a.iter().rev().zip(b.iter().rev()))
+        .take(room)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (changed_a, changed_b) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
+    let kept = prefix + suffix;
+    let one_passage = !changed_a.is_empty()
+        && !changed_b.is_empty()
+        && changed_a.len() <= MAX_CHANGED_WORDS
+        && changed_b.len() <= MAX_CHANGED_WORDS;
+    if one_passage
+        && has_value(changed_a)
+        && has_value(changed_b)
+        && kept >= 2
+        && 2 * kept >= longer
+    {
+        return Some(Likeness::Version);
+    }
+    if 2 * lcs(a, b) >= (DUPLICATE_SHARE * total as f64).ceil() as usize {
+        return Some(Likeness::Duplicate);
+    }
+    (one_passage && kept >= 3 && kept as f64 >= VERSION_SHARE * longer as f64)
+        .then_some(Likeness::Version)
+}
+
+/// How many words two sorted hash lists share (with repeats).
+fn shared_words(a: &[u64], b: &[u64]) -> usize {
+    let (mut i, mut j, mut shared) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    shared
+}
+
+/// The length of the longest common subsequence of two word lists.
+fn lcs(a: &[String], b: &[String]) -> usize {
+    let mut row = vec![0; b.len() + 1];
+    for x in a {
+        let mut diagonal = 0;
+        for (j, y) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if x == y {
+                diagonal + 1
+            } else {
+                above.max(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// Whether a passage holds a number or a date's word (a month or a weekday, in English).
+fn has_value(passage: &[String]) -> bool {
+    const DATE_WORDS: &[&str] = &[
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "today",
+        "tomorrow",
+        "yesterday",
+    ];
+    (passage.iter())
+        .any(|w| w.chars().any(|c| c.is_ascii_digit()) || DATE_WORDS.contains(&w.as_str()))
+}
+
+/// The alike pairs among one node's facts (in ordinal order), the older of each first:
+/// duplicates, then versions. Only the newest [`MAX_COMPARED_FACTS`] are compared.
+pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)]) -> (Vec<FactPair>, Vec<FactPair>) {
+    let facts = &facts[facts.len().saturating_sub(MAX_COMPARED_FACTS)..];
+    let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
+    let (mut duplicates, mut versions) = (Vec::new(), Vec::new());
+    for newer in 1..facts.len() {
+        for older in 0..newer {
+            let Some(kind) = likeness(&words[older], &words[newer]) else {
+                continue;
+            };
+            let pair = FactPair {
+                name: name.to_owned(),
+                ordinals: [facts[older].0, facts[newer].0],
+                contents: [quote(&facts[older].1), quote(&facts[newer].1)],
+            };
+            match kind {
+                Likeness::Duplicate => duplicates.push(pair),
+                Likeness::Version => versions.push(pair),
+            }
+        }
+    }
+    (duplicates, versions)
+}
+
+/// `text` cut at [`QUOTED_CHARS`] characters, "…" marking a cut.
+pub(crate) fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_CHARS) {
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alike(older: &str, newer: &str) -> Option<Likeness> {
+        likeness(&Words::of(older), &Words::of(newer))
+    }
+
+    #[test]
+    fn the_same_words_again_are_a_duplicate() {
+        for (older, newer) in [
+            ("Alice prefers dark mode.", "alice prefers DARK mode"),
+            ("Alice prefers dark mode", "Alice prefers the dark mode"),
+            (
+                "The API gateway retries failed calls three times with backoff",
+                "The API gateway retries failed calls 3 times, with backoff",
+            ),
+            (
+                "Le service écrit ses journaux en JSON",
+                "le service écrit ses journaux en json !",
+            ),
+        ] {
+            assert_eq!(
+                alike(older, newer),
+                Some(Likeness::Duplicate),
+                "{older} / {newer}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_sentence_with_another_value_is_a_version() {
+        for (older, newer) in [
+            (
+                "The staging freeze ends on 12 May",
+                "The staging freeze ends on 19 May",
+            ),
+            ("Uses PostgreSQL 15", "Uses PostgreSQL 16"),
+            ("Release planned for March", "Release planned for April"),
+            (
+                "The monthly cloud budget is 5000 dollars for the whole team",
+                "The monthly cloud budget is 6500 dollars for the whole team",
+            ),
+            (
+                "The deploy target is staging",
+                "The deploy target is production",
+            ),
+        ] {
+            assert_eq!(
+                alike(older, newer),
+                Some(Likeness::Version),
+                "{older} / {newer}"
+            );
+        }
+    }
+
+    #[test]
+    fn different_facts_are_neither() {
+        for (older, newer) in [
+            ("Alice reports to Bob", "Bob reports to Alice"),
+            ("Alice likes cats", "Alice likes dogs"),
+            (
+                "Bob visited Rome in 2019",
+                "Bob visited Paris in 2021 with friends",
+            ),
+            ("Uses Rust", "Uses Go for the command line tools"),
+            (
+                "The search ranks by hybrid scores",
+                "The storage keeps the graph in tables",
+            ),
+            ("", "anything"),
+        ] {
+            assert_eq!(alike(older, newer), None, "{older} / {newer}");
+        }
+    }
+
+    #[test]
+    fn pairs_name_the_older_first_and_quote_briefly() {
+        let long = "word ".repeat(100);
+        let facts = [
+            (Ordinal(1), "The staging freeze ends on 12 May".to_owned()),
+            (Ordinal(2), "Alice prefers dark mode".to_owned()),
+            (Ordinal(4), "The staging freeze ends on 19 May".to_owned()),
+            (Ordinal(7), "alice prefers dark mode!".to_owned()),
+            (Ordinal(8), long.clone()),
+            (Ordinal(9), long),
+        ];
+        let (duplicates, versions) = pairs("team", &facts);
+        let ordinals = |list: &[FactPair]| list.iter().map(|p| p.ordinals).collect::<Vec<_>>();
+        assert_eq!(
+            ordinals(&duplicates),
+            [[Ordinal(2), Ordinal(7)], [Ordinal(8), Ordinal(9)]]
+        );
+        assert_eq!(ordinals(&versions), [[Ordinal(1), Ordinal(4)]]);
+        assert_eq!(duplicates[1].contents[0].chars().count(), QUOTED_CHARS);
+        assert!(duplicates[1].contents[0].ends_with('…'));
+    }
+}

@@ -1,0 +1,103 @@
+//! The report's `split_candidates`: of the nodes with the most current facts, those whose
+//! facts fall into groups that stand clearly apart ([`crate::split::grouping`], over the
+//! facts' vectors or, without them, their words), for `propose_split` and `split_entity`.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{PerspectiveId, WorkspaceId};
+use crate::split::{DEFAULT_SPLIT_PARTS, grouping};
+use crate::store::{FactVectors, MemoryStore};
+
+use super::scan::Scan;
+
+/// Fewest current facts of a split candidate: a node smaller than this reads in one go.
+pub const SPLIT_MIN_FACTS: usize = 20;
+
+/// Nodes a report groups, the largest first (each grouping compares every pair of the node's
+/// facts a few times over).
+const SPLIT_CHECKED: usize = 10;
+
+/// Least mean silhouette of a candidate's groups: stricter than `propose_split`'s, which
+/// answers a node the caller chose, so that a node about one thing in many words is not named.
+const SPLIT_SILHOUETTE: f32 = 0.1;
+
+/// A node whose facts fall into distinct groups (`get_consolidation_report`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SplitCandidate {
+    /// The node.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// How many current facts it holds.
+    pub observation_count: i64,
+    /// The groups `propose_split` would return, largest first: each group's label and size.
+    pub groups: Vec<GroupBrief>,
+}
+
+/// One group of a [`SplitCandidate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct GroupBrief {
+    /// Its most distinctive words.
+    pub label: String,
+    /// How many facts it holds.
+    pub size: i64,
+}
+
+/// The split candidates among the [`SPLIT_CHECKED`] largest nodes of `scan` with at least
+/// [`SPLIT_MIN_FACTS`] facts, the largest first; the facts' vectors of `model` in
+/// `perspective` where stored. A notice says when more nodes were large enough.
+pub(super) async fn find(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    (model, perspective): (Option<&str>, Option<PerspectiveId>),
+    scan: &Scan,
+    notices: &mut Vec<String>,
+) -> Result<Vec<SplitCandidate>> {
+    let mut large: Vec<usize> = (0..scan.nodes.len())
+        .filter(|&i| scan.fact_counts[i] >= SPLIT_MIN_FACTS)
+        .collect();
+    large.sort_by_key(|&i| std::cmp::Reverse(scan.fact_counts[i]));
+    if large.len() > SPLIT_CHECKED {
+        notices.push(format!(
+            "split_candidates: checked the {SPLIT_CHECKED} largest of {} nodes with \
+             {SPLIT_MIN_FACTS} or more facts; propose_split checks any node",
+            large.len()
+        ));
+        large.truncate(SPLIT_CHECKED);
+    }
+    let mut found = Vec::new();
+    for i in large {
+        let node = &scan.nodes[i];
+        let request = FactVectors {
+            workspace,
+            name: &node.name,
+            model,
+            perspective,
+        };
+        let facts = match store.fact_vectors(request).await {
+            Ok(node) => node.facts,
+            // Deleted since the scan.
+            Err(Error::NotFound { .. }) => continue,
+            Err(error) => return Err(error),
+        };
+        let (groups, silhouette) = grouping(&facts, DEFAULT_SPLIT_PARTS as usize);
+        if groups.len() < 2 || silhouette < SPLIT_SILHOUETTE {
+            continue;
+        }
+        found.push(SplitCandidate {
+            name: node.name.clone(),
+            entity_type: node.entity_type.clone(),
+            observation_count: facts.len() as i64,
+            groups: (groups.into_iter())
+                .map(|g| GroupBrief {
+                    label: g.label,
+                    size: g.ordinals.len() as i64,
+                })
+                .collect(),
+        });
+    }
+    Ok(found)
+}
