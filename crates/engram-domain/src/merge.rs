@@ -169,6 +169,55 @@ pub(crate) async fn resolve(
         .await
 }
 
+/// Most words of an alias a search looks for in its query.
+const ALIAS_WORDS: usize = 3;
+
+/// The names of the nodes whose aliases `query` writes, each once: every run of one to
+/// [`ALIAS_WORDS`] of its words (split at spaces, punctuation trimmed at their ends), as
+/// written, lower-cased and capitalised, looked up in one store call. A search adds them to
+/// its full-text query, so that a fact naming the node ("PostgreSQL") answers a query by its
+/// former name ("where does Postgres run").
+pub(crate) async fn named_by_aliases(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    query: &str,
+) -> Result<Vec<String>> {
+    let words: Vec<&str> = (query.split_whitespace())
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut runs: Vec<String> = Vec::new();
+    for length in 1..=ALIAS_WORDS {
+        for run in words.windows(length) {
+            let written = run.join(" ");
+            let capitalised = (run.iter())
+                .map(|w| {
+                    let mut chars = w.chars();
+                    chars.next().map_or_else(String::new, |first| {
+                        first
+                            .to_uppercase()
+                            .chain(chars.flat_map(char::to_lowercase))
+                            .collect()
+                    })
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            for form in [written.to_lowercase(), capitalised, written] {
+                if !runs.contains(&form) {
+                    runs.push(form);
+                }
+            }
+        }
+    }
+    let mut names: Vec<String> = resolve(store, workspace, &runs)
+        .await?
+        .into_values()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Ok(names)
+}
+
 /// Answers a call that names nodes through their aliases: when `call` (which hands its request
 /// back with its result) fails because a node it names was not found and that name is an
 /// alias, runs it again with `rename(request, alias, node)` (at most `names` times, one per

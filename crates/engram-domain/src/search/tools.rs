@@ -332,6 +332,8 @@ impl Searcher {
         depth: usize,
         min_score: Option<f64>,
     ) -> Result<Retrieval> {
+        let with_names = self.with_aliased_names(workspace, query).await?;
+        let query = with_names.as_str();
         // Text mode, and a memory without an embedder, render the query for no perspective.
         let mut seen = match (mode, &self.embedder) {
             (SearchMode::Text, _) | (_, None) => None,
@@ -537,6 +539,17 @@ impl Searcher {
             perspectives: perspectives.is_some() && notice.is_none(),
         };
         Ok((request, notice))
+    }
+
+    /// `query` followed by the names of the nodes whose aliases it writes
+    /// ([`crate::merge::named_by_aliases`]): searched, embedded and ranked as one query, so
+    /// that a fact naming a node answers a query by its former name.
+    async fn with_aliased_names(&self, workspace: WorkspaceId, query: &str) -> Result<String> {
+        let names = crate::merge::named_by_aliases(self.store.as_ref(), workspace, query).await?;
+        Ok(match names.is_empty() {
+            true => query.to_owned(),
+            false => format!("{query} {}", names.join(" ")),
+        })
     }
 
     /// The workspace's perspectives as its last search saw them, or from the store for its

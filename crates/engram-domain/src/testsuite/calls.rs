@@ -219,7 +219,8 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
 /// The store calls of each tool in [`every_tool_makes_the_store_calls_it_is_known_to`].
 const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("create_entities", &["create_entities"]),
-    ("add_observations", &["add_observations"]),
+    // The facts the node held, for `similar_to`.
+    ("add_observations", &["add_observations", "fact_vectors"]),
     ("replace_observation", &["replace_observation"]),
     ("create_relations", &["create_relations"]),
     ("set_summary", &["set_summary"]),
@@ -236,14 +237,21 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("get_pending_consolidation", &["get_pending_consolidation"]),
     // The counts, then the embedding coverage (reused while an indexer works).
     ("get_stats", &["get_stats", "embedding_coverage"]),
-    // The first search of a workspace reads the perspectives to render its query for; every
+    // Every search looks up the aliases its query may write (one indexed lookup), then the
+    // first search of a workspace reads the perspectives to render its query for; every
     // search is then one store call, whose snapshot holds the perspectives again (a change
     // made elsewhere is seen: `a_perspective_changed_elsewhere_is_seen_by_the_next_search`).
-    ("search_nodes", &["perspectives", "search"]),
-    ("search_nodes text", &["search"]),
-    ("search_observations", &["search"]),
+    (
+        "search_nodes",
+        &["resolve_aliases", "perspectives", "search"],
+    ),
+    ("search_nodes text", &["resolve_aliases", "search"]),
+    ("search_observations", &["resolve_aliases", "search"]),
     // The node must exist (a missing one is an error, not an empty answer).
-    ("query_observations", &["open_nodes", "search"]),
+    (
+        "query_observations",
+        &["open_nodes", "resolve_aliases", "search"],
+    ),
     (
         "find_similar_nodes",
         &["perspectives", "node_vectors", "related_pairs"],
@@ -258,6 +266,8 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
             "node_vectors",
             "related_pairs",
             "embedding_coverage",
+            // Every node and fact, page by page (one page here).
+            "graph_page",
             "open_nodes",
         ],
     ),

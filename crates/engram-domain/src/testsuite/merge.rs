@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::*;
 use crate::{
     EndObservations, Error, GetHistory, HistoryOperation, MergeEntities, MovedObservation,
-    ObservationEndings, SetAliases,
+    ObservationEndings, SearchMode, SearchNodes, SetAliases,
 };
 
 fn moved(from: &str, old: i64, new: Option<i64>) -> MovedObservation {
@@ -196,6 +196,19 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
 
 pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = duplicates(store).await;
+    memory
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Alice", &["Alice tunes PostgreSQL nightly"])]),
+        )
+        .await
+        .unwrap();
+    let by_alias = || async {
+        let query = SearchNodes::new("PG?").mode(SearchMode::Text);
+        let found = memory.search_nodes(ws, &query).await.unwrap();
+        (found.results.iter().map(|r| r.name.clone())).collect::<Vec<_>>()
+    };
+    assert!(by_alias().await.is_empty());
     let set = memory
         .set_aliases(
             ws,
@@ -204,6 +217,8 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         .await
         .unwrap();
     assert_eq!(set.aliases, ["pg", "postgres db"]);
+    // A query writing an alias (in any case) finds the facts that name its node.
+    assert_eq!(by_alias().await, ["Alice"]);
     let before = memory
         .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
         .await
