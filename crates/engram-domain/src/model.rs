@@ -495,7 +495,7 @@ pub struct AddedObservations {
     pub similar_to: Vec<SimilarFact>,
 }
 
-/// An added fact like one the node held ([`AddedObservations::similar_to`]).
+/// An added fact like one the node held (an `add_observations` row's `similar_to`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SimilarFact {

@@ -263,6 +263,48 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
         json!({"entities": [{"name": "Notebook", "entity_type": "note", "observations": facts}]}),
     )
     .await;
+    // The report names it, and facts of a node that update or repeat one another.
+    ok(
+        &client,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Globex", "contents": [
+            "The Globex release freeze ends on 12 May", "Globex hosts PostgreSQL in Frankfurt"]}]}),
+    )
+    .await;
+    let added = ok(
+        &client,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Globex", "contents": [
+            "The Globex release freeze ends on 19 May"]}]}),
+    )
+    .await;
+    assert_eq!(
+        added["results"][0]["similar_to"],
+        json!([{"ordinal": 3, "similar_ordinal": 1,
+                "content": "The Globex release freeze ends on 12 May"}]),
+        "{added}"
+    );
+    let report = ok(&client, "get_consolidation_report", json!({})).await;
+    let notebook = (report["split_candidates"].as_array().unwrap().iter())
+        .find(|c| c["name"] == "Notebook")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(notebook["groups"].as_array().unwrap().len(), 3, "{report}");
+    assert_eq!(
+        report["possibly_superseded"][0],
+        json!({"name": "Globex", "ordinals": [1, 3], "contents": [
+            "The Globex release freeze ends on 12 May",
+            "The Globex release freeze ends on 19 May"]}),
+        "{report}"
+    );
+    // A query by the merged name finds the facts that name the node.
+    let found = ok(
+        &client,
+        "search_nodes",
+        json!({"query": "Postgres", "mode": "text"}),
+    )
+    .await;
+    assert_eq!(found["results"][0]["name"], "Globex", "{found}");
+
     let proposal = ok(&client, "propose_split", json!({"name": "Notebook"})).await;
     let groups = proposal["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 3, "{proposal}");
