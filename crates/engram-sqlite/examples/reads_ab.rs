@@ -54,11 +54,30 @@ async fn main() {
         memory.get_neighborhood(ws, GetNeighborhood::new("component-7", 1))
     })
     .await;
+    let mut n = 0;
+    let add = median(401, || {
+        n += 1;
+        let text = format!("the release train {n} left on time");
+        memory.add_observations(
+            ws,
+            AddObservations::new(&[ObservationAdditions {
+                entity_name: "component-9".into(),
+                contents: vec![text.into()],
+            }]),
+        )
+    })
+    .await;
+    let report = median(5, || {
+        memory.get_consolidation_report(ws, GetConsolidationReport::default())
+    })
+    .await;
     println!(
-        "open_nodes {:.3} ms, search_observations {:.3} ms, search_nodes {:.3} ms, get_neighborhood {:.3} ms",
+        "open_nodes {:.3} ms, search_observations {:.3} ms, search_nodes {:.3} ms, get_neighborhood {:.3} ms, add_observations {:.3} ms, get_consolidation_report {:.1} ms",
         open.as_secs_f64() * 1e3,
         search.as_secs_f64() * 1e3,
         node_search.as_secs_f64() * 1e3,
-        hood.as_secs_f64() * 1e3
+        hood.as_secs_f64() * 1e3,
+        add.as_secs_f64() * 1e3,
+        report.as_secs_f64() * 1e3
     );
 }

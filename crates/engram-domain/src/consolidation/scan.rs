@@ -3,7 +3,7 @@
 //! alike facts within each node (`duplicate_observations`, `possibly_superseded`). A page's
 //! texts are dropped once compared, so the pass holds one page at a time.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{Ordinal, WorkspaceId};
 use crate::store::MemoryStore;
 use crate::transfer::GraphPageQuery;
@@ -42,19 +42,31 @@ pub(super) async fn scan(store: &dyn MemoryStore, workspace: WorkspaceId) -> Res
         let page = store.graph_page(workspace, &query).await?;
         let full = page.nodes.len() == PAGE as usize;
         after = page.nodes.last().map(|(node, _)| node.name.clone());
-        for (node, _) in page.nodes {
-            let texts: Vec<(Ordinal, String)> = (node.observations.into_iter())
-                .filter_map(|o| Some((o.ordinal?, o.content)))
-                .collect();
-            let (duplicates, versions) = facts::pairs(&node.name, &texts);
-            scan.duplicates.extend(duplicates);
-            scan.versions.extend(versions);
-            scan.fact_counts.push(texts.len());
-            scan.nodes.push(NamedNode {
-                name: node.name,
-                entity_type: node.entity_type,
-            });
-        }
+        // Comparing a page's facts is CPU work (every pair within each node): on a blocking
+        // thread, as the report's other pairwise work.
+        let compared = tokio::task::spawn_blocking(move || {
+            let mut found = Scan::default();
+            for (node, _) in page.nodes {
+                let texts: Vec<(Ordinal, String)> = (node.observations.into_iter())
+                    .filter_map(|o| Some((o.ordinal?, o.content)))
+                    .collect();
+                let (duplicates, versions) = facts::pairs(&node.name, &texts);
+                found.duplicates.extend(duplicates);
+                found.versions.extend(versions);
+                found.fact_counts.push(texts.len());
+                found.nodes.push(NamedNode {
+                    name: node.name,
+                    entity_type: node.entity_type,
+                });
+            }
+            found
+        })
+        .await
+        .map_err(|err| Error::Internal(format!("comparing facts: {err}")))?;
+        scan.nodes.extend(compared.nodes);
+        scan.fact_counts.extend(compared.fact_counts);
+        scan.duplicates.extend(compared.duplicates);
+        scan.versions.extend(compared.versions);
         if !full {
             return Ok(scan);
         }
