@@ -182,6 +182,10 @@ pub(crate) async fn add_observations(
     Ok(results)
 }
 
+/// Most of a node's newest facts an added fact is compared with (`similar_to`): a bound on
+/// what one call reads from a node of thousands.
+const SIMILAR_HELD: u32 = 256;
+
 /// Of the facts `row` added, those like a current fact the node held before
 /// ([`crate::consolidation::facts::likeness`]), each with the held fact most like it: one said
 /// again before one updated, the newest first.
@@ -196,6 +200,8 @@ async fn similar_held(
         name: &row.entity_name,
         model: None,
         perspective: None,
+        // The added facts are among the newest: past them, the newest held.
+        newest: Some(SIMILAR_HELD + row.added.len() as u32),
     };
     let facts = match store.fact_vectors(request).await {
         Ok(node) => node.facts,

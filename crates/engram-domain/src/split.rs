@@ -239,6 +239,7 @@ pub(crate) async fn propose_split(
                 name: &r.name,
                 model,
                 perspective,
+                newest: None,
             }))
             .await;
             (r, facts)

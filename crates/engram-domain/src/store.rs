@@ -236,8 +236,8 @@ pub trait SplitStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         request: &Checked<SplitEntity>,
     ) -> Result<SplitResult>;
-    /// The node's current facts in ordinal order, each with its stored vector of `model` in
-    /// `perspective` when there is one. [`crate::Error::NotFound`] for an unknown node.
+    /// The node's current facts in ordinal order (the newest `newest` of them, when given),
+    /// each with its stored vector of `model` in `perspective` when there is one. [`crate::Error::NotFound`] for an unknown node.
     async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts>;
 }
 
@@ -570,6 +570,8 @@ pub struct FactVectors<'a> {
     pub model: Option<&'a str>,
     /// The perspective whose vectors to read; `None`: none.
     pub perspective: Option<PerspectiveId>,
+    /// Only the newest this many current facts (by ordinal); `None`: all of them.
+    pub newest: Option<u32>,
 }
 
 /// A node's current facts ([`SplitStore::fact_vectors`]).

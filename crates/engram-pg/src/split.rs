@@ -181,14 +181,20 @@ async fn facts(client: &impl GenericClient, request: &FactVectors<'_>) -> Result
              LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = $2
                                    AND e.perspective_id = $3
              WHERE o.node_id = $1 AND (o.valid_to IS NULL OR o.valid_to > now())
-             ORDER BY o.ordinal",
-            &[&id, &request.model.unwrap_or_default(), &perspective],
+             ORDER BY o.ordinal DESC
+             LIMIT $4",
+            &[
+                &id,
+                &request.model.unwrap_or_default(),
+                &perspective,
+                &request.newest.map(i64::from),
+            ],
         )
         .await
         .map_err(db)?;
     Ok(NodeFacts {
         name,
-        facts: (rows.iter())
+        facts: (rows.iter().rev())
             .map(|row| FactVector {
                 ordinal: Ordinal(row.get(0)),
                 content: row.get(1),

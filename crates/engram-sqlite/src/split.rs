@@ -30,9 +30,9 @@ impl SplitStore for SqliteStore {
     async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts> {
         let (workspace, name) = (request.workspace, request.name.to_owned());
         let model = request.model.map(str::to_owned);
-        let perspective = request.perspective.map(|p| p.0);
+        let (perspective, newest) = (request.perspective.map(|p| p.0), request.newest);
         self.pool
-            .read(move |tx| facts(tx, workspace, &name, model.as_deref(), perspective))
+            .read(move |tx| facts(tx, workspace, &name, model.as_deref(), perspective, newest))
             .await
     }
 }
@@ -157,6 +157,7 @@ fn facts(
     name: &str,
     model: Option<&str>,
     perspective: Option<i64>,
+    newest: Option<u32>,
 ) -> Result<NodeFacts> {
     let node: Option<(i64, String)> = tx
         .query_row(
@@ -174,8 +175,14 @@ fn facts(
          LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = ?2
                                AND e.perspective_id = ?3
          WHERE o.node_id = ?1 AND (o.valid_to IS NULL OR o.valid_to > engram_now())
-         ORDER BY o.ordinal",
-        params![id, model.unwrap_or_default(), perspective],
+         ORDER BY o.ordinal DESC
+         LIMIT ?4",
+        params![
+            id,
+            model.unwrap_or_default(),
+            perspective,
+            newest.map_or(-1, i64::from)
+        ],
         |row| {
             Ok(FactVector {
                 ordinal: Ordinal(row.get(0)?),
@@ -184,5 +191,7 @@ fn facts(
             })
         },
     )?;
+    let mut facts = facts;
+    facts.reverse();
     Ok(NodeFacts { name, facts })
 }

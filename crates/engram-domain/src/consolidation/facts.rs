@@ -12,13 +12,9 @@
 //!   any words when most of the sentence is kept ("the deploy target is staging" and "… is
 //!   production"; at least [`VERSION_SHARE`] of the longer and three words).
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
-
 use serde::Serialize;
 
 use crate::model::Ordinal;
-use crate::search::words;
 
 /// Least share of two facts' words (2·LCS / (|a| + |b|)) that makes them duplicates.
 pub const DUPLICATE_SHARE: f64 = 0.85;
@@ -58,27 +54,54 @@ pub struct FactPair {
     pub contents: [String; 2],
 }
 
-/// A fact as compared: its words, and their hashes sorted (for a quick bound on what two
-/// facts share before the exact comparison).
+/// A fact as compared: its words as 64-bit hashes (FNV-1a of the lower-cased word: two
+/// different words of one node share one with a chance of about 2⁻⁶⁴), in order and sorted,
+/// and its values' hashes (words with a digit, or a month's or a weekday's name) sorted. No word is copied.
 pub(crate) struct Words {
-    words: Vec<String>,
+    words: Vec<u64>,
+    is_value: Vec<bool>,
     sorted: Vec<u64>,
+    values: Vec<u64>,
 }
 
 impl Words {
-    /// The words of `text` ([`words::words`]).
+    /// The words of `text`, split as [`crate::search::words::words`] splits them.
     pub(crate) fn of(text: &str) -> Self {
-        let words: Vec<String> = words::words(text).collect();
-        let mut sorted: Vec<u64> = (words.iter())
-            .map(|w| {
-                let mut hasher = DefaultHasher::new();
-                w.hash(&mut hasher);
-                hasher.finish()
-            })
-            .collect();
+        let (mut words, mut is_value) = (Vec::new(), Vec::new());
+        for word in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let hash = word_hash(word);
+            words.push(hash);
+            is_value.push(word.bytes().any(|b| b.is_ascii_digit()) || date_word(hash));
+        }
+        let mut sorted = words.clone();
         sorted.sort_unstable();
-        Self { words, sorted }
+        let mut values: Vec<u64> = (words.iter().zip(&is_value))
+            .filter(|(_, value)| **value)
+            .map(|(hash, _)| *hash)
+            .collect();
+        values.sort_unstable();
+        Self {
+            words,
+            is_value,
+            sorted,
+            values,
+        }
     }
+}
+
+/// FNV-1a over the UTF-8 of `word` lower-cased.
+fn word_hash(word: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut buffer = [0; 4];
+    for c in word.chars().flat_map(char::to_lowercase) {
+        for byte in c.encode_utf8(&mut buffer).bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
 }
 
 /// How `older` and `newer` (two facts of one node) are alike, if they are.
@@ -102,15 +125,18 @@ pub(crate) fn likeness(older: &Words, newer: &Words) -> Option<Likeness> {
         .take(room)
         .take_while(|(x, y)| x == y)
         .count();
-    let (changed_a, changed_b) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
+    let changed = |w: &Words| prefix..w.words.len() - suffix;
+    let (changed_a, changed_b) = (changed(older), changed(newer));
     let kept = prefix + suffix;
     let one_passage = !changed_a.is_empty()
         && !changed_b.is_empty()
         && changed_a.len() <= MAX_CHANGED_WORDS
         && changed_b.len() <= MAX_CHANGED_WORDS;
+    let has_value =
+        |w: &Words, passage: std::ops::Range<usize>| w.is_value[passage].contains(&true);
     if one_passage
-        && has_value(changed_a)
-        && has_value(changed_b)
+        && has_value(older, changed_a)
+        && has_value(newer, changed_b)
         && kept >= 2
         && 2 * kept >= longer
     {
@@ -118,8 +144,9 @@ pub(crate) fn likeness(older: &Words, newer: &Words) -> Option<Likeness> {
     }
     // Facts with other numbers or dates are never one fact twice ("fact 3 … part 21" and
     // "fact 4 … part 28"), however much else they share.
-    let same_values = values(a) == values(b);
-    if same_values && 2 * lcs(a, b) >= (DUPLICATE_SHARE * total as f64).ceil() as usize {
+    if older.values == newer.values
+        && 2 * lcs(a, b) >= (DUPLICATE_SHARE * total as f64).ceil() as usize
+    {
         return Some(Likeness::Duplicate);
     }
     (one_passage && kept >= 3 && kept as f64 >= VERSION_SHARE * longer as f64)
@@ -144,7 +171,7 @@ fn shared_words(a: &[u64], b: &[u64]) -> usize {
 }
 
 /// The length of the longest common subsequence of two word lists.
-fn lcs(a: &[String], b: &[String]) -> usize {
+fn lcs(a: &[u64], b: &[u64]) -> usize {
     let mut row = vec![0; b.len() + 1];
     for x in a {
         let mut diagonal = 0;
@@ -170,23 +197,12 @@ const DATE_WORDS: &[&str] = &[
     "saturday", "sunday", "today", "tomorrow", "yesterday",
 ];
 
-/// Whether a word is a value: it holds a digit, or it is one of [`DATE_WORDS`].
-fn is_value(word: &str) -> bool {
-    word.chars().any(|c| c.is_ascii_digit()) || DATE_WORDS.contains(&word)
-}
-
-/// Whether a passage holds a value ([`is_value`]).
-fn has_value(passage: &[String]) -> bool {
-    passage.iter().any(|w| is_value(w))
-}
-
-/// A fact's values ([`is_value`]), sorted.
-fn values(words: &[String]) -> Vec<&str> {
-    let mut values: Vec<&str> = (words.iter().map(String::as_str))
-        .filter(|w| is_value(w))
-        .collect();
-    values.sort_unstable();
-    values
+/// Whether a word's hash is one of [`DATE_WORDS`]': with a digit in it, a word is a value
+/// ([`Words`]).
+fn date_word(hash: u64) -> bool {
+    static HASHES: std::sync::LazyLock<Vec<u64>> =
+        std::sync::LazyLock::new(|| DATE_WORDS.iter().map(|w| word_hash(w)).collect());
+    HASHES.contains(&hash)
 }
 
 /// The alike pairs among one node's facts (in ordinal order), the older of each first:

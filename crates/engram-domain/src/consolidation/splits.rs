@@ -76,6 +76,7 @@ pub(super) async fn find(
             name: &node.name,
             model,
             perspective,
+            newest: None,
         };
         let facts = match store.fact_vectors(request).await {
             Ok(node) => node.facts,

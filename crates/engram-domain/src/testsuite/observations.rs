@@ -435,7 +435,7 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
 }
 
 pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn MemoryStore>) {
-    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     memory
         .create_entities(
             ws,
@@ -489,4 +489,17 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
         .await
         .unwrap();
     assert!(added[0].similar_to.is_empty(), "{added:?}");
+    // The store reads a node's newest facts when asked for them alone, in ordinal order.
+    let newest = store
+        .fact_vectors(crate::store::FactVectors {
+            workspace: ws,
+            name: "staging",
+            model: None,
+            perspective: None,
+            newest: Some(2),
+        })
+        .await
+        .unwrap();
+    let ordinals: Vec<i64> = newest.facts.iter().map(|f| f.ordinal.0).collect();
+    assert_eq!(ordinals, [8, 9]);
 }
