@@ -184,7 +184,7 @@ pub(crate) async fn add_observations(
 
 /// Most of a node's newest facts an added fact is compared with (`similar_to`): a bound on
 /// what one call reads from a node of thousands.
-const SIMILAR_HELD: u32 = 256;
+const SIMILAR_HELD: u32 = 128;
 
 /// Of the facts `row` added, those like a current fact the node held before
 /// ([`crate::consolidation::facts::likeness`]), each with the held fact most like it: one said
@@ -217,9 +217,21 @@ async fn similar_held(
     let mut similar = Vec::new();
     for new in &row.added {
         let words = Words::of(&new.content);
-        let alike =
-            |wanted: Likeness| (held.iter()).find(|(_, old)| likeness(old, &words) == Some(wanted));
-        if let Some((fact, _)) = alike(Likeness::Duplicate).or_else(|| alike(Likeness::Version)) {
+        // The newest held fact it repeats, else the newest it may update.
+        let mut best: Option<(&FactVector, Likeness)> = None;
+        for (fact, old) in &held {
+            match likeness(old, &words) {
+                Some(Likeness::Duplicate) => {
+                    best = Some((fact, Likeness::Duplicate));
+                    break;
+                }
+                Some(Likeness::Version) if best.is_none() => {
+                    best = Some((fact, Likeness::Version));
+                }
+                _ => {}
+            }
+        }
+        if let Some((fact, _)) = best {
             similar.push(SimilarFact {
                 ordinal: new.ordinal,
                 similar_ordinal: fact.ordinal,

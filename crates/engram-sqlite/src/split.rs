@@ -168,15 +168,23 @@ fn facts(
         .optional()
         .map_err(db)?;
     let (id, name) = node.ok_or_else(|| Error::node_not_found(name))?;
+    // Without a model no vector is asked for: the embeddings are not joined.
+    let vectors = match model {
+        Some(_) => {
+            "e.embedding FROM observations o
+             LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = ?2
+                                   AND e.perspective_id = ?3"
+        }
+        None => "NULL FROM observations o",
+    };
     let facts = query(
         tx,
-        "SELECT o.ordinal, o.content, e.embedding
-         FROM observations o
-         LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = ?2
-                               AND e.perspective_id = ?3
+        &format!(
+            "SELECT o.ordinal, o.content, {vectors}
          WHERE o.node_id = ?1 AND (o.valid_to IS NULL OR o.valid_to > engram_now())
          ORDER BY o.ordinal DESC
-         LIMIT ?4",
+         LIMIT ?4"
+        ),
         params![
             id,
             model.unwrap_or_default(),
