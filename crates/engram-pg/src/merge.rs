@@ -336,17 +336,19 @@ impl AliasStore for PgStore {
         request: ResolveAliases<'_>,
     ) -> Result<HashMap<String, String>> {
         let ResolveAliases { workspace, names } = request;
-        read!(self, |tx| async {
-            let rows = tx
-                .query(
-                    "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-                     WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
-                    &[&workspace.0, &names],
-                )
-                .await
-                .map_err(db)?;
-            Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
-        })
+        // Not `read!`: one statement, which every search runs (for the aliases its query may
+        // write); prepared once per connection, one round trip.
+        opened!();
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+                 WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
+            )
+            .await
+            .map_err(db)?;
+        let rows = (client.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 }
 

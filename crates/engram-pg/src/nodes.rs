@@ -30,20 +30,19 @@ pub(crate) async fn relations_among(
     endpoints: Endpoints,
 ) -> Result<Vec<Relation>> {
     let joined = endpoints.sql_operator();
-    let rows = client
-        .query(
-            &format!(
-                "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
-                 FROM relations r
-                 JOIN nodes f ON f.id = r.from_node_id
-                 JOIN nodes t ON t.id = r.to_node_id
-                 WHERE r.from_node_id = ANY($1) {joined} r.to_node_id = ANY($1)
-                 ORDER BY 1, 2, 3"
-            ),
-            &[&ids],
-        )
+    // Prepared once per connection: every node read runs it.
+    let statement = client
+        .prepare_cached(&format!(
+            "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+             FROM relations r
+             JOIN nodes f ON f.id = r.from_node_id
+             JOIN nodes t ON t.id = r.to_node_id
+             WHERE r.from_node_id = ANY($1) {joined} r.to_node_id = ANY($1)
+             ORDER BY 1, 2, 3"
+        ))
         .await
         .map_err(db)?;
+    let rows = client.query(&statement, &[&ids]).await.map_err(db)?;
     Ok(rows.iter().map(relation).collect())
 }
 
@@ -56,30 +55,34 @@ pub(crate) async fn facts_of(
     ids: &[i64],
     time: ReadTime,
 ) -> Result<HashMap<i64, Vec<Observation>>> {
-    let rows =
-        match time {
-            ReadTime::Now => client
+    let rows = match time {
+        // Prepared once per connection: every node read runs it.
+        ReadTime::Now => {
+            let statement = client
+                .prepare_cached(
+                    "SELECT node_id, ordinal, content, NULL::timestamptz AS valid_from,
+                                valid_to
+                         FROM observations
+                         WHERE node_id = ANY($1) AND (valid_to IS NULL OR valid_to > now())
+                         ORDER BY node_id, ordinal",
+                )
+                .await
+                .map_err(db)?;
+            client.query(&statement, &[&ids]).await
+        }
+        ReadTime::Ever => {
+            client
                 .query(
-                    "SELECT node_id, ordinal, content, NULL::timestamptz AS valid_from, valid_to
-                     FROM observations
-                     WHERE node_id = ANY($1) AND (valid_to IS NULL OR valid_to > now())
-                     ORDER BY node_id, ordinal",
+                    "SELECT node_id, ordinal, content, valid_from, valid_to FROM observations
+                     WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
                     &[&ids],
                 )
-                .await,
-            ReadTime::Ever => {
-                client
-                    .query(
-                        "SELECT node_id, ordinal, content, valid_from, valid_to FROM observations
-                     WHERE node_id = ANY($1) ORDER BY node_id, ordinal",
-                        &[&ids],
-                    )
-                    .await
-            }
-            ReadTime::At(at) => {
-                client
-                    .query(
-                        "SELECT o.node_id, o.ordinal, o.valid_from, o.valid_to,
+                .await
+        }
+        ReadTime::At(at) => {
+            client
+                .query(
+                    "SELECT o.node_id, o.ordinal, o.valid_from, o.valid_to,
                             coalesce((SELECT v.content FROM observation_versions v
                                       WHERE v.observation_id = o.id AND v.replaced_at > $2
                                       ORDER BY v.replaced_at LIMIT 1), o.content) AS content
@@ -87,12 +90,12 @@ pub(crate) async fn facts_of(
                      WHERE o.node_id = ANY($1) AND o.valid_from <= $2
                        AND (o.valid_to IS NULL OR o.valid_to > $2)
                      ORDER BY o.node_id, o.ordinal",
-                        &[&ids, &at],
-                    )
-                    .await
-            }
+                    &[&ids, &at],
+                )
+                .await
         }
-        .map_err(db)?;
+    }
+    .map_err(db)?;
     let mut facts: HashMap<i64, Vec<Observation>> = HashMap::new();
     for row in &rows {
         facts
@@ -356,16 +359,16 @@ impl NodeStore for PgStore {
     ) -> Result<OpenedNodes> {
         let names = &request.names;
         read!(self, |tx| async {
-            let node_rows = tx
-                .query(
+            let statement = tx
+                .prepare_cached(
                     "SELECT id, name, entity_type, summary, tags, created_at, updated_at,
                             ARRAY(SELECT alias FROM node_aliases a WHERE a.node_id = nodes.id
                                   ORDER BY alias) AS aliases
                      FROM nodes WHERE workspace_id = $1 AND name = ANY($2)",
-                    &[&workspace.0, &names],
                 )
                 .await
                 .map_err(db)?;
+            let node_rows = (tx.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
             let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
             let time = request.read_time();
             let mut observations = facts_of(&tx, &ids, time).await?;

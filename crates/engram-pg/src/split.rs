@@ -27,7 +27,11 @@ impl SplitStore for PgStore {
 
     #[instrument(skip_all)]
     async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts> {
-        read!(self, |tx| async { facts(&tx, &request).await })
+        // Not `read!`: one statement (its own snapshot), which every `add_observations` runs
+        // for `similar_to`; prepared once per connection, one round trip.
+        opened!();
+        let client = self.client().await?;
+        facts(&client, &request).await
     }
 }
 
@@ -164,41 +168,49 @@ async fn split(
 /// The node's current facts in ordinal order, each with its vector of `model` in
 /// `perspective` when there is one.
 async fn facts(client: &impl GenericClient, request: &FactVectors<'_>) -> Result<NodeFacts> {
-    let node = client
-        .query_opt(
-            "SELECT id, name FROM nodes WHERE workspace_id = $1 AND name = $2",
-            &[&request.workspace.0, &request.name],
+    // The node's row always (its facts `NULL` when it has none), none when there is no node.
+    let statement = client
+        .prepare_cached(
+            "SELECT n.name, f.ordinal, f.content, f.embedding
+             FROM nodes n
+             LEFT JOIN LATERAL (
+                 SELECT o.ordinal, o.content, e.embedding
+                 FROM observations o
+                 LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = $3
+                                       AND e.perspective_id = $4
+                 WHERE o.node_id = n.id AND (o.valid_to IS NULL OR o.valid_to > now())
+                 ORDER BY o.ordinal DESC
+                 LIMIT $5
+             ) f ON true
+             WHERE n.workspace_id = $1 AND n.name = $2",
         )
         .await
-        .map_err(db)?
-        .ok_or_else(|| Error::node_not_found(request.name))?;
-    let (id, name): (i64, String) = (node.get(0), node.get(1));
-    let perspective = request.perspective.map(|p| p.0);
+        .map_err(db)?;
     let rows = client
         .query(
-            "SELECT o.ordinal, o.content, e.embedding
-             FROM observations o
-             LEFT JOIN embeddings e ON e.observation_id = o.id AND e.model = $2
-                                   AND e.perspective_id = $3
-             WHERE o.node_id = $1 AND (o.valid_to IS NULL OR o.valid_to > now())
-             ORDER BY o.ordinal DESC
-             LIMIT $4",
+            &statement,
             &[
-                &id,
+                &request.workspace.0,
+                &request.name,
                 &request.model.unwrap_or_default(),
-                &perspective,
+                &request.perspective.map(|p| p.0),
                 &request.newest.map(i64::from),
             ],
         )
         .await
         .map_err(db)?;
+    let name: String = (rows.first())
+        .ok_or_else(|| Error::node_not_found(request.name))?
+        .get(0);
     Ok(NodeFacts {
         name,
         facts: (rows.iter().rev())
-            .map(|row| FactVector {
-                ordinal: Ordinal(row.get(0)),
-                content: row.get(1),
-                vector: row.get::<_, Option<Vector>>(2).map(|v| v.to_vec()),
+            .filter_map(|row| {
+                Some(FactVector {
+                    ordinal: Ordinal(row.get::<_, Option<i64>>(1)?),
+                    content: row.get(2),
+                    vector: row.get::<_, Option<Vector>>(3).map(|v| v.to_vec()),
+                })
             })
             .collect(),
     })

@@ -462,20 +462,9 @@ pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn Mem
     );
 }
 
-/// Facts about three topics, eight each: a node they all belong to falls apart into three.
-const THREE_TOPICS: [&str; 24] = [
-    "storage keeps the graph in PostgreSQL tables",
-    "search ranks results with hybrid scores",
-    "releases ship every Tuesday from main",
-    "storage uses SQLite tables for a single file",
-    "search embeds queries into vectors",
-    "releases are tagged and signed on Tuesday",
-    "storage migrations upgrade PostgreSQL tables",
-    "search fuses vectors and text scores",
-    "release notes list every change shipped from main",
-    "storage backups copy the SQLite tables",
-    "search results carry calibrated scores",
-    "releases go out on Tuesday after CI on main",
+/// Twelve more facts of `split`'s three topics: 24 in all, eight each, so that a node
+/// holding them all is large enough to be a split candidate and falls apart into three.
+const MORE_OF_THREE_TOPICS: [&str; 12] = [
     "storage vacuums old PostgreSQL rows nightly",
     "search caches query vectors in memory",
     "releases publish binaries for Linux from main",
@@ -517,11 +506,15 @@ const ONE_TOPIC: [&str; 20] = [
 pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dyn MemoryStore>) {
     // No embedding model: every section below works from names and words.
     let (memory, ws) = memory_with_workspace(store, "w").await;
+    let three_topics: Vec<&str> = (FACTS.iter())
+        .chain(&MORE_OF_THREE_TOPICS)
+        .copied()
+        .collect();
     memory
         .create_entities(
             ws,
             CreateEntities::new(vec![
-                entity("engram", "project", &THREE_TOPICS),
+                entity("engram", "project", &three_topics),
                 entity("pipeline", "system", &ONE_TOPIC),
                 entity(
                     "staging",

@@ -8,7 +8,8 @@ use crate::{
     Error, GetHistory, HistoryOperation, ProposeSplit, SplitEntity, SplitPart, SplitResult,
 };
 
-const FACTS: [&str; 12] = [
+/// Twelve facts of three topics (storage, search, releases), in turn.
+pub(super) const FACTS: [&str; 12] = [
     "storage keeps the graph in PostgreSQL tables",
     "search ranks results with hybrid scores",
     "releases ship every Tuesday from main",
