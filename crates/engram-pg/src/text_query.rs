@@ -26,7 +26,8 @@ use crate::error::db;
 
 /// The distinct lexemes of `$1` and the table's estimated rows (−1 before its first ANALYZE).
 const LEXEMES: &str = "
-SELECT ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l
+SELECT ARRAY(SELECT DISTINCT l
+             FROM unnest(tsvector_to_array(to_tsvector('english', engram_with_cjk($1)))) AS l
              ORDER BY l),
        (SELECT reltuples FROM pg_class WHERE oid = 'observations'::regclass)";
 

@@ -240,6 +240,13 @@ impl Conn {
             serde_json::to_string(&words).map_err(|e| rusqlite::Error::UserFunctionError(e.into()))
         })
         .map_err(db)?;
+        // What full text indexes of an observation: its text and its Chinese, Japanese and
+        // Korean character pairs (migration V11).
+        conn.create_scalar_function("engram_with_cjk", 1, deterministic, |context| {
+            let text: String = context.get(0)?;
+            Ok(engram_domain::search::words::with_cjk_bigrams(&text).into_owned())
+        })
+        .map_err(db)?;
         Ok(Self { db: conn, clock })
     }
 

@@ -311,7 +311,7 @@ struct TextTerms {
 /// so a rare word costs a few index pages.
 fn text_terms(tx: &Transaction<'_>, text: &str) -> Result<Option<TextTerms>> {
     let mut seen = HashSet::new();
-    let mut terms: Vec<String> = words::words(text)
+    let mut terms: Vec<String> = words::words(&words::with_cjk_bigrams(text))
         .filter(|w| !words::is_stop_word(w))
         .filter(|w| seen.insert(w.clone()))
         .map(|w| format!("\"{w}\""))

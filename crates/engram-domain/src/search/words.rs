@@ -6,6 +6,8 @@
 //! list that PostgreSQL's `english` configuration drops (SQLite's full-text queries drop the
 //! same, [`is_stop_word`]); stems are Snowball English (Porter2).
 
+use std::borrow::Cow;
+
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// Words that full-text queries drop, one per line or space: they occur nearly everywhere and
@@ -77,12 +79,60 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
-/// A query's terms for proximity: its words that are not stop words, stemmed, each once, in
-/// the order they first appear.
+/// Whether `c` is written without spaces between words: Chinese, Japanese or Korean (Han
+/// ideographs, hiragana, katakana, Hangul syllables). Such a run is one "word" to
+/// [`words`] and to both stores' full-text tokenizers.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30ff}'     // hiragana, katakana
+        | '\u{3400}'..='\u{4dbf}'   // Han, extension A
+        | '\u{4e00}'..='\u{9fff}'   // Han
+        | '\u{f900}'..='\u{faff}'   // Han compatibility
+        | '\u{ac00}'..='\u{d7af}') // Hangul syllables
+}
+
+/// `text` followed by the overlapping pairs of characters of each of its runs of
+/// [`is_cjk`] characters ("東京に住む" adds "東京 京に に住 住む"; a lone character adds
+/// itself), space-separated; `text` itself when it has none. Both stores index an
+/// observation's text so (SQLite's `engram_with_cjk`, PostgreSQL's SQL function of that name,
+/// which must agree with this one) and search a query so: a Chinese or Japanese query
+/// finds a text that shares its character pairs, where whole runs never match.
+pub fn with_cjk_bigrams(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_cjk) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() * 3);
+    out.push_str(text);
+    let chars: Vec<char> = text.chars().collect();
+    let mut start = 0;
+    while start < chars.len() {
+        if !is_cjk(chars[start]) {
+            start += 1;
+            continue;
+        }
+        let end = (start..chars.len())
+            .find(|&i| !is_cjk(chars[i]))
+            .unwrap_or(chars.len());
+        let run = &chars[start..end];
+        if run.len() == 1 {
+            out.push(' ');
+            out.push(run[0]);
+        }
+        for pair in run.windows(2) {
+            out.push(' ');
+            out.extend(pair);
+        }
+        start = end;
+    }
+    Cow::Owned(out)
+}
+
+/// A query's terms for proximity: its words ([`with_cjk_bigrams`] included) that are not stop
+/// words, stemmed, each once, in the order they first appear.
 pub fn query_terms(query: &str) -> Vec<String> {
     let stemmer = Stemmer::create(Algorithm::English);
     let mut terms: Vec<String> = Vec::new();
-    for word in words(query).filter(|w| !is_stop_word(w)) {
+    for word in words(&with_cjk_bigrams(query)).filter(|w| !is_stop_word(w)) {
         let stem = stemmer.stem(&word).into_owned();
         if !terms.contains(&stem) {
             terms.push(stem);
@@ -91,10 +141,13 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
-/// The stems of `text`'s words, in order, as [`query_terms`] stems a query's.
+/// The stems of `text`'s words ([`with_cjk_bigrams`] included), in order, as [`query_terms`]
+/// stems a query's.
 pub fn stems(text: &str) -> Vec<String> {
     let stemmer = Stemmer::create(Algorithm::English);
-    words(text).map(|w| stemmer.stem(&w).into_owned()).collect()
+    (words(&with_cjk_bigrams(text)))
+        .map(|w| stemmer.stem(&w).into_owned())
+        .collect()
 }
 
 /// How many pairs of consecutive `terms` (from [`query_terms`]) stand in `text` in the same
@@ -118,6 +171,20 @@ pub fn proximity(terms: &[String], text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn chinese_and_japanese_runs_add_their_character_pairs() {
+        assert_eq!(with_cjk_bigrams("plain words"), "plain words");
+        assert_eq!(
+            with_cjk_bigrams("東京に住む"),
+            "東京に住む 東京 京に に住 住む"
+        );
+        assert_eq!(
+            with_cjk_bigrams("Alice 在北京, 猫."),
+            "Alice 在北京, 猫. 在北 北京 猫"
+        );
+        assert_eq!(with_cjk_bigrams("서울 날씨"), "서울 날씨 서울 날씨");
+    }
+
     use super::*;
 
     #[test]

@@ -164,6 +164,7 @@ macro_rules! memory_store_test_suite {
             similar_unrelated_nodes_are_paired,
             embedding_mode_falls_back_to_text_and_says_so,
             text_mode_matches_any_term_of_a_question,
+            chinese_and_japanese_are_found_by_full_text,
             the_indexer_loses_nothing_while_the_embedder_is_down,
             hybrid_finds_what_only_one_signal_can,
             search_observations_ranks_every_matching_observation,

@@ -552,6 +552,72 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
     assert!(gone.results.is_empty(), "{gone:?}");
 }
 
+pub async fn chinese_and_japanese_are_found_by_full_text(store: Arc<dyn MemoryStore>) {
+    // No embedding model: full text alone must find them.
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .create_entities(
+            ws,
+            CreateEntities::new(vec![
+                entity(
+                    "田中",
+                    "person",
+                    &["田中さんは東京に住んでいます", "毎朝コーヒーを飲む"],
+                ),
+                entity("王伟", "person", &["王伟在北京的银行工作", "他喜欢打篮球"]),
+                entity("Alice", "person", &["Alice lives in Lisbon"]),
+            ]),
+        )
+        .await
+        .unwrap();
+    // A text that changes is indexed as it reads now, and an ended one leaves.
+    memory
+        .replace_observation(
+            ws,
+            ReplaceObservation::new("王伟", crate::Ordinal(2), "他喜欢踢足球"),
+        )
+        .await
+        .unwrap();
+    for (query, node, fact) in [
+        (
+            "田中さんはどこに住んでいますか",
+            "田中",
+            "田中さんは東京に住んでいます",
+        ),
+        ("東京", "田中", "田中さんは東京に住んでいます"),
+        ("王伟在哪里工作", "王伟", "王伟在北京的银行工作"),
+        ("谁喜欢踢足球", "王伟", "他喜欢踢足球"),
+    ] {
+        for mode in [SearchMode::Text, SearchMode::Hybrid] {
+            let found = memory
+                .search_observations(ws, &SearchObservations::new(query).mode(mode))
+                .await
+                .unwrap();
+            let first =
+                (found.observations.first()).unwrap_or_else(|| panic!("{query}: {found:?}"));
+            assert_eq!(
+                (first.name.as_str(), first.content.as_str()),
+                (node, fact),
+                "{query}"
+            );
+        }
+    }
+    let old = memory
+        .search_observations(
+            ws,
+            &SearchObservations::new("打篮球").mode(SearchMode::Text),
+        )
+        .await
+        .unwrap();
+    assert!(old.observations.is_empty(), "{old:?}");
+    // English is searched as before.
+    let found = memory
+        .search_nodes(ws, &SearchNodes::new("Lisbon").mode(SearchMode::Text))
+        .await
+        .unwrap();
+    assert_eq!(found.results[0].name, "Alice");
+}
+
 pub async fn the_indexer_loses_nothing_while_the_embedder_is_down(store: Arc<dyn MemoryStore>) {
     let f = fixture(store).await;
     people(&f).await;

@@ -29,6 +29,31 @@ async fn migrations_are_current_and_idempotent() {
 }
 
 #[tokio::test]
+async fn the_databases_cjk_pairs_are_the_domains() {
+    // Full text indexes observations through the SQL function and searches queries through
+    // it: it must write what `with_cjk_bigrams` writes, or a query would miss its text.
+    let store = PgStore::connect(&fresh_database().await).await.unwrap();
+    let client = store.pool().get().await.unwrap();
+    for text in [
+        "plain English, no pairs",
+        "田中さんは東京に住んでいます",
+        "Alice 在北京, 猫. カタカナ",
+        "서울 날씨가 좋다",
+        "一",
+        "",
+    ] {
+        let sql: String = (client.query_one("SELECT engram_with_cjk($1)", &[&text]).await)
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            sql,
+            engram_domain::search::words::with_cjk_bigrams(text),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn pgvector_is_installed_in_a_supported_version() {
     let store = PgStore::connect(&fresh_database().await).await.unwrap();
     let client = store.pool().get().await.unwrap();
