@@ -188,6 +188,42 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     }
     assert_eq!(history["next_before"], Value::Null);
 
+    // Searches see what holds: the employer fact that ended in May is found only as of March.
+    let added = ok(
+        &client,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Alice", "contents": [
+            {"content": "Alice works at Acme as a storage engineer",
+             "valid_from": "2026-01-01T00:00:00Z"},
+            "Alice works at Globex on search"]}]}),
+    )
+    .await;
+    let acme_fact = &added["results"][0]["added"][0]["ordinal"];
+    ok(
+        &client,
+        "end_observations",
+        json!({"endings": [{"entity_name": "Alice", "ordinals": [acme_fact]}],
+               "ended_at": "2026-05-01T00:00:00Z"}),
+    )
+    .await;
+    let matched = |found: &Value| -> Vec<String> {
+        (found["results"].as_array().unwrap().iter())
+            .map(|r| r["matched_observation"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let query = json!({"query": "where does Alice work", "mode": "text"});
+    let found = matched(&ok(&client, "search_nodes", query.clone()).await);
+    assert_eq!(found[0], "Alice works at Globex on search", "{found:?}");
+    assert!(found.iter().all(|m| !m.contains("Acme")), "{found:?}");
+    let mut in_march = query;
+    in_march["as_of"] = json!("2026-03-01T00:00:00Z");
+    let found = matched(&ok(&client, "search_nodes", in_march).await);
+    assert_eq!(
+        found[0], "Alice works at Acme as a storage engineer",
+        "{found:?}"
+    );
+    assert!(found.iter().all(|m| !m.contains("Globex")), "{found:?}");
+
     // Refusals name the argument and change nothing.
     let refused = tool_error(
         &client,

@@ -42,7 +42,9 @@ async fn the_databases_cjk_pairs_are_the_domains() {
         "一",
         "",
     ] {
-        let sql: String = (client.query_one("SELECT engram_with_cjk($1)", &[&text]).await)
+        let sql: String = (client
+            .query_one("SELECT engram_with_cjk($1)", &[&text])
+            .await)
             .unwrap()
             .get(0);
         assert_eq!(
