@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 use crate::scenario::{ok, tool_error};
 use crate::server::{Backend, Client, TestServer};
 
-/// `xtask/data/multilingual-memory.json`: 21 nodes of German, Spanish, Chinese and English
-/// facts, 30 questions (English ones about German, Spanish and Chinese facts among them).
+/// `xtask/data/multilingual-memory.json`: 24 nodes of German, Spanish, Chinese, Japanese and
+/// English facts, 34 questions (English ones about German, Spanish, Chinese and Japanese facts
+/// among them).
 const MULTILINGUAL: &str = include_str!("../../../../xtask/data/multilingual-memory.json");
 
 /// Waits until every observation has its vectors.
@@ -24,8 +25,8 @@ pub async fn wait_for_indexing(client: &Client) {
 
 /// With multilingual-e5-small, every question in the language of its fact finds it among the
 /// first five, in hybrid mode, at the default `min_score`, and so do most questions in another
-/// language than their fact (English about German, Spanish and Chinese facts: 24 of 30 in
-/// all were measured; the ones missed are English questions about Chinese facts, which the
+/// language than their fact (English about German, Spanish, Chinese and Japanese facts: 28 of 34
+/// in all were measured; the ones missed are English questions about Chinese facts, which the
 /// model places no nearer than nonsense); nonsense and an off-topic question find nothing and
 /// say so; a `min_score` outside 0–1 is refused naming it.
 pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: Backend) {
@@ -66,9 +67,10 @@ pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: B
         let answers = question["answers"].as_array().unwrap();
         if !answers.iter().any(|a| names.contains(&a)) {
             missed.push(format!("{} → {names:?}", question["question"]));
-            // The set's first 17 questions (German, Spanish, Chinese) are in their facts'
-            // language: each finds its fact.
-            assert!(index >= 17, "{}: {found}", question["question"]);
+            // Questions 1–17 (German, Spanish, Chinese) and 31–33 (Japanese) are in their
+            // facts' language: each finds its fact.
+            let same_language = index < 17 || (30..33).contains(&index);
+            assert!(!same_language, "{}: {found}", question["question"]);
         }
         for result in found["results"].as_array().unwrap() {
             let score = result["score"].as_f64().unwrap();
@@ -76,6 +78,7 @@ pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: B
         }
     }
     let recall = 1.0 - missed.len() as f64 / questions.len() as f64;
+    println!("multilingual R@5 {recall:.3}: missed {missed:#?}");
     assert!(recall >= 0.75, "R@5 {recall}: missed {missed:#?}");
 
     for nonsense in [
