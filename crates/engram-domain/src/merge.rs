@@ -187,6 +187,7 @@ pub(crate) async fn named_by_aliases(
         .filter(|w| !w.is_empty())
         .collect();
     let mut runs: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     for length in 1..=ALIAS_WORDS {
         for run in words.windows(length) {
             let written = run.join(" ");
@@ -203,7 +204,7 @@ pub(crate) async fn named_by_aliases(
                 .collect::<Vec<_>>()
                 .join(" ");
             for form in [written.to_lowercase(), capitalised, written] {
-                if !runs.contains(&form) {
+                if seen.insert(form.clone()) {
                     runs.push(form);
                 }
             }

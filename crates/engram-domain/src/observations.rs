@@ -177,7 +177,9 @@ pub(crate) async fn add_observations(
         result.did_you_mean = close.get(&result.entity_name).cloned().unwrap_or_default();
     }
     for result in results.iter_mut().filter(|result| !result.added.is_empty()) {
-        result.similar_to = similar_held(store, workspace, result).await?;
+        // The facts are stored: a failed comparison leaves `similar_to` empty, never fails
+        // the write.
+        result.similar_to = (similar_held(store, workspace, result).await).unwrap_or_default();
     }
     Ok(results)
 }

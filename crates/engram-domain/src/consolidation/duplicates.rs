@@ -110,6 +110,9 @@ fn extends(short: &str, long: &str) -> bool {
         && long.len() > short.len()
         && long.len() <= short.len() + 3
         && long.starts_with(short)
+        // Not a numbered series: "sprint1" and "sprint12", "python3" and "python311".
+        && !short.ends_with(|c: char| c.is_ascii_digit())
+        && !long[short.len()..].contains(|c: char| c.is_ascii_digit())
 }
 
 /// The initials of a name of two or more words, with and without its small words ("Bank of
@@ -129,11 +132,11 @@ fn initials(words: &[String]) -> Vec<String> {
     initials
 }
 
-/// Whether a one-word name is written as an acronym: letters only, 2–6 of them, two or more
-/// capitals ("AWS", "BoA"; not "Bob").
+/// Whether a one-word name is written as an acronym: letters only, 3–6 of them (two letters
+/// are the initials of too many names), two or more capitals ("AWS", "BoA"; not "Bob").
 fn is_acronym(name: &str) -> bool {
     let letters = name.chars().filter(|c| c.is_alphabetic()).count();
-    (2..=6).contains(&letters)
+    (3..=6).contains(&letters)
         && name.chars().all(char::is_alphabetic)
         && name.chars().filter(|c| c.is_uppercase()).count() >= 2
 }
@@ -210,8 +213,10 @@ fn by_name(nodes: &[NamedNode]) -> Vec<(usize, usize)> {
         }
         for (at, w) in words.iter().enumerate() {
             let [word] = w.as_slice() else { continue };
-            if is_acronym(&nodes[members[at]].name) {
-                let found = by_initials.get(word.as_str()).into_iter().flatten();
+            let name = &nodes[members[at]].name;
+            if is_acronym(name) {
+                // As written ("PG", "SaaS"), not as the abbreviation table or plurals read it.
+                let found = by_initials.get(&name.to_lowercase()).into_iter().flatten();
                 pairs.extend(found.map(|&other| (members[at], members[other])));
             }
             if let Some(found) = numeronym(word).and_then(|n| by_shape.get(&n)) {
@@ -353,6 +358,12 @@ mod tests {
             named("Amazon Warehouse", "vendor"),
             named("k9s", "platform"),
             named("Kubernetes Operator", "platform"),
+            named("Sprint 1", "sprint"),
+            named("Sprint 12", "sprint"),
+            named("Python 3", "language"),
+            named("Python 3.11", "language"),
+            named("AI", "topic"),
+            named("Applied Informatics", "topic"),
         ];
         let found = find(&nodes, &[], &[], 20);
         let mut found = names(&found);

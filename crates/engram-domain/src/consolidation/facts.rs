@@ -188,13 +188,16 @@ fn lcs(a: &[u64], b: &[u64]) -> usize {
     row[b.len()]
 }
 
-/// Words of a month, a weekday or a day near now, in English.
+/// Words of a month, a weekday or a day near now, and negations, in English: values, as
+/// numbers are.
 #[rustfmt::skip]
 const DATE_WORDS: &[&str] = &[
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
     "sept", "oct", "nov", "dec", "monday", "tuesday", "wednesday", "thursday", "friday",
     "saturday", "sunday", "today", "tomorrow", "yesterday",
+    // Negations: "the API is enabled" and "… is not enabled" are never one fact twice.
+    "not", "no", "never", "t",
 ];
 
 /// Whether a word's hash is one of [`DATE_WORDS`]': with a digit in it, a word is a value
@@ -205,17 +208,24 @@ fn date_word(hash: u64) -> bool {
     HASHES.contains(&hash)
 }
 
-/// The alike pairs among one node's facts (in ordinal order), the older of each first:
-/// duplicates, then versions. Only the newest [`MAX_COMPARED_FACTS`] are compared.
+/// The alike pairs among one node's facts (in ordinal order), the older of each first: for
+/// each fact the older one most like it (the newest it repeats, else the newest it may
+/// update), as duplicates or versions. Only the newest [`MAX_COMPARED_FACTS`] are compared.
 pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)]) -> (Vec<FactPair>, Vec<FactPair>) {
     let facts = &facts[facts.len().saturating_sub(MAX_COMPARED_FACTS)..];
     let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
     let (mut duplicates, mut versions) = (Vec::new(), Vec::new());
     for newer in 1..facts.len() {
-        for older in 0..newer {
-            let Some(kind) = likeness(&words[older], &words[newer]) else {
-                continue;
-            };
+        // The one older fact most like it: the newest it repeats, else the newest it may
+        // update (a series of templated facts gives a pair per fact, not per pair of facts).
+        let alike = |wanted| {
+            (0..newer)
+                .rev()
+                .find(|&o| likeness(&words[o], &words[newer]) == Some(wanted))
+        };
+        let found = (alike(Likeness::Duplicate).map(|o| (o, Likeness::Duplicate)))
+            .or_else(|| alike(Likeness::Version).map(|o| (o, Likeness::Version)));
+        if let Some((older, kind)) = found {
             let pair = FactPair {
                 name: name.to_owned(),
                 ordinals: [facts[older].0, facts[newer].0],
@@ -304,6 +314,7 @@ mod tests {
                 "Bob visited Paris in 2021 with friends",
             ),
             ("Uses Rust", "Uses Go for the command line tools"),
+            ("The API is enabled", "The API is not enabled"),
             (
                 "fact 3 of component 7: the team moved part 21 of its indexer",
                 "fact 4 of component 7: the team moved part 28 of its indexer",

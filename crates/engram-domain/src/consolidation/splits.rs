@@ -18,6 +18,9 @@ pub const SPLIT_MIN_FACTS: usize = 20;
 /// facts a few times over).
 const SPLIT_CHECKED: usize = 10;
 
+/// Most of a large node's facts (its newest) a report groups.
+const SPLIT_GROUPED_FACTS: u32 = 1_000;
+
 /// Least mean silhouette of a candidate's groups: stricter than `propose_split`'s, which
 /// answers a node the caller chose, so that a node about one thing in many words is not named.
 const SPLIT_SILHOUETTE: f32 = 0.1;
@@ -76,7 +79,9 @@ pub(super) async fn find(
             name: &node.name,
             model,
             perspective,
-            newest: None,
+            // Grouping compares every pair of facts: a node's newest thousand say what it is
+            // about now.
+            newest: Some(SPLIT_GROUPED_FACTS),
         };
         let facts = match store.fact_vectors(request).await {
             Ok(node) => node.facts,

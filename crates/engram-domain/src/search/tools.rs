@@ -545,7 +545,9 @@ impl Searcher {
     /// ([`crate::merge::named_by_aliases`]): searched, embedded and ranked as one query, so
     /// that a fact naming a node answers a query by its former name.
     async fn with_aliased_names(&self, workspace: WorkspaceId, query: &str) -> Result<String> {
-        let names = crate::merge::named_by_aliases(self.store.as_ref(), workspace, query).await?;
+        // A failed lookup searches the query as written, as every other alias lookup does.
+        let names = (crate::merge::named_by_aliases(self.store.as_ref(), workspace, query).await)
+            .unwrap_or_default();
         Ok(match names.is_empty() {
             true => query.to_owned(),
             false => format!("{query} {}", names.join(" ")),

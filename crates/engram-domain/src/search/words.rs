@@ -80,15 +80,20 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 /// Whether `c` is written without spaces between words: Chinese, Japanese or Korean (Han
-/// ideographs, hiragana, katakana, Hangul syllables). Such a run is one "word" to
-/// [`words`] and to both stores' full-text tokenizers.
+/// ideographs, hiragana, katakana, Hangul syllables). A run of them, written without spaces,
+/// is one token to both stores' full-text tokenizers (and part of one word to [`words`]).
 pub fn is_cjk(c: char) -> bool {
     matches!(c,
-        '\u{3040}'..='\u{30ff}'     // hiragana, katakana
-        | '\u{3400}'..='\u{4dbf}'   // Han, extension A
-        | '\u{4e00}'..='\u{9fff}'   // Han
-        | '\u{f900}'..='\u{faff}'   // Han compatibility
-        | '\u{ac00}'..='\u{d7af}') // Hangul syllables
+        '\u{3005}'                     // 々, the repetition mark
+        | '\u{3041}'..='\u{3096}'     // hiragana
+        | '\u{309d}'..='\u{309f}'     // hiragana iteration marks
+        | '\u{30a1}'..='\u{30fa}'     // katakana (not the middle dot ・)
+        | '\u{30fc}'..='\u{30ff}'     // prolonged sound and iteration marks
+        | '\u{3400}'..='\u{4dbf}'     // Han, extension A
+        | '\u{4e00}'..='\u{9fff}'     // Han
+        | '\u{f900}'..='\u{faff}'     // Han compatibility
+        | '\u{ac00}'..='\u{d7af}'     // Hangul syllables
+        | '\u{20000}'..='\u{2fa1f}') // Han, extensions B and later
 }
 
 /// `text` followed by the overlapping pairs of characters of each of its runs of
@@ -183,6 +188,7 @@ mod tests {
             "Alice 在北京, 猫. 在北 北京 猫"
         );
         assert_eq!(with_cjk_bigrams("서울 날씨"), "서울 날씨 서울 날씨");
+        assert_eq!(with_cjk_bigrams("人々・ビル"), "人々・ビル 人々 ビル");
     }
 
     use super::*;

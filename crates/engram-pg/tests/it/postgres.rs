@@ -40,6 +40,7 @@ async fn the_databases_cjk_pairs_are_the_domains() {
         "Alice 在北京, 猫. カタカナ",
         "서울 날씨가 좋다",
         "一",
+        "人々・ビル 𠀋𠀋",
         "",
     ] {
         let sql: String = (client
