@@ -27,7 +27,3 @@ ALTER TABLE observations DROP COLUMN content_tsv;
 ALTER TABLE observations ADD COLUMN content_tsv tsvector
     GENERATED ALWAYS AS (to_tsvector('english', engram_with_cjk(content))) STORED;
 CREATE INDEX observations_tsv ON observations USING gin (content_tsv);
-
--- The text query weighs each lexeme by the column's statistics (`text_query.rs`), which the
--- new column has only once analyzed.
-ANALYZE observations;
