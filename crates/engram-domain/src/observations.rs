@@ -196,7 +196,7 @@ async fn similar_held(
     workspace: WorkspaceId,
     row: &AddedObservations,
 ) -> Result<Vec<SimilarFact>> {
-    use crate::consolidation::facts::{Likeness, Words, likeness, quote};
+    use crate::consolidation::facts::{Words, most_alike, quote};
     let request = FactVectors {
         workspace,
         name: &row.entity_name,
@@ -218,22 +218,9 @@ async fn similar_held(
         .collect();
     let mut similar = Vec::new();
     for new in &row.added {
-        let words = Words::of(&new.content);
         // The newest held fact it repeats, else the newest it may update.
-        let mut best: Option<(&FactVector, Likeness)> = None;
-        for (fact, old) in &held {
-            match likeness(old, &words) {
-                Some(Likeness::Duplicate) => {
-                    best = Some((fact, Likeness::Duplicate));
-                    break;
-                }
-                Some(Likeness::Version) if best.is_none() => {
-                    best = Some((fact, Likeness::Version));
-                }
-                _ => {}
-            }
-        }
-        if let Some((fact, _)) = best {
+        let found = most_alike(held.iter().map(|(_, old)| old), &Words::of(&new.content));
+        if let Some((fact, _)) = found.map(|(at, kind)| (held[at].0, kind)) {
             similar.push(SimilarFact {
                 ordinal: new.ordinal,
                 similar_ordinal: fact.ordinal,

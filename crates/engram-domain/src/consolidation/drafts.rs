@@ -242,7 +242,8 @@ fn clean(text: &str, max: usize) -> Option<String> {
     (!line.is_empty()).then(|| truncate(line, max))
 }
 
-fn truncate(text: &str, max: usize) -> String {
+/// `text` cut at `max` characters, "…" marking a cut.
+pub(super) fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", text[..end].trim_end()),
         None => text.to_string(),

@@ -216,16 +216,11 @@ pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)]) -> (Vec<FactPair>, 
     let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
     let (mut duplicates, mut versions) = (Vec::new(), Vec::new());
     for newer in 1..facts.len() {
-        // The one older fact most like it: the newest it repeats, else the newest it may
-        // update (a series of templated facts gives a pair per fact, not per pair of facts).
-        let alike = |wanted| {
-            (0..newer)
-                .rev()
-                .find(|&o| likeness(&words[o], &words[newer]) == Some(wanted))
-        };
-        let found = (alike(Likeness::Duplicate).map(|o| (o, Likeness::Duplicate)))
-            .or_else(|| alike(Likeness::Version).map(|o| (o, Likeness::Version)));
-        if let Some((older, kind)) = found {
+        // The one older fact most like it (a series of templated facts gives a pair per fact,
+        // not per pair of facts).
+        let found = most_alike(words[..newer].iter().rev(), &words[newer]);
+        if let Some((back, kind)) = found {
+            let older = newer - 1 - back;
             let pair = FactPair {
                 name: name.to_owned(),
                 ordinals: [facts[older].0, facts[newer].0],
@@ -240,12 +235,26 @@ pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)]) -> (Vec<FactPair>, 
     (duplicates, versions)
 }
 
+/// Of `older` (newest first), the one most like `newer`, in one pass: the first it repeats,
+/// else the first it may update; its position in `older` and how it is alike.
+pub(crate) fn most_alike<'a>(
+    older: impl IntoIterator<Item = &'a Words>,
+    newer: &Words,
+) -> Option<(usize, Likeness)> {
+    let mut version = None;
+    for (at, old) in older.into_iter().enumerate() {
+        match likeness(old, newer) {
+            Some(Likeness::Duplicate) => return Some((at, Likeness::Duplicate)),
+            Some(Likeness::Version) if version.is_none() => version = Some((at, Likeness::Version)),
+            _ => {}
+        }
+    }
+    version
+}
+
 /// `text` cut at [`QUOTED_CHARS`] characters, "…" marking a cut.
 pub(crate) fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTED_CHARS) {
-        Some((end, _)) => format!("{}…", text[..end].trim_end()),
-        None => text.to_owned(),
-    }
+    super::drafts::truncate(text, QUOTED_CHARS)
 }
 
 #[cfg(test)]
