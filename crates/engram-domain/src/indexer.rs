@@ -4,8 +4,9 @@
 //! that is down (the pairs simply stay pending).
 //!
 //! A text the embedder rejects does not hold the others up: when a batch fails while the
-//! embedder answers a probe, its texts become suspects, tried again in halves, one group per
-//! pass beside the pass's fresh batch, until the rejected texts stand alone; those are set
+//! embedder answers a probe, its texts become suspects: a group per workspace, tried again in
+//! halves, one group per pass beside the pass's fresh batch and workspaces in turn, until the
+//! rejected texts stand alone; those are set
 //! aside (in this process, with their reason) and tried again after a back-off. So finding
 //! rejected texts costs each pass at most one extra call, and texts of other workspaces (or
 //! other texts of the same one) keep being indexed meanwhile.
@@ -35,6 +36,8 @@ pub struct Indexer {
     rejected: Arc<Mutex<HashMap<PairKey, SetAside>>>,
     /// Groups of texts from batches the embedder refused, to try again in halves.
     suspects: Arc<Mutex<VecDeque<Vec<Suspect>>>>,
+    /// The workspace of the last group of suspects tried.
+    last_suspect: Arc<Mutex<Option<WorkspaceId>>>,
     /// The store's change marker read before the last pass, when that pass found nothing to
     /// embed but the texts set aside, and when it ended; `None` while there is work.
     idle: Arc<Mutex<Option<(i64, Instant)>>>,
@@ -91,6 +94,7 @@ impl Indexer {
             batch_size: batch_size.max(1),
             rejected: Arc::default(),
             suspects: Arc::default(),
+            last_suspect: Arc::default(),
             idle: Arc::default(),
             cursor: Arc::default(),
         }
@@ -234,7 +238,7 @@ impl Indexer {
                             text,
                         })
                         .collect();
-                    self.suspect(group, &error);
+                    self.suspect_by_workspace(group, &error);
                     records = (records.into_iter().enumerate())
                         .filter(|(i, _)| !refused.contains(i))
                         .map(|(_, record)| record)
@@ -271,13 +275,43 @@ impl Indexer {
             .collect()
     }
 
+    /// The next group to try: the first in line of another workspace than the last group
+    /// tried, so one workspace's many refused texts never keep another's waiting.
     fn next_suspects(&self) -> Option<Vec<Suspect>> {
-        self.lock_suspects().pop_front()
+        let mut suspects = self.lock_suspects();
+        let mut last = self.last_suspect.lock().unwrap_or_else(|p| p.into_inner());
+        let workspace = |group: &Vec<Suspect>| group.first().map(|s| s.task.workspace);
+        let at = (suspects.iter())
+            .position(|group| workspace(group) != *last)
+            .unwrap_or(0);
+        let group = suspects.remove(at)?;
+        *last = workspace(&group);
+        Some(group)
     }
 
     fn requeue(&self, group: Option<Vec<Suspect>>) {
         if let Some(group) = group {
             self.lock_suspects().push_front(group);
+        }
+    }
+
+    /// A refused fresh batch: a group per workspace, so one workspace's refused text keeps
+    /// no other's texts waiting; a batch of one workspace is halved at once.
+    fn suspect_by_workspace(&self, group: Vec<Suspect>, error: &Error) {
+        let mut groups: Vec<Vec<Suspect>> = Vec::new();
+        for suspect in group {
+            let workspace = suspect.task.workspace;
+            match groups.iter_mut().find(|g| g[0].task.workspace == workspace) {
+                Some(group) => group.push(suspect),
+                None => groups.push(vec![suspect]),
+            }
+        }
+        if groups.len() == 1 {
+            return self.suspect(groups.remove(0), error);
+        }
+        let mut suspects = self.lock_suspects();
+        for group in groups.into_iter().rev() {
+            suspects.push_front(group);
         }
     }
 

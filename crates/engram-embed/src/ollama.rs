@@ -28,12 +28,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const ATTEMPTS: NonZeroU32 = NonZeroU32::new(4).unwrap();
 const FIRST_DELAY: Duration = Duration::from_millis(200);
+/// Calls at most when Ollama answers with an error status (see [`OllamaEmbedder`]).
+const ANSWERED_ERROR_ATTEMPTS: u32 = 2;
 
 /// An embedding model served by Ollama, model id `ollama/<model>`.
 ///
-/// Texts go in batches of at most 64 per `/api/embed` call. Connection errors and error
-/// answers are retried with exponential backoff (by default 4 attempts, waiting 200, 400
-/// and 800 ms), then reported as [`Error::Unavailable`]. The model's dimension is learnt
+/// Texts go in batches of at most 64 per `/api/embed` call. Connection errors are retried
+/// with exponential backoff (by default 4 attempts, waiting 200, 400 and 800 ms), an error
+/// answer once (after 200 ms), then reported as [`Error::Unavailable`]. The model's dimension is learnt
 /// from its first answer; an answer of another dimension is an [`Error::Internal`].
 /// Vectors are L2-normalised here, whatever the model does.
 pub struct OllamaEmbedder {
@@ -121,12 +123,17 @@ impl OllamaEmbedder {
                 Err(err) => err,
             };
             let message = error_chain(&err);
-            // ollama-rs reports an error status without its code, so every error answer
-            // (5xx, but also a model not pulled yet) is retried like a connection error.
-            if !matches!(err, OllamaError::ReqwestError(_) | OllamaError::Other(_)) {
-                return Err(Error::Internal(format!("ollama {}: {message}", self.model)));
-            }
-            if attempt >= self.attempts.get() {
+            // ollama-rs reports an error status without its code. An error answer (a text
+            // the model cannot take, a model not pulled, a busy server) is tried once more,
+            // not `attempts` times: most are the same on every try, and a caller that
+            // halves a refused batch to find the text at fault must not wait seconds per
+            // half. Connection errors get every attempt.
+            let attempts = match err {
+                OllamaError::ReqwestError(_) => self.attempts.get(),
+                OllamaError::Other(_) => self.attempts.get().min(ANSWERED_ERROR_ATTEMPTS),
+                _ => return Err(Error::Internal(format!("ollama {}: {message}", self.model))),
+            };
+            if attempt >= attempts {
                 return Err(Error::Unavailable(format!(
                     "ollama at {} ({}) failed {attempt} times: {message}; is `ollama serve` \
                      running there, and has `ollama pull {}` been run?",

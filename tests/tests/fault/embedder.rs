@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::ollama::{FakeOllama, Mode};
+use crate::harness::ollama::{FakeOllama, Mode, REJECTED};
 use crate::harness::{Backend, Embedder, Figures, Mcp, Server, Store, bounded, percentile};
 
 /// How long a search waits for the query's embedding (`engram_domain::QUERY_EMBEDDING_BUDGET`)
@@ -186,6 +186,69 @@ pub async fn the_embedder_down_then_hanging_then_back(backend: Backend) {
             out_max < 2_000.0,
             "a write took {out_max:.0} ms in the outage"
         );
+    })
+    .await;
+}
+
+/// Texts the embedder refuses in one workspace (200) hold up no other workspace: the other's
+/// 50 ordinary texts reach full coverage within a minute, while the refused ones are set
+/// aside and listed (`get_stats.rejected_texts`).
+pub async fn refused_texts_in_one_workspace_starve_no_other(backend: Backend) {
+    bounded(Duration::from_secs(240), async {
+        let ollama = FakeOllama::start(Duration::ZERO).await;
+        let store = Store::fresh(backend).await;
+        crate::harness::binary::run_ok(&["workspace", "create", "other"], &store.url).await;
+        let server = Server::start(&store, &Embedder::Ollama(ollama.url()), "server").await;
+        let refusing = server.client().await;
+        let other = Mcp::connect(&server.base, "other").await.expect("a client");
+        let mut figures = Figures::new(format!("{backend:?}/refused texts, other workspace"));
+
+        for batch in 0..20 {
+            let entities: Vec<Value> = (0..10)
+                .map(|i| {
+                    json!({"name": format!("refused-{batch}-{i}"), "entity_type": "note",
+                        "observations": [format!("{REJECTED} text {batch} {i}")]})
+                })
+                .collect();
+            refusing
+                .ok("create_entities", json!({"entities": entities}))
+                .await;
+        }
+        // The refused texts get a head start: the indexer is busy with them when the other
+        // workspace's texts arrive.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let started = Instant::now();
+        let entities: Vec<Value> = (0..50)
+            .map(|i| {
+                json!({"name": format!("ordinary-{i}"), "entity_type": "note",
+                    "observations": [format!("an ordinary note number {i}")]})
+            })
+            .collect();
+        other
+            .ok("create_entities", json!({"entities": entities}))
+            .await;
+        let took = wait_for_full_coverage(&other, Duration::from_secs(60)).await;
+        figures.add(
+            "other workspace fully embedded (s)",
+            format!("{:.1}", took.as_secs_f64()),
+        );
+        let refused = refusing.ok("get_stats", json!({})).await;
+        figures.add("refused set aside by then", &refused["rejected_texts"]);
+        assert!(started.elapsed() < Duration::from_secs(60));
+        // The refused ones are found out (each alone, after halving its batches) and listed.
+        let listed = Instant::now();
+        loop {
+            let stats = refusing.ok("get_stats", json!({})).await;
+            if stats["rejected_texts"].as_u64().unwrap_or(0) > 0 {
+                break;
+            }
+            assert!(
+                listed.elapsed() < Duration::from_secs(30),
+                "none set aside: {stats}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        figures.print();
     })
     .await;
 }

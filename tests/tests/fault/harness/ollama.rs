@@ -3,6 +3,9 @@
 //! connection refused) or hanging (requests are read and never answered, until the switch
 //! moves on). It counts every text it embedded, so a test can tell what was embedded twice.
 //!
+//! A request holding a text with [`REJECTED`] is refused with 400 and the words Ollama uses
+//! for an input it cannot take, as a real model refuses some texts while taking others.
+//!
 //! A small HTTP/1.1 server by hand (one request per connection, `Connection: close`): the
 //! test controls exactly when the socket listens, answers or stays silent.
 
@@ -18,6 +21,9 @@ use tokio::task::{JoinHandle, JoinSet};
 
 /// The vectors' dimension (all-MiniLM-L6-v2's, the size engram's stores index first).
 pub const DIMENSION: usize = 384;
+
+/// A text holding this is refused (400), in any batch, whatever the mode.
+pub const REJECTED: &str = "refused-by-the-embedder";
 
 /// What the fake does with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +144,10 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             .collect(),
         _ => return respond(&mut stream, 400, &json!({"error": "no input"})).await,
     };
+    if texts.iter().any(|text| text.contains(REJECTED)) {
+        let error = "the input length exceeds the context length";
+        return respond(&mut stream, 400, &json!({ "error": error })).await;
+    }
     let embeddings: Vec<Vec<f32>> = texts.iter().map(|text| embed(text)).collect();
     {
         let mut counted = shared.texts.lock().unwrap();
