@@ -77,6 +77,10 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         "A workspace's pairs waiting for a current vector"
     );
     metrics::describe_gauge!(
+        "engram_indexer_rejected_texts",
+        "A workspace's pairs the embedder refused: set aside, tried again after a back-off"
+    );
+    metrics::describe_gauge!(
         "engram_db_pool_connections",
         "PostgreSQL pool connections by state (open, idle, max)"
     );
@@ -270,6 +274,9 @@ async fn refresh(scrape: &Scrape, shown: &[(WorkspaceId, String)]) -> engram_dom
             .set(progress.coverage);
         metrics::gauge!("engram_indexer_backlog", "workspace" => name.clone())
             .set(progress.backlog() as f64);
+        let rejected = scrape.memory.rejected_texts(*id).len();
+        metrics::gauge!("engram_indexer_rejected_texts", "workspace" => name.clone())
+            .set(rejected as f64);
     }
     Ok(())
 }

@@ -158,6 +158,10 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
         sample(&page, "engram_indexer_backlog", &[("workspace", "demo")]),
         Some(0.0)
     );
+    assert_eq!(
+        sample(&page, "engram_indexer_rejected_texts", &[("workspace", "demo")]),
+        Some(0.0)
+    );
     assert!(
         sample(&page, "engram_indexer_embedded_total", &[]).is_some_and(|n| n >= 1.0),
         "{page}"
