@@ -133,6 +133,9 @@ pub struct OpenNodes {
     /// As it was then.
     #[serde(default)]
     pub as_of: Option<Timestamp>,
+    /// Read on where `notice` says.
+    #[serde(default)]
+    pub after_ordinal: Option<i64>,
 }
 
 impl OpenNodes {
@@ -142,6 +145,7 @@ impl OpenNodes {
             names: names.to_vec(),
             include_ended: false,
             as_of: None,
+            after_ordinal: None,
         }
     }
 
@@ -161,8 +165,52 @@ impl OpenNodes {
     pub fn check(self) -> Result<Checked<Self>> {
         names_batch("names", &self.names)?;
         crate::ReadTime::from_request(self.include_ended, self.as_of)?;
+        if let Some(after) = self.after_ordinal {
+            limits::ordinal_counter("after_ordinal", after.saturating_add(1))?;
+        }
         Ok(Checked::new(self))
     }
+}
+
+/// The bytes of observation text one `open_nodes` answer carries at most: 8 MiB, so that
+/// an answer (whose JSON carries each text twice, as structured content and as its text
+/// twin) stays within what a session may leave unread. The observation that passes it is
+/// left out, with every later one; the answer's `notice` says where to read on.
+pub const OPEN_NODES_TEXT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Drops `opened`'s observations up to `after` (when given), then keeps observations, node
+/// by node in answer order, while their texts fit in `budget` bytes (the first one always
+/// fits); says in `opened.notice` what was left out and how to read it.
+fn bound_observations(opened: &mut OpenedNodes, after: Option<i64>, budget: usize) {
+    let mut used = 0usize;
+    let mut left_out: Vec<(String, i64, usize)> = Vec::new();
+    for node in &mut opened.entities {
+        if let Some(after) = after {
+            node.observations.retain(|o| o.ordinal.0 > after);
+        }
+        let fits = node.observations.iter().position(|o| {
+            used += o.content.len();
+            used > budget && used != o.content.len()
+        });
+        if let Some(at) = fits {
+            let rest = node.observations.split_off(at);
+            left_out.push((node.name.clone(), rest[0].ordinal.0, rest.len()));
+            used = usize::MAX / 2;
+        }
+    }
+    let Some((first, from, _)) = left_out.first() else {
+        return;
+    };
+    let nodes: Vec<String> = (left_out.iter())
+        .map(|(name, from, count)| format!("{name:?} from ordinal {from} ({count})"))
+        .collect();
+    opened.notice = Some(format!(
+        "observations left out past the {} MiB of text one answer holds: {}; read on with \
+         open_nodes {{\"names\": [{first:?}], \"after_ordinal\": {}}}",
+        OPEN_NODES_TEXT_BYTES / (1024 * 1024),
+        nodes.join(", "),
+        from - 1
+    ));
 }
 
 /// `get_nodes_by_type`: every node of one type.
@@ -382,6 +430,7 @@ pub(crate) async fn open_nodes(
         opened.entities.sort_by_key(|e| place(&e.name));
     }
     opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
+    bound_observations(&mut opened, request.after_ordinal, OPEN_NODES_TEXT_BYTES);
     Ok(opened)
 }
 
@@ -485,4 +534,75 @@ fn once_each(texts: Vec<NewFact>) -> (Vec<NewFact>, Vec<(usize, NewFact)>) {
         }
     }
     (kept, repeated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, texts: &[&str]) -> NodeDetail {
+        NodeDetail {
+            name: name.into(),
+            entity_type: "note".into(),
+            summary: None,
+            tags: Vec::new(),
+            observations: (texts.iter().enumerate())
+                .map(|(i, text)| Observation::new(Ordinal(i as i64 + 1), *text))
+                .collect(),
+            aliases: Vec::new(),
+            created_at: Timestamp::default(),
+            updated_at: Timestamp::default(),
+        }
+    }
+
+    fn ordinals(opened: &OpenedNodes) -> Vec<Vec<i64>> {
+        (opened.entities.iter())
+            .map(|n| n.observations.iter().map(|o| o.ordinal.0).collect())
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_keeps_observations_within_its_bytes_and_says_where_to_read_on() {
+        let mut opened = OpenedNodes {
+            entities: vec![node("a", &["aaaa", "bbbb", "cccc"]), node("b", &["dd"])],
+            ..OpenedNodes::default()
+        };
+        bound_observations(&mut opened, None, 9);
+        assert_eq!(ordinals(&opened), [vec![1, 2], vec![]]);
+        let notice = opened.notice.as_deref().unwrap();
+        assert!(
+            notice.contains(r#""a" from ordinal 3 (1), "b" from ordinal 1 (1)"#),
+            "{notice}"
+        );
+        assert!(
+            notice.contains(r#"{"names": ["a"], "after_ordinal": 2}"#),
+            "{notice}"
+        );
+        // Reading on from there: the rest, and nothing said.
+        let mut rest = OpenedNodes {
+            entities: vec![node("a", &["aaaa", "bbbb", "cccc"])],
+            ..OpenedNodes::default()
+        };
+        bound_observations(&mut rest, Some(2), 9);
+        assert_eq!(ordinals(&rest), [vec![3]]);
+        assert_eq!(rest.notice, None);
+        // One text larger than the budget still comes: no node is unreadable.
+        let mut large = OpenedNodes {
+            entities: vec![node("a", &["aaaaaaaaaaaa", "b"])],
+            ..OpenedNodes::default()
+        };
+        bound_observations(&mut large, None, 9);
+        assert_eq!(ordinals(&large), [vec![1]]);
+    }
+
+    #[test]
+    fn after_ordinal_is_checked() {
+        let mut request = OpenNodes::new(&["a".to_owned()]);
+        request.after_ordinal = Some(-1);
+        let error = request.check().unwrap_err().to_string();
+        assert!(error.contains("after_ordinal"), "{error}");
+        let mut request = OpenNodes::new(&["a".to_owned()]);
+        request.after_ordinal = Some(0);
+        assert!(request.check().is_ok());
+    }
 }

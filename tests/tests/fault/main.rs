@@ -48,6 +48,7 @@ per_backend!(
     crash::kill_9_during_indexing,
     embedder::the_embedder_down_then_hanging_then_back,
     embedder::refused_texts_in_one_workspace_starve_no_other,
+    memory::a_reading_client_gets_every_large_answer,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -3,7 +3,9 @@
 //! their sessions saying why, stays within a bound of resident memory, and gives the memory
 //! back once they leave. The same for Streamable HTTP clients that never read their answers.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -309,6 +311,107 @@ pub async fn streamable_clients_that_never_read_stay_within_the_memory_budget(ba
         );
         let stats = server.client().await.ok("get_stats", json!({})).await;
         assert_eq!(stats["node_count"], NODES);
+    })
+    .await;
+}
+
+/// Observations of 64 KiB, the largest a text may be, added in one call.
+const LARGE_TEXTS: usize = 300;
+const LARGE_TEXT_BYTES: usize = 64 * 1024;
+
+/// A client that reads its answers gets every one whole, however large: `add_observations`
+/// of 300 texts of 64 KiB (an answer of about 40 MB, past the 32 MiB a session may leave
+/// unread) and `open_nodes` of that node, which answers in pages of at most 8 MiB of text
+/// and says where to read on, so the node never becomes unreadable.
+pub async fn a_reading_client_gets_every_large_answer(backend: Backend) {
+    bounded(Duration::from_secs(240), async {
+        let store = Store::fresh(backend).await;
+        let server = Server::start(&store, &Embedder::None, "server").await;
+        let client = server.client().await;
+        let mut figures = Figures::new(format!("{backend:?}/a reading client's large answers"));
+        let before = rss_mb(server.pid);
+        let pid = server.pid;
+        let sampling = Arc::new(AtomicBool::new(true));
+        let sampler = tokio::spawn({
+            let sampling = sampling.clone();
+            async move {
+                let mut peak = 0.0f64;
+                while sampling.load(Ordering::Acquire) {
+                    peak = peak.max(rss_mb(pid));
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                peak
+            }
+        });
+        client
+            .ok(
+                "create_entities",
+                json!({"entities": [{"name": "large", "entity_type": "note"}]}),
+            )
+            .await;
+        let sentence = "the build pipeline publishes every artifact to the shared cache ";
+        let texts: Vec<String> = (0..LARGE_TEXTS)
+            .map(|i| {
+                let mut text = format!("note {i}: ");
+                while text.len() + sentence.len() <= LARGE_TEXT_BYTES {
+                    text.push_str(sentence);
+                }
+                text
+            })
+            .collect();
+        let started = Instant::now();
+        let added = client
+            .ok(
+                "add_observations",
+                json!({"observations": [
+                {"entity_name": "large", "contents": texts}]}),
+            )
+            .await;
+        let add_took = started.elapsed();
+        let rows = added["results"][0]["added"].as_array().expect("added rows");
+        assert_eq!(rows.len(), LARGE_TEXTS, "{}", &added.to_string()[..300]);
+        assert_eq!(rows[299]["content"].as_str(), Some(texts[299].as_str()));
+
+        let started = Instant::now();
+        let (mut read, mut pages, mut after) = (Vec::new(), 0, None::<i64>);
+        loop {
+            let mut arguments = json!({"names": ["large"]});
+            if let Some(after) = after {
+                arguments["after_ordinal"] = json!(after);
+            }
+            let page = client.ok("open_nodes", arguments).await;
+            pages += 1;
+            let observations = page["entities"][0]["observations"].as_array().unwrap();
+            let text_bytes: usize = (observations.iter())
+                .map(|o| o["content"].as_str().unwrap().len())
+                .sum();
+            assert!(
+                text_bytes <= 8 * 1024 * 1024,
+                "{text_bytes} bytes in one answer"
+            );
+            read.extend(observations.iter().map(|o| o["ordinal"].as_i64().unwrap()));
+            let Some(notice) = page["notice"].as_str() else {
+                break;
+            };
+            let at = notice.rfind("\"after_ordinal\": ").expect(notice) + 17;
+            after = Some(notice[at..].trim_end_matches('}').parse().expect(notice));
+            assert!(pages < 10, "{notice}");
+        }
+        let open_took = started.elapsed();
+        assert_eq!(read, (1..=LARGE_TEXTS as i64).collect::<Vec<_>>());
+        assert!(pages >= 3, "{pages} pages for 19.7 MB of text");
+        sampling.store(false, Ordering::Release);
+        let peak = sampler.await.unwrap();
+        Figures::new(format!("{backend:?}/a reading client's large answers"))
+            .add(
+                "add_observations s",
+                format!("{:.1}", add_took.as_secs_f64()),
+            )
+            .add("open_nodes pages", pages)
+            .add("open_nodes s", format!("{:.1}", open_took.as_secs_f64()))
+            .add("rss before MB", format!("{before:.0}"))
+            .add("rss peak MB", format!("{peak:.0}"))
+            .print();
     })
     .await;
 }

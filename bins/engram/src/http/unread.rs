@@ -4,9 +4,11 @@
 //! Streamable HTTP answers (`/mcp`) are counted here. Each frame of a response counts from
 //! when it is handed to the connection until the connection asks for the next one, which it
 //! does once it has written the frame out; a client that stops reading leaves its frame
-//! counted. A frame that would pass a budget cuts its
-//! response off (the connection is closed, the frame freed, the log says why): a client that
-//! does not read is dropped, not buffered without limit.
+//! counted. A frame that would pass a budget while its session leaves earlier answers unread
+//! cuts its response off (the connection is closed, the frame freed, the log says why): a
+//! client that does not read is dropped, not buffered without limit. A client that has read
+//! everything it was sent gets its next answer whatever its size (the tools bound what one
+//! call returns).
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -61,11 +63,18 @@ impl Tally {
         }
     }
 
-    /// Counts `bytes` more, unless that would pass a budget (then nothing is counted).
+    /// Counts `bytes` more. Past a budget nothing is counted and the answer is `false`,
+    /// unless the session had nothing left unread and the server's total was within its
+    /// budget before: a client that has read every earlier answer gets this one whatever
+    /// its size (the budgets are for clients that stop reading; such a client gets no
+    /// further answer while it holds this one, and once the total is past its budget no
+    /// session gets more), so the unread bytes stay below the total budget plus one answer.
     pub(super) fn add(&self, bytes: usize) -> bool {
         let all = self.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
         let session = self.session.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        if all > self.budget.total || session > self.budget.per_session {
+        let over = all > self.budget.total || session > self.budget.per_session;
+        let reader = session == bytes && all - bytes <= self.budget.total;
+        if over && !reader {
             self.take(bytes);
             return false;
         }
@@ -156,7 +165,8 @@ struct Counted {
 }
 
 impl Counted {
-    /// Counts `bytes` as held, unless that would pass a budget (then nothing is counted).
+    /// Counts `bytes` as held, unless that would pass a budget while the session leaves
+    /// earlier answers unread (then nothing is counted).
     fn hold(&mut self, bytes: usize) -> bool {
         let fits = self.tally.add(bytes);
         self.held = if fits { bytes } else { 0 };
@@ -213,5 +223,42 @@ impl Drop for Counted {
         if let Some(id) = self.session.take() {
             self.ledger.forget(&id, &self.tally.session);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(session: &Arc<AtomicUsize>, all: &Arc<AtomicUsize>) -> Tally {
+        let budget = UnreadBudget {
+            per_session: 10,
+            total: 100,
+        };
+        Tally::new(session.clone(), all.clone(), budget)
+    }
+
+    #[test]
+    fn a_client_that_read_everything_gets_an_answer_past_the_budget() {
+        let all = Arc::new(AtomicUsize::new(0));
+        let (reader, other): (Arc<AtomicUsize>, Arc<AtomicUsize>) = Default::default();
+        let reading = tally(&reader, &all);
+        // Nothing unread: an answer of 5 session budgets is taken.
+        assert!(reading.add(50));
+        // Left unread: not even one byte more.
+        assert!(!reading.add(1));
+        assert_eq!(reader.load(Ordering::Acquire), 50);
+        // Read: the next large answer is taken again.
+        reading.take(50);
+        assert!(reading.add(60));
+        reading.take(60);
+        // A session with nothing unread is taken while the total was within its budget...
+        let (third, other_third) = (tally(&other, &all), Arc::default());
+        assert!(reading.add(95));
+        assert!(third.add(10), "the total was 95 of 100 before");
+        // ... and not once it is past it: the total stays below its budget plus one answer.
+        let fourth = tally(&other_third, &all);
+        assert!(!fourth.add(5), "the total was 105 of 100 before");
+        assert_eq!(all.load(Ordering::Acquire), 105);
     }
 }

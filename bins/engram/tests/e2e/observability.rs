@@ -159,7 +159,11 @@ pub async fn metrics_count_calls_sessions_and_coverage_and_logs_keep_contents_ou
         Some(0.0)
     );
     assert_eq!(
-        sample(&page, "engram_indexer_rejected_texts", &[("workspace", "demo")]),
+        sample(
+            &page,
+            "engram_indexer_rejected_texts",
+            &[("workspace", "demo")]
+        ),
         Some(0.0)
     );
     assert!(

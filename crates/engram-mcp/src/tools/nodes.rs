@@ -38,7 +38,7 @@ impl EngramServer {
         Ok(Json(deleted))
     }
 
-    /// Read nodes in full: facts in ordinal order, summary, tags, and their relations.
+    /// Read nodes in full: facts in order, summary, tags, relations.
     #[tool(annotations(read_only_hint = true))]
     async fn open_nodes(
         &self,
