@@ -5,6 +5,7 @@
 mod auth;
 mod binding;
 pub mod forwarded;
+mod framing;
 mod guard;
 mod json_shape;
 pub mod metrics;
@@ -241,10 +242,14 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
+        let framing = framing::Framing::new();
         let app = app
             .clone()
+            .layer(middleware::from_fn(framing::refuse_both_framings))
+            .layer(axum::Extension(framing.clone()))
             .layer(axum::Extension(forwarded::Peer(peer.ip())));
         let service = hyper_util::service::TowerToHyperService::new(app);
+        let stream = framing::Watched::new(stream, framing);
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();

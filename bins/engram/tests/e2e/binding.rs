@@ -241,18 +241,83 @@ pub async fn malformed_bodies_get_json_rpc_errors(backend: Backend) {
         let answer: serde_json::Value = response.json().await.unwrap();
         assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
     }
-    // Both framings at once are refused, whichever the server would have read.
+}
+
+/// One answer read off a raw connection: its status and body (`Content-Length` framed).
+async fn raw_answer(stream: &mut tokio::io::BufReader<tokio::net::TcpStream>) -> (u16, String) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let (mut status, mut length) = (0, 0);
+    loop {
+        let mut line = String::new();
+        assert!(
+            stream.read_line(&mut line).await.unwrap() > 0,
+            "the connection closed"
+        );
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(rest) = line.strip_prefix("HTTP/1.1 ") {
+            status = rest[..3].parse().unwrap();
+        } else if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).await.unwrap();
+    (status, String::from_utf8(body).unwrap())
+}
+
+/// A request with both `Content-Length` and `Transfer-Encoding` is refused (400, naming
+/// both), in either order and whatever the length says, also after other requests on the
+/// same connection, framed each way; requests with one framing are not.
+pub async fn both_framings_are_refused_on_a_raw_socket(backend: Backend) {
+    use tokio::io::AsyncWriteExt;
+    let server = TestServer::start(backend, &["alpha"]).await;
     let address = server.base.trim_start_matches("http://").to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nX-Memory-Workspace: alpha\r\n\
-         Content-Type: application/json\r\nContent-Length: 4\r\n\
-         Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-    );
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = vec![0_u8; 1024];
-    let n = stream.read(&mut answer).await.unwrap();
-    let answer = String::from_utf8_lossy(&answer[..n]);
-    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let head = |method: &str, path: &str, framing: &str| {
+        format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\n{framing}\r\n")
+    };
+    let initialize = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}"#;
+    let chunked = format!("{:x}\r\n{initialize}\r\n0\r\n\r\n", initialize.len());
+    for (first, second) in [
+        ("Content-Length: 4\r\n", "Transfer-Encoding: chunked\r\n"),
+        ("Transfer-Encoding: chunked\r\n", "Content-Length: 999\r\n"),
+    ] {
+        let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let mut stream = tokio::io::BufReader::new(stream);
+        // One framing each, kept alive: answered as usual.
+        let requests = [
+            head("POST", "/healthz", "Content-Length: 5\r\n") + "hello",
+            head("POST", "/healthz", "Transfer-Encoding: chunked\r\n") + "5\r\nhello\r\n0\r\n\r\n",
+            head("GET", "/healthz", ""),
+        ];
+        for request in &requests {
+            stream
+                .get_mut()
+                .write_all(request.as_bytes())
+                .await
+                .unwrap();
+            let (status, body) = raw_answer(&mut stream).await;
+            assert_ne!(status, 400, "{request:?}: {body}");
+        }
+        let both = head(
+            "POST",
+            "/mcp",
+            &format!(
+                "X-Memory-Workspace: alpha\r\n\
+            Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+            {first}{second}"
+            ),
+        ) + &chunked;
+        stream.get_mut().write_all(both.as_bytes()).await.unwrap();
+        let (status, body) = raw_answer(&mut stream).await;
+        assert_eq!(status, 400, "{both:?}: {body}");
+        assert!(
+            body.contains("both Content-Length and Transfer-Encoding"),
+            "{body}"
+        );
+    }
 }

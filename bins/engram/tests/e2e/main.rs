@@ -59,6 +59,7 @@ per_backend!(
     binding::foreign_hosts_and_origins_are_refused,
     binding::healthz_reports_a_ready_database,
     binding::malformed_bodies_get_json_rpc_errors,
+    binding::both_framings_are_refused_on_a_raw_socket,
     binding::workspaces_stay_isolated_across_clients,
     consolidation::drafts_come_from_the_model_when_it_answers_in_time,
     context::prompts_and_resources_over_streamable_http,
