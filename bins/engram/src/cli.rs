@@ -458,7 +458,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub insecure_no_auth: bool,
     /// The largest request body accepted, in bytes; larger ones get 413. The default holds a
-    /// full batch of 1,000 observations of 64 KiB.
+    /// full batch of 1,000 observations of 64 KiB. All requests together hold one such body
+    /// and 16 MiB more at once; the others wait in line.
     #[arg(long, env = "ENGRAM_MAX_BODY_BYTES", default_value_t = engram::http::MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
     /// How long a client may take to send a request body, e.g. `30s`; a slower one gets 408.

@@ -71,6 +71,12 @@ async fn streamable_clients_that_never_read_stay_within_the_memory_budget() {
     .await;
 }
 
+/// Reading bodies does not depend on the store: SQLite only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_large_bodies_stay_within_the_memory_bound() {
+    memory::parallel_large_bodies_stay_within_the_memory_bound(harness::Backend::Sqlite).await;
+}
+
 /// Parsing does not depend on the store: SQLite only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_body_of_millions_of_items_is_refused_at_the_cost_of_its_bytes() {

@@ -415,3 +415,105 @@ pub async fn a_reading_client_gets_every_large_answer(backend: Backend) {
     })
     .await;
 }
+
+/// Bodies sent at once, each just under the 80 MiB a body may be.
+const PARALLEL_BODIES: usize = 16;
+const PARALLEL_BODY_BYTES: usize = 79 * 1000 * 1000;
+
+/// 16 clients each sending a 79 MB body at once: the server reads and handles about one such
+/// body at a time (the others wait in their sockets, not in its memory), so its resident
+/// memory stays under 500 MB, and every client gets an answer (the tool's refusal of a text
+/// over 64 KiB, or 408 when its turn came after its body's time limit).
+pub async fn parallel_large_bodies_stay_within_the_memory_bound(backend: Backend) {
+    bounded(Duration::from_secs(240), async {
+        let store = Store::fresh(backend).await;
+        let server = Server::start(&store, &Embedder::None, "server").await;
+        let http = reqwest::Client::new();
+        let mut sessions = Vec::new();
+        for _ in 0..PARALLEL_BODIES {
+            sessions.push(open_streamable(&http, &server.base).await);
+        }
+        let head = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add_observations","arguments":{"observations":[{"entity_name":"e","contents":[""#;
+        let mut body = head.to_vec();
+        let filler = b"a sentence of ordinary words ";
+        while body.len() + filler.len() + 8 < PARALLEL_BODY_BYTES {
+            body.extend_from_slice(filler);
+        }
+        body.extend_from_slice(br#""]}]}}}"#);
+        let body: &'static [u8] = Box::leak(body.into_boxed_slice());
+        let before = rss_mb(server.pid);
+        let pid = server.pid;
+        let sampling = Arc::new(AtomicBool::new(true));
+        let sampler = tokio::spawn({
+            let sampling = sampling.clone();
+            async move {
+                let mut peak = 0.0f64;
+                while sampling.load(Ordering::Acquire) {
+                    peak = peak.max(rss_mb(pid));
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                peak
+            }
+        });
+        let started = Instant::now();
+        let sends = sessions.iter().map(|session| {
+            let request = http
+                .post(format!("{}/mcp", server.base))
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("x-memory-workspace", "fault")
+                .header("mcp-protocol-version", "2025-06-18")
+                .header("mcp-session-id", session)
+                .body(body);
+            async move {
+                let response = request.send().await.expect("an answer, not a reset");
+                let status = response.status().as_u16();
+                (status, response.text().await.unwrap_or_default())
+            }
+        });
+        let answers = futures_join_all(sends).await;
+        let took = started.elapsed();
+        sampling.store(false, Ordering::Release);
+        let peak = sampler.await.unwrap();
+        let refused_by_the_tool = (answers.iter())
+            .filter(|(status, text)| *status == 200 && text.contains("65536"))
+            .count();
+        let timed_out = answers.iter().filter(|(status, _)| *status == 408).count();
+        Figures::new(format!("{backend:?}/parallel large bodies"))
+            .add("bodies", PARALLEL_BODIES)
+            .add("body MB", PARALLEL_BODY_BYTES / 1_000_000)
+            .add("answered by the tool", refused_by_the_tool)
+            .add("408", timed_out)
+            .add("s", format!("{:.1}", took.as_secs_f64()))
+            .add("rss before MB", format!("{before:.0}"))
+            .add("rss peak MB", format!("{peak:.0}"))
+            .print();
+        for (status, text) in &answers {
+            assert!(
+                (*status == 200 && text.contains("65536")) || *status == 408,
+                "{status}: {}",
+                &text[..text.len().min(300)]
+            );
+        }
+        assert!(refused_by_the_tool > 0, "no body was handled");
+        assert!(peak <= 500.0, "resident memory reached {peak:.0} MB");
+        let stats = server.client().await.ok("get_stats", json!({})).await;
+        assert_eq!(stats["observation_count"], 0);
+    })
+    .await;
+}
+
+/// Runs `futures` concurrently; their outputs in order.
+async fn futures_join_all<F: std::future::Future + Send + 'static>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F::Output: Send,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut outputs = Vec::with_capacity(handles.len());
+    for handle in handles {
+        outputs.push(handle.await.unwrap());
+    }
+    outputs
+}

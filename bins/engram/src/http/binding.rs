@@ -182,34 +182,128 @@ fn envelope_problem(message: &serde_json::Value) -> Option<String> {
     None
 }
 
-/// How large a request body may be and how long it may take to arrive.
-#[derive(Debug, Clone, Copy)]
+/// How large a request body may be, how long it may take to arrive, and how many bytes of
+/// bodies all requests together may hold at once.
+#[derive(Debug, Clone)]
 pub struct BodyLimits {
     /// The largest body, in bytes.
     pub max_bytes: usize,
     /// The longest it may take to arrive.
     pub timeout: std::time::Duration,
+    /// Bytes of bodies being read or handled, across requests: a permit per byte, taken
+    /// before a body is read and given back when its answer is done ([`read_body`]).
+    pub in_flight: Arc<tokio::sync::Semaphore>,
 }
 
-/// A request body within `limits`; else the refusal to send: 408 when it came too slowly, 413
-/// when it is too large, 400 when it could not be read (a malformed chunk) or holds an array or
-/// object of more than [`super::json_shape::MAX_ITEMS`] items (found before anything is built
-/// from it).
+/// Room for bodies beside the largest one: small requests go on while a large body is read
+/// and handled.
+const SMALL_BODIES_BYTES: usize = 16 * 1024 * 1024;
+
+impl BodyLimits {
+    /// Bodies of at most `max_bytes`, arriving within `timeout`; all requests together hold
+    /// one such body and 16 MiB more at once (16 parallel bodies of 79 MB held 1 GB before).
+    pub fn new(max_bytes: usize, timeout: std::time::Duration) -> Self {
+        let total = max_bytes.saturating_add(SMALL_BODIES_BYTES);
+        Self {
+            max_bytes,
+            timeout,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(
+                total.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+        }
+    }
+}
+
+/// A body's share of [`BodyLimits::in_flight`], held until its request is answered.
+pub(super) type BodyPermit = tokio::sync::OwnedSemaphorePermit;
+
+/// Takes `limits.in_flight` permits for a body as it arrives: all of a body whose length is
+/// known before it is read (waiting for them in line, holding none meanwhile), else each
+/// piece as it comes, without waiting (no two bodies can each hold part of the budget while
+/// waiting for the rest). Fails when the budget has no room for a body of unknown length.
+async fn read_counted(
+    body: axum::body::Body,
+    limits: &BodyLimits,
+) -> Result<(axum::body::Bytes, BodyPermit), ReadFailure> {
+    use http_body::Body as _;
+    use http_body_util::BodyExt;
+    let limit = limits.max_bytes;
+    let permits = |bytes: u64| u32::try_from(bytes).unwrap_or(u32::MAX);
+    if let Some(length) = body.size_hint().exact() {
+        if length > limit as u64 {
+            return Err(ReadFailure::TooLarge);
+        }
+        let permit = (limits
+            .in_flight
+            .clone()
+            .acquire_many_owned(permits(length))
+            .await)
+            .expect("the body budget is never closed");
+        let bytes = axum::body::to_bytes(body, limit).await?;
+        return Ok((bytes, permit));
+    }
+    let mut permit = (limits.in_flight.clone().try_acquire_many_owned(0))
+        .expect("the body budget is never closed");
+    let mut read = Vec::new();
+    let mut body = body;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        if read.len() + data.len() > limit {
+            return Err(ReadFailure::TooLarge);
+        }
+        let more = limits
+            .in_flight
+            .clone()
+            .try_acquire_many_owned(permits(data.len() as u64));
+        permit.merge(more.map_err(|_| ReadFailure::Busy)?);
+        read.extend_from_slice(&data);
+    }
+    Ok((read.into(), permit))
+}
+
+/// Why a body was not read.
+enum ReadFailure {
+    TooLarge,
+    /// Bodies of other requests hold the budget (a body of unknown length does not wait).
+    Busy,
+    Broken(axum::Error),
+}
+
+impl From<axum::Error> for ReadFailure {
+    fn from(error: axum::Error) -> Self {
+        if is_over_limit(&error) {
+            Self::TooLarge
+        } else {
+            Self::Broken(error)
+        }
+    }
+}
+
+/// A request body within `limits`, with its share of the bytes all bodies may hold (keep it
+/// until the request is answered); else the refusal to send: 408 when it came too slowly
+/// (waiting for room among other bodies included), 413 when it is too large, 503 when other
+/// bodies hold the room a body of unknown length needs, 400 when it could not be read (a
+/// malformed chunk) or holds an array or object of more than
+/// [`super::json_shape::MAX_ITEMS`] items (found before anything is built from it).
 pub(super) async fn read_body(
     body: axum::body::Body,
-    limits: BodyLimits,
-) -> Result<axum::body::Bytes, Response> {
+    limits: &BodyLimits,
+) -> Result<(axum::body::Bytes, BodyPermit), Response> {
     let limit = limits.max_bytes;
-    let read = tokio::time::timeout(limits.timeout, axum::body::to_bytes(body, limit));
+    let read = tokio::time::timeout(limits.timeout, read_counted(body, limits));
     match read.await {
-        Ok(Ok(bytes)) => match super::json_shape::problem(&bytes, super::json_shape::MAX_ITEMS) {
-            None => Ok(bytes),
-            Some(problem) => Err(rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                format!("invalid request: {problem}"),
-            )),
-        },
+        Ok(Ok((bytes, permit))) => {
+            match super::json_shape::problem(&bytes, super::json_shape::MAX_ITEMS) {
+                None => Ok((bytes, permit)),
+                Some(problem) => Err(rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    format!("invalid request: {problem}"),
+                )),
+            }
+        }
         Err(_) => Err(rpc_error(
             StatusCode::REQUEST_TIMEOUT,
             -32600,
@@ -218,12 +312,19 @@ pub(super) async fn read_body(
                 limits.timeout.as_secs_f64()
             ),
         )),
-        Ok(Err(error)) if is_over_limit(&error) => Err(rpc_error(
+        Ok(Err(ReadFailure::TooLarge)) => Err(rpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
             -32600,
             format!("request body over {limit} bytes"),
         )),
-        Ok(Err(error)) => Err(rpc_error(
+        Ok(Err(ReadFailure::Busy)) => Err(rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32600,
+            "the server is reading other large request bodies: send again shortly, or with a \
+             Content-Length to wait in line"
+                .to_owned(),
+        )),
+        Ok(Err(ReadFailure::Broken(error))) => Err(rpc_error(
             StatusCode::BAD_REQUEST,
             -32600,
             format!("the request body could not be read: {error}"),
@@ -282,8 +383,8 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match read_body(body, check.body).await {
-        Ok(bytes) => bytes,
+    let (bytes, permit) = match read_body(body, &check.body).await {
+        Ok(read) => read,
         Err(refusal) => return refusal,
     };
     let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
@@ -334,18 +435,14 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
     let response = next
         .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await;
-    match in_flight {
-        None => response,
-        // The answer is streamed: the id stays taken until its body is done.
-        Some(in_flight) => {
-            let (parts, body) = response.into_parts();
-            let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-                let _held = &in_flight;
-                chunk
-            });
-            Response::from_parts(parts, axum::body::Body::from_stream(body))
-        }
-    }
+    // The answer is streamed: the id stays taken, and the body's bytes counted, until its
+    // body is done.
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _held = (&in_flight, &permit);
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the

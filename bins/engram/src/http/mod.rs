@@ -50,10 +50,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let factory_memory = memory.clone();
     let factory_tools = guard.tools.clone();
     let trusted_proxies = guard.trusted_proxies.clone();
-    let body = binding::BodyLimits {
-        max_bytes: guard.max_body_bytes,
-        timeout: guard.body_read_timeout,
-    };
+    let body = binding::BodyLimits::new(guard.max_body_bytes, guard.body_read_timeout);
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(guard.max_body_bytes)
@@ -82,7 +79,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binding::bind,
         ))
         .layer(middleware::from_fn_with_state(
-            binding::JsonCheck::new(body),
+            binding::JsonCheck::new(body.clone()),
             binding::check_json,
         ));
     let ui_api = ui::api(binder.clone());

@@ -412,8 +412,9 @@ pub async fn post_message(
         Ok(bound) => bound,
         Err(refusal) => return refusal,
     };
-    let body = match super::binding::read_body(request.into_body(), state.body).await {
-        Ok(body) => body,
+    // The body's bytes are counted until its message is handed to the session.
+    let (body, _permit) = match super::binding::read_body(request.into_body(), &state.body).await {
+        Ok(read) => read,
         Err(refusal) => return refusal,
     };
     let message: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
