@@ -199,13 +199,21 @@ impl SqliteStore {
         self
     }
 
-    /// Starts no build of inverted files at its first search, for a short-lived command that
-    /// only reads (`engram recall`): a build it started would be abandoned when it exits, and
-    /// hold up other builders until it counts as abandoned. Saving vectors still looks for
-    /// due builds.
+    /// Starts no build of inverted files from searches, for a short-lived command that only
+    /// reads (`engram recall`): a build it started would be abandoned when it exits, and hold
+    /// up other builders until it counts as abandoned. Saving vectors still looks for due
+    /// builds.
     #[must_use]
     pub fn reading_only(self) -> Self {
-        self.lists.skip_first_search_build();
+        self.lists.reading_only();
+        self
+    }
+
+    /// Looks for due inverted files at most every `every` (30 s by default) while vectors are
+    /// saved or searched (tests).
+    #[must_use]
+    pub fn with_vector_list_checks_every(self, every: std::time::Duration) -> Self {
+        self.lists.check_every(every);
         self
     }
 

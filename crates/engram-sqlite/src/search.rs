@@ -519,7 +519,7 @@ impl SearchStore for SqliteStore {
                 })
             })
             .await?;
-        self.lists.build_when_due_at_first_search(&self.pool);
+        self.lists.build_when_due_from_search(&self.pool);
         Ok(found)
     }
 

@@ -59,7 +59,10 @@ pub(crate) struct VectorLists {
     centroids: Mutex<HashMap<i64, Arc<Centroids>>>,
     building: AtomicBool,
     checked: Mutex<Option<Instant>>,
-    searched: AtomicBool,
+    /// How often saves and searches look for a due set ([`CHECK_EVERY`]).
+    check_every: Mutex<Duration>,
+    /// Set for a short-lived command that only reads: its searches start no build.
+    reading_only: AtomicBool,
     lists_from: AtomicI64,
 }
 
@@ -69,7 +72,8 @@ impl Default for VectorLists {
             centroids: Mutex::default(),
             building: AtomicBool::new(false),
             checked: Mutex::default(),
-            searched: AtomicBool::new(false),
+            check_every: Mutex::new(CHECK_EVERY),
+            reading_only: AtomicBool::new(false),
             lists_from: AtomicI64::new(LISTS_FROM),
         }
     }
@@ -197,7 +201,8 @@ impl VectorLists {
     pub(crate) fn build_when_due(self: &Arc<Self>, pool: &Arc<Pool>) {
         {
             let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
-            if checked.is_some_and(|at| at.elapsed() < CHECK_EVERY) {
+            let every = *self.check_every.lock().unwrap_or_else(|e| e.into_inner());
+            if checked.is_some_and(|at| at.elapsed() < every) {
                 return;
             }
             *checked = Some(Instant::now());
@@ -214,15 +219,22 @@ impl VectorLists {
         });
     }
 
-    /// Makes [`VectorLists::build_when_due_at_first_search`] start nothing.
-    pub(crate) fn skip_first_search_build(&self) {
-        self.searched.store(true, Ordering::Release);
+    /// Makes [`VectorLists::build_when_due_from_search`] start nothing.
+    pub(crate) fn reading_only(&self) {
+        self.reading_only.store(true, Ordering::Release);
     }
 
-    /// At the first search since the store opened, [`VectorLists::build_when_due`]: a store
-    /// opened on vectors saved without lists (by an older version) builds them.
-    pub(crate) fn build_when_due_at_first_search(self: &Arc<Self>, pool: &Arc<Pool>) {
-        if !self.searched.swap(true, Ordering::AcqRel) {
+    /// Looks for due sets every `every` instead of [`CHECK_EVERY`] (tests).
+    pub(crate) fn check_every(&self, every: Duration) {
+        *self.check_every.lock().unwrap_or_else(|e| e.into_inner()) = every;
+    }
+
+    /// [`VectorLists::build_when_due`] from a search, unless the store only reads: a store
+    /// opened on vectors saved without lists (by an older version) builds them, and a build
+    /// another process left unfinished (killed) is taken up once it counts as abandoned,
+    /// whether or not anything is saved.
+    pub(crate) fn build_when_due_from_search(self: &Arc<Self>, pool: &Arc<Pool>) {
+        if !self.reading_only.load(Ordering::Acquire) {
             self.build_when_due(pool);
         }
     }
@@ -484,8 +496,10 @@ fn sample(tx: &Transaction<'_>, due: &Due) -> Result<Vec<Vec<f32>>> {
 }
 
 /// How long a set may stay unready, its builder silent, before the next builder takes it for
-/// abandoned (a builder marks its set alive with each batch).
-const ABANDONED_AFTER_MICROS: i64 = 600_000_000;
+/// abandoned (a builder marks its set alive with each batch of [`BATCH`] vectors, which takes
+/// well under a second): two minutes, then the next save or search of a running process
+/// builds it again.
+const ABANDONED_AFTER_MICROS: i64 = 120_000_000;
 
 /// A new set (not ready) with its centroids; its id, or `None` when another builder (this
 /// process or another on the file) is building one for the same vectors.

@@ -143,3 +143,67 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
         .unwrap();
     assert_eq!(results.mode, SearchMode::Text, "{results:?}");
 }
+
+/// A build another process left unfinished (killed: its set stays unready, no longer marked
+/// alive) is taken up by a running process at its next search once the set counts as
+/// abandoned, though nothing is saved meanwhile.
+#[tokio::test]
+async fn a_running_process_takes_up_a_build_another_left_unfinished() {
+    let store = Arc::new(
+        crate::open_fresh()
+            .await
+            .with_vector_lists_from(200)
+            .with_vector_list_checks_every(std::time::Duration::from_millis(50)),
+    );
+    let path = store.path().to_owned();
+    let embedder = Arc::new(TermEmbedder);
+    let (memory, workspace) = memory_with_workspace(store.clone(), "lists").await;
+    let memory = memory.with_embedder(embedder.clone());
+    let indexer = Indexer::new(store.clone(), embedder, 64);
+    nodes(&memory, workspace, 0..300).await;
+    indexer.run_until_idle().await.unwrap();
+    store.build_vector_lists().await.unwrap();
+    assert_eq!(filed(&path), (1, 1, 300));
+
+    // Another builder at work: its set is unready and was marked alive just now.
+    let other = Connection::open(&path).unwrap();
+    let now = || {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        i64::try_from(since.unwrap().as_micros()).unwrap()
+    };
+    other
+        .execute(
+            "UPDATE vector_list_sets SET ready = 0, created_at = ?1",
+            [now()],
+        )
+        .unwrap();
+    other
+        .execute(
+            "DELETE FROM vector_list_entries WHERE embedding_id % 2 = 0",
+            [],
+        )
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    found(&memory, workspace, "topic3a").await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(filed(&path).1, 0, "a live builder's set is left to it");
+
+    // Killed: its set is no longer marked alive. Three minutes later, a search takes it up.
+    other
+        .execute(
+            "UPDATE vector_list_sets SET created_at = ?1",
+            [now() - 180_000_000],
+        )
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    found(&memory, workspace, "topic3a").await;
+    let started = std::time::Instant::now();
+    while filed(&path) != (1, 1, 300) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "not built again: {:?}",
+            filed(&path)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
