@@ -7,8 +7,8 @@
 //! counted. A frame that would pass a budget while its session leaves earlier answers unread
 //! cuts its response off (the connection is closed, the frame freed, the log says why): a
 //! client that does not read is dropped, not buffered without limit. A client that has read
-//! everything it was sent gets its next answer whatever its size (the tools bound what one
-//! call returns).
+//! everything it was sent gets an answer larger than its session's budget (the tools bound
+//! what one call returns).
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -64,16 +64,19 @@ impl Tally {
     }
 
     /// Counts `bytes` more. Past a budget nothing is counted and the answer is `false`,
-    /// unless the session had nothing left unread and the server's total was within its
-    /// budget before: a client that has read every earlier answer gets this one whatever
-    /// its size (the budgets are for clients that stop reading; such a client gets no
-    /// further answer while it holds this one, and once the total is past its budget no
-    /// session gets more), so the unread bytes stay below the total budget plus one answer.
+    /// unless these bytes alone are more than a session may leave unread, the session had
+    /// nothing left unread and the server's total was within its budget before: a client
+    /// that has read every earlier answer gets an answer larger than its budget (the budgets
+    /// are for clients that stop reading; such a client gets no further answer while it
+    /// holds this one, and once the total is past its budget no session gets more), so the
+    /// unread bytes stay below the total budget plus one such answer.
     pub(super) fn add(&self, bytes: usize) -> bool {
         let all = self.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
         let session = self.session.fetch_add(bytes, Ordering::AcqRel) + bytes;
         let over = all > self.budget.total || session > self.budget.per_session;
-        let reader = session == bytes && all - bytes <= self.budget.total;
+        let reader = bytes > self.budget.per_session
+            && session == bytes
+            && all - bytes <= self.budget.total;
         if over && !reader {
             self.take(bytes);
             return false;
@@ -255,10 +258,12 @@ mod tests {
         // A session with nothing unread is taken while the total was within its budget...
         let (third, other_third) = (tally(&other, &all), Arc::default());
         assert!(reading.add(95));
-        assert!(third.add(10), "the total was 95 of 100 before");
+        assert!(!third.add(10), "within a session's budget, the total decides");
+        assert!(third.add(11), "the total was 95 of 100 before");
         // ... and not once it is past it: the total stays below its budget plus one answer.
         let fourth = tally(&other_third, &all);
-        assert!(!fourth.add(5), "the total was 105 of 100 before");
-        assert_eq!(all.load(Ordering::Acquire), 105);
+        assert!(!fourth.add(5), "the total was 106 of 100 before");
+        assert!(!fourth.add(20), "the total was 106 of 100 before");
+        assert_eq!(all.load(Ordering::Acquire), 106);
     }
 }
