@@ -61,8 +61,8 @@ pub use merge::{
 };
 pub use model::*;
 pub use nodes::{
-    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, IfExists,
-    OPEN_NODES_TEXT_BYTES, OpenNodes, SetSummary, SetTags,
+    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, IfExists, OpenNodes,
+    SetSummary, SetTags,
 };
 pub use observations::{AddObservations, DeleteObservations, ReplaceObservation};
 pub use relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};

@@ -202,6 +202,13 @@ pub fn ordinal(field: &str, ordinal: crate::Ordinal) -> Result<()> {
     Ok(())
 }
 
+/// The bytes of observation text one answer (`open_nodes`, a page of `read_graph` in full
+/// detail) carries at most: 8 MiB, so that an answer (whose JSON carries each text twice, as
+/// structured content and as its text twin) stays within what a session may leave unread.
+/// The observation that passes it is left out, with every later one; the answer's `notice`
+/// says where to read on.
+pub const ANSWER_TEXT_BYTES: usize = 8 * 1024 * 1024;
+
 /// The largest ordinal an imported record may give an observation: 2^53 − 1. Ordinals travel
 /// as JSON numbers, which JavaScript reads exactly only up to this, and the observations
 /// placed after the largest (one past it each) must still fit in an `i64`: without the bound,

@@ -112,6 +112,7 @@ pub(crate) async fn read_graph(
     if request.include_ended {
         with_ended(store, workspace, &mut result).await?;
     }
+    result.within_text_bytes(limits::ANSWER_TEXT_BYTES);
     Ok(result)
 }
 

@@ -402,9 +402,8 @@ pub struct OpenedNodes {
     /// best first; absent when none.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub did_you_mean: BTreeMap<String, Vec<String>>,
-    /// Which observations were left out because an answer holds at most
-    /// [`crate::nodes::OPEN_NODES_TEXT_BYTES`] of text, and the call that reads on; absent
-    /// when none were.
+    /// Which observations were left out because an answer holds at most 8 MiB of text, and
+    /// the call that reads on; absent when none were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
 }

@@ -172,12 +172,6 @@ impl OpenNodes {
     }
 }
 
-/// The bytes of observation text one `open_nodes` answer carries at most: 8 MiB, so that
-/// an answer (whose JSON carries each text twice, as structured content and as its text
-/// twin) stays within what a session may leave unread. The observation that passes it is
-/// left out, with every later one; the answer's `notice` says where to read on.
-pub const OPEN_NODES_TEXT_BYTES: usize = 8 * 1024 * 1024;
-
 /// Drops `opened`'s observations up to `after` (when given), then keeps observations, node
 /// by node in answer order, while their texts fit in `budget` bytes (the first one always
 /// fits); says in `opened.notice` what was left out and how to read it.
@@ -207,7 +201,7 @@ fn bound_observations(opened: &mut OpenedNodes, after: Option<i64>, budget: usiz
     opened.notice = Some(format!(
         "observations left out past the {} MiB of text one answer holds: {}; read on with \
          open_nodes {{\"names\": [{first:?}], \"after_ordinal\": {}}}",
-        OPEN_NODES_TEXT_BYTES / (1024 * 1024),
+        limits::ANSWER_TEXT_BYTES / (1024 * 1024),
         nodes.join(", "),
         from - 1
     ));
@@ -430,7 +424,11 @@ pub(crate) async fn open_nodes(
         opened.entities.sort_by_key(|e| place(&e.name));
     }
     opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
-    bound_observations(&mut opened, request.after_ordinal, OPEN_NODES_TEXT_BYTES);
+    bound_observations(
+        &mut opened,
+        request.after_ordinal,
+        limits::ANSWER_TEXT_BYTES,
+    );
     Ok(opened)
 }
 

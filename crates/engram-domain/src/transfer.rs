@@ -195,6 +195,10 @@ pub struct GraphPageResult {
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Which observations were left out because a page holds at most 8 MiB of text, and the
+    /// call that reads them; absent when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 impl GraphPageResult {
@@ -240,6 +244,55 @@ impl GraphPageResult {
             total_entities: page.total_nodes.unwrap_or_default(),
             total_relations: page.total_relations.unwrap_or_default(),
             next_cursor,
+            notice: None,
+        }
+    }
+
+    /// Ends a page in full detail before the node whose observations would take its text
+    /// past `budget` bytes (the next page starts there); a first node larger than that alone
+    /// keeps its observations up to the budget, and `notice` says how to read the rest.
+    pub fn within_text_bytes(&mut self, budget: usize) {
+        let mut used = 0usize;
+        let mut end = None;
+        for (at, node) in self.entities.iter_mut().enumerate() {
+            let Some(observations) = node.observations.as_mut() else {
+                return;
+            };
+            let bytes: usize = observations.iter().map(|o| o.content.len()).sum();
+            if at > 0 && used + bytes > budget {
+                end = Some(at);
+                break;
+            }
+            used += bytes;
+            if bytes > budget {
+                let mut kept = 0usize;
+                let keep = (observations.iter())
+                    .position(|o| {
+                        kept += o.content.len();
+                        kept > budget && kept != o.content.len()
+                    })
+                    .unwrap_or(observations.len());
+                let rest = observations.split_off(keep);
+                let after = observations.last().map_or(0, |o| o.ordinal.0);
+                self.notice = Some(format!(
+                    "{} observations of {:?} left out past the {} MiB of text one page holds; \
+                     read them with open_nodes {{\"names\": [{:?}], \"after_ordinal\": {after}}}",
+                    rest.len(),
+                    node.name,
+                    budget / (1024 * 1024),
+                    node.name
+                ));
+                end = Some(at + 1);
+                break;
+            }
+        }
+        let Some(end) = end.filter(|end| *end < self.entities.len()) else {
+            return;
+        };
+        self.entities.truncate(end);
+        if let Some(last) = self.entities.last().map(|node| node.name.clone()) {
+            self.relations.retain(|r| r.from <= last);
+            self.next_cursor = Some(last);
         }
     }
 }
@@ -337,6 +390,70 @@ pub fn place_observations(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn paged(name: &str, texts: &[&str]) -> PagedNode {
+        PagedNode {
+            name: name.into(),
+            entity_type: "note".into(),
+            summary: None,
+            tags: Some(Vec::new()),
+            observation_count: Some(texts.len() as u64),
+            observations: Some(
+                (texts.iter().enumerate())
+                    .map(|(i, t)| {
+                        crate::model::Observation::new(crate::model::Ordinal(i as i64 + 1), *t)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn page(nodes: Vec<PagedNode>) -> GraphPageResult {
+        GraphPageResult {
+            relations: vec![
+                crate::model::Relation::new("a", "c", "r"),
+                crate::model::Relation::new("c", "a", "r"),
+            ],
+            entities: nodes,
+            total_entities: 3,
+            total_relations: 2,
+            next_cursor: None,
+            notice: None,
+        }
+    }
+
+    #[test]
+    fn a_page_ends_before_the_node_that_takes_its_text_past_the_budget() {
+        let mut result = page(vec![
+            paged("a", &["aaaa"]),
+            paged("b", &["bbbb"]),
+            paged("c", &["cc"]),
+        ]);
+        result.within_text_bytes(9);
+        let names: Vec<&str> = result.entities.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(result.next_cursor.as_deref(), Some("b"));
+        assert_eq!(
+            result.relations.len(),
+            1,
+            "only relations from the page's nodes"
+        );
+        assert_eq!(result.notice, None);
+        // A node larger than a page alone: its facts up to the budget, and how to read on.
+        let mut large = page(vec![
+            paged("a", &["aaaaaa", "aaaaaa", "a"]),
+            paged("c", &["c"]),
+        ]);
+        large.within_text_bytes(9);
+        assert_eq!(large.entities.len(), 1);
+        assert_eq!(large.entities[0].observations.as_ref().unwrap().len(), 1);
+        assert_eq!(large.next_cursor.as_deref(), Some("a"));
+        let notice = large.notice.unwrap();
+        assert!(
+            notice.contains(r#"{"names": ["a"], "after_ordinal": 1}"#),
+            "{notice}"
+        );
+    }
 
     fn node(observations: &[(Option<i64>, &str)]) -> NodeRecord {
         NodeRecord {

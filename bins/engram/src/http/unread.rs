@@ -74,9 +74,8 @@ impl Tally {
         let all = self.all.fetch_add(bytes, Ordering::AcqRel) + bytes;
         let session = self.session.fetch_add(bytes, Ordering::AcqRel) + bytes;
         let over = all > self.budget.total || session > self.budget.per_session;
-        let reader = bytes > self.budget.per_session
-            && session == bytes
-            && all - bytes <= self.budget.total;
+        let reader =
+            bytes > self.budget.per_session && session == bytes && all - bytes <= self.budget.total;
         if over && !reader {
             self.take(bytes);
             return false;
@@ -258,7 +257,10 @@ mod tests {
         // A session with nothing unread is taken while the total was within its budget...
         let (third, other_third) = (tally(&other, &all), Arc::default());
         assert!(reading.add(95));
-        assert!(!third.add(10), "within a session's budget, the total decides");
+        assert!(
+            !third.add(10),
+            "within a session's budget, the total decides"
+        );
         assert!(third.add(11), "the total was 95 of 100 before");
         // ... and not once it is past it: the total stays below its budget plus one answer.
         let fourth = tally(&other_third, &all);
