@@ -53,6 +53,19 @@ pub enum LogFormat {
 pub enum Command {
     /// Serve the MCP tools: Streamable HTTP at /mcp and legacy SSE at /sse, or stdio.
     Serve(Box<ServeArgs>),
+    /// Copy the SQLite database into a new file while servers keep writing to it: SQLite's
+    /// online backup API copies one consistent moment and holds no writer up. PostgreSQL is
+    /// backed up with pg_dump (README, "Backups").
+    Backup {
+        /// The new file (never overwritten).
+        path: std::path::PathBuf,
+    },
+    /// Restore a file `engram backup` wrote into an empty SQLite store (a missing file is
+    /// made), then bring its schema up to date.
+    Restore {
+        /// The backup file.
+        path: std::path::PathBuf,
+    },
     /// Apply the database migrations this build carries that the database lacks.
     Migrate,
     /// Download a local embedding model into its cache now, for machines that will run

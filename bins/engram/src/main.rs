@@ -324,8 +324,64 @@ async fn run(cli: Cli) -> Result<()> {
             let store = Store::open(&location, args.call_timeout).await?;
             serve(store, &location, *args, listener, secrets).await
         }
+        Command::Backup { path } => backup(&location()?, &path).await,
+        Command::Restore { path } => restore(&location()?, &path).await,
         command => with_store(&location()?, command, secrets).await,
     }
+}
+
+/// `engram backup PATH`: the SQLite file copied while it serves.
+async fn backup(location: &Location, to: &std::path::Path) -> Result<()> {
+    let Location::Sqlite(database) = location else {
+        anyhow::bail!(
+            "engram backup copies a SQLite file; back PostgreSQL up with `pg_dump \
+             --format=custom --file=engram.dump DATABASE` (README, \"Backups\")"
+        );
+    };
+    if !database.exists() {
+        anyhow::bail!(
+            "no engram database at {}: nothing to back up",
+            database.display()
+        );
+    }
+    let (from, path) = (database.clone(), to.to_owned());
+    let copied =
+        tokio::task::spawn_blocking(move || engram_sqlite::backup::backup(&from, &path)).await??;
+    outln!(
+        "backed up {} to {} ({:.1} MB)",
+        database.display(),
+        to.display(),
+        copied.bytes as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// `engram restore PATH`: a backup copied into an empty SQLite store, then migrated.
+async fn restore(location: &Location, from: &std::path::Path) -> Result<()> {
+    let Location::Sqlite(database) = location else {
+        anyhow::bail!(
+            "engram restore fills a SQLite file; restore PostgreSQL with `pg_restore \
+             --dbname=DATABASE engram.dump` (README, \"Backups\")"
+        );
+    };
+    if !from.exists() {
+        anyhow::bail!("no backup at {}", from.display());
+    }
+    let (backup, path) = (from.to_owned(), database.clone());
+    let copied =
+        tokio::task::spawn_blocking(move || engram_sqlite::backup::restore(&backup, &path))
+            .await??;
+    let store = Store::open(location, engram_domain::limits::CALL_TIMEOUT).await?;
+    for migration in store.migrate().await? {
+        outln!("applied {migration}");
+    }
+    outln!(
+        "restored {} into {} ({:.1} MB)",
+        from.display(),
+        database.display(),
+        copied.bytes as f64 / 1e6
+    );
+    Ok(())
 }
 
 /// Why `serve` cannot listen on `address`: for a port in use, whether an engram server
@@ -432,6 +488,8 @@ async fn with_store(location: &Location, command: Command, secrets: SecretPolicy
         Command::Workspace(command) => workspaces::run(&Memory::new(store.shared()), command).await,
         Command::Migrate
         | Command::Serve(_)
+        | Command::Backup { .. }
+        | Command::Restore { .. }
         | Command::FetchModel { .. }
         | Command::Hooks(_)
         | Command::Completions { .. }

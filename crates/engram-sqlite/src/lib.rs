@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod backup;
 mod connection;
 mod error;
 mod graph;

@@ -9,8 +9,10 @@
 //!   server while it indexes;
 //! - `embedder`: the embedder down, then hanging, then back;
 //! - `postgres_restart`: PostgreSQL crashed and restarted under load;
-//! - `memory`: clients that never read their SSE streams, asking for large answers.
+//! - `memory`: clients that never read their SSE streams, asking for large answers;
+//! - `backup`: a SQLite backup taken under writes, restored.
 
+mod backup;
 mod concurrency;
 mod crash;
 mod embedder;
@@ -69,6 +71,12 @@ async fn streamable_clients_that_never_read_stay_within_the_memory_budget() {
         harness::Backend::Sqlite,
     )
     .await;
+}
+
+/// `engram backup` copies SQLite files (PostgreSQL is backed up with pg_dump).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_backup_taken_under_writes_restores_every_acknowledged_write() {
+    backup::a_backup_taken_under_writes_restores_every_acknowledged_write().await;
 }
 
 /// Reading bodies does not depend on the store: SQLite only.

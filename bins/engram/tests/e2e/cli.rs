@@ -738,3 +738,31 @@ async fn a_port_an_engram_serves_is_named_as_such() {
     );
     assert!(stderr.contains("--bind 127.0.0.1:PORT"), "{stderr}");
 }
+
+/// `engram backup` and `engram restore` as a person types them: a backup of a store that
+/// does not exist, and both on a PostgreSQL URL, say what to do instead and create nothing.
+#[test]
+fn backup_and_restore_say_what_to_do_where_they_cannot_act() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let copy = dir.path().join("copy.db");
+    let copy = copy.to_str().unwrap();
+    let output = engram(&["backup", copy, "--database-url", missing.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("nothing to back up"),
+        "{output:?}"
+    );
+    assert!(!missing.exists() && !std::path::Path::new(copy).exists());
+    let postgres = "postgres://engram@127.0.0.1:1/engram";
+    let output = engram(&["backup", copy, "--database-url", postgres]);
+    assert!(
+        text(&output.stderr).contains("pg_dump --format=custom"),
+        "{output:?}"
+    );
+    let output = engram(&["restore", copy, "--database-url", postgres]);
+    assert!(text(&output.stderr).contains("pg_restore"), "{output:?}");
+    let output = engram(&["restore", copy, "--database-url", missing.to_str().unwrap()]);
+    assert!(text(&output.stderr).contains("no backup at"), "{output:?}");
+    assert!(!missing.exists());
+}
