@@ -402,7 +402,7 @@ pub async fn a_reading_client_gets_every_large_answer(backend: Backend) {
         assert!(pages >= 3, "{pages} pages for 19.7 MB of text");
         sampling.store(false, Ordering::Release);
         let peak = sampler.await.unwrap();
-        Figures::new(format!("{backend:?}/a reading client's large answers"))
+        figures
             .add(
                 "add_observations s",
                 format!("{:.1}", add_took.as_secs_f64()),
@@ -504,7 +504,7 @@ pub async fn parallel_large_bodies_stay_within_the_memory_bound(backend: Backend
 }
 
 /// Runs `futures` concurrently; their outputs in order.
-async fn futures_join_all<F: std::future::Future + Send + 'static>(
+async fn futures_join_all<F: Future + Send + 'static>(
     futures: impl IntoIterator<Item = F>,
 ) -> Vec<F::Output>
 where
