@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use engram_domain::Memory;
-use engram_domain::auth::{Access, TokenInfo};
+use engram_domain::auth::{Access, CreateToken, TokenInfo};
 
 use crate::cli::TokenCommand;
 
@@ -30,7 +30,12 @@ pub async fn run(memory: &Memory, command: TokenCommand) -> Result<()> {
                 Access::ReadWrite
             };
             let (info, token) = memory
-                .create_token(&workspace, access, label.as_deref(), expires_at, &random)
+                .create_token(
+                    CreateToken::new(&workspace, access)
+                        .label(label.clone())
+                        .expires_at(expires_at),
+                    &random,
+                )
                 .await?;
             eprintln!(
                 "created {} token {} for workspace {}{}; it is shown once, keep it secret:",

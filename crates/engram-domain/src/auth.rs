@@ -115,32 +115,76 @@ pub fn secret_matches(secret: &str, stored: &[u8]) -> bool {
 pub(crate) async fn create_token(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
-    workspace: &str,
-    access: Access,
-    label: Option<&str>,
-    expires_at: Option<Timestamp>,
+    request: CreateToken,
     random: &[u8; 40],
 ) -> crate::Result<(TokenInfo, String)> {
-    crate::limits::workspace_name("workspace", workspace)?;
-    if let Some(label) = label {
+    let CreateToken {
+        workspace,
+        access,
+        label,
+        expires_at,
+    } = request;
+    crate::limits::workspace_name("workspace", &workspace)?;
+    if let Some(label) = &label {
         crate::limits::name("label", label)?;
         secrets.screen_name("label", label)?;
     }
     if let Some(expires_at) = expires_at {
         crate::limits::timestamp("expires_at", expires_at)?;
     }
-    let workspace = store.workspace(workspace).await?;
+    let workspace = store.workspace(&workspace).await?;
     let issued = IssuedToken::from_random(random);
     let token = NewToken {
         id: issued.id,
         workspace: workspace.id,
         access,
-        label: label.map(str::to_owned),
+        label,
         expires_at,
         secret_hash: issued.secret_hash,
     };
     let info = store.create_token(&token).await?;
     Ok((info, issued.token))
+}
+
+/// `engram token create`: a token for one workspace ([`Memory::create_token`]).
+///
+/// [`Memory::create_token`]: crate::Memory::create_token
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateToken {
+    /// The workspace it grants.
+    pub workspace: String,
+    /// Read-write or read-only.
+    pub access: Access,
+    /// A name for people (at most 256 bytes, screened for secrets).
+    pub label: Option<String>,
+    /// When it stops working (years 1–9999); never when `None`.
+    pub expires_at: Option<Timestamp>,
+}
+
+impl CreateToken {
+    /// A token granting `workspace` with `access`, without label or expiry.
+    pub fn new(workspace: impl Into<String>, access: Access) -> Self {
+        Self {
+            workspace: workspace.into(),
+            access,
+            label: None,
+            expires_at: None,
+        }
+    }
+
+    /// Named `label`.
+    #[must_use]
+    pub fn label(mut self, label: Option<String>) -> Self {
+        self.label = label;
+        self
+    }
+
+    /// Ending at `expires_at`.
+    #[must_use]
+    pub fn expires_at(mut self, expires_at: Option<Timestamp>) -> Self {
+        self.expires_at = expires_at;
+        self
+    }
 }
 
 /// The semantics of [`Memory::tokens`](crate::Memory::tokens).

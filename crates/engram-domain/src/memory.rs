@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::auth::{Access, TokenInfo};
+use crate::auth::{CreateToken, TokenInfo};
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
@@ -685,8 +685,8 @@ impl Memory {
 
     // `auth.rs`.
 
-    /// Creates a token granting `workspace` with `access` until `expires_at` (never when
-    /// `None`), made from `random` (40 bytes from the operating system's generator). Returns
+    /// Creates the token `request` describes, made from `random` (40 bytes from the operating
+    /// system's generator). Returns
     /// its record and the token itself, which is not stored and cannot be shown again.
     ///
     /// # Errors
@@ -694,22 +694,10 @@ impl Memory {
     /// for a bad name, a `label` over 256 bytes or an `expires_at` outside the years 1–9999.
     pub async fn create_token(
         &self,
-        workspace: &str,
-        access: Access,
-        label: Option<&str>,
-        expires_at: Option<Timestamp>,
+        request: CreateToken,
         random: &[u8; 40],
     ) -> Result<(TokenInfo, String)> {
-        crate::auth::create_token(
-            &*self.store,
-            self.secrets,
-            workspace,
-            access,
-            label,
-            expires_at,
-            random,
-        )
-        .await
+        crate::auth::create_token(&*self.store, self.secrets, request, random).await
     }
 
     /// Every token (of `workspace` when given), without secrets.

@@ -180,7 +180,10 @@ async fn tokens(h: &mut Harness, round: u32) {
     blame.unless(label.as_deref().is_none_or(name_ok), "label");
     blame.unless(expires_at.as_ref().is_none_or(timestamp_ok), "expires_at");
     let input = (&workspace, access, &label, expires_at);
-    let call = m.create_token(&workspace, access, label.as_deref(), expires_at, &random);
+    let request = crate::auth::CreateToken::new(&workspace, access)
+        .label(label.clone())
+        .expires_at(expires_at);
+    let call = m.create_token(request, &random);
     if let Some((info, token)) = h.run("create_token", &input, &blame, call).await {
         assert_eq!((&info.workspace, &info.label), (&workspace, &label));
         assert!(m.tokens(None).await.unwrap().contains(&info));

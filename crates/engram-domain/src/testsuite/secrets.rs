@@ -208,10 +208,8 @@ pub async fn stored_names_refuse_a_secret(store: Arc<dyn MemoryStore>) {
     assert_eq!(
         refused_field(
             (memory.create_token(
-                "secrets",
-                crate::auth::Access::ReadOnly,
-                Some(&label),
-                None,
+                crate::auth::CreateToken::new("secrets", crate::auth::Access::ReadOnly)
+                    .label(Some(label.clone())),
                 &[7; 40]
             ))
             .await

@@ -253,10 +253,9 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
     let now = Timestamp::from(std::time::SystemTime::now());
     let (reader, token) = memory
         .create_token(
-            "a",
-            Access::ReadOnly,
-            Some("ci agent"),
-            Some(now + chrono::Duration::days(90)),
+            crate::auth::CreateToken::new("a", Access::ReadOnly)
+                .label(Some("ci agent".into()))
+                .expires_at(Some(now + chrono::Duration::days(90))),
             &[1; 40],
         )
         .await
@@ -287,7 +286,10 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
     );
 
     let (writer, writer_token) = memory
-        .create_token("b", Access::ReadWrite, None, None, &[2; 40])
+        .create_token(
+            crate::auth::CreateToken::new("b", Access::ReadWrite),
+            &[2; 40],
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -325,7 +327,10 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
     ));
     assert!(matches!(
         memory
-            .create_token("nowhere", Access::ReadWrite, None, None, &[3; 40])
+            .create_token(
+                crate::auth::CreateToken::new("nowhere", Access::ReadWrite),
+                &[3; 40],
+            )
             .await,
         Err(Error::NotFound {
             kind: "workspace",
