@@ -523,6 +523,11 @@ pub struct ServeArgs {
     /// e.g. `30m`, `2h`.
     #[arg(long, env = "ENGRAM_SESSION_IDLE", default_value = "30m", value_parser = humantime::parse_duration)]
     pub session_idle: Duration,
+    /// On SIGTERM or SIGINT, drain this long before stopping (e.g. `10s` behind a load
+    /// balancer): /healthz and every new request answer 503 with `Connection: close` while
+    /// calls in flight finish; then the server stops accepting and exits once they are done.
+    #[arg(long, env = "ENGRAM_DRAIN", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub drain: Duration,
     /// Each tool call's time limit in the store, e.g. `30s`: waiting for a connection or a
     /// lock and running its statements. A call past it fails (the agent sees why) and changes
     /// nothing. Searches wait for the embedder within a budget of their own (3 s).

@@ -642,6 +642,7 @@ async fn serve(
         },
         max_connections_per_address: args.max_connections_per_address,
         trusted_proxies: args.trusted_proxies,
+        drain: args.drain,
         sessions: engram::http::SessionLimits {
             max_sessions: args.max_sessions,
             max_sessions_per_address: args.max_sessions_per_address,

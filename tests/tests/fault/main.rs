@@ -10,11 +10,13 @@
 //! - `embedder`: the embedder down, then hanging, then back;
 //! - `postgres_restart`: PostgreSQL crashed and restarted under load;
 //! - `memory`: clients that never read their SSE streams, asking for large answers;
-//! - `backup`: a SQLite backup taken under writes, restored.
+//! - `backup`: a SQLite backup taken under writes, restored;
+//! - `drain`: a server stopped with SIGTERM drains while another serves its clients.
 
 mod backup;
 mod concurrency;
 mod crash;
+mod drain;
 mod embedder;
 mod harness;
 mod memory;
@@ -51,6 +53,7 @@ per_backend!(
     embedder::the_embedder_down_then_hanging_then_back,
     embedder::refused_texts_in_one_workspace_starve_no_other,
     memory::a_reading_client_gets_every_large_answer,
+    drain::a_stopped_server_drains_and_another_serves_its_clients,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

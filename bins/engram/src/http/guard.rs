@@ -40,6 +40,11 @@ pub struct Guard {
     /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client
     /// ([`super::forwarded`]).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// How long a stopping server drains before it stops accepting: `/healthz` answers 503
+    /// and every new request 503 (with `Connection: close`) while calls in flight finish, so
+    /// a load balancer takes it out of rotation and sends its clients elsewhere. Zero: it
+    /// stops accepting at once.
+    pub drain: std::time::Duration,
 }
 
 /// The default of [`Guard::max_body_bytes`]: a full batch of 1,000 observations of 64 KiB,
@@ -64,6 +69,7 @@ impl Default for Guard {
             },
             max_connections_per_address: super::MAX_CONNECTIONS_PER_ADDRESS,
             trusted_proxies: Vec::new(),
+            drain: std::time::Duration::ZERO,
         }
     }
 }

@@ -192,11 +192,32 @@ pub async fn serve(
     let token = CancellationToken::new();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     tokio::spawn(give_memory_back(token.clone()));
-    let (per_address_cap, trusted) = (
+    let (per_address_cap, trusted, drain) = (
         guard.max_connections_per_address,
         guard.trusted_proxies.clone(),
+        guard.drain,
     );
-    let app = router(memory, guard, token.clone());
+    let draining = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let app = router(memory, guard, token.clone()).layer(middleware::from_fn_with_state(
+        draining.clone(),
+        refuse_while_draining,
+    ));
+    // Completes when the server should stop accepting: `shutdown`, then `drain` more while
+    // everything new is refused.
+    let shutdown = {
+        let draining = draining.clone();
+        async move {
+            shutdown.await;
+            if !drain.is_zero() {
+                draining.store(true, std::sync::atomic::Ordering::Release);
+                tracing::info!(
+                    seconds = drain.as_secs_f64(),
+                    "draining: new requests get 503"
+                );
+                tokio::time::sleep(drain).await;
+            }
+        }
+    };
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let per_address = sessions::AddressCounts::default();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -261,6 +282,31 @@ pub async fn serve(
     token.cancel();
     graceful.shutdown().await;
     Ok(())
+}
+
+/// Middleware (outermost): while the server drains, every request is answered 503 with
+/// `Connection: close` and `Retry-After: 1` (`/healthz` too, with `{"status": "draining"}`),
+/// so a balancer stops sending here and its clients go elsewhere.
+async fn refuse_while_draining(
+    State(draining): State<Arc<std::sync::atomic::AtomicBool>>,
+    request: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    if !draining.load(std::sync::atomic::Ordering::Acquire) {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (axum::http::header::CONNECTION, "close"),
+            (axum::http::header::RETRY_AFTER, "1"),
+        ],
+        axum::Json(serde_json::json!({
+            "status": "draining",
+            "message": "this engram process is stopping: send the request again"
+        })),
+    )
+        .into_response()
 }
 
 /// How often freed memory is handed back to the system.

@@ -38,6 +38,16 @@ impl Server {
     /// Starts `engram serve` on `store` and waits until `/healthz` answers 200. `name` names
     /// its log file in the test's directory.
     pub async fn start(store: &Store, embedder: &Embedder, name: &str) -> Self {
+        Self::start_with(store, embedder, name, &[]).await
+    }
+
+    /// [`Server::start`] with more arguments for `engram serve`.
+    pub async fn start_with(
+        store: &Store,
+        embedder: &Embedder,
+        name: &str,
+        extra: &[&str],
+    ) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let log = store.dir.join(format!("{name}.log"));
         for _ in 0..5 {
@@ -46,6 +56,7 @@ impl Server {
             command
                 .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
                 .args(["--database-url", &store.url])
+                .args(extra)
                 .env("ENGRAM_LOG", "info,rmcp=warn")
                 .stdout(Stdio::null())
                 .stderr(
@@ -131,6 +142,21 @@ impl Server {
             Some(9),
             "{status}"
         );
+    }
+
+    /// Sends SIGTERM (a graceful stop).
+    pub fn terminate(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -TERM {}", self.pid);
+    }
+
+    /// Waits for the process to exit, at most `limit`; its exit code.
+    pub async fn exited_within(&mut self, limit: Duration) -> Option<i32> {
+        let status = tokio::time::timeout(limit, self.child.wait()).await.ok()?;
+        status.expect("waiting for the server").code()
     }
 
     /// Whether the process is still running.

@@ -1,0 +1,94 @@
+//! A server stopped with SIGTERM behind a load balancer (`--drain`): while it drains,
+//! `/healthz` and every new request answer 503 with `Connection: close`, so a balancer takes
+//! it out of rotation; the call in flight when the signal came finishes and is answered; the
+//! other server on the same store serves the client's next calls, its write included; the
+//! stopped process exits 0 once the drain is over and nothing is in flight.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::harness::{Backend, Embedder, Figures, Mcp, Server, Store, bounded};
+
+/// How long the stopping server drains.
+const DRAIN: Duration = Duration::from_secs(3);
+
+pub async fn a_stopped_server_drains_and_another_serves_its_clients(backend: Backend) {
+    bounded(Duration::from_secs(180), async {
+        let store = Store::fresh(backend).await;
+        let mut stopping =
+            Server::start_with(&store, &Embedder::None, "stopping", &["--drain", "3s"]).await;
+        let other = Server::start(&store, &Embedder::None, "other").await;
+        let client = stopping.client().await;
+        client
+            .ok(
+                "create_entities",
+                json!({"entities": [{"name": "large", "entity_type": "note"}]}),
+            )
+            .await;
+        // A call that takes a while (seconds in the debug build): in flight at the signal.
+        let texts: Vec<String> = (0..150)
+            .map(|i| {
+                format!(
+                    "note {i}: {}",
+                    "the deploy pipeline caches artifacts ".repeat(1_500)
+                )
+            })
+            .collect();
+        let in_flight = tokio::spawn(async move {
+            let started = Instant::now();
+            let answer = client
+                .call(
+                    "add_observations",
+                    json!({"observations": [
+                    {"entity_name": "large", "contents": texts}]}),
+                )
+                .await;
+            (answer, started.elapsed())
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let signalled = Instant::now();
+        stopping.terminate();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        let (status, body) = stopping.healthz().await;
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("draining"), "{body}");
+        let refused = Mcp::connect(&stopping.base, store.workspace).await;
+        let refusal = refused
+            .err()
+            .expect("a new session on a draining server is refused");
+        assert!(refusal.contains("503"), "{refusal}");
+
+        let (answer, took) = in_flight.await.unwrap();
+        let added = answer.expect_ok("add_observations");
+        assert_eq!(
+            added["results"][0]["added"].as_array().map(Vec::len),
+            Some(150)
+        );
+        // The client's next calls, on the other server: its write is there.
+        let next = other.client().await;
+        let opened = next.ok("open_nodes", json!({"names": ["large"]})).await;
+        let facts = opened["entities"][0]["observations"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(facts, Some(150));
+        let code = stopping
+            .exited_within(DRAIN + Duration::from_secs(10))
+            .await;
+        let exited = signalled.elapsed();
+        assert_eq!(code, Some(0), "the stopped server's exit code");
+        assert!(
+            exited >= DRAIN,
+            "exited {exited:?} after the signal, before the drain ended"
+        );
+        Figures::new(format!("{backend:?}/drain"))
+            .add("call in flight s", format!("{:.1}", took.as_secs_f64()))
+            .add(
+                "exited after the signal s",
+                format!("{:.1}", exited.as_secs_f64()),
+            )
+            .print();
+    })
+    .await;
+}
