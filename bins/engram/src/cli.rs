@@ -523,6 +523,21 @@ pub struct ServeArgs {
     /// e.g. `30m`, `2h`.
     #[arg(long, env = "ENGRAM_SESSION_IDLE", default_value = "30m", value_parser = humantime::parse_duration)]
     pub session_idle: Duration,
+    /// Accept OAuth 2.1 access tokens (JWTs) from this authorization server beside engram's
+    /// own tokens (which are then required): its issuer identifier, the tokens' `iss`. Needs
+    /// --oauth-jwks-url and --resource-url. Scopes grant workspaces: `engram:NAME` to read
+    /// and write NAME, `engram:NAME:read` to read it.
+    #[arg(long, env = "ENGRAM_OAUTH_ISSUER", requires_all = ["oauth_jwks_url", "resource_url"])]
+    pub oauth_issuer: Option<String>,
+    /// The authorization server's JSON Web Key Set (fetched, cached for 10 minutes, fetched
+    /// again for an unknown key id).
+    #[arg(long, env = "ENGRAM_OAUTH_JWKS_URL", requires = "oauth_issuer")]
+    pub oauth_jwks_url: Option<String>,
+    /// This server's resource identifier as clients reach it, e.g.
+    /// `https://memory.example.com/mcp`: tokens must carry it as their audience (RFC 8707),
+    /// and /.well-known/oauth-protected-resource names it.
+    #[arg(long, env = "ENGRAM_RESOURCE_URL", requires = "oauth_issuer")]
+    pub resource_url: Option<String>,
     /// On SIGTERM or SIGINT, drain this long before stopping (e.g. `10s` behind a load
     /// balancer): /healthz and every new request answer 503 with `Connection: close` while
     /// calls in flight finish; then the server stops accepting and exits once they are done.

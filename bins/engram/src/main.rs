@@ -586,7 +586,7 @@ async fn serve(
              and writes every workspace"
         );
     }
-    if require_auth && memory.tokens(None).await?.is_empty() {
+    if require_auth && args.oauth_issuer.is_none() && memory.tokens(None).await?.is_empty() {
         tracing::warn!(
             "tokens are required but none exist yet: every request is refused until one is made \
              with `engram token create --workspace NAME`"
@@ -643,6 +643,16 @@ async fn serve(
         max_connections_per_address: args.max_connections_per_address,
         trusted_proxies: args.trusted_proxies,
         drain: args.drain,
+        oauth: match (args.oauth_issuer, args.oauth_jwks_url, args.resource_url) {
+            (Some(issuer), Some(jwks_url), Some(resource)) => {
+                Some(engram::http::oauth::OAuthConfig {
+                    issuer,
+                    jwks_url,
+                    resource,
+                })
+            }
+            _ => None,
+        },
         sessions: engram::http::SessionLimits {
             max_sessions: args.max_sessions,
             max_sessions_per_address: args.max_sessions_per_address,

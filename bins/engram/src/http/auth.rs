@@ -19,6 +19,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::oauth::{OAuth, Refused};
 use super::refusal::refuse;
 use super::sessions::ClientAddress;
 
@@ -29,6 +30,8 @@ pub struct Auth {
     pub required: bool,
     /// Failed token checks per client address in the current window.
     pub failures: Arc<Mutex<HashMap<IpAddr, Failures>>>,
+    /// OAuth access tokens accepted beside engram's own, when configured.
+    pub oauth: Option<OAuth>,
 }
 
 /// Failed token checks an address may make in a [`FAILURE_WINDOW`]; past them its requests
@@ -114,6 +117,12 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
         return response;
     }
     let now = chrono::Utc::now();
+    if let (Some(oauth), Some(token)) = (&auth.oauth, presented)
+        && !token.starts_with(engram_domain::auth::TOKEN_PREFIX)
+    {
+        let token = token.to_owned();
+        return with_oauth(&auth, oauth, &token, address, request, next).await;
+    }
     let granted = match presented {
         Some(token) => auth.memory.authenticate(token, now).await,
         None => Ok(None),
@@ -127,7 +136,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
             request.extensions_mut().insert(Grant(info));
             next.run(request).await
         }
-        Ok(None) => unauthorized(),
+        Ok(None) => unauthorized(auth.oauth.as_ref(), None),
         Err(error) => {
             tracing::error!(%error, "checking a token failed");
             refuse(StatusCode::SERVICE_UNAVAILABLE, error.for_clients())
@@ -135,16 +144,93 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
     }
 }
 
-fn unauthorized() -> Response {
+/// A request with an OAuth access token: its grant in the workspace the request names, or
+/// the refusal (401 `invalid_token`, 403 `insufficient_scope`, 503 without the issuer's keys).
+async fn with_oauth(
+    auth: &Auth,
+    oauth: &OAuth,
+    token: &str,
+    address: Option<IpAddr>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let workspace = (request.headers().get(super::WORKSPACE_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    match oauth.check(token, &workspace).await {
+        Ok(grant) => {
+            let workspace_id = match auth.memory.workspace(&workspace).await {
+                Ok(found) => found.id,
+                // The binding refuses an unknown workspace, saying so.
+                Err(_) => engram_domain::WorkspaceId(0),
+            };
+            let info = TokenInfo {
+                id: "oauth".into(),
+                workspace,
+                workspace_id,
+                access: grant.access,
+                label: Some(grant.subject),
+                created_at: chrono::Utc::now(),
+                expires_at: grant.expires_at,
+                revoked_at: None,
+            };
+            request.extensions_mut().insert(info.access);
+            request.extensions_mut().insert(Grant(info));
+            next.run(request).await
+        }
+        Err(Refused::Invalid(reason)) => {
+            tracing::info!(%reason, "an OAuth access token was refused");
+            if let Some(address) = address {
+                auth.failed(address);
+            }
+            unauthorized(Some(oauth), Some("error=\"invalid_token\""))
+        }
+        Err(Refused::Scope) => {
+            let mut response = refuse(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the token's scopes do not grant workspace {workspace:?}: it needs \
+                     `engram:{workspace}` (or `engram:{workspace}:read` to read)"
+                ),
+            );
+            let challenge = format!(
+                "Bearer error=\"insufficient_scope\", scope=\"engram:{workspace}\", \
+                 resource_metadata=\"{}\"",
+                oauth.metadata_url()
+            );
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, value);
+            }
+            response
+        }
+        Err(Refused::KeysUnavailable(reason)) => refuse(StatusCode::SERVICE_UNAVAILABLE, reason),
+    }
+}
+
+/// 401, with the challenge naming the resource's metadata when OAuth is configured.
+fn unauthorized(oauth: Option<&OAuth>, error: Option<&str>) -> Response {
     let mut response = refuse(
         StatusCode::UNAUTHORIZED,
         "this server requires a valid token: send `Authorization: Bearer <token>` (tokens come \
-         from `engram token create --workspace NAME`)"
+         from `engram token create --workspace NAME`, or from the authorization server its \
+         /.well-known/oauth-protected-resource names)"
             .into(),
     );
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"engram\""),
-    );
+    let mut challenge = "Bearer realm=\"engram\"".to_owned();
+    if let Some(error) = error {
+        challenge.push_str(", ");
+        challenge.push_str(error);
+    }
+    if let Some(oauth) = oauth {
+        challenge.push_str(&format!(", resource_metadata=\"{}\"", oauth.metadata_url()));
+    }
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
     response
 }

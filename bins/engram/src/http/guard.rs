@@ -45,6 +45,9 @@ pub struct Guard {
     /// a load balancer takes it out of rotation and sends its clients elsewhere. Zero: it
     /// stops accepting at once.
     pub drain: std::time::Duration,
+    /// OAuth access tokens accepted beside engram's own ([`super::oauth`]); tokens are then
+    /// required.
+    pub oauth: Option<super::oauth::OAuthConfig>,
 }
 
 /// The default of [`Guard::max_body_bytes`]: a full batch of 1,000 observations of 64 KiB,
@@ -70,6 +73,7 @@ impl Default for Guard {
             max_connections_per_address: super::MAX_CONNECTIONS_PER_ADDRESS,
             trusted_proxies: Vec::new(),
             drain: std::time::Duration::ZERO,
+            oauth: None,
         }
     }
 }

@@ -128,6 +128,7 @@ pub fn router(
             memory: memory.clone(),
             required: require_auth,
             failures: Arc::default(),
+            oauth: None,
         },
         operator_token: operator_token.map(Arc::from),
     };

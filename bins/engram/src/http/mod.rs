@@ -9,6 +9,7 @@ mod framing;
 mod guard;
 mod json_shape;
 pub mod metrics;
+pub mod oauth;
 mod refusal;
 mod sessions;
 mod sse;
@@ -95,9 +96,11 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             tools: guard.tools.clone(),
             unread: guard.unread,
         });
+    let oauth = guard.oauth.clone().map(oauth::OAuth::new);
     let auth = auth::Auth {
         memory: memory.clone(),
-        required: guard.require_auth,
+        required: guard.require_auth || oauth.is_some(),
+        oauth: oauth.clone(),
         failures: Arc::default(),
     };
     (mcp.merge(sse).merge(ui_api))
@@ -105,6 +108,20 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         // The page itself needs no token (it asks for one); its API does. Without tokens the
         // page carries its first view.
         .merge(ui::assets((!guard.require_auth).then(|| memory.clone())))
+        // The protected resource's metadata (RFC 9728): no token, as a client without one
+        // reads it to learn where to get one.
+        .merge(
+            Router::new()
+                .route(
+                    "/.well-known/oauth-protected-resource",
+                    get(resource_metadata),
+                )
+                .route(
+                    "/.well-known/oauth-protected-resource/{*path}",
+                    get(resource_metadata),
+                )
+                .with_state(oauth),
+        )
         // A health probe needs no token, but passes the Host check like everything else.
         .merge(
             Router::new()
@@ -120,6 +137,19 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             Arc::new(trusted_proxies),
             forwarded::resolve,
         ))
+}
+
+/// `GET /.well-known/oauth-protected-resource[/…]`: the metadata when OAuth is configured,
+/// else 404.
+async fn resource_metadata(State(oauth): State<Option<oauth::OAuth>>) -> axum::response::Response {
+    match oauth {
+        Some(oauth) => axum::Json(oauth.metadata()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "this server accepts no OAuth access tokens (start it with --oauth-issuer)\n",
+        )
+            .into_response(),
+    }
 }
 
 /// Any other path: 404 saying where engram serves what (a client configured with
