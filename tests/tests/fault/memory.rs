@@ -36,6 +36,34 @@ fn rss_mb(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// The peak resident memory of a process, sampled every 20 ms until [`PeakRss::stop`].
+struct PeakRss {
+    sampling: Arc<AtomicBool>,
+    sampler: tokio::task::JoinHandle<f64>,
+}
+
+impl PeakRss {
+    fn watch(pid: u32) -> Self {
+        let sampling = Arc::new(AtomicBool::new(true));
+        let on = sampling.clone();
+        let sampler = tokio::spawn(async move {
+            let mut peak = 0.0f64;
+            while on.load(Ordering::Acquire) {
+                peak = peak.max(rss_mb(pid));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            peak
+        });
+        Self { sampling, sampler }
+    }
+
+    /// The peak, MB.
+    async fn stop(self) -> f64 {
+        self.sampling.store(false, Ordering::Release);
+        self.sampler.await.expect("the sampler")
+    }
+}
+
 /// Opens a legacy SSE session and reads its first event only: the message endpoint. The
 /// response is returned unread from there on.
 async fn open_unread(http: &reqwest::Client, base: &str) -> (String, reqwest::Response) {
@@ -330,19 +358,7 @@ pub async fn a_reading_client_gets_every_large_answer(backend: Backend) {
         let client = server.client().await;
         let mut figures = Figures::new(format!("{backend:?}/a reading client's large answers"));
         let before = rss_mb(server.pid);
-        let pid = server.pid;
-        let sampling = Arc::new(AtomicBool::new(true));
-        let sampler = tokio::spawn({
-            let sampling = sampling.clone();
-            async move {
-                let mut peak = 0.0f64;
-                while sampling.load(Ordering::Acquire) {
-                    peak = peak.max(rss_mb(pid));
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                peak
-            }
-        });
+        let peak = PeakRss::watch(server.pid);
         client
             .ok(
                 "create_entities",
@@ -400,8 +416,7 @@ pub async fn a_reading_client_gets_every_large_answer(backend: Backend) {
         let open_took = started.elapsed();
         assert_eq!(read, (1..=LARGE_TEXTS as i64).collect::<Vec<_>>());
         assert!(pages >= 3, "{pages} pages for 19.7 MB of text");
-        sampling.store(false, Ordering::Release);
-        let peak = sampler.await.unwrap();
+        let peak = peak.stop().await;
         figures
             .add(
                 "add_observations s",
@@ -442,19 +457,7 @@ pub async fn parallel_large_bodies_stay_within_the_memory_bound(backend: Backend
         body.extend_from_slice(br#""]}]}}}"#);
         let body: &'static [u8] = Box::leak(body.into_boxed_slice());
         let before = rss_mb(server.pid);
-        let pid = server.pid;
-        let sampling = Arc::new(AtomicBool::new(true));
-        let sampler = tokio::spawn({
-            let sampling = sampling.clone();
-            async move {
-                let mut peak = 0.0f64;
-                while sampling.load(Ordering::Acquire) {
-                    peak = peak.max(rss_mb(pid));
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                peak
-            }
-        });
+        let peak = PeakRss::watch(server.pid);
         let started = Instant::now();
         let sends = sessions.iter().map(|session| {
             let request = http
@@ -473,8 +476,7 @@ pub async fn parallel_large_bodies_stay_within_the_memory_bound(backend: Backend
         });
         let answers = futures_join_all(sends).await;
         let took = started.elapsed();
-        sampling.store(false, Ordering::Release);
-        let peak = sampler.await.unwrap();
+        let peak = peak.stop().await;
         let refused_by_the_tool = (answers.iter())
             .filter(|(status, text)| *status == 200 && text.contains("65536"))
             .count();

@@ -128,47 +128,21 @@ impl<S> Watched<S> {
                         left => State::ChunkData(left),
                     }
                 }
-                State::ChunkSize(mut line) => match bytes.iter().position(|&b| b == b'\n') {
-                    None => {
-                        line.extend_from_slice(bytes);
-                        bytes = &[];
-                        if line.len() > MAX_HEAD_BYTES {
-                            State::Off
-                        } else {
-                            State::ChunkSize(line)
-                        }
+                State::ChunkSize(line) => follow_line(line, &mut bytes, State::ChunkSize, |line| {
+                    match chunk_size(line) {
+                        Some(0) => State::Trailers(Vec::new()),
+                        // The data, then its CRLF.
+                        Some(size) => State::ChunkData(size.saturating_add(2)),
+                        None => State::Off,
                     }
-                    Some(at) => {
-                        line.extend_from_slice(&bytes[..at]);
-                        bytes = &bytes[at + 1..];
-                        match chunk_size(&line) {
-                            Some(0) => State::Trailers(Vec::new()),
-                            // The data, then its CRLF.
-                            Some(size) => State::ChunkData(size.saturating_add(2)),
-                            None => State::Off,
-                        }
+                }),
+                State::Trailers(line) => follow_line(line, &mut bytes, State::Trailers, |line| {
+                    if line.strip_suffix(b"\r").unwrap_or(line).is_empty() {
+                        State::Head(Vec::new())
+                    } else {
+                        State::Trailers(Vec::new())
                     }
-                },
-                State::Trailers(mut line) => match bytes.iter().position(|&b| b == b'\n') {
-                    None => {
-                        line.extend_from_slice(bytes);
-                        bytes = &[];
-                        if line.len() > MAX_HEAD_BYTES {
-                            State::Off
-                        } else {
-                            State::Trailers(line)
-                        }
-                    }
-                    Some(at) => {
-                        line.extend_from_slice(&bytes[..at]);
-                        bytes = &bytes[at + 1..];
-                        if line.strip_suffix(b"\r").unwrap_or(&line).is_empty() {
-                            State::Head(Vec::new())
-                        } else {
-                            State::Trailers(Vec::new())
-                        }
-                    }
-                },
+                }),
             };
         }
     }
@@ -213,6 +187,33 @@ impl<S> Watched<S> {
             (false, true, _) => State::Off,
             (false, false, Some(length)) if length > 0 => State::Body(length),
             _ => State::Head(Vec::new()),
+        }
+    }
+}
+
+/// Reads on a line (a chunk size or a trailer) that `line` began: `waiting` with the line so
+/// far when `bytes` end before it does, else `done` with the whole line (`bytes` then hold
+/// what follows it). A line past [`MAX_HEAD_BYTES`] stops the watch.
+fn follow_line(
+    mut line: Vec<u8>,
+    bytes: &mut &[u8],
+    waiting: fn(Vec<u8>) -> State,
+    done: impl FnOnce(&[u8]) -> State,
+) -> State {
+    match bytes.iter().position(|&b| b == b'\n') {
+        None => {
+            line.extend_from_slice(bytes);
+            *bytes = &[];
+            if line.len() > MAX_HEAD_BYTES {
+                State::Off
+            } else {
+                waiting(line)
+            }
+        }
+        Some(at) => {
+            line.extend_from_slice(&bytes[..at]);
+            *bytes = &bytes[at + 1..];
+            done(&line)
         }
     }
 }
