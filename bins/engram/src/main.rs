@@ -367,6 +367,15 @@ async fn restore(location: &Location, from: &std::path::Path) -> Result<()> {
     if !from.exists() {
         anyhow::bail!("no backup at {}", from.display());
     }
+    // A server on the file holds this lock: it would keep writing (and caching) what the
+    // restore replaces.
+    let _serving = match serving_lock(database) {
+        Some(file) if file.try_lock().is_err() => anyhow::bail!(
+            "an engram server is serving {}: stop it before restoring into it",
+            database.display()
+        ),
+        held => held,
+    };
     let (backup, path) = (from.to_owned(), database.clone());
     let copied =
         tokio::task::spawn_blocking(move || engram_sqlite::backup::restore(&backup, &path))
@@ -686,6 +695,18 @@ pub(crate) async fn stop_signal() {
     }
 }
 
+/// `<file>.serving`, opened (made when missing): a server holds a lock on it while it runs.
+fn serving_lock(path: &std::path::Path) -> Option<std::fs::File> {
+    let mut marker = path.to_owned().into_os_string();
+    marker.push(".serving");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&marker)
+        .ok()
+}
+
 /// For a SQLite file, holds a lock on `<file>.serving` while the server runs, and says so
 /// when another server holds it already: both then serve the same memory (each sees the
 /// other's writes), which is allowed but should be known. `None` for PostgreSQL.
@@ -693,14 +714,7 @@ fn announce_shared_file(location: &Location) -> Option<std::fs::File> {
     let Location::Sqlite(path) = location else {
         return None;
     };
-    let mut marker = path.clone().into_os_string();
-    marker.push(".serving");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&marker)
-        .ok()?;
+    let file = serving_lock(path)?;
     if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
         tracing::warn!(
             file = %path.display(),

@@ -112,7 +112,8 @@ pub(crate) async fn read_graph(
     if request.include_ended {
         with_ended(store, workspace, &mut result).await?;
     }
-    result.within_text_bytes(limits::ANSWER_TEXT_BYTES);
+    let read_on = crate::nodes::read_options(request.include_ended, None);
+    result.within_text_bytes(limits::ANSWER_TEXT_BYTES, &read_on);
     Ok(result)
 }
 

@@ -172,10 +172,25 @@ impl OpenNodes {
     }
 }
 
-/// Drops `opened`'s observations up to `after` (when given), then keeps observations, node
+/// The arguments that make a read see what `include_ended` and `as_of` saw, as JSON members
+/// after a comma (empty for a read of what holds now): the call a notice suggests reads on
+/// the same way.
+pub(crate) fn read_options(include_ended: bool, as_of: Option<Timestamp>) -> String {
+    match (include_ended, as_of) {
+        (_, Some(as_of)) => format!(
+            ", \"as_of\": \"{}\"",
+            as_of.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        ),
+        (true, None) => ", \"include_ended\": true".to_owned(),
+        (false, None) => String::new(),
+    }
+}
+
+/// Drops `opened`'s observations up to the request's `after_ordinal` (when given), then keeps observations, node
 /// by node in answer order, while their texts fit in `budget` bytes (the first one always
 /// fits); says in `opened.notice` what was left out and how to read it.
-fn bound_observations(opened: &mut OpenedNodes, after: Option<i64>, budget: usize) {
+fn bound_observations(opened: &mut OpenedNodes, request: &OpenNodes, budget: usize) {
+    let after = request.after_ordinal;
     let mut used = 0usize;
     let mut left_out: Vec<(String, i64, usize)> = Vec::new();
     for node in &mut opened.entities {
@@ -200,10 +215,11 @@ fn bound_observations(opened: &mut OpenedNodes, after: Option<i64>, budget: usiz
         .collect();
     opened.notice = Some(format!(
         "observations left out past the {} MiB of text one answer holds: {}; read on with \
-         open_nodes {{\"names\": [{first:?}], \"after_ordinal\": {}}}",
+         open_nodes {{\"names\": [{first:?}], \"after_ordinal\": {}{}}}",
         limits::ANSWER_TEXT_BYTES / (1024 * 1024),
         nodes.join(", "),
-        from - 1
+        from - 1,
+        read_options(request.include_ended, request.as_of)
     ));
 }
 
@@ -424,11 +440,7 @@ pub(crate) async fn open_nodes(
         opened.entities.sort_by_key(|e| place(&e.name));
     }
     opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
-    bound_observations(
-        &mut opened,
-        request.after_ordinal,
-        limits::ANSWER_TEXT_BYTES,
-    );
+    bound_observations(&mut opened, &request, limits::ANSWER_TEXT_BYTES);
     Ok(opened)
 }
 
@@ -565,7 +577,7 @@ mod tests {
             entities: vec![node("a", &["aaaa", "bbbb", "cccc"]), node("b", &["dd"])],
             ..OpenedNodes::default()
         };
-        bound_observations(&mut opened, None, 9);
+        bound_observations(&mut opened, &OpenNodes::new(&[]), 9);
         assert_eq!(ordinals(&opened), [vec![1, 2], vec![]]);
         let notice = opened.notice.as_deref().unwrap();
         assert!(
@@ -581,7 +593,9 @@ mod tests {
             entities: vec![node("a", &["aaaa", "bbbb", "cccc"])],
             ..OpenedNodes::default()
         };
-        bound_observations(&mut rest, Some(2), 9);
+        let mut on = OpenNodes::new(&["a".to_owned()]);
+        on.after_ordinal = Some(2);
+        bound_observations(&mut rest, &on, 9);
         assert_eq!(ordinals(&rest), [vec![3]]);
         assert_eq!(rest.notice, None);
         // One text larger than the budget still comes: no node is unreadable.
@@ -589,7 +603,14 @@ mod tests {
             entities: vec![node("a", &["aaaaaaaaaaaa", "b"])],
             ..OpenedNodes::default()
         };
-        bound_observations(&mut large, None, 9);
+        let mut ended = OpenNodes::new(&["a".to_owned()]);
+        ended.include_ended = true;
+        bound_observations(&mut large, &ended, 9);
+        let notice = large.notice.as_deref().unwrap();
+        assert!(
+            notice.ends_with(r#""after_ordinal": 1, "include_ended": true}"#),
+            "{notice}"
+        );
         assert_eq!(ordinals(&large), [vec![1]]);
     }
 

@@ -251,7 +251,10 @@ impl GraphPageResult {
     /// Ends a page in full detail before the node whose observations would take its text
     /// past `budget` bytes (the next page starts there); a first node larger than that alone
     /// keeps its observations up to the budget, and `notice` says how to read the rest.
-    pub fn within_text_bytes(&mut self, budget: usize) {
+    /// `read_on` holds the arguments the suggested `open_nodes` call carries beside the name
+    /// and ordinal (what the page was read with: `, "include_ended": true`), as JSON members
+    /// after a comma.
+    pub fn within_text_bytes(&mut self, budget: usize, read_on: &str) {
         let mut used = 0usize;
         let mut end = None;
         for (at, node) in self.entities.iter_mut().enumerate() {
@@ -276,7 +279,8 @@ impl GraphPageResult {
                 let after = observations.last().map_or(0, |o| o.ordinal.0);
                 self.notice = Some(format!(
                     "{} observations of {:?} left out past the {} MiB of text one page holds; \
-                     read them with open_nodes {{\"names\": [{:?}], \"after_ordinal\": {after}}}",
+                     read them with open_nodes {{\"names\": [{:?}], \"after_ordinal\": \
+                     {after}{read_on}}}",
                     rest.len(),
                     node.name,
                     budget / (1024 * 1024),
@@ -429,7 +433,7 @@ mod tests {
             paged("b", &["bbbb"]),
             paged("c", &["cc"]),
         ]);
-        result.within_text_bytes(9);
+        result.within_text_bytes(9, "");
         let names: Vec<&str> = result.entities.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(result.next_cursor.as_deref(), Some("b"));
@@ -444,15 +448,13 @@ mod tests {
             paged("a", &["aaaaaa", "aaaaaa", "a"]),
             paged("c", &["c"]),
         ]);
-        large.within_text_bytes(9);
+        large.within_text_bytes(9, r#", "include_ended": true"#);
         assert_eq!(large.entities.len(), 1);
         assert_eq!(large.entities[0].observations.as_ref().unwrap().len(), 1);
         assert_eq!(large.next_cursor.as_deref(), Some("a"));
         let notice = large.notice.unwrap();
-        assert!(
-            notice.contains(r#"{"names": ["a"], "after_ordinal": 1}"#),
-            "{notice}"
-        );
+        let call = r#"{"names": ["a"], "after_ordinal": 1, "include_ended": true}"#;
+        assert!(notice.contains(call), "{notice}");
     }
 
     fn node(observations: &[(Option<i64>, &str)]) -> NodeRecord {

@@ -32,15 +32,21 @@ pub struct Copied {
 /// or `database` is not an engram database; [`Error::Unavailable`] when a lock could not be
 /// had within 30 s; the database's errors.
 pub fn backup(database: &Path, to: &Path) -> Result<Copied> {
-    if to.exists() {
-        return Err(Error::invalid(
-            "path",
-            format!("{} exists: a backup is written to a new file", to.display()),
-        ));
-    }
     let source =
         Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db)?;
     engram_schema(&source, database)?;
+    // Made here, never there before (no file, no link): a backup overwrites nothing.
+    if let Err(error) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
+    {
+        let reason = match error.kind() {
+            std::io::ErrorKind::AlreadyExists => "exists: a backup is written to a new file",
+            _ => "cannot be created",
+        };
+        return Err(Error::invalid("path", format!("{} {reason}", to.display())));
+    }
     let mut copy = Connection::open(to).map_err(db)?;
     let copied = copy_pages(&source, &mut copy);
     drop(copy);
@@ -51,8 +57,9 @@ pub fn backup(database: &Path, to: &Path) -> Result<Copied> {
 }
 
 /// Copies the backup at `backup` into the database at `database`, which must hold no
-/// workspace yet (a missing file is made). Migrations of a newer engram run when the store
-/// is opened next.
+/// workspace yet (a missing file is made) and must not be served meanwhile (`engram restore`
+/// checks that no server holds its `.serving` lock). Migrations of a newer engram run when
+/// the store is opened next.
 ///
 /// Errors: [`Error::InvalidArgument`] (`path`) when `backup` is not an engram database;
 /// [`Error::Conflict`] when `database` already holds workspaces; the database's errors.

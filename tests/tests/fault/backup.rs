@@ -80,7 +80,14 @@ pub async fn a_backup_taken_under_writes_restores_every_acknowledged_write() {
             missing.is_empty(),
             "acknowledged but not restored: {missing:?}"
         );
+        // Into a store a server serves: refused.
+        let refused = binary::run(&["restore", &copy_path], &restored_path).await;
+        assert!(!refused.status.success());
+        let told = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert!(told.contains("an engram server is serving"), "{told}");
         // Into a store that holds data: refused, nothing changed.
+        let mut server = server;
+        server.kill9().await;
         let refused = binary::run(&["restore", &copy_path], &restored_path).await;
         assert!(!refused.status.success());
         let told = String::from_utf8_lossy(&refused.stderr).into_owned();

@@ -188,39 +188,44 @@ fn envelope_problem(message: &serde_json::Value) -> Option<String> {
 pub struct BodyLimits {
     /// The largest body, in bytes.
     pub max_bytes: usize,
-    /// The longest it may take to arrive.
+    /// The longest it may take to arrive (waiting for room included).
     pub timeout: std::time::Duration,
-    /// Bytes of bodies being read or handled, across requests: a permit per byte, taken
-    /// before a body is read and given back when its answer is done ([`read_body`]).
-    pub in_flight: Arc<tokio::sync::Semaphore>,
+    /// Bytes of small bodies (at most [`SMALL_BODY_BYTES`]) and of bodies of unknown length
+    /// being read or handled, across requests: a permit per byte.
+    small: Arc<tokio::sync::Semaphore>,
+    /// Bytes of larger bodies of known length: room for one of the largest. They wait in a
+    /// line of their own, so a large body waiting never holds up a small one.
+    large: Arc<tokio::sync::Semaphore>,
 }
 
-/// Room for bodies beside the largest one: small requests go on while a large body is read
-/// and handled.
+/// A body of known length up to this takes its room from the small bodies' pool.
+pub const SMALL_BODY_BYTES: usize = 1024 * 1024;
+/// Room for small bodies and bodies of unknown length together.
 const SMALL_BODIES_BYTES: usize = 16 * 1024 * 1024;
 
 impl BodyLimits {
     /// Bodies of at most `max_bytes`, arriving within `timeout`; all requests together hold
-    /// one such body and 16 MiB more at once (16 parallel bodies of 79 MB held 1 GB before).
+    /// one of the largest bodies and 16 MiB of smaller ones at once (16 parallel bodies of
+    /// 79 MB held 1 GB before).
     pub fn new(max_bytes: usize, timeout: std::time::Duration) -> Self {
-        let total = max_bytes.saturating_add(SMALL_BODIES_BYTES);
+        let permits = |bytes: usize| bytes.min(tokio::sync::Semaphore::MAX_PERMITS);
         Self {
             max_bytes,
             timeout,
-            in_flight: Arc::new(tokio::sync::Semaphore::new(
-                total.min(tokio::sync::Semaphore::MAX_PERMITS),
-            )),
+            small: Arc::new(tokio::sync::Semaphore::new(permits(SMALL_BODIES_BYTES))),
+            large: Arc::new(tokio::sync::Semaphore::new(permits(max_bytes))),
         }
     }
 }
 
-/// A body's share of [`BodyLimits::in_flight`], held until its request is answered.
-pub(super) type BodyPermit = tokio::sync::OwnedSemaphorePermit;
+/// A body's share of the room bodies may take, held until its answer starts.
+pub(super) type BodyPermit = Vec<tokio::sync::OwnedSemaphorePermit>;
 
-/// Takes `limits.in_flight` permits for a body as it arrives: all of a body whose length is
-/// known before it is read (waiting for them in line, holding none meanwhile), else each
-/// piece as it comes, without waiting (no two bodies can each hold part of the budget while
-/// waiting for the rest). Fails when the budget has no room for a body of unknown length.
+/// Takes room for a body as it arrives: all of a body whose length is known before it is
+/// read, waiting in the line of its size (small or large) and holding nothing meanwhile; a
+/// body of unknown length piece by piece from the small bodies' room, without waiting (no
+/// two bodies can each hold part of the room while waiting for the rest). Fails when there is
+/// no room for a piece of a body of unknown length.
 async fn read_counted(
     body: axum::body::Body,
     limits: &BodyLimits,
@@ -233,17 +238,18 @@ async fn read_counted(
         if length > limit as u64 {
             return Err(ReadFailure::TooLarge);
         }
-        let permit = (limits
-            .in_flight
-            .clone()
-            .acquire_many_owned(permits(length))
-            .await)
+        let pool = if length <= SMALL_BODY_BYTES as u64 {
+            &limits.small
+        } else {
+            &limits.large
+        };
+        let permit = (pool.clone().acquire_many_owned(permits(length)).await)
             .expect("the body budget is never closed");
         let bytes = axum::body::to_bytes(body, limit).await?;
-        return Ok((bytes, permit));
+        return Ok((bytes, vec![permit]));
     }
-    let mut permit = (limits.in_flight.clone().try_acquire_many_owned(0))
-        .expect("the body budget is never closed");
+    let mut permit =
+        (limits.small.clone().try_acquire_many_owned(0)).expect("the body budget is never closed");
     let mut read = Vec::new();
     let mut body = body;
     while let Some(frame) = body.frame().await {
@@ -253,14 +259,46 @@ async fn read_counted(
         if read.len() + data.len() > limit {
             return Err(ReadFailure::TooLarge);
         }
-        let more = limits
-            .in_flight
-            .clone()
-            .try_acquire_many_owned(permits(data.len() as u64));
+        let more = (limits.small.clone()).try_acquire_many_owned(permits(data.len() as u64));
         permit.merge(more.map_err(|_| ReadFailure::Busy)?);
         read.extend_from_slice(&data);
     }
-    Ok((read.into(), permit))
+    Ok((read.into(), vec![permit]))
+}
+
+/// A response body that holds what its request took until the answer starts (`room`: the
+/// body's share of the room bodies may take, given back at the first frame of data) and until
+/// it is done (`until_done`); its size and end are its inner body's, so an answer keeps its
+/// `Content-Length`.
+struct Holding<T> {
+    inner: axum::body::Body,
+    room: Option<BodyPermit>,
+    _until_done: T,
+}
+
+impl<T: Send + Unpin + 'static> http_body::Body for Holding<T> {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(context);
+        if let std::task::Poll::Ready(_) = &polled {
+            this.room = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Why a body was not read.
@@ -435,14 +473,15 @@ pub async fn check_json(State(check): State<JsonCheck>, request: Request, next: 
     let response = next
         .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await;
-    // The answer is streamed: the id stays taken, and the body's bytes counted, until its
-    // body is done.
-    let (parts, body) = response.into_parts();
-    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-        let _held = (&in_flight, &permit);
-        chunk
-    });
-    Response::from_parts(parts, axum::body::Body::from_stream(body))
+    // The answer is streamed: the body's room is given back when its answer starts (a
+    // client that never reads its answer holds none), the id stays taken until it is done.
+    response.map(|inner| {
+        axum::body::Body::new(Holding {
+            inner,
+            room: Some(permit),
+            _until_done: in_flight,
+        })
+    })
 }
 
 /// Middleware for `/mcp`: binds the request to its workspace (a [`BoundWorkspace`] in the

@@ -12,8 +12,10 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// A head larger than this is not followed (hyper refuses it anyway): the watch stops.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// A head (or a chunk line) larger than this is not followed: the watch stops. Larger than
+/// any head hyper takes (its read buffer is at most about 400 KiB), so every request hyper
+/// serves is followed.
+const MAX_HEAD_BYTES: usize = 512 * 1024;
 
 /// What the watch learnt of one connection's requests, shared with its requests' handlers.
 #[derive(Debug, Default)]
@@ -154,7 +156,9 @@ impl<S> Watched<S> {
         }
         let index = self.requests;
         self.requests += 1;
-        let (mut length, mut chunked, mut encoded) = (None, false, false);
+        // A Content-Length line counts whatever its value: hyper ignores it beside
+        // Transfer-Encoding without parsing it.
+        let (mut length, mut has_length, mut chunked, mut encoded) = (None, false, false, false);
         for line in head.split(|&b| b == b'\n').skip(1) {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let Some(colon) = line.iter().position(|&b| b == b':') else {
@@ -162,17 +166,15 @@ impl<S> Watched<S> {
             };
             let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
             if name.eq_ignore_ascii_case(b"content-length") {
+                has_length = true;
                 length = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
-                if length.is_none() {
-                    return State::Off;
-                }
             } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 encoded = true;
                 chunked = (value.rsplit(|&b| b == b',').next())
                     .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
             }
         }
-        if encoded && length.is_some() {
+        if encoded && has_length {
             let _ = self.framing.both_at.compare_exchange(
                 usize::MAX,
                 index,
@@ -186,6 +188,8 @@ impl<S> Watched<S> {
             (true, _, _) => State::ChunkSize(Vec::new()),
             (false, true, _) => State::Off,
             (false, false, Some(length)) if length > 0 => State::Body(length),
+            // A length hyper refuses: it closes the connection.
+            _ if has_length && length.is_none() => State::Off,
             _ => State::Head(Vec::new()),
         }
     }
@@ -325,5 +329,15 @@ mod tests {
         }
         let single = b"POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\n\r\n";
         assert_eq!(both_at(single, 7), usize::MAX);
+        // A length that is no number, beside Transfer-Encoding (hyper never parses it).
+        let unparsed =
+            b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: x\r\n\r\n";
+        assert_eq!(both_at(unparsed, 5), 0);
+        // A head of 70 KB (hyper takes up to about 400 KiB) before the one with both.
+        let mut long = format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "p".repeat(70_000));
+        long.push_str(
+            "POST /b HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        assert_eq!(both_at(long.as_bytes(), 4096), 1);
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! - **Duplicate**: the same words in the same order but for case and punctuation, or words so
 //!   alike in order that their longest common subsequence is at least [`DUPLICATE_SHARE`] of
-//!   the two ("Alice prefers dark mode" and "Alice prefers the dark mode").
+//!   the two ("Alice prefers dark mode" and "Alice prefers the dark mode"). Texts too long to
+//!   align cheaply (past 500 × 500 words) share words as a bag instead, in any order.
 //! - **Version**: the same sentence with one short passage changed — a number or a date ("the
 //!   staging freeze ends on 12 May" and "… on 19 May"; at least half of the longer kept), or
 //!   any words when most of the sentence is kept ("the deploy target is staging" and "… is
