@@ -286,7 +286,7 @@ impl<T: Send + Unpin + 'static> http_body::Body for Holding<T> {
     ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.get_mut();
         let polled = std::pin::Pin::new(&mut this.inner).poll_frame(context);
-        if let std::task::Poll::Ready(_) = &polled {
+        if polled.is_ready() {
             this.room = None;
         }
         polled
