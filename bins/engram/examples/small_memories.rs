@@ -1,6 +1,8 @@
 //! Search in small, new memories at the default `min_score`:
-//! `cargo run --release -p engram --example small_memories [-- SET.json]` (default
-//! `xtask/data/small-memories.json`).
+//! `cargo run --release -p engram --example small_memories [-- [SET.json] [--pad N]]` (default
+//! `xtask/data/small-memories.json`). `--pad N` adds N unrelated nodes to every memory, one
+//! fact each from the LoCoMo dev conversations (`../shared/data/locomo-dev`: people's lives,
+//! not software projects), to see how the answers hold as a memory grows.
 //!
 //! Each memory of the set goes into a workspace of its own on a fresh SQLite store, is
 //! embedded by the local model (the server's default), and is asked its questions in hybrid
@@ -109,11 +111,61 @@ async fn search(
         .collect())
 }
 
+/// `count` unrelated nodes, one LoCoMo dev fact each (cycled, numbered past the first round).
+fn padding(count: usize) -> anyhow::Result<Vec<serde_json::Value>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let mut facts = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir("../shared/data/locomo-dev")?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    for file in files {
+        let conversation: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file)?)?;
+        for (key, sessions) in conversation.as_object().into_iter().flatten() {
+            if !key.ends_with("_observation") {
+                continue;
+            }
+            for speaker in sessions.as_object().into_iter().flatten().map(|(_, f)| f) {
+                for fact in speaker.as_array().into_iter().flatten() {
+                    if let Some(text) = fact[0].as_str() {
+                        facts.push(text.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    anyhow::ensure!(!facts.is_empty(), "no LoCoMo facts to pad with");
+    Ok((0..count)
+        .map(|i| {
+            let round = i / facts.len();
+            let fact = &facts[i % facts.len()];
+            let text = if round == 0 {
+                fact.clone()
+            } else {
+                format!("{fact} ({round})")
+            };
+            serde_json::json!({"name": format!("pad-{i:05}"), "entity_type": "note",
+                "observations": [text]})
+        })
+        .collect())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let path = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "xtask/data/small-memories.json".into());
+    let (mut path, mut pad) = ("xtask/data/small-memories.json".to_owned(), 0usize);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--pad" => pad = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
+            _ => path = arg,
+        }
+    }
+    let padding = padding(pad)?;
     let set: Set = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn MemoryStore> =
@@ -138,6 +190,11 @@ async fn main() -> anyhow::Result<()> {
         let entities: CreateEntities =
             serde_json::from_value(serde_json::json!({ "entities": small.nodes }))?;
         memory.create_entities(workspace, entities).await?;
+        for batch in padding.chunks(500) {
+            let entities: CreateEntities =
+                serde_json::from_value(serde_json::json!({ "entities": batch }))?;
+            memory.create_entities(workspace, entities).await?;
+        }
         if small.relations.as_array().is_some_and(|r| !r.is_empty()) {
             let relations: CreateRelations =
                 serde_json::from_value(serde_json::json!({ "relations": small.relations }))?;
@@ -223,7 +280,10 @@ async fn main() -> anyhow::Result<()> {
         all.add(&tally);
         all_nodes += nodes;
     }
-    println!("{}", all.row("all", all_nodes));
+    println!(
+        "{}",
+        all.row(&format!("all (each padded with {pad})"), all_nodes)
+    );
     for kind in ["right", "other", "unrelated"] {
         let mut values: Vec<f64> = (cosines.iter())
             .filter(|(k, _)| *k == kind)
