@@ -112,8 +112,7 @@ pub(crate) async fn read_graph(
     if request.include_ended {
         with_ended(store, workspace, &mut result).await?;
     }
-    let read_on = crate::nodes::read_options(request.include_ended, None);
-    result.within_text_bytes(limits::ANSWER_TEXT_BYTES, &read_on);
+    result.within_text_bytes(limits::ANSWER_TEXT_BYTES, request.include_ended);
     Ok(result)
 }
 

@@ -173,9 +173,8 @@ impl OpenNodes {
 }
 
 /// The arguments that make a read see what `include_ended` and `as_of` saw, as JSON members
-/// after a comma (empty for a read of what holds now): the call a notice suggests reads on
-/// the same way.
-pub(crate) fn read_options(include_ended: bool, as_of: Option<Timestamp>) -> String {
+/// after a comma (empty for a read of what holds now).
+fn read_options(include_ended: bool, as_of: Option<Timestamp>) -> String {
     match (include_ended, as_of) {
         (_, Some(as_of)) => format!(
             ", \"as_of\": \"{}\"",
@@ -186,25 +185,53 @@ pub(crate) fn read_options(include_ended: bool, as_of: Option<Timestamp>) -> Str
     }
 }
 
-/// Drops `opened`'s observations up to the request's `after_ordinal` (when given), then keeps observations, node
-/// by node in answer order, while their texts fit in `budget` bytes (the first one always
-/// fits); says in `opened.notice` what was left out and how to read it.
+/// The `open_nodes` call that reads `name`'s observations after ordinal `after` as the cut
+/// answer saw them (`include_ended`, `as_of`): what a notice suggests.
+pub(crate) fn read_on_call(
+    name: &str,
+    after: i64,
+    include_ended: bool,
+    as_of: Option<Timestamp>,
+) -> String {
+    format!(
+        "open_nodes {{\"names\": [{name:?}], \"after_ordinal\": {after}{}}}",
+        read_options(include_ended, as_of)
+    )
+}
+
+/// Where `observations` are cut so that an answer's text stays within `budget` bytes, `used`
+/// bytes of it taken before them (counted on): the first observation that passes the
+/// budget, never the answer's first (no node is unreadable).
+pub(crate) fn cut_at(
+    observations: &[Observation],
+    used: &mut usize,
+    budget: usize,
+) -> Option<usize> {
+    observations.iter().position(|o| {
+        let first = *used == 0;
+        *used += o.content.len();
+        *used > budget && !first
+    })
+}
+
+/// Drops `opened`'s observations up to the request's `after_ordinal` (when given), then keeps
+/// observations, node by node in answer order, while their texts fit in `budget` bytes (the
+/// first one always fits); says in `opened.notice` what was left out and how to read it.
 fn bound_observations(opened: &mut OpenedNodes, request: &OpenNodes, budget: usize) {
-    let after = request.after_ordinal;
-    let mut used = 0usize;
+    let (mut used, mut full) = (0usize, false);
     let mut left_out: Vec<(String, i64, usize)> = Vec::new();
     for node in &mut opened.entities {
-        if let Some(after) = after {
+        if let Some(after) = request.after_ordinal {
             node.observations.retain(|o| o.ordinal.0 > after);
         }
-        let fits = node.observations.iter().position(|o| {
-            used += o.content.len();
-            used > budget && used != o.content.len()
-        });
-        if let Some(at) = fits {
+        let at = match full {
+            true => (!node.observations.is_empty()).then_some(0),
+            false => cut_at(&node.observations, &mut used, budget),
+        };
+        if let Some(at) = at {
             let rest = node.observations.split_off(at);
             left_out.push((node.name.clone(), rest[0].ordinal.0, rest.len()));
-            used = usize::MAX / 2;
+            full = true;
         }
     }
     let Some((first, from, _)) = left_out.first() else {
@@ -214,12 +241,10 @@ fn bound_observations(opened: &mut OpenedNodes, request: &OpenNodes, budget: usi
         .map(|(name, from, count)| format!("{name:?} from ordinal {from} ({count})"))
         .collect();
     opened.notice = Some(format!(
-        "observations left out past the {} MiB of text one answer holds: {}; read on with \
-         open_nodes {{\"names\": [{first:?}], \"after_ordinal\": {}{}}}",
+        "observations left out past the {} MiB of text one answer holds: {}; read on with {}",
         limits::ANSWER_TEXT_BYTES / (1024 * 1024),
         nodes.join(", "),
-        from - 1,
-        read_options(request.include_ended, request.as_of)
+        read_on_call(first, from - 1, request.include_ended, request.as_of)
     ));
 }
 

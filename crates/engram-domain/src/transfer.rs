@@ -251,10 +251,8 @@ impl GraphPageResult {
     /// Ends a page in full detail before the node whose observations would take its text
     /// past `budget` bytes (the next page starts there); a first node larger than that alone
     /// keeps its observations up to the budget, and `notice` says how to read the rest.
-    /// `read_on` holds the arguments the suggested `open_nodes` call carries beside the name
-    /// and ordinal (what the page was read with: `, "include_ended": true`), as JSON members
-    /// after a comma.
-    pub fn within_text_bytes(&mut self, budget: usize, read_on: &str) {
+    /// The suggested call reads as the page did (`include_ended`).
+    pub fn within_text_bytes(&mut self, budget: usize, include_ended: bool) {
         let mut used = 0usize;
         let mut end = None;
         for (at, node) in self.entities.iter_mut().enumerate() {
@@ -268,23 +266,17 @@ impl GraphPageResult {
             }
             used += bytes;
             if bytes > budget {
-                let mut kept = 0usize;
-                let keep = (observations.iter())
-                    .position(|o| {
-                        kept += o.content.len();
-                        kept > budget && kept != o.content.len()
-                    })
+                let keep = crate::nodes::cut_at(observations, &mut 0, budget)
                     .unwrap_or(observations.len());
                 let rest = observations.split_off(keep);
                 let after = observations.last().map_or(0, |o| o.ordinal.0);
                 self.notice = Some(format!(
                     "{} observations of {:?} left out past the {} MiB of text one page holds; \
-                     read them with open_nodes {{\"names\": [{:?}], \"after_ordinal\": \
-                     {after}{read_on}}}",
+                     read them with {}",
                     rest.len(),
                     node.name,
                     budget / (1024 * 1024),
-                    node.name
+                    crate::nodes::read_on_call(&node.name, after, include_ended, None)
                 ));
                 end = Some(at + 1);
                 break;
@@ -433,7 +425,7 @@ mod tests {
             paged("b", &["bbbb"]),
             paged("c", &["cc"]),
         ]);
-        result.within_text_bytes(9, "");
+        result.within_text_bytes(9, false);
         let names: Vec<&str> = result.entities.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(result.next_cursor.as_deref(), Some("b"));
@@ -448,7 +440,7 @@ mod tests {
             paged("a", &["aaaaaa", "aaaaaa", "a"]),
             paged("c", &["c"]),
         ]);
-        large.within_text_bytes(9, r#", "include_ended": true"#);
+        large.within_text_bytes(9, true);
         assert_eq!(large.entities.len(), 1);
         assert_eq!(large.entities[0].observations.as_ref().unwrap().len(), 1);
         assert_eq!(large.next_cursor.as_deref(), Some("a"));

@@ -121,8 +121,8 @@ fn copy_pages(from: &Connection, to: &mut Connection) -> Result<Copied> {
     loop {
         match backup.step(-1).map_err(db)? {
             StepResult::Done => break,
-            // Busy or locked: another connection holds a lock for now.
             StepResult::More => {}
+            // Busy or locked: another connection holds a lock for now.
             _ => {
                 if started.elapsed() > LOCK_WAIT {
                     return Err(Error::Unavailable(format!(

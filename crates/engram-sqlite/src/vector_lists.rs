@@ -18,7 +18,7 @@
 //! to types scans as before (`search.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,8 +59,8 @@ pub(crate) struct VectorLists {
     centroids: Mutex<HashMap<i64, Arc<Centroids>>>,
     building: AtomicBool,
     checked: Mutex<Option<Instant>>,
-    /// How often saves and searches look for a due set ([`CHECK_EVERY`]).
-    check_every: Mutex<Duration>,
+    /// How often saves and searches look for a due set, in milliseconds ([`CHECK_EVERY`]).
+    check_every_ms: AtomicU64,
     /// Set for a short-lived command that only reads: its searches start no build.
     reading_only: AtomicBool,
     lists_from: AtomicI64,
@@ -72,7 +72,7 @@ impl Default for VectorLists {
             centroids: Mutex::default(),
             building: AtomicBool::new(false),
             checked: Mutex::default(),
-            check_every: Mutex::new(CHECK_EVERY),
+            check_every_ms: AtomicU64::new(CHECK_EVERY.as_millis() as u64),
             reading_only: AtomicBool::new(false),
             lists_from: AtomicI64::new(LISTS_FROM),
         }
@@ -201,7 +201,7 @@ impl VectorLists {
     pub(crate) fn build_when_due(self: &Arc<Self>, pool: &Arc<Pool>) {
         {
             let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
-            let every = *self.check_every.lock().unwrap_or_else(|e| e.into_inner());
+            let every = Duration::from_millis(self.check_every_ms.load(Ordering::Relaxed));
             if checked.is_some_and(|at| at.elapsed() < every) {
                 return;
             }
@@ -226,7 +226,8 @@ impl VectorLists {
 
     /// Looks for due sets every `every` instead of [`CHECK_EVERY`] (tests).
     pub(crate) fn check_every(&self, every: Duration) {
-        *self.check_every.lock().unwrap_or_else(|e| e.into_inner()) = every;
+        let millis = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
+        self.check_every_ms.store(millis, Ordering::Relaxed);
     }
 
     /// [`VectorLists::build_when_due`] from a search, unless the store only reads: a store

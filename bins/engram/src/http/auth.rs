@@ -160,15 +160,13 @@ async fn with_oauth(
         .to_owned();
     match oauth.check(token, &workspace).await {
         Ok(grant) => {
-            let workspace_id = match auth.memory.workspace(&workspace).await {
-                Ok(found) => found.id,
-                // The binding refuses an unknown workspace, saying so.
-                Err(_) => engram_domain::WorkspaceId(0),
-            };
             let info = TokenInfo {
                 id: "oauth".into(),
                 workspace,
-                workspace_id,
+                // The routes OAuth tokens reach read the workspace's name (the binding
+                // resolves it); only the metrics listener reads the id, and it takes
+                // engram's own tokens.
+                workspace_id: engram_domain::WorkspaceId(0),
                 access: grant.access,
                 label: Some(grant.subject),
                 created_at: chrono::Utc::now(),
@@ -187,24 +185,15 @@ async fn with_oauth(
             unauthorized(Some(oauth), Some("error=\"invalid_token\""))
         }
         Err(Refused::Scope) => {
-            let mut response = refuse(
+            let response = refuse(
                 StatusCode::FORBIDDEN,
                 format!(
                     "the token's scopes do not grant workspace {workspace:?}: it needs \
                      `engram:{workspace}` (or `engram:{workspace}:read` to read)"
                 ),
             );
-            let challenge = format!(
-                "Bearer error=\"insufficient_scope\", scope=\"engram:{workspace}\", \
-                 resource_metadata=\"{}\"",
-                oauth.metadata_url()
-            );
-            if let Ok(value) = HeaderValue::from_str(&challenge) {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, value);
-            }
-            response
+            let error = format!("error=\"insufficient_scope\", scope=\"engram:{workspace}\"");
+            challenged(response, Some(oauth), Some(&error))
         }
         Err(Refused::KeysUnavailable(reason)) => refuse(StatusCode::SERVICE_UNAVAILABLE, reason),
     }
@@ -212,13 +201,19 @@ async fn with_oauth(
 
 /// 401, with the challenge naming the resource's metadata when OAuth is configured.
 fn unauthorized(oauth: Option<&OAuth>, error: Option<&str>) -> Response {
-    let mut response = refuse(
+    let response = refuse(
         StatusCode::UNAUTHORIZED,
         "this server requires a valid token: send `Authorization: Bearer <token>` (tokens come \
          from `engram token create --workspace NAME`, or from the authorization server its \
          /.well-known/oauth-protected-resource names)"
             .into(),
     );
+    challenged(response, oauth, error)
+}
+
+/// `response` with `WWW-Authenticate: Bearer realm="engram"`, then `error` (its RFC 6750
+/// parameters) and the resource's metadata when OAuth is configured.
+fn challenged(mut response: Response, oauth: Option<&OAuth>, error: Option<&str>) -> Response {
     let mut challenge = "Bearer realm=\"engram\"".to_owned();
     if let Some(error) = error {
         challenge.push_str(", ");

@@ -219,7 +219,7 @@ impl BodyLimits {
 }
 
 /// A body's share of the room bodies may take, held until its answer starts.
-pub(super) type BodyPermit = Vec<tokio::sync::OwnedSemaphorePermit>;
+pub(super) type BodyPermit = tokio::sync::OwnedSemaphorePermit;
 
 /// Takes room for a body as it arrives: all of a body whose length is known before it is
 /// read, waiting in the line of its size (small or large) and holding nothing meanwhile; a
@@ -246,7 +246,7 @@ async fn read_counted(
         let permit = (pool.clone().acquire_many_owned(permits(length)).await)
             .expect("the body budget is never closed");
         let bytes = axum::body::to_bytes(body, limit).await?;
-        return Ok((bytes, vec![permit]));
+        return Ok((bytes, permit));
     }
     let mut permit =
         (limits.small.clone().try_acquire_many_owned(0)).expect("the body budget is never closed");
@@ -263,7 +263,7 @@ async fn read_counted(
         permit.merge(more.map_err(|_| ReadFailure::Busy)?);
         read.extend_from_slice(&data);
     }
-    Ok((read.into(), vec![permit]))
+    Ok((read.into(), permit))
 }
 
 /// A response body that holds what its request took until the answer starts (`room`: the

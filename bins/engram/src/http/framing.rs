@@ -1,7 +1,7 @@
 //! Each HTTP/1.1 request's framing as the client sent it. hyper reads a request with both
 //! `Content-Length` and `Transfer-Encoding` by the latter and drops the former before the
 //! application sees the headers (closing the connection afterwards, as RFC 9112 §6.3 asks);
-//! so that [`super::guard`] can refuse such a request instead, [`Watched`] reads the
+//! so that [`refuse_both_framings`] can refuse such a request instead, [`Watched`] reads the
 //! connection's bytes beside hyper, follows each request's head and body framing, and
 //! notes which requests carried both headers ([`Framing`]).
 
@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 const MAX_HEAD_BYTES: usize = 512 * 1024;
 
 /// What the watch learnt of one connection's requests, shared with its requests' handlers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Framing {
     /// The index (from 0) of the first request that carried both framings; `usize::MAX`
     /// while none did.
@@ -114,22 +114,14 @@ impl<S> Watched<S> {
                         }
                     }
                 }
-                State::Body(left) => {
-                    let used = usize::try_from(left).unwrap_or(usize::MAX).min(bytes.len());
-                    bytes = &bytes[used..];
-                    match left - used as u64 {
-                        0 => State::Head(Vec::new()),
-                        left => State::Body(left),
-                    }
-                }
-                State::ChunkData(left) => {
-                    let used = usize::try_from(left).unwrap_or(usize::MAX).min(bytes.len());
-                    bytes = &bytes[used..];
-                    match left - used as u64 {
-                        0 => State::ChunkSize(Vec::new()),
-                        left => State::ChunkData(left),
-                    }
-                }
+                State::Body(left) => match skip(left, &mut bytes) {
+                    0 => State::Head(Vec::new()),
+                    left => State::Body(left),
+                },
+                State::ChunkData(left) => match skip(left, &mut bytes) {
+                    0 => State::ChunkSize(Vec::new()),
+                    left => State::ChunkData(left),
+                },
                 State::ChunkSize(line) => follow_line(line, &mut bytes, State::ChunkSize, |line| {
                     match chunk_size(line) {
                         Some(0) => State::Trailers(Vec::new()),
@@ -193,6 +185,13 @@ impl<S> Watched<S> {
             _ => State::Head(Vec::new()),
         }
     }
+}
+
+/// Skips up to `left` bytes of `bytes` (a body's or a chunk's); how many are still to come.
+fn skip(left: u64, bytes: &mut &[u8]) -> u64 {
+    let used = usize::try_from(left).unwrap_or(usize::MAX).min(bytes.len());
+    *bytes = &bytes[used..];
+    left - used as u64
 }
 
 /// Reads on a line (a chunk size or a trailer) that `line` began: `waiting` with the line so

@@ -314,9 +314,9 @@ pub async fn serve(
     Ok(())
 }
 
-/// Middleware (outermost): while the server drains, every request is answered 503 with
-/// `Connection: close` and `Retry-After: 1` (`/healthz` too, with `{"status": "draining"}`),
-/// so a balancer stops sending here and its clients go elsewhere.
+/// Middleware (outermost): while the server drains, every request (`/healthz` too) is
+/// refused with 503, `Connection: close` and `Retry-After: 1`, so a balancer stops sending
+/// here and its clients go elsewhere.
 async fn refuse_while_draining(
     State(draining): State<Arc<std::sync::atomic::AtomicBool>>,
     request: axum::extract::Request,
@@ -325,18 +325,18 @@ async fn refuse_while_draining(
     if !draining.load(std::sync::atomic::Ordering::Acquire) {
         return next.run(request).await;
     }
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [
-            (axum::http::header::CONNECTION, "close"),
-            (axum::http::header::RETRY_AFTER, "1"),
-        ],
-        axum::Json(serde_json::json!({
-            "status": "draining",
-            "message": "this engram process is stopping: send the request again"
-        })),
-    )
-        .into_response()
+    let message = "draining: this engram process is stopping; send the request again";
+    let mut response = refusal::refuse(StatusCode::SERVICE_UNAVAILABLE, message.to_owned());
+    let headers = response.headers_mut();
+    headers.insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    headers.insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    response
 }
 
 /// How often freed memory is handed back to the system.

@@ -158,43 +158,24 @@ impl OAuth {
         })
     }
 
-    /// The decoding key `kid` names (any key when `kid` is empty and the set holds one).
+    /// The decoding key `kid` names: from the cached key set while it is fresh, else from the
+    /// set fetched again (for an unknown `kid` at most every [`REFETCH_AFTER`]).
     async fn key(&self, kid: &str) -> Result<DecodingKey, Refused> {
-        let find = |keys: &JwkSet| {
-            let jwk = if kid.is_empty() && keys.keys.len() == 1 {
-                keys.keys.first()
-            } else {
-                keys.find(kid)
-            };
-            jwk.map(DecodingKey::from_jwk)
-        };
-        let fetched_at = {
+        {
             let cached = self.keys.read().await;
-            if let Some((at, keys)) = cached.as_ref() {
-                if at.elapsed() < KEYS_KEPT_FOR
-                    && let Some(key) = find(keys)
-                {
-                    return key.map_err(|error| Refused::Invalid(format!("its key: {error}")));
+            if let Some((at, keys)) = cached.as_ref()
+                && at.elapsed() < KEYS_KEPT_FOR
+            {
+                let key = decoding_key(keys, kid);
+                if key.is_ok() || at.elapsed() < REFETCH_AFTER {
+                    return key;
                 }
-                Some(*at)
-            } else {
-                None
             }
-        };
-        if fetched_at.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
-            return Err(Refused::Invalid(format!(
-                "no key {kid:?} in the issuer's key set"
-            )));
         }
         let keys = self.fetch().await?;
-        let key = find(&keys);
+        let key = decoding_key(&keys, kid);
         *self.keys.write().await = Some((Instant::now(), keys));
-        match key {
-            Some(key) => key.map_err(|error| Refused::Invalid(format!("its key: {error}"))),
-            None => Err(Refused::Invalid(format!(
-                "no key {kid:?} in the issuer's key set"
-            ))),
-        }
+        key
     }
 
     async fn fetch(&self) -> Result<JwkSet, Refused> {
@@ -211,6 +192,18 @@ impl OAuth {
             Refused::KeysUnavailable("the authorization server's key set could not be read".into())
         })
     }
+}
+
+/// The key of `keys` that `kid` names (any key when `kid` is empty and the set holds one).
+fn decoding_key(keys: &JwkSet, kid: &str) -> Result<DecodingKey, Refused> {
+    let jwk = if kid.is_empty() && keys.keys.len() == 1 {
+        keys.keys.first()
+    } else {
+        keys.find(kid)
+    };
+    let jwk =
+        jwk.ok_or_else(|| Refused::Invalid(format!("no key {kid:?} in the issuer's key set")))?;
+    DecodingKey::from_jwk(jwk).map_err(|error| Refused::Invalid(format!("its key: {error}")))
 }
 
 /// What `scopes` grant in `workspace`: `engram:NAME` read-write, `engram:NAME:read` read-only.

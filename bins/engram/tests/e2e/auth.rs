@@ -31,10 +31,14 @@ fn revoke(database_url: &str, token: &str) {
     assert!(output.status.success(), "{output:?}");
 }
 
-/// Status and body of a raw `initialize` POST to `/mcp` (and of a `GET /sse`).
-async fn raw(base: &str, workspace: &str, token: Option<&str>) -> (u16, u16, String) {
-    let http = reqwest::Client::new();
-    let mut post = http
+/// A raw `initialize` POST to `/mcp` in `workspace`, with `token` when given.
+pub fn initialize(
+    http: &reqwest::Client,
+    base: &str,
+    workspace: &str,
+    token: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let post = http
         .post(format!("{base}/mcp"))
         .header("x-memory-workspace", workspace)
         .header("accept", "application/json, text/event-stream")
@@ -43,12 +47,21 @@ async fn raw(base: &str, workspace: &str, token: Option<&str>) -> (u16, u16, Str
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "t", "version": "1"}}}),
         );
+    match token {
+        Some(token) => post.bearer_auth(token),
+        None => post,
+    }
+}
+
+/// Status and body of a raw `initialize` POST to `/mcp` (and of a `GET /sse`).
+async fn raw(base: &str, workspace: &str, token: Option<&str>) -> (u16, u16, String) {
+    let http = reqwest::Client::new();
+    let post = initialize(&http, base, workspace, token);
     let mut get = http
         .get(format!("{base}/sse"))
         .header("x-memory-workspace", workspace)
         .header("accept", "text/event-stream");
     if let Some(token) = token {
-        post = post.bearer_auth(token);
         get = get.bearer_auth(token);
     }
     let post = post.send().await.unwrap();

@@ -71,18 +71,7 @@ async fn serve_jwks(jwk: Value) -> (String, Arc<AtomicUsize>) {
 
 /// A raw `initialize` with `token`: status, `WWW-Authenticate`, body.
 async fn initialize(base: &str, workspace: &str, token: Option<&str>) -> (u16, String, String) {
-    let mut post = reqwest::Client::new()
-        .post(format!("{base}/mcp"))
-        .header("x-memory-workspace", workspace)
-        .header("accept", "application/json, text/event-stream")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        );
-    if let Some(token) = token {
-        post = post.bearer_auth(token);
-    }
+    let post = crate::auth::initialize(&reqwest::Client::new(), base, workspace, token);
     let answer = post.send().await.unwrap();
     let status = answer.status().as_u16();
     let challenge = (answer.headers().get("www-authenticate"))
