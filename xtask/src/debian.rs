@@ -1,7 +1,8 @@
 //! Debian programs some tests need, installed with apt when missing: Chromium and ChromeDriver
 //! for the viewer's browser test (`bins/engram/tests/e2e/browser.rs`, which skips itself with
 //! the reason where they cannot be had), and Prometheus' `promtool`, whose parser checks the
-//! metrics page (`bins/engram/tests/e2e/observability.rs`).
+//! metrics page (`bins/engram/tests/e2e/observability.rs`), and PgBouncer and HAProxy for
+//! the team test (`tests/tests/fault/team.rs`) and `cargo xtask cluster`.
 
 use std::path::Path;
 
@@ -14,7 +15,7 @@ struct Needed {
     purpose: &'static str,
 }
 
-const NEEDED: [Needed; 3] = [
+const NEEDED: [Needed; 5] = [
     Needed {
         program: "/usr/bin/chromedriver",
         packages: &["chromium", "chromium-driver"],
@@ -29,6 +30,16 @@ const NEEDED: [Needed; 3] = [
         program: "/usr/bin/openssl",
         packages: &["openssl"],
         purpose: "the certificates of the TLS test",
+    },
+    Needed {
+        program: "/usr/sbin/pgbouncer",
+        packages: &["pgbouncer"],
+        purpose: "the team test's connection pooler",
+    },
+    Needed {
+        program: "/usr/sbin/haproxy",
+        packages: &["haproxy"],
+        purpose: "the team test's load balancer",
     },
 ];
 

@@ -23,6 +23,36 @@ pub struct Cli {
     )]
     pub database_url: Option<String>,
 
+    /// A direct connection to PostgreSQL, for when `--database-url` leads to a transaction
+    /// pooler (PgBouncer with `pool_mode = transaction`): migrations, HNSW index builds and
+    /// statistics use it, and every call's transaction then sets its own time limit and keeps
+    /// no prepared statement past its commit.
+    #[arg(
+        long,
+        env = "ENGRAM_DATABASE_DIRECT_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub database_direct_url: Option<String>,
+
+    /// A streaming replica of the PostgreSQL database (`postgres://…`, through the same kind of
+    /// pooler as `--database-url`, if any). A read-only call or search runs there when the
+    /// replica has replayed every write acknowledged before it began, and on the primary
+    /// otherwise; a replica that fails, or stays behind past `--read-replica-max-lag`, is left
+    /// alone for 5 s (a warning, and `engram_replica_reads_total` on /metrics).
+    #[arg(
+        long,
+        env = "ENGRAM_READ_REPLICA_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub read_replica_url: Option<String>,
+
+    /// How long the read replica may stay behind the primary before it is left alone, e.g.
+    /// `5s`.
+    #[arg(long, env = "ENGRAM_READ_REPLICA_MAX_LAG", global = true, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub read_replica_max_lag: Duration,
+
     /// How logs (on stderr) look: `pretty` lines for people, or `json`, one object a line,
     /// for log collectors. Which logs: `ENGRAM_LOG` (or `RUST_LOG`), e.g. `info,engram=debug`.
     #[arg(long, env = "ENGRAM_LOG_FORMAT", global = true, value_enum, default_value_t = LogFormat::Pretty)]

@@ -266,6 +266,11 @@ fn reads_only(command: &Command) -> bool {
 async fn run(cli: Cli) -> Result<()> {
     let location = || Location::parse(cli.database_url.as_deref());
     let secrets = cli.secrets;
+    let routes = engram::backend::PgRoutes {
+        direct_url: cli.database_direct_url.clone(),
+        read_replica_url: cli.read_replica_url.clone(),
+        replica_max_lag: cli.read_replica_max_lag,
+    };
     match cli.command {
         Command::Hooks(cli::HooksCommand::ClaudeCode(args)) => {
             hooks::run(&args, cli.database_url.as_deref())
@@ -321,12 +326,12 @@ async fn run(cli: Cli) -> Result<()> {
                     Err(error) => return Err(bind_failure(args.bind, error).await),
                 }),
             };
-            let store = Store::open(&location, args.call_timeout).await?;
+            let store = Store::open_routed(&location, args.call_timeout, &routes).await?;
             serve(store, &location, *args, listener, secrets).await
         }
         Command::Backup { path } => backup(&location()?, &path).await,
         Command::Restore { path } => restore(&location()?, &path).await,
-        command => with_store(&location()?, command, secrets).await,
+        command => with_store(&location()?, &routes, command, secrets).await,
     }
 }
 
@@ -424,7 +429,12 @@ async fn bind_failure(address: std::net::SocketAddr, error: std::io::Error) -> a
 /// The commands that work on the store. Those that only read never create a database nor
 /// change a schema (they say what to run instead); the others bring the schema up to date
 /// first.
-async fn with_store(location: &Location, command: Command, secrets: SecretPolicy) -> Result<()> {
+async fn with_store(
+    location: &Location,
+    routes: &engram::backend::PgRoutes,
+    command: Command,
+    secrets: SecretPolicy,
+) -> Result<()> {
     let reads_only = reads_only(&command);
     let no_file = matches!(location, Location::Sqlite(path) if !path.exists());
     let command = match command {
@@ -444,7 +454,8 @@ async fn with_store(location: &Location, command: Command, secrets: SecretPolicy
             path.display()
         );
     }
-    let mut store = Store::open(location, engram_domain::limits::CALL_TIMEOUT).await?;
+    let mut store =
+        Store::open_routed(location, engram_domain::limits::CALL_TIMEOUT, routes).await?;
     if reads_only {
         store = store.reading_only();
     }
@@ -534,7 +545,7 @@ async fn serve(
     let pool: engram::http::metrics::PoolProbe = match &store {
         Store::Postgres(pg) => {
             let pg = pg.clone();
-            Arc::new(move || Some(pg.pool_status()))
+            Arc::new(move || Some((pg.pool_status(), pg.replica_status())))
         }
         Store::Sqlite(_) => Arc::new(|| None),
     };

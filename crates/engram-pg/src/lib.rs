@@ -17,6 +17,7 @@
 
 #[macro_use]
 mod transaction;
+mod connection;
 mod error;
 mod graph;
 mod hnsw;
@@ -24,6 +25,7 @@ mod merge;
 mod nodes;
 mod observations;
 mod relations;
+mod replica;
 mod search;
 mod split;
 mod statistics;
@@ -36,11 +38,11 @@ mod upsert;
 mod vectors;
 mod workspaces;
 
-use std::str::FromStr;
-
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use engram_domain::{Error, Result};
-use tokio_postgres::NoTls;
+
+pub use connection::PgOptions;
+pub use replica::ReplicaStatus;
 
 mod embedded {
     refinery::embed_migrations!("../../migrations/postgres");
@@ -49,16 +51,22 @@ mod embedded {
 /// Connections per store unless the URL's options say otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 
-/// How long opening one connection to the server may take.
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Key of the advisory lock that serialises migrations between server processes.
 const MIGRATION_LOCK: i64 = 0x656e_6772_616d; // "engram"
 
 /// The PostgreSQL store: a pool of connections. Cheap to clone.
 #[derive(Clone)]
 pub struct PgStore {
+    /// Every call's transactions (through a transaction pooler when `pooled`).
     pool: Pool,
+    /// Migrations, index builds and statistics: the direct pool, or `pool` itself.
+    direct: Pool,
+    /// `pool` leads to a transaction pooler ([`connection`]).
+    pooled: bool,
+    /// Each call's time limit, set per transaction when `pooled`.
+    call_timeout: std::time::Duration,
+    /// The read replica, when there is one.
+    replica: Option<std::sync::Arc<replica::Replica>>,
     /// What this process knows of the HNSW indexes, and when it builds them.
     hnsw: std::sync::Arc<hnsw::HnswIndexes>,
     /// The full-text statistics searches weigh words by, kept between searches.
@@ -124,43 +132,117 @@ impl PgStore {
         pool_size: usize,
         call_timeout: std::time::Duration,
     ) -> Result<Self> {
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| Error::invalid("database_url", e.to_string()))?;
-        let options = config.get_options().unwrap_or_default().to_owned();
-        if !options.contains("statement_timeout") {
-            let limit = format!("-c statement_timeout={}", call_timeout.as_millis());
-            config.options(format!("{options} {limit}").trim());
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
-        let servers = servers(&config);
-        let database = config.get_dbname().unwrap_or("default").to_owned();
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size)
-            .wait_timeout(Some(call_timeout))
-            .create_timeout(Some(CONNECT_TIMEOUT.min(call_timeout)))
-            .recycle_timeout(Some(CONNECT_TIMEOUT.min(call_timeout)))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(|e| Error::Internal(format!("building the connection pool: {e}")))?;
+        let options = PgOptions {
+            pool_size,
+            call_timeout,
+            ..PgOptions::default()
+        };
+        Self::open(url, &options).await
+    }
 
+    /// Opens the store at `url` as `options` say: through a transaction pooler when
+    /// [`PgOptions::direct_url`] is given, reading on [`PgOptions::read_replica_url`] when
+    /// given (module docs of each in the crate's source: `connection.rs`, `replica.rs`). Checks
+    /// that the main connection works; the others are made when first needed.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming the malformed URL's field,
+    /// [`Error::Unavailable`] when the server cannot be reached.
+    pub async fn open(url: &str, options: &PgOptions) -> Result<Self> {
+        let pooled = options.direct_url.is_some();
+        let main = connection::pool(
+            "database_url",
+            url,
+            options.pool_size,
+            options.call_timeout,
+            pooled,
+        )?;
+        let direct = match &options.direct_url {
+            Some(direct_url) => connection::direct_pool(direct_url, options.call_timeout)?.pool,
+            None => main.pool.clone(),
+        };
+        let replica = match &options.read_replica_url {
+            Some(replica_url) => {
+                let built = connection::pool(
+                    "read_replica_url",
+                    replica_url,
+                    options.pool_size,
+                    options.call_timeout,
+                    pooled,
+                )?;
+                Some(std::sync::Arc::new(replica::Replica::new(
+                    built.pool,
+                    options.replica_max_lag,
+                )))
+            }
+            None => None,
+        };
         let store = Self {
-            pool,
+            pool: main.pool,
+            direct,
+            pooled,
+            call_timeout: options.call_timeout,
+            replica,
             hnsw: std::sync::Arc::default(),
             lexeme_shares: std::sync::Arc::default(),
             written: std::sync::Arc::default(),
-            place: format!("server {servers}, database {database}").into(),
+            place: main.place.into(),
         };
         store.ping().await?;
         Ok(store)
+    }
+
+    /// What the read replica has done, when there is one.
+    pub fn replica_status(&self) -> Option<ReplicaStatus> {
+        self.replica.as_ref().map(|replica| replica.status())
+    }
+
+    /// Where a read-only call runs: a replica connection caught up with every acknowledged
+    /// write, or a primary one.
+    pub(crate) async fn reader(&self) -> Result<replica::Reader> {
+        if let Some(replica) = &self.replica {
+            if let Some(client) = replica.caught_up(&self.pool).await {
+                return Ok(replica::Reader {
+                    client,
+                    on_replica: true,
+                });
+            }
+        }
+        Ok(replica::Reader {
+            client: self.client().await?,
+            on_replica: false,
+        })
+    }
+
+    /// A read-only call failed on the replica (it runs again on the primary).
+    pub(crate) fn replica_failed(&self, error: &Error) {
+        if let Some(replica) = &self.replica {
+            replica.failed(error);
+        }
+    }
+
+    /// Whether the main pool leads to a transaction pooler.
+    pub(crate) fn pooled(&self) -> bool {
+        self.pooled
+    }
+
+    /// What a transaction needs first: through a pooler, its time limit.
+    pub(crate) async fn begun(&self, tx: &deadpool_postgres::Transaction<'_>) -> Result<()> {
+        if self.pooled {
+            let limit = format!(
+                "SET LOCAL statement_timeout = {}",
+                self.call_timeout.as_millis()
+            );
+            tx.batch_execute(&limit).await.map_err(error::db)?;
+        }
+        Ok(())
+    }
+
+    /// What a transaction does last before it commits: through a pooler, it closes the
+    /// statements it prepared, on the server connection that holds them.
+    pub(crate) fn finishing(&self, tx: &deadpool_postgres::Transaction<'_>) {
+        if self.pooled {
+            tx.statement_cache.clear();
+        }
     }
 
     /// A pooled connection. When none can be had the error says which server and database
@@ -177,6 +259,11 @@ impl PgStore {
             })
     }
 
+    /// A connection of the direct pool (migrations, index builds, statistics).
+    pub(crate) async fn direct_client(&self) -> Result<deadpool_postgres::Object> {
+        self.direct.get().await.map_err(error::pool)
+    }
+
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<()> {
         let client = self.client().await?;
@@ -190,7 +277,7 @@ impl PgStore {
         // A migration (or waiting for another process's) may take longer than a call: this
         // connection runs without the limit and leaves the pool, so the setting cannot
         // outlive the migration on any path.
-        let mut client = deadpool_postgres::Object::take(self.client().await?);
+        let mut client = deadpool_postgres::Object::take(self.direct_client().await?);
         client
             .batch_execute("SET statement_timeout = 0")
             .await
@@ -207,6 +294,10 @@ impl PgStore {
             .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
             .await
             .map_err(error::db)?;
+        // Through a pooler, connections made before pgvector existed learned no types.
+        if self.pooled {
+            self.pool.retain(|_, _| false);
+        }
         let applied = outcome?
             .applied_migrations()
             .iter()
@@ -220,7 +311,7 @@ impl PgStore {
     /// the current schema.
     #[doc(hidden)]
     pub async fn migrate_to(&self, version: i32) -> Result<()> {
-        let mut client = deadpool_postgres::Object::take(self.client().await?);
+        let mut client = deadpool_postgres::Object::take(self.direct_client().await?);
         embedded::migrations::runner()
             .set_target(refinery::Target::Version(version))
             .run_async(&mut *client)
@@ -233,7 +324,7 @@ impl PgStore {
     /// not) and is valid (`Some(false)` while it is being built). The indexer builds it once its
     /// queue is empty; benchmarks and tests wait for it.
     pub async fn hnsw_index_state(&self, dims: i32) -> Result<Option<bool>> {
-        hnsw::index_state(&self.client().await?, dims).await
+        hnsw::index_state(&self.direct_client().await?, dims).await
     }
 
     /// Whether every migration this build embeds has been applied.
@@ -243,14 +334,15 @@ impl PgStore {
         let latest = (migrations.get_migrations().iter())
             .map(|m| m.version())
             .max();
+        // A simple query: one message, which a transaction pooler passes whole to one server.
         let applied: Option<i64> = match client
-            .query_one(
-                "SELECT max(version)::bigint FROM refinery_schema_history",
-                &[],
-            )
+            .simple_query("SELECT max(version)::text FROM refinery_schema_history")
             .await
         {
-            Ok(row) => row.get(0),
+            Ok(messages) => messages.iter().find_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0)?.parse().ok(),
+                _ => None,
+            }),
             // No history table: never migrated.
             Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => None,
             Err(e) => return Err(error::db(e)),

@@ -271,7 +271,7 @@ impl AliasStore for PgStore {
                 aliases,
             })
         })?;
-        self.written.wrote(request.sources.len(), &self.pool);
+        self.written.wrote(request.sources.len(), &self.direct);
         Ok(merged)
     }
 
@@ -338,17 +338,17 @@ impl AliasStore for PgStore {
         let ResolveAliases { workspace, names } = request;
         // Not `read!`: one statement, which every search runs (for the aliases its query may
         // write); prepared once per connection, one round trip.
-        opened!();
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(
-                "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-                 WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
-            )
-            .await
-            .map_err(db)?;
-        let rows = (client.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
-        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        single!(self, |client| async {
+            let statement = client
+                .prepare_cached(
+                    "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+                     WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
+                )
+                .await
+                .map_err(db)?;
+            let rows = (client.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
+            Ok::<_, Error>(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        })
     }
 }
 

@@ -317,7 +317,7 @@ impl NodeStore for PgStore {
                 .iter()
                 .map(|e| e.observations.len())
                 .sum::<usize>();
-        self.written.wrote(rows, &self.pool);
+        self.written.wrote(rows, &self.direct);
         Ok(created)
     }
 
@@ -347,7 +347,7 @@ impl NodeStore for PgStore {
             }
             Ok(result)
         })?;
-        self.written.wrote(request.entity_names.len(), &self.pool);
+        self.written.wrote(request.entity_names.len(), &self.direct);
         Ok(deleted)
     }
 

@@ -151,7 +151,7 @@ impl ObservationStore for PgStore {
                 .collect())
         })?;
         let rows = request.observations.iter().map(|a| a.contents.len()).sum();
-        self.written.wrote(rows, &self.pool);
+        self.written.wrote(rows, &self.direct);
         Ok(added)
     }
 
@@ -278,7 +278,7 @@ impl ObservationStore for PgStore {
                 })
                 .collect())
         })?;
-        self.written.wrote(request.deletions.len(), &self.pool);
+        self.written.wrote(request.deletions.len(), &self.direct);
         Ok(deleted)
     }
 

@@ -97,7 +97,7 @@ impl RelationStore for PgStore {
             }
             Ok(result)
         })?;
-        self.written.wrote(request.relations.len(), &self.pool);
+        self.written.wrote(request.relations.len(), &self.direct);
         Ok(created)
     }
 
@@ -128,7 +128,7 @@ impl RelationStore for PgStore {
                 not_found: distinct.len() as u64 - deleted,
             })
         })?;
-        self.written.wrote(request.relations.len(), &self.pool);
+        self.written.wrote(request.relations.len(), &self.direct);
         Ok(deleted)
     }
 
@@ -206,7 +206,7 @@ impl RelationStore for PgStore {
             }
             Ok(result)
         })?;
-        self.written.wrote(request.relations.len(), &self.pool);
+        self.written.wrote(request.relations.len(), &self.direct);
         Ok(ended)
     }
 

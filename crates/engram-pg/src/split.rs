@@ -21,7 +21,7 @@ impl SplitStore for PgStore {
         request: &Checked<SplitEntity>,
     ) -> Result<SplitResult> {
         let split = write!(self, |tx| async { split(&tx, workspace, request).await })?;
-        self.written.wrote(request.parts.len(), &self.pool);
+        self.written.wrote(request.parts.len(), &self.direct);
         Ok(split)
     }
 
@@ -29,9 +29,7 @@ impl SplitStore for PgStore {
     async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts> {
         // Not `read!`: one statement (its own snapshot), which every `add_observations` runs
         // for `similar_to`; prepared once per connection, one round trip.
-        opened!();
-        let client = self.client().await?;
-        facts(&client, &request).await
+        single!(self, |client| facts(&client, &request))
     }
 }
 

@@ -92,9 +92,7 @@ impl TokenStore for PgStore {
     #[instrument(skip_all)]
     async fn token(&self, id: &str) -> Result<Option<(TokenInfo, Vec<u8>)>> {
         // Not `read!`: one statement on a pooled connection, no transaction round trips.
-        opened!();
-        let client = self.client().await?;
-        lookup(&client, id).await
+        single!(self, |client| lookup(&client, id))
     }
 
     #[instrument(skip_all)]

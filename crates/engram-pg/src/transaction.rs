@@ -24,7 +24,9 @@ macro_rules! write {
             let outcome = async {
                 let mut client = $store.client().await?;
                 let $tx = client.transaction().await.map_err(crate::error::db)?;
+                $store.begun(&$tx).await?;
                 let value = $body.await?;
+                $store.finishing(&$tx);
                 $tx.commit().await.map_err(crate::error::db)?;
                 Ok(value)
             }
@@ -43,20 +45,60 @@ macro_rules! write {
     }};
 }
 
-/// Runs `$body` in a read-only transaction on one snapshot, so multi-statement reads agree.
+/// Runs `$body` in a read-only transaction on one snapshot, so multi-statement reads agree: on
+/// the read replica when it has caught up with every acknowledged write ([`crate::replica`]),
+/// else on the primary. A call that fails on the replica runs again on the primary.
 macro_rules! read {
     ($store:expr, |$tx:ident| $body:expr) => {{
         opened!();
-        let mut client = $store.client().await?;
-        let $tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await
-            .map_err(crate::error::db)?;
-        let value = $body.await?;
-        $tx.commit().await.map_err(crate::error::db)?;
-        Ok(value)
+        let mut reader = $store.reader().await?;
+        loop {
+            let outcome = async {
+                let begin = reader
+                    .client
+                    .build_transaction()
+                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start();
+                let $tx = crate::replica::begin(reader.on_replica, begin).await?;
+                $store.begun(&$tx).await?;
+                let value = $body.await?;
+                $store.finishing(&$tx);
+                $tx.commit().await.map_err(crate::error::db)?;
+                Ok(value)
+            }
+            .await;
+            match outcome {
+                Err(error) if reader.on_replica && crate::replica::is_replica_fault(&error) => {
+                    $store.replica_failed(&error);
+                    reader = crate::replica::Reader {
+                        client: $store.client().await?,
+                        on_replica: false,
+                    };
+                }
+                outcome => break outcome,
+            }
+        }
+    }};
+}
+
+/// Runs `$body`, one statement using `$client`, on a pooled connection: as it is directly to
+/// PostgreSQL (no transaction round trips), in a transaction of its own through a pooler (a
+/// statement prepared outside a transaction may be run on another server connection).
+macro_rules! single {
+    ($store:expr, |$client:ident| $body:expr) => {{
+        opened!();
+        let mut object = $store.client().await?;
+        if $store.pooled() {
+            let $client = object.transaction().await.map_err(crate::error::db)?;
+            $store.begun(&$client).await?;
+            let value = $body.await?;
+            $store.finishing(&$client);
+            $client.commit().await.map_err(crate::error::db)?;
+            Ok(value)
+        } else {
+            let $client = object;
+            $body.await
+        }
     }};
 }

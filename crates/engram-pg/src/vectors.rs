@@ -181,7 +181,7 @@ impl IndexStore for PgStore {
             let (store, model) = (self.clone(), request.model.to_owned());
             tokio::spawn(async move {
                 let built = async {
-                    let client = store.client().await?;
+                    let client = store.direct_client().await?;
                     store.hnsw.build_missing(&client, &model).await
                 };
                 if let Err(error) = built.await {
@@ -270,7 +270,7 @@ impl IndexStore for PgStore {
                 .map_err(db)?;
             Ok(dims)
         })?;
-        self.written.wrote(records.len(), &self.pool);
+        self.written.wrote(records.len(), &self.direct);
         self.hnsw.saved(&dims);
         Ok(())
     }
@@ -335,13 +335,13 @@ impl IndexStore for PgStore {
 
     async fn change_marker(&self) -> Result<i64> {
         // Not `read!`: one statement, read on every indexer pass; no transaction round trips.
-        opened!();
-        let client = self.client().await?;
-        let row = client
-            .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
-            .await
-            .map_err(db)?;
-        Ok(row.get(0))
+        single!(self, |client| async {
+            let row = client
+                .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
+                .await
+                .map_err(db)?;
+            Ok::<i64, Error>(row.get(0))
+        })
     }
 
     #[instrument(skip_all)]

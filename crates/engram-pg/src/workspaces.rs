@@ -49,16 +49,16 @@ impl WorkspaceStore for PgStore {
     async fn workspace(&self, name: &str) -> Result<Workspace> {
         // Not `read!`: every tool call resolves its workspace, one statement needs no
         // transaction round trips.
-        opened!();
-        let client = self.client().await?;
-        // Prepared once per connection, not per call.
-        let statement = client
-            .prepare_cached("SELECT id, name, created_at FROM workspaces WHERE name = $1")
-            .await
-            .map_err(db)?;
-        let row = client.query_opt(&statement, &[&name]).await.map_err(db)?;
-        row.map(|row| workspace(&row))
-            .ok_or_else(|| Error::workspace_not_found(name))
+        single!(self, |client| async {
+            // Prepared once per connection, not per call (directly to PostgreSQL).
+            let statement = client
+                .prepare_cached("SELECT id, name, created_at FROM workspaces WHERE name = $1")
+                .await
+                .map_err(db)?;
+            let row = client.query_opt(&statement, &[&name]).await.map_err(db)?;
+            row.map(|row| workspace(&row))
+                .ok_or_else(|| Error::workspace_not_found(name))
+        })
     }
 
     #[instrument(skip_all)]

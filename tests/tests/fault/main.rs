@@ -11,7 +11,9 @@
 //! - `postgres_restart`: PostgreSQL crashed and restarted under load;
 //! - `memory`: clients that never read their SSE streams, asking for large answers;
 //! - `backup`: a SQLite backup taken under writes, restored;
-//! - `drain`: a server stopped with SIGTERM drains while another serves its clients.
+//! - `drain`: a server stopped with SIGTERM drains while another serves its clients;
+//! - `team`: 16 clients through HAProxy, two servers, PgBouncer and a streaming replica, one
+//!   server and then the replica stopped.
 
 mod backup;
 mod concurrency;
@@ -21,6 +23,7 @@ mod embedder;
 mod harness;
 mod memory;
 mod postgres_restart;
+mod team;
 
 /// Instantiates each `module::test(backend)` once per store: `postgres::test` and
 /// `sqlite::test`.
@@ -59,6 +62,12 @@ per_backend!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_restarted_under_load() {
     postgres_restart::postgres_restarted_under_load().await;
+}
+
+/// PgBouncer, a replica and HAProxy are PostgreSQL deployments: PostgreSQL only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_team_cluster_serves_sixteen_clients_through_failures() {
+    team::a_team_cluster_serves_sixteen_clients_through_failures().await;
 }
 
 /// The memory budget does not depend on the store: SQLite only.

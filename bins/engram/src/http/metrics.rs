@@ -39,8 +39,10 @@ const TRANSPORTS: [&str; 2] = ["streamable_http", "sse"];
 /// workspaces there are.
 const ZEROED_WORKSPACES: usize = 64;
 
-/// Reads the PostgreSQL pool's state, when the store has one.
-pub type PoolProbe = Arc<dyn Fn() -> Option<engram_pg::PoolStatus> + Send + Sync>;
+/// Reads the PostgreSQL pool's state and the read replica's, when the store has them.
+pub type PoolProbe = Arc<
+    dyn Fn() -> Option<(engram_pg::PoolStatus, Option<engram_pg::ReplicaStatus>)> + Send + Sync,
+>;
 
 /// Installs the process's metrics recorder and describes engram's metrics; call once, before
 /// anything is counted. Errors when a recorder is installed already.
@@ -83,6 +85,15 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
     metrics::describe_gauge!(
         "engram_db_pool_connections",
         "PostgreSQL pool connections by state (open, idle, max)"
+    );
+    metrics::describe_counter!(
+        "engram_replica_reads_total",
+        "Read-only calls by where they ran: replica, primary_behind (the replica had not \
+         replayed every acknowledged write), primary_skipped (the replica failed or rests)"
+    );
+    metrics::describe_gauge!(
+        "engram_replica_resting",
+        "1 while the read replica is left alone after failing or lagging"
     );
     // Present at 0 before their first event, so a rate over them starts at the start.
     metrics::counter!("engram_indexer_embedded_total").absolute(0);
@@ -255,7 +266,17 @@ async fn refresh(scrape: &Scrape, shown: &[(WorkspaceId, String)]) -> engram_dom
             }
         }
     }
-    if let Some(status) = (scrape.pool)() {
+    if let Some((status, replica)) = (scrape.pool)() {
+        if let Some(replica) = replica {
+            for (route, reads) in [
+                ("replica", replica.reads_on_replica),
+                ("primary_behind", replica.reads_behind),
+                ("primary_skipped", replica.reads_skipped),
+            ] {
+                metrics::counter!("engram_replica_reads_total", "route" => route).absolute(reads);
+            }
+            metrics::gauge!("engram_replica_resting").set(f64::from(u8::from(replica.resting)));
+        }
         for (state, value) in [
             ("open", status.size),
             ("idle", status.available),

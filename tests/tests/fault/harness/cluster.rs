@@ -34,22 +34,7 @@ impl Cluster {
             "{PG_BIN_VAR}={} holds no initdb and pg_ctl",
             bin.display()
         );
-        let run_as = postgres_user();
-        let dir = tempfile::Builder::new()
-            .prefix("engram-fault-pg-")
-            .tempdir_in("/tmp")
-            .expect("a directory under /tmp")
-            .keep();
-        let cluster = Self {
-            bin,
-            dir,
-            port: super::server::free_port(),
-            run_as,
-        };
-        if let Some((uid, gid)) = cluster.run_as {
-            std::os::unix::fs::chown(&cluster.dir, Some(uid), Some(gid))
-                .expect("handing the cluster's directory to postgres");
-        }
+        let cluster = Self::unstarted(bin);
         let initdb = cluster
             .command("initdb")
             .arg("-D")
@@ -71,6 +56,59 @@ impl Cluster {
         );
         cluster.resume().await;
         cluster
+    }
+
+    /// A cluster to be: its directory (under `/tmp`, owned by the user it runs as) and port.
+    fn unstarted(bin: PathBuf) -> Self {
+        let run_as = postgres_user();
+        let dir = tempfile::Builder::new()
+            .prefix("engram-fault-pg-")
+            .tempdir_in("/tmp")
+            .expect("a directory under /tmp")
+            .keep();
+        if let Some((uid, gid)) = run_as {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                .expect("handing the cluster's directory to postgres");
+        }
+        Self {
+            bin,
+            dir,
+            port: super::server::free_port(),
+            run_as,
+        }
+    }
+
+    /// A streaming replica of this cluster (`pg_basebackup -R`), started: a hot standby that
+    /// answers reads and replays this cluster's writes.
+    pub async fn replica(&self) -> Self {
+        let replica = Self::unstarted(self.bin.clone());
+        let backup = replica
+            .command("pg_basebackup")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .arg("-D")
+            .arg(replica.data())
+            .args(["-R", "-X", "stream", "--no-sync"])
+            .output()
+            .expect("running pg_basebackup");
+        assert!(
+            backup.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&backup.stderr)
+        );
+        replica.resume().await;
+        replica
+    }
+
+    /// The port it listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/postgres`.
@@ -160,7 +198,7 @@ impl Drop for Cluster {
 }
 
 /// `postgres`'s uid and gid when we are root (PostgreSQL will not run as root), else `None`.
-fn postgres_user() -> Option<(u32, u32)> {
+pub fn postgres_user() -> Option<(u32, u32)> {
     let id = |args: &[&str]| -> Option<u32> {
         let output = Command::new("id").args(args).output().ok()?;
         String::from_utf8_lossy(&output.stdout).trim().parse().ok()

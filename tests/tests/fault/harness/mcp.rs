@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 const PROTOCOL: &str = "2025-06-18";
+/// The stateless protocol: no `initialize`, no session; each request says what it is.
+const STATELESS_PROTOCOL: &str = "2026-07-28";
 const WORKSPACE_HEADER: &str = "X-Memory-Workspace";
 /// The longest a call may take before it counts as unanswered.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -19,6 +21,8 @@ pub struct Mcp {
     url: String,
     workspace: String,
     session: String,
+    /// Speaks [`STATELESS_PROTOCOL`] (no session).
+    stateless: bool,
     next_id: AtomicU64,
 }
 
@@ -57,6 +61,7 @@ impl Mcp {
             url: format!("{base}/mcp"),
             workspace: workspace.to_owned(),
             session: String::new(),
+            stateless: false,
             next_id: AtomicU64::new(1),
         };
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -79,6 +84,22 @@ impl Mcp {
         Ok(client)
     }
 
+    /// A client of the stateless protocol on the server at `base`, bound to `workspace`: no
+    /// `initialize` and no session, so any process behind a balancer may answer each call.
+    pub fn stateless(base: &str, workspace: &str) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(5))
+                .build()
+                .expect("an HTTP client"),
+            url: format!("{base}/mcp"),
+            workspace: workspace.to_owned(),
+            session: String::new(),
+            stateless: true,
+            next_id: AtomicU64::new(1),
+        }
+    }
+
     /// Calls `tool` with `arguments`, waiting at most [`CALL_TIMEOUT`].
     pub async fn call(&self, tool: &str, arguments: Value) -> Reply {
         match tokio::time::timeout(CALL_TIMEOUT, self.call_unbounded(tool, arguments)).await {
@@ -94,9 +115,14 @@ impl Mcp {
 
     async fn call_unbounded(&self, tool: &str, arguments: Value) -> Reply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments}});
-        let answer = match self.send(&request).await {
+        if self.stateless {
+            request["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL,
+                "io.modelcontextprotocol/clientCapabilities": {}});
+        }
+        let answer = match self.send_call(&request, tool).await {
             Ok(response) => read_answer(response, id).await,
             Err(error) => Err(error),
         };
@@ -119,13 +145,29 @@ impl Mcp {
     }
 
     async fn send(&self, body: &Value) -> Result<reqwest::Response, String> {
+        self.send_call(body, "").await
+    }
+
+    /// Posts `body`; a stateless client names the method and `tool` in headers too.
+    async fn send_call(&self, body: &Value, tool: &str) -> Result<reqwest::Response, String> {
+        let protocol = if self.stateless {
+            STATELESS_PROTOCOL
+        } else {
+            PROTOCOL
+        };
         let mut request = self
             .http
             .post(&self.url)
             .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL)
+            .header("mcp-protocol-version", protocol)
             .header(WORKSPACE_HEADER, &self.workspace)
             .json(body);
+        if self.stateless {
+            let method = body["method"].as_str().unwrap_or_default();
+            request = request
+                .header("mcp-method", method)
+                .header("mcp-name", tool);
+        }
         if !self.session.is_empty() {
             request = request.header("mcp-session-id", &self.session);
         }

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod graph;
 pub mod mcp;
 pub mod ollama;
+pub mod proxies;
 pub mod server;
 pub mod store;
 
