@@ -6,6 +6,7 @@
 //! - `cargo xtask migrate`: apply the database migrations (`engram migrate`).
 //! - `cargo xtask eval locomo`: retrieval on the LoCoMo dev data through the real server.
 //! - `cargo xtask bench`: the consolidation report at 10,000 nodes, embedding throughput.
+//! - `cargo xtask cluster`: engram for a team (replica, PgBouncer, two processes, HAProxy).
 
 mod bench;
 mod cmd;
@@ -13,9 +14,11 @@ mod debian;
 mod deny;
 mod eval;
 mod peers;
+mod pgbouncer;
 mod postgres;
 mod scale;
 mod serve;
+mod team;
 mod test;
 mod tidy;
 
@@ -51,6 +54,10 @@ enum Task {
     /// Measure speed: the consolidation report at 10,000 nodes on PostgreSQL, and the local
     /// embedding model's throughput (figures for BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Run engram for a team on this machine: PostgreSQL with a streaming replica, PgBouncer,
+    /// two `engram serve` processes and HAProxy (`deploy/team/`), until Ctrl-C; `--bench`
+    /// measures it against one process instead.
+    Cluster(team::ClusterArgs),
     /// Apply the database migrations (runs `engram migrate`).
     Migrate {
         /// Database to migrate (passed on as `--database-url`).
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
         Task::Serve(args) => serve::run(&args),
         Task::Eval(args) => eval::run(&args),
         Task::Bench(args) => bench::run(&args),
+        Task::Cluster(args) => team::run(&args),
         Task::Migrate { database_url } => migrate(database_url.as_deref()),
     };
     result.unwrap_or_else(|err| {

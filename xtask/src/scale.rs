@@ -126,7 +126,7 @@ pub fn processes(observations: usize, counts: &[usize]) -> Result<()> {
 }
 
 /// The release build's scale example over `url` at `observations`, with the release engram.
-fn scale_example(url: &str, observations: usize) -> Command {
+pub(crate) fn scale_example(url: &str, observations: usize) -> Command {
     let release = target_dir().join("release");
     let mut command = Command::new(release.join("examples").join("scale"));
     command
@@ -138,7 +138,7 @@ fn scale_example(url: &str, observations: usize) -> Command {
 }
 
 /// Builds the release binary and the scale example.
-fn build() -> Result<()> {
+pub(crate) fn build() -> Result<()> {
     for what in [
         ["build", "--release", "-p", "engram", "--bin", "engram"].as_slice(),
         &["build", "--release", "-p", "engram", "--example", "scale"],

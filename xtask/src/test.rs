@@ -19,6 +19,9 @@ const DATABASE_URL_VAR: &str = "ENGRAM_TEST_DATABASE_URL";
 /// The variable through which tests find PostgreSQL's server programs (`initdb`, `pg_ctl`),
 /// for clusters of their own (the fault tests restart one under load).
 const PG_BIN_VAR: &str = "ENGRAM_TEST_PG_BIN";
+/// The variable through which tests find PgBouncer in front of the test server (the
+/// conformance suite runs through it too).
+const PGBOUNCER_URL_VAR: &str = "ENGRAM_TEST_PGBOUNCER_URL";
 
 /// Options of `cargo xtask test`.
 #[derive(Args)]
@@ -70,8 +73,22 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         }
     };
 
+    crate::debian::ensure();
+    // The conformance suite runs through PgBouncer too: in front of our own cluster, or the
+    // one ENGRAM_TEST_PGBOUNCER_URL names beside an external server.
+    let (bouncer, bouncer_url) = match &cluster {
+        Some(cluster) => {
+            let dir = target_dir().join("engram-test-pgbouncer");
+            let bouncer = crate::pgbouncer::PgBouncer::for_tests(cluster, &dir)?;
+            let bouncer_url = bouncer.url("postgres");
+            println!("engram: started PgBouncer (transaction pooling) at {bouncer_url}");
+            (Some(bouncer), Some(bouncer_url))
+        }
+        None => (None, env::var(PGBOUNCER_URL_VAR).ok()),
+    };
     let started = std::time::SystemTime::now();
-    let outcome = run_steps(args, &url, pg_bin.as_deref());
+    let outcome = run_steps(args, &url, pg_bin.as_deref(), bouncer_url.as_deref());
+    drop(bouncer);
 
     match psql {
         Some(psql) => match postgres::report(&psql, &url) {
@@ -95,7 +112,12 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
 
 /// fmt, clippy and the tests, stopping at the first failure. `pg_bin` (the directory of
 /// `initdb` and `pg_ctl`, when known) reaches the tests as `ENGRAM_TEST_PG_BIN`.
-fn run_steps(args: &TestArgs, url: &str, pg_bin: Option<&std::path::Path>) -> Result<()> {
+fn run_steps(
+    args: &TestArgs,
+    url: &str,
+    pg_bin: Option<&std::path::Path>,
+    bouncer_url: Option<&str>,
+) -> Result<()> {
     let root = workspace_root();
     let mut steps = Vec::new();
     if !args.no_lint {
@@ -113,7 +135,6 @@ fn run_steps(args: &TestArgs, url: &str, pg_bin: Option<&std::path::Path>) -> Re
     if !args.no_lint {
         crate::deny::check()?;
     }
-    crate::debian::ensure();
     // The local embedding model, fetched once into its cache before tests run in parallel.
     let mut model = cargo();
     model.args([
@@ -146,6 +167,9 @@ fn run_steps(args: &TestArgs, url: &str, pg_bin: Option<&std::path::Path>) -> Re
         step.current_dir(root).env(DATABASE_URL_VAR, url);
         if let Some(pg_bin) = pg_bin {
             step.env(PG_BIN_VAR, pg_bin);
+        }
+        if let Some(bouncer_url) = bouncer_url {
+            step.env(PGBOUNCER_URL_VAR, bouncer_url);
         }
         println!("engram: $ {}", show_cargo(&step));
         let status = step

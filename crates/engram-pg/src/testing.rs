@@ -156,3 +156,29 @@ pub async fn fresh_store() -> Arc<dyn MemoryStore> {
             .expect("connect to the test database"),
     )
 }
+
+/// PgBouncer's URL from `ENGRAM_TEST_PGBOUNCER_URL`: transaction pooling in front of the test
+/// server, every database of it reachable by name.
+pub fn pgbouncer_url() -> String {
+    std::env::var("ENGRAM_TEST_PGBOUNCER_URL").expect(
+        "ENGRAM_TEST_PGBOUNCER_URL is not set: run the tests with `cargo xtask test`, which \
+         starts PgBouncer (transaction pooling) in front of its PostgreSQL, or point it at a \
+         PgBouncer of yours in front of ENGRAM_TEST_DATABASE_URL's server",
+    )
+}
+
+/// A store on a fresh database reached through PgBouncer in transaction pooling mode, the
+/// direct URL given for migrations, as the conformance suite wants it.
+pub async fn fresh_pooled_store() -> Arc<dyn MemoryStore> {
+    let direct = fresh_database().await;
+    let config: tokio_postgres::Config = direct.parse().expect("a test database URL");
+    let database = config.get_dbname().expect("a test database's name");
+    let options = crate::PgOptions {
+        direct_url: Some(direct.clone()),
+        ..crate::PgOptions::default()
+    };
+    let store = PgStore::open(&with_database(&pgbouncer_url(), database), &options)
+        .await
+        .expect("connect to the test database through PgBouncer");
+    Arc::new(store)
+}

@@ -49,6 +49,26 @@ impl ClusterConfig {
         }
     }
 
+    /// The primary of `cargo xtask cluster`, under `<target>/engram-team-pg`, fresh each run.
+    pub fn team(target: &Path) -> Self {
+        Self {
+            dir: target.join("engram-team-pg"),
+            fallback_dir: PathBuf::from(format!("/tmp/engram-team-pg-{}", process::id())),
+            throwaway: true,
+            port: None,
+            settings: &["max_connections=300", "shared_buffers=256MB"],
+        }
+    }
+
+    /// Its streaming replica, under `<target>/engram-team-replica`.
+    pub fn team_replica(target: &Path) -> Self {
+        Self {
+            dir: target.join("engram-team-replica"),
+            fallback_dir: PathBuf::from(format!("/tmp/engram-team-replica-{}", process::id())),
+            ..Self::team(target)
+        }
+    }
+
     /// A persistent development cluster under `<target>/engram-dev-pg` on port 5433
     /// (if free); an already running one is reused.
     pub fn dev(target: &Path) -> Self {
@@ -104,6 +124,63 @@ impl Cluster {
         cluster.port = choose_port(config.port)?;
         cluster.start_server(config.settings)?;
         Ok(cluster)
+    }
+
+    /// A streaming replica of this cluster as `config` says: `pg_basebackup -R` of this one,
+    /// started as a hot standby.
+    pub fn replica(&self, config: &ClusterConfig) -> Result<Self> {
+        let user = RunAs::detect()?;
+        let dir = prepare_dir(&self.pg, config, &user)?;
+        let mut replica = Cluster {
+            pg: self.pg.clone(),
+            remove_dir: config.throwaway && dir != config.dir,
+            dir,
+            port: 0,
+            user,
+            started: false,
+            watchdog: None,
+        };
+        cmd::output(
+            replica
+                .user
+                .command(&self.pg.bin("pg_basebackup"))
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "postgres",
+                ])
+                .arg("-D")
+                .arg(replica.data_dir())
+                .args(["-R", "-X", "stream", "--no-sync"])
+                .current_dir("/"),
+        )
+        .context("pg_basebackup failed")?;
+        replica.port = choose_port(None)?;
+        replica.start_server(config.settings)?;
+        Ok(replica)
+    }
+
+    /// The server's process id (the first line of `postmaster.pid`), while it runs.
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        let pid_file = fs::read_to_string(self.data_dir().join("postmaster.pid")).ok()?;
+        pid_file.lines().next()?.trim().parse().ok()
+    }
+
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `program` as the user the server runs as (PgBouncer will not run as root either), and
+    /// `paths` handed to that user.
+    pub fn as_server_user(&self, program: &Path, paths: &[&Path]) -> Result<Command> {
+        for path in paths {
+            self.user.own(path)?;
+        }
+        Ok(self.user.command(program))
     }
 
     /// The URL to connect as the `postgres` superuser (no password).

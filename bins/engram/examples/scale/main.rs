@@ -66,6 +66,11 @@ struct Args {
     /// embedder).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..))]
     processes: Vec<u16>,
+    /// Instead of starting processes, send the mixed clients to these running servers
+    /// (`http://HOST:PORT`, e.g. a load balancer in front of several processes), after
+    /// loading the store as usual.
+    #[arg(long, value_delimiter = ',')]
+    servers: Vec<String>,
     #[command(flatten)]
     load: throughput::Load,
     /// The store already holds this size's data (an earlier run's): measure without loading.
@@ -393,12 +398,12 @@ async fn main() -> Result<()> {
         Some(started.elapsed().as_secs_f64())
     };
 
-    if !args.processes.is_empty() {
+    if !args.processes.is_empty() || !args.servers.is_empty() {
         let runs = throughput::run(
             &args.engram,
             &args.database_url,
             nodes,
-            &args.processes,
+            (&args.processes, &args.servers),
             &args.load,
         )
         .await?;

@@ -53,28 +53,37 @@ fn next_call(
 }
 
 /// Runs the load against each count of `processes` in turn, over `database_url` (its
-/// workspace holding `nodes` nodes), and returns one figure per count: calls per second, and
-/// p50 / p99 in all and per tool.
+/// workspace holding `nodes` nodes), then against the `running` servers if any (one run, its
+/// `processes` field 0), and returns one figure per run: calls per second, and p50 / p99 in
+/// all and per tool.
 pub async fn run(
     engram: &Path,
     database_url: &str,
     nodes: usize,
-    processes: &[u16],
+    (processes, running): (&[u16], &[String]),
     load: &Load,
 ) -> Result<Vec<Value>> {
     let mut runs = Vec::new();
-    for count in processes.iter().map(|&count| usize::from(count)) {
+    let counts = processes.iter().map(|&count| usize::from(count));
+    let counts = counts.chain((!running.is_empty()).then_some(0));
+    for count in counts {
         let mut servers = Vec::with_capacity(count);
         for _ in 0..count {
             servers.push(serve(engram, database_url, &["--embedder", "none"], "").await?);
         }
+        let bases: Vec<String> = match count {
+            0 => running.to_vec(),
+            _ => servers.iter().map(|server| server.base.clone()).collect(),
+        };
         let deadline = Instant::now() + Duration::from_secs(load.seconds);
         let mut clients = tokio::task::JoinSet::new();
         for client in 0..load.clients {
-            let base = servers[client % count].base.clone();
+            let base = bases[client % bases.len()].clone();
             clients.spawn(async move {
                 let mcp = connect(&base).await?;
                 let mut rng = StdRng::seed_from_u64(client as u64 * 7_919 + count as u64);
+                // Runs against running servers name their new nodes apart from the others'.
+                let count = if count == 0 { 1_000 } else { count };
                 let mut times: Vec<(&'static str, Duration)> = Vec::new();
                 while Instant::now() < deadline {
                     let (tool, arguments) =
