@@ -60,13 +60,24 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
     let dir = target.join("engram-team");
     std::fs::create_dir_all(&dir)?;
 
+    let mut reports = Vec::new();
     let primary = Cluster::start(&pg, &ClusterConfig::team(&target))?;
     let primary_url = primary.url();
     println!("engram: primary PostgreSQL at {primary_url}");
     if args.bench {
-        // Loaded before the replica is made, so that both start with the data.
+        // Loaded (with a one-second run) before the replica is made, so that both start with
+        // the data; then measured alone.
+        cmd::output(
+            crate::scale::scale_example(&primary_url, args.observations).args([
+                "--processes",
+                "1",
+                "--seconds",
+                "1",
+            ]),
+        )?;
         let report = run_scale(&primary, &primary, &primary_url, args.observations, &[])?;
         print_run("one process, direct", &report);
+        reports.push(("direct", report));
     } else {
         cmd::run(
             Command::new(&engram)
@@ -76,15 +87,17 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
     }
     let replica = primary.replica(&ClusterConfig::team_replica(&target))?;
     println!("engram: streaming replica at {}", replica.url());
-    let bouncer = PgBouncer::for_team(&primary, &replica, &dir.join("pgbouncer"))?;
+    let bouncer = PgBouncer::for_team(&primary, &replica, &primary.dir().join("pgbouncer"))?;
     println!(
         "engram: PgBouncer (transaction pooling) at {}",
         bouncer.url("engram")
     );
 
     let mut servers = Vec::new();
+    let mut metrics = Vec::new();
     for name in ["a", "b"] {
         let port = free_port()?;
+        let metrics_address = format!("127.0.0.1:{}", free_port()?);
         let log = std::fs::File::create(dir.join(format!("engram-{name}.log")))?;
         let child = Command::new(&engram)
             .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
@@ -92,12 +105,14 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
             .args(["--database-direct-url", &primary_url])
             .args(["--read-replica-url", &bouncer.url("engram_replica")])
             .args(["--embedder", "none", "--drain", "5s"])
+            .args(["--metrics-bind", &metrics_address])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .context("starting engram serve")?;
         servers.push((Running(child), format!("127.0.0.1:{port}")));
+        metrics.push(metrics_address);
     }
     for (_, address) in &servers {
         wait_healthy(address)?;
@@ -133,6 +148,23 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
             &[&base],
         )?;
         print_run("two processes, PgBouncer, replica, HAProxy", &report);
+        let mut report = report;
+        for route in ["replica", "primary_behind", "primary_skipped"] {
+            let reads: u64 = metrics
+                .iter()
+                .map(|address| replica_reads(address, route))
+                .sum();
+            println!("engram: read-only calls with route {route}: {reads}");
+            report[format!("reads_{route}")] = reads.into();
+        }
+        reports.push(("stack", report));
+        let figures = target.join("bench").join("team.json");
+        std::fs::create_dir_all(target.join("bench"))?;
+        let reports: serde_json::Map<String, Value> = (reports.into_iter())
+            .map(|(name, report)| (name.to_owned(), report))
+            .collect();
+        std::fs::write(&figures, serde_json::to_string_pretty(&reports)?)?;
+        println!("figures in {}", figures.display());
     } else {
         println!(
             "engram: serving workspace {WORKSPACE:?} at {base}/mcp (X-Memory-Workspace: \
@@ -156,17 +188,15 @@ fn run_scale(
     running: &[&str],
 ) -> Result<Value> {
     let mut command = crate::scale::scale_example(url, observations);
+    command.arg("--reuse");
     match running {
         [] => command.args(["--processes", "1"]),
-        servers => command
-            .arg("--reuse")
-            .arg("--servers")
-            .arg(servers.join(",")),
+        servers => command.arg("--servers").arg(servers.join(",")),
     };
-    let before = (cpu_seconds(primary)?, cpu_seconds(replica)?);
-    // The load's own start: loading the store first (direct run) is not the load.
+    let same = std::ptr::eq(primary, replica);
+    let watches = (CpuWatch::start(primary)?, CpuWatch::start(replica)?);
     let printed = cmd::output(&mut command)?;
-    let after = (cpu_seconds(primary)?, cpu_seconds(replica)?);
+    let spent = (watches.0.stop(), watches.1.stop());
     let mut report: Value = serde_json::from_str(printed.trim())
         .with_context(|| format!("the scale example printed {printed}"))?;
     let run = report["throughput"][0].take();
@@ -174,14 +204,13 @@ fn run_scale(
         .as_f64()
         .unwrap_or(0.0);
     let per_thousand = |seconds: f64| seconds / searches.max(1.0) * 1_000.0;
-    let same = std::ptr::eq(primary, replica);
+    let replica_spent = if same { 0.0 } else { spent.1 };
     Ok(serde_json::json!({
         "run": run,
-        "primary_cpu_s": after.0 - before.0,
-        "replica_cpu_s": if same { 0.0 } else { after.1 - before.1 },
-        "primary_cpu_s_per_1000_searches": per_thousand(after.0 - before.0),
-        "replica_cpu_s_per_1000_searches":
-            if same { 0.0 } else { per_thousand(after.1 - before.1) },
+        "primary_cpu_s": spent.0,
+        "replica_cpu_s": replica_spent,
+        "primary_cpu_s_per_1000_searches": per_thousand(spent.0),
+        "replica_cpu_s_per_1000_searches": per_thousand(replica_spent),
     }))
 }
 
@@ -204,15 +233,56 @@ fn print_run(what: &str, report: &Value) {
     );
 }
 
-/// CPU seconds (user and system) of `cluster`'s server and its backends so far.
-fn cpu_seconds(cluster: &Cluster) -> Result<f64> {
-    let postmaster = cluster.postmaster_pid().context("the server's pid")?;
-    let ticks_per_second: f64 = cmd::output(Command::new("getconf").arg("CLK_TCK"))?
-        .trim()
-        .parse()
-        .unwrap_or(100.0);
-    let mut ticks = 0u64;
-    for entry in std::fs::read_dir("/proc")?.flatten() {
+/// CPU seconds (user and system) that a cluster's server and its backends spend while it is
+/// watched: `/proc` read every 100 ms, so that backends which exit before the end (a direct
+/// engram process's connections close with it) still count up to their last reading.
+struct CpuWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<f64>,
+}
+
+impl CpuWatch {
+    fn start(cluster: &Cluster) -> Result<Self> {
+        let postmaster = cluster.postmaster_pid().context("the server's pid")?;
+        let ticks_per_second: f64 = cmd::output(Command::new("getconf").arg("CLK_TCK"))?
+            .trim()
+            .parse()
+            .unwrap_or(100.0);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let first = ticks_by_process(postmaster);
+            let mut last = first.clone();
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                last.extend(ticks_by_process(postmaster));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            last.extend(ticks_by_process(postmaster));
+            let spent: u64 = (last.iter())
+                .map(|(pid, ticks)| ticks - first.get(pid).copied().unwrap_or(0))
+                .sum();
+            spent as f64 / ticks_per_second
+        });
+        Ok(Self { stop, thread })
+    }
+
+    /// The CPU seconds spent since [`CpuWatch::start`].
+    fn stop(self) -> f64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or(0.0)
+    }
+}
+
+/// User and system ticks of `postmaster` and each of its children, by process id.
+fn ticks_by_process(postmaster: u32) -> std::collections::HashMap<u32, u64> {
+    let mut ticks = std::collections::HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return ticks;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
@@ -221,16 +291,30 @@ fn cpu_seconds(cluster: &Cluster) -> Result<f64> {
             continue;
         };
         let fields: Vec<&str> = fields.split(' ').collect();
-        let pid: u32 = entry.file_name().to_string_lossy().parse().unwrap_or(0);
         let parent: u32 = fields.get(1).and_then(|p| p.parse().ok()).unwrap_or(0);
         if pid == postmaster || parent == postmaster {
             let field = |index: usize| -> u64 {
                 fields.get(index).and_then(|v| v.parse().ok()).unwrap_or(0)
             };
-            ticks += field(11) + field(12);
+            ticks.insert(pid, field(11) + field(12));
         }
     }
-    Ok(ticks as f64 / ticks_per_second)
+    ticks
+}
+
+/// `engram_replica_reads_total{route="ROUTE"}` on the metrics listener at `address`.
+fn replica_reads(address: &str, route: &str) -> u64 {
+    let page = cmd::output(
+        Command::new("curl")
+            .args(["-s", "-m", "5"])
+            .arg(format!("http://{address}/metrics")),
+    )
+    .unwrap_or_default();
+    let series = format!("engram_replica_reads_total{{route=\"{route}\"}}");
+    page.lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .map_or(0, |value| value as u64)
 }
 
 fn free_port() -> Result<u16> {

@@ -78,7 +78,8 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     // one ENGRAM_TEST_PGBOUNCER_URL names beside an external server.
     let (bouncer, bouncer_url) = match &cluster {
         Some(cluster) => {
-            let dir = target_dir().join("engram-test-pgbouncer");
+            // Beside the cluster's data: a directory the server's user can reach.
+            let dir = cluster.dir().join("pgbouncer");
             let bouncer = crate::pgbouncer::PgBouncer::for_tests(cluster, &dir)?;
             let bouncer_url = bouncer.url("postgres");
             println!("engram: started PgBouncer (transaction pooling) at {bouncer_url}");

@@ -39,7 +39,7 @@ pub async fn a_team_cluster_serves_sixteen_clients_through_failures() {
         let primary = Cluster::start().await;
         let replica = primary.replica().await;
         let store = Store::with_url(primary.url(), Store::other_dir()).await;
-        let bouncer = PgBouncer::start(&store.dir, primary.port(), replica.port()).await;
+        let bouncer = PgBouncer::start(primary.port(), replica.port()).await;
         let routed = Store {
             url: bouncer.url("engram"),
             workspace: store.workspace,

@@ -154,7 +154,7 @@ impl Cluster {
                 ])
                 .arg("-D")
                 .arg(replica.data_dir())
-                .args(["-R", "-X", "stream", "--no-sync"])
+                .args(["-R", "-X", "stream", "--no-sync", "--checkpoint=fast"])
                 .current_dir("/"),
         )
         .context("pg_basebackup failed")?;

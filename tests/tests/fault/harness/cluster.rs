@@ -94,7 +94,7 @@ impl Cluster {
             ])
             .arg("-D")
             .arg(replica.data())
-            .args(["-R", "-X", "stream", "--no-sync"])
+            .args(["-R", "-X", "stream", "--no-sync", "--checkpoint=fast"])
             .output()
             .expect("running pg_basebackup");
         assert!(

@@ -30,15 +30,20 @@ pub struct PgBouncer {
 }
 
 impl PgBouncer {
-    /// Starts PgBouncer in `dir` in front of the primary and the replica on 127.0.0.1 (their
+    /// Starts PgBouncer in front of the primary and the replica on 127.0.0.1 (their
     /// `postgres` databases, user `postgres` without a password), and waits until it listens.
-    pub async fn start(dir: &Path, primary_port: u16, replica_port: u16) -> Self {
+    /// Its files live under `/tmp`, which the `postgres` user can reach wherever the checkout
+    /// is.
+    pub async fn start(primary_port: u16, replica_port: u16) -> Self {
         assert!(
             Path::new(PGBOUNCER).is_file(),
             "{PGBOUNCER} is missing: `cargo xtask test` installs Debian's pgbouncer"
         );
-        let dir = dir.join("pgbouncer");
-        std::fs::create_dir_all(&dir).expect("PgBouncer's directory");
+        let dir = tempfile::Builder::new()
+            .prefix("engram-fault-pgbouncer-")
+            .tempdir_in("/tmp")
+            .expect("a directory under /tmp")
+            .keep();
         let port = free_port();
         let config = deployed("pgbouncer.ini")
             .replace("@PRIMARY_HOST@", "127.0.0.1")
@@ -95,6 +100,9 @@ impl Drop for PgBouncer {
             let _ = std::process::Command::new("kill").arg(pid.trim()).status();
         }
         let _ = self.child.start_kill();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
