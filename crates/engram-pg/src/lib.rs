@@ -199,13 +199,13 @@ impl PgStore {
     /// Where a read-only call runs: a replica connection caught up with every acknowledged
     /// write, or a primary one.
     pub(crate) async fn reader(&self) -> Result<replica::Reader> {
-        if let Some(replica) = &self.replica {
-            if let Some(client) = replica.caught_up(&self.pool).await {
-                return Ok(replica::Reader {
-                    client,
-                    on_replica: true,
-                });
-            }
+        if let Some(replica) = &self.replica
+            && let Some(client) = replica.caught_up(&self.pool).await
+        {
+            return Ok(replica::Reader {
+                client,
+                on_replica: true,
+            });
         }
         Ok(replica::Reader {
             client: self.client().await?,
