@@ -153,6 +153,9 @@ pub struct HistoryEntry {
     /// The relation, for a relation's entries (a deleted one is not named); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relation: Option<Relation>,
+    /// Who wrote it (a token's label, an OAuth subject, `local`); absent when not recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 /// Result of `get_history`.

@@ -6,6 +6,7 @@
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
 pub mod auth;
+pub mod authorship;
 mod checked;
 pub mod compact;
 mod consolidation;

@@ -46,6 +46,15 @@ pub enum Binding {
 #[derive(Debug, Clone)]
 pub struct BoundWorkspace(pub Workspace);
 
+/// Who the request's writes are by (a token's label, an OAuth subject), stored in the HTTP
+/// request's extensions by the authentication layer; a call without one writes as
+/// [`LOCAL_AUTHOR`] (stdio, or HTTP without tokens).
+#[derive(Debug, Clone)]
+pub struct Author(pub std::sync::Arc<str>);
+
+/// The author of calls no token names.
+pub const LOCAL_AUTHOR: &str = "local";
+
 /// What the server tells a model about using it, sent in `initialize`.
 pub const INSTRUCTIONS: &str = "\
 engram is a persistent knowledge graph for this workspace. Nodes have a unique name, a type, \
@@ -199,8 +208,15 @@ impl EngramServer {
                     .into(),
             );
         }
+        let author = (context.extensions.get::<http::request::Parts>())
+            .and_then(|parts| parts.extensions.get::<Author>())
+            .map_or_else(
+                || std::sync::Arc::from(LOCAL_AUTHOR),
+                |author| author.0.clone(),
+            );
         let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        match self.tool_router.call(context).await {
+        let called = engram_domain::authorship::scope(&author, self.tool_router.call(context));
+        match called.await {
             // A bad argument is the model's to fix: a tool error naming it.
             Err(error) if arguments::is_argument_error(&error) => Ok(
                 rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(

@@ -181,5 +181,6 @@ fn history_entry(row: &tokio_postgres::Row) -> HistoryEntry {
         content: row.get("content"),
         old_content: row.get("old_content"),
         relation,
+        author: row.get("author"),
     }
 }

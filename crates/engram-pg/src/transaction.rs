@@ -25,6 +25,7 @@ macro_rules! write {
                 let mut client = $store.client().await?;
                 let $tx = client.transaction().await.map_err(crate::error::db)?;
                 $store.begun(&$tx).await?;
+                crate::authored(&$tx).await?;
                 let value = $body.await?;
                 $store.finishing(&$tx);
                 $tx.commit().await.map_err(crate::error::db)?;

@@ -35,6 +35,8 @@ const WAL_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 pub(crate) struct Conn {
     db: Connection,
     clock: Arc<AtomicI64>,
+    /// The author of the write under way, which `engram_author()` returns (migration V12).
+    author: Arc<Mutex<Option<Arc<str>>>>,
 }
 
 /// The writer and the readers of one database file.
@@ -132,17 +134,23 @@ impl Pool {
         engram_domain::transactions::opened(std::any::type_name::<F>());
         let (_permit, deadline) = self.turn(&self.writer_permit).await?;
         let pool = Arc::clone(self);
+        let author = engram_domain::authorship::current();
         tokio::task::spawn_blocking(move || {
             let mut conn = pool.writer.lock().unwrap_or_else(|e| e.into_inner());
             conn.tick();
             conn.limit_to(deadline)?;
-            let tx = conn
+            *conn.author.lock().unwrap_or_else(|e| e.into_inner()) = author;
+            let outcome = conn
                 .db
                 .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db)?;
-            let value = body(&tx)?;
-            tx.commit().map_err(db)?;
-            Ok(value)
+                .map_err(db)
+                .and_then(|tx| {
+                    let value = body(&tx)?;
+                    tx.commit().map_err(db)?;
+                    Ok(value)
+                });
+            *conn.author.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            outcome
         })
         .await
         .map_err(join)?
@@ -247,7 +255,19 @@ impl Conn {
             Ok(engram_domain::search::words::with_cjk_bigrams(&text).into_owned())
         })
         .map_err(db)?;
-        Ok(Self { db: conn, clock })
+        // Who the write under way is by, for its events (migration V12).
+        let author: Arc<Mutex<Option<Arc<str>>>> = Arc::default();
+        let writing = Arc::clone(&author);
+        conn.create_scalar_function("engram_author", 0, FunctionFlags::SQLITE_UTF8, move |_| {
+            let author = writing.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(author.as_deref().map(str::to_owned))
+        })
+        .map_err(db)?;
+        Ok(Self {
+            db: conn,
+            clock,
+            author,
+        })
     }
 
     /// Bounds the transaction about to start by `deadline`: a lock held by another process

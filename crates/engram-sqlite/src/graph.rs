@@ -53,6 +53,7 @@ fn history_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
         content: row.get("content")?,
         old_content: row.get("old_content")?,
         relation,
+        author: row.get("author")?,
     })
 }
 

@@ -87,6 +87,15 @@ impl Auth {
 #[derive(Debug, Clone)]
 pub struct Grant(pub TokenInfo);
 
+/// Who a grant's calls write as: its label (an OAuth token's is its subject), else `token ID`.
+fn author_of(info: &TokenInfo) -> engram_mcp::Author {
+    let author = match info.label.as_deref() {
+        Some(label) if !label.trim().is_empty() => label.to_owned(),
+        _ => format!("token {}", info.id),
+    };
+    engram_mcp::Author(author.into())
+}
+
 /// The token of an `Authorization: Bearer …` header, if the request has one.
 pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
     (headers.get(header::AUTHORIZATION))
@@ -133,6 +142,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
     match granted {
         Ok(Some(info)) => {
             request.extensions_mut().insert(info.access);
+            request.extensions_mut().insert(author_of(&info));
             request.extensions_mut().insert(Grant(info));
             next.run(request).await
         }
@@ -174,6 +184,7 @@ async fn with_oauth(
                 revoked_at: None,
             };
             request.extensions_mut().insert(info.access);
+            request.extensions_mut().insert(author_of(&info));
             request.extensions_mut().insert(Grant(info));
             next.run(request).await
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::{Error, Memory, MemoryStore, NewNode, PendingConsolidation};
-use crate::{Stats, Timestamp, WorkspaceId};
+use crate::{GetHistory, SearchNodes, Stats, Timestamp, WorkspaceId};
 
 /// The `updated_at` of a set of nodes, checked after each write.
 struct Clocks {
@@ -346,4 +346,56 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
         .unwrap();
     assert_eq!(events(m, ws).await, (5, 4, 3));
     assert_eq!(events_since(m, ws, mid).await, (0, 2, 2));
+}
+
+/// Every write records who made it (the author a transport names for the call), and
+/// `get_history` shows it beside each entry; a write no one is named for shows none, and no
+/// search result carries an author.
+pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    crate::authorship::scope("alice's agent", create_nodes(&memory, ws, &["Deploy"])).await;
+    tick().await;
+    let added = memory.add_observations(
+        ws,
+        AddObservations::new(&[additions("Deploy", &["runs at noon"])]),
+    );
+    crate::authorship::scope("bob", added).await.unwrap();
+    tick().await;
+    memory
+        .add_observations(
+            ws,
+            AddObservations::new(&[additions("Deploy", &["needs a review"])]),
+        )
+        .await
+        .unwrap();
+
+    let history = memory
+        .get_history(ws, GetHistory::new("Deploy"))
+        .await
+        .unwrap();
+    let authors: Vec<(String, Option<&str>)> = (history.events.iter())
+        .map(|entry| (format!("{:?}", entry.operation), entry.author.as_deref()))
+        .collect();
+    let by = |content: &str| {
+        (history.events.iter())
+            .find(|entry| entry.content.as_deref() == Some(content))
+            .unwrap_or_else(|| panic!("no entry for {content:?}: {authors:?}"))
+            .author
+            .as_deref()
+    };
+    assert_eq!(by("runs at noon"), Some("bob"), "{authors:?}");
+    assert_eq!(by("needs a review"), None, "{authors:?}");
+    let created = history.events.last().expect("the creation");
+    assert_eq!(
+        created.author.as_deref(),
+        Some("alice's agent"),
+        "{authors:?}"
+    );
+
+    let found =
+        crate::authorship::scope("carol", memory.search_nodes(ws, &SearchNodes::new("review")))
+            .await
+            .unwrap();
+    let text = format!("{found:?}");
+    assert!(!text.contains("bob") && !text.contains("alice"), "{text}");
 }

@@ -106,6 +106,7 @@ macro_rules! memory_store_test_suite {
             summary_updated_at_moves_only_when_the_summary_is_set,
             get_stats_counts_nodes_observations_and_relations,
             event_counts_record_creates_updates_and_deletes,
+            writes_record_their_author_in_history,
             // observations
             ordinals_are_stable_and_never_reused,
             concurrent_additions_get_unique_gap_free_ordinals,

@@ -70,6 +70,11 @@ WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, 
     WHERE ?2 IS NULL OR at < ?2
     ORDER BY at DESC LIMIT ?3
 )
-SELECT * FROM entries
+-- Each entry's author: that of an event its transaction recorded in the node's workspace
+-- (`events.at` is the transaction's `engram_now()`, as is every row's time it wrote).
+SELECT x.*, (SELECT e.author FROM events e
+             WHERE e.workspace_id = (SELECT n.workspace_id FROM nodes n WHERE n.id = ?1)
+               AND e.at = x.at AND e.author IS NOT NULL LIMIT 1) AS author
+FROM entries x
 WHERE (?2 IS NULL OR at < ?2) AND at >= (SELECT min(at) FROM page)
 ORDER BY at DESC, ordinal DESC NULLS LAST, operation
