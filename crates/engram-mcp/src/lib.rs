@@ -82,6 +82,8 @@ pub struct EngramServer {
     memory: Memory,
     binding: Binding,
     access: Access,
+    /// A [`Binding::Fixed`] connection's author (legacy SSE: its token's).
+    author: Option<Author>,
     tool_router: ToolRouter<Self>,
     /// The session's calls running at once (at most [`CALLS_PER_SESSION`]); the others wait.
     running: std::sync::Arc<tokio::sync::Semaphore>,
@@ -120,6 +122,7 @@ impl EngramServer {
             memory,
             binding,
             access: Access::ReadWrite,
+            author: None,
             tool_router: TOOLS.clone(),
             running: std::sync::Arc::new(tokio::sync::Semaphore::new(CALLS_PER_SESSION)),
             backlog: None,
@@ -161,6 +164,14 @@ impl EngramServer {
     #[must_use]
     pub fn with_access(mut self, access: Access) -> Self {
         self.access = access;
+        self
+    }
+
+    /// Names the author of a [`Binding::Fixed`] connection's writes (legacy SSE: the token
+    /// that opened it). Per-request bindings read the [`Author`] in each request's extensions.
+    #[must_use]
+    pub fn with_author(mut self, author: Option<Author>) -> Self {
+        self.author = author;
         self
     }
 
@@ -210,6 +221,7 @@ impl EngramServer {
         }
         let author = (context.extensions.get::<http::request::Parts>())
             .and_then(|parts| parts.extensions.get::<Author>())
+            .or(self.author.as_ref())
             .map_or_else(
                 || std::sync::Arc::from(LOCAL_AUTHOR),
                 |author| author.0.clone(),

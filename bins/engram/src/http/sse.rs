@@ -266,6 +266,7 @@ impl Drop for SessionGuard {
 pub async fn connect(State(state): State<SseState>, request: Request) -> Response {
     let grant = request.extensions().get::<Grant>();
     let access = grant.map_or(Access::ReadWrite, |g| g.0.access);
+    let author = request.extensions().get::<engram_mcp::Author>().cloned();
     let bound = match state.binder.resolve(request.headers(), grant).await {
         Ok(bound) => bound,
         Err(refusal) => return refusal,
@@ -301,6 +302,7 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
     let server = EngramServer::new(state.binder.memory().clone(), Binding::Fixed(bound.0))
         .with_tools(&state.tools)
         .with_access(access)
+        .with_author(author)
         .with_backlog(backlog.clone());
     let server_stop = stop.clone();
     let unread_by_server = unread.clone();

@@ -310,3 +310,64 @@ pub async fn failed_token_checks_are_throttled_per_address(backend: Backend) {
     assert_eq!(status(guesser, token.clone()).await.0, 429);
     assert_eq!(status(from(8), token).await.0, 200);
 }
+
+/// Who wrote what: each write is recorded with its token's label (or `token ID` for a token
+/// without one), on both transports, and `get_history` shows it beside each entry.
+pub async fn writes_are_recorded_with_their_token_s_label(backend: Backend) {
+    let server = TestServer::start_requiring_tokens(backend, &["demo"]).await;
+    let url = &server.database_url;
+    let alice = create_token(url, &["--workspace", "demo", "--label", "alice's laptop"]);
+    let unnamed = create_token(url, &["--workspace", "demo"]);
+    let by_alice = streamable_client_with_token(&server.base, "demo", Some(&alice)).await;
+    ok(
+        &by_alice,
+        "create_entities",
+        json!({"entities": [{"name": "Deploy", "entity_type": "process"}]}),
+    )
+    .await;
+    let by_unnamed = streamable_client_with_token(&server.base, "demo", Some(&unnamed)).await;
+    ok(
+        &by_unnamed,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Deploy", "contents": ["runs at noon"]}]}),
+    )
+    .await;
+    let over_sse = sse_client::connect_with_token(&server.base, "demo", Some(&alice)).await;
+    ok(
+        &over_sse,
+        "add_observations",
+        json!({"observations": [{"entity_name": "Deploy", "contents": ["needs a review"]}]}),
+    )
+    .await;
+
+    let history = ok(&by_alice, "get_history", json!({"name": "Deploy"})).await;
+    let author_of = |operation: &str, content: Option<&str>| -> Value {
+        let entries = history["events"].as_array().expect("events");
+        let entry = entries
+            .iter()
+            .find(|e| e["operation"] == operation && content.is_none_or(|c| e["content"] == c))
+            .unwrap_or_else(|| panic!("no {operation} {content:?} in {history}"));
+        entry["author"].clone()
+    };
+    assert_eq!(
+        author_of("created", None),
+        json!("alice's laptop"),
+        "{history}"
+    );
+    let id = unnamed.split('_').nth(1).unwrap_or_default();
+    let unnamed_author = author_of("observation_added", Some("runs at noon"));
+    assert!(
+        unnamed_author
+            .as_str()
+            .is_some_and(|a| a.starts_with("token ") && id.starts_with(&a[6..])),
+        "{unnamed_author} for {unnamed}"
+    );
+    assert_eq!(
+        author_of("observation_added", Some("needs a review")),
+        json!("alice's laptop"),
+        "{history}"
+    );
+    // Search results carry no author.
+    let found = ok(&by_alice, "search_nodes", json!({"query": "Deploy"})).await;
+    assert!(!found.to_string().contains("alice"), "{found}");
+}

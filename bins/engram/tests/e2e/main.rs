@@ -54,6 +54,7 @@ per_backend!(
     auth::tokens_grant_one_workspace_and_read_only_tokens_only_read,
     auth::a_non_loopback_bind_requires_tokens,
     auth::failed_token_checks_are_throttled_per_address,
+    auth::writes_are_recorded_with_their_token_s_label,
     oauth::oauth_access_tokens_grant_workspaces_by_scope,
     browser::the_viewer_searches_opens_a_node_and_walks_to_a_neighbour,
     binding::missing_malformed_and_unknown_workspaces_are_refused_with_the_fix,

@@ -392,10 +392,12 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
         "{authors:?}"
     );
 
-    let found =
-        crate::authorship::scope("carol", memory.search_nodes(ws, &SearchNodes::new("review")))
-            .await
-            .unwrap();
+    let found = crate::authorship::scope(
+        "carol",
+        memory.search_nodes(ws, &SearchNodes::new("review")),
+    )
+    .await
+    .unwrap();
     let text = format!("{found:?}");
     assert!(!text.contains("bob") && !text.contains("alice"), "{text}");
 }
