@@ -241,7 +241,7 @@ function links(relations, name, other) {
 
 async function openNode(name) {
   status(`opening ${name} …`);
-  const { node, neighborhood } = await api("node", { name });
+  const { node, neighborhood, history } = await api("node", { name });
   show("explore");
   $("explore-view").classList.toggle("no-results", !state.query);
   $("explore-view").classList.remove("no-node");
@@ -254,6 +254,13 @@ async function openNode(name) {
   const relations = neighborhood.relations ?? [];
   const around = neighborhood.nodes.filter((n) => n.name !== node.name);
   fill($("neighbours"), around, (n) => { const li = pick(n.name); li.append(line(n.name, n.entity_type, links(relations, node.name, n.name), "relation")); return li; });
+  fill($("history"), history ?? [], (h) => {
+    const what = h.operation.replaceAll("_", " ");
+    const subject = h.content ?? (h.relation ? `${h.relation.from} ${h.relation.relation_type} ${h.relation.to}` : "");
+    const li = el("li", "", subject ? `${what}: ${subject}` : what);
+    li.append(el("span", "type", ` ${ago(h.at)}${h.author ? ` · by ${h.author}` : ""}`));
+    return li;
+  });
   draw("graph", neighborhood.nodes, relations, node.name);
   if (matchMedia("(max-width: 700px)").matches) $("node-pane").scrollIntoView({ block: "start" });
   status(`${node.name}: ${node.observations.length} observation(s), ${around.length} neighbour(s)`);

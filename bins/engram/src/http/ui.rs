@@ -15,8 +15,8 @@ use std::collections::{HashMap, HashSet};
 
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
 use engram_domain::{
-    Error, GetConsolidationReport, GetNeighborhood, GetRecentlyModified, Memory, OpenNodes,
-    SearchNodes, WorkspaceId,
+    Error, GetConsolidationReport, GetHistory, GetNeighborhood, GetRecentlyModified, Memory,
+    OpenNodes, SearchNodes, WorkspaceId,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -330,7 +330,11 @@ struct NodeQuery {
     name: String,
 }
 
-/// A node in full and its neighbourhood one hop out.
+/// History entries the node view shows, newest first.
+const HISTORY_SHOWN: u32 = 20;
+
+/// A node in full, its neighbourhood one hop out, and its newest history entries with who
+/// wrote each.
 async fn node(
     State(binder): State<Binder>,
     Viewed(workspace): Viewed,
@@ -350,14 +354,20 @@ async fn node(
     let Some(node) = opened.entities.into_iter().next() else {
         return failure(&Error::node_not_found(query.name));
     };
-    match memory
+    let neighborhood = memory
         .get_neighborhood(workspace.id, GetNeighborhood::new(&node.name, 1))
-        .await
-    {
-        Ok(neighborhood) => {
-            axum::Json(json!({"node": node, "neighborhood": neighborhood})).into_response()
-        }
-        Err(error) => failure(&error),
+        .await;
+    let history = GetHistory {
+        limit: HISTORY_SHOWN,
+        ..GetHistory::new(&node.name)
+    };
+    let history = memory.get_history(workspace.id, history).await;
+    match (neighborhood, history) {
+        (Ok(neighborhood), Ok(history)) => axum::Json(
+            json!({"node": node, "neighborhood": neighborhood, "history": history.events}),
+        )
+        .into_response(),
+        (Err(error), _) | (_, Err(error)) => failure(&error),
     }
 }
 

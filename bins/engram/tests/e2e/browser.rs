@@ -602,6 +602,20 @@ async fn search_and_walk(browser: &Browser, backend: Backend) {
         .text_of("#neighbours li[data-name='engram'] .relation")
         .await;
     assert_eq!(engram, "works_on →");
+    // Its history, newest first, says who wrote each entry (this test's client is local).
+    let history = browser.texts("#history li").await;
+    assert!(
+        history
+            .iter()
+            .any(|h| h.starts_with("created") && h.ends_with("by local")),
+        "{history:?}"
+    );
+    assert!(
+        history
+            .iter()
+            .any(|h| h.contains("observation added: moved to Lisbon in March")),
+        "{history:?}"
+    );
     browser.find_all("#graph canvas").await;
     browser.keep_screenshot("node", backend).await;
 
