@@ -70,6 +70,12 @@ async fn a_team_cluster_serves_sixteen_clients_through_failures() {
     team::a_team_cluster_serves_sixteen_clients_through_failures().await;
 }
 
+/// A replica is a PostgreSQL deployment: PostgreSQL only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lagging_replica_is_read_around_then_rested_then_used_again() {
+    team::a_lagging_replica_is_read_around_then_rested_then_used_again().await;
+}
+
 /// The memory budget does not depend on the store: SQLite only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn clients_that_never_read_stay_within_the_memory_budget() {

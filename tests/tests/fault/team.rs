@@ -36,6 +36,7 @@ struct Seen {
 
 pub async fn a_team_cluster_serves_sixteen_clients_through_failures() {
     bounded(Duration::from_secs(300), async {
+        let mut figures = Figures::new("Postgres/team cluster");
         let primary = Cluster::start().await;
         let replica = primary.replica().await;
         let store = Store::with_url(primary.url(), Store::other_dir()).await;
@@ -148,7 +149,7 @@ pub async fn a_team_cluster_serves_sixteen_clients_through_failures() {
         let calls = all.latencies.len();
         all.latencies.sort();
         let at = |share: f64| all.latencies[((calls as f64 * share) as usize).min(calls - 1)];
-        Figures::new("Postgres/team cluster")
+        figures
             .add("clients", CLIENTS)
             .add("calls", calls)
             .add("writes", all.written.len())
@@ -222,4 +223,90 @@ async fn replica_reads(port: u16, route: &str) -> u64 {
         .find_map(|line| line.strip_prefix(&series))
         .and_then(|value| value.trim().parse::<f64>().ok())
         .map_or(0, |value| value as u64)
+}
+
+/// A replica whose replay is paused falls behind: every read meanwhile runs on the primary
+/// and finds the writes just made; past `--read-replica-max-lag` the replica is left alone
+/// (a warning, `route="primary_skipped"`); once it replays again and its rest is over, reads
+/// go back to it.
+pub async fn a_lagging_replica_is_read_around_then_rested_then_used_again() {
+    bounded(Duration::from_secs(180), async {
+        let mut figures = Figures::new("Postgres/lagging replica");
+        let primary = Cluster::start().await;
+        let replica = primary.replica().await;
+        let store = Store::with_url(primary.url(), Store::other_dir()).await;
+        let metrics = free_port();
+        let metrics_address = format!("127.0.0.1:{metrics}");
+        let extra = [
+            "--read-replica-url",
+            &replica.url(),
+            "--read-replica-max-lag",
+            "1s",
+            "--metrics-bind",
+            &metrics_address,
+        ];
+        let server = Server::start_with(&store, &Embedder::None, "server", &extra).await;
+        let client = Mcp::stateless(&server.base, store.workspace);
+        let write_and_read = async |name: String| {
+            client
+                .ok(
+                    "create_entities",
+                    json!({"entities": [{"name": name, "entity_type": "note"}]}),
+                )
+                .await;
+            let opened = client.ok("open_nodes", json!({"names": [name]})).await;
+            assert_eq!(opened["entities"][0]["name"], json!(name), "{opened}");
+        };
+
+        write_and_read("caught up".into()).await;
+        // Idle, the replica catches up and takes the reads.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for _ in 0..5 {
+            client.ok("search_nodes", json!({"query": "caught"})).await;
+        }
+        let on_replica = replica_reads(metrics, "replica").await;
+        assert!(
+            on_replica >= 5,
+            "{on_replica} reads on the caught-up replica"
+        );
+
+        replica.sql("SELECT pg_wal_replay_pause()");
+        let paused = Instant::now();
+        let mut round = 0;
+        while paused.elapsed() < Duration::from_secs(3) {
+            write_and_read(format!("while paused {round}")).await;
+            round += 1;
+        }
+        let behind = replica_reads(metrics, "primary_behind").await;
+        let skipped = replica_reads(metrics, "primary_skipped").await;
+        assert!(
+            behind > 0,
+            "no read went to the primary while the replica lagged"
+        );
+        assert!(skipped > 0, "the lagging replica was not left alone");
+        assert!(
+            server
+                .log_text()
+                .contains("reading on the primary instead of the read replica"),
+            "no warning in the log"
+        );
+
+        replica.sql("SELECT pg_wal_replay_resume()");
+        // Its rest (5 s) over, the replica serves reads again.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        for _ in 0..5 {
+            client.ok("search_nodes", json!({"query": "paused"})).await;
+        }
+        let again = replica_reads(metrics, "replica").await;
+        assert!(
+            again > on_replica,
+            "reads did not go back to the replica ({again})"
+        );
+        figures
+            .add("writes read back while it lagged", round)
+            .add("reads on the primary while behind", behind)
+            .add("skipped while resting", skipped)
+            .print();
+    })
+    .await;
 }

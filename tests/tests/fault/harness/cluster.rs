@@ -106,6 +106,30 @@ impl Cluster {
         replica
     }
 
+    /// Runs `sql` with `psql` on the `postgres` database and returns what it printed
+    /// (unaligned, tuples only).
+    pub fn sql(&self, sql: &str) -> String {
+        let output = self
+            .command("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .args(["-X", "-A", "-t", "-q", "-c", sql])
+            .output()
+            .expect("running psql");
+        assert!(
+            output.status.success(),
+            "psql {sql:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
     /// The port it listens on (127.0.0.1).
     pub fn port(&self) -> u16 {
         self.port
