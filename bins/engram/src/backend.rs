@@ -200,6 +200,14 @@ impl Store {
                         .context("connecting to PostgreSQL")?,
                 )
             }
+            Location::Sqlite(_)
+                if routes.direct_url.is_some() || routes.read_replica_url.is_some() =>
+            {
+                anyhow::bail!(
+                    "--database-direct-url and --read-replica-url (ENGRAM_DATABASE_DIRECT_URL, \
+                     ENGRAM_READ_REPLICA_URL) apply to PostgreSQL; the store here is a SQLite file"
+                )
+            }
             Location::Sqlite(path) => Self::Sqlite(
                 SqliteStore::open(path)
                     .await

@@ -11,6 +11,20 @@ macro_rules! opened {
     }};
 }
 
+/// What every transaction does around `$body` once begun on `$tx`: its own settings first
+/// ([`crate::PgStore::begun`]), its statements closed before it commits
+/// ([`crate::PgStore::finishing`]), then the commit; `$body`'s error returns at once (the
+/// transaction rolls back when dropped).
+macro_rules! within {
+    ($store:expr, $tx:ident, $body:expr) => {{
+        $store.begun(&$tx).await?;
+        let value = $body.await?;
+        $store.finishing(&$tx);
+        $tx.commit().await.map_err(crate::error::db)?;
+        Ok(value)
+    }};
+}
+
 /// Runs `$body` (a future using the transaction `$tx`, usually `async { ... }` borrowing it and
 /// the request; built anew for each attempt) in a read-write transaction and commits it; on
 /// error the transaction rolls back when dropped. A deadlock or serialization failure (which
@@ -24,12 +38,8 @@ macro_rules! write {
             let outcome = async {
                 let mut client = $store.client().await?;
                 let $tx = client.transaction().await.map_err(crate::error::db)?;
-                $store.begun(&$tx).await?;
                 crate::authored(&$tx).await?;
-                let value = $body.await?;
-                $store.finishing(&$tx);
-                $tx.commit().await.map_err(crate::error::db)?;
-                Ok(value)
+                within!($store, $tx, $body)
             }
             .await;
             match outcome {
@@ -62,11 +72,7 @@ macro_rules! read {
                     .read_only(true)
                     .start();
                 let $tx = crate::replica::begin(reader.on_replica, begin).await?;
-                $store.begun(&$tx).await?;
-                let value = $body.await?;
-                $store.finishing(&$tx);
-                $tx.commit().await.map_err(crate::error::db)?;
-                Ok(value)
+                within!($store, $tx, $body)
             }
             .await;
             match outcome {
@@ -92,11 +98,7 @@ macro_rules! single {
         let mut object = $store.client().await?;
         if $store.pooled() {
             let $client = object.transaction().await.map_err(crate::error::db)?;
-            $store.begun(&$client).await?;
-            let value = $body.await?;
-            $store.finishing(&$client);
-            $client.commit().await.map_err(crate::error::db)?;
-            Ok(value)
+            within!($store, $client, $body)
         } else {
             let $client = object;
             $body.await

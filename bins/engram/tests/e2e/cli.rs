@@ -67,6 +67,25 @@ fn read_only_commands_create_nothing() {
     assert!(missing.exists());
 }
 
+/// The PostgreSQL routes (a pooler's direct URL, a read replica) given beside a SQLite store
+/// are an error that names them, not silently ignored settings.
+#[test]
+fn postgres_routes_beside_a_sqlite_store_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("engram.db");
+    let url = url.to_str().unwrap();
+    for flag in ["--read-replica-url", "--database-direct-url"] {
+        let args = ["workspace", "create", "demo", "--database-url", url, flag];
+        let output = engram(&[&args[..], &["postgres://engram@db.internal/engram"]].concat());
+        assert!(!output.status.success(), "{flag}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(flag) && stderr.contains("apply to PostgreSQL"),
+            "{stderr}"
+        );
+    }
+}
+
 /// `serve` binds before it opens or migrates anything: a port in use fails at once, naming
 /// the address, and leaves no database behind.
 #[test]
