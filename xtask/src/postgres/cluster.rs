@@ -99,11 +99,11 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Creates (`initdb`) and starts a cluster as `config` says.
-    pub fn start(pg: &PgInstall, config: &ClusterConfig) -> Result<Self> {
+    /// A cluster not yet running: its directory prepared as `config` says, no port yet.
+    fn unstarted(pg: &PgInstall, config: &ClusterConfig) -> Result<Self> {
         let user = RunAs::detect()?;
         let dir = prepare_dir(pg, config, &user)?;
-        let mut cluster = Cluster {
+        Ok(Cluster {
             pg: pg.clone(),
             remove_dir: config.throwaway && dir != config.dir,
             dir,
@@ -111,7 +111,12 @@ impl Cluster {
             user,
             started: false,
             watchdog: None,
-        };
+        })
+    }
+
+    /// Creates (`initdb`) and starts a cluster as `config` says.
+    pub fn start(pg: &PgInstall, config: &ClusterConfig) -> Result<Self> {
+        let mut cluster = Self::unstarted(pg, config)?;
         if !config.throwaway
             && let Some(port) = cluster.running_port()
         {
@@ -129,17 +134,7 @@ impl Cluster {
     /// A streaming replica of this cluster as `config` says: `pg_basebackup -R` of this one,
     /// started as a hot standby.
     pub fn replica(&self, config: &ClusterConfig) -> Result<Self> {
-        let user = RunAs::detect()?;
-        let dir = prepare_dir(&self.pg, config, &user)?;
-        let mut replica = Cluster {
-            pg: self.pg.clone(),
-            remove_dir: config.throwaway && dir != config.dir,
-            dir,
-            port: 0,
-            user,
-            started: false,
-            watchdog: None,
-        };
+        let mut replica = Self::unstarted(&self.pg, config)?;
         cmd::output(
             replica
                 .user
