@@ -41,8 +41,47 @@ const LEEWAY_SECONDS: u64 = 30;
 #[derive(Clone)]
 pub struct OAuth {
     config: Arc<OAuthConfig>,
-    keys: Arc<RwLock<Option<(Instant, JwkSet)>>>,
+    keys: Arc<RwLock<Option<Keys>>>,
+    /// Held while the key set is fetched: concurrent requests with a key id not seen yet
+    /// wait for one fetch instead of each making their own.
+    fetching: Arc<tokio::sync::Mutex<()>>,
     http: reqwest::Client,
+}
+
+/// The issuer's key set as last fetched, each key decoded once.
+struct Keys {
+    fetched_at: Instant,
+    /// By key id (a key without one under `""`).
+    by_id: std::collections::HashMap<String, DecodingKey>,
+}
+
+impl Keys {
+    /// Decodes every key of `set` that engram can use; the others are skipped with a warning.
+    fn decode(set: &JwkSet) -> Self {
+        let by_id = (set.keys.iter())
+            .filter_map(|jwk| match DecodingKey::from_jwk(jwk) {
+                Ok(key) => Some((jwk.common.key_id.clone().unwrap_or_default(), key)),
+                Err(error) => {
+                    tracing::warn!(%error, kid = ?jwk.common.key_id, "an OAuth key was skipped");
+                    None
+                }
+            })
+            .collect();
+        Self {
+            fetched_at: Instant::now(),
+            by_id,
+        }
+    }
+
+    /// The key `kid` names (any key when `kid` is empty and the set holds one).
+    fn get(&self, kid: &str) -> Result<DecodingKey, Refused> {
+        let key = match (kid.is_empty(), self.by_id.len()) {
+            (true, 1) => self.by_id.values().next(),
+            _ => self.by_id.get(kid),
+        };
+        key.cloned()
+            .ok_or_else(|| Refused::Invalid(format!("no key {kid:?} in the issuer's key set")))
+    }
 }
 
 /// What a valid token grants in the workspace a request names.
@@ -88,6 +127,7 @@ impl OAuth {
         Self {
             config: Arc::new(config),
             keys: Arc::default(),
+            fetching: Arc::default(),
             http,
         }
     }
@@ -159,23 +199,34 @@ impl OAuth {
     }
 
     /// The decoding key `kid` names: from the cached key set while it is fresh, else from the
-    /// set fetched again (for an unknown `kid` at most every [`REFETCH_AFTER`]).
+    /// set fetched again (for an unknown `kid` at most every [`REFETCH_AFTER`], by one request
+    /// while the others wait for it).
     async fn key(&self, kid: &str) -> Result<DecodingKey, Refused> {
-        {
-            let cached = self.keys.read().await;
-            if let Some((at, keys)) = cached.as_ref()
-                && at.elapsed() < KEYS_KEPT_FOR
-            {
-                let key = decoding_key(keys, kid);
-                if key.is_ok() || at.elapsed() < REFETCH_AFTER {
-                    return key;
-                }
-            }
+        if let Some(key) = self.cached(kid).await {
+            return key;
         }
-        let keys = self.fetch().await?;
-        let key = decoding_key(&keys, kid);
-        *self.keys.write().await = Some((Instant::now(), keys));
+        let _fetching = self.fetching.lock().await;
+        // Another request may have fetched the set while this one waited.
+        if let Some(key) = self.cached(kid).await {
+            return key;
+        }
+        let keys = Keys::decode(&self.fetch().await?);
+        let key = keys.get(kid);
+        *self.keys.write().await = Some(keys);
         key
+    }
+
+    /// The answer the cached set gives for `kid`, when it may be trusted without a fetch:
+    /// the key, or (fetched under [`REFETCH_AFTER`] ago) that there is none.
+    async fn cached(&self, kid: &str) -> Option<Result<DecodingKey, Refused>> {
+        let cached = self.keys.read().await;
+        let keys = cached.as_ref()?;
+        let age = keys.fetched_at.elapsed();
+        if age >= KEYS_KEPT_FOR {
+            return None;
+        }
+        let key = keys.get(kid);
+        (key.is_ok() || age < REFETCH_AFTER).then_some(key)
     }
 
     async fn fetch(&self) -> Result<JwkSet, Refused> {
@@ -192,18 +243,6 @@ impl OAuth {
             Refused::KeysUnavailable("the authorization server's key set could not be read".into())
         })
     }
-}
-
-/// The key of `keys` that `kid` names (any key when `kid` is empty and the set holds one).
-fn decoding_key(keys: &JwkSet, kid: &str) -> Result<DecodingKey, Refused> {
-    let jwk = if kid.is_empty() && keys.keys.len() == 1 {
-        keys.keys.first()
-    } else {
-        keys.find(kid)
-    };
-    let jwk =
-        jwk.ok_or_else(|| Refused::Invalid(format!("no key {kid:?} in the issuer's key set")))?;
-    DecodingKey::from_jwk(jwk).map_err(|error| Refused::Invalid(format!("its key: {error}")))
 }
 
 /// What `scopes` grant in `workspace`: `engram:NAME` read-write, `engram:NAME:read` read-only.

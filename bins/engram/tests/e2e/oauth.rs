@@ -107,8 +107,18 @@ pub async fn oauth_access_tokens_grant_workspaces_by_scope(backend: Backend) {
     let metadata_url = "resource_metadata=\"https://memory.example.test/.well-known/oauth-protected-resource/mcp\"";
     assert!(challenge.contains(metadata_url), "{challenge}");
 
-    // A valid token reads and writes the workspace its scope names.
+    // A valid token reads and writes the workspace its scope names. Eight first requests at
+    // once wait for one fetch of the key set.
     let valid = token(&signing, "k1", json!({}));
+    let first = (0..8).map(|_| initialize(&server.base, "demo", Some(&valid)));
+    for (status, _, body) in futures::future::join_all(first).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(
+        fetched.load(Ordering::SeqCst),
+        1,
+        "the key set fetched more than once"
+    );
     let client = streamable_client_with_token(&server.base, "demo", Some(&valid)).await;
     ok(
         &client,
