@@ -9,17 +9,22 @@ use std::sync::Arc;
 /// Characters of an author kept at most; a longer name is cut at a character boundary.
 pub const AUTHOR_CHARS: usize = 200;
 
+/// `author` as it is recorded: without control characters (which no store need quote, and
+/// PostgreSQL's text cannot hold NUL), its first [`AUTHOR_CHARS`] characters.
+fn recorded(author: &str) -> Arc<str> {
+    let kept: String = (author.chars().filter(|c| !c.is_control()))
+        .take(AUTHOR_CHARS)
+        .collect();
+    Arc::from(kept)
+}
+
 tokio::task_local! {
     static AUTHOR: Arc<str>;
 }
 
 /// Runs `body` with `author` as the author of every write it makes.
 pub async fn scope<T>(author: &str, body: impl Future<Output = T>) -> T {
-    let author: Arc<str> = match author.char_indices().nth(AUTHOR_CHARS) {
-        Some((cut, _)) => Arc::from(&author[..cut]),
-        None => Arc::from(author),
-    };
-    AUTHOR.scope(author, body).await
+    AUTHOR.scope(recorded(author), body).await
 }
 
 /// The author of the calling task's writes, when a transport named one.
@@ -40,5 +45,7 @@ mod tests {
         let long = "é".repeat(AUTHOR_CHARS + 5);
         let cut = scope(&long, async { current() }).await.unwrap();
         assert_eq!(cut.chars().count(), AUTHOR_CHARS);
+        let controlled = scope("bob\0\n's", async { current() }).await;
+        assert_eq!(controlled.as_deref(), Some("bob's"));
     }
 }

@@ -17,6 +17,7 @@
 
 #[macro_use]
 mod transaction;
+mod authorship;
 mod connection;
 mod error;
 mod graph;
@@ -365,17 +366,6 @@ impl PgStore {
     pub fn pool(&self) -> &Pool {
         &self.pool
     }
-}
-
-/// Sets the author of the transaction's writes, when the call has one
-/// ([`engram_domain::authorship`]): the events it records carry it (migration V14).
-pub(crate) async fn authored(tx: &deadpool_postgres::Transaction<'_>) -> Result<()> {
-    if let Some(author) = engram_domain::authorship::current() {
-        tx.execute("SELECT set_config('engram.author', $1, true)", &[&&*author])
-            .await
-            .map_err(error::db)?;
-    }
-    Ok(())
 }
 
 /// `host:port` of each server `config` names, for messages; `default` when it names none.

@@ -38,7 +38,7 @@ macro_rules! write {
             let outcome = async {
                 let mut client = $store.client().await?;
                 let $tx = client.transaction().await.map_err(crate::error::db)?;
-                crate::authored(&$tx).await?;
+                crate::authorship::record(&$tx).await?;
                 within!($store, $tx, $body)
             }
             .await;
