@@ -208,6 +208,12 @@ pub async fn oauth_access_tokens_grant_workspaces_by_scope(backend: Backend) {
         stats["node_count"], 1,
         "only the valid token's write: {stats}"
     );
+    // Its write is recorded as the token's subject's.
+    let history = ok(&own, "get_history", json!({"name": "Alice"})).await;
+    assert_eq!(
+        history["events"][0]["author"], "priya@example.test",
+        "{history}"
+    );
     for client in [client, there, reader, own] {
         client.cancel().await.unwrap();
     }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::WorkspaceId;
+use crate::{EndRelations, GetHistory, HistoryOperation, SearchNodes, Stats, Timestamp};
 use crate::{Error, Memory, MemoryStore, NewNode, PendingConsolidation};
-use crate::{GetHistory, SearchNodes, Stats, Timestamp, WorkspaceId};
 
 /// The `updated_at` of a set of nodes, checked after each write.
 struct Clocks {
@@ -349,11 +350,12 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
 }
 
 /// Every write records who made it (the author a transport names for the call), and
-/// `get_history` shows it beside each entry; a write no one is named for shows none, and no
-/// search result carries an author.
+/// `get_history` shows it beside each entry; a write no one is named for shows none, an end
+/// recorded with an earlier time shows who recorded it, and no search result carries an author.
 pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
-    crate::authorship::scope("alice's agent", create_nodes(&memory, ws, &["Deploy"])).await;
+    let created = create_nodes(&memory, ws, &["Deploy", "Review"]);
+    crate::authorship::scope("alice's agent", created).await;
     tick().await;
     let added = memory.add_observations(
         ws,
@@ -368,6 +370,15 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
         )
         .await
         .unwrap();
+    create_relations(&memory, ws, &[("Deploy", "needs", "Review")]).await;
+    tick().await;
+    let earlier = chrono::Utc::now();
+    tick().await;
+    let ended = memory.end_relations(
+        ws,
+        EndRelations::new(&[relation("Deploy", "needs", "Review")]).ended_at(earlier),
+    );
+    crate::authorship::scope("carol", ended).await.unwrap();
 
     let history = memory
         .get_history(ws, GetHistory::new("Deploy"))
@@ -385,6 +396,19 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
     };
     assert_eq!(by("runs at noon"), Some("bob"), "{authors:?}");
     assert_eq!(by("needs a review"), None, "{authors:?}");
+    let of = |operation: HistoryOperation| {
+        (history.events.iter())
+            .find(|entry| entry.operation == operation)
+            .unwrap_or_else(|| panic!("no {operation:?}: {authors:?}"))
+            .author
+            .as_deref()
+    };
+    assert_eq!(of(HistoryOperation::RelationCreated), None, "{authors:?}");
+    assert_eq!(
+        of(HistoryOperation::RelationEnded),
+        Some("carol"),
+        "{authors:?}"
+    );
     let created = history.events.last().expect("the creation");
     assert_eq!(
         created.author.as_deref(),
@@ -392,12 +416,12 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
         "{authors:?}"
     );
 
-    let found = crate::authorship::scope(
-        "carol",
-        memory.search_nodes(ws, &SearchNodes::new("review")),
-    )
-    .await
-    .unwrap();
+    let found =
+        crate::authorship::scope("dave", memory.search_nodes(ws, &SearchNodes::new("review")))
+            .await
+            .unwrap();
     let text = format!("{found:?}");
-    assert!(!text.contains("bob") && !text.contains("alice"), "{text}");
+    for author in ["alice", "bob", "carol", "dave"] {
+        assert!(!text.contains(author), "{author} in {text}");
+    }
 }
