@@ -221,7 +221,7 @@ fn has_conversations(dir: &Path) -> bool {
 }
 
 /// A free loopback port (free when asked; the server binds it right after).
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     let listener =
         TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("cannot find a free port")?;
     Ok(listener.local_addr()?.port())
@@ -258,7 +258,7 @@ impl Server {
     fn wait_healthy(&mut self, port: u16, log: &Path) -> Result<()> {
         let started = Instant::now();
         loop {
-            if healthz_ok(port) {
+            if get_ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), "/healthz").is_some() {
                 return Ok(());
             }
             let tail = || {
@@ -304,17 +304,14 @@ impl Drop for Server {
     }
 }
 
-/// Whether `GET /healthz` on 127.0.0.1:`port` answers 200.
-fn healthz_ok(port: u16) -> bool {
-    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let Ok(mut stream) = TcpStream::connect_timeout(&address, Duration::from_secs(1)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let request =
-        format!("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+/// `GET path` at `address` over one HTTP/1.1 connection: the answer's body when it is 200.
+pub(crate) fn get_ok(address: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
-    stream.write_all(request.as_bytes()).is_ok()
-        && stream.read_to_string(&mut response).is_ok()
-        && response.starts_with("HTTP/1.1 200")
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
 }

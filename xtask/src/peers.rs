@@ -82,7 +82,7 @@ pub fn run(with_peers: bool, samples: usize) -> Result<()> {
     let pg = postgres::ensure_installed(&target_dir())?;
     let cluster = Cluster::start(&pg, &ClusterConfig::dev(&target_dir()))?;
     let url = cluster.fresh_database(&pg, DATABASE)?;
-    let port = free_port()?;
+    let port = crate::eval::free_port()?;
     let server = Command::new(&engram)
         .args([
             "--database-url",
@@ -186,12 +186,6 @@ fn remove_sqlite(path: &Path) {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 fn wait_for_port(port: u16) -> Result<()> {

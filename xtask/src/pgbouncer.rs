@@ -64,9 +64,7 @@ impl PgBouncer {
             fs::remove_dir_all(dir)?;
         }
         fs::create_dir_all(dir)?;
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))?
-            .local_addr()?
-            .port();
+        let port = crate::eval::free_port()?;
         let config = config
             .replace("@LISTEN_PORT@", &port.to_string())
             .replace("@DIR@", &dir.display().to_string());

@@ -96,8 +96,8 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
     let mut servers = Vec::new();
     let mut metrics = Vec::new();
     for name in ["a", "b"] {
-        let port = free_port()?;
-        let metrics_address = format!("127.0.0.1:{}", free_port()?);
+        let port = crate::eval::free_port()?;
+        let metrics_address = format!("127.0.0.1:{}", crate::eval::free_port()?);
         let log = std::fs::File::create(dir.join(format!("engram-{name}.log")))?;
         let child = Command::new(&engram)
             .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
@@ -304,12 +304,9 @@ fn ticks_by_process(postmaster: u32) -> std::collections::HashMap<u32, u64> {
 
 /// `engram_replica_reads_total{route="ROUTE"}` on the metrics listener at `address`.
 fn replica_reads(address: &str, route: &str) -> u64 {
-    let page = cmd::output(
-        Command::new("curl")
-            .args(["-s", "-m", "5"])
-            .arg(format!("http://{address}/metrics")),
-    )
-    .unwrap_or_default();
+    let page = (address.parse().ok())
+        .and_then(|address| crate::eval::get_ok(address, "/metrics"))
+        .unwrap_or_default();
     let series = format!("engram_replica_reads_total{{route=\"{route}\"}}");
     page.lines()
         .find_map(|line| line.strip_prefix(&series))
@@ -317,27 +314,17 @@ fn replica_reads(address: &str, route: &str) -> u64 {
         .map_or(0, |value| value as u64)
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
-        .local_addr()?
-        .port())
-}
-
-/// Waits up to 60 s for `/healthz` at `address` to answer 200.
+/// Waits up to 60 s for `/healthz` at `address` (`HOST:PORT`) to answer 200.
 fn wait_healthy(address: &str) -> Result<()> {
+    let socket = address
+        .parse()
+        .with_context(|| format!("{address} is no HOST:PORT address"))?;
     let started = Instant::now();
-    loop {
-        let answer = cmd::output(
-            Command::new("curl")
-                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2"])
-                .arg(format!("http://{address}/healthz")),
-        );
-        if answer.is_ok_and(|code| code.trim() == "200") {
-            return Ok(());
-        }
+    while crate::eval::get_ok(socket, "/healthz").is_none() {
         if started.elapsed() > Duration::from_secs(60) {
             bail!("http://{address}/healthz did not answer 200 within 60 s");
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    Ok(())
 }

@@ -130,27 +130,6 @@ fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-/// How PostgreSQL is reached besides `--database-url` (see `engram_pg::PgOptions`).
-#[derive(Debug, Clone)]
-pub struct PgRoutes {
-    /// `--database-direct-url`: the main URL leads to a transaction pooler.
-    pub direct_url: Option<String>,
-    /// `--read-replica-url`.
-    pub read_replica_url: Option<String>,
-    /// `--read-replica-max-lag`.
-    pub replica_max_lag: Duration,
-}
-
-impl Default for PgRoutes {
-    fn default() -> Self {
-        Self {
-            direct_url: None,
-            read_replica_url: None,
-            replica_max_lag: engram_pg::PgOptions::default().replica_max_lag,
-        }
-    }
-}
-
 /// An open store of either kind.
 pub enum Store {
     /// PostgreSQL (migrations applied only by [`Store::migrate`]).
@@ -174,25 +153,23 @@ impl Store {
     ///
     /// Errors: the server cannot be reached, or the file cannot be created or opened.
     pub async fn open(location: &Location, call_timeout: Duration) -> Result<Self> {
-        Self::open_routed(location, call_timeout, &PgRoutes::default()).await
+        Self::open_routed(location, call_timeout, &engram_pg::PgOptions::default()).await
     }
 
-    /// As [`Store::open`], PostgreSQL reached as `routes` say.
+    /// As [`Store::open`], PostgreSQL reached as `routes` say (its pooler's direct URL, its
+    /// read replica; their `call_timeout` is replaced by this one).
     ///
-    /// Errors: as [`Store::open`].
+    /// Errors: as [`Store::open`]; routes beside a SQLite store.
     pub async fn open_routed(
         location: &Location,
         call_timeout: Duration,
-        routes: &PgRoutes,
+        routes: &engram_pg::PgOptions,
     ) -> Result<Self> {
         Ok(match location {
             Location::Postgres(url) => {
                 let options = engram_pg::PgOptions {
                     call_timeout,
-                    direct_url: routes.direct_url.clone(),
-                    read_replica_url: routes.read_replica_url.clone(),
-                    replica_max_lag: routes.replica_max_lag,
-                    ..engram_pg::PgOptions::default()
+                    ..routes.clone()
                 };
                 Self::Postgres(
                     PgStore::open(url, &options)

@@ -266,10 +266,11 @@ fn reads_only(command: &Command) -> bool {
 async fn run(cli: Cli) -> Result<()> {
     let location = || Location::parse(cli.database_url.as_deref());
     let secrets = cli.secrets;
-    let routes = engram::backend::PgRoutes {
+    let routes = engram_pg::PgOptions {
         direct_url: cli.database_direct_url.clone(),
         read_replica_url: cli.read_replica_url.clone(),
         replica_max_lag: cli.read_replica_max_lag,
+        ..engram_pg::PgOptions::default()
     };
     match cli.command {
         Command::Hooks(cli::HooksCommand::ClaudeCode(args)) => {
@@ -431,7 +432,7 @@ async fn bind_failure(address: std::net::SocketAddr, error: std::io::Error) -> a
 /// first.
 async fn with_store(
     location: &Location,
-    routes: &engram::backend::PgRoutes,
+    routes: &engram_pg::PgOptions,
     command: Command,
     secrets: SecretPolicy,
 ) -> Result<()> {

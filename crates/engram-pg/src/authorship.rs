@@ -1,24 +1,17 @@
-//! Who a write is by ([`engram_domain::authorship`]): [`record`] sets it on the write's
+//! Who a write is by ([`engram_domain::authorship`]): [`setting`] sets it on the write's
 //! transaction, where the events it records take it as their `author` (migration V14).
 
-use deadpool_postgres::Transaction;
-
-use crate::error;
-use engram_domain::Result;
-
-/// Sets the calling task's author, when it has one, as `engram.author` for the transaction
-/// only (`set_config(…, true)`), which `events.author` defaults to. One simple query: no
-/// statement is prepared (a pooler's server connection keeps none) and nothing waits for a
-/// second round trip.
-pub(crate) async fn record(tx: &Transaction<'_>) -> Result<()> {
-    if let Some(author) = engram_domain::authorship::current() {
-        let set = format!(
-            "SELECT set_config('engram.author', {}, true)",
-            literal(&author)
-        );
-        tx.batch_execute(&set).await.map_err(error::db)?;
-    }
-    Ok(())
+/// The statement that sets the calling task's author, when it has one, as `engram.author`
+/// for the transaction only (`set_config(…, true)`), which `events.author` defaults to. A
+/// literal, not a parameter: it travels in the transaction's one batch of settings
+/// ([`crate::PgStore::begun`]), with no statement prepared (a pooler's server connection keeps
+/// none).
+pub(crate) fn setting() -> Option<String> {
+    let author = engram_domain::authorship::current()?;
+    Some(format!(
+        "SELECT set_config('engram.author', {}, true)",
+        literal(&author)
+    ))
 }
 
 /// `text` as an escape string constant (`E'…'`), which means the same whatever

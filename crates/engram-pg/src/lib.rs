@@ -208,6 +208,11 @@ impl PgStore {
                 on_replica: true,
             });
         }
+        self.primary_reader().await
+    }
+
+    /// A read-only call on the primary.
+    pub(crate) async fn primary_reader(&self) -> Result<replica::Reader> {
         Ok(replica::Reader {
             client: self.client().await?,
             on_replica: false,
@@ -226,14 +231,23 @@ impl PgStore {
         self.pooled
     }
 
-    /// What a transaction needs first: through a pooler, its time limit.
-    pub(crate) async fn begun(&self, tx: &deadpool_postgres::Transaction<'_>) -> Result<()> {
-        if self.pooled {
-            let limit = format!(
-                "SET LOCAL statement_timeout = {}",
-                self.call_timeout.as_millis()
-            );
-            tx.batch_execute(&limit).await.map_err(error::db)?;
+    /// What a transaction needs first, in one round trip: through a pooler, its time limit;
+    /// when it `writes`, its author ([`authorship::setting`]).
+    pub(crate) async fn begun(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        writes: bool,
+    ) -> Result<()> {
+        let limit = (self.pooled).then(|| {
+            let millis = self.call_timeout.as_millis();
+            format!("SET LOCAL statement_timeout = {millis}")
+        });
+        let author = writes.then(authorship::setting).flatten();
+        let settings: Vec<String> = limit.into_iter().chain(author).collect();
+        if !settings.is_empty() {
+            tx.batch_execute(&settings.join("; "))
+                .await
+                .map_err(error::db)?;
         }
         Ok(())
     }

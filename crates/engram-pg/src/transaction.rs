@@ -12,12 +12,12 @@ macro_rules! opened {
 }
 
 /// What every transaction does around `$body` once begun on `$tx`: its own settings first
-/// ([`crate::PgStore::begun`]), its statements closed before it commits
-/// ([`crate::PgStore::finishing`]), then the commit; `$body`'s error returns at once (the
-/// transaction rolls back when dropped).
+/// ([`crate::PgStore::begun`]; the author's too when it `$writes`), its statements closed
+/// before it commits ([`crate::PgStore::finishing`]), then the commit; `$body`'s error returns
+/// at once (the transaction rolls back when dropped).
 macro_rules! within {
-    ($store:expr, $tx:ident, $body:expr) => {{
-        $store.begun(&$tx).await?;
+    ($store:expr, $tx:ident, $writes:expr, $body:expr) => {{
+        $store.begun(&$tx, $writes).await?;
         let value = $body.await?;
         $store.finishing(&$tx);
         $tx.commit().await.map_err(crate::error::db)?;
@@ -38,8 +38,7 @@ macro_rules! write {
             let outcome = async {
                 let mut client = $store.client().await?;
                 let $tx = client.transaction().await.map_err(crate::error::db)?;
-                crate::authorship::record(&$tx).await?;
-                within!($store, $tx, $body)
+                within!($store, $tx, true, $body)
             }
             .await;
             match outcome {
@@ -72,16 +71,13 @@ macro_rules! read {
                     .read_only(true)
                     .start();
                 let $tx = crate::replica::begin(reader.on_replica, begin).await?;
-                within!($store, $tx, $body)
+                within!($store, $tx, false, $body)
             }
             .await;
             match outcome {
                 Err(error) if reader.on_replica && crate::replica::is_replica_fault(&error) => {
                     $store.replica_failed(&error);
-                    reader = crate::replica::Reader {
-                        client: $store.client().await?,
-                        on_replica: false,
-                    };
+                    reader = $store.primary_reader().await?;
                 }
                 outcome => break outcome,
             }
@@ -98,7 +94,7 @@ macro_rules! single {
         let mut object = $store.client().await?;
         if $store.pooled() {
             let $client = object.transaction().await.map_err(crate::error::db)?;
-            within!($store, $client, $body)
+            within!($store, $client, false, $body)
         } else {
             let $client = object;
             $body.await
