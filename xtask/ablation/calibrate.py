@@ -175,6 +175,8 @@ def hybrid_candidates(qtext, qvec, qsigns, mem, T, ev):
             bonus[j] += DATE_BONUS
         if qdays:
             bonus[j] += DAY_BONUS * max([0.0] + [1 - abs((a - b).days) / 7 for a in qdays for b in mem.days[i]])
+    dated = bonus.copy()
+    for j, i in enumerate(ids):
         pairs[j] = min(proximity(terms, mem.stems[i]), PROXIMITY_PAIRS)
         bonus[j] += PROXIMITY_BONUS * pairs[j]
         if mem.speakers[i] in qwords:
@@ -209,7 +211,7 @@ def hybrid_candidates(qtext, qvec, qsigns, mem, T, ev):
     n = len(ids)
     return dict(cos=cos, late=np.nan_to_num(late), coverage=coverage, share=share, score=score,
                 idfcov=idfcov, found=np.full(n, found), rare=rare, tokmin=np.full(n, tokmin),
-                gap=gap, cosmax=np.full(n, cos.max()), named=named, pairs=pairs, covall=covall,
+                gap=gap, cosmax=np.full(n, cos.max()), named=named, pairs=pairs, covall=covall, dated=dated,
                 ids=ids, label=label)
 
 

@@ -21,7 +21,7 @@ import snowballstemmer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "target", "ablation")
-STOP = set(open(os.path.join(ROOT, "crates/engram-domain/src/stop_words.txt")).read().split())
+STOP = set(open(os.path.join(ROOT, "crates/engram-domain/src/search/stop_words.txt")).read().split())
 STEM = snowballstemmer.stemmer("porter")
 
 

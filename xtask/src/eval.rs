@@ -2,7 +2,7 @@
 //! MCP server. Builds `engram` and the `locomo` example (release), brings up the development
 //! PostgreSQL (as `cargo xtask serve` does) and recreates the `engram_eval` database in it (or,
 //! with `--backend sqlite`, starts from a new file `target/eval/locomo.db`), creates the
-//! workspaces `locomo-facts` and `locomo-speakers`, starts `engram serve` on a free port,
+//! workspaces `locomo-facts`, `locomo-speakers` and `locomo-turns`, starts `engram serve` on a free port,
 //! runs the example against it (which prints the tables and writes
 //! `target/eval/locomo-<backend>.json`), then stops the server.
 //!
@@ -58,8 +58,9 @@ struct LocomoArgs {
     /// Search mode(s) to evaluate.
     #[arg(long, default_value = "all", value_parser = ["hybrid", "embedding", "text", "all"])]
     mode: String,
-    /// How the data maps onto the graph: one entity per fact, one node per speaker, or both.
-    #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "both"])]
+    /// How the data maps onto the graph: one entity per fact, one node per speaker, both, or
+    /// one entity per message of the dialogue (raw turns).
+    #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "turns", "both"])]
     mapping: String,
     /// Use only the first N conversations.
     #[arg(long, value_name = "N")]
@@ -144,7 +145,12 @@ fn locomo(args: &LocomoArgs) -> Result<ExitCode> {
                 .args(["--database-url", &url]),
         )
     };
-    for workspace in ["locomo-facts", "locomo-speakers", "codebase-memory"] {
+    for workspace in [
+        "locomo-facts",
+        "locomo-speakers",
+        "locomo-turns",
+        "codebase-memory",
+    ] {
         engram_cmd(&["workspace", "create", workspace])?;
     }
     let mut perspective_workspaces = Vec::new();

@@ -4,7 +4,9 @@
 //!
 //! Mapping `facts`: one entity per fact, asked with `search_nodes` (limit 10). Mapping
 //! `speakers`: one node per speaker holding the facts as observations, asked with
-//! `search_observations` (limit 10). Recall@k counts a question as a hit when one of the top
+//! `search_observations` (limit 10). Mapping `turns` (not in `both`): one entity per message
+//! of the dialogue as it was said (raw notes rather than extracted facts), its `dia_id` its
+//! evidence, asked as `facts` is. Recall@k counts a question as a hit when one of the top
 //! k results came from a dialogue turn in its evidence; MRR is the mean of 1 / the rank of
 //! the first such result (0 when none of the 10 is).
 //!
@@ -60,7 +62,7 @@ struct Args {
     #[arg(long, default_value = "all", value_parser = ["hybrid", "embedding", "text", "all"])]
     mode: String,
     /// Mapping(s) of the data onto the graph.
-    #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "both"])]
+    #[arg(long, default_value = "both", value_parser = ["facts", "speakers", "turns", "both"])]
     mapping: String,
     /// Use only the first N conversations.
     #[arg(long)]
@@ -116,6 +118,8 @@ struct Question {
 struct Conversation {
     id: String,
     facts: Vec<Fact>,
+    /// The dialogue itself: each message as a fact of its own turn.
+    turns: Vec<Fact>,
     questions: Vec<Question>,
 }
 
@@ -202,9 +206,9 @@ async fn main() -> Result<()> {
         .collect();
     let codebase_questions: Vec<&Question> = codebase_questions.iter().collect();
     // (mapping, workspace, label, modes)
-    let mut plan: Vec<(&str, String, String, Vec<&'static str>)> = ["facts", "speakers"]
+    let mut plan: Vec<(&str, String, String, Vec<&'static str>)> = ["facts", "speakers", "turns"]
         .into_iter()
-        .filter(|&one| args.mapping == "both" || args.mapping == one)
+        .filter(|&one| (args.mapping == "both" && one != "turns") || args.mapping == one)
         .map(|mapping| {
             (
                 mapping,
@@ -243,7 +247,11 @@ async fn main() -> Result<()> {
             ("codebase", Some(codebase)) => {
                 (load_codebase(&client, codebase).await?, &codebase_questions)
             }
-            ("facts", _) => (load_facts(&client, &conversations).await?, &questions),
+            ("facts", _) => (
+                load_facts(&client, &conversations, false).await?,
+                &questions,
+            ),
+            ("turns", _) => (load_facts(&client, &conversations, true).await?, &questions),
             _ => (load_speakers(&client, &conversations).await?, &questions),
         };
         let load_seconds = started.elapsed().as_secs_f64();
@@ -352,6 +360,28 @@ fn parse_conversation(path: &Path) -> Result<Conversation> {
             }
         }
     }
+    let mut turns = Vec::new();
+    for session in 1.. {
+        let Some(Value::Array(messages)) = data.get(format!("session_{session}")) else {
+            break;
+        };
+        let date = data[format!("session_{session}_date_time")].as_str();
+        let date = date.with_context(|| format!("{id}: session {session} has no date"))?;
+        for message in messages {
+            let (Some(speaker), Some(turn), Some(said)) = (
+                message["speaker"].as_str(),
+                message["dia_id"].as_str(),
+                message["text"].as_str(),
+            ) else {
+                bail!("{id}: a message of session {session} lacks speaker, dia_id or text");
+            };
+            turns.push(Fact {
+                speaker: speaker.to_owned(),
+                text: format!("{date}: {said}"),
+                turns: vec![format!("{id}:{turn}")],
+            });
+        }
+    }
     let all: Vec<Question> = serde_json::from_value(data["qa"].clone())
         .with_context(|| format!("{id}: reading the questions"))?;
     let mut questions: Vec<Question> = all.into_iter().filter(|q| q.category <= 4).collect();
@@ -364,6 +394,7 @@ fn parse_conversation(path: &Path) -> Result<Conversation> {
     Ok(Conversation {
         id,
         facts,
+        turns,
         questions,
     })
 }
@@ -392,12 +423,18 @@ async fn call(client: &Client, tool: &'static str, arguments: Value) -> Result<V
     (result.structured_content).with_context(|| format!("{tool}: no structured content"))
 }
 
-/// Mapping `facts`: one entity per fact, named `<conv>:<dia_id>:<index>`.
-async fn load_facts(client: &Client, conversations: &[Conversation]) -> Result<TurnsOf> {
+/// Mapping `facts`: one entity per fact, named `<conv>:<dia_id>:<index>`; with `raw`
+/// (mapping `turns`), one per message of the dialogue, as said, its turn its evidence.
+async fn load_facts(client: &Client, conversations: &[Conversation], raw: bool) -> Result<TurnsOf> {
     let mut turns_of = TurnsOf::new();
     let mut entities = Vec::new();
     for conversation in conversations {
-        for (index, fact) in conversation.facts.iter().enumerate() {
+        let facts = if raw {
+            &conversation.turns
+        } else {
+            &conversation.facts
+        };
+        for (index, fact) in facts.iter().enumerate() {
             let name = format!("{}:{index}", fact.turns[0]);
             let (entity_type, observations) = (&fact.speaker, [&fact.text]);
             entities.push(

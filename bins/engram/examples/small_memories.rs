@@ -1,21 +1,22 @@
 //! Search in small, new memories at the default `min_score`:
-//! `cargo run --release -p engram --example small_memories [-- [SET.json] [--pad N]]` (default
-//! `xtask/data/small-memories.json`). `--pad N` adds N unrelated nodes to every memory, one
-//! fact each from the LoCoMo dev conversations (`../shared/data/locomo-dev`: people's lives,
-//! not software projects), to see how the answers hold as a memory grows.
+//! `cargo run --release -p engram --example small_memories [-- [SET.json …] [--pad N]
+//! [--padding FILE]]` (default the sets `xtask/data/small-memories.json` and
+//! `small-memories-more.json`). `--pad N` puts N unrelated nodes beside every memory, one text
+//! each from FILE (default `target/padding.txt`, written by `xtask/ablation/padding.py`), to
+//! see how the answers hold as a memory grows.
 //!
-//! Each memory of the set goes into a workspace of its own on a fresh SQLite store, is
-//! embedded by the local model (the server's default), and is asked its questions in hybrid
+//! A fresh SQLite store holds one workspace with the padding, embedded once. Each memory of
+//! the sets joins it, is embedded by the local model (the server's default), is asked its questions in hybrid
 //! mode, limit 5, once at the default `min_score` and once with `min_score: 0`; then its
 //! unrelated questions and the set's nonsense strings at the default. Prints, per memory and
 //! in all: right answers in the top 5 at the default and without a threshold, unrelated and
 //! nonsense questions that got any result, and the scores of the right answers (what a
-//! person reads).
+//! person reads); then its nodes are deleted again.
 
 use std::sync::Arc;
 
 use engram_domain::{
-    CreateEntities, CreateRelations, Embedder, Indexer, Memory, MemoryStore, SearchMode,
+    CreateEntities, CreateRelations, DeleteEntities, Indexer, Memory, MemoryStore, SearchMode,
     SearchNodes, WorkspaceId,
 };
 use engram_embed::LocalEmbedder;
@@ -78,8 +79,8 @@ impl Tally {
         let least = scores.first().copied().unwrap_or(f64::NAN);
         let unrelated = self.unrelated_best.iter().copied().fold(f64::NAN, f64::max);
         format!(
-            "| {name} | {nodes} | {}/{} | {}/{} | {}/{} | {}/{} | {median:.4} | {least:.4} | \
-             {unrelated:.4} |",
+            "| {name} | {nodes} | {}/{} | {}/{} | {}/{} | {}/{} | {median:.3} | {least:.3} | \
+             {unrelated:.3} |",
             self.found_default,
             self.questions,
             self.found_unthresholded,
@@ -111,71 +112,80 @@ async fn search(
         .collect())
 }
 
-/// `count` unrelated nodes, one LoCoMo dev fact each (cycled, numbered past the first round).
-fn padding(count: usize) -> anyhow::Result<Vec<serde_json::Value>> {
+/// `count` unrelated nodes, one text each: the lines of `file` (one text a line, as
+/// `xtask/ablation/padding.py` writes them: Debian's package and manual-page descriptions and
+/// LoCoMo's dialogue, none about the sets' projects), cycled and numbered past the first round.
+fn padding(count: usize, file: &str) -> anyhow::Result<Vec<serde_json::Value>> {
     if count == 0 {
         return Ok(Vec::new());
     }
-    let mut facts = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir("../shared/data/locomo-dev")?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    for file in files {
-        let conversation: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(file)?)?;
-        for (key, sessions) in conversation.as_object().into_iter().flatten() {
-            if !key.ends_with("_observation") {
-                continue;
-            }
-            for speaker in sessions.as_object().into_iter().flatten().map(|(_, f)| f) {
-                for fact in speaker.as_array().into_iter().flatten() {
-                    if let Some(text) = fact[0].as_str() {
-                        facts.push(text.to_owned());
-                    }
-                }
-            }
-        }
-    }
-    anyhow::ensure!(!facts.is_empty(), "no LoCoMo facts to pad with");
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("{file}: {e} (write it with xtask/ablation/padding.py)"))?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    anyhow::ensure!(!lines.is_empty(), "{file} holds no text to pad with");
     Ok((0..count)
         .map(|i| {
-            let round = i / facts.len();
-            let fact = &facts[i % facts.len()];
-            let text = if round == 0 {
-                fact.clone()
-            } else {
-                format!("{fact} ({round})")
+            let (round, line) = (i / lines.len(), lines[i % lines.len()]);
+            let text = match round {
+                0 => line.to_owned(),
+                _ => format!("{line} ({round})"),
             };
-            serde_json::json!({"name": format!("pad-{i:05}"), "entity_type": "note",
+            serde_json::json!({"name": format!("pad-{i:06}"), "entity_type": "note",
                 "observations": [text]})
         })
         .collect())
 }
 
+/// Adds `entities` (JSON nodes) to `workspace` 500 at a time.
+async fn add_nodes(
+    memory: &Memory,
+    workspace: WorkspaceId,
+    entities: &[serde_json::Value],
+) -> anyhow::Result<()> {
+    for batch in entities.chunks(500) {
+        let batch: CreateEntities =
+            serde_json::from_value(serde_json::json!({ "entities": batch }))?;
+        memory.create_entities(workspace, batch).await?;
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (mut path, mut pad) = ("xtask/data/small-memories.json".to_owned(), 0usize);
+    let (mut paths, mut pad) = (Vec::new(), 0usize);
+    let mut file = "target/padding.txt".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--pad" => pad = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
-            _ => path = arg,
+            "--padding" => file = args.next().unwrap_or(file),
+            _ => paths.push(arg),
         }
     }
-    let padding = padding(pad)?;
-    let set: Set = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    if paths.is_empty() {
+        paths = vec![
+            "xtask/data/small-memories.json".to_owned(),
+            "xtask/data/small-memories-more.json".to_owned(),
+        ];
+    }
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn MemoryStore> =
         Arc::new(SqliteStore::open(dir.path().join("small.db")).await?);
     let embedder = Arc::new(LocalEmbedder::default());
     let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
-    // The best cosine of each question to a fact of a right node, to another node's fact,
-    // and of each unrelated question to any fact.
-    let mut cosines: Vec<(&str, f64)> = Vec::new();
+    // One workspace holds the padding, embedded once; each memory joins it, is asked its
+    // questions and leaves.
+    let workspace = memory.create_workspace("small-memories").await?.id;
+    let started = std::time::Instant::now();
+    add_nodes(&memory, workspace, &padding(pad, &file)?).await?;
+    indexer.run_until_idle().await?;
+    if pad > 0 {
+        println!(
+            "padded with {pad} nodes in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
     println!(
         "| memory | nodes | right in top 5, default | right in top 5, min_score 0 | \
          unrelated answered | nonsense answered | right answers' median score | least | \
@@ -184,120 +194,99 @@ async fn main() -> anyhow::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut all = Tally::default();
     let mut all_nodes = 0;
-    for small in &set.memories {
-        let workspace = memory.create_workspace(&small.name).await?.id;
-        let nodes = small.nodes.as_array().map_or(0, Vec::len);
-        let entities: CreateEntities =
-            serde_json::from_value(serde_json::json!({ "entities": small.nodes }))?;
-        memory.create_entities(workspace, entities).await?;
-        for batch in padding.chunks(500) {
-            let entities: CreateEntities =
-                serde_json::from_value(serde_json::json!({ "entities": batch }))?;
-            memory.create_entities(workspace, entities).await?;
+    for path in &paths {
+        let set: Set = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+        for small in &set.memories {
+            let tally = ask(&memory, &indexer, workspace, small, &set.nonsense).await?;
+            let nodes = small.nodes.as_array().map_or(0, Vec::len);
+            println!("{}", tally.row(&small.name, nodes));
+            all.add(&tally);
+            all_nodes += nodes;
         }
-        if small.relations.as_array().is_some_and(|r| !r.is_empty()) {
-            let relations: CreateRelations =
-                serde_json::from_value(serde_json::json!({ "relations": small.relations }))?;
-            memory.create_relations(workspace, relations).await?;
-        }
-        indexer.run_until_idle().await?;
-        // Each observation's vector as a document (no perspective template), by node.
-        let mut facts: Vec<(String, Vec<f32>)> = Vec::new();
-        for node in small.nodes.as_array().into_iter().flatten() {
-            let name = node["name"].as_str().unwrap_or_default().to_owned();
-            let texts: Vec<String> = (node["observations"].as_array().into_iter().flatten())
-                .filter_map(|o| o.as_str().map(str::to_owned))
-                .collect();
-            for vector in embedder.embed_documents(&texts).await? {
-                facts.push((name.clone(), vector));
-            }
-        }
-        let cosine =
-            |a: &[f32], b: &[f32]| -> f64 { a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum() };
-        let best_cosine = |query: &[f32], keep: &dyn Fn(&str) -> bool| -> f64 {
-            (facts.iter())
-                .filter(|(name, _)| keep(name))
-                .map(|(_, vector)| cosine(query, vector))
-                .fold(f64::NAN, f64::max)
-        };
-        for question in &small.questions {
-            let query = embedder.embed_query(&question.question).await?;
-            let right = best_cosine(&query, &|name| question.answers.iter().any(|a| a == name));
-            let other = best_cosine(&query, &|name| !question.answers.iter().any(|a| a == name));
-            cosines.push(("right", right));
-            cosines.push(("other", other));
-        }
-        for question in &small.unrelated {
-            let query = embedder.embed_query(question).await?;
-            cosines.push(("unrelated", best_cosine(&query, &|_| true)));
-        }
-        let mut tally = Tally::default();
-        for question in &small.questions {
-            tally.questions += 1;
-            let right = |found: &[(String, f64)]| {
-                (found.iter())
-                    .find(|(name, _)| question.answers.contains(name))
-                    .map(|(_, s)| *s)
-            };
-            let by_default = search(&memory, workspace, &question.question, None).await?;
-            let unthresholded = search(&memory, workspace, &question.question, Some(0.0)).await?;
-            if let Some(score) = right(&by_default) {
-                tally.found_default += 1;
-                tally.right_scores.push(score);
-            }
-            if let Some(score) = right(&unthresholded) {
-                tally.found_unthresholded += 1;
-                if right(&by_default).is_none() {
-                    tally.right_scores.push(score);
-                    println!(
-                        "  dropped by min_score: {:?} ({score:.4})",
-                        question.question
-                    );
-                }
-            } else {
-                println!("  not in the top 5 at all: {:?}", question.question);
-            }
-        }
-        for question in &small.unrelated {
-            tally.unrelated += 1;
-            let found = search(&memory, workspace, question, None).await?;
-            if let Some((name, score)) = found.first() {
-                tally.unrelated_answered += 1;
-                println!("  unrelated answered: {question:?} -> {name} ({score:.4})");
-            }
-            let best = search(&memory, workspace, question, Some(0.0)).await?;
-            if let Some((_, score)) = best.first() {
-                tally.unrelated_best.push(*score);
-            }
-        }
-        for nonsense in &set.nonsense {
-            tally.nonsense += 1;
-            if !search(&memory, workspace, nonsense, None).await?.is_empty() {
-                tally.nonsense_answered += 1;
-            }
-        }
-        println!("{}", tally.row(&small.name, nodes));
-        all.add(&tally);
-        all_nodes += nodes;
     }
     println!(
         "{}",
-        all.row(&format!("all (each padded with {pad})"), all_nodes)
+        all.row(&format!("all (padded with {pad})"), all_nodes)
     );
-    for kind in ["right", "other", "unrelated"] {
-        let mut values: Vec<f64> = (cosines.iter())
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, c)| *c)
-            .collect();
-        values.sort_by(f64::total_cmp);
-        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
-        println!(
-            "best cosine to {kind}: min {:.3}, 10th percentile {:.3}, median {:.3}, max {:.3}",
-            at(0.0),
-            at(0.1),
-            at(0.5),
-            at(1.0)
-        );
-    }
     Ok(())
+}
+
+/// Adds `small` to `workspace`, asks its questions, unrelated questions and `nonsense`, and
+/// deletes its nodes again.
+async fn ask(
+    memory: &Memory,
+    indexer: &Indexer,
+    workspace: WorkspaceId,
+    small: &SmallMemory,
+    nonsense: &[String],
+) -> anyhow::Result<Tally> {
+    add_nodes(
+        memory,
+        workspace,
+        small.nodes.as_array().map_or(&[], Vec::as_slice),
+    )
+    .await?;
+    if small.relations.as_array().is_some_and(|r| !r.is_empty()) {
+        let relations: CreateRelations =
+            serde_json::from_value(serde_json::json!({ "relations": small.relations }))?;
+        memory.create_relations(workspace, relations).await?;
+    }
+    indexer.run_until_idle().await?;
+    let mut tally = Tally::default();
+    for question in &small.questions {
+        tally.questions += 1;
+        let right = |found: &[(String, f64)]| {
+            (found.iter())
+                .find(|(name, _)| question.answers.contains(name))
+                .map(|(_, s)| *s)
+        };
+        let by_default = search(memory, workspace, &question.question, None).await?;
+        let unthresholded = search(memory, workspace, &question.question, Some(0.0)).await?;
+        if let Some(score) = right(&by_default) {
+            tally.found_default += 1;
+            tally.right_scores.push(score);
+        }
+        if let Some(score) = right(&unthresholded) {
+            tally.found_unthresholded += 1;
+            if right(&by_default).is_none() {
+                tally.right_scores.push(score);
+                println!(
+                    "  dropped by min_score: {:?} ({score:.3})",
+                    question.question
+                );
+            }
+        } else {
+            let first = unthresholded.first().map(|(n, s)| format!("{n} ({s:.3})"));
+            println!(
+                "  not in the top 5: {:?}, first {first:?}",
+                question.question
+            );
+        }
+    }
+    for question in &small.unrelated {
+        tally.unrelated += 1;
+        let found = search(memory, workspace, question, None).await?;
+        if let Some((name, score)) = found.first() {
+            tally.unrelated_answered += 1;
+            println!("  unrelated answered: {question:?} -> {name} ({score:.3})");
+        }
+        let best = search(memory, workspace, question, Some(0.0)).await?;
+        if let Some((_, score)) = best.first() {
+            tally.unrelated_best.push(*score);
+        }
+    }
+    for query in nonsense {
+        tally.nonsense += 1;
+        if let Some((name, score)) = search(memory, workspace, query, None).await?.first() {
+            tally.nonsense_answered += 1;
+            println!("  nonsense answered: {query:?} -> {name} ({score:.3})");
+        }
+    }
+    let names: Vec<String> = (small.nodes.as_array().into_iter().flatten())
+        .filter_map(|n| n["name"].as_str().map(str::to_owned))
+        .collect();
+    let deleted: DeleteEntities =
+        serde_json::from_value(serde_json::json!({ "entity_names": names }))?;
+    memory.delete_entities(workspace, deleted).await?;
+    Ok(tally)
 }

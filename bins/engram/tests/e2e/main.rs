@@ -85,6 +85,7 @@ per_backend!(
     scenario::a_paraphrase_finds_its_node_over_mcp,
     time::a_projects_months_play_out_over_streamable_http,
     recall::a_multilingual_memory_answers_and_nonsense_finds_nothing,
+    recall::a_small_memory_answers_by_default_in_score_order,
     scenario::every_tool_over_streamable_http,
     scenario::every_tool_over_legacy_sse,
     shapes::every_result_has_the_catalogs_keys_over_streamable_http,

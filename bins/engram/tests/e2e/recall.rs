@@ -111,3 +111,97 @@ pub async fn a_multilingual_memory_answers_and_nonsense_finds_nothing(backend: B
     );
     client.cancel().await.unwrap();
 }
+
+/// The scores of `found`'s results (`results` of `search_nodes`, `observations` of the
+/// others), by node name.
+fn scores(found: &Value) -> Vec<(String, f64)> {
+    let list = found["results"]
+        .as_array()
+        .or(found["observations"].as_array());
+    (list.unwrap().iter())
+        .map(|r| {
+            let name = r["name"].as_str().or(r["entity_name"].as_str()).unwrap();
+            (name.to_owned(), r["score"].as_f64().unwrap())
+        })
+        .collect()
+}
+
+/// With the default model (all-MiniLM-L6-v2) and a new memory of two nodes (issue 43's
+/// example): a reworded question finds its node at the default `min_score` with a score
+/// above one half, and an unrelated question finds nothing. In a slightly larger memory every
+/// result list is in score order, two identical calls score every pair alike, and a pair
+/// found in hybrid and in embedding mode scores the same in both.
+pub async fn a_small_memory_answers_by_default_in_score_order(backend: Backend) {
+    let server = TestServer::start(backend, &["team"]).await;
+    let client = server.streamable_client("team").await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "billing-service", "entity_type": "service", "observations": [
+                "The billing service retries failed card charges three times with exponential backoff"]},
+            {"name": "Lena", "entity_type": "person", "observations": [
+                "Lena prefers tabs over spaces and reviews frontend changes"]},
+        ]}),
+    )
+    .await;
+    wait_for_indexing(&client).await;
+    let declined = json!({"query": "how do we handle declined payments?"});
+    let found = ok(&client, "search_nodes", declined.clone()).await;
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    let first = &scores(&found)[0];
+    assert_eq!(first.0, "billing-service", "{found}");
+    assert!(first.1 >= 0.5, "a right answer reads as likely: {found}");
+    let unrelated = json!({"query": "what is the weather in Oslo tomorrow?"});
+    let nothing = ok(&client, "search_nodes", unrelated).await;
+    assert_eq!(nothing["results"], json!([]), "{nothing}");
+
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "payment-gateway", "entity_type": "service", "observations": [
+                "thin wrapper around the Stripe API with idempotency keys on every request",
+                "times out Stripe calls after 10 seconds"]},
+            {"name": "BUG-431", "entity_type": "bug", "observations": [
+                "a retried charge was billed twice when Stripe answered slowly",
+                "fixed in release 2.4 by sending idempotency keys"]},
+            {"name": "release process", "entity_type": "process", "observations": [
+                "releases go out on Tuesdays after the staging soak of 24 hours"]},
+        ]}),
+    )
+    .await;
+    wait_for_indexing(&client).await;
+    for query in [
+        "why was a customer charged twice?",
+        "how do we handle declined payments?",
+        "what does the payment service do when Stripe is slow?",
+    ] {
+        let mut runs = Vec::new();
+        for (tool, mode) in [
+            ("search_nodes", "hybrid"),
+            ("search_nodes", "hybrid"),
+            ("search_nodes", "embedding"),
+            ("search_observations", "hybrid"),
+        ] {
+            let asked = json!({"query": query, "mode": mode, "min_score": 0.0, "limit": 10});
+            let found = ok(&client, tool, asked).await;
+            let listed = scores(&found);
+            let ordered = listed.windows(2).all(|w| w[0].1 >= w[1].1);
+            assert!(ordered, "{tool} {mode}: out of score order: {found}");
+            runs.push(listed);
+        }
+        assert_eq!(runs[0], runs[1], "{query}: two identical calls differ");
+        for (name, score) in &runs[2] {
+            if let Some((_, hybrid)) = runs[0].iter().find(|(n, _)| n == name) {
+                assert_eq!(score, hybrid, "{query}: {name} scores otherwise by mode");
+            }
+        }
+        // A node's score is its best observation's.
+        for (name, score) in &runs[0] {
+            let best = (runs[3].iter()).find(|(n, _)| n == name).map(|(_, s)| *s);
+            assert_eq!(best, Some(*score), "{query}: {name}");
+        }
+    }
+    client.cancel().await.unwrap();
+}

@@ -1,37 +1,54 @@
 //! Scores that mean the same in every search: the probability that a result is relevant,
-//! estimated from absolute signals, so that a client can compare scores across queries and a
-//! search can say that nothing in memory matched.
+//! estimated from the (query, observation) pair alone, so that a client can compare scores
+//! across queries and memories of any size, and a search can say that nothing matched.
 //!
-//! Ranking ([`crate::search::rank`]) divides each signal by its best value among the
-//! candidates, which orders one query's candidates but makes the best of any query look good:
-//! nonsense scored 0.96. A calibrated score is a logistic function of signals that do not
-//! depend on the other candidates: the cosine similarity to the query, the late interaction's
-//! mean agreement and the share of the query's terms the text holds. Its weights are fitted on
-//! LoCoMo's dev conversations, each conversation its own memory, with another conversation's
-//! questions and nonsense strings as negatives, and checked on the conversation left out
-//! (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores"). The candidate's
-//! standing within its query is left out: it gives every query's best candidate the same
-//! lift and so blurs "nothing relevant". The cosine's weight depends on the model (e5's cosines lie in 0.75–0.92), so the
+//! A score is a logistic function of signals that depend on nothing but the query and the
+//! observation: the cosine similarity of their vectors, their late interaction (every query
+//! token's best agreement with the observation's tokens, each token weighing the same), the
+//! share of the query's terms the text holds, the dates the query names found in it, its
+//! terms standing together in it, and whether the query names its node. No signal is scaled
+//! by the best candidate, counted among the candidates or taken from the memory's statistics:
+//! a pair scores the same in a memory of two nodes and of 100,000, on every call, and in
+//! hybrid and embedding mode alike; results are returned in score order.
+//!
+//! The weights are fitted offline (`xtask/ablation/pair_scores.py`, BENCHMARKS.md "Scores
+//! from the pair alone"): the signals' weights so that a query's right answers score above
+//! its other candidates (pairwise, on LoCoMo's dev conversations, facts and raw dialogue turns,
+//! and on engram's small project memories), then one scale and offset so that the score is
+//! the probability of relevance among as many right answers as unrelated texts (off-topic
+//! questions, nonsense, a query's wrong candidates). So 0.5 reads "as likely right as not";
+//! a right answer to a reworded question typically scores 0.5–0.95, unrelated text under
+//! 0.2. The cosine's scale depends on the model (e5's cosines lie in 0.75–0.92), so the
 //! embedder supplies its calibration ([`crate::Embedder::calibration`]); text mode's needs no
-//! model. The scores are probabilities per observation: an on-topic question's best result
-//! scored a median 0.14 on the dev split, and the default thresholds are small (0.005).
+//! model and so reads words only.
 
 use crate::search::results::SearchMode;
 
-/// The signals of one ranked candidate a calibrated score is computed from.
+/// The signals of one (query, observation) pair a calibrated score is computed from.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Features {
-    /// Its best cosine similarity to the query (raw, −1–1), 0 without a vector.
+    /// Its best cosine similarity to the query over the perspectives (raw, −1–1), 0 without
+    /// a vector.
     pub similarity: f64,
-    /// Its late interaction with the query: the weighted mean of the query tokens' best
-    /// agreements (−1–1, [`crate::search::late_interaction`]); 0 without token signs.
+    /// Its late interaction with the query: the mean over the query's tokens of each one's
+    /// best agreement with its tokens (−1–1, [`crate::search::late_interaction::max_sim`]),
+    /// best over the perspectives; 0 without token signs.
     pub late: f64,
     /// The share (0–1) of the query's terms ([`crate::search::words::query_terms`]) its text holds.
     pub coverage: f64,
+    /// How well it is dated as the query asks (0–0.2): 0.1 when it holds or was written in a
+    /// month or year the query names, plus 0.1 × its closeness to a day the query names.
+    pub dated: f64,
+    /// The pairs of consecutive query terms standing together in its text (0–3,
+    /// [`crate::search::words::proximity`]).
+    pub pairs: f64,
+    /// 1 when the query names its node (every word of its type or of its name is a query
+    /// word), else 0.
+    pub named: f64,
 }
 
 /// A logistic model of relevance: `1 / (1 + e^−(intercept + Σ weight × feature))`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Calibration {
     /// The intercept.
     pub intercept: f64,
@@ -41,15 +58,20 @@ pub struct Calibration {
     pub late: f64,
     /// The weight of [`Features::coverage`].
     pub coverage: f64,
+    /// The weight of [`Features::dated`].
+    pub dated: f64,
+    /// The weight of [`Features::pairs`].
+    pub pairs: f64,
+    /// The weight of [`Features::named`].
+    pub named: f64,
 }
 
-/// An embedding model's calibrations for the modes that use its vectors.
+/// An embedding model's calibration for the modes that use its vectors (hybrid and embedding
+/// score a pair alike).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelCalibration {
-    /// Hybrid mode's.
-    pub hybrid: Calibration,
-    /// Embedding mode's.
-    pub embedding: Calibration,
+    /// The score of a pair.
+    pub scores: Calibration,
     /// The default `min_score` of searches with this model: results below it are left out.
     pub min_score: f64,
     /// When the best match by meaning is kept below `min_score`.
@@ -87,22 +109,20 @@ impl Rescue {
     }
 }
 
-/// Text mode's calibration, whatever the model: the share of the query's terms a text holds
-/// (fitted as the models', `calibrate.py`; its standing among the matches helped ordering
-/// but blurred the line between relevant and not).
+/// Text mode's calibration, whatever the model: the pair's words alone (no vectors), fitted
+/// as the models' are (`pair_scores.py`).
 pub const TEXT: Calibration = Calibration {
-    intercept: -7.74,
+    intercept: -4.0,
     similarity: 0.0,
     late: 0.0,
-    coverage: 8.09,
+    coverage: 6.0,
+    dated: 10.0,
+    pairs: 0.5,
+    named: 0.5,
 };
 
-/// Text mode's default `min_score`: a text must hold a fifth of the query's terms. Full text
-/// cannot tell an off-topic question that shares words with memory from an on-topic one (at a
-/// third of the terms, 27 % of LoCoMo's off-topic questions still returned something, against
-/// 7.7 % in hybrid mode, and the codebase set lost R@5 0.906 → 0.750), so this only drops a
-/// text that shares one word of a long question.
-pub const TEXT_MIN_SCORE: f64 = 0.002;
+/// Text mode's default `min_score`.
+pub const TEXT_MIN_SCORE: f64 = 0.2;
 
 impl Calibration {
     /// The probability (0–1) that a candidate with `features` is relevant.
@@ -110,21 +130,25 @@ impl Calibration {
         let z = self.intercept
             + self.similarity * features.similarity
             + self.late * features.late
-            + self.coverage * features.coverage;
+            + self.coverage * features.coverage
+            + self.dated * features.dated
+            + self.pairs * features.pairs
+            + self.named * features.named;
         1.0 / (1.0 + (-z).exp())
     }
 }
 
 /// The calibration of `mode` with an embedder calibrated as `model` (`None`: uncalibrated),
-/// Its default `min_score` and, in the modes that use vectors, the model's [`Rescue`].
+/// its default `min_score` and, in the modes that use vectors, the model's [`Rescue`].
 pub fn of_mode(
     mode: SearchMode,
     model: Option<&ModelCalibration>,
 ) -> Option<(Calibration, f64, Option<Rescue>)> {
     match mode {
         SearchMode::Text => Some((TEXT, TEXT_MIN_SCORE, None)),
-        SearchMode::Hybrid => model.map(|m| (m.hybrid, m.min_score, Some(m.rescue))),
-        SearchMode::Embedding => model.map(|m| (m.embedding, m.min_score, Some(m.rescue))),
+        SearchMode::Hybrid | SearchMode::Embedding => {
+            model.map(|m| (m.scores, m.min_score, Some(m.rescue)))
+        }
     }
 }
 
@@ -139,10 +163,10 @@ pub fn coverage(terms: &[String], text: &str) -> f64 {
     held as f64 / terms.len() as f64
 }
 
-/// Rounds a score to 4 decimals: a calibrated probability has no more precision, and the
-/// default thresholds (0.005) need no fewer.
+/// Rounds a score to 3 decimals: a calibrated probability has no more precision, and a
+/// threshold needs no more.
 pub fn round(score: f64) -> f64 {
-    (score * 10_000.0).round() / 10_000.0
+    (score * 1_000.0).round() / 1_000.0
 }
 
 #[cfg(test)]
@@ -156,12 +180,14 @@ mod tests {
             similarity: 0.9,
             late: 0.5,
             coverage: 1.0,
+            ..Features::default()
         };
         let model = Calibration {
             intercept: -10.0,
             similarity: 10.0,
             late: 2.0,
             coverage: 2.0,
+            ..Calibration::default()
         };
         let (a, b) = (model.score(&low), model.score(&high));
         assert!(a < b && a > 0.0 && b < 1.0, "{a} {b}");
@@ -193,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn rounding_keeps_four_decimals() {
-        assert_eq!(round(0.123_456_789), 0.1235);
+    fn rounding_keeps_three_decimals() {
+        assert_eq!(round(0.123_656_789), 0.124);
     }
 }

@@ -12,7 +12,7 @@
 
 use super::candidates::*;
 use crate::search::dates::NamedDates;
-use crate::search::late_interaction::{best_agreements, token_weights, weighted_mean};
+use crate::search::late_interaction::{best_agreements, max_sim, token_weights, weighted_mean};
 use crate::search::results::SearchMode;
 
 /// The weight of embedding similarity in the hybrid score; full text has the rest. Tuned on
@@ -80,8 +80,9 @@ pub struct QueryCues {
 #[derive(Default)]
 struct Bonus {
     value: f64,
-    dated: bool,
-    near: bool,
+    /// [`DATE_BONUS`] and [`DAY_BONUS`]'s part of `value`.
+    dating: f64,
+    pairs: usize,
     named: bool,
 }
 
@@ -123,8 +124,8 @@ impl QueryCues {
             + if named { NAMED_BONUS } else { 0.0 };
         Bonus {
             value,
-            dated: month || day > 0.0,
-            near: pairs > 0,
+            dating: if month { DATE_BONUS } else { 0.0 } + DAY_BONUS * day,
+            pairs,
             named,
         }
     }
@@ -209,13 +210,11 @@ pub fn rank(
     };
 
     let mut ranked: Vec<Ranked> = (candidates.into_iter().zip(&similarities))
-        .zip(late.into_iter().zip(late_raw))
-        .filter_map(|((c, similarities), (late, late_raw))| {
+        .zip(late)
+        .filter_map(|((c, similarities), late)| {
             let best = best_similarity(similarities);
-            let bonus = match mode {
-                SearchMode::Hybrid => cues.bonus(&c.row),
-                _ => Bonus::default(),
-            };
+            // Every mode reads the cues for the score; only hybrid's ranking adds them.
+            let bonus = cues.bonus(&c.row);
             let score = match mode {
                 SearchMode::Embedding if c.signals.nearest.contains(&true) => best?.1,
                 SearchMode::Text => c.signals.text_score?,
@@ -241,11 +240,11 @@ pub fn rank(
                 signals.push("text".to_owned());
             }
             for (cue, signal) in [
-                (bonus.dated, "date"),
-                (bonus.near, "proximity"),
+                (bonus.dating > 0.0, "date"),
+                (bonus.pairs > 0, "proximity"),
                 (bonus.named, "named"),
             ] {
-                if cue {
+                if cue && mode == SearchMode::Hybrid {
                     signals.push(signal.to_owned());
                 }
             }
@@ -256,8 +255,11 @@ pub fn rank(
                         Some(best.map_or(s, |b| b.max(s)))
                     })
                     .unwrap_or(0.0),
-                late: late_raw.unwrap_or(0.0),
+                late: max_sims(query, &c.signals.token_signs).unwrap_or(0.0),
                 coverage: 0.0,
+                dated: bonus.dating,
+                pairs: bonus.pairs as f64,
+                named: f64::from(u8::from(bonus.named)),
             };
             Some(Ranked {
                 row: c.row,
@@ -301,12 +303,12 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 4 decimals (each
+/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 3 decimals (each
 /// candidate's coverage of the query's `terms` counted here, only for searches that
-/// calibrate), and leaves out those below `min_score`, except a clear best match by meaning (`rescue`,
-/// [`crate::search::calibration::Rescue`]). The order stays the ranking's: it finds more (the
-/// calibrated scores gate, they do not rank), so a later result may score higher than an
-/// earlier one.
+/// calibrate), orders them by that score (best first; equal scores keep the ranking's order)
+/// and leaves out those below `min_score`, except a clear best match by meaning (`rescue`,
+/// [`crate::search::calibration::Rescue`]). A score is the pair's alone, so results are in
+/// score order and a pair scores the same whatever else was found.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
     terms: &[String],
@@ -318,6 +320,7 @@ pub fn calibrate(
         r.features.coverage = crate::search::calibration::coverage(terms, &r.row.content);
         r.score = crate::search::calibration::round(calibration.score(&r.features));
     }
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
     let nearest: Vec<(usize, f64)> = (ranked.iter().enumerate())
         .filter(|(_, r)| r.signals.iter().any(|s| s.starts_with("embedding:")))
         .map(|(i, r)| (i, r.features.similarity))
@@ -357,6 +360,17 @@ fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<Opt
         }
     }
     values
+}
+
+/// A candidate's late interaction with the query from the pair alone: per perspective where
+/// both have token signs, the mean of the query tokens' best agreements, each token weighing
+/// the same ([`max_sim`]); the best perspective's. `None` without token signs.
+fn max_sims(query: &CandidateQuery, signs: &[Option<Vec<u8>>]) -> Option<f64> {
+    (query.vectors.iter().zip(signs))
+        .filter_map(|(q, signs)| {
+            max_sim(q.token_signs.as_deref()?, signs.as_deref()?, q.vector.len())
+        })
+        .reduce(f64::max)
 }
 
 /// `values` scaled among themselves: 0 for the lowest, 1 for the highest, and the mean of the

@@ -506,7 +506,7 @@ impl Searcher {
         perspectives: Option<&[Perspective]>,
     ) -> Result<(CandidateQuery, Option<String>)> {
         let mut notice = None;
-        let (model, mut vectors) = match mode {
+        let (model, vectors) = match mode {
             SearchMode::Text => (String::new(), Vec::new()),
             // Without an embedder `perspectives` is `None`, and this says so.
             _ => match self
@@ -520,10 +520,6 @@ impl Searcher {
                 }
             },
         };
-        if mode != SearchMode::Hybrid {
-            // Only hybrid ranks by late interaction: the store need not read token signs.
-            vectors.iter_mut().for_each(|v| v.token_signs = None);
-        }
         let request = CandidateQuery {
             workspace,
             text: (mode != SearchMode::Embedding || vectors.is_empty()).then(|| query.to_owned()),

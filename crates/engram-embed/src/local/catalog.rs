@@ -6,6 +6,19 @@ use std::str::FromStr;
 
 use engram_domain::search::calibration::{Calibration, ModelCalibration, Rescue};
 
+/// all-MiniLM-L6-v2's score: intercept, then the weights of similarity, late interaction,
+/// coverage, dates, term pairs and a named node (`pair_scores.py`).
+const MINILM: [f64; 7] = [-6.0, 6.0, 8.0, 2.0, 20.0, 0.3, 0.5];
+
+/// all-MiniLM-L6-v2's default `min_score`.
+const MINILM_MIN_SCORE: f64 = 0.2;
+
+/// multilingual-e5-small's score, as [`MINILM`].
+const E5: [f64; 7] = [-25.0, 24.0, 4.0, 5.0, 20.0, 0.3, 0.5];
+
+/// multilingual-e5-small's default `min_score`.
+const E5_MIN_SCORE: f64 = 0.2;
+
 /// A sentence model the local embedder runs in-process (`--model`, `ENGRAM_MODEL`).
 ///
 /// Both are BERT encoders of 384 dimensions with mean pooling over the attention mask and L2
@@ -182,29 +195,24 @@ impl LocalModel {
         }
     }
 
-    /// How its similarities become calibrated scores ([`engram_domain::search::calibration`]):
-    /// logistic weights fitted on LoCoMo's dev conversations with leave-one-conversation-out
-    /// checks (`xtask/ablation/calibrate.py`, BENCHMARKS.md "Calibrated scores").
+    /// How a (query, observation) pair's signals become its score
+    /// ([`engram_domain::search::calibration`]): weights fitted on LoCoMo's dev conversations
+    /// (facts and raw turns) and engram's small project memories, checked leaving one
+    /// conversation out (`xtask/ablation/pair_scores.py`, BENCHMARKS.md "Scores from the pair
+    /// alone").
     pub fn calibration(self) -> Option<ModelCalibration> {
         match self {
             Self::AllMiniLmL6V2 => Some(ModelCalibration {
-                hybrid: Calibration {
-                    intercept: -10.46,
-                    similarity: 5.49,
-                    late: 8.19,
-                    coverage: 1.92,
+                scores: Calibration {
+                    intercept: MINILM[0],
+                    similarity: MINILM[1],
+                    late: MINILM[2],
+                    coverage: MINILM[3],
+                    dated: MINILM[4],
+                    pairs: MINILM[5],
+                    named: MINILM[6],
                 },
-                embedding: Calibration {
-                    intercept: -9.80,
-                    similarity: 6.52,
-                    late: 0.0,
-                    coverage: 5.60,
-                },
-                // Nonsense returns nothing, off-topic questions something 18 % of the time,
-                // on-topic R@5 −0.004 (calibrate.py --model all-minilm-l6-v2; at 0.006: 14 %
-                // and −0.010 there, −0.013 end to end). MiniLM cannot have both ≤ 10 % and
-                // ≤ 0.01: recall is kept.
-                min_score: 0.005,
+                min_score: MINILM_MIN_SCORE,
                 // MiniLM's cosines spread wider: a floor its nonsense never reached.
                 rescue: Rescue {
                     similarity: 0.84,
@@ -212,21 +220,16 @@ impl LocalModel {
                 },
             }),
             Self::MultilingualE5Small => Some(ModelCalibration {
-                hybrid: Calibration {
-                    intercept: -29.66,
-                    similarity: 25.87,
-                    late: 1.83,
-                    coverage: 5.56,
+                scores: Calibration {
+                    intercept: E5[0],
+                    similarity: E5[1],
+                    late: E5[2],
+                    coverage: E5[3],
+                    dated: E5[4],
+                    pairs: E5[5],
+                    named: E5[6],
                 },
-                embedding: Calibration {
-                    intercept: -26.78,
-                    similarity: 24.19,
-                    late: 0.0,
-                    coverage: 5.70,
-                },
-                // Off-topic questions (another conversation's) return anything about 6–10 %
-                // of the time, nonsense never, on-topic R@5 −0.010 (calibrate.py).
-                min_score: 0.004,
+                min_score: E5_MIN_SCORE,
                 rescue: Rescue {
                     similarity: 0.82,
                     margin: 0.06,
