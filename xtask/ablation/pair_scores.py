@@ -26,6 +26,7 @@ import calibrate  # noqa: E402
 import locomo  # noqa: E402
 import small_memories  # noqa: E402
 from calibrate import Memory, bm25, cross_val, fit, hybrid_candidates, predict, recall  # noqa: E402
+from locomo import words  # noqa: E402
 
 
 def load_turns(data):
@@ -55,8 +56,31 @@ VARIANTS = {
 }
 
 
+def proper_nouns(text):
+    """The query's names: its capitalised words but the first, lower-cased
+    (`calibration::proper_nouns`)."""
+    out = []
+    for i, w in enumerate(re.findall(r"[^\W_]+", text)):
+        if i > 0 and w[0].isupper() and w != "I" and w.lower() not in out:
+            out.append(w.lower())
+    return out
+
+
+def alien(names, text):
+    """The share of `names` that `text` holds neither as a word nor, for 2–6 letters, as the
+    initials of consecutive words (`ranking.rs` `QueryCues::alien`)."""
+    if not names:
+        return 0.0
+    held = words(text)
+
+    def abbreviates(n):
+        return 2 <= len(n) <= 6 and n.isalpha() and any(
+            all(w.startswith(c) for w, c in zip(held[i:i + len(n)], n)) for i in range(len(held) - len(n) + 1))
+    return sum(n not in held and not abbreviates(n) for n in names) / len(names)
+
+
 def gather(data, model, kind):
-    cache = os.path.join(calibrate.CACHE, f"pairs2-{model}-{kind}.pickle")
+    cache = os.path.join(calibrate.CACHE, f"pairs3-{model}-{kind}.pickle")
     if os.path.exists(cache):
         import pickle
         return pickle.load(open(cache, "rb"))
@@ -90,6 +114,8 @@ def gather_anew(data, model, kind):
         docs = [mem.signs[i] for i in h["ids"]]
         h["lateu"] = np.nan_to_num(locomo.max_sims(qsigns, docs, weighted=False)) if len(qsigns) \
             else np.zeros(len(h["ids"]))
+        names = proper_nouns(qtext)
+        h["alien"] = np.array([alien(names, f"{mem.speakers[i]} {mem.docs[i]}") for i in h["ids"]])
         agree = [locomo.agreements(qsigns, x) if len(qsigns) else None for x in docs]
         for name, f in VARIANTS.items():
             h[name] = np.array([0.0 if a is None else f(a) for a in agree])
@@ -105,8 +131,8 @@ def gather_anew(data, model, kind):
     return out
 
 
-FEATS = ["cos", "lateu", "coverage", "dated", "pairs", "named"]  # `calibration::Features`
-TEXT_FEATS = ["coverage", "dated", "pairs", "named"]
+FEATS = ["cos", "lateu", "coverage", "dated", "pairs", "named", "alien"]  # `calibration::Features`
+TEXT_FEATS = ["coverage", "dated", "pairs", "named", "alien"]
 
 
 def pair_rows(data, small, folds, feats=None):
@@ -153,21 +179,23 @@ def pairwise(X, l2=1e-4):
 
 def scale(data, small, w, feats=None):
     """Offset and scale (a, b) of σ(a + b·s), s = w·x, fitted with right answers and unrelated
-    texts weighing alike: on-topic evidence and small-memory answers against off-topic and
-    nonsense candidates, on-topic non-evidence and small-memory unrelated questions' facts."""
+    texts weighing alike: on-topic evidence and small-memory answers against the candidates of
+    off-topic and nonsense queries and small-memory unrelated questions' facts."""
     pos, neg = [], []
     for m, d in data:
         s = np.column_stack([d[f] for f in (feats or FEATS)]) @ w
         if m["kind"] == "on":
             pos.append(s[d["label"]])
-            neg.append(s[~d["label"]])
         else:
             neg.append(s)
     for _, _, rows in (small if not feats else []):
         for kind, _, answers, per_node in rows:
             for n, xs in per_node.items():
                 s = np.array(xs) @ w
-                (pos if n in answers else neg).append(np.repeat(s, SMALL_WEIGHT))
+                if kind == "right" and n in answers:
+                    pos.append(np.repeat(s, SMALL_WEIGHT))
+                elif kind != "right":
+                    neg.append(np.repeat(s, SMALL_WEIGHT))
     pos, neg = np.concatenate(pos), np.concatenate(neg)
     x = np.r_[pos, neg][:, None]
     y = np.r_[np.ones(len(pos)), np.zeros(len(neg))]

@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibrate  # noqa: E402
+import pair_scores  # noqa: E402
 from calibrate import terms_of  # noqa: E402
 from locomo import ROOT, words  # noqa: E402
 
@@ -66,14 +67,16 @@ def features(model):
             rows = []
             for qi, (kind, text, answers) in enumerate(queries):
                 terms, qwords = terms_of(text), set(words(text))
+                nouns = pair_scores.proper_nouns(text)
                 cos = D @ Q[qi]
                 per_node = {}
                 for fi, node in enumerate(owner):
                     body = facts[fi].split(": ", 1)[1]
                     stems = calibrate.ENGLISH.stemWords(words(body))
                     named = any(words(t) and set(words(t)) <= qwords for t in (node, kinds[node]))
+                    alien = pair_scores.alien(nouns, f"{kinds[node]} {node} {body}")
                     x = (cos[fi], late(Qs[qi], Ds[fi]), coverage(terms, body), 0.0,
-                         min(calibrate.proximity(terms, stems), 3), float(named))
+                         min(calibrate.proximity(terms, stems), 3), float(named), alien)
                     per_node.setdefault(node, []).append(x)
                 rows.append((kind, text, answers, per_node))
             out.append((m["name"], len(m["nodes"]), rows))

@@ -6,7 +6,8 @@
 //! observation: the cosine similarity of their vectors, their late interaction (every query
 //! token's best agreement with the observation's tokens, each token weighing the same), the
 //! share of the query's terms the text holds, the dates the query names found in it, its
-//! terms standing together in it, and whether the query names its node. No signal is scaled
+//! terms standing together in it, whether the query names its node, and the share of the
+//! names the query mentions that it does not hold. No signal is scaled
 //! by the best candidate, counted among the candidates or taken from the memory's statistics:
 //! a pair scores the same in a memory of two nodes and of 100,000, on every call, and in
 //! hybrid and embedding mode alike; results are returned in score order.
@@ -45,6 +46,10 @@ pub struct Features {
     /// 1 when the query names its node (every word of its type or of its name is a query
     /// word), else 0.
     pub named: f64,
+    /// The share (0–1) of the names the query mentions
+    /// ([`crate::search::words::proper_nouns`]) that neither its text nor its node's type and
+    /// name hold: "what did Caroline paint?" asked of a memory of Melanie's facts.
+    pub alien: f64,
 }
 
 /// A logistic model of relevance: `1 / (1 + e^−(intercept + Σ weight × feature))`.
@@ -64,6 +69,8 @@ pub struct Calibration {
     pub pairs: f64,
     /// The weight of [`Features::named`].
     pub named: f64,
+    /// The weight of [`Features::alien`].
+    pub alien: f64,
 }
 
 /// An embedding model's calibration for the modes that use its vectors (hybrid and embedding
@@ -119,6 +126,7 @@ pub const TEXT: Calibration = Calibration {
     dated: 10.0,
     pairs: 0.5,
     named: 0.5,
+    alien: -1.0,
 };
 
 /// Text mode's default `min_score`.
@@ -133,7 +141,8 @@ impl Calibration {
             + self.coverage * features.coverage
             + self.dated * features.dated
             + self.pairs * features.pairs
-            + self.named * features.named;
+            + self.named * features.named
+            + self.alien * features.alien;
         1.0 / (1.0 + (-z).exp())
     }
 }

@@ -73,6 +73,8 @@ pub struct QueryCues {
     pub terms: Vec<String>,
     /// Its words, lower-cased ([`crate::search::words::words`]).
     pub words: Vec<String>,
+    /// The names it mentions ([`crate::search::words::proper_nouns`]).
+    pub names: Vec<String>,
 }
 
 /// What hybrid adds for one candidate, and which cues it was for (the result's signals);
@@ -93,7 +95,24 @@ impl QueryCues {
             dates: NamedDates::of(query),
             terms: crate::search::words::query_terms(query),
             words: crate::search::words::words(query).collect(),
+            names: crate::search::words::proper_nouns(query),
         }
+    }
+
+    /// The share (0–1) of the names the query mentions that `row` holds in none of its
+    /// text, type and name ([`crate::search::calibration::Features::alien`]).
+    fn alien(&self, row: &ObservationRow) -> f64 {
+        if self.names.is_empty() {
+            return 0.0;
+        }
+        let held: Vec<String> = [&row.entity_type, &row.name, &row.content]
+            .into_iter()
+            .flat_map(|text| crate::search::words::words(text))
+            .collect();
+        let missing = (self.names.iter())
+            .filter(|name| !held.contains(name) && !abbreviates(name, &held))
+            .count();
+        missing as f64 / self.names.len() as f64
     }
 
     /// Whether every word of `text` (at least one) is a word of the query.
@@ -129,6 +148,17 @@ impl QueryCues {
             named,
         }
     }
+}
+
+/// Whether `name`, of 2–6 letters, is the initials of consecutive `words` ("pr" of "pull
+/// requests").
+fn abbreviates(name: &str, words: &[String]) -> bool {
+    let letters: Vec<char> = name.chars().collect();
+    let short = (2..=6).contains(&letters.len()) && letters.iter().all(|c| c.is_alphabetic());
+    short
+        && words
+            .windows(letters.len())
+            .any(|run| (run.iter().zip(&letters)).all(|(word, letter)| word.starts_with(*letter)))
 }
 
 /// How much of its similarity to the query a candidate gives up per unit of hubness (its mean
@@ -260,6 +290,7 @@ pub fn rank(
                 dated: bonus.dating,
                 pairs: bonus.pairs as f64,
                 named: f64::from(u8::from(bonus.named)),
+                alien: cues.alien(&c.row),
             };
             Some(Ranked {
                 row: c.row,
@@ -508,6 +539,56 @@ mod tests {
         set.set_vectors(0, stored([(2, unit(0.2)), (3, unit(0.5)), (9, unit(1.0))]));
         set.set_vectors(1, stored([(2, unit(0.4))]));
         set.finish(vec![row(3), row(1), row(2)])
+    }
+
+    #[test]
+    fn calibrated_results_come_in_score_order_each_scored_by_its_pair_alone() {
+        let ranked = |similarities: &[f64]| -> Vec<Ranked> {
+            (similarities.iter().enumerate())
+                .map(|(i, s)| Ranked {
+                    row: row(i as i64),
+                    score: 1.0 - i as f64 / 10.0,
+                    perspective: None,
+                    signals: vec!["embedding:general".into()],
+                    features: crate::search::calibration::Features {
+                        similarity: *s,
+                        ..Default::default()
+                    },
+                })
+                .collect()
+        };
+        let model = crate::search::calibration::Calibration {
+            intercept: -4.0,
+            similarity: 8.0,
+            ..Default::default()
+        };
+        // Ranked first by the fusion, but the second pair is the more likely.
+        let mut found = ranked(&[0.5, 0.7, 0.1]);
+        calibrate(&mut found, &[], &model, 0.1, None);
+        let names: Vec<&str> = found.iter().map(|r| r.row.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["n1", "n0"],
+            "in score order, the unlikely one left out"
+        );
+        assert!(found[0].score > found[1].score);
+        // The same pair among other candidates scores the same.
+        let mut alone = ranked(&[0.5]);
+        calibrate(&mut alone, &[], &model, 0.0, None);
+        assert_eq!(alone[0].score, found[1].score);
+    }
+
+    #[test]
+    fn a_name_the_query_mentions_and_a_text_lacks_counts_against_it() {
+        let cues = QueryCues::of("Did Caroline open a PR in May?");
+        assert_eq!(cues.names, ["caroline", "pr", "may"]);
+        let mut text = row(1);
+        text.entity_type = "Caroline".into();
+        text.content = "opened pull requests all May".into();
+        assert_eq!(cues.alien(&text), 0.0, "her node, its initials, the month");
+        text.entity_type = "Melanie".into();
+        assert!((cues.alien(&text) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(QueryCues::of("what did she paint?").alien(&text), 0.0);
     }
 
     #[test]

@@ -79,6 +79,24 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
+/// The names `query` mentions: its words written with a capital but the first (which a
+/// sentence capitalises anyway) and "I", lower-cased, each once. "What did Caroline paint in
+/// May?" names `caroline` and `may`.
+pub fn proper_nouns(query: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let written = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty());
+    for word in written.skip(1) {
+        let capital = word.chars().next().is_some_and(char::is_uppercase);
+        let name = word.to_lowercase();
+        if capital && word != "I" && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// Whether `c` is written without spaces between words: Chinese, Japanese or Korean (Han
 /// ideographs, hiragana, katakana, Hangul syllables). A run of them, written without spaces,
 /// is one token to both stores' full-text tokenizers (and part of one word to [`words`]).
@@ -176,6 +194,16 @@ pub fn proximity(terms: &[String], text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_query_names_its_capitalised_words_but_the_first() {
+        assert_eq!(
+            super::proper_nouns("What did Caroline paint in May? Caroline, I think"),
+            ["caroline", "may"]
+        );
+        assert_eq!(super::proper_nouns("Lena's review"), Vec::<String>::new());
+        assert_eq!(super::proper_nouns("how big may a PR be"), ["pr"]);
+    }
+
     #[test]
     fn chinese_and_japanese_runs_add_their_character_pairs() {
         assert_eq!(with_cjk_bigrams("plain words"), "plain words");

@@ -7,14 +7,14 @@ use std::str::FromStr;
 use engram_domain::search::calibration::{Calibration, ModelCalibration, Rescue};
 
 /// all-MiniLM-L6-v2's score: intercept, then the weights of similarity, late interaction,
-/// coverage, dates, term pairs and a named node (`pair_scores.py`).
-const MINILM: [f64; 7] = [-6.0, 6.0, 8.0, 2.0, 20.0, 0.3, 0.5];
+/// coverage, dates, term pairs, a named node and names it does not hold (`pair_scores.py`).
+const MINILM: [f64; 8] = [-6.0, 6.0, 8.0, 2.0, 20.0, 0.3, 0.5, -1.0];
 
 /// all-MiniLM-L6-v2's default `min_score`.
 const MINILM_MIN_SCORE: f64 = 0.2;
 
 /// multilingual-e5-small's score, as [`MINILM`].
-const E5: [f64; 7] = [-25.0, 24.0, 4.0, 5.0, 20.0, 0.3, 0.5];
+const E5: [f64; 8] = [-25.0, 24.0, 4.0, 5.0, 20.0, 0.3, 0.5, -1.0];
 
 /// multilingual-e5-small's default `min_score`.
 const E5_MIN_SCORE: f64 = 0.2;
@@ -211,6 +211,7 @@ impl LocalModel {
                     dated: MINILM[4],
                     pairs: MINILM[5],
                     named: MINILM[6],
+                    alien: MINILM[7],
                 },
                 min_score: MINILM_MIN_SCORE,
                 // MiniLM's cosines spread wider: a floor its nonsense never reached.
@@ -228,6 +229,7 @@ impl LocalModel {
                     dated: E5[4],
                     pairs: E5[5],
                     named: E5[6],
+                    alien: E5[7],
                 },
                 min_score: E5_MIN_SCORE,
                 rescue: Rescue {
