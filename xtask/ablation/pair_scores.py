@@ -133,6 +133,8 @@ def gather_anew(data, model, kind):
 
 FEATS = ["cos", "lateu", "coverage", "dated", "pairs", "named", "alien"]  # `calibration::Features`
 TEXT_FEATS = ["coverage", "dated", "pairs", "named", "alien"]
+# Fitted by the gate alone (`scale`): a query-wide signal that orders no query's candidates.
+GATE = "alien"
 
 
 def pair_rows(data, small, folds, feats=None):
@@ -162,8 +164,11 @@ def pair_rows(data, small, folds, feats=None):
 SMALL_WEIGHT = 20  # a small memory's question counts as much as a LoCoMo question's pairs
 
 
-def pairwise(X, l2=1e-4):
-    """Weights w maximising Σ log σ(w · (right − other)) (Newton, standardised)."""
+def pairwise(X, l2=1e-4, gate=-1):
+    """Weights w maximising Σ log σ(w · (right − other)) (Newton, standardised); the last
+    column (the gate's signal) gets no weight here."""
+    X = X.copy()
+    X[:, gate] = 0.0
     sd = X.std(0) + 1e-9
     Z, w = X / sd, np.zeros(X.shape[1])
     for _ in range(50):
@@ -178,38 +183,58 @@ def pairwise(X, l2=1e-4):
 
 
 def scale(data, small, w, feats=None):
-    """Offset and scale (a, b) of σ(a + b·s), s = w·x, fitted with right answers and unrelated
-    texts weighing alike: on-topic evidence and small-memory answers against the candidates of
-    off-topic and nonsense queries and small-memory unrelated questions' facts."""
-    pos, neg = [], []
+    """Offset and scales (a, b, c) of σ(a + b·s + c·gate), s = w·x, fitted so that each source
+    of right answers and of unrelated texts weighs alike: LoCoMo's on-topic evidence and the
+    small memories' answers against the candidates of LoCoMo's off-topic questions, of
+    nonsense, and the facts met by the small memories' unrelated questions and nonsense."""
+    groups = {}  # (label, source) -> rows of (s, gate)
+
+    def add(label, source, X):
+        groups.setdefault((label, source), []).append(np.column_stack([X @ w, X[:, -1]]))
+
     for m, d in data:
-        s = np.column_stack([d[f] for f in (feats or FEATS)]) @ w
+        X = np.column_stack([d[f] for f in (feats or FEATS)])
         if m["kind"] == "on":
-            pos.append(s[d["label"]])
+            add(1, "locomo", X[d["label"]])
         else:
-            neg.append(s)
+            add(0, m["kind"], X)
     for _, _, rows in (small if not feats else []):
         for kind, _, answers, per_node in rows:
             for n, xs in per_node.items():
-                s = np.array(xs) @ w
                 if kind == "right" and n in answers:
-                    pos.append(np.repeat(s, SMALL_WEIGHT))
+                    add(1, "small", np.array(xs))
                 elif kind != "right":
-                    neg.append(np.repeat(s, SMALL_WEIGHT))
-    pos, neg = np.concatenate(pos), np.concatenate(neg)
-    x = np.r_[pos, neg][:, None]
-    y = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
-    weight = np.r_[np.full(len(pos), 0.5 / len(pos)), np.full(len(neg), 0.5 / len(neg))]
-    Z, c = np.hstack([np.ones((len(x), 1)), x]), np.zeros(2)
+                    add(0, "small " + kind, np.array(xs))
+    per_class = {label: sum(1 for (l, _) in groups if l == label) for label in (0, 1)}
+    xs, ys, ws = [], [], []
+    for (label, _), rows in groups.items():
+        rows = np.vstack(rows)
+        xs.append(rows)
+        ys.append(np.full(len(rows), float(label)))
+        ws.append(np.full(len(rows), 0.5 / per_class[label] / len(rows)))
+    x, y, weight = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+    if not GATED:
+        x[:, 1] = 0.0
+    Z, c = np.hstack([np.ones((len(x), 1)), x]), np.zeros(3)
     for _ in range(100):
         p = 1 / (1 + np.exp(-Z @ c))
         g = Z.T @ (weight * (p - y))
-        H = (Z * (weight * p * (1 - p))[:, None]).T @ Z + 1e-9 * np.eye(2)
+        H = (Z * (weight * p * (1 - p))[:, None]).T @ Z + 1e-9 * np.eye(3)
         step = np.linalg.solve(H, g)
         c -= step
         if np.abs(step).max() < 1e-10:
             break
     return c
+
+
+GATED = os.environ.get("ENGRAM_GATED", "1") == "1"
+
+
+def combined(w, c):
+    """The shipped coefficients: intercept, then each signal's weight."""
+    out = np.r_[c[0], c[1] * w]
+    out[-1] += c[2]
+    return out
 
 
 def score_of(coef):
@@ -247,10 +272,10 @@ def main():
         for kind, rows in data.items():
             for i, (m, d) in enumerate(rows):
                 if m["fold"] == f:
-                    oof[kind][i] = score_of(np.r_[c[0], c[1] * w])(np.column_stack([d[x] for x in FEATS]))
+                    oof[kind][i] = score_of(combined(w, c))(np.column_stack([d[x] for x in FEATS]))
     w = pairwise(pair_rows(both, small, folds))
     c = scale(both, small, w)
-    coef = np.r_[c[0], c[1] * w]
+    coef = combined(w, c)
     print(f"\n## {args.model}: σ({coef[0]:.2f} + " + " + ".join(
         f"{v:.2f}·{f}" for v, f in zip(coef[1:], FEATS)) + ")")
     f = score_of(coef)
@@ -262,7 +287,7 @@ def main():
             for m, d in both]
     tw = pairwise(pair_rows(text, small, folds, TEXT_FEATS))
     tc = scale(text, small, tw, TEXT_FEATS)
-    tcoef = np.r_[tc[0], tc[1] * tw]
+    tcoef = combined(tw, tc)
     print("text: σ(" + f"{tcoef[0]:.2f} + " + " + ".join(f"{v:.2f}·{f}" for v, f in zip(tcoef[1:], TEXT_FEATS)) + ")")
     tf = score_of(tcoef)
     tscores = [tf(np.column_stack([d[x] for x in TEXT_FEATS])) for _, d in text]
@@ -271,7 +296,7 @@ def main():
               f" off-topic {answered(text, tscores, 'off', t):.3f}, nonsense {answered(text, tscores, 'nonsense', t):.3f}")
     print("\n| min_score | facts R@5 | facts off-topic | turns R@5 | turns off-topic | nonsense | small memories |")
     print("|---|---|---|---|---|---|---|")
-    for t in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5):
+    for t in [float(x) for x in os.environ.get("ENGRAM_THRESHOLDS", "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7").split(",")]:
         fa, tu = data["facts"], data["turns"]
         print(f"| {t} | {recall(fa, oof['facts'], t)[1]:.3f} | {answered(fa, oof['facts'], 'off', t):.3f} |"
               f" {recall(tu, oof['turns'], t)[1]:.3f} | {answered(tu, oof['turns'], 'off', t):.3f} |"

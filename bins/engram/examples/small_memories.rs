@@ -163,10 +163,11 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     if paths.is_empty() {
-        paths = vec![
-            "xtask/data/small-memories.json".to_owned(),
-            "xtask/data/small-memories-more.json".to_owned(),
-        ];
+        paths = ["small-memories.json", "small-memories-more.json"]
+            .map(|name| format!("xtask/data/{name}"))
+            .into_iter()
+            .filter(|path| std::path::Path::new(path).exists())
+            .collect();
     }
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn MemoryStore> =

@@ -8,7 +8,9 @@
 //! 0.459 at best, R@5 0.655 against 0.648; BENCHMARKS.md), because ranks throw away how much
 //! better the first match is than the tenth; scaling among the candidates keeps that and needs
 //! no knowledge of the embedding model's similarity scale. What a score *means* across queries
-//! is [`crate::search::calibration`]'s.
+//! is [`crate::search::calibration`]'s: with a calibrated model ([`calibrate`]) results are
+//! returned in the order of their calibrated scores, which depend on each pair alone; this
+//! ranking's order stands only for a model without a calibration (Ollama's).
 
 use super::candidates::*;
 use crate::search::dates::NamedDates;

@@ -39,7 +39,7 @@ pub struct SearchNodes {
     /// "hybrid" (default), "embedding" (meaning) or "text" (exact terms).
     #[serde(default)]
     pub mode: SearchMode,
-    /// Leave out results below this calibrated relevance (0–1); 0 keeps all.
+    /// Leave out results scoring below this (0–1); 0 keeps all.
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,

@@ -13,9 +13,10 @@ use crate::results::*;
 
 #[tool_router(router = search_tools, vis = "pub(super)")]
 impl EngramServer {
-    /// Find nodes by meaning and keywords, each once with its best-matching observation.
-    /// `score` is the probability (0–1) that a result is relevant, comparable across
-    /// queries; when nothing relevant is in memory, `results` is empty and `notice` says so.
+    /// Find nodes by meaning and keywords, each once with its best-matching observation,
+    /// best first. `score` (0–1) is how likely a result is relevant, from it and the query
+    /// alone: 0.8+ a clear answer, 0.5 likely; when nothing is, `results` is empty and
+    /// `notice` says so.
     #[tool(
         annotations(read_only_hint = true),
         output_schema = rmcp::handler::server::tool::schema_for_output::<SearchResults>()
