@@ -13,10 +13,10 @@ use crate::results::*;
 
 #[tool_router(router = search_tools, vis = "pub(super)")]
 impl EngramServer {
-    /// Find nodes by meaning and keywords, each once with its best-matching observation,
-    /// best first. `score` (0–1) is how likely a result is relevant, from it and the query
-    /// alone: 0.8+ a clear answer, 0.5 likely; when nothing is, `results` is empty and
-    /// `notice` says so.
+    /// Find nodes by meaning and keywords, each once with its best observation, best first.
+    /// `score` (0–1): how likely it is relevant, from it and the query alone (0.5 as likely
+    /// as not; default min_score 0.8); if nothing passes, `results` is empty and `notice`
+    /// says so.
     #[tool(
         annotations(read_only_hint = true),
         output_schema = rmcp::handler::server::tool::schema_for_output::<SearchResults>()
