@@ -249,14 +249,23 @@ def gather(args):
         txt.append((meta, dict(coverage=tcov, share=T[tids] / T[tids].max() if tids else np.zeros(0),
                                label=np.array([bool(mem.turns[i] & ev) for i in tids], bool))))
 
+    for query in each_query(questions, qconv, convs, (QV, QS), nonsense, (NV, NS)):
+        run(*query)
+    return hyb, emb, txt
+
+
+def each_query(questions, qconv, convs, embedded, nonsense, nonsense_embedded):
+    """Every query of the three sets as (kind, fold, text, vector, signs, evidence, memory):
+    each question on-topic against its conversation and off-topic against the next one, each
+    nonsense string against every conversation."""
+    (QV, QS), (NV, NS) = embedded, nonsense_embedded
     for qi, q in enumerate(questions):
         f = convs.index(qconv[qi])
-        run("on", f, q["q"], QV[qi], QS[qi], q["ev"], qconv[qi])
-        run("off", f, q["q"], QV[qi], QS[qi], set(), convs[(f + 1) % len(convs)])
+        yield "on", f, q["q"], QV[qi], QS[qi], q["ev"], qconv[qi]
+        yield "off", f, q["q"], QV[qi], QS[qi], set(), convs[(f + 1) % len(convs)]
     for si, s in enumerate(nonsense):
         for c in convs:
-            run("nonsense", si % len(convs), s, NV[si], NS[si], set(), c)
-    return hyb, emb, txt
+            yield "nonsense", si % len(convs), s, NV[si], NS[si], set(), c
 
 
 # ---------------------------------------------------------------- logistic regression

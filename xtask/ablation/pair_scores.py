@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
 """Pair-only scores: one formula that both orders a search's results and says how likely each
-is relevant, from the (query, text) pair alone (issue 43).
+is relevant, from the (query, text) pair alone (issue 43; BENCHMARKS.md "Scores from the pair
+alone").
 
 LoCoMo dev as `calibrate.py` gathers it (each conversation its own memory; on-topic,
 off-topic and nonsense queries; the hybrid candidates), once with the facts and once with the
 raw dialogue turns (one observation a message, `dia_id` as evidence), plus the small-memory
-sets (`small_memories.py`). Every candidate gets pair-only features:
+sets (`small_memories.py`). Every candidate gets the pair-only signals of the server's
+`calibration::Features`: cos, lateu (late interaction, every query token weighing alike),
+coverage, dated, pairs, named and alien (the share of the names the query mentions that the
+text lacks).
 
-- cos: the cosine of query and text,
-- lateu: late interaction with every query token weighted alike,
-- coverage: the share of the query's terms the text holds,
+The fit has two steps. The signals' weights (but alien's) come from a pairwise logistic
+regression: a query's evidence against its other candidates, so the score orders as well as
+it can. Then σ(a + b·(w·x) + c·alien) is fitted with each source of right answers (LoCoMo
+evidence, small-memory answers) and of unrelated texts (off-topic questions' candidates,
+nonsense, small-memory unrelated questions and nonsense) weighing alike, so 0.5 reads "as
+likely right as not" and alien, which orders nothing within a query, says "asked about
+someone else". Leave-one-conversation-out figures: R@5 by the score against today's hybrid
+order, and at thresholds the off-topic and nonsense queries answered and the small sets' right
+answers kept. Text mode gets the same fit on its signals alone.
 
-Fits logistic regressions leave-one-conversation-out and prints, for each feature set, the
-on-topic R@5 when candidates are ordered by the score (against today's hybrid order), and at
-thresholds the off-topic and nonsense queries answered, R@5 kept, and the small sets' figures.
-
-    python3 xtask/ablation/pair_scores.py [--model NAME]
+    ENGRAM_THRESHOLDS=0.5,0.8 python3 xtask/ablation/pair_scores.py [--model NAME]
 """
 import argparse, glob, json, os, re, sys
 
@@ -121,13 +127,8 @@ def gather_anew(data, model, kind):
             h[name] = np.array([0.0 if a is None else f(a) for a in agree])
         out.append((dict(kind=k, fold=fold, q=qtext), h))
 
-    for qi, q in enumerate(questions):
-        f = convs.index(qconv[qi])
-        run("on", f, q["q"], QV[qi], QS[qi], q["ev"], qconv[qi])
-        run("off", f, q["q"], QV[qi], QS[qi], set(), convs[(f + 1) % len(convs)])
-    for si, s in enumerate(nonsense):
-        for c in convs:
-            run("nonsense", si % len(convs), s, NV[si], NS[si], set(), c)
+    for query in calibrate.each_query(questions, qconv, convs, (QV, QS), nonsense, (NV, NS)):
+        run(*query)
     return out
 
 
