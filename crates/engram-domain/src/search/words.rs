@@ -197,11 +197,11 @@ mod tests {
     #[test]
     fn a_query_names_its_capitalised_words_but_the_first() {
         assert_eq!(
-            super::proper_nouns("What did Caroline paint in May? Caroline, I think"),
+            proper_nouns("What did Caroline paint in May? Caroline, I think"),
             ["caroline", "may"]
         );
-        assert_eq!(super::proper_nouns("Lena's review"), Vec::<String>::new());
-        assert_eq!(super::proper_nouns("how big may a PR be"), ["pr"]);
+        assert_eq!(proper_nouns("Lena's review"), Vec::<String>::new());
+        assert_eq!(proper_nouns("how big may a PR be"), ["pr"]);
     }
 
     #[test]
