@@ -86,13 +86,14 @@ pub struct ModelCalibration {
 }
 
 /// A clear best match by meaning that shares no words with the query (another language, a
-/// paraphrase) is kept even below `min_score`, alone: term coverage, which carries half the
-/// calibrated score, is 0 for it. "Clear" is absolute and relative at once: its cosine is at
-/// least [`Rescue::similarity`] and stands [`Rescue::margin`] above the median cosine of the
-/// query's nearest candidates (nonsense is close to everything alike; a small memory makes
-/// every margin larger, hence the floor). On LoCoMo's dev split it changed neither the share
-/// of off-topic questions answered (6.4 → 6.6 %) nor nonsense (0); on the multilingual set it
-/// finds 24 of 30 answers where the gate alone found 21 (`calibrate.py`, `rescue`).
+/// paraphrase) is kept even below `min_score`, alone: the words and names it lacks lower its
+/// score. It keeps its score: the rescue decides only whether it is shown. "Clear" is
+/// absolute and relative at once: its cosine is at least [`Rescue::similarity`] and stands
+/// [`Rescue::margin`] above the median cosine of the query's nearest candidates (nonsense is
+/// close to everything alike; a small memory makes every margin larger, hence the floor). When
+/// it was fitted, on LoCoMo's dev split it changed neither the share of off-topic questions
+/// answered (6.4 → 6.6 %) nor nonsense (0); on the multilingual set it found 24 of 30 answers
+/// where the gate alone found 21 (`calibrate.py`, `rescue`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rescue {
     /// The least cosine similarity.
