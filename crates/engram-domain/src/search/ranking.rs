@@ -14,7 +14,7 @@
 
 use super::candidates::*;
 use crate::search::dates::NamedDates;
-use crate::search::late_interaction::{best_agreements, max_sim, token_weights, weighted_mean};
+use crate::search::late_interaction::{best_agreements, token_weights, weighted_mean};
 use crate::search::results::SearchMode;
 
 /// The weight of embedding similarity in the hybrid score; full text has the rest. Tuned on
@@ -83,11 +83,19 @@ pub struct QueryCues {
 /// nothing in the other modes.
 #[derive(Default)]
 struct Bonus {
-    value: f64,
-    /// [`DATE_BONUS`] and [`DAY_BONUS`]'s part of `value`.
+    /// [`DATE_BONUS`] and [`DAY_BONUS`]'s part.
     dating: f64,
     pairs: usize,
     named: bool,
+}
+
+impl Bonus {
+    /// What hybrid adds.
+    fn value(&self) -> f64 {
+        self.dating
+            + PROXIMITY_BONUS * self.pairs as f64
+            + if self.named { NAMED_BONUS } else { 0.0 }
+    }
 }
 
 impl QueryCues {
@@ -139,12 +147,7 @@ impl QueryCues {
         };
         let pairs = crate::search::words::proximity(&self.terms, &row.content).min(PROXIMITY_PAIRS);
         let named = self.names(&row.entity_type) || self.names(&row.name);
-        let value = if month { DATE_BONUS } else { 0.0 }
-            + DAY_BONUS * day
-            + PROXIMITY_BONUS * pairs as f64
-            + if named { NAMED_BONUS } else { 0.0 };
         Bonus {
-            value,
             dating: if month { DATE_BONUS } else { 0.0 } + DAY_BONUS * day,
             pairs,
             named,
@@ -228,11 +231,13 @@ pub fn rank(
         .collect();
     let (top_similarity, median_similarity) = (top(&mut bests.iter().copied()), median(&bests));
     let top_text = top(&mut candidates.iter().filter_map(|c| c.signals.text_score));
-    let late_raw = match mode {
-        SearchMode::Hybrid => late_interaction(query, &candidates),
-        _ => vec![None; candidates.len()],
+    // Both readings of late interaction from one pass over the token agreements: the
+    // candidates' weighting ranks hybrid, each pair's own is what it is scored by.
+    let (weighted, uniform) = late_interaction(query, &candidates);
+    let late = match mode {
+        SearchMode::Hybrid => scaled_among(&weighted),
+        _ => vec![0.0; candidates.len()],
     };
-    let late = scaled_among(&late_raw);
     let share = |value: f64, best: f64| {
         if best > 0.0 {
             value.max(0.0) / best
@@ -242,8 +247,8 @@ pub fn rank(
     };
 
     let mut ranked: Vec<Ranked> = (candidates.into_iter().zip(&similarities))
-        .zip(late)
-        .filter_map(|((c, similarities), late)| {
+        .zip(late.into_iter().zip(uniform))
+        .filter_map(|((c, similarities), (late, uniform))| {
             let best = best_similarity(similarities);
             // Every mode reads the cues for the score; only hybrid's ranking adds them.
             let bonus = cues.bonus(&c.row);
@@ -260,7 +265,7 @@ pub fn rank(
                         + (1.0 - EMBEDDING_WEIGHT)
                             * share(c.signals.text_score.unwrap_or(0.0), top_text)
                         + TOKEN_WEIGHT * late
-                        + bonus.value
+                        + bonus.value()
                 }
                 SearchMode::Embedding => return None,
             };
@@ -287,7 +292,7 @@ pub fn rank(
                         Some(best.map_or(s, |b| b.max(s)))
                     })
                     .unwrap_or(0.0),
-                late: max_sims(query, &c.signals.token_signs).unwrap_or(0.0),
+                late: uniform.unwrap_or(0.0),
                 coverage: 0.0,
                 dated: bonus.dating,
                 pairs: bonus.pairs as f64,
@@ -367,12 +372,20 @@ pub fn calibrate(
     });
 }
 
-/// Each candidate's late interaction with the query (−1–1; `None` without token signs; the
-/// ranking scales it among the candidates, [`scaled_among`]). Per perspective where the query
-/// has token signs, each candidate's [`best_agreements`] are averaged with the query tokens'
-/// [`token_weights`] among the candidates; a candidate keeps its best perspective.
-fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<Option<f64>> {
-    let mut values: Vec<Option<f64>> = vec![None; candidates.len()];
+/// Each candidate's late interaction with the query (−1–1; `None` without token signs), read
+/// two ways from one set of agreements. Per perspective where the query has token signs, each
+/// candidate's [`best_agreements`] are averaged with the query tokens' [`token_weights`] among
+/// the candidates (what hybrid ranks by, scaled among them, [`scaled_among`]) and with every
+/// token weighing the same ([`crate::search::late_interaction::max_sim`]'s reading, the pair's
+/// own, which its calibrated score uses); a candidate keeps its best perspective in each.
+fn late_interaction(
+    query: &CandidateQuery,
+    candidates: &[Candidate],
+) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
+    let best =
+        |value: &mut Option<f64>, mean: f64| *value = Some(value.map_or(mean, |v| v.max(mean)));
+    let mut weighted: Vec<Option<f64>> = vec![None; candidates.len()];
+    let mut uniform = weighted.clone();
     for (index, q) in query.vectors.iter().enumerate() {
         let Some(query_signs) = q.token_signs.as_deref() else {
             continue;
@@ -385,25 +398,18 @@ fn late_interaction(query: &CandidateQuery, candidates: &[Candidate]) -> Vec<Opt
             .collect();
         let held: Vec<&[f64]> = agreements.iter().flatten().map(Vec::as_slice).collect();
         let weights = token_weights(&held);
-        for (value, agreements) in values.iter_mut().zip(&agreements) {
+        let values = weighted.iter_mut().zip(uniform.iter_mut());
+        for ((weighted, uniform), agreements) in values.zip(&agreements) {
             if let Some(agreements) = agreements {
-                let mean = weighted_mean(agreements, &weights);
-                *value = Some(value.map_or(mean, |v| v.max(mean)));
+                best(weighted, weighted_mean(agreements, &weights));
+                best(
+                    uniform,
+                    agreements.iter().sum::<f64>() / agreements.len() as f64,
+                );
             }
         }
     }
-    values
-}
-
-/// A candidate's late interaction with the query from the pair alone: per perspective where
-/// both have token signs, the mean of the query tokens' best agreements, each token weighing
-/// the same ([`max_sim`]); the best perspective's. `None` without token signs.
-fn max_sims(query: &CandidateQuery, signs: &[Option<Vec<u8>>]) -> Option<f64> {
-    (query.vectors.iter().zip(signs))
-        .filter_map(|(q, signs)| {
-            max_sim(q.token_signs.as_deref()?, signs.as_deref()?, q.vector.len())
-        })
-        .reduce(f64::max)
+    (weighted, uniform)
 }
 
 /// `values` scaled among themselves: 0 for the lowest, 1 for the highest, and the mean of the
