@@ -5,9 +5,9 @@ small_memories -- --pad N`).
 
 Sources, shuffled together with a fixed seed: the one-line descriptions of Debian's packages
 (apt's package lists: `apt-get update` first), the descriptions of the installed manual pages
-(`apropos`), and LoCoMo dev's facts and dialogue turns (people's lives). They are software and
-chatter, as a large memory's other projects would be, and name none of the sets' services,
-people or bugs.
+(`apropos`), the entries of the installed packages' changelogs and news (`/usr/share/doc`), and
+LoCoMo dev's facts and dialogue turns (people's lives). They are software and chatter, as a
+large memory's other projects would be, and name none of the sets' services, people or bugs.
 
     python3 xtask/ablation/padding.py
 """
@@ -31,6 +31,15 @@ def manuals():
     return {line.split(" - ", 1)[1].strip() for line in text.splitlines() if " - " in line}
 
 
+def changelogs():
+    out = set()
+    for name in ("changelog.Debian.gz", "changelog.gz", "NEWS.gz"):
+        for path in glob.glob(f"/usr/share/doc/*/{name}"):
+            text = subprocess.run(["zcat", path], capture_output=True, text=True, errors="replace").stdout
+            out |= {m.strip() for m in re.findall(r"^\s*[-*+] (.+)$", text, re.M)}
+    return out
+
+
 def locomo():
     out = set()
     for path in glob.glob(os.path.join(ROOT, "..", "shared", "data", "locomo-dev", "conv-*.json")):
@@ -44,7 +53,7 @@ def locomo():
 
 
 def main():
-    texts = sorted(t for t in packages() | manuals() | locomo() if len(t) >= 12)
+    texts = sorted(t for t in packages() | manuals() | changelogs() | locomo() if len(t) >= 12)
     random.Random(43).shuffle(texts)
     os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
     with open(os.path.join(ROOT, "target", "padding.txt"), "w") as f:

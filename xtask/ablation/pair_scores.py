@@ -63,36 +63,41 @@ VARIANTS = {
 
 
 def proper_nouns(text):
-    """The query's names: its capitalised words but the first, lower-cased
-    (`calibration::proper_nouns`)."""
+    """The query's names: its capitalised words but the first and acronyms, lower-cased
+    (`words::proper_nouns`)."""
     out = []
     for i, w in enumerate(re.findall(r"[^\W_]+", text)):
-        if i > 0 and w[0].isupper() and w != "I" and w.lower() not in out:
+        acronym = len(w) >= 2 and w.isupper()
+        if i > 0 and w[0].isupper() and w != "I" and not acronym and w.lower() not in out:
             out.append(w.lower())
     return out
 
 
 def alien(names, text):
-    """The share of `names` that `text` holds neither as a word nor, for 2–6 letters, as the
-    initials of consecutive words (`ranking.rs` `QueryCues::alien`)."""
+    """The share of `names` that `text` does not hold as a word (`ranking.rs`
+    `QueryCues::alien`)."""
     if not names:
         return 0.0
     held = words(text)
-
-    def abbreviates(n):
-        return 2 <= len(n) <= 6 and n.isalpha() and any(
-            all(w.startswith(c) for w, c in zip(held[i:i + len(n)], n)) for i in range(len(held) - len(n) + 1))
-    return sum(n not in held and not abbreviates(n) for n in names) / len(names)
+    return sum(n not in held for n in names) / len(names)
 
 
 def gather(data, model, kind):
+    import pickle
     cache = os.path.join(calibrate.CACHE, f"pairs3-{model}-{kind}.pickle")
     if os.path.exists(cache):
-        import pickle
-        return pickle.load(open(cache, "rb"))
-    out = gather_anew(data, model, kind)
-    import pickle
-    pickle.dump(out, open(cache, "wb"))
+        out = pickle.load(open(cache, "rb"))
+    else:
+        out = gather_anew(data, model, kind)
+        pickle.dump(out, open(cache, "wb"))
+    # The query-wide signal, from the queries' own token signs.
+    _, questions = locomo.load(data)
+    nonsense = calibrate.nonsense_strings()
+    _, QS = calibrate.embed([q["q"] for q in questions], "questions", "query", model)
+    _, NS = calibrate.embed(nonsense, "nonsense", "query", model)
+    signs = dict(zip([q["q"] for q in questions], QS)) | dict(zip(nonsense, NS))
+    for m, h in out:
+        h["fragmented"] = np.full(len(h["ids"]), fragmented(m["q"], signs[m["q"]]))
     return out
 
 
@@ -132,10 +137,22 @@ def gather_anew(data, model, kind):
     return out
 
 
-FEATS = ["cos", "lateu", "coverage", "dated", "pairs", "named", "alien"]  # `calibration::Features`
+FEATS = ["cos", "lateu", "coverage", "dated", "pairs", "named", "alien", "fragmented"]  # `calibration::Features`
 TEXT_FEATS = ["coverage", "dated", "pairs", "named", "alien"]
-# Fitted by the gate alone (`scale`): a query-wide signal that orders no query's candidates.
-GATE = "alien"
+# Fitted by the gates alone (`scale`): signals that order no query's candidates (alien
+# rarely does; fragmented is the query's own). The last columns of FEATS.
+GATES = ["alien", "fragmented"]
+
+
+def fragmented(text, signs):
+    """How much of the query the model's vocabulary knows only as letters and letter pairs
+    (`calibration::fragmented`): its content words' bytes per content token b, as
+    clamp(2.5 − b, 0, 1). "qwxz vlorp" (1.3 bytes a token) 1, "where are my ssh keys?" 0.17,
+    a question of words 0."""
+    content = [w for w in words(text) if w not in calibrate.STOP]
+    if not len(signs):
+        return 0.0
+    return float(min(1.0, max(0.0, 2.5 - sum(len(w.encode()) for w in content) / len(signs))))
 
 
 def pair_rows(data, small, folds, feats=None):
@@ -165,11 +182,12 @@ def pair_rows(data, small, folds, feats=None):
 SMALL_WEIGHT = 20  # a small memory's question counts as much as a LoCoMo question's pairs
 
 
-def pairwise(X, l2=1e-4, gate=-1):
+def pairwise(X, l2=1e-4, gates=None):
     """Weights w maximising Σ log σ(w · (right − other)) (Newton, standardised); the last
-    column (the gate's signal) gets no weight here."""
+    columns (the gates' signals) get no weight here."""
     X = X.copy()
-    X[:, gate] = 0.0
+    gates = len(GATES) if gates is None else gates
+    X[:, X.shape[1] - gates:] = 0.0
     sd = X.std(0) + 1e-9
     Z, w = X / sd, np.zeros(X.shape[1])
     for _ in range(50):
@@ -188,10 +206,11 @@ def scale(data, small, w, feats=None):
     of right answers and of unrelated texts weighs alike: LoCoMo's on-topic evidence and the
     small memories' answers against the candidates of LoCoMo's off-topic questions, of
     nonsense, and the facts met by the small memories' unrelated questions and nonsense."""
-    groups = {}  # (label, source) -> rows of (s, gate)
+    groups = {}  # (label, source) -> rows of (s, gates…)
+    gates = 1 if feats else len(GATES)
 
     def add(label, source, X):
-        groups.setdefault((label, source), []).append(np.column_stack([X @ w, X[:, -1]]))
+        groups.setdefault((label, source), []).append(np.column_stack([X @ w, X[:, -gates:]]))
 
     for m, d in data:
         X = np.column_stack([d[f] for f in (feats or FEATS)])
@@ -215,12 +234,12 @@ def scale(data, small, w, feats=None):
         ws.append(np.full(len(rows), 0.5 / per_class[label] / len(rows)))
     x, y, weight = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
     if not GATED:
-        x[:, 1] = 0.0
-    Z, c = np.hstack([np.ones((len(x), 1)), x]), np.zeros(3)
+        x[:, 1:] = 0.0
+    Z, c = np.hstack([np.ones((len(x), 1)), x]), np.zeros(x.shape[1] + 1)
     for _ in range(100):
         p = 1 / (1 + np.exp(-Z @ c))
         g = Z.T @ (weight * (p - y))
-        H = (Z * (weight * p * (1 - p))[:, None]).T @ Z + 1e-9 * np.eye(3)
+        H = (Z * (weight * p * (1 - p))[:, None]).T @ Z + 1e-9 * np.eye(len(c))
         step = np.linalg.solve(H, g)
         c -= step
         if np.abs(step).max() < 1e-10:
@@ -234,7 +253,7 @@ GATED = os.environ.get("ENGRAM_GATED", "1") == "1"
 def combined(w, c):
     """The shipped coefficients: intercept, then each signal's weight."""
     out = np.r_[c[0], c[1] * w]
-    out[-1] += c[2]
+    out[len(out) - len(c) + 2:] += c[2:]
     return out
 
 
@@ -286,7 +305,7 @@ def main():
     # Text mode: the pair's words alone, among the candidates that share a term with the query.
     text = [(m, {k: v[d["coverage"] > 0] for k, v in d.items() if isinstance(v, np.ndarray) and v.shape == d["coverage"].shape})
             for m, d in both]
-    tw = pairwise(pair_rows(text, small, folds, TEXT_FEATS))
+    tw = pairwise(pair_rows(text, small, folds, TEXT_FEATS), gates=1)
     tc = scale(text, small, tw, TEXT_FEATS)
     tcoef = combined(tw, tc)
     print("text: σ(" + f"{tcoef[0]:.2f} + " + " + ".join(f"{v:.2f}·{f}" for v, f in zip(tcoef[1:], TEXT_FEATS)) + ")")

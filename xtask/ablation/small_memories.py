@@ -11,7 +11,8 @@ search can compute from that pair alone:
 - coverage: the share of the query's terms the fact's text holds,
 - dated: always 0 here (no dates named),
 - pairs: consecutive query terms standing together in the fact (at most 3),
-- named: 1 when every word of the node's type or of its name is a query word.
+- named: 1 when every word of the node's type or of its name is a query word,
+- alien and fragmented as `pair_scores.py` computes them.
 
 The rows are in the order of the server's `calibration::Features`.
 
@@ -68,6 +69,7 @@ def features(model):
             for qi, (kind, text, answers) in enumerate(queries):
                 terms, qwords = terms_of(text), set(words(text))
                 nouns = pair_scores.proper_nouns(text)
+                frag = pair_scores.fragmented(text, Qs[qi])
                 cos = D @ Q[qi]
                 per_node = {}
                 for fi, node in enumerate(owner):
@@ -76,7 +78,7 @@ def features(model):
                     named = any(words(t) and set(words(t)) <= qwords for t in (node, kinds[node]))
                     alien = pair_scores.alien(nouns, f"{kinds[node]} {node} {body}")
                     x = (cos[fi], late(Qs[qi], Ds[fi]), coverage(terms, body), 0.0,
-                         min(calibrate.proximity(terms, stems), 3), float(named), alien)
+                         min(calibrate.proximity(terms, stems), 3), float(named), alien, frag)
                     per_node.setdefault(node, []).append(x)
                 rows.append((kind, text, answers, per_node))
             out.append((m["name"], len(m["nodes"]), rows))

@@ -128,7 +128,8 @@ fn scores(found: &Value) -> Vec<(String, f64)> {
 
 /// With the default model (all-MiniLM-L6-v2) and a new memory of two nodes (issue 43's
 /// example): a reworded question ranks its node first, scored far above the other node, and
-/// an unrelated question finds nothing by default. In a slightly larger memory every result
+/// an unrelated question finds nothing by default. In a slightly larger memory random letters
+/// find nothing by default, not even a name of the same letters, every result
 /// list is in score order, two identical calls score every pair alike, a pair found in hybrid
 /// and in embedding mode scores the same in both, and a node scores as its best observation.
 pub async fn a_small_memory_answers_by_default_in_score_order(backend: Backend) {
@@ -168,10 +169,18 @@ pub async fn a_small_memory_answers_by_default_in_score_order(backend: Backend) 
                 "fixed in release 2.4 by sending idempotency keys"]},
             {"name": "release process", "entity_type": "process", "observations": [
                 "releases go out on Tuesdays after the staging soak of 24 hours"]},
+            {"name": "libqxmpp-dev", "entity_type": "package", "observations": [
+                "Development files for the QXmpp library"]},
         ]}),
     )
     .await;
     wait_for_indexing(&client).await;
+    // Letters typed at random agree, piece by piece, with the same letters in a name; the
+    // query's fragments say it is no question (it scored 0.985 before they did).
+    for nonsense in ["qwxz vlorp", "xqj", "asdf jkl; 12345"] {
+        let nothing = ok(&client, "search_nodes", json!({"query": nonsense})).await;
+        assert_eq!(nothing["results"], json!([]), "{nonsense}: {nothing}");
+    }
     for query in [
         "why was a customer charged twice?",
         "how do we handle declined payments?",

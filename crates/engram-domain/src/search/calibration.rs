@@ -6,8 +6,9 @@
 //! observation: the cosine similarity of their vectors, their late interaction (every query
 //! token's best agreement with the observation's tokens, each token weighing the same), the
 //! share of the query's terms the text holds, the dates the query names found in it, its
-//! terms standing together in it, whether the query names its node, and the share of the
-//! names the query mentions that it does not hold. No signal is scaled
+//! terms standing together in it, whether the query names its node, the share of the
+//! names the query mentions that it does not hold, and how much of the query the model knows
+//! only in fragments (letters typed at random). No signal is scaled
 //! by the best candidate, counted among the candidates or taken from the memory's statistics:
 //! a pair scores the same in a memory of two nodes and of 100,000, on every call, and in
 //! hybrid and embedding mode alike; results are returned in score order.
@@ -50,6 +51,34 @@ pub struct Features {
     /// ([`crate::search::words::proper_nouns`]) that neither its text nor its node's type and
     /// name hold: "what did Caroline paint?" asked of a memory of Melanie's facts.
     pub alien: f64,
+    /// How much of the query the model's vocabulary knows only as letters and letter pairs
+    /// ([`fragmented`]), the same for all of a query's candidates: 1 for "qwxz vlorp", 0 for
+    /// a question of words.
+    pub fragmented: f64,
+}
+
+/// The bytes per token under which a query reads as fragments: the words of a language
+/// average 4–7 bytes a token in both models' vocabularies (LoCoMo's questions at least 3.0),
+/// letters typed at random 1–2.4 ("qwxz vlorp" 1.3, "asdf jkl" 1.75).
+pub const WHOLE_TOKEN_BYTES: f64 = 2.5;
+
+/// How much of a query the model's vocabulary knows only in fragments (0–1): its content
+/// words' bytes (`words`, stop words left out) per content token of its embedding
+/// (`tokens`, [`crate::search::late_interaction::is_content_piece`]), b, read as
+/// clamp([`WHOLE_TOKEN_BYTES`] − b, 0, 1). A word the vocabulary holds is one token; a word
+/// it does not is split into pieces, short ones when the word is no word at all, and their
+/// late interaction agrees with the same letters anywhere ("qwxz vlorp" with "QXmpp"). 0
+/// without tokens. Bytes, not characters, so that a script of wider characters (Chinese,
+/// Japanese: 3 bytes each, a token or two a character) is not read as fragments.
+pub fn fragmented<'a>(words: impl IntoIterator<Item = &'a str>, tokens: usize) -> f64 {
+    if tokens == 0 {
+        return 0.0;
+    }
+    let bytes: usize = (words.into_iter())
+        .filter(|word| !crate::search::words::is_stop_word(word))
+        .map(str::len)
+        .sum();
+    (WHOLE_TOKEN_BYTES - bytes as f64 / tokens as f64).clamp(0.0, 1.0)
 }
 
 /// A logistic model of relevance: `1 / (1 + e^−(intercept + Σ weight × feature))`.
@@ -71,6 +100,8 @@ pub struct Calibration {
     pub named: f64,
     /// The weight of [`Features::alien`].
     pub alien: f64,
+    /// The weight of [`Features::fragmented`].
+    pub fragmented: f64,
 }
 
 /// An embedding model's calibration for the modes that use its vectors (hybrid and embedding
@@ -128,6 +159,7 @@ pub const TEXT: Calibration = Calibration {
     pairs: 1.39,
     named: 6.69,
     alien: -1.50,
+    fragmented: 0.0,
 };
 
 /// Text mode's default `min_score`: on LoCoMo's dev split it leaves 6 % of off-topic
@@ -144,7 +176,8 @@ impl Calibration {
             + self.dated * features.dated
             + self.pairs * features.pairs
             + self.named * features.named
-            + self.alien * features.alien;
+            + self.alien * features.alien
+            + self.fragmented * features.fragmented;
         1.0 / (1.0 + (-z).exp())
     }
 }
@@ -183,6 +216,26 @@ pub fn round(score: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_of_random_letters_reads_as_fragments_and_one_of_words_does_not() {
+        let of = |query: &str, tokens| {
+            let words: Vec<String> = crate::search::words::words(query).collect();
+            fragmented(words.iter().map(String::as_str), tokens)
+        };
+        // MiniLM's content tokens: q ##w ##x ##z v ##lor ##p.
+        assert_eq!(of("qwxz vlorp", 7), 1.0);
+        // "how do we handle declined payments": three words, three tokens.
+        assert_eq!(of("how do we handle declined payments", 3), 0.0);
+        // A rare name split in pieces is still long pieces: elastic ##sea ##rch.
+        assert_eq!(of("why did we drop Elasticsearch?", 4), 0.0);
+        // s ##sh keys: 7 bytes in 3 tokens, a little.
+        let ssh = of("where are my ssh keys?", 3);
+        assert!((ssh - 1.0 / 6.0).abs() < 1e-9, "{ssh}");
+        // Chinese: 3 bytes a character, a token or two a character.
+        assert_eq!(of("数据库迁移", 4), 0.0);
+        assert_eq!(of("anything", 0), 0.0, "no tokens, no signal");
+    }
 
     #[test]
     fn scores_rise_with_each_signal_and_stay_probabilities() {

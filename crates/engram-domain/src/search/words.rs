@@ -80,8 +80,9 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 /// The names `query` mentions: its words written with a capital but the first (which a
-/// sentence capitalises anyway) and "I", lower-cased, each once. "What did Caroline paint in
-/// May?" names `caroline` and `may`.
+/// sentence capitalises anyway), "I" and acronyms (two or more letters, all capitals: "PR",
+/// "UI", "GPU" are terms a text spells out as often as not), lower-cased, each once. "What
+/// did Caroline paint in May?" names `caroline` and `may`.
 pub fn proper_nouns(query: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     let written = query
@@ -89,8 +90,9 @@ pub fn proper_nouns(query: &str) -> Vec<String> {
         .filter(|w| !w.is_empty());
     for word in written.skip(1) {
         let capital = word.chars().next().is_some_and(char::is_uppercase);
+        let acronym = word.chars().count() >= 2 && !word.chars().any(char::is_lowercase);
         let name = word.to_lowercase();
-        if capital && word != "I" && !names.contains(&name) {
+        if capital && !acronym && word != "I" && !names.contains(&name) {
             names.push(name);
         }
     }
@@ -201,7 +203,8 @@ mod tests {
             ["caroline", "may"]
         );
         assert_eq!(proper_nouns("Lena's review"), Vec::<String>::new());
-        assert_eq!(proper_nouns("how big may a PR be"), ["pr"]);
+        assert_eq!(proper_nouns("how big may a PR be"), Vec::<String>::new());
+        assert_eq!(proper_nouns("who looks at UI changes in QXmpp"), ["qxmpp"]);
     }
 
     #[test]
