@@ -417,7 +417,14 @@ impl Searcher {
             let found = ranked.len();
             let least = min_score.unwrap_or(default);
             let rescue = rescue.as_ref();
-            search::calibrate(&mut ranked, &cues.terms, &calibration, least, rescue);
+            search::calibrate(
+                &mut ranked,
+                &cues.terms,
+                &calibration,
+                least,
+                rescue,
+                effective,
+            );
             if ranked.is_empty() && found > 0 {
                 let nothing = format!(
                     "nothing in memory matched: {found} candidate(s) scored below min_score {least}"
