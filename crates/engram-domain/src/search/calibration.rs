@@ -20,8 +20,9 @@
 //! the probability of relevance among as many right answers as unrelated texts (off-topic
 //! questions, nonsense, a query's wrong candidates). So 0.5 reads "as likely right as not";
 //! a right answer to a reworded question typically scores above 0.9 (a median 0.99 on the
-//! small project memories), and in a small memory 1 of 29 unrelated questions reaches 0.8. The cosine's scale depends on the model (e5's cosines lie in 0.75–0.92), so the
-//! embedder supplies its calibration ([`crate::Embedder::calibration`]); text mode's needs no
+//! small project memories), and in a small memory 1 of 29 unrelated questions reaches 0.8.
+//! The cosine's scale depends on the model (e5's cosines lie in 0.75–0.92), so the embedder
+//! supplies its calibration ([`crate::Embedder::calibration`]); text mode's needs no
 //! model and so reads words only.
 
 use crate::search::results::SearchMode;

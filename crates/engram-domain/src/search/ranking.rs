@@ -364,22 +364,21 @@ pub fn calibrate(
     rescue: Option<&calibration::Rescue>,
     mode: SearchMode,
 ) {
-    let mut scored: Vec<(f64, Ranked)> = (ranked.drain(..))
-        .map(|mut r| {
-            r.features.coverage = calibration::coverage(terms, &r.row.content);
-            let score = calibration.score(&r.features);
-            r.score = calibration::round(score);
-            (score, r)
-        })
-        .collect();
-    scored.sort_by(|a, b| {
+    for r in ranked.iter_mut() {
+        r.features.coverage = calibration::coverage(terms, &r.row.content);
+        r.score = calibration.score(&r.features);
+    }
+    let shown = calibration::round;
+    ranked.sort_by(|a, b| {
         let finer = match mode {
-            SearchMode::Embedding => b.0.total_cmp(&a.0),
+            SearchMode::Embedding => b.score.total_cmp(&a.score),
             SearchMode::Hybrid | SearchMode::Text => std::cmp::Ordering::Equal,
         };
-        b.1.score.total_cmp(&a.1.score).then(finer)
+        shown(b.score).total_cmp(&shown(a.score)).then(finer)
     });
-    ranked.extend(scored.into_iter().map(|(_, r)| r));
+    for r in ranked.iter_mut() {
+        r.score = shown(r.score);
+    }
     let nearest: Vec<(usize, f64)> = (ranked.iter().enumerate())
         .filter(|(_, r)| r.signals.iter().any(|s| s.starts_with("embedding:")))
         .map(|(i, r)| (i, r.features.similarity))
