@@ -23,7 +23,8 @@ from calibrate import terms_of  # noqa: E402
 from locomo import ROOT, words  # noqa: E402
 
 DEPTH = 200
-EMBEDDED = 100_000  # the padding embedded once, each size its first N
+# The padding embedded once, each size its first N (fewer: ENGRAM_PAD_EMBEDDED, for a quick look).
+EMBEDDED = int(os.environ.get("ENGRAM_PAD_EMBEDDED", "100000"))
 
 
 def padding_rows(model, pad, queries):
