@@ -46,8 +46,10 @@ def late(qsigns, dsigns):
     return float(((qsigns @ dsigns.T).max(1) / qsigns.shape[1]).mean())
 
 
-def features(model):
-    """Per memory: its nodes, and per query kind the (query, node, feature-row) lists."""
+def features(model, extra=None):
+    """Per memory: its nodes, and per query kind the (query, node, feature-row) lists; each
+    row ends with `extra(terms, fact stems, query signs, fact signs)`'s values when given (a
+    signal under trial)."""
     sets = sorted(glob.glob(os.path.join(ROOT, "xtask", "data", "small-memories*.json")))
     out = []
     for path in sets:
@@ -79,6 +81,8 @@ def features(model):
                     alien = pair_scores.alien(nouns, f"{kinds[node]} {node} {body}")
                     x = (cos[fi], late(Qs[qi], Ds[fi]), coverage(terms, body), 0.0,
                          min(calibrate.proximity(terms, stems), 3), float(named), alien, frag)
+                    if extra:
+                        x += tuple(extra(terms, set(stems), Qs[qi], Ds[fi]))
                     per_node.setdefault(node, []).append(x)
                 rows.append((kind, text, answers, per_node))
             out.append((m["name"], len(m["nodes"]), rows))
