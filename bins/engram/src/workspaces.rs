@@ -1,7 +1,7 @@
 //! `engram workspace …`: create, list, rename and delete workspaces, and set perspectives.
 
 use anyhow::Result;
-use engram_domain::Memory;
+use engram_domain::{DeleteWorkspace, Memory, RenameWorkspace};
 
 use crate::cli::{PerspectiveCommand, WorkspaceCommand};
 
@@ -31,12 +31,16 @@ pub async fn run(memory: &Memory, command: WorkspaceCommand) -> Result<()> {
             }
         }
         WorkspaceCommand::Rename { name, new_name } => {
-            memory.rename_workspace(&name, &new_name).await?;
+            memory
+                .rename_workspace(RenameWorkspace::new(&*name, &*new_name))
+                .await?;
             outln!("renamed workspace {name} to {new_name}");
         }
         WorkspaceCommand::Perspectives(command) => perspectives(memory, command).await?,
         WorkspaceCommand::Delete { name, force } => {
-            memory.delete_workspace(&name, force).await?;
+            memory
+                .delete_workspace(DeleteWorkspace::new(&*name, force))
+                .await?;
             outln!("deleted workspace {name}");
         }
     }

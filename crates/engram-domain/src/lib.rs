@@ -55,7 +55,7 @@ pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
-pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT, ReadGraph};
+pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph};
 pub use merge::{
     AliasesUpdate, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities, MovedObservation,
     SetAliases,
@@ -80,3 +80,4 @@ pub use validity::{
     ended_before_it_began,
 };
 pub use vectors::*;
+pub use workspaces::{DeleteWorkspace, RenameWorkspace};

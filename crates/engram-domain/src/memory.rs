@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, History};
-use crate::memory_transfer::ReadGraph;
+use crate::memory_transfer::{ImportBatch, ReadGraph};
 use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
 use crate::model::*;
 use crate::nodes::{
@@ -29,6 +29,7 @@ use crate::store::MemoryStore;
 use crate::store::*;
 use crate::transfer::*;
 use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
+use crate::workspaces::{DeleteWorkspace, RenameWorkspace};
 use crate::{Brief, EmbeddingProgress, SecretPolicy};
 
 /// The graph tools of the catalog, validated, over any store.
@@ -168,13 +169,21 @@ impl Memory {
     }
 
     /// Renames a workspace.
-    pub async fn rename_workspace(&self, name: &str, new_name: &str) -> Result<Workspace> {
-        crate::workspaces::rename_workspace(&*self.store, self.secrets, name, new_name).await
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a bad name, [`crate::Error::NotFound`] for an
+    /// unknown workspace, [`crate::Error::AlreadyExists`] when the new name is taken.
+    pub async fn rename_workspace(&self, request: RenameWorkspace) -> Result<Workspace> {
+        crate::workspaces::rename_workspace(&*self.store, self.secrets, request).await
     }
 
     /// Deletes a workspace; one that holds nodes needs `force`.
-    pub async fn delete_workspace(&self, name: &str, force: bool) -> Result<()> {
-        crate::workspaces::delete_workspace(&*self.store, name, force).await
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a bad name, [`crate::Error::NotFound`] for an
+    /// unknown workspace, [`crate::Error::Conflict`] for one that holds nodes without `force`.
+    pub async fn delete_workspace(&self, request: DeleteWorkspace) -> Result<()> {
+        crate::workspaces::delete_workspace(&*self.store, request).await
     }
 
     /// The workspace's perspectives.
@@ -676,11 +685,9 @@ impl Memory {
     pub async fn import(
         &self,
         workspace: WorkspaceId,
-        nodes: Vec<NodeRecord>,
-        relations: &[RelationRecord],
+        request: ImportBatch,
     ) -> Result<ImportOutcome> {
-        crate::memory_transfer::import(&*self.store, self.secrets, workspace, nodes, relations)
-            .await
+        crate::memory_transfer::import(&*self.store, self.secrets, workspace, request).await
     }
 
     // `auth.rs`.

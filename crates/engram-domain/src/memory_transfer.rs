@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::limits::first_duplicate;
 use crate::model::WorkspaceId;
-use crate::store::ImportBatch;
 use crate::store::MemoryStore;
 use crate::transfer::*;
 
@@ -168,44 +167,62 @@ pub(crate) async fn import(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
     workspace: WorkspaceId,
-    nodes: Vec<NodeRecord>,
-    relations: &[RelationRecord],
+    request: ImportBatch,
 ) -> Result<ImportOutcome> {
-    if nodes.len() > limits::MAX_BATCH || relations.len() > limits::MAX_BATCH {
-        return Err(Error::invalid(
-            "import",
-            format!(
-                "at most {} nodes and {0} relations per batch",
-                limits::MAX_BATCH
-            ),
-        ));
+    store.import(workspace, &request.check(secrets)?).await
+}
+
+/// `engram import`: one batch of recorded nodes and relations ([`Memory::import`]), written
+/// in one transaction.
+///
+/// [`Memory::import`]: crate::Memory::import
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportBatch {
+    /// The nodes as recorded: at most 1,000 of distinct names, holding at most
+    /// [`IMPORT_BATCH_OBSERVATIONS`] observations.
+    pub nodes: Vec<NodeRecord>,
+    /// The relations as recorded: at most 1,000.
+    pub relations: Vec<RelationRecord>,
+}
+
+impl ImportBatch {
+    /// Every record checked as [`validate_node`] and [`validate_relation`] check it, the
+    /// texts screened by `secrets` (a redacting policy rewrites them), the names distinct.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the record (`nodes[3].observations[0].content`).
+    pub(crate) fn check(self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        let Self { nodes, relations } = self;
+        if nodes.len() > limits::MAX_BATCH || relations.len() > limits::MAX_BATCH {
+            return Err(Error::invalid(
+                "import",
+                format!(
+                    "at most {} nodes and {0} relations per batch",
+                    limits::MAX_BATCH
+                ),
+            ));
+        }
+        let observations: usize = nodes.iter().map(|n| n.observations.len()).sum();
+        if observations > IMPORT_BATCH_OBSERVATIONS {
+            return Err(Error::invalid(
+                "nodes[].observations",
+                format!("at most {IMPORT_BATCH_OBSERVATIONS} per batch, got {observations}"),
+            ));
+        }
+        let nodes = (nodes.into_iter().enumerate())
+            .map(|(i, node)| validate_node(node).map_err(|e| e.within(&format!("nodes[{i}]"))))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, relation) in relations.iter().enumerate() {
+            validate_relation(relation).map_err(|e| e.within(&format!("relations[{i}]")))?;
+        }
+        let mut nodes = nodes;
+        secrets.screen_import(&mut nodes, &relations)?;
+        if let Some((first, second)) = first_duplicate(nodes.iter().map(|n| &n.name)) {
+            return Err(Error::invalid(
+                format!("nodes[{second}].name"),
+                format!("repeats nodes[{first}].name within one batch"),
+            ));
+        }
+        Ok(Checked::new(Self { nodes, relations }))
     }
-    let observations: usize = nodes.iter().map(|n| n.observations.len()).sum();
-    if observations > IMPORT_BATCH_OBSERVATIONS {
-        return Err(Error::invalid(
-            "nodes[].observations",
-            format!("at most {IMPORT_BATCH_OBSERVATIONS} per batch, got {observations}"),
-        ));
-    }
-    let nodes = (nodes.into_iter().enumerate())
-        .map(|(i, node)| validate_node(node).map_err(|e| e.within(&format!("nodes[{i}]"))))
-        .collect::<Result<Vec<_>>>()?;
-    for (i, relation) in relations.iter().enumerate() {
-        validate_relation(relation).map_err(|e| e.within(&format!("relations[{i}]")))?;
-    }
-    let mut nodes = nodes;
-    secrets.screen_import(&mut nodes, relations)?;
-    if let Some((first, second)) = first_duplicate(nodes.iter().map(|n| &n.name)) {
-        return Err(Error::invalid(
-            format!("nodes[{second}].name"),
-            format!("repeats nodes[{first}].name within one batch"),
-        ));
-    }
-    store
-        .import(ImportBatch {
-            workspace,
-            nodes: Checked::new(&nodes),
-            relations: Checked::new(relations),
-        })
-        .await
 }

@@ -13,6 +13,7 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, HistoryEntry};
+use crate::memory_transfer::ImportBatch;
 use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
 use crate::model::*;
 use crate::nodes::{
@@ -28,6 +29,7 @@ use crate::split::{SplitEntity, SplitResult};
 use crate::transfer::*;
 use crate::validity::{EndObservations, EndRelations, EndedObservations, EndedRelations};
 use crate::vectors::*;
+use crate::workspaces::{DeleteWorkspace, RenameWorkspace};
 
 /// `names` without repeats, first occurrence kept, in order: how a tool's result lists the
 /// names it was given (`deleted`/`not_found`, `entities`/`not_found`).
@@ -116,10 +118,10 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     /// Every workspace with its node count, by name.
     async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>>;
     /// Renames a workspace; [`crate::Error::AlreadyExists`] when `new_name` is taken.
-    async fn rename_workspace(&self, request: RenameWorkspace<'_>) -> Result<Workspace>;
+    async fn rename_workspace(&self, request: &Checked<RenameWorkspace>) -> Result<Workspace>;
     /// Deletes a workspace and everything in it. Without `force`, a workspace that holds
     /// nodes is refused with [`crate::Error::Conflict`].
-    async fn delete_workspace(&self, request: DeleteWorkspace<'_>) -> Result<()>;
+    async fn delete_workspace(&self, request: &Checked<DeleteWorkspace>) -> Result<()>;
 }
 
 /// Nodes: the node tools of the catalog, and the counts and events kept per workspace.
@@ -379,7 +381,11 @@ pub trait TransferStore: Send + Sync + 'static {
     /// holds are skipped and the others placed by [`crate::transfer::place_observations`].
     /// Relations whose endpoints both exist (after this batch's nodes) are created unless
     /// present; the others come back in `relations_missing`.
-    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome>;
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<ImportBatch>,
+    ) -> Result<ImportOutcome>;
 }
 
 /// What the indexer reads and writes: perspectives, pending (observation, perspective) pairs,
@@ -494,24 +500,6 @@ pub trait SearchStore: Send + Sync + 'static {
     async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>>;
 }
 
-/// `rename_workspace`: a workspace's new name.
-#[derive(Debug, Clone, Copy)]
-pub struct RenameWorkspace<'a> {
-    /// The workspace's name now.
-    pub name: &'a str,
-    /// Its new name, validated.
-    pub new_name: Checked<&'a str>,
-}
-
-/// `delete_workspace`: a workspace to delete with everything in it.
-#[derive(Debug, Clone, Copy)]
-pub struct DeleteWorkspace<'a> {
-    /// The workspace's name.
-    pub name: &'a str,
-    /// Whether a workspace that holds nodes is deleted too.
-    pub force: bool,
-}
-
 /// The create, update and delete events of a workspace since a time
 /// ([`NodeStore::event_counts`]).
 #[derive(Debug, Clone, Copy)]
@@ -612,17 +600,6 @@ pub struct SimilarNames<'a> {
     pub names: &'a [String],
     /// At most this many candidates per name.
     pub limit: usize,
-}
-
-/// `engram import`: one batch of recorded nodes and relations.
-#[derive(Debug, Clone, Copy)]
-pub struct ImportBatch<'a> {
-    /// The workspace.
-    pub workspace: WorkspaceId,
-    /// The nodes as recorded, validated.
-    pub nodes: Checked<&'a [NodeRecord]>,
-    /// The relations as recorded, validated.
-    pub relations: Checked<&'a [RelationRecord]>,
 }
 
 /// Creating or changing one of a workspace's perspectives.

@@ -37,26 +37,78 @@ pub(crate) async fn workspace(store: &dyn MemoryStore, name: &str) -> Result<Wor
 pub(crate) async fn rename_workspace(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
-    name: &str,
-    new_name: &str,
+    request: RenameWorkspace,
 ) -> Result<Workspace> {
-    limits::workspace_name("workspace", name)?;
-    limits::workspace_name("new_name", new_name)?;
-    secrets.screen_name("new_name", new_name)?;
-    let new_name = Checked::new(new_name);
-    store
-        .rename_workspace(RenameWorkspace { name, new_name })
-        .await
+    store.rename_workspace(&request.check(secrets)?).await
 }
 
 /// The semantics of [`Memory::delete_workspace`](crate::Memory::delete_workspace).
 pub(crate) async fn delete_workspace(
     store: &dyn MemoryStore,
-    name: &str,
-    force: bool,
+    request: DeleteWorkspace,
 ) -> Result<()> {
-    limits::workspace_name("workspace", name)?;
-    store
-        .delete_workspace(DeleteWorkspace { name, force })
-        .await
+    store.delete_workspace(&request.check()?).await
+}
+
+/// `engram workspace rename`: a workspace's new name ([`Memory::rename_workspace`]).
+///
+/// [`Memory::rename_workspace`]: crate::Memory::rename_workspace
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenameWorkspace {
+    /// The workspace's name now.
+    pub name: String,
+    /// Its new name: a workspace name's limits, screened for secrets.
+    pub new_name: String,
+}
+
+impl RenameWorkspace {
+    /// Renaming `name` to `new_name`.
+    pub fn new(name: impl Into<String>, new_name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            new_name: new_name.into(),
+        }
+    }
+
+    /// Both names within a workspace name's limits, the new one holding no secret.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `workspace` or `new_name`.
+    pub(crate) fn check(self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
+        limits::workspace_name("workspace", &self.name)?;
+        limits::workspace_name("new_name", &self.new_name)?;
+        secrets.screen_name("new_name", &self.new_name)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `engram workspace delete`: a workspace to delete with everything in it
+/// ([`Memory::delete_workspace`]).
+///
+/// [`Memory::delete_workspace`]: crate::Memory::delete_workspace
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteWorkspace {
+    /// The workspace's name.
+    pub name: String,
+    /// Whether a workspace that holds nodes is deleted too.
+    pub force: bool,
+}
+
+impl DeleteWorkspace {
+    /// Deleting `name`, refused when it holds nodes unless `force`.
+    pub fn new(name: impl Into<String>, force: bool) -> Self {
+        Self {
+            name: name.into(),
+            force,
+        }
+    }
+
+    /// The name within a workspace name's limits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `workspace`.
+    pub(crate) fn check(self) -> Result<Checked<Self>> {
+        limits::workspace_name("workspace", &self.name)?;
+        Ok(Checked::new(self))
+    }
 }

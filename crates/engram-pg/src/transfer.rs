@@ -199,8 +199,12 @@ impl TransferStore for PgStore {
         skip_all,
         fields(nodes = request.nodes.len(), relations = request.relations.len())
     )]
-    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
-        let (workspace, nodes, relations) = (request.workspace, *request.nodes, *request.relations);
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<ImportBatch>,
+    ) -> Result<ImportOutcome> {
+        let (nodes, relations) = (&request.nodes[..], &request.relations[..]);
         write!(self, |tx| async {
             let rows: Vec<NodeRow<'_>> = nodes
                 .iter()

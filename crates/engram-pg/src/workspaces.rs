@@ -84,9 +84,8 @@ impl WorkspaceStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_workspace(&self, request: RenameWorkspace<'_>) -> Result<Workspace> {
-        let RenameWorkspace { name, new_name } = request;
-        let new_name = new_name.into_inner();
+    async fn rename_workspace(&self, request: &Checked<RenameWorkspace>) -> Result<Workspace> {
+        let (name, new_name) = (request.name.as_str(), request.new_name.as_str());
         write!(self, |tx| async {
             let row = tx
                 .query_opt(
@@ -102,8 +101,8 @@ impl WorkspaceStore for PgStore {
     }
 
     #[instrument(skip_all)]
-    async fn delete_workspace(&self, request: DeleteWorkspace<'_>) -> Result<()> {
-        let DeleteWorkspace { name, force } = request;
+    async fn delete_workspace(&self, request: &Checked<DeleteWorkspace>) -> Result<()> {
+        let (name, force) = (request.name.as_str(), request.force);
         write!(self, |tx| async {
             let row = tx
                 .query_opt(

@@ -190,13 +190,12 @@ impl TransferStore for SqliteStore {
         skip_all,
         fields(nodes = request.nodes.len(), relations = request.relations.len())
     )]
-    async fn import(&self, request: ImportBatch<'_>) -> Result<ImportOutcome> {
-        let ImportBatch {
-            workspace,
-            nodes,
-            relations,
-        } = request;
-        let (nodes, relations) = (nodes.to_vec(), relations.to_vec());
+    async fn import(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<ImportBatch>,
+    ) -> Result<ImportOutcome> {
+        let ImportBatch { nodes, relations } = (**request).clone();
         self.pool
             .write(move |tx| {
                 let mut insert_node = tx

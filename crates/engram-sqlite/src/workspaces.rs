@@ -88,10 +88,8 @@ impl WorkspaceStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn rename_workspace(&self, request: RenameWorkspace<'_>) -> Result<Workspace> {
-        let RenameWorkspace { name, new_name } = request;
-        let new_name = new_name.into_inner();
-        let (name, new_name) = (name.to_owned(), new_name.to_owned());
+    async fn rename_workspace(&self, request: &Checked<RenameWorkspace>) -> Result<Workspace> {
+        let RenameWorkspace { name, new_name } = (**request).clone();
         self.pool
             .write(move |tx| {
                 tx.query_row(
@@ -107,9 +105,8 @@ impl WorkspaceStore for SqliteStore {
     }
 
     #[instrument(skip_all)]
-    async fn delete_workspace(&self, request: DeleteWorkspace<'_>) -> Result<()> {
-        let DeleteWorkspace { name, force } = request;
-        let name = name.to_owned();
+    async fn delete_workspace(&self, request: &Checked<DeleteWorkspace>) -> Result<()> {
+        let DeleteWorkspace { name, force } = (**request).clone();
         self.pool
             .write(move |tx| {
                 let (id, node_count): (i64, i64) = tx

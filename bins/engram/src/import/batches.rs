@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context, Result};
 use engram_domain::transfer::{ImportOutcome, NodeRecord, RelationRecord};
-use engram_domain::{IMPORT_BATCH_OBSERVATIONS, Memory, WorkspaceId, limits};
+use engram_domain::{IMPORT_BATCH_OBSERVATIONS, ImportBatch, Memory, WorkspaceId, limits};
 
 /// Nodes per batch (each batch is one transaction).
 const BATCH_NODES: usize = 500;
@@ -177,7 +177,7 @@ impl<'a> Importer<'a> {
             return Ok(());
         }
         let records: Vec<RelationRecord> = relations.iter().map(|(_, r)| r.clone()).collect();
-        let mut outcome = match self.write(nodes, &records).await {
+        let mut outcome = match self.write(nodes, records).await {
             Ok(outcome) => outcome,
             Err(error) => {
                 self.batch_start = batch_start;
@@ -220,7 +220,7 @@ impl<'a> Importer<'a> {
                 continue;
             }
             let records: Vec<RelationRecord> = chunk.iter().map(|(_, r)| r.clone()).collect();
-            let mut outcome = self.write(Vec::new(), &records).await?;
+            let mut outcome = self.write(Vec::new(), records).await?;
             let mut lines = chunk.iter();
             for missing in std::mem::take(&mut outcome.relations_missing) {
                 if let Some(found) = lines.by_ref().find(|(_, r)| *r == missing) {
@@ -280,12 +280,12 @@ impl<'a> Importer<'a> {
                         ..NodeRecord::default()
                     })
                     .collect();
-                let outcome = self.write(nodes, &[]).await?;
+                let outcome = self.write(nodes, Vec::new()).await?;
                 self.report.outcome.absorb(outcome);
             }
             let relations: Vec<RelationRecord> = dangling.into_iter().map(|(_, r)| r).collect();
             for chunk in relations.chunks(BATCH_RELATIONS) {
-                let outcome = self.write(Vec::new(), chunk).await?;
+                let outcome = self.write(Vec::new(), chunk.to_vec()).await?;
                 anyhow::ensure!(
                     outcome.relations_missing.is_empty(),
                     "a node made for a missing endpoint disappeared while the import ran"
@@ -301,11 +301,12 @@ impl<'a> Importer<'a> {
     async fn write(
         &self,
         nodes: Vec<NodeRecord>,
-        relations: &[RelationRecord],
+        relations: Vec<RelationRecord>,
     ) -> Result<ImportOutcome> {
         match self.target {
             Target::Workspace(memory, workspace) => {
-                Ok(memory.import(workspace, nodes, relations).await?)
+                let batch = ImportBatch { nodes, relations };
+                Ok(memory.import(workspace, batch).await?)
             }
             Target::Nowhere => anyhow::bail!("a dry run writes nothing"),
         }

@@ -18,6 +18,8 @@
 //! The tests themselves are in `properties_writes.rs` and `properties_reads.rs`.
 
 use std::fmt::Debug;
+
+use crate::DeleteWorkspace;
 use std::future::Future;
 
 use proptest::collection::vec;
@@ -335,7 +337,9 @@ impl Harness {
     /// observations each, in a ring of relations, plus one chord.
     pub async fn reseed(&mut self) {
         let m = &self.memory;
-        m.delete_workspace(&self.ws_name, true).await.unwrap();
+        m.delete_workspace(DeleteWorkspace::new(&*self.ws_name, true))
+            .await
+            .unwrap();
         self.ws = m.create_workspace(&self.ws_name).await.unwrap().id;
         let entities = (SEED_NAMES.iter().enumerate())
             .map(|(i, name)| {

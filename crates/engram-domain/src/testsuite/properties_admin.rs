@@ -12,7 +12,7 @@ use super::properties::*;
 use crate::auth::Access;
 use crate::perspectives::Perspective;
 use crate::transfer::{NodeRecord, ObservationRecord, RelationRecord};
-use crate::{MemoryStore, Timestamp};
+use crate::{DeleteWorkspace, ImportBatch, MemoryStore, RenameWorkspace, Timestamp};
 
 /// Cases per tool.
 const CASES: u32 = 100;
@@ -79,7 +79,7 @@ async fn workspaces(h: &mut Harness) {
         let mut blame = blame_name(&name);
         blame.unless(workspace_name_ok(&new_name), "new_name");
         let input = (&name, &new_name);
-        let call = m.rename_workspace(&name, &new_name);
+        let call = m.rename_workspace(RenameWorkspace::new(&*name, &*new_name));
         if h.run("rename_workspace", &input, &blame, call)
             .await
             .is_some()
@@ -91,7 +91,7 @@ async fn workspaces(h: &mut Harness) {
     h.case().await;
     let (name, force) = (workspace_name(h), h.draw(any::<bool>()));
     if name != h.ws_name {
-        let call = m.delete_workspace(&name, force);
+        let call = m.delete_workspace(DeleteWorkspace::new(&*name, force));
         let input = (&name, force);
         if h.run("delete_workspace", &input, &blame_name(&name), call)
             .await
@@ -327,7 +327,11 @@ async fn import(h: &mut Harness) {
 
     let m = h.memory.clone();
     let input = (&nodes, &relations);
-    let call = m.import(h.ws, nodes.clone(), &relations);
+    let batch = ImportBatch {
+        nodes: nodes.clone(),
+        relations: relations.clone(),
+    };
+    let call = m.import(h.ws, batch);
     if h.run("import", &input, &blame, call).await.is_none() {
         return;
     }

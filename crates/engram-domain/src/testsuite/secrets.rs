@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::*;
 use crate::secrets::{find_secrets, ordinary_corpus, secrets_corpus};
 use crate::transfer::{NodeRecord, ObservationRecord, RelationRecord};
-use crate::{Error, Ordinal, SecretPolicy};
+use crate::{Error, ImportBatch, Ordinal, RenameWorkspace, SecretPolicy};
 
 /// Every write of `secret` (each through another tool or field) and the field its refusal
 /// must name; name-like fields only for texts they could hold (one line, within their limit).
@@ -68,7 +68,16 @@ async fn write_everywhere(
     };
     attempts.push((
         "nodes[0].observations[0].content",
-        memory.import(ws, vec![record], &[]).await.map(drop),
+        memory
+            .import(
+                ws,
+                ImportBatch {
+                    nodes: vec![record],
+                    relations: Vec::new(),
+                },
+            )
+            .await
+            .map(drop),
     ));
     if fits_name {
         attempts.push((
@@ -104,7 +113,16 @@ async fn write_everywhere(
         };
         attempts.push((
             "relations[0].relation_type",
-            memory.import(ws, Vec::new(), &[link]).await.map(drop),
+            memory
+                .import(
+                    ws,
+                    ImportBatch {
+                        nodes: Vec::new(),
+                        relations: vec![link],
+                    },
+                )
+                .await
+                .map(drop),
         ));
     }
     if fits_tag {
@@ -201,7 +219,12 @@ pub async fn stored_names_refuse_a_secret(store: Arc<dyn MemoryStore>) {
         "workspace"
     );
     assert_eq!(
-        refused_field(memory.rename_workspace("secrets", key).await.map(drop)),
+        refused_field(
+            memory
+                .rename_workspace(RenameWorkspace::new("secrets", key))
+                .await
+                .map(drop)
+        ),
         "new_name"
     );
     let label = format!("ci {key}");

@@ -1,4 +1,4 @@
-use crate::ReadGraph;
+use crate::{ImportBatch, ReadGraph};
 use std::sync::Arc;
 
 use super::*;
@@ -190,7 +190,10 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
         link("Alice", "knows", "Bob"),
         link("Bob", "knows", "Carol"),
     ];
-    let first = memory.import(ws, nodes.clone(), &relations).await.unwrap();
+    let first = memory
+        .import(ws, batch(nodes.clone(), &relations))
+        .await
+        .unwrap();
     assert_eq!(
         first,
         ImportOutcome {
@@ -214,7 +217,7 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
     );
     let before = export_all(&memory, ws, 10).await;
 
-    let second = memory.import(ws, nodes, &relations).await.unwrap();
+    let second = memory.import(ws, batch(nodes, &relations)).await.unwrap();
     assert_eq!(
         (
             second.nodes_created,
@@ -233,8 +236,10 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
     let later = memory
         .import(
             ws,
-            vec![record("Carol", "person", &[])],
-            &[link("Bob", "knows", "Carol")],
+            batch(
+                vec![record("Carol", "person", &[])],
+                &[link("Bob", "knows", "Carol")],
+            ),
         )
         .await
         .unwrap();
@@ -242,12 +247,20 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
     assert!(later.relations_missing.is_empty());
 }
 
+/// One import batch of `nodes` and `relations`.
+fn batch(nodes: Vec<NodeRecord>, relations: &[RelationRecord]) -> ImportBatch {
+    ImportBatch {
+        nodes,
+        relations: relations.to_vec(),
+    }
+}
+
 pub async fn an_invalid_import_record_writes_nothing(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let mut bad = record("Bob", "person", &["fine"]);
     bad.observations.push(ObservationRecord::default());
     let error = memory
-        .import(ws, vec![record("Alice", "person", &["x"]), bad], &[])
+        .import(ws, batch(vec![record("Alice", "person", &["x"]), bad], &[]))
         .await
         .unwrap_err();
     assert!(
@@ -256,7 +269,10 @@ pub async fn an_invalid_import_record_writes_nothing(store: Arc<dyn MemoryStore>
         "{error}"
     );
     let twice = memory
-        .import(ws, vec![record("A", "t", &[]), record("A", "t", &[])], &[])
+        .import(
+            ws,
+            batch(vec![record("A", "t", &[]), record("A", "t", &[])], &[]),
+        )
         .await
         .unwrap_err();
     assert!(matches!(twice, Error::InvalidArgument { ref field, .. } if field == "nodes[1].name"));
@@ -308,7 +324,7 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
 
     let copy = memory.create_workspace("copy").await.unwrap().id;
     let outcome = memory
-        .import(copy, nodes.clone(), &relations)
+        .import(copy, batch(nodes.clone(), &relations))
         .await
         .unwrap();
     assert_eq!((outcome.nodes_created, outcome.relations_created), (3, 2));

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::*;
 use crate::perspectives::{Perspective, render_document};
+use crate::{DeleteWorkspace, GetNodeVectors, PendingEmbeddings};
 use crate::{EmbeddingRecord, EmbeddingTask, MemoryStore, PendingCursor, WorkspaceId, text_hash};
-use crate::{GetNodeVectors, PendingEmbeddings};
 
 /// Saves a hand-made vector for every pending task of `model` for which `vector` gives one.
 pub(super) async fn save_vectors(
@@ -422,7 +422,10 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
 
     // Deleting the workspace deletes its vectors with it: a new one starts empty.
     save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await;
-    memory.delete_workspace("gone", true).await.unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("gone", true))
+        .await
+        .unwrap();
     assert!(pending(&store, "m", 100, None).await.is_empty());
     let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::{Error, Memory, MemoryStore};
+use crate::{DeleteWorkspace, Error, Memory, MemoryStore, RenameWorkspace};
 
 pub async fn workspaces_are_created_listed_renamed_and_deleted(store: Arc<dyn MemoryStore>) {
     let memory = Memory::new(store);
@@ -27,10 +27,15 @@ pub async fn workspaces_are_created_listed_renamed_and_deleted(store: Arc<dyn Me
     assert_eq!(listed, [("alpha".to_owned(), 2), ("beta".to_owned(), 0)]);
 
     assert!(matches!(
-        memory.rename_workspace("alpha", "beta").await,
+        memory
+            .rename_workspace(RenameWorkspace::new("alpha", "beta"))
+            .await,
         Err(Error::AlreadyExists { .. })
     ));
-    let renamed = memory.rename_workspace("alpha", "gamma").await.unwrap();
+    let renamed = memory
+        .rename_workspace(RenameWorkspace::new("alpha", "gamma"))
+        .await
+        .unwrap();
     assert_eq!((renamed.id, renamed.name.as_str()), (alpha.id, "gamma"));
     assert_eq!(memory.workspace("gamma").await.unwrap().id, alpha.id);
     assert_eq!(
@@ -40,15 +45,26 @@ pub async fn workspaces_are_created_listed_renamed_and_deleted(store: Arc<dyn Me
 
     // A workspace with nodes needs force; an empty one does not.
     assert!(matches!(
-        memory.delete_workspace("gamma", false).await,
+        memory
+            .delete_workspace(DeleteWorkspace::new("gamma", false))
+            .await,
         Err(Error::Conflict(_))
     ));
     assert_eq!(memory.get_stats(alpha.id).await.unwrap().node_count, 2);
-    memory.delete_workspace("gamma", true).await.unwrap();
-    memory.delete_workspace("beta", false).await.unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("gamma", true))
+        .await
+        .unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("beta", false))
+        .await
+        .unwrap();
     assert!(memory.list_workspaces().await.unwrap().is_empty());
     assert_eq!(
-        memory.delete_workspace("beta", false).await.unwrap_err(),
+        memory
+            .delete_workspace(DeleteWorkspace::new("beta", false))
+            .await
+            .unwrap_err(),
         Error::workspace_not_found("beta")
     );
 }
@@ -169,7 +185,10 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         ("one", "two")
     );
     // Deleting a workspace leaves the other whole.
-    memory.delete_workspace("two", true).await.unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("two", true))
+        .await
+        .unwrap();
     assert_eq!(memory.get_stats(one).await.unwrap().node_count, 2);
 }
 
@@ -338,7 +357,10 @@ pub async fn tokens_are_kept_hashed_scoped_expiring_and_revocable(store: Arc<dyn
         })
     ));
     // A workspace takes its tokens with it.
-    memory.delete_workspace("b", true).await.unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("b", true))
+        .await
+        .unwrap();
     assert_eq!(memory.authenticate(&writer_token, now).await.unwrap(), None);
     let left = memory.tokens(None).await.unwrap();
     assert!(left.iter().all(|t| t.workspace == "a"), "{left:?}");

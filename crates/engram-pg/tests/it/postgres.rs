@@ -1,7 +1,7 @@
 //! PostgreSQL-specific checks beyond the conformance suite.
 
 use engram_domain::{AddObservations, CreateRelations, DeleteObservations, DeleteRelations};
-use engram_domain::{CreateEntities, DeleteEntities};
+use engram_domain::{CreateEntities, DeleteEntities, DeleteWorkspace};
 use engram_pg::PgStore;
 
 use engram_pg::testing::fresh_database;
@@ -282,7 +282,10 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
         "{rows} delta rows: the counts were never folded"
     );
     // A deleted workspace takes its counts with it; the other's stay exact.
-    memory.delete_workspace("b", true).await.unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("b", true))
+        .await
+        .unwrap();
     let left: i64 = (client.query_one(
         "SELECT count(*) FROM workspace_counts WHERE workspace_id = $1",
         &[&b.0],

@@ -1,7 +1,7 @@
 //! SQLite-specific checks beyond the conformance suite: the file, the migrations, what the
 //! triggers leave behind in the `vec0` and FTS5 tables, and write-ahead logging.
 
-use engram_domain::{CreateEntities, DeleteEntities, OpenNodes};
+use engram_domain::{CreateEntities, DeleteEntities, DeleteWorkspace, OpenNodes};
 use std::sync::Arc;
 
 use engram_domain::perspectives::{Perspective, render_document};
@@ -210,7 +210,10 @@ async fn deletions_leave_no_vector_behind() {
         12
     );
     assert_consistent(&db, "cleared");
-    memory.delete_workspace("w", true).await.unwrap();
+    memory
+        .delete_workspace(DeleteWorkspace::new("w", true))
+        .await
+        .unwrap();
     assert_consistent(&db, "workspace deleted");
     // Only the other workspace is left, whole.
     assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_3"), 25);
