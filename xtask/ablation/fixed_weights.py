@@ -18,7 +18,7 @@ are added, in turn, to `pair_scores.py`'s signals and fitted and scored as it fi
 
     ENGRAM_PAD_EMBEDDED=10000 python3 xtask/ablation/fixed_weights.py [--model NAME]
 """
-import argparse, glob, json, math, os, sys
+import argparse, math, os, sys
 from collections import Counter
 
 import numpy as np
@@ -82,15 +82,7 @@ class Tables:
 
 def add_locomo(tables, data, model, kind, rows):
     """Each LoCoMo candidate's wcov and latew, the queries met in `gather`'s order."""
-    facts, questions = locomo.load(data)
-    if kind == "turns":
-        facts = pair_scores.load_turns(data)
-    convs = sorted(os.path.basename(p)[:-5] for p in glob.glob(f"{data}/conv-*.json"))
-    qconv = []
-    for c in convs:
-        qa = json.load(open(f"{data}/{c}.json"))["qa"]
-        qconv += [c] * sum(q["category"] <= 4 for q in qa)
-    general = [f"{f['speaker']} {f['name']}: {f['date']}: {f['fact']}" for f in facts]
+    facts, questions, convs, qconv, general = pair_scores.corpus(data, kind)
     _, FS = calibrate.embed(general, kind, "document", model)
     _, QS = calibrate.embed([q["q"] for q in questions], "questions", "query", model)
     nonsense = calibrate.nonsense_strings()

@@ -101,7 +101,9 @@ def gather(data, model, kind):
     return out
 
 
-def gather_anew(data, model, kind):
+def corpus(data, kind):
+    """LoCoMo dev as `kind` (facts or turns): the facts, the questions, the conversations, each
+    on-topic question's conversation, and the facts as the default perspective renders them."""
     facts, questions = locomo.load(data)
     if kind == "turns":
         facts = load_turns(data)
@@ -111,6 +113,11 @@ def gather_anew(data, model, kind):
         qa = json.load(open(f"{data}/{c}.json"))["qa"]
         qconv += [c] * sum(q["category"] <= 4 for q in qa)
     general = [f"{f['speaker']} {f['name']}: {f['date']}: {f['fact']}" for f in facts]
+    return facts, questions, convs, qconv, general
+
+
+def gather_anew(data, model, kind):
+    facts, questions, convs, qconv, general = corpus(data, kind)
     FV, FS = calibrate.embed(general, kind, "document", model)
     nonsense = calibrate.nonsense_strings()
     QV, QS = calibrate.embed([q["q"] for q in questions], "questions", "query", model)
