@@ -127,8 +127,9 @@ fn scores(found: &Value) -> Vec<(String, f64)> {
 }
 
 /// With the default model (all-MiniLM-L6-v2) and a new memory of two nodes (issue 43's
-/// example): a reworded question ranks its node first, scored far above the other node, and
-/// an unrelated question finds nothing by default. In a slightly larger memory random letters
+/// example): a reworded question ranks its node first, scored far above the other node (by
+/// default below `min_score`, the notice naming it with its score), and an unrelated question
+/// finds nothing by default. In a slightly larger memory random letters
 /// find nothing by default, not even a name of the same letters, every result
 /// list is in score order, two identical calls score every pair alike, a pair found in hybrid
 /// and in embedding mode scores the same in both, and a node scores as its best observation.
@@ -153,6 +154,16 @@ pub async fn a_small_memory_answers_by_default_in_score_order(backend: Backend) 
     let listed = scores(&found);
     assert_eq!(listed[0].0, "billing-service", "{found}");
     assert!(listed[0].1 > 2.0 * listed[1].1, "{found}");
+    // By default it scores below min_score (BENCHMARKS.md, "What no pair-only score can
+    // keep"), and the notice says which node came nearest and how near.
+    let default = json!({"query": "how do we handle declined payments?"});
+    let below = ok(&client, "search_nodes", default).await;
+    assert_eq!(below["results"], json!([]), "{below}");
+    let nearest = format!("(the best: billing-service, {})", listed[0].1);
+    assert!(
+        below["notice"].as_str().unwrap().contains(&nearest),
+        "{below}"
+    );
     let unrelated = json!({"query": "what is the weather in Oslo tomorrow?"});
     let nothing = ok(&client, "search_nodes", unrelated).await;
     assert_eq!(nothing["results"], json!([]), "{nothing}");

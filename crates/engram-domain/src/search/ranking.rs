@@ -356,6 +356,9 @@ fn median(values: &[f64]) -> f64 {
 /// the candidates (on LoCoMo's dev facts, R@5 0.676 against 0.661 by the unrounded score),
 /// and the unrounded score's in embedding mode, whose ranking is the cosine alone (raw
 /// dialogue turns: 0.667 against 0.604).
+///
+/// Returns the node name and score of the best candidate it left out, if any, so that a
+/// search that keeps nothing can say how near it came.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
     terms: &[String],
@@ -363,7 +366,7 @@ pub fn calibrate(
     min_score: f64,
     rescue: Option<&calibration::Rescue>,
     mode: SearchMode,
-) {
+) -> Option<(String, f64)> {
     for r in ranked.iter_mut() {
         r.features.coverage = calibration::coverage(terms, &r.row.content);
         r.score = calibration.score(&r.features);
@@ -384,12 +387,17 @@ pub fn calibrate(
         .map(|(i, r)| (i, r.features.similarity))
         .collect();
     let rescued = rescue.and_then(|rescue| rescue.pick(&nearest));
+    let kept = |index: usize, r: &Ranked| r.score >= min_score || Some(index) == rescued;
+    let best_left_out = (ranked.iter().enumerate())
+        .find(|(index, r)| !kept(*index, r))
+        .map(|(_, r)| (r.row.name.clone(), r.score));
     let mut index = 0;
     ranked.retain(|r| {
-        let keep = r.score >= min_score || Some(index) == rescued;
+        let keep = kept(index, r);
         index += 1;
         keep
     });
+    best_left_out
 }
 
 /// Each candidate's late interaction with the query (−1–1; `None` without token signs), read
@@ -592,7 +600,9 @@ mod tests {
         };
         // Ranked first by the fusion, but the second pair is the more likely.
         let mut found = ranked(&[0.5, 0.7, 0.1]);
-        calibrate(&mut found, &[], &model, 0.1, None, SearchMode::Hybrid);
+        let left_out = calibrate(&mut found, &[], &model, 0.1, None, SearchMode::Hybrid);
+        // σ(−4 + 0.8) = 0.039, the one left out, named with its shown score.
+        assert_eq!(left_out, Some(("n2".to_owned(), 0.039)));
         let names: Vec<&str> = found.iter().map(|r| r.row.name.as_str()).collect();
         assert_eq!(
             names,
@@ -602,7 +612,8 @@ mod tests {
         assert!(found[0].score > found[1].score);
         // The same pair among other candidates scores the same.
         let mut alone = ranked(&[0.5]);
-        calibrate(&mut alone, &[], &model, 0.0, None, SearchMode::Hybrid);
+        let none_left_out = calibrate(&mut alone, &[], &model, 0.0, None, SearchMode::Hybrid);
+        assert_eq!(none_left_out, None);
         assert_eq!(alone[0].score, found[1].score);
         // Both near-certain (σ(9.6) and σ(11.2) round to 1.0): the ranking's order in
         // hybrid, the likelier first in embedding mode (whose ranking is the cosine alone).

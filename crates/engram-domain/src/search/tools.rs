@@ -417,7 +417,7 @@ impl Searcher {
             let found = ranked.len();
             let least = min_score.unwrap_or(default);
             let rescue = rescue.as_ref();
-            search::calibrate(
+            let best_left_out = search::calibrate(
                 &mut ranked,
                 &cues.terms,
                 &calibration,
@@ -425,9 +425,10 @@ impl Searcher {
                 rescue,
                 effective,
             );
-            if ranked.is_empty() && found > 0 {
+            if let (true, Some((name, score))) = (ranked.is_empty(), best_left_out) {
                 let nothing = format!(
-                    "nothing in memory matched: {found} candidate(s) scored below min_score {least}"
+                    "nothing in memory matched: {found} candidate(s) scored below min_score \
+                     {least} (the best: {name}, {score}); a lower min_score shows them"
                 );
                 notice = Some(match notice {
                     Some(notice) => format!("{notice}; {nothing}"),
