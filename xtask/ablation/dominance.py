@@ -24,7 +24,9 @@ import argparse, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import locomo  # noqa: E402
 import padded  # noqa: E402
+import pair_scores  # noqa: E402
 
 # Per signal of `calibration::Features`: +1 a score may not fall as it rises, −1 may not rise,
 # 0 either way (coverage: tried with each sign).
@@ -32,9 +34,17 @@ RISING = np.array([1, 1, 0, 1, 1, 1, -1, -1])
 COVERAGE = 2
 
 
+def late_variants(terms, stems, qsigns, dsigns):
+    """`--variants`: the late interaction read as `pair_scores.VARIANTS` reads it (the weakest
+    token, the lower quartile, the share held, squared, trimmed), each a signal that rises."""
+    agree = locomo.agreements(qsigns, dsigns) if len(qsigns) and len(dsigns) else None
+    return [0.0 if agree is None else f(agree) for f in pair_scores.VARIANTS.values()]
+
+
 def dominated(candidates, right, coverage_sign):
-    """Whether a row of `candidates` is at least as good as `right` in every signal."""
-    sign = RISING.copy()
+    """Whether a row of `candidates` is at least as good as `right` in every signal (the
+    signals past `calibration::Features`' rising)."""
+    sign = np.r_[RISING, np.ones(candidates.shape[1] - len(RISING), dtype=int)]
     sign[COVERAGE] = coverage_sign
     return bool((((candidates - right) * sign) >= 0).all(axis=1).any())
 
@@ -42,7 +52,7 @@ def dominated(candidates, right, coverage_sign):
 def found(mems, coef):
     """The (memory, question) pairs whose right answer the shipped formula `coef` puts in the
     top 5 with no threshold: the issue's denominator."""
-    score = lambda x: coef[0] + np.asarray(x) @ coef[1:]
+    score = lambda x: coef[0] + np.asarray(x)[: len(coef) - 1] @ coef[1:]
     out = set()
     for name, _, rows in mems:
         for kind, text, answers, nodes in rows:
@@ -75,13 +85,15 @@ def main():
     parser.add_argument("--pads", default="0,100,1000,10000")
     parser.add_argument("--coef", default="-2.91,5.74,16.57,-0.55,36.87,0.48,1.36,-5.23,-13.93",
                         help="the shipped formula, whose top 5 says which right answers are found")
+    parser.add_argument("--variants", action="store_true",
+                        help="add the late interaction's variants as signals that rise")
     args = parser.parse_args()
     coef = np.array([float(x) for x in args.coef.split(",")])
     print("| nodes beside each memory | right answers found (no threshold) | keepable, unrelated ≤ 10 % | keepable, no nonsense |"
           " keepable, both | two-node example forces: unrelated, nonsense |")
     print("|---|---|---|---|---|---|")
     for pad in [int(p) for p in args.pads.split(",")]:
-        mems = padded.memories(args.model, pad)
+        mems = padded.memories(args.model, pad, late_variants if args.variants else None)
         denominator = found(mems, coef)
         unrelated = sum(k == "unrelated" for _, _, rows in mems for k, *_ in rows)
         best = None

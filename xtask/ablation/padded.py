@@ -27,8 +27,9 @@ DEPTH = 200
 EMBEDDED = int(os.environ.get("ENGRAM_PAD_EMBEDDED", "100000"))
 
 
-def padding_rows(model, pad, queries):
-    """For each (text, vector, signs) query, {pad node: [feature row]} over its candidates."""
+def padding_rows(model, pad, queries, extra=None):
+    """For each (text, vector, signs) query, {pad node: [feature row]} over its candidates,
+    each row ending with `extra`'s values when given (`small_memories.features`)."""
     texts = open(os.path.join(ROOT, "target", "padding.txt")).read().splitlines()[:EMBEDDED]
     facts = [f"note pad-{i:06}: {t}" for i, t in enumerate(texts)]
     P, Ps = calibrate.embed(facts, f"padding-{EMBEDDED}", "document", model)
@@ -55,23 +56,28 @@ def padding_rows(model, pad, queries):
             coverage = sum(t in set(stems[i]) for t in terms) / len(terms) if terms else 0.0
             pairs = min(calibrate.proximity(terms, stems[i]), 3)
             alien = pair_scores.alien(nouns, f"note pad-{i:06} {texts[i]}")
-            rows[f"pad-{i:06}"] = [(cos[i], late, coverage, 0.0, pairs, named, alien)]
+            row = (cos[i], late, coverage, 0.0, pairs, named, alien)
+            if extra:
+                row += tuple(extra(terms, set(stems[i]), qsigns, Ps[i]))
+            rows[f"pad-{i:06}"] = [row]
         out.append(rows)
     return out
 
 
-def memories(model, pad):
-    """`small_memories.features`, each query's rows joined by the padding's."""
+def memories(model, pad, extra=None):
+    """`small_memories.features`, each query's rows joined by the padding's (with `extra`'s
+    values last, as there)."""
     out = []
-    for name, size, rows in small_memories.features(model):
+    for name, size, rows in small_memories.features(model, extra):
         tag = f"small-{name}"
         texts = [r[1] for r in rows]
         Q, Qs = calibrate.embed(texts, tag + "-queries", "query", model)
-        padded = padding_rows(model, pad, list(zip(texts, Q, Qs))) if pad else [{} for _ in rows]
+        queries = list(zip(texts, Q, Qs))
+        padded = padding_rows(model, pad, queries, extra) if pad else [{} for _ in rows]
         new = []
         for qi, (kind, text, answers, per_node) in enumerate(rows):
             frag = pair_scores.fragmented(text, Qs[qi])
-            nodes = {n: [tuple(x) + (frag,) for x in xs] for n, xs in padded[qi].items()}
+            nodes = {n: [tuple(x[:7]) + (frag,) + tuple(x[7:]) for x in xs] for n, xs in padded[qi].items()}
             nodes |= per_node
             new.append((kind, text, answers, nodes))
         out.append((name, size, new))
