@@ -21,6 +21,7 @@ mod memory;
 mod memory_brief;
 mod memory_indexing;
 mod memory_secrets;
+mod memory_stats;
 mod memory_transfer;
 mod merge;
 mod model;

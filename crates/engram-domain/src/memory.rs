@@ -1,9 +1,7 @@
 //! [`Memory`]: the tools' semantics over a [`MemoryStore`]: validation first, then the store.
 
-use crate::store::ModelEmbeddings;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::auth::{CreateToken, TokenInfo};
 use crate::embed::Embedder;
@@ -11,6 +9,7 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::graph::{GetNeighborhood, GetPath};
 use crate::history::{GetHistory, History};
+use crate::memory_stats::CountedCoverages;
 use crate::memory_transfer::{ImportBatch, ReadGraph};
 use crate::merge::{AliasesUpdate, MergeEntities, MergedEntities, SetAliases};
 use crate::model::*;
@@ -45,24 +44,10 @@ pub struct Memory {
     /// The search tools, with the embedder, the indexer (for the texts it set aside), the
     /// query vectors' cache and the time a search waits for the embedder.
     search: Searcher,
-    /// The last counted embedding coverage per workspace while the indexer works, with when
-    /// it was counted and the store's change marker then ([`COVERAGE_REUSE`]).
-    counted_coverage: Arc<Mutex<HashMap<WorkspaceId, CountedCoverage>>>,
+    /// `get_stats`' last counted embedding coverages (`memory_stats.rs`).
+    counted_coverage: CountedCoverages,
     /// What a write does with a text holding a credential.
     secrets: SecretPolicy,
-}
-
-/// How long `get_stats` reuses a counted embedding coverage while the indexer works and
-/// nothing was written: counting the current vectors is a join over all of them (122–135 ms
-/// at 100,000 observations on PostgreSQL), and the figure moves with every batch anyway.
-pub const COVERAGE_REUSE: Duration = Duration::from_secs(5);
-
-/// A counted embedding coverage: when, at which change marker, and the figure.
-#[derive(Clone, Copy)]
-pub(crate) struct CountedCoverage {
-    at: Instant,
-    marker: i64,
-    coverage: f64,
 }
 
 impl Memory {
@@ -73,7 +58,7 @@ impl Memory {
             store,
             generator: None,
             generation_budget: GenerationBudget::default(),
-            counted_coverage: Arc::default(),
+            counted_coverage: CountedCoverages::default(),
             secrets: SecretPolicy::default(),
         }
     }
@@ -442,17 +427,9 @@ impl Memory {
         workspace: WorkspaceId,
         perspective: &crate::perspectives::Perspective,
     ) -> Result<crate::perspectives::Perspective> {
-        crate::perspectives::validate(perspective)?;
-        self.secrets
-            .screen_name("document_template", &perspective.document_template)?;
-        self.secrets
-            .screen_name("query_template", &perspective.query_template)?;
-        let stored = (self.store)
-            .set_perspective(SetPerspective {
-                workspace,
-                perspective,
-            })
-            .await?;
+        let store = &*self.store;
+        let stored =
+            crate::workspaces::set_perspective(store, self.secrets, workspace, perspective).await?;
         // This process's searches read them again (other processes' see the change in their
         // search's snapshot).
         self.search.forget_perspectives(workspace);
@@ -462,73 +439,8 @@ impl Memory {
     /// `get_stats`, with `embedding_coverage` for the configured embedder (0.0 without one)
     /// and the texts its embedder refused ([`Memory::rejected_texts`]).
     pub async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats> {
-        let mut stats = self.store.get_stats(workspace).await?;
-        stats.rejected_texts = self.rejected_texts(workspace).len() as u64;
-        stats.embedding_model = (self.embedder()).map(|e| e.model_id().to_owned());
-        stats.embedding_coverage = match self.embedder() {
-            Some(embedder) => {
-                self.coverage(workspace, &stats, embedder.model_id())
-                    .await?
-            }
-            None => 0.0,
-        };
-        Ok(stats)
-    }
-
-    /// The embedding coverage. Counting the current vectors is a join over all of them (122–135
-    /// ms at 100,000 observations on PostgreSQL), so with an indexer, whose passes are all that
-    /// changes the figure between writes, the store's change marker is read once and:
-    /// - when the indexer's last pass found nothing pending but the texts it set aside, at
-    ///   this marker ([`crate::Indexer::idle_at`]), every (observation, enabled perspective)
-    ///   pair but those is current, nothing counted;
-    /// - otherwise the last count is reused while under [`COVERAGE_REUSE`] old and taken at
-    ///   this marker;
-    /// - otherwise it is counted.
-    async fn coverage(&self, workspace: WorkspaceId, stats: &Stats, model: &str) -> Result<f64> {
-        let Some(indexer) = self.search.indexer() else {
-            return self
-                .store
-                .embedding_coverage(ModelEmbeddings { workspace, model })
-                .await;
-        };
-        let marker = self.store.change_marker().await?;
-        if indexer.idle_at() == Some(marker) {
-            let enabled = (self.store.perspectives(workspace).await?.iter())
-                .filter(|p| p.enabled)
-                .count() as i64;
-            let pairs = stats.observation_count.saturating_mul(enabled);
-            let rejected = i64::try_from(stats.rejected_texts).unwrap_or(i64::MAX);
-            return Ok(if pairs <= 0 {
-                1.0
-            } else {
-                pairs.saturating_sub(rejected).max(0) as f64 / pairs as f64
-            });
-        }
-        let reusable = |c: &CountedCoverage| c.marker == marker && c.at.elapsed() < COVERAGE_REUSE;
-        let counted = self.lock_counted_coverage().get(&workspace).copied();
-        if let Some(counted) = counted.filter(reusable) {
-            return Ok(counted.coverage);
-        }
-        let at = Instant::now();
-        let coverage = self
-            .store
-            .embedding_coverage(ModelEmbeddings { workspace, model })
-            .await?;
-        (self.lock_counted_coverage()).insert(
-            workspace,
-            CountedCoverage {
-                at,
-                marker,
-                coverage,
-            },
-        );
-        Ok(coverage)
-    }
-
-    fn lock_counted_coverage(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<WorkspaceId, CountedCoverage>> {
-        (self.counted_coverage.lock()).unwrap_or_else(|poisoned| poisoned.into_inner())
+        let (store, counted) = (&*self.store, &self.counted_coverage);
+        crate::memory_stats::get_stats(store, &self.search, counted, workspace).await
     }
 
     // Search (`search/tools.rs`).
@@ -570,20 +482,7 @@ impl Memory {
         workspace: WorkspaceId,
         request: &QueryObservations,
     ) -> Result<ObservationResults> {
-        let mut result = self.search.query_observations(workspace, request).await;
-        // A node asked by its alias: once more by its name.
-        if let Err(crate::Error::NotFound {
-            kind: "node", name, ..
-        }) = &result
-            && let Ok(found) =
-                crate::merge::resolve(&*self.store, workspace, std::slice::from_ref(name)).await
-            && let Some(node) = found.get(name)
-        {
-            let mut by_name = request.clone();
-            by_name.entity_name.clone_from(node);
-            result = self.search.query_observations(workspace, &by_name).await;
-        }
-        crate::suggestions::explain(&*self.store, workspace, result).await
+        self.search.query_observations(workspace, request).await
     }
 
     /// `find_similar_nodes`: unrelated pairs whose aggregate vectors (in the `general`

@@ -5,6 +5,7 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self};
 use crate::model::*;
+use crate::perspectives::Perspective;
 use crate::store::*;
 
 /// The semantics of [`Memory::health`](crate::Memory::health).
@@ -48,6 +49,25 @@ pub(crate) async fn delete_workspace(
     request: DeleteWorkspace,
 ) -> Result<()> {
     store.delete_workspace(&request.check()?).await
+}
+
+/// The semantics of [`Memory::set_perspective`](crate::Memory::set_perspective) in the
+/// store: `perspective` validated ([`crate::perspectives::validate`]), its templates screened
+/// for secrets.
+pub(crate) async fn set_perspective(
+    store: &dyn MemoryStore,
+    secrets: crate::SecretPolicy,
+    workspace: WorkspaceId,
+    perspective: &Perspective,
+) -> Result<Perspective> {
+    crate::perspectives::validate(perspective)?;
+    secrets.screen_name("document_template", &perspective.document_template)?;
+    secrets.screen_name("query_template", &perspective.query_template)?;
+    let request = SetPerspective {
+        workspace,
+        perspective,
+    };
+    store.set_perspective(request).await
 }
 
 /// `engram workspace rename`: a workspace's new name ([`Memory::rename_workspace`]).

@@ -269,8 +269,30 @@ impl Searcher {
         })
     }
 
-    /// As [`Memory::query_observations`](crate::Memory::query_observations).
+    /// As [`Memory::query_observations`](crate::Memory::query_observations): a node asked by
+    /// its alias is asked once more by its name, and an unknown one gets "did you mean".
     pub(crate) async fn query_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &QueryObservations,
+    ) -> Result<ObservationResults> {
+        let mut result = self.query_node_observations(workspace, request).await;
+        if let Err(Error::NotFound {
+            kind: "node", name, ..
+        }) = &result
+            && let Ok(found) =
+                crate::merge::resolve(&*self.store, workspace, std::slice::from_ref(name)).await
+            && let Some(node) = found.get(name)
+        {
+            let mut by_name = request.clone();
+            by_name.entity_name.clone_from(node);
+            result = self.query_node_observations(workspace, &by_name).await;
+        }
+        crate::suggestions::explain(&*self.store, workspace, result).await
+    }
+
+    /// `query_observations` of the node `request` names, as it is named.
+    async fn query_node_observations(
         &self,
         workspace: WorkspaceId,
         request: &QueryObservations,
