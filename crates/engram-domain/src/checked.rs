@@ -1,15 +1,17 @@
-//! [`Checked`]: caller input that [`crate::Memory`] has validated (limits, secrets), the only
-//! form in which a store's write methods accept it. Only this crate can make one, so
-//! "checked before a store sees it" holds by type, not by convention.
+//! [`Checked`]: caller input that the domain has validated (limits, secrets) before a
+//! [`crate::Memory`] call reaches the store, the only form in which a store's write methods
+//! accept it. Only this crate can make one, so "checked before a store sees it" holds by
+//! type, not by convention.
 
-/// A value `Memory` has validated; a store reads it through `Deref` (or
-/// [`Checked::into_inner`]). `Checked<&[NewNode]>`, `Checked<&str>`, …: it borrows what the
-/// caller passed, so checking costs no copy.
+/// A value the domain has validated (a request type's `check()`); a store reads it through
+/// `Deref` (or [`Checked::into_inner`]). It wraps the request the caller passed
+/// (`Checked<SetSummary>`, `Checked<ImportBatch>`, …), or borrows it (`Checked<&str>`), so
+/// checking costs no copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checked<T>(T);
 
 impl<T> Checked<T> {
-    /// Marks `value` as validated: for `Memory` (and the conformance suite) only.
+    /// Marks `value` as validated: for the domain's checks (and the conformance suite) only.
     pub(crate) fn new(value: T) -> Self {
         Self(value)
     }

@@ -427,13 +427,9 @@ impl Memory {
         workspace: WorkspaceId,
         perspective: &crate::perspectives::Perspective,
     ) -> Result<crate::perspectives::Perspective> {
-        let store = &*self.store;
-        let stored =
-            crate::workspaces::set_perspective(store, self.secrets, workspace, perspective).await?;
-        // This process's searches read them again (other processes' see the change in their
-        // search's snapshot).
-        self.search.forget_perspectives(workspace);
-        Ok(stored)
+        let (store, search) = (&*self.store, &self.search);
+        crate::workspaces::set_perspective(store, self.secrets, search, workspace, perspective)
+            .await
     }
 
     /// `get_stats`, with `embedding_coverage` for the configured embedder (0.0 without one)

@@ -11,8 +11,8 @@ use crate::search::tools::Searcher;
 use crate::store::{MemoryStore, ModelEmbeddings};
 
 /// How long `get_stats` reuses a counted embedding coverage while the indexer works and
-/// nothing was written: counting the current vectors is a join over all of them, and the
-/// figure moves with every batch anyway.
+/// nothing was written: counting the current vectors is a join over all of them (122–135 ms
+/// at 100,000 observations on PostgreSQL), and the figure moves with every batch anyway.
 pub const COVERAGE_REUSE: Duration = Duration::from_secs(5);
 
 /// The last counted embedding coverage per workspace while the indexer works, with when it was

@@ -51,12 +51,14 @@ pub(crate) async fn delete_workspace(
     store.delete_workspace(&request.check()?).await
 }
 
-/// The semantics of [`Memory::set_perspective`](crate::Memory::set_perspective) in the
-/// store: `perspective` validated ([`crate::perspectives::validate`]), its templates screened
-/// for secrets.
+/// The semantics of [`Memory::set_perspective`](crate::Memory::set_perspective):
+/// `perspective` validated ([`crate::perspectives::validate`]), its templates screened for
+/// secrets, stored, and this process's searches told to read the workspace's perspectives
+/// again (other processes' see the change in their search's snapshot).
 pub(crate) async fn set_perspective(
     store: &dyn MemoryStore,
     secrets: crate::SecretPolicy,
+    search: &crate::search::tools::Searcher,
     workspace: WorkspaceId,
     perspective: &Perspective,
 ) -> Result<Perspective> {
@@ -67,7 +69,9 @@ pub(crate) async fn set_perspective(
         workspace,
         perspective,
     };
-    store.set_perspective(request).await
+    let stored = store.set_perspective(request).await?;
+    search.forget_perspectives(workspace);
+    Ok(stored)
 }
 
 /// `engram workspace rename`: a workspace's new name ([`Memory::rename_workspace`]).

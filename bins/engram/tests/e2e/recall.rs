@@ -155,7 +155,7 @@ pub async fn a_small_memory_answers_by_default_in_score_order(backend: Backend) 
     assert_eq!(listed[0].0, "billing-service", "{found}");
     assert!(listed[0].1 > 2.0 * listed[1].1, "{found}");
     // By default it scores below min_score (BENCHMARKS.md, "What no pair-only score can
-    // keep"), and the notice says which node came nearest and how near.
+    // keep"), and the notice names the best-scored node and its score.
     let default = json!({"query": "how do we handle declined payments?"});
     let below = ok(&client, "search_nodes", default).await;
     assert_eq!(below["results"], json!([]), "{below}");

@@ -357,8 +357,8 @@ fn median(values: &[f64]) -> f64 {
 /// and the unrounded score's in embedding mode, whose ranking is the cosine alone (raw
 /// dialogue turns: 0.667 against 0.604).
 ///
-/// Returns the node name and score of the best candidate it left out, if any, so that a
-/// search that keeps nothing can say how near it came.
+/// When it keeps nothing, returns the node name and score of the best-scored candidate, so
+/// that the search can say how near it came.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
     terms: &[String],
@@ -388,9 +388,10 @@ pub fn calibrate(
         .collect();
     let rescued = rescue.and_then(|rescue| rescue.pick(&nearest));
     let kept = |index: usize, r: &Ranked| r.score >= min_score || Some(index) == rescued;
-    let best_left_out = (ranked.iter().enumerate())
-        .find(|(index, r)| !kept(*index, r))
-        .map(|(_, r)| (r.row.name.clone(), r.score));
+    let keeps_none = !ranked.iter().enumerate().any(|(index, r)| kept(index, r));
+    let best_left_out = (ranked.first())
+        .filter(|_| keeps_none)
+        .map(|r| (r.row.name.clone(), r.score));
     let mut index = 0;
     ranked.retain(|r| {
         let keep = kept(index, r);
@@ -600,9 +601,8 @@ mod tests {
         };
         // Ranked first by the fusion, but the second pair is the more likely.
         let mut found = ranked(&[0.5, 0.7, 0.1]);
-        let left_out = calibrate(&mut found, &[], &model, 0.1, None, SearchMode::Hybrid);
-        // σ(−4 + 0.8) = 0.039, the one left out, named with its shown score.
-        assert_eq!(left_out, Some(("n2".to_owned(), 0.039)));
+        let some_kept = calibrate(&mut found, &[], &model, 0.1, None, SearchMode::Hybrid);
+        assert_eq!(some_kept, None);
         let names: Vec<&str> = found.iter().map(|r| r.row.name.as_str()).collect();
         assert_eq!(
             names,
@@ -611,9 +611,13 @@ mod tests {
         );
         assert!(found[0].score > found[1].score);
         // The same pair among other candidates scores the same.
+        // Kept nothing: the best-scored is named with its shown score, σ(−4 + 5.6) = 0.832.
+        let mut none_kept = ranked(&[0.1, 0.7]);
+        let best = calibrate(&mut none_kept, &[], &model, 0.9, None, SearchMode::Hybrid);
+        assert!(none_kept.is_empty());
+        assert_eq!(best, Some(("n1".to_owned(), 0.832)));
         let mut alone = ranked(&[0.5]);
-        let none_left_out = calibrate(&mut alone, &[], &model, 0.0, None, SearchMode::Hybrid);
-        assert_eq!(none_left_out, None);
+        calibrate(&mut alone, &[], &model, 0.0, None, SearchMode::Hybrid);
         assert_eq!(alone[0].score, found[1].score);
         // Both near-certain (σ(9.6) and σ(11.2) round to 1.0): the ranking's order in
         // hybrid, the likelier first in embedding mode (whose ranking is the cosine alone).

@@ -439,7 +439,7 @@ impl Searcher {
             let found = ranked.len();
             let least = min_score.unwrap_or(default);
             let rescue = rescue.as_ref();
-            let best_left_out = search::calibrate(
+            let best_scored = search::calibrate(
                 &mut ranked,
                 &cues.terms,
                 &calibration,
@@ -447,7 +447,7 @@ impl Searcher {
                 rescue,
                 effective,
             );
-            if let (true, Some((name, score))) = (ranked.is_empty(), best_left_out) {
+            if let Some((name, score)) = best_scored {
                 let nothing = format!(
                     "nothing in memory matched: {found} candidate(s) scored below min_score \
                      {least} (the best: {name}, {score}); a lower min_score shows them"

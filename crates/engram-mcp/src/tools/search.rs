@@ -15,7 +15,7 @@ use crate::results::*;
 impl EngramServer {
     /// Find nodes by meaning and keywords, each once with its best observation, best first.
     /// `score` (0–1): how likely it is relevant, from it and the query alone (0.5 as likely
-    /// as not; default min_score 0.8); if none passes, `notice` names the nearest and its
+    /// as not; default min_score 0.8); if none passes, `notice` names the best and its
     /// score.
     #[tool(
         annotations(read_only_hint = true),
