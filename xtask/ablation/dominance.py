@@ -63,8 +63,9 @@ def found(mems, coef):
 
 
 def forced(mems, coverage_sign):
-    """Per right answer (its best row): the unrelated and the nonsense queries (of every
-    memory: the score is one formula) that a score keeping it must answer."""
+    """Per right answer, per row of its answer nodes (a score keeps the answer when any row
+    passes): the unrelated and the nonsense queries (of every memory: the score is one
+    formula) that a score keeping that row must answer."""
     others = [(kind, np.array([x for xs in nodes.values() for x in xs]))
               for _, _, rows in mems for kind, _, _, nodes in rows if kind != "right"]
     out = []
@@ -72,10 +73,11 @@ def forced(mems, coverage_sign):
         for kind, text, answers, nodes in rows:
             if kind != "right" or not any(n in nodes for n in answers):
                 continue
-            best = max((np.array(x) for n in answers for x in nodes.get(n, [])),
-                       key=lambda x: x[0] + x[1])
-            hit = [k for k, cands in others if dominated(cands, best, coverage_sign)]
-            out.append((name, text, hit.count("unrelated"), hit.count("nonsense")))
+            per_row = []
+            for row in (np.array(x) for n in answers for x in nodes.get(n, [])):
+                hit = [k for k, cands in others if dominated(cands, row, coverage_sign)]
+                per_row.append((hit.count("unrelated"), hit.count("nonsense")))
+            out.append((name, text, per_row))
     return out
 
 
@@ -96,20 +98,25 @@ def main():
         mems = padded.memories(args.model, pad, late_variants if args.variants else None)
         denominator = found(mems, coef)
         unrelated = sum(k == "unrelated" for _, _, rows in mems for k, *_ in rows)
-        best = None
-        for sign in (1, -1):
-            every = forced(mems, sign)
-            two = [(u, n) for name, text, u, n in every if name == "two-nodes" and "declined" in text]
-            rows = [r for r in every if r[:2] in denominator]
-            # Keeping a set of right answers answers the union of what each forces; a count
-            # per answer bounds it from below, so "keepable" is an upper bound.
-            few = sum(u <= 0.1 * unrelated for _, _, u, _ in rows)
-            clean = sum(n == 0 for _, _, _, n in rows)
-            both = sum(u <= 0.1 * unrelated and n == 0 for _, _, u, n in rows)
-            figures = (both, few, clean, len(rows), two[0] if two else None)
-            best = max(best, figures, key=lambda f: f[0]) if best else figures
-        both, few, clean, total, two = best
-        print(f"| {pad:,} | {total} | {few} | {clean} | {both} | {two[0]}/{unrelated} answered, {two[1]} nonsense |" if two else f"| {pad:,} | {total} | {few} | {clean} | {both} | – |")
+        few_ok = lambda u, n: u <= 0.1 * unrelated
+        clean_ok = lambda u, n: n == 0
+        both_ok = lambda u, n: few_ok(u, n) and clean_ok(u, n)
+        # Each column its own best sign of coverage's weight: every figure is an upper bound.
+        # Keeping a set of right answers answers the union of what each forces; counting
+        # per answer (any of its rows) bounds that from below, so "keepable" is an upper bound.
+        by_sign = {sign: forced(mems, sign) for sign in (1, -1)}
+        columns = []
+        for ok in (few_ok, clean_ok, both_ok):
+            columns.append(max(
+                sum(any(ok(u, n) for u, n in per_row)
+                    for name, text, per_row in by_sign[sign] if (name, text) in denominator)
+                for sign in by_sign))
+        two = [min(per_row, key=lambda r: (r[1], r[0]))
+               for rows in by_sign.values() for name, text, per_row in rows
+               if name == "two-nodes" and "declined" in text]
+        two = min(two, key=lambda r: (r[1], r[0])) if two else None
+        cells = f"{two[0]}/{unrelated} answered, {two[1]} nonsense" if two else "–"
+        print(f"| {pad:,} | {len(denominator)} | {columns[0]} | {columns[1]} | {columns[2]} | {cells} |")
 
 
 if __name__ == "__main__":

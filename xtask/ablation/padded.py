@@ -30,6 +30,8 @@ EMBEDDED = int(os.environ.get("ENGRAM_PAD_EMBEDDED", "100000"))
 def padding_rows(model, pad, queries, extra=None):
     """For each (text, vector, signs) query, {pad node: [feature row]} over its candidates,
     each row ending with `extra`'s values when given (`small_memories.features`)."""
+    if pad > EMBEDDED:
+        sys.exit(f"--pad {pad} is more than the {EMBEDDED} padding texts embedded (ENGRAM_PAD_EMBEDDED)")
     texts = open(os.path.join(ROOT, "target", "padding.txt")).read().splitlines()[:EMBEDDED]
     facts = [f"note pad-{i:06}: {t}" for i, t in enumerate(texts)]
     P, Ps = calibrate.embed(facts, f"padding-{EMBEDDED}", "document", model)
