@@ -64,10 +64,9 @@ class Tables:
         key = qsigns.tobytes()
         if key not in self.weights:
             agree = (qsigns @ self.tokens.T) / qsigns.shape[1]
-            best = np.full((len(qsigns), self.texts), -1.0)
-            np.maximum.at(best.T, self.owner, agree.T)
-            held = (best >= 0.6).sum(1)
-            self.weights[key] = np.maximum(np.log((self.texts + 1) / (held + 0.5)), 0.05)
+            best = np.full((self.texts, len(qsigns)), -1.0)
+            np.maximum.at(best, self.owner, agree.T)
+            self.weights[key] = locomo.token_idf(best)
         return self.weights[key]
 
     def latew(self, qsigns, dsigns):
@@ -102,20 +101,8 @@ def add_locomo(tables, data, model, kind, rows):
 def figures(data, small, feats):
     """Leave-one-conversation-out R@5 and off-topic answers at 0 and 0.8, the small sets at 0.8."""
     pair_scores.FEATS = feats
-    both = data["facts"] + data["turns"]
-    folds = sorted({m["fold"] for m, _ in both})
-    oof = {kind: [None] * len(rows) for kind, rows in data.items()}
-    for f in folds:
-        rest = [g for g in folds if g != f]
-        w = pair_scores.pairwise(pair_scores.pair_rows(both, small, rest))
-        c = pair_scores.scale([(m, d) for m, d in both if m["fold"] != f], small, w)
-        score = pair_scores.score_of(pair_scores.combined(w, c))
-        for kind, rows in data.items():
-            for i, (m, d) in enumerate(rows):
-                if m["fold"] == f:
-                    oof[kind][i] = score(np.column_stack([d[x] for x in feats]))
-    w = pair_scores.pairwise(pair_scores.pair_rows(both, small, folds))
-    score = pair_scores.score_of(pair_scores.combined(w, pair_scores.scale(both, small, w)))
+    oof, coef = pair_scores.cross_validated(data, small)
+    score = pair_scores.score_of(coef)
     tally, _ = small_memories.judge(small, lambda x: score(np.array(x)[None, :])[0], 0.8)
     cells = []
     for kind, rows in data.items():

@@ -118,6 +118,13 @@ def agreements(query, doc):
     return (query @ doc.T).max(1) / 384
 
 
+def token_idf(best, held=0.6):
+    """Each query token's idf among texts, from `best` (texts × query tokens: each text's best
+    agreement with the token): a text holds a token when it agrees in `held` (at least 0.05,
+    `late_interaction::token_weights`)."""
+    return np.maximum(np.log((len(best) + 1) / ((best >= held).sum(0) + 0.5)), 0.05)
+
+
 def max_sims(query, docs, weighted=True, held=0.6):
     """Late interaction of the query with each candidate: the mean of its agreements, each
     query token weighted by its idf among the candidates (a candidate holds a token when it
@@ -126,7 +133,7 @@ def max_sims(query, docs, weighted=True, held=0.6):
     rows = np.array([a for a in found if a is not None])
     weights = np.ones(len(query))
     if weighted and len(rows):
-        weights = np.maximum(np.log((len(rows) + 1) / ((rows >= held).sum(0) + 0.5)), 0.05)
+        weights = token_idf(rows, held)
     return np.array([np.nan if a is None else (a * weights).sum() / weights.sum() for a in found])
 
 

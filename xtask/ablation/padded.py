@@ -52,13 +52,14 @@ def padding_rows(model, pad, queries, extra=None):
         ids = sorted(set(np.argsort(-cos)[:DEPTH]) | set(lexical))
         nouns = pair_scores.proper_nouns(text)
         named = float("note" in qwords)
+        frag = pair_scores.fragmented(text, qsigns)
         rows = {}
         for i in ids:
             late = small_memories.late(qsigns, Ps[i])
             coverage = sum(t in set(stems[i]) for t in terms) / len(terms) if terms else 0.0
             pairs = min(calibrate.proximity(terms, stems[i]), 3)
             alien = pair_scores.alien(nouns, f"note pad-{i:06} {texts[i]}")
-            row = (cos[i], late, coverage, 0.0, pairs, named, alien)
+            row = (cos[i], late, coverage, 0.0, pairs, named, alien, frag)
             if extra:
                 row += tuple(extra(terms, set(stems[i]), qsigns, Ps[i]))
             rows[f"pad-{i:06}"] = [row]
@@ -78,10 +79,7 @@ def memories(model, pad, extra=None):
         padded = padding_rows(model, pad, queries, extra) if pad else [{} for _ in rows]
         new = []
         for qi, (kind, text, answers, per_node) in enumerate(rows):
-            frag = pair_scores.fragmented(text, Qs[qi])
-            nodes = {n: [tuple(x[:7]) + (frag,) + tuple(x[7:]) for x in xs] for n, xs in padded[qi].items()}
-            nodes |= per_node
-            new.append((kind, text, answers, nodes))
+            new.append((kind, text, answers, padded[qi] | per_node))
         out.append((name, size, new))
     return out
 

@@ -281,6 +281,25 @@ def small_figures(small, f, t):
             f"{np.median(scores):.2f}, 10th percentile {np.percentile(scores, 10):.2f}")
 
 
+def cross_validated(data, small):
+    """Leave one conversation out: for each, the weights and scale fitted on the others score
+    its queries. Returns those scores per mapping of `data` and the coefficients fitted on all
+    (`FEATS`' signals)."""
+    both = [row for rows in data.values() for row in rows]
+    folds = sorted({m["fold"] for m, _ in both})
+    oof = {kind: [None] * len(rows) for kind, rows in data.items()}
+    for f in folds:
+        rest = [g for g in folds if g != f]
+        w = pairwise(pair_rows(both, small, rest))
+        score = score_of(combined(w, scale([(m, d) for m, d in both if m["fold"] != f], small, w)))
+        for kind, rows in data.items():
+            for i, (m, d) in enumerate(rows):
+                if m["fold"] == f:
+                    oof[kind][i] = score(np.column_stack([d[x] for x in FEATS]))
+    w = pairwise(pair_rows(both, small, folds))
+    return oof, combined(w, scale(both, small, w))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
@@ -290,19 +309,7 @@ def main():
     data = {kind: gather(args.data, args.model, kind) for kind in ("facts", "turns")}
     both = data["facts"] + data["turns"]
     folds = sorted({m["fold"] for m, _ in both})
-    # Leave one conversation out: weights and scale from the others, scores for it.
-    oof = {kind: [None] * len(rows) for kind, rows in data.items()}
-    for f in folds:
-        rest = [g for g in folds if g != f]
-        w = pairwise(pair_rows(both, small, rest))
-        c = scale([(m, d) for m, d in both if m["fold"] != f], small, w)
-        for kind, rows in data.items():
-            for i, (m, d) in enumerate(rows):
-                if m["fold"] == f:
-                    oof[kind][i] = score_of(combined(w, c))(np.column_stack([d[x] for x in FEATS]))
-    w = pairwise(pair_rows(both, small, folds))
-    c = scale(both, small, w)
-    coef = combined(w, c)
+    oof, coef = cross_validated(data, small)
     print(f"\n## {args.model}: σ({coef[0]:.2f} + " + " + ".join(
         f"{v:.2f}·{f}" for v, f in zip(coef[1:], FEATS)) + ")")
     f = score_of(coef)

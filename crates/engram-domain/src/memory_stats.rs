@@ -43,12 +43,10 @@ pub(crate) async fn get_stats(
 ) -> Result<Stats> {
     let mut stats = store.get_stats(workspace).await?;
     stats.rejected_texts = search.rejected_texts(workspace).len() as u64;
-    stats.embedding_model = (search.embedder()).map(|e| e.model_id().to_owned());
-    stats.embedding_coverage = match search.embedder() {
-        Some(embedder) => {
-            let model = embedder.model_id();
-            coverage(store, search, counted, workspace, &stats, model).await?
-        }
+    let model = search.embedder().map(|e| e.model_id());
+    stats.embedding_model = model.map(str::to_owned);
+    stats.embedding_coverage = match model {
+        Some(model) => coverage(store, search, counted, workspace, &stats, model).await?,
         None => 0.0,
     };
     Ok(stats)

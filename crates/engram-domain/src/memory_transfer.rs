@@ -209,13 +209,12 @@ impl ImportBatch {
                 format!("at most {IMPORT_BATCH_OBSERVATIONS} per batch, got {observations}"),
             ));
         }
-        let nodes = (nodes.into_iter().enumerate())
+        let mut nodes = (nodes.into_iter().enumerate())
             .map(|(i, node)| validate_node(node).map_err(|e| e.within(&format!("nodes[{i}]"))))
             .collect::<Result<Vec<_>>>()?;
         for (i, relation) in relations.iter().enumerate() {
             validate_relation(relation).map_err(|e| e.within(&format!("relations[{i}]")))?;
         }
-        let mut nodes = nodes;
         secrets.screen_import(&mut nodes, &relations)?;
         if let Some((first, second)) = first_duplicate(nodes.iter().map(|n| &n.name)) {
             return Err(Error::invalid(

@@ -387,18 +387,17 @@ pub fn calibrate(
         .map(|(i, r)| (i, r.features.similarity))
         .collect();
     let rescued = rescue.and_then(|rescue| rescue.pick(&nearest));
-    let kept = |index: usize, r: &Ranked| r.score >= min_score || Some(index) == rescued;
-    let keeps_none = !ranked.iter().enumerate().any(|(index, r)| kept(index, r));
-    let best_left_out = (ranked.first())
-        .filter(|_| keeps_none)
-        .map(|r| (r.row.name.clone(), r.score));
+    // In score order: when the first falls short and none is rescued, all are left out.
+    if rescued.is_none() && ranked.first().is_some_and(|best| best.score < min_score) {
+        return (ranked.drain(..).next()).map(|best| (best.row.name, best.score));
+    }
     let mut index = 0;
     ranked.retain(|r| {
-        let keep = kept(index, r);
+        let keep = r.score >= min_score || Some(index) == rescued;
         index += 1;
         keep
     });
-    best_left_out
+    None
 }
 
 /// Each candidate's late interaction with the query (−1–1; `None` without token signs), read
