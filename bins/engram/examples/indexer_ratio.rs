@@ -48,8 +48,9 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     for batch in nodes.chunks(100) {
         memory
-            .create_entities(workspace, CreateEntities::new(batch.to_vec()))
-            .await?;
+            .call(workspace, CreateEntities::new(batch.to_vec()))
+            .await?
+            .entities;
     }
 
     let embedder = Arc::new(LocalEmbedder::default());

@@ -104,7 +104,7 @@ async fn search(
         .mode(SearchMode::Hybrid)
         .limit(5)
         .min_score(min_score);
-    let found = memory.search_nodes(workspace, &request).await?;
+    let found = memory.call(workspace, request).await?;
     Ok(found
         .results
         .into_iter()
@@ -145,7 +145,7 @@ async fn add_nodes(
     for batch in entities.chunks(500) {
         let batch: CreateEntities =
             serde_json::from_value(serde_json::json!({ "entities": batch }))?;
-        memory.create_entities(workspace, batch).await?;
+        memory.call(workspace, batch).await?;
     }
     Ok(())
 }
@@ -230,7 +230,7 @@ async fn ask(
     if small.relations.as_array().is_some_and(|r| !r.is_empty()) {
         let relations: CreateRelations =
             serde_json::from_value(serde_json::json!({ "relations": small.relations }))?;
-        memory.create_relations(workspace, relations).await?;
+        memory.call(workspace, relations).await?;
     }
     indexer.run_until_idle().await?;
     let mut tally = Tally::default();
@@ -288,6 +288,6 @@ async fn ask(
         .collect();
     let deleted: DeleteEntities =
         serde_json::from_value(serde_json::json!({ "entity_names": names }))?;
-    memory.delete_entities(workspace, deleted).await?;
+    memory.call(workspace, deleted).await?;
     Ok(tally)
 }

@@ -124,7 +124,7 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
             let (nodes, relations) = match &args.around {
                 Some(name) => {
                     let around = memory
-                        .get_neighborhood(workspace.id, GetNeighborhood::new(name, args.depth))
+                        .call(workspace.id, GetNeighborhood::new(name, args.depth))
                         .await
                         .with_context(|| format!("--around {name:?}"))?;
                     let mut nodes: Vec<(String, String)> = (around.nodes.into_iter())

@@ -154,9 +154,9 @@ async fn search(source: Source, args: &RecallArgs, query: &str) -> Result<Search
             }
             let workspace = find_workspace(&memory, &args.workspace).await?;
             Ok(memory
-                .search_nodes(
+                .call(
                     workspace,
-                    &SearchNodes::new(query)
+                    SearchNodes::new(query)
                         .limit(args.limit)
                         .min_score(args.min_score),
                 )

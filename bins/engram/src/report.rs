@@ -27,9 +27,7 @@ pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
         min_score: args.min_score,
         cluster_min_score: args.cluster_min_score,
     };
-    let report = memory
-        .get_consolidation_report(workspace.id, options)
-        .await?;
+    let report = memory.call(workspace.id, options).await?;
     outln!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }

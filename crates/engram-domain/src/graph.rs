@@ -1,14 +1,14 @@
 //! Walking the graph: a node's neighbourhood and the shortest path between two nodes, each
 //! asked by its tool's request (the MCP input), checked, then answered by the store.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits;
 use crate::merge::{rename, through_aliases};
 use crate::model::*;
-use crate::store::*;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 fn default_depth() -> u32 {
     1
@@ -95,45 +95,89 @@ impl GetPath {
     }
 }
 
-/// The semantics of [`Memory::get_neighborhood`](crate::Memory::get_neighborhood).
-pub(crate) async fn get_neighborhood(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: GetNeighborhood,
-) -> Result<Neighborhood> {
-    let request = request.check()?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| rename(&mut r.name, alias, node),
-        |r| async move {
-            let result = store.get_neighborhood(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `get_neighborhood`.
+impl Tool for GetNeighborhood {
+    const NAME: &'static str = "get_neighborhood";
+    const DESCRIPTION: &'static str =
+        "A node and every node within `depth` hops, with the relations among them.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = Neighborhood;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| rename(&mut r.name, alias, node),
+            |r| async move {
+                let result = store.get_neighborhood(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
 }
 
-/// The semantics of [`Memory::get_path`](crate::Memory::get_path).
-pub(crate) async fn get_path(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: GetPath,
-) -> Result<GraphPath> {
-    let request = request.check()?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 2),
-        |r, alias, node| {
-            rename(&mut r.from_entity, alias, node);
-            rename(&mut r.to_entity, alias, node);
-        },
-        |r| async move {
-            let result = store.get_path(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `get_path`.
+impl Tool for GetPath {
+    const NAME: &'static str = "get_path";
+    const DESCRIPTION: &'static str =
+        "The shortest chain of relations (followed in either direction) between two nodes.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = GraphPath;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 2),
+            |r, alias, node| {
+                rename(&mut r.from_entity, alias, node);
+                rename(&mut r.to_entity, alias, node);
+            },
+            |r| async move {
+                let result = store.get_path(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
+}
+
+/// `find_unlinked_references` takes no arguments: any is refused as unknown.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FindUnlinkedReferences {}
+
+impl Tool for FindUnlinkedReferences {
+    const NAME: &'static str = "find_unlinked_references";
+    const DESCRIPTION: &'static str =
+        "Nodes whose facts mention another node with no relation between the two (a heuristic).";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = UnlinkedReferencesResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let references = context.store.find_unlinked_references(workspace).await?;
+        Ok(UnlinkedReferencesResult { references })
+    }
+}
+
+/// `find_unlinked_references`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct UnlinkedReferencesResult {
+    /// Mentions without a relation, by node then referenced name.
+    pub references: Vec<UnlinkedReference>,
+}
+
+/// The tools that walk the graph.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<GetNeighborhood>();
+    visitor.visit::<GetPath>();
+    visitor.visit::<FindUnlinkedReferences>();
 }

@@ -10,7 +10,7 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits;
 use crate::model::*;
-use crate::store::*;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Default page size of `get_history`.
 pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
@@ -170,35 +170,44 @@ pub struct History {
     pub next_before: Option<Timestamp>,
 }
 
-/// The semantics of [`Memory::get_history`](crate::Memory::get_history).
-pub(crate) async fn get_history(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: GetHistory,
-) -> Result<History> {
-    let request = request.check()?;
-    let limit = request.limit as usize;
-    // With the node's own name, which the answer gives when it was asked by an alias.
-    let (name, events) = crate::merge::through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
-        |r| async move {
-            let events = store.get_history(workspace, &r).await;
-            let named = events.map(|events| (r.name.clone(), events));
-            (r, named)
-        },
-    )
-    .await?;
-    let full = events.len() >= limit;
-    let next_before = match events.last() {
-        Some(last) if full && last.operation != HistoryOperation::Created => Some(last.at),
-        _ => None,
-    };
-    Ok(History {
-        name,
-        events,
-        next_before,
-    })
+/// `get_history`.
+impl Tool for GetHistory {
+    const NAME: &'static str = "get_history";
+    const DESCRIPTION: &'static str = "A node's changes, newest first.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = History;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let limit = request.limit as usize;
+        // With the node's own name, which the answer gives when it was asked by an alias.
+        let (name, events) = crate::merge::through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
+            |r| async move {
+                let events = store.get_history(workspace, &r).await;
+                let named = events.map(|events| (r.name.clone(), events));
+                (r, named)
+            },
+        )
+        .await?;
+        let full = events.len() >= limit;
+        let next_before = match events.last() {
+            Some(last) if full && last.operation != HistoryOperation::Created => Some(last.at),
+            _ => None,
+        };
+        Ok(History {
+            name,
+            events,
+            next_before,
+        })
+    }
+}
+
+/// The history tool.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<GetHistory>();
 }

@@ -38,6 +38,7 @@ mod store;
 pub mod suggestions;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
+pub mod tool;
 pub mod transactions;
 pub mod transfer;
 mod validity;
@@ -49,13 +50,14 @@ pub use consolidation::*;
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
-pub use graph::{GetNeighborhood, GetPath};
+pub use graph::{FindUnlinkedReferences, GetNeighborhood, GetPath, UnlinkedReferencesResult};
 pub use history::{DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation};
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
+pub use memory_stats::GetStats;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph};
 pub use merge::{
     AliasesUpdate, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities, MovedObservation,
@@ -63,22 +65,31 @@ pub use merge::{
 };
 pub use model::*;
 pub use nodes::{
-    CreateEntities, DeleteEntities, GetNodesByType, GetRecentlyModified, IfExists, OpenNodes,
-    SetSummary, SetTags,
+    CreateEntities, CreateEntitiesResult, DeleteEntities, GetNodesByType, GetOrphanedNodes,
+    GetRecentlyModified, IfExists, NodeBriefsResult, OpenNodes, SetSummary, SetTags,
+    TypedNodesResult,
 };
-pub use observations::{AddObservations, DeleteObservations, ReplaceObservation};
-pub use relations::{CreateRelations, DeleteRelations, GetRelationsBetween, RenameRelationType};
+pub use observations::{
+    AddObservations, AddObservationsResult, DeleteObservations, DeleteObservationsResult,
+    ReplaceObservation,
+};
+pub use relations::{
+    CreateRelations, DeleteRelations, GetRelationsBetween, RelationsResult, RenameRelationType,
+    RenamedRelation,
+};
 pub use retry::Failure;
 pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
 pub use search::results::*;
+pub use search::tools::SimilarNodesResult;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, MAX_PARTS, ProposeSplit, SplitEntity, SplitGroup, SplitMove,
     SplitPart, SplitProposal, SplitResult,
 };
 pub use store::*;
+pub use tool::{Effect, Tool, ToolContext, ToolVisitor, each_tool};
 pub use validity::{
-    EndObservations, EndRelations, EndedObservations, EndedRelations, ObservationEndings, ReadTime,
-    ended_before_it_began,
+    EndObservations, EndObservationsResult, EndRelations, EndedObservations, EndedRelations,
+    ObservationEndings, ReadTime, ended_before_it_began,
 };
 pub use vectors::*;
 pub use workspaces::{DeleteWorkspace, RenameWorkspace};

@@ -1,4 +1,4 @@
-//! `get_stats` ([`Memory::get_stats`](crate::Memory::get_stats)): the store's counts, with the
+//! `get_stats`: the store's counts, with the
 //! embedder's model, how much of the workspace it has embedded, and the texts it rejected.
 
 use std::collections::HashMap;
@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::model::{Stats, WorkspaceId};
 use crate::search::tools::Searcher;
 use crate::store::{MemoryStore, ModelEmbeddings};
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// How long `get_stats` reuses a counted embedding coverage while the indexer works and
 /// nothing was written: counting the current vectors is a join over all of them (122–135 ms
@@ -34,22 +35,37 @@ impl CountedCoverages {
     }
 }
 
-/// The semantics of [`Memory::get_stats`](crate::Memory::get_stats).
-pub(crate) async fn get_stats(
-    store: &dyn MemoryStore,
-    search: &Searcher,
-    counted: &CountedCoverages,
-    workspace: WorkspaceId,
-) -> Result<Stats> {
-    let mut stats = store.get_stats(workspace).await?;
-    stats.rejected_texts = search.rejected_texts(workspace).len() as u64;
-    let model = search.embedder().map(|e| e.model_id());
-    stats.embedding_model = model.map(str::to_owned);
-    stats.embedding_coverage = match model {
-        Some(model) => coverage(store, search, counted, workspace, &stats, model).await?,
-        None => 0.0,
-    };
-    Ok(stats)
+/// `get_stats` takes no arguments: any is refused as unknown.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetStats {}
+
+impl Tool for GetStats {
+    const NAME: &'static str = "get_stats";
+    const DESCRIPTION: &'static str = "Counts, embedding coverage, and texts the embedder refused.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = Stats;
+
+    /// The store's counts, with `embedding_coverage` for the configured embedder (0.0
+    /// without one) and the texts its embedder refused.
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let (store, search, counted) = (context.store, context.search, context.counted_coverage);
+        let mut stats = store.get_stats(workspace).await?;
+        stats.rejected_texts = search.rejected_texts(workspace).len() as u64;
+        let model = search.embedder().map(|e| e.model_id());
+        stats.embedding_model = model.map(str::to_owned);
+        stats.embedding_coverage = match model {
+            Some(model) => coverage(store, search, counted, workspace, &stats, model).await?,
+            None => 0.0,
+        };
+        Ok(stats)
+    }
+}
+
+/// The statistics tool.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<GetStats>();
 }
 
 /// The embedding coverage. Counting the current vectors is a join over all of them, so with

@@ -9,6 +9,7 @@ use crate::limits;
 use crate::limits::first_duplicate;
 use crate::model::WorkspaceId;
 use crate::store::MemoryStore;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 use crate::transfer::*;
 
 /// The default page size of `read_graph`.
@@ -92,27 +93,32 @@ impl ReadGraph {
     }
 }
 
-/// The semantics of [`Memory::read_graph`](crate::Memory::read_graph).
-pub(crate) async fn read_graph(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: ReadGraph,
-) -> Result<GraphPageResult> {
-    let request = request.check()?.into_inner();
-    let query = GraphPageQuery {
-        after: request.cursor,
-        limit: request.limit + 1,
-        entity_type: request.entity_type,
-        observations: request.detail == GraphDetail::Full,
-        totals: true,
-    };
-    let page = store.graph_page(workspace, &query).await?;
-    let mut result = GraphPageResult::from_page(page, request.detail, request.limit);
-    if request.include_ended {
-        with_ended(store, workspace, &mut result).await?;
+/// `read_graph`.
+impl Tool for ReadGraph {
+    const NAME: &'static str = "read_graph";
+    const DESCRIPTION: &'static str =
+        "The whole graph a page at a time, in name order; pass `next_cursor` back for more.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = GraphPageResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?.into_inner();
+        let query = GraphPageQuery {
+            after: request.cursor,
+            limit: request.limit + 1,
+            entity_type: request.entity_type,
+            observations: request.detail == GraphDetail::Full,
+            totals: true,
+        };
+        let page = store.graph_page(workspace, &query).await?;
+        let mut result = GraphPageResult::from_page(page, request.detail, request.limit);
+        if request.include_ended {
+            with_ended(store, workspace, &mut result).await?;
+        }
+        result.within_text_bytes(limits::ANSWER_TEXT_BYTES, request.include_ended);
+        Ok(result)
     }
-    result.within_text_bytes(limits::ANSWER_TEXT_BYTES, request.include_ended);
-    Ok(result)
 }
 
 /// The page's relations and (for full detail) its facts again, ended ones included with
@@ -224,4 +230,9 @@ impl ImportBatch {
         }
         Ok(Checked::new(Self { nodes, relations }))
     }
+}
+
+/// The tool that pages through the graph.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<ReadGraph>();
 }

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
 use crate::store::*;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Most sources one `merge_entities` call takes.
 pub const MAX_MERGE_SOURCES: usize = 32;
@@ -329,51 +330,72 @@ pub(crate) fn rename(name: &mut String, alias: &str, node: &str) {
     }
 }
 
-/// The semantics of [`Memory::merge_entities`](crate::Memory::merge_entities).
-pub(crate) async fn merge_entities(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: MergeEntities,
-) -> Result<MergedEntities> {
-    let request = request.check()?;
-    let names = request.sources.len() + 1;
-    through_aliases(
-        store,
-        workspace,
-        (request, names),
-        |r, alias, node| {
-            rename(&mut r.target, alias, node);
-            r.sources.iter_mut().for_each(|s| rename(s, alias, node));
-        },
-        |r| async move {
-            // Checked again: an alias replaced by its node's name may make a source the
-            // target, or two sources one node (merged into itself, a node would be lost).
-            if let Err(refused) = r.clone().into_inner().check() {
-                return (r, Err(refused));
-            }
-            let result = store.merge_entities(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `merge_entities`.
+impl Tool for MergeEntities {
+    const NAME: &'static str = "merge_entities";
+    const DESCRIPTION: &'static str =
+        "Merge duplicates into target (facts, relations, tags); their names become its aliases.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: true,
+        idempotent: false,
+    };
+    type Output = MergedEntities;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let names = request.sources.len() + 1;
+        through_aliases(
+            store,
+            workspace,
+            (request, names),
+            |r, alias, node| {
+                rename(&mut r.target, alias, node);
+                r.sources.iter_mut().for_each(|s| rename(s, alias, node));
+            },
+            |r| async move {
+                // Checked again: an alias replaced by its node's name may make a source the
+                // target, or two sources one node (merged into itself, a node would be lost).
+                if let Err(refused) = r.clone().into_inner().check() {
+                    return (r, Err(refused));
+                }
+                let result = store.merge_entities(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
 }
 
-/// The semantics of [`Memory::set_aliases`](crate::Memory::set_aliases).
-pub(crate) async fn set_aliases(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: SetAliases,
-) -> Result<AliasesUpdate> {
-    let request = request.check()?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| rename(&mut r.name, alias, node),
-        |r| async move {
-            let result = store.set_aliases(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `set_aliases`.
+impl Tool for SetAliases {
+    const NAME: &'static str = "set_aliases";
+    const DESCRIPTION: &'static str = "Set the other names a node answers to.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: true,
+        idempotent: true,
+    };
+    type Output = AliasesUpdate;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| rename(&mut r.name, alias, node),
+            |r| async move {
+                let result = store.set_aliases(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
+}
+
+/// The tools that merge nodes and name them.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<MergeEntities>();
+    visitor.visit::<SetAliases>();
 }

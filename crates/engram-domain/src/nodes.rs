@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
@@ -12,6 +12,7 @@ use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::store::*;
 use crate::suggestions::did_you_mean;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 fn default_days() -> u32 {
     7
@@ -363,110 +364,132 @@ impl SetTags {
     }
 }
 
-/// The semantics of [`Memory::create_entities`](crate::Memory::create_entities).
-pub(crate) async fn create_entities(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: CreateEntities,
-) -> Result<Vec<CreatedNode>> {
-    let CreateEntities {
-        mut entities,
-        if_exists,
-    } = request.check(secrets)?.into_inner();
-    // A text given twice for one node is stored once, at its first place.
-    let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
-        .map(|entity| {
-            let (kept, repeated) = once_each(std::mem::take(&mut entity.observations));
-            entity.observations = kept;
-            repeated
-                .into_iter()
-                .map(|(kept_at, fact)| Observation::new(Ordinal(kept_at as i64 + 1), fact.content))
-                .collect()
-        })
-        .collect();
-    let request = Checked::new(CreateEntities {
-        entities,
-        if_exists,
-    });
-    let mut created = store.create_entities(workspace, &request).await?;
-    for (row, repeated) in created.iter_mut().zip(repeated) {
-        if !row.already_existed {
-            row.skipped_duplicates = repeated;
-        }
-    }
-    Ok(created)
-}
+/// `create_entities`.
+impl Tool for CreateEntities {
+    const NAME: &'static str = "create_entities";
+    const DESCRIPTION: &'static str =
+        "Create nodes (entities) with a type and optional observations, summary and tags.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: true,
+    };
+    type Output = CreateEntitiesResult;
 
-/// The semantics of [`Memory::delete_entities`](crate::Memory::delete_entities).
-pub(crate) async fn delete_entities(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: DeleteEntities,
-) -> Result<DeletedNodes> {
-    let request = request.check()?;
-    let mut deleted = store.delete_entities(workspace, &request).await?;
-    // A name that is an alias deletes the node it names.
-    let aliased = crate::merge::resolve(store, workspace, &deleted.not_found)
-        .await
-        .unwrap_or_default();
-    if !aliased.is_empty() {
-        let mut nodes: Vec<String> = aliased.values().cloned().collect();
-        nodes.sort();
-        nodes.dedup();
-        let more = DeleteEntities {
-            entity_names: nodes,
-        };
-        let more = store
-            .delete_entities(workspace, &Checked::new(more))
-            .await?;
-        deleted.deleted.extend(more.deleted);
-        deleted.not_found.retain(|name| !aliased.contains_key(name));
-    }
-    deleted.did_you_mean = did_you_mean(store, workspace, &deleted.not_found).await;
-    Ok(deleted)
-}
-
-/// The semantics of [`Memory::open_nodes`](crate::Memory::open_nodes).
-pub(crate) async fn open_nodes(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: OpenNodes,
-) -> Result<OpenedNodes> {
-    let request = request.check()?;
-    let mut opened = store.open_nodes(workspace, &request).await?;
-    // Names that are aliases: their nodes, read as the request asks and named by their own
-    // names, in the request's order.
-    let aliased = crate::merge::resolve(store, workspace, &opened.not_found)
-        .await
-        .unwrap_or_default();
-    if !aliased.is_empty() {
-        let mut names: Vec<String> = Vec::new();
-        for node in aliased.values() {
-            if !names.contains(node) && !opened.entities.iter().any(|e| e.name == *node) {
-                names.push(node.clone());
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let CreateEntities {
+            mut entities,
+            if_exists,
+        } = self.check(secrets)?.into_inner();
+        // A text given twice for one node is stored once, at its first place.
+        let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
+            .map(|entity| {
+                let (kept, repeated) = once_each(std::mem::take(&mut entity.observations));
+                entity.observations = kept;
+                repeated
+                    .into_iter()
+                    .map(|(kept_at, fact)| {
+                        Observation::new(Ordinal(kept_at as i64 + 1), fact.content)
+                    })
+                    .collect()
+            })
+            .collect();
+        let request = Checked::new(CreateEntities {
+            entities,
+            if_exists,
+        });
+        let mut created = store.create_entities(workspace, &request).await?;
+        for (row, repeated) in created.iter_mut().zip(repeated) {
+            if !row.already_existed {
+                row.skipped_duplicates = repeated;
             }
         }
-        let more = OpenNodes {
-            names,
-            ..(*request).clone()
-        };
-        let more = store.open_nodes(workspace, &Checked::new(more)).await?;
-        opened.entities.extend(more.entities);
-        opened.relations.extend(more.relations);
-        opened.relations.sort();
-        opened.relations.dedup();
-        opened.not_found.retain(|name| !aliased.contains_key(name));
-        let place = |node: &str| {
-            (request.names.iter())
-                .position(|n| n == node || aliased.get(n).is_some_and(|a| a == node))
-                .unwrap_or(usize::MAX)
-        };
-        opened.entities.sort_by_key(|e| place(&e.name));
+        Ok(CreateEntitiesResult { entities: created })
     }
-    opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
-    bound_observations(&mut opened, &request, limits::ANSWER_TEXT_BYTES);
-    Ok(opened)
+}
+
+/// `delete_entities`.
+impl Tool for DeleteEntities {
+    const NAME: &'static str = "delete_entities";
+    const DESCRIPTION: &'static str = "Delete nodes with their facts, relations and history.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: true,
+        idempotent: true,
+    };
+    type Output = DeletedNodes;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let mut deleted = store.delete_entities(workspace, &request).await?;
+        // A name that is an alias deletes the node it names.
+        let aliased = crate::merge::resolve(store, workspace, &deleted.not_found)
+            .await
+            .unwrap_or_default();
+        if !aliased.is_empty() {
+            let mut nodes: Vec<String> = aliased.values().cloned().collect();
+            nodes.sort();
+            nodes.dedup();
+            let more = DeleteEntities {
+                entity_names: nodes,
+            };
+            let more = store
+                .delete_entities(workspace, &Checked::new(more))
+                .await?;
+            deleted.deleted.extend(more.deleted);
+            deleted.not_found.retain(|name| !aliased.contains_key(name));
+        }
+        deleted.did_you_mean = did_you_mean(store, workspace, &deleted.not_found).await;
+        Ok(deleted)
+    }
+}
+
+/// `open_nodes`.
+impl Tool for OpenNodes {
+    const NAME: &'static str = "open_nodes";
+    const DESCRIPTION: &'static str =
+        "Read nodes in full: facts in order, summary, tags, relations.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = OpenedNodes;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let mut opened = store.open_nodes(workspace, &request).await?;
+        // Names that are aliases: their nodes, read as the request asks and named by their own
+        // names, in the request's order.
+        let aliased = crate::merge::resolve(store, workspace, &opened.not_found)
+            .await
+            .unwrap_or_default();
+        if !aliased.is_empty() {
+            let mut names: Vec<String> = Vec::new();
+            for node in aliased.values() {
+                if !names.contains(node) && !opened.entities.iter().any(|e| e.name == *node) {
+                    names.push(node.clone());
+                }
+            }
+            let more = OpenNodes {
+                names,
+                ..(*request).clone()
+            };
+            let more = store.open_nodes(workspace, &Checked::new(more)).await?;
+            opened.entities.extend(more.entities);
+            opened.relations.extend(more.relations);
+            opened.relations.sort();
+            opened.relations.dedup();
+            opened.not_found.retain(|name| !aliased.contains_key(name));
+            let place = |node: &str| {
+                (request.names.iter())
+                    .position(|n| n == node || aliased.get(n).is_some_and(|a| a == node))
+                    .unwrap_or(usize::MAX)
+            };
+            opened.entities.sort_by_key(|e| place(&e.name));
+        }
+        opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
+        bound_observations(&mut opened, &request, limits::ANSWER_TEXT_BYTES);
+        Ok(opened)
+    }
 }
 
 /// What the store answers to `open_nodes` for `names`, which the domain has checked itself (the
@@ -481,66 +504,90 @@ pub(crate) async fn open_checked(
     store.open_nodes(workspace, &request).await
 }
 
-/// The semantics of [`Memory::get_nodes_by_type`](crate::Memory::get_nodes_by_type).
-pub(crate) async fn get_nodes_by_type(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: GetNodesByType,
-) -> Result<Vec<TypedNode>> {
-    store.get_nodes_by_type(workspace, &request.check()?).await
+/// `get_nodes_by_type`.
+impl Tool for GetNodesByType {
+    const NAME: &'static str = "get_nodes_by_type";
+    const DESCRIPTION: &'static str = "List every node of one type.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = TypedNodesResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let nodes = (context.store)
+            .get_nodes_by_type(workspace, &self.check()?)
+            .await?;
+        Ok(TypedNodesResult { nodes })
+    }
 }
 
-/// The semantics of [`Memory::get_recently_modified`](crate::Memory::get_recently_modified).
-pub(crate) async fn get_recently_modified(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: GetRecentlyModified,
-) -> Result<Vec<NodeBrief>> {
-    store
-        .get_recently_modified(workspace, &request.check()?)
+/// `get_recently_modified`.
+impl Tool for GetRecentlyModified {
+    const NAME: &'static str = "get_recently_modified";
+    const DESCRIPTION: &'static str = "Nodes changed in the last `days` days, newest first.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = NodeBriefsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let nodes = (context.store)
+            .get_recently_modified(workspace, &self.check()?)
+            .await?;
+        Ok(NodeBriefsResult { nodes })
+    }
+}
+
+/// `set_summary`.
+impl Tool for SetSummary {
+    const NAME: &'static str = "set_summary";
+    const DESCRIPTION: &'static str = "Set or replace a node's summary.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: true,
+    };
+    type Output = SummaryUpdate;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let request = self.check(secrets)?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| rename(&mut r.name, alias, node),
+            |r| async move {
+                let result = store.set_summary(workspace, &r).await;
+                (r, result)
+            },
+        )
         .await
+    }
 }
 
-/// The semantics of [`Memory::set_summary`](crate::Memory::set_summary).
-pub(crate) async fn set_summary(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: SetSummary,
-) -> Result<SummaryUpdate> {
-    let request = request.check(secrets)?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| rename(&mut r.name, alias, node),
-        |r| async move {
-            let result = store.set_summary(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
-}
+/// `set_tags`.
+impl Tool for SetTags {
+    const NAME: &'static str = "set_tags";
+    const DESCRIPTION: &'static str = "Replace a node's whole tag set.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: true,
+    };
+    type Output = TagsUpdate;
 
-/// The semantics of [`Memory::set_tags`](crate::Memory::set_tags).
-pub(crate) async fn set_tags(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: SetTags,
-) -> Result<TagsUpdate> {
-    let request = request.check(secrets)?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| rename(&mut r.name, alias, node),
-        |r| async move {
-            let result = store.set_tags(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let request = self.check(secrets)?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| rename(&mut r.name, alias, node),
+            |r| async move {
+                let result = store.set_tags(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
 }
 
 /// `texts` with each text once, at its first place, and the repeats left out: each with the
@@ -649,4 +696,59 @@ mod tests {
         request.after_ordinal = Some(0);
         assert!(request.check().is_ok());
     }
+}
+
+/// `get_orphaned_nodes` takes no arguments: any is refused as unknown.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetOrphanedNodes {}
+
+impl Tool for GetOrphanedNodes {
+    const NAME: &'static str = "get_orphaned_nodes";
+    const DESCRIPTION: &'static str =
+        "Nodes with no relation at all: candidates to link or to remove.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = NodeBriefsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let nodes = context.store.get_orphaned_nodes(workspace).await?;
+        Ok(NodeBriefsResult { nodes })
+    }
+}
+
+/// `create_entities`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CreateEntitiesResult {
+    /// One row per requested entity, in request order.
+    pub entities: Vec<CreatedNode>,
+}
+
+/// `get_nodes_by_type`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TypedNodesResult {
+    /// The nodes of the type, by name.
+    pub nodes: Vec<TypedNode>,
+}
+
+/// `get_recently_modified`'s and `get_orphaned_nodes`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct NodeBriefsResult {
+    /// The nodes.
+    pub nodes: Vec<NodeBrief>,
+}
+
+/// The node tools.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<CreateEntities>();
+    visitor.visit::<DeleteEntities>();
+    visitor.visit::<OpenNodes>();
+    visitor.visit::<GetNodesByType>();
+    visitor.visit::<GetRecentlyModified>();
+    visitor.visit::<SetSummary>();
+    visitor.visit::<SetTags>();
+    visitor.visit::<GetOrphanedNodes>();
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::Result;
@@ -12,6 +12,7 @@ use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::store::*;
 use crate::suggestions::did_you_mean;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// `add_observations`: facts to append to existing nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -142,46 +143,54 @@ impl DeleteObservations {
     }
 }
 
-/// The semantics of [`Memory::add_observations`](crate::Memory::add_observations): the
+/// `add_observations`: the
 /// additions stored, and the names close to each node that was not found.
-pub(crate) async fn add_observations(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: AddObservations,
-) -> Result<Vec<AddedObservations>> {
-    let request = request.check(secrets)?;
-    let mut results = store_additions(store, workspace, &request).await?;
-    // Nodes named by an alias: their additions once more, by the nodes' names.
-    crate::merge::redo_aliased_rows(
-        (store, workspace),
-        (&request.observations, &mut results),
-        |addition| &addition.entity_name,
-        |row| row.not_found,
-        |addition, node| ObservationAdditions {
-            entity_name: node.to_owned(),
-            contents: addition.contents.clone(),
-        },
-        |observations| async move {
-            let again = Checked::new(AddObservations { observations });
-            store_additions(store, workspace, &again).await
-        },
-    )
-    .await?;
-    let missing: Vec<String> = (results.iter())
-        .filter(|result| result.not_found)
-        .map(|result| result.entity_name.clone())
-        .collect();
-    let close = did_you_mean(store, workspace, &missing).await;
-    for result in results.iter_mut().filter(|result| result.not_found) {
-        result.did_you_mean = close.get(&result.entity_name).cloned().unwrap_or_default();
+impl Tool for AddObservations {
+    const NAME: &'static str = "add_observations";
+    const DESCRIPTION: &'static str = "Append facts to existing nodes. A node that does not exist is a row with `not_found:\n\
+true`: check it.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: false,
+    };
+    type Output = AddObservationsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let request = self.check(secrets)?;
+        let mut results = store_additions(store, workspace, &request).await?;
+        // Nodes named by an alias: their additions once more, by the nodes' names.
+        crate::merge::redo_aliased_rows(
+            (store, workspace),
+            (&request.observations, &mut results),
+            |addition| &addition.entity_name,
+            |row| row.not_found,
+            |addition, node| ObservationAdditions {
+                entity_name: node.to_owned(),
+                contents: addition.contents.clone(),
+            },
+            |observations| async move {
+                let again = Checked::new(AddObservations { observations });
+                store_additions(store, workspace, &again).await
+            },
+        )
+        .await?;
+        let missing: Vec<String> = (results.iter())
+            .filter(|result| result.not_found)
+            .map(|result| result.entity_name.clone())
+            .collect();
+        let close = did_you_mean(store, workspace, &missing).await;
+        for result in results.iter_mut().filter(|result| result.not_found) {
+            result.did_you_mean = close.get(&result.entity_name).cloned().unwrap_or_default();
+        }
+        for result in results.iter_mut().filter(|result| !result.added.is_empty()) {
+            // The facts are stored: a failed comparison leaves `similar_to` empty, never fails
+            // the write.
+            result.similar_to = (similar_held(store, workspace, result).await).unwrap_or_default();
+        }
+        Ok(AddObservationsResult { results })
     }
-    for result in results.iter_mut().filter(|result| !result.added.is_empty()) {
-        // The facts are stored: a failed comparison leaves `similar_to` empty, never fails
-        // the write.
-        result.similar_to = (similar_held(store, workspace, result).await).unwrap_or_default();
-    }
-    Ok(results)
 }
 
 /// Most of a node's newest facts an added fact is compared with (`similar_to`): a bound on
@@ -293,50 +302,89 @@ async fn store_additions(
     Ok(results)
 }
 
-/// The semantics of [`Memory::replace_observation`](crate::Memory::replace_observation).
-pub(crate) async fn replace_observation(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: ReplaceObservation,
-) -> Result<ReplacedObservation> {
-    let request = request.check(secrets)?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| rename(&mut r.entity_name, alias, node),
-        |r| async move {
-            let result = store.replace_observation(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `replace_observation`.
+impl Tool for ReplaceObservation {
+    const NAME: &'static str = "replace_observation";
+    const DESCRIPTION: &'static str =
+        "Replace one observation's text in place, keeping its ordinal.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: true,
+        idempotent: true,
+    };
+    type Output = ReplacedObservation;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let request = self.check(secrets)?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| rename(&mut r.entity_name, alias, node),
+            |r| async move {
+                let result = store.replace_observation(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
 }
 
-/// The semantics of [`Memory::delete_observations`](crate::Memory::delete_observations).
-pub(crate) async fn delete_observations(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: DeleteObservations,
-) -> Result<Vec<DeletedObservations>> {
-    let request = request.check()?;
-    let mut results = store.delete_observations(workspace, &request).await?;
-    // Rows that deleted nothing may name a node by an alias: those once more, by its name.
-    crate::merge::redo_aliased_rows(
-        (store, workspace),
-        (&request.deletions, &mut results),
-        |deletion| &deletion.entity_name,
-        |row| row.deleted_ordinals.is_empty(),
-        |deletion, node| ObservationDeletions {
-            entity_name: node.to_owned(),
-            ..deletion.clone()
-        },
-        |deletions| async move {
-            let again = Checked::new(DeleteObservations { deletions });
-            store.delete_observations(workspace, &again).await
-        },
-    )
-    .await?;
-    Ok(results)
+/// `delete_observations`.
+impl Tool for DeleteObservations {
+    const NAME: &'static str = "delete_observations";
+    const DESCRIPTION: &'static str =
+        "Delete observations by ordinal; the others keep their ordinals.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: true,
+        idempotent: true,
+    };
+    type Output = DeleteObservationsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let mut results = store.delete_observations(workspace, &request).await?;
+        // Rows that deleted nothing may name a node by an alias: those once more, by its name.
+        crate::merge::redo_aliased_rows(
+            (store, workspace),
+            (&request.deletions, &mut results),
+            |deletion| &deletion.entity_name,
+            |row| row.deleted_ordinals.is_empty(),
+            |deletion, node| ObservationDeletions {
+                entity_name: node.to_owned(),
+                ..deletion.clone()
+            },
+            |deletions| async move {
+                let again = Checked::new(DeleteObservations { deletions });
+                store.delete_observations(workspace, &again).await
+            },
+        )
+        .await?;
+        Ok(DeleteObservationsResult { results })
+    }
+}
+
+/// `add_observations`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AddObservationsResult {
+    /// One row per request entry, in request order.
+    pub results: Vec<AddedObservations>,
+}
+
+/// `delete_observations`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DeleteObservationsResult {
+    /// One row per request entry, in request order.
+    pub results: Vec<DeletedObservations>,
+}
+
+/// The observation tools.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<AddObservations>();
+    visitor.visit::<ReplaceObservation>();
+    visitor.visit::<DeleteObservations>();
 }

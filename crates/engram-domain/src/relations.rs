@@ -1,15 +1,15 @@
 //! Relations: creating, deleting, renaming them, and those between two nodes, each asked by its
 //! tool's request (the MCP input), checked, then answered by the store.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, relations_batch};
 use crate::merge::{rename, through_aliases};
 use crate::model::*;
-use crate::store::*;
 use crate::suggestions::did_you_mean;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// `create_relations`: directed typed relations to create between existing nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -157,102 +157,167 @@ impl GetRelationsBetween {
     }
 }
 
-/// The semantics of [`Memory::create_relations`](crate::Memory::create_relations).
-pub(crate) async fn create_relations(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: CreateRelations,
-) -> Result<CreatedRelations> {
-    let request = request.check(secrets)?;
-    let mut created = store.create_relations(workspace, &request).await?;
-    // Endpoints named by an alias: those relations once more, by the nodes' names.
-    let aliased = crate::merge::resolve(store, workspace, &created.not_found)
-        .await
-        .unwrap_or_default();
-    if !aliased.is_empty() {
-        let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
-        let again: Vec<RelationSpec> = (request.relations.iter())
-            .filter(|r| aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity))
-            .map(|r| RelationSpec {
-                from_entity: named(&r.from_entity),
-                to_entity: named(&r.to_entity),
-                ..r.clone()
-            })
-            .collect();
-        let more = store
-            .create_relations(
-                workspace,
-                &Checked::new(CreateRelations { relations: again }),
-            )
-            .await?;
-        created.created.extend(more.created);
-        created.already_existed.extend(more.already_existed);
-        created.not_found.retain(|name| !aliased.contains_key(name));
-        for name in more.not_found {
-            if !created.not_found.contains(&name) {
-                created.not_found.push(name);
+/// `create_relations`.
+impl Tool for CreateRelations {
+    const NAME: &'static str = "create_relations";
+    const DESCRIPTION: &'static str = "Create directed typed relations between existing nodes.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: true,
+    };
+    type Output = CreatedRelations;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let request = self.check(secrets)?;
+        let mut created = store.create_relations(workspace, &request).await?;
+        // Endpoints named by an alias: those relations once more, by the nodes' names.
+        let aliased = crate::merge::resolve(store, workspace, &created.not_found)
+            .await
+            .unwrap_or_default();
+        if !aliased.is_empty() {
+            let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
+            let again: Vec<RelationSpec> = (request.relations.iter())
+                .filter(|r| {
+                    aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity)
+                })
+                .map(|r| RelationSpec {
+                    from_entity: named(&r.from_entity),
+                    to_entity: named(&r.to_entity),
+                    ..r.clone()
+                })
+                .collect();
+            let more = store
+                .create_relations(
+                    workspace,
+                    &Checked::new(CreateRelations { relations: again }),
+                )
+                .await?;
+            created.created.extend(more.created);
+            created.already_existed.extend(more.already_existed);
+            created.not_found.retain(|name| !aliased.contains_key(name));
+            for name in more.not_found {
+                if !created.not_found.contains(&name) {
+                    created.not_found.push(name);
+                }
             }
         }
+        created.did_you_mean = did_you_mean(store, workspace, &created.not_found).await;
+        Ok(created)
     }
-    created.did_you_mean = did_you_mean(store, workspace, &created.not_found).await;
-    Ok(created)
 }
 
-/// The semantics of [`Memory::delete_relations`](crate::Memory::delete_relations).
-pub(crate) async fn delete_relations(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: DeleteRelations,
-) -> Result<DeletedRelations> {
-    let request = request.check()?;
-    let mut deleted = store.delete_relations(workspace, &request).await?;
-    if deleted.not_found == 0 {
-        return Ok(deleted);
+/// `delete_relations`.
+impl Tool for DeleteRelations {
+    const NAME: &'static str = "delete_relations";
+    const DESCRIPTION: &'static str = "Delete specific relations.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: true,
+        idempotent: true,
+    };
+    type Output = DeletedRelations;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let mut deleted = store.delete_relations(workspace, &request).await?;
+        if deleted.not_found == 0 {
+            return Ok(deleted);
+        }
+        // Some were not found by the names given: those with an alias for an endpoint, by the
+        // nodes' names (a relation deleted already is not found again).
+        let again = crate::merge::by_node_names(store, workspace, &request.relations).await;
+        if !again.is_empty() {
+            let relations = again.into_iter().map(|(_, r)| r).collect();
+            let retry = Checked::new(DeleteRelations { relations });
+            let more = store.delete_relations(workspace, &retry).await?;
+            deleted.deleted += more.deleted;
+            deleted.not_found -= more.deleted.min(deleted.not_found);
+        }
+        Ok(deleted)
     }
-    // Some were not found by the names given: those with an alias for an endpoint, by the
-    // nodes' names (a relation deleted already is not found again).
-    let again = crate::merge::by_node_names(store, workspace, &request.relations).await;
-    if !again.is_empty() {
-        let relations = again.into_iter().map(|(_, r)| r).collect();
-        let retry = Checked::new(DeleteRelations { relations });
-        let more = store.delete_relations(workspace, &retry).await?;
-        deleted.deleted += more.deleted;
-        deleted.not_found -= more.deleted.min(deleted.not_found);
-    }
-    Ok(deleted)
 }
 
-/// The semantics of [`Memory::rename_relation_type`](crate::Memory::rename_relation_type).
-pub(crate) async fn rename_relation_type(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: RenameRelationType,
-) -> Result<RelationSpec> {
-    let request = request.check(secrets)?;
-    store.rename_relation_type(workspace, &request).await
+/// `rename_relation_type`.
+impl Tool for RenameRelationType {
+    const NAME: &'static str = "rename_relation_type";
+    const DESCRIPTION: &'static str = "Change the type of one existing relation.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: false,
+    };
+    type Output = RenamedRelation;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let request = self.check(context.secrets)?;
+        let renamed = context
+            .store
+            .rename_relation_type(workspace, &request)
+            .await?;
+        Ok(RenamedRelation {
+            from_entity: renamed.from_entity,
+            to_entity: renamed.to_entity,
+            old_type: request.into_inner().old_type,
+            new_type: renamed.relation_type,
+        })
+    }
 }
 
-/// The semantics of [`Memory::get_relations_between`](crate::Memory::get_relations_between).
-pub(crate) async fn get_relations_between(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: GetRelationsBetween,
-) -> Result<Vec<Relation>> {
-    let request = request.check()?;
-    through_aliases(
-        store,
-        workspace,
-        (request, 2),
-        |r, alias, node| {
-            rename(&mut r.entity_a, alias, node);
-            rename(&mut r.entity_b, alias, node);
-        },
-        |r| async move {
-            let result = store.get_relations_between(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `get_relations_between`.
+impl Tool for GetRelationsBetween {
+    const NAME: &'static str = "get_relations_between";
+    const DESCRIPTION: &'static str = "Every relation between two nodes, in both directions.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = RelationsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        through_aliases(
+            store,
+            workspace,
+            (request, 2),
+            |r, alias, node| {
+                rename(&mut r.entity_a, alias, node);
+                rename(&mut r.entity_b, alias, node);
+            },
+            |r| async move {
+                let result = store.get_relations_between(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+        .map(|relations| RelationsResult { relations })
+    }
+}
+
+/// `rename_relation_type`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RenamedRelation {
+    /// Source node name.
+    pub from_entity: String,
+    /// Target node name.
+    pub to_entity: String,
+    /// The type before.
+    pub old_type: String,
+    /// The type now.
+    pub new_type: String,
+}
+
+/// `get_relations_between`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RelationsResult {
+    /// The relations linking the two nodes, both directions, sorted.
+    pub relations: Vec<Relation>,
+}
+
+/// The relation tools.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<CreateRelations>();
+    visitor.visit::<DeleteRelations>();
+    visitor.visit::<RenameRelationType>();
+    visitor.visit::<GetRelationsBetween>();
 }

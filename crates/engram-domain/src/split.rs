@@ -12,9 +12,9 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
 use crate::search::similarity::{cosine, unit};
-use crate::search::tools::Searcher;
 use crate::search::words;
 use crate::store::*;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Default and greatest `max_parts` of `propose_split`.
 pub const DEFAULT_SPLIT_PARTS: u32 = 4;
@@ -212,65 +212,76 @@ pub struct SplitResult {
     pub relations: Vec<Relation>,
 }
 
-/// The semantics of [`Memory::propose_split`](crate::Memory::propose_split): the node's
+/// `propose_split`: the node's
 /// current facts with their vectors (the embedder's `model`, in the perspective that stands
 /// for a node: [`Searcher::node_perspective`]; none when every one is disabled), grouped.
-pub(crate) async fn propose_split(
-    (store, search): (&dyn MemoryStore, &Searcher),
-    model: Option<&str>,
-    workspace: WorkspaceId,
-    request: ProposeSplit,
-) -> Result<SplitProposal> {
-    let request = request.check()?;
-    let max_parts = request.max_parts as usize;
-    let perspective = match search.node_perspective(workspace).await {
-        Ok(perspective) => Some(perspective.id),
-        Err(Error::Conflict(_)) => None,
-        Err(error) => return Err(error),
-    };
-    let node = crate::merge::through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
-        |r| async move {
-            let facts = (store.fact_vectors(FactVectors {
-                workspace,
-                name: &r.name,
-                model,
-                perspective,
-                newest: None,
-            }))
-            .await;
-            (r, facts)
-        },
-    )
-    .await?;
-    Ok(SplitProposal {
-        groups: groups(&node.facts, max_parts),
-        name: node.name,
-    })
+impl Tool for ProposeSplit {
+    const NAME: &'static str = "propose_split";
+    const DESCRIPTION: &'static str = "Group a node's facts by topic, for split_entity.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = SplitProposal;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let (store, search) = (context.store, context.search);
+        let model = search.embedder().map(|e| e.model_id());
+        let request = self.check()?;
+        let max_parts = request.max_parts as usize;
+        let perspective = match search.node_perspective(workspace).await {
+            Ok(perspective) => Some(perspective.id),
+            Err(Error::Conflict(_)) => None,
+            Err(error) => return Err(error),
+        };
+        let node = crate::merge::through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
+            |r| async move {
+                let facts = (store.fact_vectors(FactVectors {
+                    workspace,
+                    name: &r.name,
+                    model,
+                    perspective,
+                    newest: None,
+                }))
+                .await;
+                (r, facts)
+            },
+        )
+        .await?;
+        Ok(SplitProposal {
+            groups: groups(&node.facts, max_parts),
+            name: node.name,
+        })
+    }
 }
 
-/// The semantics of [`Memory::split_entity`](crate::Memory::split_entity).
-pub(crate) async fn split_entity(
-    store: &dyn MemoryStore,
-    secrets: crate::SecretPolicy,
-    workspace: WorkspaceId,
-    request: SplitEntity,
-) -> Result<SplitResult> {
-    let request = request.check(secrets)?;
-    crate::merge::through_aliases(
-        store,
-        workspace,
-        (request, 1),
-        |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
-        |r| async move {
-            let result = store.split_entity(workspace, &r).await;
-            (r, result)
-        },
-    )
-    .await
+/// `split_entity`.
+impl Tool for SplitEntity {
+    const NAME: &'static str = "split_entity";
+    const DESCRIPTION: &'static str = "Move a node's facts to new nodes related to it.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: false,
+    };
+    type Output = SplitResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let secrets = context.secrets;
+        let request = self.check(secrets)?;
+        crate::merge::through_aliases(
+            store,
+            workspace,
+            (request, 1),
+            |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
+            |r| async move {
+                let result = store.split_entity(workspace, &r).await;
+                (r, result)
+            },
+        )
+        .await
+    }
 }
 
 /// Below this mean silhouette the facts are one group: they do not fall apart.
@@ -540,4 +551,10 @@ mod tests {
         assert!(labels.iter().any(|l| l.contains("storage")), "{labels:?}");
         assert!(labels.iter().any(|l| l.contains("search")), "{labels:?}");
     }
+}
+
+/// The tools that split a node.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<ProposeSplit>();
+    visitor.visit::<SplitEntity>();
 }

@@ -10,7 +10,7 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, relations_batch};
 use crate::model::*;
-use crate::store::*;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Which facts and relations a read sees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -183,61 +183,91 @@ pub fn ended_before_it_began(what: &str, ended_at: Timestamp, valid_from: Timest
     )
 }
 
-/// The semantics of [`Memory::end_observations`](crate::Memory::end_observations).
-pub(crate) async fn end_observations(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: EndObservations,
-) -> Result<Vec<EndedObservations>> {
-    let request = request.check()?;
-    let mut results = store.end_observations(workspace, &request).await?;
-    // Rows that ended nothing may name a node by an alias: those once more, by its name.
-    let ended_at = request.ended_at;
-    crate::merge::redo_aliased_rows(
-        (store, workspace),
-        (&request.endings, &mut results),
-        |ending| &ending.entity_name,
-        |row| row.ended_ordinals.is_empty(),
-        |ending, node| ObservationEndings {
-            entity_name: node.to_owned(),
-            ordinals: ending.ordinals.clone(),
-        },
-        |endings| async move {
-            let again = Checked::new(EndObservations { endings, ended_at });
-            store.end_observations(workspace, &again).await
-        },
-    )
-    .await?;
-    Ok(results)
+/// `end_observations`.
+impl Tool for EndObservations {
+    const NAME: &'static str = "end_observations";
+    const DESCRIPTION: &'static str =
+        "End facts that stopped being true; kept for include_ended, as_of and history.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: true,
+    };
+    type Output = EndObservationsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let mut results = store.end_observations(workspace, &request).await?;
+        // Rows that ended nothing may name a node by an alias: those once more, by its name.
+        let ended_at = request.ended_at;
+        crate::merge::redo_aliased_rows(
+            (store, workspace),
+            (&request.endings, &mut results),
+            |ending| &ending.entity_name,
+            |row| row.ended_ordinals.is_empty(),
+            |ending, node| ObservationEndings {
+                entity_name: node.to_owned(),
+                ordinals: ending.ordinals.clone(),
+            },
+            |endings| async move {
+                let again = Checked::new(EndObservations { endings, ended_at });
+                store.end_observations(workspace, &again).await
+            },
+        )
+        .await?;
+        Ok(EndObservationsResult { results })
+    }
 }
 
-/// The semantics of [`Memory::end_relations`](crate::Memory::end_relations).
-pub(crate) async fn end_relations(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    request: EndRelations,
-) -> Result<EndedRelations> {
-    let request = request.check()?;
-    let mut ended = store.end_relations(workspace, &request).await?;
-    if ended.not_found.is_empty() {
-        return Ok(ended);
+/// `end_relations`.
+impl Tool for EndRelations {
+    const NAME: &'static str = "end_relations";
+    const DESCRIPTION: &'static str =
+        "End relations that stopped holding; kept for include_ended, as_of and history.";
+    const EFFECT: Effect = Effect::Writes {
+        destructive: false,
+        idempotent: true,
+    };
+    type Output = EndedRelations;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let store = context.store;
+        let request = self.check()?;
+        let mut ended = store.end_relations(workspace, &request).await?;
+        if ended.not_found.is_empty() {
+            return Ok(ended);
+        }
+        // Not found by the names given: those with an alias for an endpoint, by the nodes' names.
+        let again = crate::merge::by_node_names(store, workspace, &ended.not_found).await;
+        if !again.is_empty() {
+            let retried: Vec<usize> = again.iter().map(|(i, _)| *i).collect();
+            let relations = again.into_iter().map(|(_, r)| r).collect();
+            let retry = Checked::new(EndRelations {
+                relations,
+                ended_at: request.ended_at,
+            });
+            let more = store.end_relations(workspace, &retry).await?;
+            ended.not_found = (ended.not_found.into_iter().enumerate())
+                .filter(|(i, _)| !retried.contains(i))
+                .map(|(_, r)| r)
+                .chain(more.not_found)
+                .collect();
+            ended.ended.extend(more.ended);
+        }
+        Ok(ended)
     }
-    // Not found by the names given: those with an alias for an endpoint, by the nodes' names.
-    let again = crate::merge::by_node_names(store, workspace, &ended.not_found).await;
-    if !again.is_empty() {
-        let retried: Vec<usize> = again.iter().map(|(i, _)| *i).collect();
-        let relations = again.into_iter().map(|(_, r)| r).collect();
-        let retry = Checked::new(EndRelations {
-            relations,
-            ended_at: request.ended_at,
-        });
-        let more = store.end_relations(workspace, &retry).await?;
-        ended.not_found = (ended.not_found.into_iter().enumerate())
-            .filter(|(i, _)| !retried.contains(i))
-            .map(|(_, r)| r)
-            .chain(more.not_found)
-            .collect();
-        ended.ended.extend(more.ended);
-    }
-    Ok(ended)
+}
+
+/// `end_observations`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EndObservationsResult {
+    /// One row per request entry, in request order.
+    pub results: Vec<EndedObservations>,
+}
+
+/// The tools that end facts and relations.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<EndObservations>();
+    visitor.visit::<EndRelations>();
 }

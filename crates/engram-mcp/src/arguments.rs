@@ -3,55 +3,15 @@
 //! got "two"``), as a tool error (`isError: true`) the model can correct, as the MCP
 //! specification asks of input validation errors (2025-11-25, "Error Handling").
 //!
-//! [`Parameters`] replaces rmcp's extractor of the same name (rmcp's `#[tool]` macro finds a
-//! tool's input schema by that name); it keeps serde's path to the failing value with
-//! `serde_path_to_error`, and says what is wrong there from the parameters' own JSON Schema
-//! (the one `tools/list` publishes): the type it needs, the values it allows, the required
-//! argument it lacks or the arguments it takes. Nothing is read from serde's wording; a
-//! failure the schema does not explain passes serde's message on as it is. rmcp can only fail
-//! an extractor with a JSON-RPC error, so the error it returns is marked
-//! ([`is_argument_error`]) and the server turns it into a tool result.
+//! [`parse`] keeps serde's path to the failing value with `serde_path_to_error`, and says
+//! what is wrong there from the parameters' own JSON Schema (the one `tools/list` publishes):
+//! the type it needs, the values it allows, the required argument it lacks or the arguments
+//! it takes. Nothing is read from serde's wording; a failure the schema does not explain
+//! passes serde's message on as it is.
 
-use rmcp::ErrorData;
-use rmcp::handler::server::common::FromContextPart;
-use rmcp::handler::server::tool::ToolCallContext;
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use serde_path_to_error::Segment;
-
-/// A tool's deserialized arguments.
-pub struct Parameters<P>(pub P);
-
-impl<P: JsonSchema> JsonSchema for Parameters<P> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        P::schema_name()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        P::json_schema(generator)
-    }
-}
-
-/// The `data` that marks a JSON-RPC error as a bad argument, to be answered as a tool error.
-const MARK: &str = "engram/invalid-argument";
-
-impl<S, P: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Parameters<P> {
-    fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, ErrorData> {
-        let arguments = Value::Object(context.arguments.take().unwrap_or_default());
-        let schema = crate::input_schema(&context.name);
-        parse(&arguments, schema.as_deref())
-            .map(Parameters)
-            .map_err(|message| {
-                ErrorData::invalid_params(message, Some(serde_json::json!({ "kind": MARK })))
-            })
-    }
-}
-
-/// Whether `error` is a bad argument found by [`Parameters`].
-pub fn is_argument_error(error: &ErrorData) -> bool {
-    error.data.as_ref().and_then(|d| d.get("kind")) == Some(&Value::from(MARK))
-}
 
 /// `arguments` as `P`, or a message naming the argument that does not fit, read from
 /// `schema`: the tool's input schema as `tools/list` publishes it (without one, serde's

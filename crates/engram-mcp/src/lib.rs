@@ -16,7 +16,6 @@ pub mod error;
 pub mod markdown;
 pub mod prompts;
 pub mod resources;
-pub mod results;
 pub mod schema;
 mod tools;
 mod toolset;
@@ -227,17 +226,7 @@ impl EngramServer {
                 |author| author.0.clone(),
             );
         let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        let called = engram_domain::authorship::scope(&author, self.tool_router.call(context));
-        match called.await {
-            // A bad argument is the model's to fix: a tool error naming it.
-            Err(error) if arguments::is_argument_error(&error) => Ok(
-                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(
-                    error.message,
-                )])
-                .into(),
-            ),
-            other => other,
-        }
+        engram_domain::authorship::scope(&author, self.tool_router.call(context)).await
     }
 
     /// Whether `tool` is annotated as changing nothing.

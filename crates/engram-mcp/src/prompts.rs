@@ -68,7 +68,7 @@ impl EngramServer {
                     ErrorData::invalid_params("prompt recall needs the argument `topic`", None)
                 })?;
                 let results = (self.memory)
-                    .search_nodes(workspace, &SearchNodes::new(topic).limit(RECALL_LIMIT))
+                    .call(workspace, SearchNodes::new(topic).limit(RECALL_LIMIT))
                     .await
                     .map_err(protocol_error)?;
                 let text = markdown::recall(&results, topic).unwrap_or_else(|| {
@@ -96,7 +96,7 @@ impl EngramServer {
                     })?;
                 }
                 let report = (self.memory)
-                    .get_consolidation_report(workspace, options)
+                    .call(workspace, options)
                     .await
                     .map_err(protocol_error)?;
                 let report = serde_json::to_string(&report)

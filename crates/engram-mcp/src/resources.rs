@@ -140,7 +140,7 @@ impl EngramServer {
             })?;
             let opened = (self
                 .memory
-                .open_nodes(workspace, OpenNodes::new(&[name.into_owned()]))
+                .call(workspace, OpenNodes::new(&[name.into_owned()]))
                 .await)
                 .map_err(protocol_error)?;
             let Some(node) = opened.entities.first() else {

@@ -32,8 +32,9 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
         ..NewNode::default()
     };
     memory
-        .create_entities(workspace, CreateEntities::new(vec![log]))
-        .await?;
+        .call(workspace, CreateEntities::new(vec![log]))
+        .await?
+        .entities;
 
     let writers = (0..WRITERS).map(|writer| {
         let memory = memory.clone();
@@ -45,7 +46,7 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
                     .collect(),
             }];
             memory
-                .add_observations(workspace, AddObservations::new(&additions))
+                .call(workspace, AddObservations::new(&additions))
                 .await
         })
     });
@@ -54,7 +55,7 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
     }
 
     let opened = memory
-        .open_nodes(workspace, OpenNodes::new(&["release log".into()]))
+        .call(workspace, OpenNodes::new(&["release log".into()]))
         .await?;
     let node = &opened.entities[0];
     Ok(node.observations.iter().map(|o| o.ordinal.0).collect())

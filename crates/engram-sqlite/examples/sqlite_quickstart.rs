@@ -31,15 +31,16 @@ pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Resu
         ..NewNode::default()
     };
     memory
-        .create_entities(workspace, CreateEntities::new(vec![alice, engram]))
-        .await?;
+        .call(workspace, CreateEntities::new(vec![alice, engram]))
+        .await?
+        .entities;
     let works_on = RelationSpec::new("Alice", "engram", "works_on");
     memory
-        .create_relations(workspace, CreateRelations::new(&[works_on]))
+        .call(workspace, CreateRelations::new(&[works_on]))
         .await?;
 
     let opened = memory
-        .open_nodes(workspace, OpenNodes::new(&["Alice".into()]))
+        .call(workspace, OpenNodes::new(&["Alice".into()]))
         .await?;
     Ok(serde_json::to_string_pretty(&opened).expect("results serialise"))
 }

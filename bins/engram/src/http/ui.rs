@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::collections::{HashMap, HashSet};
 
+use engram_domain::GetStats;
 use engram_domain::transfer::{GraphPageQuery, RelationRecord};
 use engram_domain::{
     Error, GetConsolidationReport, GetHistory, GetNeighborhood, GetRecentlyModified, Memory,
@@ -199,8 +200,8 @@ async fn overview_of(
     workspace: &engram_domain::Workspace,
 ) -> Result<Value, Error> {
     let (stats, recent, scan) = tokio::try_join!(
-        memory.get_stats(workspace.id),
-        memory.get_recently_modified(
+        memory.call(workspace.id, GetStats {}),
+        memory.call(
             workspace.id,
             GetRecentlyModified::new(ALL_DAYS, OVERVIEW_LIST as u32)
         ),
@@ -314,9 +315,9 @@ async fn search(
 ) -> Response {
     let memory = binder.memory();
     let (q, limit, min_score) = (&query.q, query.limit, query.min_score);
-    match (memory.search_nodes(
+    match (memory.call(
         workspace.id,
-        &SearchNodes::new(q).limit(limit).min_score(min_score),
+        SearchNodes::new(q).limit(limit).min_score(min_score),
     ))
     .await
     {
@@ -342,7 +343,7 @@ async fn node(
 ) -> Response {
     let memory = binder.memory();
     let opened = match memory
-        .open_nodes(
+        .call(
             workspace.id,
             OpenNodes::new(std::slice::from_ref(&query.name)),
         )
@@ -355,13 +356,13 @@ async fn node(
         return failure(&Error::node_not_found(query.name));
     };
     let neighborhood = memory
-        .get_neighborhood(workspace.id, GetNeighborhood::new(&node.name, 1))
+        .call(workspace.id, GetNeighborhood::new(&node.name, 1))
         .await;
     let history = GetHistory {
         limit: HISTORY_SHOWN,
         ..GetHistory::new(&node.name)
     };
-    let history = memory.get_history(workspace.id, history).await;
+    let history = memory.call(workspace.id, history).await;
     match (neighborhood, history) {
         (Ok(neighborhood), Ok(history)) => axum::Json(
             json!({"node": node, "neighborhood": neighborhood, "history": history.events}),
@@ -373,7 +374,7 @@ async fn node(
 
 async fn report(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     match (binder.memory())
-        .get_consolidation_report(workspace.id, GetConsolidationReport::default())
+        .call(workspace.id, GetConsolidationReport::default())
         .await
     {
         Ok(report) => axum::Json(report).into_response(),
@@ -385,7 +386,7 @@ async fn report(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Resp
 async fn indexer(State(binder): State<Binder>, Viewed(workspace): Viewed) -> Response {
     let memory = binder.memory();
     let (stats, pairs) = match tokio::try_join!(
-        memory.get_stats(workspace.id),
+        memory.call(workspace.id, GetStats {}),
         memory.embedding_pairs(workspace.id),
     ) {
         Ok(both) => both,

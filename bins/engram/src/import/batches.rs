@@ -328,7 +328,7 @@ impl<'a> Importer<'a> {
         unknown.sort();
         let mut missing = HashSet::new();
         for chunk in unknown.chunks(limits::MAX_BATCH) {
-            let opened = memory.open_nodes(workspace, OpenNodes::new(chunk)).await?;
+            let opened = memory.call(workspace, OpenNodes::new(chunk)).await?;
             missing.extend(opened.not_found);
         }
         Ok(missing)

@@ -27,6 +27,7 @@ use crate::search::tools::Searcher;
 use crate::search::{neighbours_of, unrelated_pairs};
 use crate::store::GetNodeVectors;
 use crate::store::MemoryStore;
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 use crate::vectors::NodeVector;
 
 pub use clusters::CLUSTER_NEIGHBOURS;
@@ -217,7 +218,7 @@ pub(crate) struct Reporter<'a> {
 }
 
 impl Reporter<'_> {
-    /// The report, as [`crate::Memory::get_consolidation_report`] describes it.
+    /// The report, as the `get_consolidation_report` tool describes it.
     pub(crate) async fn report(
         &self,
         workspace: WorkspaceId,
@@ -449,4 +450,63 @@ fn cut<T>(field: &str, list: &mut Vec<T>, limit: usize, notices: &mut Vec<String
         ));
         list.truncate(limit);
     }
+}
+
+impl Tool for GetConsolidationReport {
+    const NAME: &'static str = "get_consolidation_report";
+    const DESCRIPTION: &'static str = "What needs attention: stale summaries (with drafts), similar unrelated pairs, orphans,\n\
+clusters, recent writes. It proposes; you decide.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = ConsolidationReport;
+
+    /// Stale summaries with drafts, unrelated similar pairs with rationales, orphans,
+    /// clusters with labels, and event counts; each list holds at most `limit` entries. Pairs
+    /// and clusters need an embedding model and current node vectors; without them those
+    /// lists are empty and `notices` says why. Drafts, rationales and labels come from the
+    /// text generator when one is configured and answers within the report's
+    /// [`GenerationBudget`]; otherwise they are extractive. Nothing here fails because of the
+    /// generator.
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let reporter = Reporter {
+            store: context.store,
+            embedder: context.search.embedder(),
+            generator: context.generator,
+            budget: context.generation_budget,
+            search: context.search,
+        };
+        reporter.report(workspace, self).await
+    }
+}
+
+/// `get_pending_consolidation` takes no arguments: any is refused as unknown.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetPendingConsolidation {}
+
+impl Tool for GetPendingConsolidation {
+    const NAME: &'static str = "get_pending_consolidation";
+    const DESCRIPTION: &'static str =
+        "Nodes never summarised, or whose summary is older than their newest observation.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = PendingConsolidationResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let nodes = context.store.get_pending_consolidation(workspace).await?;
+        Ok(PendingConsolidationResult { nodes })
+    }
+}
+
+/// `get_pending_consolidation`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PendingConsolidationResult {
+    /// Nodes whose summary is missing or older than their newest observation.
+    pub nodes: Vec<PendingConsolidation>,
+}
+
+/// The consolidation tools.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<GetConsolidationReport>();
+    visitor.visit::<GetPendingConsolidation>();
 }

@@ -16,6 +16,7 @@ use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
 use crate::store::{GetNodeVectors, MemoryStore};
+use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 use crate::vectors::*;
 
 /// Checks a search's `min_score`: a number from 0 to 1.
@@ -169,7 +170,7 @@ impl Searcher {
         self.query_embedding.remember(workspace, None);
     }
 
-    /// As [`Memory::search_nodes`](crate::Memory::search_nodes).
+    /// The `search_nodes` tool (below).
     pub(crate) async fn search_nodes(
         &self,
         workspace: WorkspaceId,
@@ -215,7 +216,7 @@ impl Searcher {
         })
     }
 
-    /// As [`Memory::search_observations`](crate::Memory::search_observations).
+    /// The `search_observations` tool (below).
     pub(crate) async fn search_observations(
         &self,
         workspace: WorkspaceId,
@@ -269,7 +270,7 @@ impl Searcher {
         })
     }
 
-    /// As [`Memory::query_observations`](crate::Memory::query_observations): a node asked by
+    /// The `query_observations` tool (below): a node asked by
     /// its alias is asked once more by its name, and an unknown one gets "did you mean".
     pub(crate) async fn query_observations(
         &self,
@@ -467,7 +468,7 @@ impl Searcher {
         })
     }
 
-    /// As [`Memory::find_similar_nodes`](crate::Memory::find_similar_nodes).
+    /// The `find_similar_nodes` tool (below).
     pub(crate) async fn find_similar_nodes(
         &self,
         workspace: WorkspaceId,
@@ -658,4 +659,75 @@ fn unsaid(mut signals: Vec<String>, mode: SearchMode, perspective: Option<&str>)
         }
     });
     signals
+}
+
+impl Tool for SearchNodes {
+    const NAME: &'static str = "search_nodes";
+    const DESCRIPTION: &'static str = "Find nodes by meaning and keywords, each once with its best observation, best first.\n\
+`score` (0–1): how likely it is relevant, from it and the query alone (0.5 as likely\n\
+as not; default min_score 0.8); if none passes, `notice` names the best and its\n\
+score.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = SearchResults;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        context.search.search_nodes(workspace, &self).await
+    }
+
+    fn found_nodes(output: &SearchResults) -> Vec<&str> {
+        output.results.iter().map(|hit| hit.name.as_str()).collect()
+    }
+}
+
+impl Tool for SearchObservations {
+    const NAME: &'static str = "search_observations";
+    const DESCRIPTION: &'static str =
+        "Find single facts across the workspace, best first, each with its node.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = FoundObservations;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        context.search.search_observations(workspace, &self).await
+    }
+}
+
+impl Tool for QueryObservations {
+    const NAME: &'static str = "query_observations";
+    const DESCRIPTION: &'static str =
+        "Search within one node's observations, best match first (modes as in search_nodes).";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = ObservationResults;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        context.search.query_observations(workspace, &self).await
+    }
+}
+
+impl Tool for FindSimilarNodes {
+    const NAME: &'static str = "find_similar_nodes";
+    const DESCRIPTION: &'static str =
+        "Similar nodes that no relation links: candidates to relate or merge.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = SimilarNodesResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let pairs = context.search.find_similar_nodes(workspace, self).await?;
+        Ok(SimilarNodesResult { pairs })
+    }
+}
+
+/// `find_similar_nodes`' result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SimilarNodesResult {
+    /// Unrelated pairs of similar nodes, most similar first.
+    pub pairs: Vec<SimilarPair>,
+}
+
+/// The search tools.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<SearchNodes>();
+    visitor.visit::<SearchObservations>();
+    visitor.visit::<QueryObservations>();
+    visitor.visit::<FindSimilarNodes>();
 }

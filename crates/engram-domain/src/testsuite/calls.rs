@@ -28,25 +28,26 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     let mut note = |tool, calls| seen.push((tool, calls));
     transactions::take();
     memory
-        .create_entities(ws, CreateEntities::new(nodes))
+        .call(ws, CreateEntities::new(nodes))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     note("create_entities", transactions::take());
-    (memory.add_observations(
+    (memory.call(
         ws,
         AddObservations::new(&[additions("Alice", &["Alice lives in Lisbon"])]),
     ))
     .await
     .unwrap();
     note("add_observations", transactions::take());
-    (memory.replace_observation(
+    (memory.call(
         ws,
         ReplaceObservation::new("Alice", Ordinal(2), "Alice lives in Porto"),
     ))
     .await
     .unwrap();
     note("replace_observation", transactions::take());
-    (memory.create_relations(
+    (memory.call(
         ws,
         CreateRelations::new(&[relation("Alice", "works_on", "engram")]),
     ))
@@ -54,16 +55,16 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .unwrap();
     note("create_relations", transactions::take());
     memory
-        .set_summary(ws, SetSummary::new("Alice", "An engineer."))
+        .call(ws, SetSummary::new("Alice", "An engineer."))
         .await
         .unwrap();
     note("set_summary", transactions::take());
     memory
-        .set_tags(ws, SetTags::new("Alice", &strings(&["team"])))
+        .call(ws, SetTags::new("Alice", &strings(&["team"])))
         .await
         .unwrap();
     note("set_tags", transactions::take());
-    (memory.rename_relation_type(
+    (memory.call(
         ws,
         RenameRelationType::new(&relation("Alice", "works_on", "engram"), "builds"),
     ))
@@ -71,62 +72,73 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .unwrap();
     note("rename_relation_type", transactions::take());
     memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Alice"])))
+        .call(ws, OpenNodes::new(&strings(&["Alice"])))
         .await
         .unwrap();
     note("open_nodes", transactions::take());
     memory
-        .get_nodes_by_type(ws, GetNodesByType::new("person"))
+        .call(ws, GetNodesByType::new("person"))
         .await
-        .unwrap();
+        .unwrap()
+        .nodes;
     note("get_nodes_by_type", transactions::take());
     memory
-        .get_recently_modified(ws, GetRecentlyModified::new(7, 10))
+        .call(ws, GetRecentlyModified::new(7, 10))
         .await
-        .unwrap();
+        .unwrap()
+        .nodes;
     note("get_recently_modified", transactions::take());
     memory
-        .get_relations_between(ws, GetRelationsBetween::new("Alice", "engram"))
+        .call(ws, GetRelationsBetween::new("Alice", "engram"))
         .await
-        .unwrap();
+        .unwrap()
+        .relations;
     note("get_relations_between", transactions::take());
     memory
-        .get_neighborhood(ws, GetNeighborhood::new("Alice", 2))
+        .call(ws, GetNeighborhood::new("Alice", 2))
         .await
         .unwrap();
     note("get_neighborhood", transactions::take());
     memory
-        .get_path(ws, GetPath::new("Alice", "engram"))
+        .call(ws, GetPath::new("Alice", "engram"))
         .await
         .unwrap();
     note("get_path", transactions::take());
-    memory.get_orphaned_nodes(ws).await.unwrap();
+    memory.call(ws, GetOrphanedNodes {}).await.unwrap().nodes;
     note("get_orphaned_nodes", transactions::take());
-    memory.find_unlinked_references(ws).await.unwrap();
+    memory
+        .call(ws, FindUnlinkedReferences {})
+        .await
+        .unwrap()
+        .references;
     note("find_unlinked_references", transactions::take());
-    memory.get_pending_consolidation(ws).await.unwrap();
+    memory
+        .call(ws, GetPendingConsolidation {})
+        .await
+        .unwrap()
+        .nodes;
     note("get_pending_consolidation", transactions::take());
-    memory.get_stats(ws).await.unwrap();
+    memory.call(ws, GetStats {}).await.unwrap();
     note("get_stats", transactions::take());
     let hybrid = SearchMode::Hybrid;
-    (memory.search_nodes(ws, &SearchNodes::new("Lisbon").mode(hybrid)))
+    (memory.call(ws, SearchNodes::new("Lisbon").mode(hybrid)))
         .await
         .unwrap();
     note("search_nodes", transactions::take());
-    (memory.search_nodes(ws, &SearchNodes::new("Lisbon").mode(SearchMode::Text)))
+    (memory.call(ws, SearchNodes::new("Lisbon").mode(SearchMode::Text)))
         .await
         .unwrap();
     note("search_nodes text", transactions::take());
-    (memory.search_observations(ws, &SearchObservations::new("Lisbon").mode(hybrid)))
+    (memory.call(ws, SearchObservations::new("Lisbon").mode(hybrid)))
         .await
         .unwrap();
     note("search_observations", transactions::take());
-    (memory.query_observations(ws, &QueryObservations::new("Alice", "Lisbon").mode(hybrid)))
+    (memory.call(ws, QueryObservations::new("Alice", "Lisbon").mode(hybrid)))
         .await
         .unwrap();
     note("query_observations", transactions::take());
     memory
-        .find_similar_nodes(
+        .call(
             ws,
             FindSimilarNodes {
                 limit: 10,
@@ -134,33 +146,34 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .pairs;
     note("find_similar_nodes", transactions::take());
-    (memory.get_consolidation_report(ws, GetConsolidationReport::default()))
+    (memory.call(ws, GetConsolidationReport::default()))
         .await
         .unwrap();
     note("get_consolidation_report", transactions::take());
-    (memory.read_graph(ws, ReadGraph::new(GraphDetail::Full)))
+    (memory.call(ws, ReadGraph::new(GraphDetail::Full)))
         .await
         .unwrap();
     note("read_graph", transactions::take());
     memory.brief(ws, 5).await.unwrap();
     note("brief", transactions::take());
-    (memory.delete_relations(
+    (memory.call(
         ws,
         DeleteRelations::new(&[relation("Alice", "builds", "engram")]),
     ))
     .await
     .unwrap();
     note("delete_relations", transactions::take());
-    (memory.create_relations(
+    (memory.call(
         ws,
         CreateRelations::new(&[relation("Alice", "knows", "engram")]),
     ))
     .await
     .unwrap();
     transactions::take();
-    (memory.end_relations(
+    (memory.call(
         ws,
         EndRelations::new(&[relation("Alice", "knows", "engram")]),
     ))
@@ -168,7 +181,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     .unwrap();
     note("end_relations", transactions::take());
     memory
-        .end_observations(
+        .call(
             ws,
             EndObservations::new(&[ObservationEndings {
                 entity_name: "Alice".into(),
@@ -176,35 +189,31 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
             }]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     note("end_observations", transactions::take());
-    memory
-        .get_history(ws, GetHistory::new("Alice"))
-        .await
-        .unwrap();
+    memory.call(ws, GetHistory::new("Alice")).await.unwrap();
     note("get_history", transactions::take());
     memory
-        .set_aliases(ws, SetAliases::new("Alice", &strings(&["Ali"])))
+        .call(ws, SetAliases::new("Alice", &strings(&["Ali"])))
         .await
         .unwrap();
     note("set_aliases", transactions::take());
     memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Ali"])))
+        .call(ws, OpenNodes::new(&strings(&["Ali"])))
         .await
         .unwrap();
     note("open_nodes by an alias", transactions::take());
-    memory
-        .propose_split(ws, ProposeSplit::new("Alice"))
-        .await
-        .unwrap();
+    memory.call(ws, ProposeSplit::new("Alice")).await.unwrap();
     note("propose_split", transactions::take());
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
+        .call(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     note("delete_observations", transactions::take());
     memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["engram"])))
+        .call(ws, DeleteEntities::new(&strings(&["engram"])))
         .await
         .unwrap();
     note("delete_entities", transactions::take());

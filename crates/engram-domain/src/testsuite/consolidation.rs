@@ -26,7 +26,7 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
     };
     memory.set_perspective(ws, &general).await.unwrap();
     let m = &memory;
-    m.create_entities(
+    m.call(
         ws,
         CreateEntities::new(vec![
             entity(
@@ -85,7 +85,8 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
         ]),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .entities;
     create_relations(
         m,
         ws,
@@ -105,18 +106,18 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
         "Marco Rossi",
         "Marko Rossi",
     ] {
-        m.set_summary(ws, SetSummary::new(name, "summarised"))
+        m.call(ws, SetSummary::new(name, "summarised"))
             .await
             .unwrap();
     }
-    m.set_summary(ws, SetSummary::new("Trattoria Rossi", "summarised"))
+    m.call(ws, SetSummary::new("Trattoria Rossi", "summarised"))
         .await
         .unwrap();
-    m.set_summary(ws, SetSummary::new("Quartz", "summarised"))
+    m.call(ws, SetSummary::new("Quartz", "summarised"))
         .await
         .unwrap();
     tick().await;
-    m.add_observations(
+    m.call(
         ws,
         AddObservations::new(&[additions(
             "Andromeda",
@@ -124,7 +125,8 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
         )]),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .results;
     Indexer::new(store, Arc::new(TermEmbedder), 64)
         .run_until_idle()
         .await
@@ -157,10 +159,7 @@ fn cluster_names(report: &ConsolidationReport) -> Vec<Vec<String>> {
 
 pub async fn consolidation_report_finds_exactly_what_needs_attention(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = consolidation_graph(store).await;
-    let report = memory
-        .get_consolidation_report(ws, options())
-        .await
-        .unwrap();
+    let report = memory.call(ws, options()).await.unwrap();
 
     // Near but not the same: none of these reads as one node written twice.
     assert!(
@@ -238,16 +237,17 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
     tick().await;
     let since = Utc::now();
     tick().await;
-    m.create_entities(
+    m.call(
         ws,
         CreateEntities::new(vec![entity("Pluto", "planet", &["dwarf planet"])]),
     )
     .await
-    .unwrap();
-    m.set_summary(ws, SetSummary::new("Quartz", "a mineral"))
+    .unwrap()
+    .entities;
+    m.call(ws, SetSummary::new("Quartz", "a mineral"))
         .await
         .unwrap();
-    m.delete_entities(ws, DeleteEntities::new(&strings(&["Hubble"])))
+    m.call(ws, DeleteEntities::new(&strings(&["Hubble"])))
         .await
         .unwrap();
     let options = GetConsolidationReport {
@@ -255,7 +255,7 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
         limit: 1,
         ..GetConsolidationReport::default()
     };
-    let report = m.get_consolidation_report(ws, options).await.unwrap();
+    let report = m.call(ws, options).await.unwrap();
     let events = &report.event_summary;
     assert_eq!(events.since, since);
     assert_eq!((events.creates, events.updates, events.deletes), (2, 1, 1));
@@ -284,7 +284,7 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
         min_score: 1.5,
         ..GetConsolidationReport::default()
     };
-    let error = m.get_consolidation_report(ws, bad).await.unwrap_err();
+    let error = m.call(ws, bad).await.unwrap_err();
     assert!(error.to_string().contains("min_score"), "{error}");
 }
 
@@ -292,7 +292,7 @@ pub async fn consolidation_report_without_an_embedder_says_so(store: Arc<dyn Mem
     let (memory, ws) = consolidation_graph(store.clone()).await;
     let plain = Memory::new(store);
     let report = plain
-        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .call(ws, GetConsolidationReport::default())
         .await
         .unwrap();
     assert!(report.relation_candidates.is_empty() && report.cluster_summary.is_empty());
@@ -350,7 +350,7 @@ pub async fn consolidation_report_uses_the_generator_within_its_budget(
         }),
         budget,
     );
-    let report = fast.get_consolidation_report(ws, options()).await.unwrap();
+    let report = fast.call(ws, options()).await.unwrap();
     let stale = &report.stale_summaries[0];
     assert_eq!(
         (stale.draft_summary.as_deref(), stale.draft_source),
@@ -379,7 +379,7 @@ pub async fn consolidation_report_uses_the_generator_within_its_budget(
         budget,
     );
     let started = Instant::now();
-    let report = slow.get_consolidation_report(ws, options()).await.unwrap();
+    let report = slow.call(ws, options()).await.unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "{:?}",
@@ -407,7 +407,7 @@ pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn Mem
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     let memory = memory.with_embedder(Arc::new(TermEmbedder));
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity(
@@ -431,13 +431,14 @@ pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn Mem
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     Indexer::new(store, Arc::new(TermEmbedder), 64)
         .run_until_idle()
         .await
         .unwrap();
     let report = memory
-        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .call(ws, GetConsolidationReport::default())
         .await
         .unwrap();
     let merges: Vec<(&str, &str, &str)> = (report.merge_candidates.iter())
@@ -511,7 +512,7 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
         .copied()
         .collect();
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("engram", "project", &three_topics),
@@ -535,9 +536,10 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let report = memory
-        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .call(ws, GetConsolidationReport::default())
         .await
         .unwrap();
 
@@ -597,7 +599,7 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
 
     // Once folded, ended and split, the report has nothing more to say of them.
     memory
-        .end_observations(
+        .call(
             ws,
             crate::EndObservations::new(&[crate::ObservationEndings {
                 entity_name: "staging".into(),
@@ -605,13 +607,15 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
             }]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("staging", &[4])]))
+        .call(ws, DeleteObservations::new(&[deletions("staging", &[4])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let again = memory
-        .get_consolidation_report(ws, GetConsolidationReport::default())
+        .call(ws, GetConsolidationReport::default())
         .await
         .unwrap();
     assert!(again.duplicate_observations.is_empty(), "{again:?}");

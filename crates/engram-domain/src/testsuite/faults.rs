@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use async_trait::async_trait;
 
 use super::*;
+use crate::GetStats;
 use crate::{
     Embedder, Error, Indexer, MemoryStore, QueryObservations, Result, SearchMode, SearchNodes,
     SearchObservations,
@@ -87,12 +88,13 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     facts.extend(["a nan fact about roses", "a zero fact", "a ragged fact"].map(String::from));
     let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("Garden", "place", &facts)]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // The good vectors are stored; the three bad ones are rejected texts, with their reasons.
     assert_eq!(indexer.run_until_idle().await.unwrap(), 8);
@@ -106,17 +108,21 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     assert!(reasons[1].contains("not a number"), "{reasons:?}");
     assert!(reasons[2].contains("zero vector"), "{reasons:?}");
     let memory = memory.with_indexer(indexer.clone());
-    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 3);
+    assert_eq!(
+        memory.call(ws, GetStats {}).await.unwrap().rejected_texts,
+        3
+    );
 
     // A vector an older engram stored without this check (zero: every store takes it) is
     // skipped by every search, never an error.
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("Shed", "place", &["a shed full of roses"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let saved = save_vectors(&store, embedder.model_id(), |task| {
         (task.context.name == "Shed").then(|| vec![0.0; TERM_DIMS])
     })
@@ -124,17 +130,17 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
     assert!(saved >= 1);
     for mode in [SearchMode::Hybrid, SearchMode::Embedding] {
         let found = (memory
-            .search_nodes(
+            .call(
                 ws,
-                &SearchNodes::new("roses").mode(mode).min_score(Some(0.0)),
+                SearchNodes::new("roses").mode(mode).min_score(Some(0.0)),
             )
             .await)
             .unwrap();
         assert_eq!(found.results[0].name, "Garden", "{mode:?}: {found:?}");
         let facts = memory
-            .search_observations(
+            .call(
                 ws,
-                &SearchObservations::new("roses")
+                SearchObservations::new("roses")
                     .limit(20)
                     .mode(mode)
                     .min_score(Some(0.0)),
@@ -144,9 +150,9 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         assert!(!facts.observations.is_empty(), "{mode:?}");
         for name in ["Garden", "Shed"] {
             let within = memory
-                .query_observations(
+                .call(
                     ws,
-                    &QueryObservations::new(name, "roses")
+                    QueryObservations::new(name, "roses")
                         .mode(mode)
                         .min_score(Some(0.0)),
                 )
@@ -170,7 +176,7 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         let query = format!("roses {fault:?}");
         embedder.set(fault);
         let found = (memory
-            .search_nodes(ws, &SearchNodes::new(&query).limit(5).min_score(Some(0.0)))
+            .call(ws, SearchNodes::new(&query).limit(5).min_score(Some(0.0)))
             .await)
             .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
         assert_eq!(found.mode, SearchMode::Text, "{fault:?}");
@@ -178,9 +184,9 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         assert!(notice.contains(said), "{fault:?}: {notice}");
         assert_eq!(found.results[0].name, "Garden");
         let within = memory
-            .query_observations(
+            .call(
                 ws,
-                &QueryObservations::new("Garden", &query)
+                QueryObservations::new("Garden", &query)
                     .mode(SearchMode::Embedding)
                     .min_score(Some(0.0)),
             )
@@ -189,7 +195,7 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
         assert_eq!(within.mode, SearchMode::Text, "{fault:?}");
         embedder.set(QueryFault::None);
         let again = (memory
-            .search_nodes(ws, &SearchNodes::new(&query).limit(5).min_score(Some(0.0)))
+            .call(ws, SearchNodes::new(&query).limit(5).min_score(Some(0.0)))
             .await)
             .unwrap();
         assert_eq!(again.mode, SearchMode::Hybrid, "{fault:?}: {again:?}");
@@ -204,22 +210,24 @@ pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dy
     let poison: Vec<String> = (0..40).map(|i| format!("poison fact {i}")).collect();
     let poison: Vec<&str> = poison.iter().map(String::as_str).collect();
     memory
-        .create_entities(
+        .call(
             troubled,
             CreateEntities::new(vec![entity("Bad", "thing", &poison)]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let fine = memory.create_workspace("fine").await.unwrap().id;
     let facts: Vec<String> = (0..10).map(|i| format!("good fact {i}")).collect();
     let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
     memory
-        .create_entities(
+        .call(
             fine,
             CreateEntities::new(vec![entity("Good", "thing", &facts)]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let indexer = Indexer::new(store.clone(), embedder.clone(), 8);
     // The refused texts take the fresh batches they are in (5 of 8), the good ones theirs
     // (2): the fine workspace is done within those passes, however deep the

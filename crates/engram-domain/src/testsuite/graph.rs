@@ -8,6 +8,7 @@ use crate::{
     Error, GraphPath, Memory, MemoryStore, Neighborhood, NewNode, NodeBrief, UnlinkedReference,
     WorkspaceId,
 };
+use crate::{FindUnlinkedReferences, GetOrphanedNodes};
 
 /// One line per node (`name: type`, with summary and tags when set), then one per relation.
 fn render_neighborhood(neighborhood: &Neighborhood) -> String {
@@ -47,9 +48,10 @@ async fn cyclic_graph(memory: &Memory, ws: WorkspaceId) {
         ..entity("A", "hub", &["a fact"])
     };
     memory
-        .create_entities(ws, CreateEntities::new(vec![a]))
+        .call(ws, CreateEntities::new(vec![a]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_nodes(memory, ws, &["B", "C", "D", "E", "X"]).await;
     create_relations(
         memory,
@@ -71,7 +73,7 @@ pub async fn neighborhood_walks_relations_both_ways_through_a_cycle(store: Arc<d
     let around = async |name: &str, depth| {
         render_neighborhood(
             &memory
-                .get_neighborhood(ws, GetNeighborhood::new(name, depth))
+                .call(ws, GetNeighborhood::new(name, depth))
                 .await
                 .unwrap(),
         )
@@ -131,7 +133,7 @@ pub async fn neighborhood_walks_relations_both_ways_through_a_cycle(store: Arc<d
 
     assert_eq!(
         memory
-            .get_neighborhood(ws, GetNeighborhood::new("Ghost", 1))
+            .call(ws, GetNeighborhood::new("Ghost", 1))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")
@@ -164,7 +166,7 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
     )
     .await;
     let path = async |from: &str, to: &str| {
-        render_path(&memory.get_path(ws, GetPath::new(from, to)).await.unwrap())
+        render_path(&memory.call(ws, GetPath::new(from, to)).await.unwrap())
     };
 
     expect![[r#"
@@ -197,14 +199,11 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
 
     // Disconnected, and to itself.
     assert_eq!(
-        memory
-            .get_path(ws, GetPath::new("Start", "Y"))
-            .await
-            .unwrap(),
+        memory.call(ws, GetPath::new("Start", "Y")).await.unwrap(),
         GraphPath::default()
     );
     assert_eq!(
-        memory.get_path(ws, GetPath::new("M", "M")).await.unwrap(),
+        memory.call(ws, GetPath::new("M", "M")).await.unwrap(),
         GraphPath {
             found: true,
             path: strings(&["M"]),
@@ -213,10 +212,7 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
     );
     for (from, to) in [("Ghost", "Start"), ("Start", "Ghost")] {
         assert_eq!(
-            memory
-                .get_path(ws, GetPath::new(from, to))
-                .await
-                .unwrap_err(),
+            memory.call(ws, GetPath::new(from, to)).await.unwrap_err(),
             Error::node_not_found("Ghost")
         );
     }
@@ -230,10 +226,7 @@ pub async fn get_path_looks_at_most_twelve_hops_away(store: Arc<dyn MemoryStore>
     let chain: Vec<(&str, &str, &str)> = refs.windows(2).map(|w| (w[0], "next", w[1])).collect();
     create_relations(&memory, ws, &chain).await;
 
-    let twelve = memory
-        .get_path(ws, GetPath::new("P0", "P12"))
-        .await
-        .unwrap();
+    let twelve = memory.call(ws, GetPath::new("P0", "P12")).await.unwrap();
     assert!(twelve.found);
     assert_eq!(twelve.path, refs[..=12]);
     assert_eq!(
@@ -245,7 +238,7 @@ pub async fn get_path_looks_at_most_twelve_hops_away(store: Arc<dyn MemoryStore>
     );
     assert_eq!(
         memory
-            .get_path(ws, GetPath::new("P13", "P1"))
+            .call(ws, GetPath::new("P13", "P1"))
             .await
             .unwrap()
             .path
@@ -253,10 +246,7 @@ pub async fn get_path_looks_at_most_twelve_hops_away(store: Arc<dyn MemoryStore>
         13
     );
     assert_eq!(
-        memory
-            .get_path(ws, GetPath::new("P0", "P13"))
-            .await
-            .unwrap(),
+        memory.call(ws, GetPath::new("P0", "P13")).await.unwrap(),
         GraphPath::default()
     );
 }
@@ -265,7 +255,7 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
     let (memory, ws) = memory_with_workspace(store, "w").await;
     create_nodes(&memory, ws, &["A", "B", "Loop", "D"]).await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![NewNode {
                 summary: Some("alone".into()),
@@ -273,7 +263,8 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
             }]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_relations(&memory, ws, &[("A", "r", "B"), ("Loop", "self", "Loop")]).await;
     let brief = async |name: &str| {
         let node = open_node(&memory, ws, name).await;
@@ -286,15 +277,15 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
     };
 
     assert_eq!(
-        memory.get_orphaned_nodes(ws).await.unwrap(),
+        memory.call(ws, GetOrphanedNodes {}).await.unwrap().nodes,
         [brief("D").await, brief("E").await]
     );
     memory
-        .delete_relations(ws, DeleteRelations::new(&[relation("A", "r", "B")]))
+        .call(ws, DeleteRelations::new(&[relation("A", "r", "B")]))
         .await
         .unwrap();
     assert_eq!(
-        memory.get_orphaned_nodes(ws).await.unwrap(),
+        memory.call(ws, GetOrphanedNodes {}).await.unwrap().nodes,
         [
             brief("A").await,
             brief("B").await,
@@ -307,7 +298,7 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
 pub async fn unlinked_references_match_whole_names_of_unrelated_nodes(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity(
@@ -342,10 +333,15 @@ pub async fn unlinked_references_match_whole_names_of_unrelated_nodes(store: Arc
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_relations(&memory, ws, &[("Carol", "sister_of", "Alice")]).await;
     let found = async || {
-        let mut found = memory.find_unlinked_references(ws).await.unwrap();
+        let mut found = memory
+            .call(ws, FindUnlinkedReferences {})
+            .await
+            .unwrap()
+            .references;
         found.sort();
         found
     };

@@ -8,6 +8,7 @@ use super::*;
 use crate::WorkspaceId;
 use crate::{EndRelations, GetHistory, HistoryOperation, SearchNodes, Stats, Timestamp};
 use crate::{Error, Memory, MemoryStore, NewNode, PendingConsolidation};
+use crate::{GetPendingConsolidation, GetStats};
 
 /// The `updated_at` of a set of nodes, checked after each write.
 struct Clocks {
@@ -17,7 +18,7 @@ struct Clocks {
 impl Clocks {
     async fn read(memory: &Memory, workspace: WorkspaceId, names: &[&str]) -> Self {
         let opened = memory
-            .open_nodes(workspace, OpenNodes::new(&strings(names)))
+            .call(workspace, OpenNodes::new(&strings(names)))
             .await
             .unwrap();
         assert!(opened.not_found.is_empty(), "{opened:?}");
@@ -56,23 +57,25 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
     tick().await;
     let m = &memory;
 
-    m.add_observations(ws, AddObservations::new(&[additions("A", &["one", "two"])]))
+    m.call(ws, AddObservations::new(&[additions("A", &["one", "two"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     clocks.check(m, ws, "add_observations", &["A"]).await;
-    m.replace_observation(ws, ReplaceObservation::new("A", crate::Ordinal(1), "uno"))
+    m.call(ws, ReplaceObservation::new("A", crate::Ordinal(1), "uno"))
         .await
         .unwrap();
     clocks.check(m, ws, "replace_observation", &["A"]).await;
-    m.delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
+    m.call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     clocks.check(m, ws, "delete_observations", &["A"]).await;
-    m.create_relations(ws, CreateRelations::new(&[relation("A", "knows", "B")]))
+    m.call(ws, CreateRelations::new(&[relation("A", "knows", "B")]))
         .await
         .unwrap();
     clocks.check(m, ws, "create_relations", &["A", "B"]).await;
-    m.rename_relation_type(
+    m.call(
         ws,
         RenameRelationType::new(&relation("A", "knows", "B"), "trusts"),
     )
@@ -81,31 +84,27 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
     clocks
         .check(m, ws, "rename_relation_type", &["A", "B"])
         .await;
-    m.delete_relations(ws, DeleteRelations::new(&[relation("A", "trusts", "B")]))
+    m.call(ws, DeleteRelations::new(&[relation("A", "trusts", "B")]))
         .await
         .unwrap();
     clocks.check(m, ws, "delete_relations", &["A", "B"]).await;
-    m.set_tags(ws, SetTags::new("B", &strings(&["t"])))
+    m.call(ws, SetTags::new("B", &strings(&["t"])))
         .await
         .unwrap();
     clocks.check(m, ws, "set_tags", &["B"]).await;
-    m.set_summary(ws, SetSummary::new("C", "see"))
-        .await
-        .unwrap();
+    m.call(ws, SetSummary::new("C", "see")).await.unwrap();
     clocks.check(m, ws, "set_summary", &["C"]).await;
 
     // Reads and rejected writes move nothing.
-    m.get_neighborhood(ws, GetNeighborhood::new("A", 2))
-        .await
-        .unwrap();
-    m.get_pending_consolidation(ws).await.unwrap();
+    m.call(ws, GetNeighborhood::new("A", 2)).await.unwrap();
+    m.call(ws, GetPendingConsolidation {}).await.unwrap().nodes;
     assert!(
-        m.replace_observation(ws, ReplaceObservation::new("A", crate::Ordinal(2), "gone"))
+        m.call(ws, ReplaceObservation::new("A", crate::Ordinal(2), "gone"))
             .await
             .is_err()
     );
     assert!(
-        m.create_entities(ws, CreateEntities::new(vec![entity("A", "", &[])]))
+        m.call(ws, CreateEntities::new(vec![entity("A", "", &[])]))
             .await
             .is_err()
     );
@@ -115,7 +114,7 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
 pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("N", "thing", &["n1"]),
@@ -128,7 +127,8 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let created = open_node(&memory, ws, "N").await.created_at;
     let pending = |name: &str, entity_type: &str, count, last, summary| PendingConsolidation {
         name: name.into(),
@@ -140,7 +140,11 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     // Never summarised, oldest observation first, then by name; not Empty (no observations),
     // not Done (summarised with its observations).
     assert_eq!(
-        memory.get_pending_consolidation(ws).await.unwrap(),
+        memory
+            .call(ws, GetPendingConsolidation {})
+            .await
+            .unwrap()
+            .nodes,
         [
             pending("M", "place", 1, created, None),
             pending("N", "thing", 1, created, None)
@@ -149,29 +153,48 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     tick().await;
 
     let summarised = memory
-        .set_summary(ws, SetSummary::new("N", "about n"))
+        .call(ws, SetSummary::new("N", "about n"))
         .await
         .unwrap()
         .updated_at;
     let only_m = [pending("M", "place", 1, created, None)];
-    assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
+    assert_eq!(
+        memory
+            .call(ws, GetPendingConsolidation {})
+            .await
+            .unwrap()
+            .nodes,
+        only_m
+    );
     tick().await;
     memory
-        .set_tags(ws, SetTags::new("N", &strings(&["t"])))
+        .call(ws, SetTags::new("N", &strings(&["t"])))
         .await
         .unwrap();
-    assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
+    assert_eq!(
+        memory
+            .call(ws, GetPendingConsolidation {})
+            .await
+            .unwrap()
+            .nodes,
+        only_m
+    );
     tick().await;
 
     // A new observation makes N pending again; its summary time is still set_summary's.
     memory
-        .add_observations(ws, AddObservations::new(&[additions("N", &["n2"])]))
+        .call(ws, AddObservations::new(&[additions("N", &["n2"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let added = open_node(&memory, ws, "N").await.updated_at;
     assert!(added > summarised);
     assert_eq!(
-        memory.get_pending_consolidation(ws).await.unwrap(),
+        memory
+            .call(ws, GetPendingConsolidation {})
+            .await
+            .unwrap()
+            .nodes,
         [
             pending("M", "place", 1, created, None),
             pending("N", "thing", 2, added, Some(summarised))
@@ -180,7 +203,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     tick().await;
     // Replacing an observation counts as writing it.
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("N", crate::Ordinal(1), "n1, revised"),
         )
@@ -189,27 +212,40 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     let replaced = open_node(&memory, ws, "N").await.updated_at;
     assert!(replaced > added);
     assert_eq!(
-        memory.get_pending_consolidation(ws).await.unwrap()[1],
+        memory
+            .call(ws, GetPendingConsolidation {})
+            .await
+            .unwrap()
+            .nodes[1],
         pending("N", "thing", 2, replaced, Some(summarised))
     );
     tick().await;
 
     let again = memory
-        .set_summary(ws, SetSummary::new("N", "about n, again"))
+        .call(ws, SetSummary::new("N", "about n, again"))
         .await
         .unwrap()
         .updated_at;
     assert!(again > replaced);
-    assert_eq!(memory.get_pending_consolidation(ws).await.unwrap(), only_m);
-    memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("M", &[1])]))
-        .await
-        .unwrap();
-    assert!(
+    assert_eq!(
         memory
-            .get_pending_consolidation(ws)
+            .call(ws, GetPendingConsolidation {})
             .await
             .unwrap()
+            .nodes,
+        only_m
+    );
+    memory
+        .call(ws, DeleteObservations::new(&[deletions("M", &[1])]))
+        .await
+        .unwrap()
+        .results;
+    assert!(
+        memory
+            .call(ws, GetPendingConsolidation {})
+            .await
+            .unwrap()
+            .nodes
             .is_empty()
     );
 }
@@ -227,9 +263,9 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
         embedding_model: None,
         workspace: "w".into(),
     };
-    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(0, 0, 0));
+    assert_eq!(memory.call(ws, GetStats {}).await.unwrap(), stats(0, 0, 0));
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("A", "thing", &["a1", "a2", "a3"]),
@@ -237,7 +273,8 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_nodes(&memory, ws, &["C"]).await;
     create_relations(
         &memory,
@@ -245,22 +282,23 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
         &[("A", "r", "B"), ("B", "r", "A"), ("C", "r", "C")],
     )
     .await;
-    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 4, 3));
+    assert_eq!(memory.call(ws, GetStats {}).await.unwrap(), stats(3, 4, 3));
 
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
+        .call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     memory
-        .delete_relations(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
+        .call(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
         .await
         .unwrap();
-    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(3, 3, 2));
+    assert_eq!(memory.call(ws, GetStats {}).await.unwrap(), stats(3, 3, 2));
     memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["A"])))
+        .call(ws, DeleteEntities::new(&strings(&["A"])))
         .await
         .unwrap();
-    assert_eq!(memory.get_stats(ws).await.unwrap(), stats(2, 1, 1));
+    assert_eq!(memory.call(ws, GetStats {}).await.unwrap(), stats(2, 1, 1));
     assert!(matches!(
         memory.store().get_stats(WorkspaceId(ws.0 + 1000)).await,
         Err(Error::NotFound {
@@ -275,7 +313,7 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
     let m = &memory;
     assert_eq!(events(m, ws).await, (0, 0, 0));
     // Creates: 2 nodes, 2 observations.
-    m.create_entities(
+    m.call(
         ws,
         CreateEntities::new(vec![
             entity("A", "thing", &["a1", "a2"]),
@@ -283,35 +321,38 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
         ]),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .entities;
     assert_eq!(events(m, ws).await, (4, 0, 0));
-    m.add_observations(ws, AddObservations::new(&[additions("A", &["a3"])]))
+    m.call(ws, AddObservations::new(&[additions("A", &["a3"])]))
         .await
-        .unwrap();
-    m.replace_observation(
+        .unwrap()
+        .results;
+    m.call(
         ws,
         ReplaceObservation::new("A", crate::Ordinal(1), "a1, revised"),
     )
     .await
     .unwrap();
-    m.delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2, 9])]))
+    m.call(ws, DeleteObservations::new(&[deletions("A", &[2, 9])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(events(m, ws).await, (5, 1, 1));
 
-    m.create_relations(
+    m.call(
         ws,
         CreateRelations::new(&[relation("A", "r", "B"), relation("B", "r", "A")]),
     )
     .await
     .unwrap();
-    m.create_relations(ws, CreateRelations::new(&[relation("A", "r", "B")]))
+    m.call(ws, CreateRelations::new(&[relation("A", "r", "B")]))
         .await
         .unwrap();
-    m.rename_relation_type(ws, RenameRelationType::new(&relation("A", "r", "B"), "s"))
+    m.call(ws, RenameRelationType::new(&relation("A", "r", "B"), "s"))
         .await
         .unwrap();
-    m.delete_relations(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
+    m.call(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
         .await
         .unwrap();
     assert_eq!(events(m, ws).await, (7, 2, 2));
@@ -319,30 +360,31 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
 
     // A node update is recorded only when its name, type, summary or tags change.
     let mid = m
-        .set_summary(ws, SetSummary::new("A", "x"))
+        .call(ws, SetSummary::new("A", "x"))
         .await
         .unwrap()
         .updated_at;
-    m.set_summary(ws, SetSummary::new("A", "x")).await.unwrap();
-    m.set_tags(ws, SetTags::new("A", &strings(&["t"])))
+    m.call(ws, SetSummary::new("A", "x")).await.unwrap();
+    m.call(ws, SetTags::new("A", &strings(&["t"])))
         .await
         .unwrap();
-    m.set_tags(ws, SetTags::new("A", &strings(&["t"])))
+    m.call(ws, SetTags::new("A", &strings(&["t"])))
         .await
         .unwrap();
-    m.create_entities(
+    m.call(
         ws,
         CreateEntities::new(vec![entity("A", "other", &["ignored"])]),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .entities;
     assert_eq!(events(m, ws).await, (7, 4, 2));
     assert_eq!(events_since(m, ws, mid).await, (0, 2, 0));
 
     // B's own events go with it (its creation, and the creation and deletion of B -r-> A,
     // filed under the relation's source); its deletion and the cascaded deletion of
     // A -s-> B (filed under A) are recorded.
-    m.delete_entities(ws, DeleteEntities::new(&strings(&["B"])))
+    m.call(ws, DeleteEntities::new(&strings(&["B"])))
         .await
         .unwrap();
     assert_eq!(events(m, ws).await, (5, 4, 3));
@@ -357,33 +399,31 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
     let created = create_nodes(&memory, ws, &["Deploy", "Review"]);
     crate::authorship::scope("alice's agent", created).await;
     tick().await;
-    let added = memory.add_observations(
+    let added = memory.call(
         ws,
         AddObservations::new(&[additions("Deploy", &["runs at noon"])]),
     );
     crate::authorship::scope("bob", added).await.unwrap();
     tick().await;
     memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Deploy", &["needs a review"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     create_relations(&memory, ws, &[("Deploy", "needs", "Review")]).await;
     tick().await;
     let earlier = chrono::Utc::now();
     tick().await;
-    let ended = memory.end_relations(
+    let ended = memory.call(
         ws,
         EndRelations::new(&[relation("Deploy", "needs", "Review")]).ended_at(earlier),
     );
     crate::authorship::scope("carol", ended).await.unwrap();
 
-    let history = memory
-        .get_history(ws, GetHistory::new("Deploy"))
-        .await
-        .unwrap();
+    let history = memory.call(ws, GetHistory::new("Deploy")).await.unwrap();
     let authors: Vec<(String, Option<&str>)> = (history.events.iter())
         .map(|entry| (format!("{:?}", entry.operation), entry.author.as_deref()))
         .collect();
@@ -416,10 +456,9 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
         "{authors:?}"
     );
 
-    let found =
-        crate::authorship::scope("dave", memory.search_nodes(ws, &SearchNodes::new("review")))
-            .await
-            .unwrap();
+    let found = crate::authorship::scope("dave", memory.call(ws, SearchNodes::new("review")))
+        .await
+        .unwrap();
     let text = format!("{found:?}");
     for author in ["alice", "bob", "carol", "dave"] {
         assert!(!text.contains(author), "{author} in {text}");

@@ -78,9 +78,10 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
         entity("Market", "shop", &["apples and cherry sold here"]),
     ];
     memory
-        .create_entities(ws, CreateEntities::new(entities))
+        .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     Indexer::new(store.clone(), embedder.clone(), 64)
         .run_until_idle()
         .await
@@ -124,7 +125,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
     // "kiwi" is answered by "banana" in the orchard alone.
     let search = async |mode| {
         memory
-            .search_nodes(ws, &SearchNodes::new("apples kiwi").mode(mode))
+            .call(ws, SearchNodes::new("apples kiwi").mode(mode))
             .await
             .unwrap()
     };

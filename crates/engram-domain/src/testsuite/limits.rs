@@ -12,7 +12,7 @@ use crate::{
 async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("N", "thing", &["n1"]),
@@ -20,7 +20,8 @@ async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_relations(&memory, ws, &[("N", "r", "M")]).await;
     (memory, ws)
 }
@@ -30,7 +31,7 @@ type Footprint = ((i64, i64, i64), (i64, i64, i64), OpenedNodes);
 /// Counts, events, and N and M in full (times included).
 async fn footprint(memory: &Memory, ws: WorkspaceId) -> Footprint {
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["N", "M"])))
+        .call(ws, OpenNodes::new(&strings(&["N", "M"])))
         .await
         .unwrap();
     (counts(memory, ws).await, events(memory, ws).await, opened)
@@ -66,7 +67,7 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
     ] {
         let ok = entity("Ok", "thing", &[]);
         assert_invalid(
-            m.create_entities(
+            m.call(
                 ws,
                 CreateEntities::new(vec![ok.clone(), entity(bad, "thing", &[])]),
             )
@@ -74,94 +75,84 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
             "entities[1].name",
         );
         assert_invalid(
-            m.create_entities(ws, CreateEntities::new(vec![entity("Ok", bad, &[])]))
+            m.call(ws, CreateEntities::new(vec![entity("Ok", bad, &[])]))
                 .await,
             "entities[0].entity_type",
         );
         let good = relation("N", "r2", "M");
         let bad_type = relation("N", bad, "M");
         assert_invalid(
-            m.create_relations(ws, CreateRelations::new(&[good.clone(), bad_type]))
+            m.call(ws, CreateRelations::new(&[good.clone(), bad_type]))
                 .await,
             "relations[1].relation_type",
         );
         assert_invalid(
-            m.create_relations(ws, CreateRelations::new(&[relation(bad, "r", "M")]))
+            m.call(ws, CreateRelations::new(&[relation(bad, "r", "M")]))
                 .await,
             "relations[0].from_entity",
         );
         assert_invalid(
-            m.delete_relations(ws, DeleteRelations::new(&[relation("N", "r", bad)]))
+            m.call(ws, DeleteRelations::new(&[relation("N", "r", bad)]))
                 .await,
             "relations[0].to_entity",
         );
         let existing = relation("N", "r", "M");
         assert_invalid(
-            m.rename_relation_type(ws, RenameRelationType::new(&existing, bad))
-                .await,
+            m.call(ws, RenameRelationType::new(&existing, bad)).await,
             "new_type",
         );
         assert_invalid(
-            m.rename_relation_type(ws, RenameRelationType::new(&relation("N", bad, "M"), "s"))
+            m.call(ws, RenameRelationType::new(&relation("N", bad, "M"), "s"))
                 .await,
             "old_type",
         );
         assert_invalid(
-            m.rename_relation_type(ws, RenameRelationType::new(&relation(bad, "r", "M"), "s"))
+            m.call(ws, RenameRelationType::new(&relation(bad, "r", "M"), "s"))
                 .await,
             "from_entity",
         );
         assert_invalid(
-            m.rename_relation_type(ws, RenameRelationType::new(&relation("N", "r", bad), "s"))
+            m.call(ws, RenameRelationType::new(&relation("N", "r", bad), "s"))
                 .await,
             "to_entity",
         );
         assert_invalid(
-            m.delete_entities(ws, DeleteEntities::new(&strings(&["N", bad])))
-                .await,
+            m.call(ws, DeleteEntities::new(&strings(&["N", bad]))).await,
             "entity_names[1]",
         );
         assert_invalid(
-            m.open_nodes(ws, OpenNodes::new(&strings(&[bad]))).await,
+            m.call(ws, OpenNodes::new(&strings(&[bad]))).await,
             "names[0]",
         );
+        assert_invalid(m.call(ws, GetNodesByType::new(bad)).await, "entity_type");
+        assert_invalid(m.call(ws, SetSummary::new(bad, "s")).await, "name");
+        assert_invalid(m.call(ws, SetTags::new(bad, &[])).await, "name");
         assert_invalid(
-            m.get_nodes_by_type(ws, GetNodesByType::new(bad)).await,
-            "entity_type",
-        );
-        assert_invalid(m.set_summary(ws, SetSummary::new(bad, "s")).await, "name");
-        assert_invalid(m.set_tags(ws, SetTags::new(bad, &[])).await, "name");
-        assert_invalid(
-            m.add_observations(ws, AddObservations::new(&[additions(bad, &["x"])]))
+            m.call(ws, AddObservations::new(&[additions(bad, &["x"])]))
                 .await,
             "observations[0].entity_name",
         );
         assert_invalid(
-            m.replace_observation(ws, ReplaceObservation::new(bad, crate::Ordinal(1), "x"))
+            m.call(ws, ReplaceObservation::new(bad, crate::Ordinal(1), "x"))
                 .await,
             "entity_name",
         );
         assert_invalid(
-            m.delete_observations(ws, DeleteObservations::new(&[deletions(bad, &[1])]))
+            m.call(ws, DeleteObservations::new(&[deletions(bad, &[1])]))
                 .await,
             "deletions[0].entity_name",
         );
         assert_invalid(
-            m.get_relations_between(ws, GetRelationsBetween::new("N", bad))
-                .await,
+            m.call(ws, GetRelationsBetween::new("N", bad)).await,
             "entity_b",
         );
         assert_invalid(
-            m.get_relations_between(ws, GetRelationsBetween::new(bad, "N"))
-                .await,
+            m.call(ws, GetRelationsBetween::new(bad, "N")).await,
             "entity_a",
         );
-        assert_invalid(
-            m.get_neighborhood(ws, GetNeighborhood::new(bad, 1)).await,
-            "name",
-        );
-        assert_invalid(m.get_path(ws, GetPath::new(bad, "N")).await, "from_entity");
-        assert_invalid(m.get_path(ws, GetPath::new("N", bad)).await, "to_entity");
+        assert_invalid(m.call(ws, GetNeighborhood::new(bad, 1)).await, "name");
+        assert_invalid(m.call(ws, GetPath::new(bad, "N")).await, "from_entity");
+        assert_invalid(m.call(ws, GetPath::new("N", bad)).await, "to_entity");
     }
     assert_eq!(footprint(m, ws).await, before);
 
@@ -169,11 +160,12 @@ pub async fn names_and_types_are_bounded_and_printable(store: Arc<dyn MemoryStor
     let longest = ["x".repeat(256), "é".repeat(128)];
     let entities = longest.iter().map(|n| entity(n, n, &[])).collect();
     let created = m
-        .create_entities(ws, CreateEntities::new(entities))
+        .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert!(created.iter().all(|row| !row.already_existed));
-    let opened = m.open_nodes(ws, OpenNodes::new(&longest)).await.unwrap();
+    let opened = m.call(ws, OpenNodes::new(&longest)).await.unwrap();
     assert_eq!(opened.entities.len(), 2);
     assert_eq!(counts(m, ws).await, (4, 1, 1));
 }
@@ -187,7 +179,7 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
     for bad in ["", too_long.as_str(), "before\0after"] {
         let new = entity("New", "thing", &["ok", bad]);
         assert_invalid(
-            m.create_entities(ws, CreateEntities::new(vec![new])).await,
+            m.call(ws, CreateEntities::new(vec![new])).await,
             "entities[0].observations[1]",
         );
         let new = NewNode {
@@ -195,7 +187,7 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
             ..entity("New", "thing", &[])
         };
         assert_invalid(
-            m.create_entities(
+            m.call(
                 ws,
                 CreateEntities::new(vec![entity("Ok", "thing", &[]), new]),
             )
@@ -204,46 +196,42 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
         );
         let additions_ = [additions("N", &["ok"]), additions("M", &["a", "b", bad])];
         assert_invalid(
-            m.add_observations(ws, AddObservations::new(&additions_))
-                .await,
+            m.call(ws, AddObservations::new(&additions_)).await,
             "observations[1].contents[2]",
         );
         assert_invalid(
-            m.replace_observation(ws, ReplaceObservation::new("N", crate::Ordinal(1), bad))
+            m.call(ws, ReplaceObservation::new("N", crate::Ordinal(1), bad))
                 .await,
             "new_content",
         );
-        assert_invalid(
-            m.set_summary(ws, SetSummary::new("N", bad)).await,
-            "summary",
-        );
+        assert_invalid(m.call(ws, SetSummary::new("N", bad)).await, "summary");
     }
     assert_eq!(footprint(m, ws).await, before);
     assert_invalid(
-        m.search_nodes(
+        m.call(
             ws,
-            &SearchNodes::new("nul\0query").mode(crate::SearchMode::Text),
+            SearchNodes::new("nul\0query").mode(crate::SearchMode::Text),
         )
         .await,
         "query",
     );
     // Invisible characters are fine inside facts (emoji sequences use U+200D).
-    m.add_observations(
+    m.call(
         ws,
         AddObservations::new(&[additions("N", &["family 👨\u{200d}👩\u{200d}👧"])]),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .results;
 
     let longest = "y".repeat(65_536);
     let added = m
-        .add_observations(ws, AddObservations::new(&[additions("M", &[&longest])]))
+        .call(ws, AddObservations::new(&[additions("M", &[&longest])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added, observations(&[(1, &longest)]));
-    m.set_summary(ws, SetSummary::new("M", &longest))
-        .await
-        .unwrap();
+    m.call(ws, SetSummary::new("M", &longest)).await.unwrap();
     assert_eq!(
         open_node(m, ws, "M").await.summary.as_deref(),
         Some(longest.as_str())
@@ -286,43 +274,34 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
 
     for count in [0, 1_001] {
         assert_invalid(
-            m.create_entities(ws, CreateEntities::new(entities(count)))
-                .await,
+            m.call(ws, CreateEntities::new(entities(count))).await,
             "entities",
         );
         assert_invalid(
-            m.create_relations(ws, CreateRelations::new(&relations(count)))
-                .await,
+            m.call(ws, CreateRelations::new(&relations(count))).await,
             "relations",
         );
         assert_invalid(
-            m.delete_relations(ws, DeleteRelations::new(&relations(count)))
-                .await,
+            m.call(ws, DeleteRelations::new(&relations(count))).await,
             "relations",
         );
         assert_invalid(
-            m.delete_entities(ws, DeleteEntities::new(&names(count)))
-                .await,
+            m.call(ws, DeleteEntities::new(&names(count))).await,
             "entity_names",
         );
-        assert_invalid(
-            m.open_nodes(ws, OpenNodes::new(&names(count))).await,
-            "names",
-        );
+        assert_invalid(m.call(ws, OpenNodes::new(&names(count))).await, "names");
         let adds: Vec<ObservationAdditions> = (0..count).map(|_| add("N", 1)).collect();
         assert_invalid(
-            m.add_observations(ws, AddObservations::new(&adds)).await,
+            m.call(ws, AddObservations::new(&adds)).await,
             "observations",
         );
         assert_invalid(
-            m.add_observations(ws, AddObservations::new(&[add("M", count)]))
-                .await,
+            m.call(ws, AddObservations::new(&[add("M", count)])).await,
             "observations[0].contents",
         );
         let dels: Vec<ObservationDeletions> = (0..count).map(|_| deletions("N", &[1])).collect();
         assert_invalid(
-            m.delete_observations(ws, DeleteObservations::new(&dels))
-                .await,
+            m.call(ws, DeleteObservations::new(&dels)).await,
             "deletions",
         );
         let dels = [
@@ -330,15 +309,14 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
             deletions("M", &ordinals(count as i64)),
         ];
         assert_invalid(
-            m.delete_observations(ws, DeleteObservations::new(&dels))
-                .await,
+            m.call(ws, DeleteObservations::new(&dels)).await,
             "deletions[1].ordinals",
         );
     }
     // 1,001 observation contents or ordinals in one call, spread over entries.
     let spread = [add("N", 400), add("M", 400), add("N", 201)];
     assert_invalid(
-        m.add_observations(ws, AddObservations::new(&spread)).await,
+        m.call(ws, AddObservations::new(&spread)).await,
         "observations[].contents",
     );
     let spread = vec![
@@ -352,7 +330,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         },
     ];
     assert_invalid(
-        m.create_entities(ws, CreateEntities::new(spread)).await,
+        m.call(ws, CreateEntities::new(spread)).await,
         "entities[].observations",
     );
     let spread = [
@@ -360,8 +338,7 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         deletions("M", &ordinals(501)),
     ];
     assert_invalid(
-        m.delete_observations(ws, DeleteObservations::new(&spread))
-            .await,
+        m.call(ws, DeleteObservations::new(&spread)).await,
         "deletions[].ordinals",
     );
     assert_eq!(footprint(m, ws).await, before);
@@ -371,18 +348,20 @@ pub async fn batches_hold_one_to_a_thousand_items(store: Arc<dyn MemoryStore>) {
         .map(|i| entity(&format!("e{i}"), "thing", &["one fact"]))
         .collect();
     assert_eq!(
-        m.create_entities(ws, CreateEntities::new(thousand))
+        m.call(ws, CreateEntities::new(thousand))
             .await
             .unwrap()
+            .entities
             .len(),
         1_000
     );
     let added = m
-        .add_observations(ws, AddObservations::new(&[add("M", 1_000)]))
+        .call(ws, AddObservations::new(&[add("M", 1_000)]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added.last().unwrap().ordinal.0, 1_000);
-    m.create_relations(ws, CreateRelations::new(&relations(1_000)))
+    m.call(ws, CreateRelations::new(&relations(1_000)))
         .await
         .unwrap();
     assert_eq!(counts(m, ws).await, (1_002, 2_001, 1_001));
@@ -393,14 +372,13 @@ pub async fn tags_are_bounded(store: Arc<dyn MemoryStore>) {
     let before = footprint(&memory, ws).await;
     let m = &memory;
     let many: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
-    assert_invalid(m.set_tags(ws, SetTags::new("N", &many)).await, "tags");
+    assert_invalid(m.call(ws, SetTags::new("N", &many)).await, "tags");
     let tagged = |tags: &[String]| NewNode {
         tags: tags.to_vec(),
         ..entity("New", "thing", &[])
     };
     assert_invalid(
-        m.create_entities(ws, CreateEntities::new(vec![tagged(&many)]))
-            .await,
+        m.call(ws, CreateEntities::new(vec![tagged(&many)])).await,
         "entities[0].tags",
     );
     let long = "t".repeat(129);
@@ -408,12 +386,12 @@ pub async fn tags_are_bounded(store: Arc<dyn MemoryStore>) {
         let mut tags = strings(&["a", "b", "c"]);
         tags[index] = bad.into();
         assert_invalid(
-            m.set_tags(ws, SetTags::new("N", &tags)).await,
+            m.call(ws, SetTags::new("N", &tags)).await,
             &format!("tags[{index}]"),
         );
         let entities = vec![entity("Ok", "thing", &[]), tagged(&tags)];
         assert_invalid(
-            m.create_entities(ws, CreateEntities::new(entities)).await,
+            m.call(ws, CreateEntities::new(entities)).await,
             &format!("entities[1].tags[{index}]"),
         );
     }
@@ -421,7 +399,7 @@ pub async fn tags_are_bounded(store: Arc<dyn MemoryStore>) {
 
     let most: Vec<String> = (0..64).map(|i| format!("{i:0>128}")).collect();
     assert_eq!(
-        m.set_tags(ws, SetTags::new("N", &most)).await.unwrap().tags,
+        m.call(ws, SetTags::new("N", &most)).await.unwrap().tags,
         most
     );
     assert_eq!(open_node(m, ws, "N").await.tags, most);
@@ -431,27 +409,19 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = small_graph(store).await;
     let before = footprint(&memory, ws).await;
     let m = &memory;
-    assert_invalid(
-        m.get_neighborhood(ws, GetNeighborhood::new("N", 7)).await,
-        "depth",
-    );
+    assert_invalid(m.call(ws, GetNeighborhood::new("N", 7)).await, "depth");
     for limit in [0, 1_001] {
         assert_invalid(
-            m.get_recently_modified(ws, GetRecentlyModified::new(7, limit))
-                .await,
+            m.call(ws, GetRecentlyModified::new(7, limit)).await,
             "limit",
         );
     }
     for days in [0, 36_501] {
-        assert_invalid(
-            m.get_recently_modified(ws, GetRecentlyModified::new(days, 20))
-                .await,
-            "days",
-        );
+        assert_invalid(m.call(ws, GetRecentlyModified::new(days, 20)).await, "days");
     }
     for ordinal in [0, -1] {
         assert_invalid(
-            m.replace_observation(
+            m.call(
                 ws,
                 ReplaceObservation::new("N", crate::Ordinal(ordinal), "x"),
             )
@@ -460,8 +430,7 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
         );
         let dels = [deletions("M", &[1]), deletions("N", &[1, ordinal])];
         assert_invalid(
-            m.delete_observations(ws, DeleteObservations::new(&dels))
-                .await,
+            m.call(ws, DeleteObservations::new(&dels)).await,
             "deletions[1].ordinals[1]",
         );
     }
@@ -469,7 +438,7 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
 
     // The bounds themselves are accepted.
     assert_eq!(
-        m.get_neighborhood(ws, GetNeighborhood::new("N", 6))
+        m.call(ws, GetNeighborhood::new("N", 6))
             .await
             .unwrap()
             .nodes
@@ -477,16 +446,18 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
         2
     );
     assert_eq!(
-        m.get_recently_modified(ws, GetRecentlyModified::new(36_500, 1_000))
+        m.call(ws, GetRecentlyModified::new(36_500, 1_000))
             .await
             .unwrap()
+            .nodes
             .len(),
         2
     );
     assert_eq!(
-        m.get_recently_modified(ws, GetRecentlyModified::new(1, 1))
+        m.call(ws, GetRecentlyModified::new(1, 1))
             .await
             .unwrap()
+            .nodes
             .len(),
         1
     );

@@ -47,9 +47,10 @@ async fn duplicates(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
         entity("Bob", "person", &[]),
     ];
     memory
-        .create_entities(ws, CreateEntities::new(nodes))
+        .call(ws, CreateEntities::new(nodes))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let relations = [
         relation("Alice", "uses", "Postgres"),
         relation("engram", "depends_on", "PostgreSQL"),
@@ -57,7 +58,7 @@ async fn duplicates(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
         relation("Postgres", "related_to", "PostgreSQL"),
     ];
     memory
-        .create_relations(ws, CreateRelations::new(&relations))
+        .call(ws, CreateRelations::new(&relations))
         .await
         .unwrap();
     let ending = ObservationEndings {
@@ -65,9 +66,10 @@ async fn duplicates(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
         ordinals: vec![crate::Ordinal(3)],
     };
     memory
-        .end_observations(ws, EndObservations::new(&[ending]))
+        .call(ws, EndObservations::new(&[ending]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     (memory, ws)
 }
 
@@ -76,7 +78,7 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
 ) {
     let (memory, ws) = duplicates(store).await;
     let merged = memory
-        .merge_entities(
+        .call(
             ws,
             MergeEntities::new(&strings(&["Postgres"]), "PostgreSQL"),
         )
@@ -110,7 +112,7 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
 
     // The old name answers for the merged node, named by its own name.
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Postgres"])))
+        .call(ws, OpenNodes::new(&strings(&["Postgres"])))
         .await
         .unwrap();
     assert!(opened.not_found.is_empty(), "{opened:?}");
@@ -133,7 +135,7 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
         ]
     );
     let ever = memory
-        .open_nodes(
+        .call(
             ws,
             OpenNodes::new(&strings(&["PostgreSQL"])).at(crate::ReadTime::Ever),
         )
@@ -142,25 +144,27 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
     assert_eq!(ever.entities[0].observations[3].content, "listens on 5433");
 
     let created = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("Postgres", "database", &[])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert!(created[0].already_existed, "{created:?}");
     assert_eq!(created[0].name, "PostgreSQL");
     let added = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Postgres", &["is fast"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].entity_name, "PostgreSQL");
     assert_eq!(added[0].added, observations(&[(5, "is fast")]));
     let related = memory
-        .create_relations(
+        .call(
             ws,
             CreateRelations::new(&[relation("Bob", "knows", "Postgres")]),
         )
@@ -169,48 +173,47 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
     assert_eq!(related.created, [relation("Bob", "knows", "PostgreSQL")]);
     assert!(related.not_found.is_empty());
     let summary = memory
-        .set_summary(ws, SetSummary::new("Postgres", "The relational database."))
+        .call(ws, SetSummary::new("Postgres", "The relational database."))
         .await
         .unwrap();
     assert_eq!(summary.name, "PostgreSQL");
     let path = memory
-        .get_path(ws, GetPath::new("Postgres", "Bob"))
+        .call(ws, GetPath::new("Postgres", "Bob"))
         .await
         .unwrap();
     assert!(!path.path.is_empty(), "{path:?}");
-    let history = memory
-        .get_history(ws, GetHistory::new("Postgres"))
-        .await
-        .unwrap();
+    let history = memory.call(ws, GetHistory::new("Postgres")).await.unwrap();
     assert_eq!(history.name, "PostgreSQL");
     let merged_entry = (history.events.iter())
         .find(|e| e.operation == HistoryOperation::Merged)
         .expect("a merge entry");
     assert_eq!(merged_entry.content.as_deref(), Some("Postgres"));
     let database = memory
-        .get_nodes_by_type(ws, GetNodesByType::new("database"))
+        .call(ws, GetNodesByType::new("database"))
         .await
-        .unwrap();
+        .unwrap()
+        .nodes;
     assert_eq!(database.len(), 1);
 }
 
 pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = duplicates(store).await;
     memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Alice", &["Alice tunes PostgreSQL nightly"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let by_alias = || async {
         let query = SearchNodes::new("PG?").mode(SearchMode::Text);
-        let found = memory.search_nodes(ws, &query).await.unwrap();
+        let found = memory.call(ws, query).await.unwrap();
         (found.results.iter().map(|r| r.name.clone())).collect::<Vec<_>>()
     };
     assert!(by_alias().await.is_empty());
     let set = memory
-        .set_aliases(
+        .call(
             ws,
             SetAliases::new("PostgreSQL", &strings(&["pg", "postgres db", "pg"])),
         )
@@ -220,34 +223,34 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
     // A query writing an alias (in any case) finds the facts that name its node.
     assert_eq!(by_alias().await, ["Alice"]);
     let before = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+        .call(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
         .await
         .unwrap();
     assert_invalid(
         memory
-            .set_aliases(ws, SetAliases::new("Alice", &strings(&["al", "pg"])))
+            .call(ws, SetAliases::new("Alice", &strings(&["al", "pg"])))
             .await,
         "aliases[1]",
     );
     assert_invalid(
         memory
-            .set_aliases(ws, SetAliases::new("Alice", &strings(&["engram"])))
+            .call(ws, SetAliases::new("Alice", &strings(&["engram"])))
             .await,
         "aliases[0]",
     );
     assert_invalid(
         memory
-            .set_aliases(ws, SetAliases::new("Alice", &strings(&["Alice"])))
+            .call(ws, SetAliases::new("Alice", &strings(&["Alice"])))
             .await,
         "aliases[0]",
     );
     let after = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+        .call(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
         .await
         .unwrap();
     assert_eq!(after, before);
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "pg", "nobody"])))
+        .call(ws, OpenNodes::new(&strings(&["Alice", "pg", "nobody"])))
         .await
         .unwrap();
     let names: Vec<&str> = opened.entities.iter().map(|e| e.name.as_str()).collect();
@@ -256,21 +259,19 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
 
     // Refusals name the argument and change nothing.
     assert_invalid(
-        memory
-            .merge_entities(ws, MergeEntities::new(&[], "PostgreSQL"))
-            .await,
+        memory.call(ws, MergeEntities::new(&[], "PostgreSQL")).await,
         "sources",
     );
     assert_invalid(
         memory
-            .merge_entities(
+            .call(
                 ws,
                 MergeEntities::new(&strings(&["PostgreSQL"]), "PostgreSQL"),
             )
             .await,
         "sources[0]",
     );
-    match (memory.merge_entities(
+    match (memory.call(
         ws,
         MergeEntities::new(&strings(&["Postgress"]), "PostgreSQL"),
     ))
@@ -288,7 +289,7 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         other => panic!("expected not found, got {other:?}"),
     }
     let after = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+        .call(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
         .await
         .unwrap();
     assert_eq!(after, before);
@@ -297,14 +298,14 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
     for (sources, target) in [(["pg"], "PostgreSQL"), (["PostgreSQL"], "pg")] {
         assert_invalid(
             memory
-                .merge_entities(ws, MergeEntities::new(&strings(&sources), target))
+                .call(ws, MergeEntities::new(&strings(&sources), target))
                 .await,
             "sources[0]",
         );
     }
     assert_eq!(
         memory
-            .open_nodes(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
+            .call(ws, OpenNodes::new(&strings(&["Alice", "PostgreSQL"])))
             .await
             .unwrap(),
         before
@@ -312,7 +313,7 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
 
     // The writes that take names resolve an alias too.
     let ended = memory
-        .end_relations(
+        .call(
             ws,
             crate::EndRelations::new(&[relation("engram", "depends_on", "pg")]),
         )
@@ -324,7 +325,7 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
     );
     assert!(ended.not_found.is_empty());
     let deleted = memory
-        .delete_relations(
+        .call(
             ws,
             DeleteRelations::new(&[relation("Postgres", "related_to", "pg")]),
         )
@@ -336,19 +337,21 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
         ordinals: vec![crate::Ordinal(1)],
     };
     let ended = memory
-        .end_observations(ws, EndObservations::new(&[ending]))
+        .call(ws, EndObservations::new(&[ending]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(ended[0].entity_name, "PostgreSQL");
     assert_eq!(ended[0].ended_ordinals, [crate::Ordinal(1)]);
     let removed = memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("pg", &[2])]))
+        .call(ws, DeleteObservations::new(&[deletions("pg", &[2])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(removed[0].entity_name, "PostgreSQL");
     assert_eq!(removed[0].deleted_ordinals, [crate::Ordinal(2)]);
     let gone = memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["pg"])))
+        .call(ws, DeleteEntities::new(&strings(&["pg"])))
         .await
         .unwrap();
     assert_eq!(gone.deleted, ["PostgreSQL"]);
@@ -362,9 +365,10 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
         ..entity("Alice", "person", &["likes tea"])
     };
     memory
-        .create_entities(ws, CreateEntities::new(vec![alice]))
+        .call(ws, CreateEntities::new(vec![alice]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let again = || NewNode {
         tags: strings(&["b", "a"]),
         summary: Some("An engineer.".into()),
@@ -373,19 +377,21 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
     // The default leaves it exactly as it was.
     let before = open_node(&memory, ws, "Alice").await;
     let skipped = memory
-        .create_entities(ws, CreateEntities::new(vec![again()]))
+        .call(ws, CreateEntities::new(vec![again()]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert!(skipped[0].already_existed && skipped[0].added.is_empty());
     assert_eq!(open_node(&memory, ws, "Alice").await, before);
 
     let merged = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![again(), entity("Bob", "person", &["b1"])]).merging(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert!(merged[0].already_existed);
     assert_eq!(merged[0].entity_type, "person");
     assert_eq!(
@@ -412,7 +418,7 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
     let before = open_node(&memory, ws, "Alice").await;
     assert_invalid(
         memory
-            .create_entities(
+            .call(
                 ws,
                 CreateEntities::new(vec![entity("Carol", "person", &[]), crowded]).merging(),
             )
@@ -421,7 +427,7 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
     );
     assert_eq!(open_node(&memory, ws, "Alice").await, before);
     let carol = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Carol"])))
+        .call(ws, OpenNodes::new(&strings(&["Carol"])))
         .await
         .unwrap();
     assert_eq!(carol.not_found, ["Carol"]);

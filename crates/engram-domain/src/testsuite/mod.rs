@@ -70,6 +70,7 @@ pub use workspaces::*;
 use crate::store::CountEvents;
 use std::sync::Arc;
 
+use crate::GetStats;
 use crate::{
     AddObservations, CreateEntities, CreateRelations, DeleteEntities, DeleteObservations,
     DeleteRelations, GetNeighborhood, GetNodesByType, GetPath, GetRecentlyModified,
@@ -312,9 +313,10 @@ pub fn strings(values: &[&str]) -> Vec<String> {
 pub async fn create_nodes(memory: &Memory, workspace: WorkspaceId, names: &[&str]) {
     let entities = names.iter().map(|n| entity(n, "thing", &[])).collect();
     memory
-        .create_entities(workspace, CreateEntities::new(entities))
+        .call(workspace, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 }
 
 /// Creates relations given as `(from, type, to)`.
@@ -328,7 +330,7 @@ pub async fn create_relations(
         .map(|(from, kind, to)| relation(from, kind, to))
         .collect();
     let created = memory
-        .create_relations(workspace, CreateRelations::new(&specs))
+        .call(workspace, CreateRelations::new(&specs))
         .await
         .unwrap();
     assert_eq!(created.created.len(), specs.len(), "{created:?}");
@@ -337,7 +339,7 @@ pub async fn create_relations(
 /// One node as `open_nodes` returns it; panics when it does not exist.
 pub async fn open_node(memory: &Memory, workspace: WorkspaceId, name: &str) -> NodeDetail {
     let mut opened = memory
-        .open_nodes(workspace, OpenNodes::new(&strings(&[name])))
+        .call(workspace, OpenNodes::new(&strings(&[name])))
         .await
         .unwrap();
     assert_eq!(opened.entities.len(), 1, "{name} not found: {opened:?}");
@@ -346,7 +348,7 @@ pub async fn open_node(memory: &Memory, workspace: WorkspaceId, name: &str) -> N
 
 /// The workspace's `(node_count, observation_count, relation_count)`.
 pub async fn counts(memory: &Memory, workspace: WorkspaceId) -> (i64, i64, i64) {
-    let stats = memory.get_stats(workspace).await.unwrap();
+    let stats = memory.call(workspace, GetStats {}).await.unwrap();
     (
         stats.node_count,
         stats.observation_count,

@@ -59,7 +59,7 @@ async fn time_open(
     let mut answer = String::new();
     for _ in 0..samples {
         let started = Instant::now();
-        let opened = memory.open_nodes(workspace, OpenNodes::new(&names)).await?;
+        let opened = memory.call(workspace, OpenNodes::new(&names)).await?;
         times.push(started.elapsed());
         answer = if opened.not_found.is_empty() {
             "found".into()
@@ -95,8 +95,9 @@ pub async fn suggestions_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) ->
             })
             .collect();
         memory
-            .create_entities(workspace, CreateEntities::new(entities))
-            .await?;
+            .call(workspace, CreateEntities::new(entities))
+            .await?
+            .entities;
     }
     println!(
         "loaded {nodes} named nodes in {:.1}s",

@@ -8,7 +8,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let first = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![NewNode {
                 summary: Some("a tea drinker".into()),
@@ -17,7 +17,8 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
             }]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert_eq!(first.len(), 1);
     assert_eq!(
         (
@@ -39,7 +40,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
     tick().await;
 
     let second = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("Bob", "person", &["plays chess"]),
@@ -52,7 +53,8 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let rows: Vec<(&str, &str, bool)> = second
         .iter()
         .map(|r| (r.name.as_str(), r.entity_type.as_str(), r.already_existed))
@@ -86,7 +88,7 @@ pub async fn create_entities_rejects_a_batch_with_any_invalid_entity(store: Arc<
     let before = (counts(&memory, ws).await, events(&memory, ws).await);
 
     let invalid = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("New", "thing", &["fact"]),
@@ -99,7 +101,7 @@ pub async fn create_entities_rejects_a_batch_with_any_invalid_entity(store: Arc<
         Error::invalid("entities[1].entity_type", "must not be empty")
     );
     let repeated = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("Dup", "thing", &[]),
@@ -120,7 +122,7 @@ pub async fn create_entities_rejects_a_batch_with_any_invalid_entity(store: Arc<
         before
     );
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["New", "Other", "Dup"])))
+        .call(ws, OpenNodes::new(&strings(&["New", "Other", "Dup"])))
         .await
         .unwrap();
     assert!(opened.entities.is_empty());
@@ -133,12 +135,13 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     let (memory, ws) = memory_with_workspace(store, "w").await;
     create_nodes(&memory, ws, &["A", "C"]).await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("B", "thing", &["b one", "b two"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_relations(
         &memory,
         ws,
@@ -153,7 +156,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     tick().await;
 
     let deleted = memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["B", "Nobody", "B"])))
+        .call(ws, DeleteEntities::new(&strings(&["B", "Nobody", "B"])))
         .await
         .unwrap();
     assert_eq!(deleted.deleted, ["B"]);
@@ -161,7 +164,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
 
     assert_eq!(counts(&memory, ws).await, (2, 0, 1));
     let survivors = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["A", "C", "B"])))
+        .call(ws, OpenNodes::new(&strings(&["A", "C", "B"])))
         .await
         .unwrap();
     assert_eq!(survivors.relations, [edge("A", "sees", "C")]);
@@ -171,7 +174,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     assert!(survivors.entities[1].updated_at > c_before);
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .call(ws, GetRelationsBetween::new("A", "B"))
             .await
             .unwrap_err(),
         Error::node_not_found("B")
@@ -184,15 +187,16 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
     // A node of the same name starts from scratch.
     create_nodes(&memory, ws, &["B"]).await;
     let reborn = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["B"])))
+        .call(ws, OpenNodes::new(&strings(&["B"])))
         .await
         .unwrap();
     assert!(reborn.entities[0].observations.is_empty());
     assert!(reborn.relations.is_empty());
     let added = memory
-        .add_observations(ws, AddObservations::new(&[additions("B", &["fresh"])]))
+        .call(ws, AddObservations::new(&[additions("B", &["fresh"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added, observations(&[(1, "fresh")]));
 }
 
@@ -201,21 +205,23 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("A", "thing", &["first", "second"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_nodes(&memory, ws, &["B", "C", "D"]).await;
     memory
-        .add_observations(ws, AddObservations::new(&[additions("A", &["third"])]))
+        .call(ws, AddObservations::new(&[additions("A", &["third"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     tick().await;
     // Rewriting the first observation does not move it to the end.
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("A", crate::Ordinal(1), "first, revised"),
         )
@@ -234,7 +240,7 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
     .await;
 
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["D", "Missing", "A"])))
+        .call(ws, OpenNodes::new(&strings(&["D", "Missing", "A"])))
         .await
         .unwrap();
     let names: Vec<&str> = opened.entities.iter().map(|e| e.name.as_str()).collect();
@@ -256,7 +262,7 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
     assert_eq!(opened.not_found, ["Missing"]);
 
     let nothing = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Ghost"])))
+        .call(ws, OpenNodes::new(&strings(&["Ghost"])))
         .await
         .unwrap();
     assert!(nothing.entities.is_empty() && nothing.relations.is_empty());
@@ -266,7 +272,7 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
 pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("Zed", "person", &[]),
@@ -279,14 +285,16 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let amy = open_node(&memory, ws, "Amy").await;
     let zed = open_node(&memory, ws, "Zed").await;
     assert_eq!(
         memory
-            .get_nodes_by_type(ws, GetNodesByType::new("person"))
+            .call(ws, GetNodesByType::new("person"))
             .await
-            .unwrap(),
+            .unwrap()
+            .nodes,
         [
             TypedNode {
                 name: "Amy".into(),
@@ -306,9 +314,10 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
     );
     assert!(
         memory
-            .get_nodes_by_type(ws, GetNodesByType::new("robot"))
+            .call(ws, GetNodesByType::new("robot"))
             .await
             .unwrap()
+            .nodes
             .is_empty()
     );
 }
@@ -320,14 +329,15 @@ pub async fn get_recently_modified_is_newest_first_and_limited(store: Arc<dyn Me
         tick().await;
     }
     memory
-        .set_summary(ws, SetSummary::new("A", "written last"))
+        .call(ws, SetSummary::new("A", "written last"))
         .await
         .unwrap();
 
     let recent = memory
-        .get_recently_modified(ws, GetRecentlyModified::new(1, 20))
+        .call(ws, GetRecentlyModified::new(1, 20))
         .await
-        .unwrap();
+        .unwrap()
+        .nodes;
     let rows: Vec<(&str, &str, Option<&str>)> = recent
         .iter()
         .map(|n| {
@@ -356,9 +366,10 @@ pub async fn get_recently_modified_is_newest_first_and_limited(store: Arc<dyn Me
     assert!(recent[1].updated_at > recent[2].updated_at);
 
     let limited = memory
-        .get_recently_modified(ws, GetRecentlyModified::new(7, 2))
+        .call(ws, GetRecentlyModified::new(7, 2))
         .await
-        .unwrap();
+        .unwrap()
+        .nodes;
     assert_eq!(limited, recent[..2]);
 }
 
@@ -367,7 +378,7 @@ pub async fn set_summary_and_set_tags_write_the_node(store: Arc<dyn MemoryStore>
     create_nodes(&memory, ws, &["N"]).await;
 
     let summary = memory
-        .set_summary(ws, SetSummary::new("N", "a node"))
+        .call(ws, SetSummary::new("N", "a node"))
         .await
         .unwrap();
     assert_eq!(
@@ -379,13 +390,13 @@ pub async fn set_summary_and_set_tags_write_the_node(store: Arc<dyn MemoryStore>
         open_node(&memory, ws, "N").await.updated_at
     );
     let replaced = memory
-        .set_summary(ws, SetSummary::new("N", "the node"))
+        .call(ws, SetSummary::new("N", "the node"))
         .await
         .unwrap();
     assert_eq!(replaced.summary, "the node");
 
     let tags = memory
-        .set_tags(ws, SetTags::new("N", &strings(&["b", "a", "b", "c", "a"])))
+        .call(ws, SetTags::new("N", &strings(&["b", "a", "b", "c", "a"])))
         .await
         .unwrap();
     assert_eq!(
@@ -396,20 +407,20 @@ pub async fn set_summary_and_set_tags_write_the_node(store: Arc<dyn MemoryStore>
     assert_eq!(node.tags, ["b", "a", "c"]);
     assert_eq!(node.summary.as_deref(), Some("the node"));
 
-    let cleared = memory.set_tags(ws, SetTags::new("N", &[])).await.unwrap();
+    let cleared = memory.call(ws, SetTags::new("N", &[])).await.unwrap();
     assert!(cleared.tags.is_empty());
     assert!(open_node(&memory, ws, "N").await.tags.is_empty());
 
     assert_eq!(
         memory
-            .set_summary(ws, SetSummary::new("Ghost", "boo"))
+            .call(ws, SetSummary::new("Ghost", "boo"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")
     );
     assert_eq!(
         memory
-            .set_tags(ws, SetTags::new("Ghost", &strings(&["x"])))
+            .call(ws, SetTags::new("Ghost", &strings(&["x"])))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")

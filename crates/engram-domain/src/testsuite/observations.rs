@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::GetStats;
 use crate::{
     AddedObservations, DeletedObservations, Error, MemoryStore, Observation, ReplacedObservation,
 };
@@ -16,16 +17,18 @@ fn deleted(entity_name: &str, deleted: &[i64], not_found: &[i64]) -> DeletedObse
 pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("N", "thing", &["a", "b", "c"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let result = memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[3, 2])]))
+        .call(ws, DeleteObservations::new(&[deletions("N", &[3, 2])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(result, [deleted("N", &[2, 3], &[])]);
     assert_eq!(
         open_node(&memory, ws, "N").await.observations,
@@ -34,9 +37,10 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
 
     // The next ordinal is past every ordinal ever handed out, not past the highest left.
     let added = memory
-        .add_observations(ws, AddObservations::new(&[additions("N", &["d"])]))
+        .call(ws, AddObservations::new(&[additions("N", &["d"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added, observations(&[(4, "d")]));
     assert_eq!(
         open_node(&memory, ws, "N").await.observations,
@@ -44,14 +48,16 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
     );
 
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[4, 1])]))
+        .call(ws, DeleteObservations::new(&[deletions("N", &[4, 1])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert!(open_node(&memory, ws, "N").await.observations.is_empty());
     let added = memory
-        .add_observations(ws, AddObservations::new(&[additions("N", &["e", "f"])]))
+        .call(ws, AddObservations::new(&[additions("N", &["e", "f"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added, observations(&[(5, "e"), (6, "f")]));
     assert_eq!(
         open_node(&memory, ws, "N").await.observations,
@@ -79,9 +85,10 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
                     .map(|name| additions(name, &[&format!("{name} from {w}/{call}")]))
                     .collect();
                 memory
-                    .add_observations(ws, AddObservations::new(&additions))
+                    .call(ws, AddObservations::new(&additions))
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .results;
                 // Overlapping batches of new nodes, in opposite orders too.
                 let names = [format!("n{call}a"), format!("n{call}b")];
                 let mut batch: Vec<NewNode> = names.iter().map(|n| entity(n, "t", &[])).collect();
@@ -89,15 +96,16 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
                     batch.reverse();
                 }
                 memory
-                    .create_entities(ws, CreateEntities::new(batch))
+                    .call(ws, CreateEntities::new(batch))
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .entities;
             }
         }
     });
     futures::future::join_all(writers).await;
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["A", "B", "C"])))
+        .call(ws, OpenNodes::new(&strings(&["A", "B", "C"])))
         .await
         .unwrap();
     for node in &opened.entities {
@@ -105,7 +113,7 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
         let ordinals: Vec<i64> = node.observations.iter().map(|o| o.ordinal.0).collect();
         assert_eq!(ordinals, (1..=(WRITERS * CALLS) as i64).collect::<Vec<_>>());
     }
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!(stats.node_count as usize, 3 + 2 * CALLS);
 }
 
@@ -132,9 +140,10 @@ pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn Me
         };
         async move {
             memory
-                .add_observations(ws, AddObservations::new(&[addition]))
+                .call(ws, AddObservations::new(&[addition]))
                 .await
                 .unwrap()
+                .results
         }
     });
     let results = futures::future::join_all(calls).await;
@@ -174,13 +183,14 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(ws, CreateEntities::new(vec![entity("N", "thing", &["n1"])]))
+        .call(ws, CreateEntities::new(vec![entity("N", "thing", &["n1"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_nodes(&memory, ws, &["M"]).await;
 
     let result = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[
                 additions("N", &["y", "x"]),
@@ -190,7 +200,8 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let row = |name: &str, added: &[(i64, &str)], not_found| AddedObservations {
         entity_name: name.into(),
         added: observations(added),
@@ -216,12 +227,13 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
     // Only unknown nodes: nothing is created or added.
     let before = (counts(&memory, ws).await, events(&memory, ws).await);
     let result = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Ghost", &["boo", "hoo"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(result, [row("Ghost", &[], true)]);
     assert_eq!(
         (counts(&memory, ws).await, events(&memory, ws).await),
@@ -235,7 +247,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
 pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let created = memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("N", "thing", &["a", "b", "a", "c", "b"]),
@@ -243,7 +255,8 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert_eq!(
         created[0].skipped_duplicates,
         observations(&[(1, "a"), (2, "b")])
@@ -254,17 +267,17 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
         observations(&[(1, "a"), (2, "b"), (3, "c")])
     );
     // An existing node is left alone by create_entities: nothing to skip.
-    let again = (memory.create_entities(
+    let again = (memory.call(
         ws,
         CreateEntities::new(vec![entity("N", "thing", &["a", "a"])]),
     ))
     .await
     .unwrap();
-    assert!(again[0].already_existed && again[0].skipped_duplicates.is_empty());
+    assert!(again.entities[0].already_existed && again.entities[0].skipped_duplicates.is_empty());
 
     let before = events(&memory, ws).await;
     let result = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[
                 additions("N", &["c", "d", "d", "a"]),
@@ -273,7 +286,8 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let row = |name: &str, added: &[(i64, &str)], skipped: &[(i64, &str)]| AddedObservations {
         entity_name: name.into(),
         added: observations(added),
@@ -303,11 +317,10 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
 
     // Only texts the node holds: nothing changes.
     let before = (counts(&memory, ws).await, events(&memory, ws).await);
-    let result = (memory
-        .add_observations(ws, AddObservations::new(&[additions("M", &["n", "m"])])))
-    .await
-    .unwrap();
-    assert_eq!(result, [row("M", &[], &[(2, "n"), (1, "m")])]);
+    let result = (memory.call(ws, AddObservations::new(&[additions("M", &["n", "m"])])))
+        .await
+        .unwrap();
+    assert_eq!(result.results, [row("M", &[], &[(2, "n"), (1, "m")])]);
     assert_eq!(
         (counts(&memory, ws).await, events(&memory, ws).await),
         before
@@ -317,19 +330,21 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
 pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("N", "thing", &["a", "b", "c"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[3])]))
+        .call(ws, DeleteObservations::new(&[deletions("N", &[3])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
 
     let replaced = memory
-        .replace_observation(ws, ReplaceObservation::new("N", crate::Ordinal(2), "B"))
+        .call(ws, ReplaceObservation::new("N", crate::Ordinal(2), "B"))
         .await
         .unwrap();
     assert_eq!(
@@ -342,7 +357,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
         }
     );
     let again = memory
-        .replace_observation(ws, ReplaceObservation::new("N", crate::Ordinal(2), "bee"))
+        .call(ws, ReplaceObservation::new("N", crate::Ordinal(2), "bee"))
         .await
         .unwrap();
     assert_eq!(
@@ -358,7 +373,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
     for ordinal in [3, 4] {
         assert_eq!(
             memory
-                .replace_observation(
+                .call(
                     ws,
                     ReplaceObservation::new("N", crate::Ordinal(ordinal), "x")
                 )
@@ -373,7 +388,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
     }
     assert_eq!(
         memory
-            .replace_observation(ws, ReplaceObservation::new("Ghost", crate::Ordinal(1), "x"))
+            .call(ws, ReplaceObservation::new("Ghost", crate::Ordinal(1), "x"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")
@@ -387,7 +402,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
 pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("N", "thing", &["a", "b", "c", "d"]),
@@ -395,10 +410,11 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 
     let result = memory
-        .delete_observations(
+        .call(
             ws,
             DeleteObservations::new(&[
                 deletions("N", &[4, 9, 1, 7, 4]),
@@ -407,7 +423,8 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(
         result,
         [
@@ -427,9 +444,10 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
 
     // Deleting again finds nothing.
     let again = memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("N", &[1])]))
+        .call(ws, DeleteObservations::new(&[deletions("N", &[1])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(again, [deleted("N", &[], &[1])]);
     assert_eq!(counts(&memory, ws).await, (2, 3, 0));
 }
@@ -437,7 +455,7 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
 pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity(
                 "staging",
@@ -450,9 +468,10 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
             )]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let added = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions(
                 "staging",
@@ -465,7 +484,8 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
             )]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let similar: Vec<(i64, i64, &str)> = (added[0].similar_to.iter())
         .map(|s| (s.ordinal.0, s.similar_ordinal.0, s.content.as_str()))
         .collect();
@@ -479,7 +499,7 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
     // Facts added together are not compared with one another, and a node with nothing like
     // them says nothing.
     let added = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions(
                 "staging",
@@ -487,7 +507,8 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
             )]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert!(added[0].similar_to.is_empty(), "{added:?}");
     // The store reads a node's newest facts when asked for them alone, in ordinal order.
     let newest = store

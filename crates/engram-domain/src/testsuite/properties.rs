@@ -348,9 +348,10 @@ impl Harness {
                 super::entity(name, if i % 2 == 0 { "even" } else { "odd" }, &facts)
             })
             .collect();
-        m.create_entities(self.ws, CreateEntities::new(entities))
+        m.call(self.ws, CreateEntities::new(entities))
             .await
-            .unwrap();
+            .unwrap()
+            .entities;
         let mut ring: Vec<(&str, &str, &str)> =
             (SEED_NAMES.iter().zip(SEED_NAMES.iter().cycle().skip(1)))
                 .map(|(a, b)| (*a, "next", *b))

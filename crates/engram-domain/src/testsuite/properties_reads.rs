@@ -19,6 +19,7 @@ use crate::{
     FindSimilarNodes, GetConsolidationReport, MemoryStore, QueryObservations, SearchMode,
     SearchNodes, SearchObservations,
 };
+use crate::{FindUnlinkedReferences, GetOrphanedNodes, GetPendingConsolidation, GetStats};
 
 /// Cases per tool.
 const CASES: u32 = 100;
@@ -35,9 +36,10 @@ pub async fn properties_of_the_read_tools_hold_for_generated_arguments(
         let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
         let additions = [super::additions(&name, &facts)];
         h.memory
-            .add_observations(h.ws, AddObservations::new(&additions))
+            .call(h.ws, AddObservations::new(&additions))
             .await
-            .unwrap();
+            .unwrap()
+            .results;
     }
     for _ in 0..CASES {
         h.case().await;
@@ -76,7 +78,7 @@ async fn open_nodes(h: &mut Harness) {
         blame.unless(name_ok(name), format!("names[{i}]"));
     }
     let m = h.memory.clone();
-    let call = m.open_nodes(h.ws, OpenNodes::new(&names));
+    let call = m.call(h.ws, OpenNodes::new(&names));
     if let Some(opened) = h.run("open_nodes", &names, &blame, call).await {
         for name in &names {
             let found = opened.entities.iter().any(|n| &n.name == name);
@@ -91,25 +93,30 @@ async fn by_type_and_recent(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&entity_type), "entity_type");
     let m = h.memory.clone();
-    let call = m.get_nodes_by_type(h.ws, GetNodesByType::new(&entity_type));
+    let call = m.call(h.ws, GetNodesByType::new(&entity_type));
     if let Some(nodes) = h.run("get_nodes_by_type", &entity_type, &blame, call).await {
         let expected = h.before.nodes().filter(|n| n.entity_type == entity_type);
-        assert_eq!(nodes.len(), expected.count(), "{}", short(&entity_type));
-        assert!(nodes.iter().all(|n| n.entity_type == entity_type));
+        assert_eq!(
+            nodes.nodes.len(),
+            expected.count(),
+            "{}",
+            short(&entity_type)
+        );
+        assert!(nodes.nodes.iter().all(|n| n.entity_type == entity_type));
     }
 
     let (days, limit) = h.draw((count(), count()));
     let mut blame = Blame::default();
     blame.unless((1..=36_500).contains(&days), "days");
     blame.unless((1..=1_000).contains(&limit), "limit");
-    let call = m.get_recently_modified(h.ws, GetRecentlyModified::new(days, limit));
+    let call = m.call(h.ws, GetRecentlyModified::new(days, limit));
     if let Some(nodes) = h
         .run("get_recently_modified", &(days, limit), &blame, call)
         .await
     {
         // Every node was written moments ago.
         let all = h.before.nodes().count();
-        assert_eq!(nodes.len(), all.min(limit as usize), "{days} {limit}");
+        assert_eq!(nodes.nodes.len(), all.min(limit as usize), "{days} {limit}");
     }
 }
 
@@ -119,21 +126,26 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&a), "entity_a");
     blame.unless(name_ok(&b), "entity_b");
-    let call = m.get_relations_between(h.ws, GetRelationsBetween::new(&a, &b));
+    let call = m.call(h.ws, GetRelationsBetween::new(&a, &b));
     if let Some(found) = h
         .run("get_relations_between", &(&a, &b), &blame, call)
         .await
     {
         let expected = (h.before.relations().into_iter())
             .filter(|(f, _, t)| (f == &a && t == &b) || (f == &b && t == &a));
-        assert_eq!(found.len(), expected.count(), "{}", short(&(&a, &b)));
+        assert_eq!(
+            found.relations.len(),
+            expected.count(),
+            "{}",
+            short(&(&a, &b))
+        );
     }
 
     let depth = h.draw(count());
     let mut blame = Blame::default();
     blame.unless(name_ok(&a), "name");
     blame.unless(depth <= 6, "depth");
-    let call = m.get_neighborhood(h.ws, GetNeighborhood::new(&a, depth));
+    let call = m.call(h.ws, GetNeighborhood::new(&a, depth));
     if let Some(hood) = h.run("get_neighborhood", &(&a, depth), &blame, call).await {
         let known = |name: &String| h.before.node(name).is_some();
         assert!(hood.nodes.iter().all(|n| known(&n.name)));
@@ -144,7 +156,7 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless(name_ok(&a), "from_entity");
     blame.unless(name_ok(&b), "to_entity");
-    let call = m.get_path(h.ws, GetPath::new(&a, &b));
+    let call = m.call(h.ws, GetPath::new(&a, &b));
     if let Some(path) = h.run("get_path", &(&a, &b), &blame, call).await
         && path.found
     {
@@ -163,7 +175,7 @@ async fn search_nodes(h: &mut Harness) {
     let input = (&q, limit, mode);
     let m = h.memory.clone();
     let request = SearchNodes::new(&q).limit(limit).mode(mode);
-    let call = m.search_nodes(h.ws, &request);
+    let call = m.call(h.ws, request);
     if let Some(found) = h.run("search_nodes", &input, &blame, call).await {
         assert!(found.results.len() <= limit as usize);
         assert!(
@@ -203,7 +215,7 @@ async fn search_observations(h: &mut Harness) {
         .limit(limit)
         .mode(mode)
         .entity_types(types.to_vec());
-    let call = m.search_observations(h.ws, &request);
+    let call = m.call(h.ws, request);
     if let Some(found) = h.run("search_observations", &input, &blame, call).await {
         assert!(found.observations.len() <= limit as usize);
         for hit in &found.observations {
@@ -225,7 +237,7 @@ async fn query_observations(h: &mut Harness) {
     let input = (&name, &q, mode);
     let m = h.memory.clone();
     let request = QueryObservations::new(&name, &q).mode(mode);
-    let call = m.query_observations(h.ws, &request);
+    let call = m.call(h.ws, request);
     let found = h.run("query_observations", &input, &blame, call).await;
     let node = h.before.node(&name);
     assert_eq!(
@@ -258,7 +270,7 @@ async fn read_graph(h: &mut Harness) {
     let request = (ReadGraph::new(detail).cursor(cursor.as_deref()))
         .limit(limit)
         .entity_type(entity_type.as_deref());
-    let call = m.read_graph(h.ws, request);
+    let call = m.call(h.ws, request);
     let Some(page) = h.run("read_graph", &input, &blame, call).await else {
         return;
     };
@@ -319,19 +331,22 @@ async fn graph_page(h: &mut Harness) {
 async fn reports(h: &mut Harness) {
     let m = h.memory.clone();
     let none = Blame::default();
-    if let Some(stats) = h.run("get_stats", &(), &none, m.get_stats(h.ws)).await {
+    if let Some(stats) = h
+        .run("get_stats", &(), &none, m.call(h.ws, GetStats {}))
+        .await
+    {
         assert_eq!(stats.node_count as usize, h.before.nodes().count());
         assert_eq!(stats.relation_count as usize, h.before.relations().len());
     }
-    let orphans = m.get_orphaned_nodes(h.ws);
+    let orphans = m.call(h.ws, GetOrphanedNodes {});
     h.run("get_orphaned_nodes", &(), &none, orphans)
         .await
         .unwrap();
-    let unlinked = m.find_unlinked_references(h.ws);
+    let unlinked = m.call(h.ws, FindUnlinkedReferences {});
     h.run("find_unlinked_references", &(), &none, unlinked)
         .await
         .unwrap();
-    let pending = m.get_pending_consolidation(h.ws);
+    let pending = m.call(h.ws, GetPendingConsolidation {});
     h.run("get_pending_consolidation", &(), &none, pending)
         .await
         .unwrap();
@@ -350,7 +365,7 @@ async fn reports(h: &mut Harness) {
     blame.unless(in_range(min_score), "min_score");
     blame.unless(in_range(cluster_min_score), "cluster_min_score");
     blame.unless(since.as_ref().is_none_or(timestamp_ok), "since");
-    let call = m.get_consolidation_report(h.ws, options);
+    let call = m.call(h.ws, options);
     if let Some(report) = h
         .run("get_consolidation_report", &options, &blame, call)
         .await
@@ -362,7 +377,7 @@ async fn reports(h: &mut Harness) {
     let mut blame = Blame::default();
     blame.unless((1..=1_000).contains(&limit), "limit");
     blame.unless(in_range(min_score), "min_score");
-    let call = m.find_similar_nodes(h.ws, FindSimilarNodes { limit, min_score });
+    let call = m.call(h.ws, FindSimilarNodes { limit, min_score });
     // Valid arguments meet "no embedding model is configured" ([`Harness::run`]).
     let similar = h
         .run("find_similar_nodes", &(limit, min_score), &blame, call)

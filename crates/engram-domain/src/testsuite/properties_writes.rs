@@ -108,13 +108,14 @@ async fn create_entities(h: &mut Harness) {
     blame.duplicates(entities.iter().map(|e| &e.name), "entities", ".name");
 
     let m = h.memory.clone();
-    let call = m.create_entities(h.ws, CreateEntities::new(entities.clone()));
+    let call = m.call(h.ws, CreateEntities::new(entities.clone()));
     let Some(rows) = h.run("create_entities", &entities, &blame, call).await else {
         return;
     };
+    let rows = rows.entities;
     assert_eq!(rows.len(), entities.len(), "{}", short(&entities));
     let names: Vec<String> = entities.iter().map(|e| e.name.clone()).collect();
-    let opened = m.open_nodes(h.ws, OpenNodes::new(&names)).await.unwrap();
+    let opened = m.call(h.ws, OpenNodes::new(&names)).await.unwrap();
     for (row, e) in rows.iter().zip(&entities) {
         let existed = h.before.node(&e.name);
         assert_eq!(row.name, e.name);
@@ -202,13 +203,14 @@ async fn add_observations(h: &mut Harness) {
     blame.unless(total <= 1_000, "observations[].contents");
 
     let m = h.memory.clone();
-    let call = m.add_observations(h.ws, AddObservations::new(&additions));
+    let call = m.call(h.ws, AddObservations::new(&additions));
     let Some(rows) = h.run("add_observations", &additions, &blame, call).await else {
         return;
     };
+    let rows = rows.results;
     assert_eq!(rows.len(), additions.len());
     let names: Vec<String> = additions.iter().map(|a| a.entity_name.clone()).collect();
-    let opened = m.open_nodes(h.ws, OpenNodes::new(&names)).await.unwrap();
+    let opened = m.call(h.ws, OpenNodes::new(&names)).await.unwrap();
     // Per node, the highest ordinal so far: each addition's ordinals come after it.
     let mut highest = std::collections::HashMap::new();
     for (row, a) in rows.iter().zip(&additions) {
@@ -311,10 +313,11 @@ async fn delete_observations(h: &mut Harness) {
     blame.unless(total <= 1_000, "deletions[].ordinals");
 
     let m = h.memory.clone();
-    let call = m.delete_observations(h.ws, DeleteObservations::new(&deletions));
+    let call = m.call(h.ws, DeleteObservations::new(&deletions));
     let Some(rows) = h.run("delete_observations", &deletions, &blame, call).await else {
         return;
     };
+    let rows = rows.results;
     assert_eq!(rows.len(), deletions.len());
     let after = h.snapshot().await;
     for (row, d) in rows.iter().zip(&deletions) {
@@ -360,7 +363,7 @@ async fn replace_observation(h: &mut Harness) {
             .any(|o| o.ordinal == Some(crate::Ordinal(ordinal)))
     });
     let m = h.memory.clone();
-    let call = m.replace_observation(
+    let call = m.call(
         h.ws,
         ReplaceObservation::new(&name, crate::Ordinal(ordinal), &content),
     );
@@ -390,7 +393,7 @@ async fn set_summary_and_tags(h: &mut Harness) {
     blame.unless(name_ok(&name), "name");
     blame.unless(content_ok(&summary), "summary");
     let m = h.memory.clone();
-    let call = m.set_summary(h.ws, SetSummary::new(&name, &summary));
+    let call = m.call(h.ws, SetSummary::new(&name, &summary));
     let input = (&name, &summary);
     if h.run("set_summary", &input, &blame, call).await.is_some() {
         let node = super::open_node(&m, h.ws, &name).await;
@@ -406,7 +409,7 @@ async fn set_summary_and_tags(h: &mut Harness) {
     for (k, tag) in tags.iter().enumerate() {
         blame.unless(tag_ok(tag), format!("tags[{k}]"));
     }
-    let call = m.set_tags(h.ws, SetTags::new(&name, &tags));
+    let call = m.call(h.ws, SetTags::new(&name, &tags));
     let input = (&name, &tags);
     if h.run("set_tags", &input, &blame, call).await.is_some() {
         let node = super::open_node(&m, h.ws, &name).await;
@@ -469,7 +472,7 @@ async fn create_relations(h: &mut Harness) {
     let relations = relation_batch(h);
     let blame = blame_relations(&relations);
     let m = h.memory.clone();
-    let call = m.create_relations(h.ws, CreateRelations::new(&relations));
+    let call = m.call(h.ws, CreateRelations::new(&relations));
     let Some(result) = h.run("create_relations", &relations, &blame, call).await else {
         return;
     };
@@ -498,7 +501,7 @@ async fn delete_relations(h: &mut Harness) {
     }
     let blame = blame_relations(&relations);
     let m = h.memory.clone();
-    let call = m.delete_relations(h.ws, DeleteRelations::new(&relations));
+    let call = m.call(h.ws, DeleteRelations::new(&relations));
     let Some(result) = h.run("delete_relations", &relations, &blame, call).await else {
         return;
     };
@@ -530,10 +533,12 @@ async fn rename_relation_type(h: &mut Harness) {
     blame.unless(name_ok(&new_type), "new_type");
     let input = (&relation, &new_type);
     let m = h.memory.clone();
-    let call = m.rename_relation_type(h.ws, RenameRelationType::new(&relation, &new_type));
+    let call = m.call(h.ws, RenameRelationType::new(&relation, &new_type));
     if let Some(renamed) = h.run("rename_relation_type", &input, &blame, call).await {
-        assert_eq!(renamed.relation_type, new_type);
+        assert_eq!(renamed.new_type, new_type);
         let after = h.snapshot().await.relations();
+        let renamed =
+            RelationSpec::new(&renamed.from_entity, &renamed.to_entity, &renamed.new_type);
         assert!(after.contains(&triple(&renamed)), "{}", short(&input));
     }
 }
@@ -549,7 +554,7 @@ async fn delete_entities(h: &mut Harness) {
         blame.unless(name_ok(name), format!("entity_names[{i}]"));
     }
     let m = h.memory.clone();
-    let call = m.delete_entities(h.ws, DeleteEntities::new(&names));
+    let call = m.call(h.ws, DeleteEntities::new(&names));
     let Some(result) = h.run("delete_entities", &names, &blame, call).await else {
         return;
     };

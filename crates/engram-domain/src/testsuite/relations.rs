@@ -9,7 +9,7 @@ pub async fn create_relations_reports_created_existing_and_missing(store: Arc<dy
     create_relations(&memory, ws, &[("A", "knows", "B")]).await;
 
     let result = memory
-        .create_relations(
+        .call(
             ws,
             CreateRelations::new(&[
                 relation("A", "likes", "C"),
@@ -37,7 +37,7 @@ pub async fn create_relations_reports_created_existing_and_missing(store: Arc<dy
         }
     );
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["A", "B", "C"])))
+        .call(ws, OpenNodes::new(&strings(&["A", "B", "C"])))
         .await
         .unwrap();
     assert_eq!(
@@ -58,7 +58,7 @@ pub async fn relations_repeated_in_one_call_count_once(store: Arc<dyn MemoryStor
     create_nodes(&memory, ws, &["A", "B"]).await;
 
     let created = memory
-        .create_relations(
+        .call(
             ws,
             CreateRelations::new(&[
                 relation("A", "r", "B"),
@@ -83,7 +83,7 @@ pub async fn relations_repeated_in_one_call_count_once(store: Arc<dyn MemoryStor
     assert_eq!(counts(&memory, ws).await, (2, 0, 3));
 
     let deleted = memory
-        .delete_relations(
+        .call(
             ws,
             DeleteRelations::new(&[
                 relation("A", "r", "B"),
@@ -103,13 +103,14 @@ pub async fn relations_repeated_in_one_call_count_once(store: Arc<dyn MemoryStor
     );
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .call(ws, GetRelationsBetween::new("A", "B"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         [edge("A", "s", "B"), edge("B", "r", "A")]
     );
     let none = memory
-        .delete_relations(ws, DeleteRelations::new(&[relation("A", "r", "B")]))
+        .call(ws, DeleteRelations::new(&[relation("A", "r", "B")]))
         .await
         .unwrap();
     assert_eq!(
@@ -128,18 +129,24 @@ pub async fn rename_relation_type_renames_one_relation(store: Arc<dyn MemoryStor
     create_relations(&memory, ws, &[("A", "old", "B"), ("B", "old", "A")]).await;
 
     let renamed = memory
-        .rename_relation_type(
+        .call(
             ws,
             RenameRelationType::new(&relation("A", "old", "B"), "new"),
         )
         .await
         .unwrap();
-    assert_eq!(renamed, relation("A", "new", "B"));
+    let relation_now =
+        RelationSpec::new(&renamed.from_entity, &renamed.to_entity, &renamed.new_type);
+    assert_eq!(
+        (relation_now, renamed.old_type.as_str()),
+        (relation("A", "new", "B"), "old")
+    );
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .call(ws, GetRelationsBetween::new("A", "B"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         [edge("A", "new", "B"), edge("B", "old", "A")]
     );
     assert_eq!(counts(&memory, ws).await, (2, 0, 2));
@@ -154,28 +161,29 @@ pub async fn rename_onto_an_existing_relation_conflicts_and_changes_nothing(
     create_relations(&memory, ws, &[("A", "x", "B"), ("A", "y", "B")]).await;
     let before = (
         memory
-            .open_nodes(ws, OpenNodes::new(&strings(&["A", "B"])))
+            .call(ws, OpenNodes::new(&strings(&["A", "B"])))
             .await
             .unwrap(),
         events(&memory, ws).await,
     );
 
     let conflict = memory
-        .rename_relation_type(ws, RenameRelationType::new(&relation("A", "x", "B"), "y"))
+        .call(ws, RenameRelationType::new(&relation("A", "x", "B"), "y"))
         .await;
     assert!(matches!(conflict, Err(Error::Conflict(_))), "{conflict:?}");
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .call(ws, GetRelationsBetween::new("A", "B"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         [edge("A", "x", "B"), edge("A", "y", "B")]
     );
 
     // A relation that does not exist, by type, direction or endpoint.
     for (from, kind, to) in [("A", "z", "B"), ("B", "x", "A"), ("A", "x", "Ghost")] {
         let missing = memory
-            .rename_relation_type(ws, RenameRelationType::new(&relation(from, kind, to), "w"))
+            .call(ws, RenameRelationType::new(&relation(from, kind, to), "w"))
             .await;
         assert!(
             matches!(
@@ -190,7 +198,7 @@ pub async fn rename_onto_an_existing_relation_conflicts_and_changes_nothing(
     }
     let after = (
         memory
-            .open_nodes(ws, OpenNodes::new(&strings(&["A", "B"])))
+            .call(ws, OpenNodes::new(&strings(&["A", "B"])))
             .await
             .unwrap(),
         events(&memory, ws).await,
@@ -222,54 +230,59 @@ pub async fn get_relations_between_lists_both_directions_sorted(store: Arc<dyn M
     ];
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "B"))
+            .call(ws, GetRelationsBetween::new("A", "B"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         expected
     );
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("B", "A"))
+            .call(ws, GetRelationsBetween::new("B", "A"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         expected
     );
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("B", "C"))
+            .call(ws, GetRelationsBetween::new("B", "C"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         [edge("C", "d", "B")]
     );
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "A"))
+            .call(ws, GetRelationsBetween::new("A", "A"))
             .await
-            .unwrap(),
+            .unwrap()
+            .relations,
         [edge("A", "self", "A")]
     );
     memory
-        .delete_relations(ws, DeleteRelations::new(&[relation("C", "d", "B")]))
+        .call(ws, DeleteRelations::new(&[relation("C", "d", "B")]))
         .await
         .unwrap();
     assert!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("B", "C"))
+            .call(ws, GetRelationsBetween::new("B", "C"))
             .await
             .unwrap()
+            .relations
             .is_empty()
     );
 
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("Ghost", "A"))
+            .call(ws, GetRelationsBetween::new("Ghost", "A"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")
     );
     assert_eq!(
         memory
-            .get_relations_between(ws, GetRelationsBetween::new("A", "Ghost"))
+            .call(ws, GetRelationsBetween::new("A", "Ghost"))
             .await
             .unwrap_err(),
         Error::node_not_found("Ghost")

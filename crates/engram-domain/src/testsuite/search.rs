@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::*;
+use crate::GetStats;
 use crate::{
     Embedder, Error, FindSimilarNodes, FoundObservations, Indexer, Memory, MemoryStore,
     QueryObservations, Result, SearchMode, SearchNodes, SearchObservations, SearchResults,
@@ -177,7 +178,11 @@ async fn fixture(store: Arc<dyn MemoryStore>) -> Fixture {
 }
 
 async fn coverage(f: &Fixture) -> f64 {
-    f.memory.get_stats(f.ws).await.unwrap().embedding_coverage
+    f.memory
+        .call(f.ws, GetStats {})
+        .await
+        .unwrap()
+        .embedding_coverage
 }
 
 async fn people(f: &Fixture) {
@@ -200,9 +205,10 @@ async fn people(f: &Fixture) {
         ),
     ];
     f.memory
-        .create_entities(f.ws, CreateEntities::new(entities))
+        .call(f.ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 }
 
 pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStore>) {
@@ -218,9 +224,9 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
 
     let found = f
         .memory
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("who moved to Lisbon").mode(SearchMode::Embedding),
+            SearchNodes::new("who moved to Lisbon").mode(SearchMode::Embedding),
         )
         .await
         .unwrap();
@@ -239,9 +245,9 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
 
     let pet = f
         .memory
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("golden retriever")
+            SearchNodes::new("golden retriever")
                 .limit(1)
                 .mode(SearchMode::Embedding),
         )
@@ -257,7 +263,7 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     f.indexer.run_until_idle().await.unwrap();
     f.embedder.take();
     f.memory
-        .replace_observation(
+        .call(
             f.ws,
             ReplaceObservation::new("Dave", crate::Ordinal(1), "Dave keeps bees on his roof"),
         )
@@ -269,9 +275,9 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     assert_eq!(f.embedder.take().len(), 5);
     let bees = f
         .memory
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("bees")
+            SearchNodes::new("bees")
                 .limit(1)
                 .mode(SearchMode::Embedding),
         )
@@ -282,7 +288,7 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
     // New tags change only the perspectives that render tags: 2 of 5 vectors are re-made,
     // the other 3 are marked current without the model.
     f.memory
-        .set_tags(f.ws, SetTags::new("Alice", &strings(&["relocation"])))
+        .call(f.ws, SetTags::new("Alice", &strings(&["relocation"])))
         .await
         .unwrap();
     assert_eq!(f.indexer.run_until_idle().await.unwrap(), 5);
@@ -299,7 +305,7 @@ pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn Mem
 
     // A relation changes the relational perspective of both ends.
     f.memory
-        .create_relations(
+        .call(
             f.ws,
             CreateRelations::new(&[relation("Alice", "knows", "Bob")]),
         )
@@ -331,15 +337,16 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     );
     let bob = entity("Bob", "person", &["works at the hospital too"]);
     f.memory
-        .create_entities(f.ws, CreateEntities::new(vec![alice, bob]))
+        .call(f.ws, CreateEntities::new(vec![alice, bob]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     f.indexer.run_until_idle().await.unwrap();
     let job = f
         .memory
-        .query_observations(
+        .call(
             f.ws,
-            &QueryObservations::new("Alice", "which hospital").mode(SearchMode::Embedding),
+            QueryObservations::new("Alice", "which hospital").mode(SearchMode::Embedding),
         )
         .await
         .unwrap();
@@ -349,9 +356,9 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     assert_eq!(ordinals[0], 2);
     let text = f
         .memory
-        .query_observations(
+        .call(
             f.ws,
-            &QueryObservations::new("Alice", "cats").mode(SearchMode::Text),
+            QueryObservations::new("Alice", "cats").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -360,9 +367,9 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     assert_eq!(text.observations[0].content, "has two cats");
     assert_eq!(
         f.memory
-            .query_observations(
+            .call(
                 f.ws,
-                &QueryObservations::new("Nobody", "x").mode(SearchMode::Embedding)
+                QueryObservations::new("Nobody", "x").mode(SearchMode::Embedding)
             )
             .await
             .unwrap_err(),
@@ -399,14 +406,15 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
         ),
     ];
     f.memory
-        .create_entities(f.ws, CreateEntities::new(entities))
+        .call(f.ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     f.indexer.run_until_idle().await.unwrap();
     // The two compilers share about half their words; the bread shares none.
     let pairs = f
         .memory
-        .find_similar_nodes(
+        .call(
             f.ws,
             FindSimilarNodes {
                 limit: 20,
@@ -414,7 +422,8 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .pairs;
     assert_eq!(pairs.len(), 1, "{pairs:?}");
     assert_eq!(
         (pairs[0].node_a.as_str(), pairs[0].node_b.as_str()),
@@ -427,7 +436,7 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
     assert!(pairs[0].similarity >= 0.4 && pairs[0].similarity <= 0.6);
     assert!(
         f.memory
-            .find_similar_nodes(
+            .call(
                 f.ws,
                 FindSimilarNodes {
                     limit: 20,
@@ -436,12 +445,13 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
             )
             .await
             .unwrap()
+            .pairs
             .is_empty()
     );
 
     // Related pairs are no longer candidates.
     f.memory
-        .create_relations(
+        .call(
             f.ws,
             CreateRelations::new(&[relation("rustc", "same_as", "Rust compiler")]),
         )
@@ -450,7 +460,7 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
     f.indexer.run_until_idle().await.unwrap();
     assert!(
         f.memory
-            .find_similar_nodes(
+            .call(
                 f.ws,
                 FindSimilarNodes {
                     limit: 20,
@@ -459,6 +469,7 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
             )
             .await
             .unwrap()
+            .pairs
             .is_empty()
     );
 }
@@ -469,10 +480,7 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     // Nothing indexed yet: no vector can match.
     let unindexed = f
         .memory
-        .search_nodes(
-            f.ws,
-            &SearchNodes::new("Lisbon").mode(SearchMode::Embedding),
-        )
+        .call(f.ws, SearchNodes::new("Lisbon").mode(SearchMode::Embedding))
         .await
         .unwrap();
     assert_eq!(unindexed.mode, SearchMode::Text);
@@ -482,9 +490,9 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     // An embedder that cannot be reached.
     let memory = Memory::new(f.store.clone()).with_embedder(Arc::new(Down));
     let answer = memory
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("which tools build the project").mode(SearchMode::Embedding),
+            SearchNodes::new("which tools build the project").mode(SearchMode::Embedding),
         )
         .await
         .unwrap();
@@ -496,12 +504,13 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
     assert_eq!(answer.results[0].name, "Bob");
     // Writes never wait for the model.
     memory
-        .add_observations(
+        .call(
             f.ws,
             AddObservations::new(&[additions("Bob", &["Bob moved to Porto"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
 }
 
 pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore>) {
@@ -509,9 +518,9 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
     people(&f).await;
     let found = f
         .memory
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("What does Dave drink in the morning?").mode(SearchMode::Text),
+            SearchNodes::new("What does Dave drink in the morning?").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -522,30 +531,30 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
     // Stop words alone match nothing; other workspaces are not searched.
     let none = f
         .memory
-        .search_nodes(f.ws, &SearchNodes::new("the of and").mode(SearchMode::Text))
+        .call(f.ws, SearchNodes::new("the of and").mode(SearchMode::Text))
         .await
         .unwrap();
     assert!(none.results.is_empty(), "{none:?}");
     let other = f.memory.create_workspace("other").await.unwrap().id;
     let elsewhere = f
         .memory
-        .search_nodes(
+        .call(
             other,
-            &SearchNodes::new("Dave morning").mode(SearchMode::Text),
+            SearchNodes::new("Dave morning").mode(SearchMode::Text),
         )
         .await
         .unwrap();
     assert!(elsewhere.results.is_empty(), "{elsewhere:?}");
     // Deleted observations are no longer found.
     f.memory
-        .delete_entities(f.ws, DeleteEntities::new(&strings(&["Dave"])))
+        .call(f.ws, DeleteEntities::new(&strings(&["Dave"])))
         .await
         .unwrap();
     let gone = f
         .memory
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("Dave morning").mode(SearchMode::Text),
+            SearchNodes::new("Dave morning").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -556,7 +565,7 @@ pub async fn chinese_and_japanese_are_found_by_full_text(store: Arc<dyn MemorySt
     // No embedding model: full text alone must find them.
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity(
@@ -569,10 +578,11 @@ pub async fn chinese_and_japanese_are_found_by_full_text(store: Arc<dyn MemorySt
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     // A text that changes is indexed as it reads now, and an ended one leaves.
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("王伟", crate::Ordinal(2), "他喜欢踢足球"),
         )
@@ -590,7 +600,7 @@ pub async fn chinese_and_japanese_are_found_by_full_text(store: Arc<dyn MemorySt
     ] {
         for mode in [SearchMode::Text, SearchMode::Hybrid] {
             let found = memory
-                .search_observations(ws, &SearchObservations::new(query).mode(mode))
+                .call(ws, SearchObservations::new(query).mode(mode))
                 .await
                 .unwrap();
             let first =
@@ -603,16 +613,13 @@ pub async fn chinese_and_japanese_are_found_by_full_text(store: Arc<dyn MemorySt
         }
     }
     let old = memory
-        .search_observations(
-            ws,
-            &SearchObservations::new("打篮球").mode(SearchMode::Text),
-        )
+        .call(ws, SearchObservations::new("打篮球").mode(SearchMode::Text))
         .await
         .unwrap();
     assert!(old.observations.is_empty(), "{old:?}");
     // English is searched as before.
     let found = memory
-        .search_nodes(ws, &SearchNodes::new("Lisbon").mode(SearchMode::Text))
+        .call(ws, SearchNodes::new("Lisbon").mode(SearchMode::Text))
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "Alice");
@@ -662,16 +669,17 @@ pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) 
         ),
     ];
     memory
-        .create_entities(ws, CreateEntities::new(entities))
+        .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     Indexer::new(store, embedder, 64)
         .run_until_idle()
         .await
         .unwrap();
     let search = async |query: &str, mode| {
         memory
-            .search_nodes(ws, &SearchNodes::new(query).mode(mode))
+            .call(ws, SearchNodes::new(query).mode(mode))
             .await
             .unwrap()
     };
@@ -721,15 +729,16 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
         entity("Clinic", "place", &["the hospital clinic opens at eight"]),
     ];
     f.memory
-        .create_entities(f.ws, CreateEntities::new(entities))
+        .call(f.ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     f.indexer.run_until_idle().await.unwrap();
     let search = async |limit, mode, types: &[&str]| {
         (f.memory)
-            .search_observations(
+            .call(
                 f.ws,
-                &SearchObservations::new("hospital")
+                SearchObservations::new("hospital")
                     .limit(limit)
                     .mode(mode)
                     .entity_types(strings(types).to_vec()),
@@ -781,9 +790,9 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     let memory = &f.memory;
     refused(
         memory
-            .search_observations(
+            .call(
                 f.ws,
-                &SearchObservations::new("x")
+                SearchObservations::new("x")
                     .mode(SearchMode::Text)
                     .entity_types(many.to_vec()),
             )
@@ -792,9 +801,9 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     );
     refused(
         memory
-            .search_observations(
+            .call(
                 f.ws,
-                &SearchObservations::new("x")
+                SearchObservations::new("x")
                     .mode(SearchMode::Text)
                     .entity_types(strings(&[""]).to_vec()),
             )
@@ -803,16 +812,16 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     );
     refused(
         memory
-            .search_observations(
+            .call(
                 f.ws,
-                &SearchObservations::new("x").limit(0).mode(SearchMode::Text),
+                SearchObservations::new("x").limit(0).mode(SearchMode::Text),
             )
             .await,
         "limit",
     );
     refused(
         memory
-            .search_observations(f.ws, &SearchObservations::new(" ").mode(SearchMode::Text))
+            .call(f.ws, SearchObservations::new(" ").mode(SearchMode::Text))
             .await,
         "query",
     );
@@ -826,21 +835,21 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     let texts = || f.embedder.queries.load(Ordering::Relaxed);
     // Five perspectives, one rendering of the query: one text in one call.
     let found = (f.memory)
-        .search_nodes(f.ws, &SearchNodes::new("golden retriever"))
+        .call(f.ws, SearchNodes::new("golden retriever"))
         .await
         .unwrap();
     assert_eq!(found.results[0].name, "Carol");
     assert_eq!((calls(), texts()), (1, 1));
     // The same query again, from any tool: no model call.
     (f.memory)
-        .search_observations(
+        .call(
             f.ws,
-            &SearchObservations::new("golden retriever").mode(SearchMode::Embedding),
+            SearchObservations::new("golden retriever").mode(SearchMode::Embedding),
         )
         .await
         .unwrap();
     (f.memory)
-        .query_observations(f.ws, &QueryObservations::new("Carol", "golden retriever"))
+        .call(f.ws, QueryObservations::new("Carol", "golden retriever"))
         .await
         .unwrap();
     assert_eq!((calls(), texts()), (1, 1));
@@ -851,15 +860,15 @@ pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn Memo
     temporal.query_template = "when: {query}".into();
     f.memory.set_perspective(f.ws, &temporal).await.unwrap();
     (f.memory)
-        .search_nodes(f.ws, &SearchNodes::new("tea in the morning"))
+        .call(f.ws, SearchNodes::new("tea in the morning"))
         .await
         .unwrap();
     assert_eq!((calls(), texts()), (2, 3));
     // Text mode never calls the model.
     (f.memory)
-        .search_nodes(
+        .call(
             f.ws,
-            &SearchNodes::new("cargo builds").mode(SearchMode::Text),
+            SearchNodes::new("cargo builds").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -888,7 +897,7 @@ pub async fn a_perspective_changed_elsewhere_is_seen_by_the_next_search(
     let hybrid = SearchMode::Hybrid;
     let before = (f
         .memory
-        .search_nodes(f.ws, &SearchNodes::new("tea in the morning").mode(hybrid)))
+        .call(f.ws, SearchNodes::new("tea in the morning").mode(hybrid)))
     .await
     .unwrap();
     assert_eq!(before.results[0].name, "Dave");
@@ -903,7 +912,7 @@ pub async fn a_perspective_changed_elsewhere_is_seen_by_the_next_search(
     }
     let after = (f
         .memory
-        .search_nodes(f.ws, &SearchNodes::new("tea in the morning").mode(hybrid)))
+        .call(f.ws, SearchNodes::new("tea in the morning").mode(hybrid)))
     .await
     .unwrap();
     assert_eq!(after.results[0].name, "Dave");
@@ -920,7 +929,7 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
         .with_query_embedding_budget(budget);
     let started = std::time::Instant::now();
     let first = memory
-        .search_nodes(f.ws, &SearchNodes::new("golden retriever"))
+        .call(f.ws, SearchNodes::new("golden retriever"))
         .await
         .unwrap();
     let waited = started.elapsed();
@@ -939,7 +948,7 @@ pub async fn a_hung_embedder_costs_one_budget_not_one_per_search(store: Arc<dyn 
     for mode in [SearchMode::Embedding, SearchMode::Hybrid] {
         let started = std::time::Instant::now();
         let next = memory
-            .search_nodes(f.ws, &SearchNodes::new("tea").mode(mode))
+            .call(f.ws, SearchNodes::new("tea").mode(mode))
             .await
             .unwrap();
         assert!(started.elapsed() < budget, "{:?}", started.elapsed());
@@ -964,16 +973,21 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     let mut facts: Vec<&str> = facts.iter().map(String::as_str).collect();
     facts[7] = "a poison fact";
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("Garden", "place", &facts)]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // Everything but the rejected text is stored, in one pass.
     assert_eq!(indexer.run_until_idle().await.unwrap(), 19);
-    let coverage = memory.get_stats(ws).await.unwrap().embedding_coverage;
+    let coverage = memory
+        .call(ws, GetStats {})
+        .await
+        .unwrap()
+        .embedding_coverage;
     assert!((coverage - 19.0 / 20.0).abs() < 1e-9, "{coverage}");
     let rejected = indexer.rejected();
     assert_eq!(rejected.len(), 1, "{rejected:?}");
@@ -1002,16 +1016,30 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
         })
         .await)
         .unwrap();
-    let vouched = memory.get_stats(ws).await.unwrap().embedding_coverage;
+    let vouched = memory
+        .call(ws, GetStats {})
+        .await
+        .unwrap()
+        .embedding_coverage;
     assert!((vouched - 19.0 / 20.0).abs() < 1e-9 && (counted - vouched).abs() < 1e-9);
     let elsewhere = memory.create_workspace("elsewhere").await.unwrap().id;
     assert!(memory.rejected_texts(elsewhere).is_empty());
     // And to the agent: counted by get_stats, named in a search's notice (not blamed on
     // indexing still running).
-    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 1);
-    assert_eq!(memory.get_stats(elsewhere).await.unwrap().rejected_texts, 0);
+    assert_eq!(
+        memory.call(ws, GetStats {}).await.unwrap().rejected_texts,
+        1
+    );
+    assert_eq!(
+        memory
+            .call(elsewhere, GetStats {})
+            .await
+            .unwrap()
+            .rejected_texts,
+        0
+    );
     let found = memory
-        .search_nodes(ws, &SearchNodes::new("poison").limit(5))
+        .call(ws, SearchNodes::new("poison").limit(5))
         .await
         .unwrap();
     let notice = found.notice.unwrap_or_default();
@@ -1029,25 +1057,40 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     assert_eq!(embedder.calls.load(Ordering::Relaxed), calls);
     // A changed text is a new one, tried at once.
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("Garden", crate::Ordinal(8), "a harmless fact"),
         )
         .await
         .unwrap();
     indexer.run_until_idle().await.unwrap();
-    assert_eq!(memory.get_stats(ws).await.unwrap().embedding_coverage, 1.0);
-    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
+    assert_eq!(
+        memory
+            .call(ws, GetStats {})
+            .await
+            .unwrap()
+            .embedding_coverage,
+        1.0
+    );
+    assert_eq!(
+        memory.call(ws, GetStats {}).await.unwrap().rejected_texts,
+        0
+    );
     // A write after the idle pass: the coverage is counted again, not vouched for.
     memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Garden", &["a late fact"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     // (The node changed, so all its vectors are stale until the indexer renders them again.)
-    let late = memory.get_stats(ws).await.unwrap().embedding_coverage;
+    let late = memory
+        .call(ws, GetStats {})
+        .await
+        .unwrap()
+        .embedding_coverage;
     let counted = (store
         .embedding_coverage(ModelEmbeddings {
             workspace: ws,
@@ -1060,12 +1103,13 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
     // An embedder that is down is not bisected: one call and its probe, nothing set aside.
     let down = Indexer::new(store.clone(), Arc::new(Down), 64);
     memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Garden", &["one more"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert!(matches!(down.run_once().await, Err(Error::Unavailable(_))));
     assert!(down.rejected().is_empty());
 }
@@ -1078,7 +1122,11 @@ pub async fn coverage_counts_are_reused_while_indexing_until_a_write(store: Arc<
     people(&f).await;
     // The indexer has not passed yet: counted, nothing embedded.
     assert_eq!(
-        memory.get_stats(f.ws).await.unwrap().embedding_coverage,
+        memory
+            .call(f.ws, GetStats {})
+            .await
+            .unwrap()
+            .embedding_coverage,
         0.0
     );
     // One pass embeds everything, but the indexer has not vouched for it (its pass found
@@ -1087,21 +1135,30 @@ pub async fn coverage_counts_are_reused_while_indexing_until_a_write(store: Arc<
     assert!(f.indexer.idle_at().is_none());
     assert_eq!(coverage(&f).await, 1.0);
     assert_eq!(
-        memory.get_stats(f.ws).await.unwrap().embedding_coverage,
+        memory
+            .call(f.ws, GetStats {})
+            .await
+            .unwrap()
+            .embedding_coverage,
         0.0
     );
     // A write: counted again (the node changed, so its vectors are stale until re-rendered).
     memory
-        .add_observations(
+        .call(
             f.ws,
             AddObservations::new(&[additions("Alice", &["Alice learns Portuguese"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let counted = coverage(&f).await;
     assert!(counted > 0.0 && counted < 1.0, "{counted}");
     assert_eq!(
-        memory.get_stats(f.ws).await.unwrap().embedding_coverage,
+        memory
+            .call(f.ws, GetStats {})
+            .await
+            .unwrap()
+            .embedding_coverage,
         counted
     );
 }
@@ -1112,7 +1169,7 @@ pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<d
     let embedder = Arc::new(Picky::default());
     let (memory, ws) = memory_with_workspace(store.clone(), "weeds").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("Weeds", "place", &["a poison fact"]),
@@ -1120,18 +1177,22 @@ pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<d
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let indexer = Indexer::new(store.clone(), embedder, 64);
     indexer.run_until_idle().await.unwrap();
     let memory = memory.with_indexer(indexer.clone());
     assert_eq!(memory.rejected_texts(ws).len(), 1);
     memory
-        .delete_entities(ws, DeleteEntities::new(&["Weeds".to_owned()]))
+        .call(ws, DeleteEntities::new(&["Weeds".to_owned()]))
         .await
         .unwrap();
     indexer.run_once().await.unwrap();
     assert!(memory.rejected_texts(ws).is_empty());
-    assert_eq!(memory.get_stats(ws).await.unwrap().rejected_texts, 0);
+    assert_eq!(
+        memory.call(ws, GetStats {}).await.unwrap().rejected_texts,
+        0
+    );
 }
 
 /// A text query leaves out a word that more than half of a large store contains
@@ -1161,7 +1222,7 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
         let memory = &memory;
         async move {
             let found = memory
-                .search_nodes(workspace, &SearchNodes::new(query).mode(SearchMode::Text))
+                .call(workspace, SearchNodes::new(query).mode(SearchMode::Text))
                 .await
                 .unwrap();
             (found.results.into_iter())
@@ -1174,9 +1235,10 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
     let mut nodes = parts(0, 40);
     nodes.push(entity("odd", "part", &["a widget with a sprocket"]));
     memory
-        .create_entities(workspace, CreateEntities::new(nodes))
+        .call(workspace, CreateEntities::new(nodes))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     refresh().await;
     let small = names("which widget has a sprocket").await;
     assert_eq!((small.len(), small[0].as_str()), (10, "odd"));
@@ -1185,9 +1247,10 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
     for from in (40..4_040).step_by(1_000) {
         let batch = parts(from, from + 1_000);
         memory
-            .create_entities(workspace, CreateEntities::new(batch))
+            .call(workspace, CreateEntities::new(batch))
             .await
-            .unwrap();
+            .unwrap()
+            .entities;
     }
     refresh().await;
     assert_eq!(names("which widget has a sprocket").await, ["odd"]);
@@ -1222,15 +1285,16 @@ where
     ));
     nodes.push(entity("odd", "part", &["a sprocket"]));
     memory
-        .create_entities(workspace, CreateEntities::new(nodes))
+        .call(workspace, CreateEntities::new(nodes))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     refresh().await;
     for mode in [SearchMode::Text, SearchMode::Hybrid] {
         let found = memory
-            .search_nodes(
+            .call(
                 workspace,
-                &SearchNodes::new("widget sprocket").limit(5).mode(mode),
+                SearchNodes::new("widget sprocket").limit(5).mode(mode),
             )
             .await
             .unwrap();
@@ -1263,23 +1327,25 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
             })
             .collect::<Vec<_>>();
         memory
-            .create_entities(workspace, CreateEntities::new(nodes))
+            .call(workspace, CreateEntities::new(nodes))
             .await
-            .unwrap();
+            .unwrap()
+            .entities;
     }
     // Stored last, after every other text holding "gear".
     memory
-        .create_entities(
+        .call(
             workspace,
             CreateEntities::new(vec![entity("odd", "spare", &["a gear with a sprocket"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     refresh().await;
     let found = memory
-        .search_nodes(
+        .call(
             workspace,
-            &SearchNodes::new("gear sprocket")
+            SearchNodes::new("gear sprocket")
                 .limit(5)
                 .mode(SearchMode::Text),
         )
@@ -1288,9 +1354,9 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
     assert_eq!(found.results[0].name, "odd", "{found:?}");
     let types = ["part".to_owned(), "spare".to_owned()];
     let narrowed = memory
-        .search_observations(
+        .call(
             workspace,
-            &SearchObservations::new("which gear has a sprocket")
+            SearchObservations::new("which gear has a sprocket")
                 .limit(5)
                 .mode(SearchMode::Text)
                 .entity_types(types.to_vec()),
@@ -1299,7 +1365,7 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
         .unwrap();
     assert_eq!(narrowed.observations[0].name, "odd", "{narrowed:?}");
     let gear = memory
-        .search_nodes(workspace, &SearchNodes::new("gear").mode(SearchMode::Text))
+        .call(workspace, SearchNodes::new("gear").mode(SearchMode::Text))
         .await
         .unwrap();
     assert_eq!(gear.results.len(), 10, "{gear:?}");

@@ -20,7 +20,7 @@ async fn write_everywhere(
     let mut attempts = vec![(
         "entities[0].observations[0]",
         memory
-            .create_entities(ws, CreateEntities::new(vec![node.clone()]))
+            .call(ws, CreateEntities::new(vec![node.clone()]))
             .await
             .map(drop),
     )];
@@ -29,14 +29,14 @@ async fn write_everywhere(
     attempts.push((
         "entities[0].summary",
         memory
-            .create_entities(ws, CreateEntities::new(vec![node]))
+            .call(ws, CreateEntities::new(vec![node]))
             .await
             .map(drop),
     ));
     attempts.push((
         "observations[0].contents[1]",
         (memory
-            .add_observations(
+            .call(
                 ws,
                 AddObservations::new(&[additions("Staging", &["fine", secret])]),
             )
@@ -46,14 +46,14 @@ async fn write_everywhere(
     attempts.push((
         "new_content",
         (memory
-            .replace_observation(ws, ReplaceObservation::new("Staging", Ordinal(1), secret))
+            .call(ws, ReplaceObservation::new("Staging", Ordinal(1), secret))
             .await)
             .map(drop),
     ));
     attempts.push((
         "summary",
         memory
-            .set_summary(ws, SetSummary::new("Staging", secret))
+            .call(ws, SetSummary::new("Staging", secret))
             .await
             .map(drop),
     ));
@@ -83,14 +83,14 @@ async fn write_everywhere(
         attempts.push((
             "entities[0].name",
             (memory
-                .create_entities(ws, CreateEntities::new(vec![entity(secret, "note", &[])]))
+                .call(ws, CreateEntities::new(vec![entity(secret, "note", &[])]))
                 .await)
                 .map(drop),
         ));
         attempts.push((
             "relations[0].relation_type",
             (memory
-                .create_relations(
+                .call(
                     ws,
                     CreateRelations::new(&[relation("Staging", secret, "Vault")]),
                 )
@@ -101,7 +101,7 @@ async fn write_everywhere(
         attempts.push((
             "new_type",
             (memory
-                .rename_relation_type(ws, RenameRelationType::new(&existing, secret))
+                .call(ws, RenameRelationType::new(&existing, secret))
                 .await)
                 .map(drop),
         ));
@@ -129,7 +129,7 @@ async fn write_everywhere(
         attempts.push((
             "tags[1]",
             (memory
-                .set_tags(ws, SetTags::new("Staging", &strings(&["env", secret])))
+                .call(ws, SetTags::new("Staging", &strings(&["env", secret])))
                 .await)
                 .map(drop),
         ));
@@ -141,14 +141,14 @@ async fn write_everywhere(
 async fn staging(store: Arc<dyn MemoryStore>, policy: SecretPolicy) -> (Memory, WorkspaceId) {
     let (memory, ws) = memory_with_workspace(store, "secrets").await;
     let memory = memory.with_secret_policy(policy);
-    (memory.create_entities(
+    (memory.call(
         ws,
         CreateEntities::new(vec![entity("Staging", "environment", &["base fact"])]),
     ))
     .await
     .unwrap();
     create_nodes(&memory, ws, &["Vault"]).await;
-    (memory.create_relations(
+    (memory.call(
         ws,
         CreateRelations::new(&[relation("Staging", "uses", "Vault")]),
     ))
@@ -190,7 +190,7 @@ pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
         "a refused write wrote something"
     );
     let staging = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Staging"])))
+        .call(ws, OpenNodes::new(&strings(&["Staging"])))
         .await
         .unwrap();
     let node = &staging.entities[0];
@@ -260,20 +260,21 @@ pub async fn ordinary_technical_text_is_stored_as_given(store: Arc<dyn MemorySto
     let lines: Vec<&str> = ordinary_corpus().collect();
     assert!(lines.len() >= 150, "{} ordinary lines", lines.len());
     let added = memory
-        .add_observations(ws, AddObservations::new(&[additions("Staging", &lines)]))
+        .call(ws, AddObservations::new(&[additions("Staging", &lines)]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(
         added[0].added.len() + added[0].skipped_duplicates.len(),
         lines.len()
     );
     for line in &lines {
         memory
-            .set_summary(ws, SetSummary::new("Vault", *line))
+            .call(ws, SetSummary::new("Vault", *line))
             .await
             .unwrap();
         if crate::limits::name("relation_type", line).is_ok() {
-            (memory.create_relations(
+            (memory.call(
                 ws,
                 CreateRelations::new(&[relation("Staging", line, "Vault")]),
             ))
@@ -294,10 +295,11 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
         .map(|((_, text), name)| entity(name, "note", &[text.as_str()]))
         .collect();
     memory
-        .create_entities(ws, CreateEntities::new(nodes))
+        .call(ws, CreateEntities::new(nodes))
         .await
-        .unwrap();
-    let opened = memory.open_nodes(ws, OpenNodes::new(&names)).await.unwrap();
+        .unwrap()
+        .entities;
+    let opened = memory.call(ws, OpenNodes::new(&names)).await.unwrap();
     assert_eq!(opened.entities.len(), corpus.len());
     for ((label, text), node) in corpus.iter().zip(&opened.entities) {
         let stored = &node.observations[0].content;
@@ -306,11 +308,11 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
         let marker = format!("[redacted: {label}]");
         assert!(stored.contains(&marker), "{stored}");
     }
-    (memory.set_summary(ws, SetSummary::new("Vault", &corpus[0].1)))
+    (memory.call(ws, SetSummary::new("Vault", &corpus[0].1)))
         .await
         .unwrap();
     let vault = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Vault"])))
+        .call(ws, OpenNodes::new(&strings(&["Vault"])))
         .await
         .unwrap();
     let summary = vault.entities[0].summary.clone().unwrap_or_default();
@@ -320,7 +322,7 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
     // name what was meant, and two secrets would redact to one node.
     let named = entity(&format!("key {}", "AKIAZ7QW4RTY2UIOPL3M"), "note", &[]);
     let refused = memory
-        .create_entities(ws, CreateEntities::new(vec![named]))
+        .call(ws, CreateEntities::new(vec![named]))
         .await
         .unwrap_err();
     assert!(
@@ -330,7 +332,7 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
     // A redacted tag is held to the tag limit again.
     let tag = format!("{} {}", "t".repeat(105), "AKIAZ7QW4RTY2UIOPL3M");
     let long = memory
-        .set_tags(ws, SetTags::new("Vault", &[tag]))
+        .call(ws, SetTags::new("Vault", &[tag]))
         .await
         .unwrap_err();
     assert!(
@@ -340,14 +342,14 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
 
     let allowing = Memory::new(store).with_secret_policy(SecretPolicy::Allow);
     let open = allowing.create_workspace("open").await.unwrap().id;
-    (allowing.create_entities(
+    (allowing.call(
         open,
         CreateEntities::new(vec![entity("Staging", "environment", &[&corpus[0].1])]),
     ))
     .await
     .unwrap();
     let kept = allowing
-        .open_nodes(open, OpenNodes::new(&strings(&["Staging"])))
+        .call(open, OpenNodes::new(&strings(&["Staging"])))
         .await
         .unwrap();
     assert_eq!(kept.entities[0].observations[0].content, corpus[0].1);
@@ -363,9 +365,10 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
     let mut hub = entity("engram", "project", &["a memory server"]);
     hub.summary = Some("The memory server.".into());
     memory
-        .create_entities(ws, CreateEntities::new(vec![hub]))
+        .call(ws, CreateEntities::new(vec![hub]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_nodes(&memory, ws, &["Alice", "Bob", "Carol", "Dave"]).await;
     let links = [
         relation("Alice", "works_on", "engram"),
@@ -374,12 +377,9 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
         relation("Carol", "uses", "engram"),
         relation("Alice", "knows", "Bob"),
     ];
+    memory.call(ws, CreateRelations::new(&links)).await.unwrap();
     memory
-        .create_relations(ws, CreateRelations::new(&links))
-        .await
-        .unwrap();
-    memory
-        .set_summary(ws, SetSummary::new("Dave", "Newest of all."))
+        .call(ws, SetSummary::new("Dave", "Newest of all."))
         .await
         .unwrap();
     let brief = memory.brief(ws, 2).await.unwrap();

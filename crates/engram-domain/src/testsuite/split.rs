@@ -44,7 +44,7 @@ fn assert_invalid<T: std::fmt::Debug>(result: crate::Result<T>, field: &str) {
 pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("engram", "project", &FACTS),
@@ -52,11 +52,9 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
             ]),
         )
         .await
-        .unwrap();
-    let proposal = memory
-        .propose_split(ws, ProposeSplit::new("engram"))
-        .await
-        .unwrap();
+        .unwrap()
+        .entities;
+    let proposal = memory.call(ws, ProposeSplit::new("engram")).await.unwrap();
     let mut groups: Vec<Vec<i64>> = (proposal.groups.iter())
         .map(|g| g.ordinals.iter().map(|o| o.0).collect())
         .collect();
@@ -92,9 +90,7 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
         ),
     ] {
         assert_invalid(
-            memory
-                .split_entity(ws, SplitEntity::new("engram", parts))
-                .await,
+            memory.call(ws, SplitEntity::new("engram", parts)).await,
             field,
         );
     }
@@ -105,7 +101,7 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
         parts: created,
         relations,
     } = memory
-        .split_entity(ws, SplitEntity::new("engram", parts))
+        .call(ws, SplitEntity::new("engram", parts))
         .await
         .unwrap();
     assert_eq!(name, "engram");
@@ -137,10 +133,7 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
         .map(|o| o.ordinal.0)
         .collect();
     assert_eq!(left, [3, 6, 9, 12]);
-    let history = memory
-        .get_history(ws, GetHistory::new("engram"))
-        .await
-        .unwrap();
+    let history = memory.call(ws, GetHistory::new("engram")).await.unwrap();
     let splits: Vec<&str> = (history.events.iter())
         .filter(|e| e.operation == HistoryOperation::Split)
         .filter_map(|e| e.content.as_deref())

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::GetStats;
 use crate::{Error, MemoryStore, QueryObservations};
 
 pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
@@ -13,19 +14,20 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     let nodes = ["Priya Raman", "PostgreSQL", "Project Atlas", "Prague"];
     let nodes = nodes.map(|name| entity(name, "thing", &["a fact"]));
     memory
-        .create_entities(ws, CreateEntities::new(nodes.to_vec()))
+        .call(ws, CreateEntities::new(nodes.to_vec()))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     // Another workspace's names are never suggested.
     let other = memory.create_workspace("other").await.unwrap().id;
-    (memory.create_entities(
+    (memory.call(
         other,
         CreateEntities::new(vec![entity("Globex Corp", "org", &[])]),
     ))
     .await
     .unwrap();
 
-    let opened = (memory.open_nodes(
+    let opened = (memory.call(
         ws,
         OpenNodes::new(&strings(&["Priya", "postgres", "Globex", "Prague"])),
     ))
@@ -40,16 +42,16 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
         ])
     );
 
-    let added = (memory.add_observations(
+    let added = (memory.call(
         ws,
         AddObservations::new(&[additions("priya raman", &["x"])]),
     ))
     .await
     .unwrap();
-    assert!(added[0].not_found);
-    assert_eq!(added[0].did_you_mean, ["Priya Raman"]);
+    assert!(added.results[0].not_found);
+    assert_eq!(added.results[0].did_you_mean, ["Priya Raman"]);
 
-    let created = (memory.create_relations(
+    let created = (memory.call(
         ws,
         CreateRelations::new(&[relation("Pryia Raman", "uses", "PostgreSQL")]),
     ))
@@ -59,18 +61,18 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     assert_eq!(created.did_you_mean["Pryia Raman"], ["Priya Raman"]);
 
     let deleted = memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["Project-Atlas"])))
+        .call(ws, DeleteEntities::new(&strings(&["Project-Atlas"])))
         .await
         .unwrap();
     assert_eq!(deleted.did_you_mean["Project-Atlas"], ["Project Atlas"]);
     assert_eq!(
-        memory.get_stats(ws).await.unwrap().node_count,
+        memory.call(ws, GetStats {}).await.unwrap().node_count,
         4,
         "a suggestion deletes nothing"
     );
 
     let error = memory
-        .set_summary(ws, SetSummary::new("Priya", "x"))
+        .call(ws, SetSummary::new("Priya", "x"))
         .await
         .unwrap_err();
     assert_eq!(
@@ -78,7 +80,7 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
         "node not found: Priya (did you mean \"Priya Raman\"?)"
     );
     let error = memory
-        .get_neighborhood(ws, GetNeighborhood::new("postgres", 1))
+        .call(ws, GetNeighborhood::new("postgres", 1))
         .await
         .unwrap_err();
     assert!(
@@ -86,7 +88,7 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
         "{error}"
     );
     let query = QueryObservations::new("Priya", "fact");
-    let error = memory.query_observations(ws, &query).await.unwrap_err();
+    let error = memory.call(ws, query).await.unwrap_err();
     assert!(
         error
             .to_string()
@@ -96,12 +98,12 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
 
     // Nothing close: the plain answer.
     let error = memory
-        .set_tags(ws, SetTags::new("Zanzibar", &[]))
+        .call(ws, SetTags::new("Zanzibar", &[]))
         .await
         .unwrap_err();
     assert_eq!(error.to_string(), "node not found: Zanzibar");
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Globex"])))
+        .call(ws, OpenNodes::new(&strings(&["Globex"])))
         .await
         .unwrap();
     assert!(opened.did_you_mean.is_empty());

@@ -55,8 +55,9 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
             })
             .collect();
         memory
-            .create_entities(ws, CreateEntities::new(entities))
-            .await?;
+            .call(ws, CreateEntities::new(entities))
+            .await?
+            .entities;
     }
     println!(
         "loaded {} facts in {:.1}s",
@@ -70,7 +71,7 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
     for i in (1..=100).step_by(10) {
         let ordinal = crate::Ordinal(i);
         memory
-            .replace_observation(
+            .call(
                 ws,
                 ReplaceObservation::new(
                     probe,
@@ -85,17 +86,18 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
         ordinals: (5..=100).step_by(10).map(crate::Ordinal).collect(),
     };
     memory
-        .end_observations(ws, EndObservations::new(&[endings]))
-        .await?;
+        .call(ws, EndObservations::new(&[endings]))
+        .await?
+        .results;
 
     let names = strings(&[probe]);
-    let now = median(101, || memory.open_nodes(ws, OpenNodes::new(&names))).await?;
+    let now = median(101, || memory.call(ws, OpenNodes::new(&names))).await?;
     let then = median(101, || {
-        memory.open_nodes(ws, OpenNodes::new(&names).at(ReadTime::At(just_now)))
+        memory.call(ws, OpenNodes::new(&names).at(ReadTime::At(just_now)))
     })
     .await?;
     let before = median(101, || {
-        memory.open_nodes(ws, OpenNodes::new(&names).at(ReadTime::At(an_hour_ago)))
+        memory.call(ws, OpenNodes::new(&names).at(ReadTime::At(an_hour_ago)))
     })
     .await?;
     println!(
@@ -106,11 +108,11 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
         ms(before)
     );
     let query = SearchObservations::new("indexer part 42").mode(SearchMode::Text);
-    let searched = median(51, || memory.search_observations(ws, &query)).await?;
+    let searched = median(51, || memory.call(ws, query.clone())).await?;
     let nodes_query = crate::SearchNodes::new("indexer part 42").mode(SearchMode::Text);
-    let node_search = median(51, || memory.search_nodes(ws, &nodes_query)).await?;
+    let node_search = median(51, || memory.call(ws, nodes_query.clone())).await?;
     let as_of_query = nodes_query.clone().as_of(just_now);
-    let node_search_then = median(51, || memory.search_nodes(ws, &as_of_query)).await?;
+    let node_search_then = median(51, || memory.call(ws, as_of_query.clone())).await?;
     println!(
         "text search over {} facts: search_observations {:.2} ms, search_nodes now {:.2} ms, as_of {:.2} ms ({:.2}x)",
         nodes * 100,
@@ -124,14 +126,15 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
     let facts: Vec<String> = (0..400).map(|i| format!("history fact {i}")).collect();
     let texts: Vec<&str> = facts.iter().map(String::as_str).collect();
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("chronicle", "log", &texts)]),
         )
-        .await?;
+        .await?
+        .entities;
     for i in 1..=300 {
         memory
-            .replace_observation(
+            .call(
                 ws,
                 ReplaceObservation::new(
                     "chronicle",
@@ -146,11 +149,12 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
         ordinals: (1..=299).map(crate::Ordinal).collect(),
     };
     memory
-        .end_observations(ws, EndObservations::new(&[endings]))
-        .await?;
-    let page = median(51, || memory.get_history(ws, GetHistory::new("chronicle"))).await?;
+        .call(ws, EndObservations::new(&[endings]))
+        .await?
+        .results;
+    let page = median(51, || memory.call(ws, GetHistory::new("chronicle"))).await?;
     let whole = median(51, || {
-        memory.get_history(ws, GetHistory::new("chronicle").limit(1_000))
+        memory.call(ws, GetHistory::new("chronicle").limit(1_000))
     })
     .await?;
     println!(
@@ -169,11 +173,13 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
         };
         let (a, b) = (format!("twin-a-{round}"), format!("twin-b-{round}"));
         memory
-            .create_entities(ws, CreateEntities::new(vec![big(&a)]))
-            .await?;
+            .call(ws, CreateEntities::new(vec![big(&a)]))
+            .await?
+            .entities;
         memory
-            .create_entities(ws, CreateEntities::new(vec![big(&b)]))
-            .await?;
+            .call(ws, CreateEntities::new(vec![big(&b)]))
+            .await?
+            .entities;
         let relations: Vec<_> = (0..50)
             .flat_map(|n| {
                 let target = format!("component-{n}");
@@ -183,12 +189,10 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
                 ]
             })
             .collect();
-        memory
-            .create_relations(ws, CreateRelations::new(&relations))
-            .await?;
+        memory.call(ws, CreateRelations::new(&relations)).await?;
         let started = Instant::now();
         memory
-            .merge_entities(ws, MergeEntities::new(&strings(&[&b]), &a))
+            .call(ws, MergeEntities::new(&strings(&[&b]), &a))
             .await?;
         merges.push(started.elapsed());
     }

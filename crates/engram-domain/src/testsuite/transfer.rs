@@ -65,9 +65,10 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     entities[0].summary = Some("the fifth".into());
     entities[0].tags = strings(&["t"]);
     memory
-        .create_entities(ws, CreateEntities::new(entities))
+        .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_relations(
         &memory,
         ws,
@@ -85,7 +86,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     let (mut names, mut relations, mut pages) = (Vec::new(), Vec::new(), 0);
     loop {
         let page = memory
-            .read_graph(
+            .call(
                 ws,
                 ReadGraph::new(GraphDetail::Names)
                     .cursor(cursor.as_deref())
@@ -123,7 +124,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
 
     // A type filter narrows nodes, relations and totals; detail widens what each node says.
     let late = memory
-        .read_graph(
+        .call(
             ws,
             ReadGraph::new(GraphDetail::Summary)
                 .limit(2)
@@ -140,7 +141,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     );
     assert!(e.observations.is_none());
     let last = memory
-        .read_graph(
+        .call(
             ws,
             ReadGraph::new(GraphDetail::Full)
                 .cursor(Some("e"))
@@ -160,7 +161,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     assert_eq!(last.relations, [edge("g", "r", "a")]);
 
     let error = memory
-        .read_graph(ws, ReadGraph::new(GraphDetail::Names).limit(0))
+        .call(ws, ReadGraph::new(GraphDetail::Names).limit(0))
         .await
         .unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { ref field, .. } if field == "limit"));
@@ -171,12 +172,13 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
 ) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("Alice", "person", &["likes tea"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let nodes = vec![
         record(
             "Alice",
@@ -288,7 +290,7 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
     alice.summary = Some("A person.".into());
     alice.tags = strings(&["b", "a"]);
     memory
-        .create_entities(
+        .call(
             source,
             CreateEntities::new(vec![
                 alice,
@@ -297,16 +299,18 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     memory
-        .delete_observations(
+        .call(
             source,
             DeleteObservations::new(&[deletions("Alice", &[2, 4]), deletions("Bob", &[1])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     memory
-        .replace_observation(
+        .call(
             source,
             ReplaceObservation::new("Alice", crate::Ordinal(3), "three, revised"),
         )
@@ -332,19 +336,20 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
 
     // The ordinal counter came along: deleted ordinals are not handed out again.
     let added = memory
-        .add_observations(
+        .call(
             copy,
             AddObservations::new(&[additions("Alice", &["five"]), additions("Bob", &["again"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added, observations(&[(5, "five")]));
     assert_eq!(added[1].added, observations(&[(2, "again")]));
     // And the imported text is searchable.
     let found = memory
-        .search_nodes(
+        .call(
             copy,
-            &SearchNodes::new("revised").limit(5).mode(SearchMode::Text),
+            SearchNodes::new("revised").limit(5).mode(SearchMode::Text),
         )
         .await
         .unwrap();

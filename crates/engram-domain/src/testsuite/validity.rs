@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
+use crate::GetStats;
 use crate::{
     EndObservations, EndRelations, EndedObservations, Error, NewFact, ObservationEndings,
     QueryObservations, ReadTime, SearchMode, SearchNodes, SearchObservations,
@@ -31,7 +32,7 @@ fn ended(entity_name: &str, ended: &[i64], not_found: &[i64]) -> EndedObservatio
 
 async fn open_at(memory: &Memory, ws: WorkspaceId, name: &str, time: ReadTime) -> NodeDetail {
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&[name])).at(time))
+        .call(ws, OpenNodes::new(&strings(&[name])).at(time))
         .await
         .unwrap();
     opened.entities.into_iter().next().expect("the node")
@@ -68,17 +69,19 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         ..entity("Release process", "process", &[])
     };
     memory
-        .create_entities(ws, CreateEntities::new(vec![node]))
+        .call(ws, CreateEntities::new(vec![node]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     tokio::time::sleep(Duration::from_millis(5)).await;
     let result = memory
-        .end_observations(
+        .call(
             ws,
             EndObservations::new(&[endings("Release process", &[2, 9]), endings("Nobody", &[1])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(
         result,
         [
@@ -97,9 +100,9 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         ])
     );
     let found = memory
-        .search_observations(
+        .call(
             ws,
-            &SearchObservations::new("staging freeze").mode(SearchMode::Text),
+            SearchObservations::new("staging freeze").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -129,13 +132,13 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
     let query = QueryObservations::new("Release process", "staging freeze")
         .mode(SearchMode::Text)
         .min_score(Some(0.0));
-    let now_found = memory.query_observations(ws, &query).await.unwrap();
+    let now_found = memory.call(ws, query.clone()).await.unwrap();
     assert!(
         now_found.observations.iter().all(|o| o.ordinal.0 != 2),
         "{now_found:?}"
     );
     let then_found = memory
-        .query_observations(ws, &query.clone().as_of(in_march))
+        .call(ws, query.clone().as_of(in_march))
         .await
         .unwrap();
     let ordinals: Vec<i64> = then_found
@@ -145,9 +148,9 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         .collect();
     assert_eq!(ordinals, [2], "{then_found:?}");
     let nodes = memory
-        .search_nodes(
+        .call(
             ws,
-            &SearchNodes::new("staging freeze")
+            SearchNodes::new("staging freeze")
                 .mode(SearchMode::Text)
                 .min_score(Some(0.0))
                 .as_of(in_march),
@@ -164,20 +167,22 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
 
     // An ended fact is not current: ending it again finds nothing; its text is new again.
     let again = memory
-        .end_observations(
+        .call(
             ws,
             EndObservations::new(&[endings("Release process", &[2])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(again, [ended("Release process", &[], &[2])]);
     let added = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Release process", &["the staging freeze holds"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(
         added[0].added,
         observations(&[(4, "the staging freeze holds")])
@@ -185,12 +190,13 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
 
     // Deleting is for good, ended facts included.
     memory
-        .delete_observations(
+        .call(
             ws,
             DeleteObservations::new(&[deletions("Release process", &[2])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let ever = open_at(&memory, ws, "Release process", ReadTime::Ever).await;
     assert_eq!(
         ever.observations
@@ -215,30 +221,31 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
         ..entity("Alice", "person", &["Alice likes tea"])
     };
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![node, entity("Acme", "org", &[])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let mut works_at = relation("Alice", "works_at", "Acme");
     works_at.valid_from = Some(march);
     memory
-        .create_relations(ws, CreateRelations::new(&[works_at.clone()]))
+        .call(ws, CreateRelations::new(&[works_at.clone()]))
         .await
         .unwrap();
     let before = open_at(&memory, ws, "Alice", ReadTime::Ever).await;
     let february = at("2026-02-01T00:00:00Z");
 
     let refused = memory
-        .end_observations(
+        .call(
             ws,
             EndObservations::new(&[endings("Alice", &[1, 2])]).ended_at(february),
         )
         .await;
     assert_invalid(refused, "ended_at");
     let refused = memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[works_at.clone()]).ended_at(february),
         )
@@ -246,7 +253,7 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
     assert_invalid(refused, "ended_at");
     let future = chrono::Utc::now() + chrono::Duration::days(3);
     let refused = memory
-        .end_relations(ws, EndRelations::new(&[works_at.clone()]).ended_at(future))
+        .call(ws, EndRelations::new(&[works_at.clone()]).ended_at(future))
         .await;
     assert_invalid(refused, "ended_at");
     assert_eq!(open_at(&memory, ws, "Alice", ReadTime::Ever).await, before);
@@ -256,7 +263,7 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
         as_of: Some(march),
         ..OpenNodes::new(&strings(&["Alice"]))
     };
-    assert_invalid(memory.open_nodes(ws, both).await, "include_ended");
+    assert_invalid(memory.call(ws, both).await, "include_ended");
     let later = NewFact {
         content: "Alice moves to Lisbon".into(),
         valid_from: Some(future),
@@ -267,9 +274,7 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
         contents: vec![later],
     };
     assert_invalid(
-        memory
-            .add_observations(ws, AddObservations::new(&[addition]))
-            .await,
+        memory.call(ws, AddObservations::new(&[addition])).await,
         "observations[0].contents[0].valid_from",
     );
     let past = NewFact {
@@ -282,9 +287,7 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
         contents: vec![past],
     };
     assert_invalid(
-        memory
-            .add_observations(ws, AddObservations::new(&[addition]))
-            .await,
+        memory.call(ws, AddObservations::new(&[addition])).await,
         "observations[0].contents[0].expires_at",
     );
     assert_eq!(open_at(&memory, ws, "Alice", ReadTime::Ever).await, before);
@@ -293,17 +296,18 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
 pub async fn replaced_texts_are_read_as_of_their_time(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("Service", "service", &["runs on port 8080"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     tokio::time::sleep(Duration::from_millis(20)).await;
     let first = chrono::Utc::now();
     tokio::time::sleep(Duration::from_millis(20)).await;
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("Service", crate::Ordinal(1), "runs on port 9090"),
         )
@@ -313,7 +317,7 @@ pub async fn replaced_texts_are_read_as_of_their_time(store: Arc<dyn MemoryStore
     let second = chrono::Utc::now();
     tokio::time::sleep(Duration::from_millis(20)).await;
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("Service", crate::Ordinal(1), "runs on port 7070"),
         )
@@ -347,11 +351,11 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
     let mut acme = relation("Alice", "works_at", "Acme");
     acme.valid_from = Some(january);
     memory
-        .create_relations(ws, CreateRelations::new(&[acme.clone()]))
+        .call(ws, CreateRelations::new(&[acme.clone()]))
         .await
         .unwrap();
     let result = memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[acme.clone(), relation("Alice", "knows", "Acme")]).ended_at(may),
         )
@@ -360,7 +364,7 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
     assert_eq!(result.ended, [relation("Alice", "works_at", "Acme")]);
     assert_eq!(result.not_found, [relation("Alice", "knows", "Acme")]);
     memory
-        .create_relations(
+        .call(
             ws,
             CreateRelations::new(&[relation("Alice", "works_at", "Globex")]),
         )
@@ -370,9 +374,10 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
     let now = open_node_relations(&memory, ws, ReadTime::Now).await;
     assert_eq!(now, [edge("Alice", "works_at", "Globex")]);
     let between = memory
-        .get_relations_between(ws, GetRelationsBetween::new("Alice", "Acme"))
+        .call(ws, GetRelationsBetween::new("Alice", "Acme"))
         .await
-        .unwrap();
+        .unwrap()
+        .relations;
     assert!(between.is_empty(), "{between:?}");
     let in_march = open_node_relations(&memory, ws, ReadTime::At(march)).await;
     assert_eq!(
@@ -384,21 +389,22 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
         }]
     );
     let between = memory
-        .get_relations_between(
+        .call(
             ws,
             GetRelationsBetween::new("Acme", "Alice").at(ReadTime::At(march)),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .relations;
     assert_eq!(between, in_march);
     let neighbours = memory
-        .get_neighborhood(ws, GetNeighborhood::new("Alice", 1).at(ReadTime::At(march)))
+        .call(ws, GetNeighborhood::new("Alice", 1).at(ReadTime::At(march)))
         .await
         .unwrap();
     let names: Vec<&str> = neighbours.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["Alice", "Acme"]);
     let neighbours = memory
-        .get_neighborhood(ws, GetNeighborhood::new("Alice", 1))
+        .call(ws, GetNeighborhood::new("Alice", 1))
         .await
         .unwrap();
     let names: Vec<&str> = neighbours.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -406,7 +412,7 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
 
     // The same relation again: a new period beside the ended one.
     let created = memory
-        .create_relations(
+        .call(
             ws,
             CreateRelations::new(&[relation("Alice", "works_at", "Acme")]),
         )
@@ -426,7 +432,7 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
 
     // read_graph: the current relations, or every one with its period.
     let page = memory
-        .read_graph(
+        .call(
             ws,
             crate::ReadGraph::new(crate::transfer::GraphDetail::Full),
         )
@@ -437,13 +443,13 @@ pub async fn ended_relations_leave_reads_and_start_again(store: Arc<dyn MemorySt
         include_ended: true,
         ..crate::ReadGraph::new(crate::transfer::GraphDetail::Full)
     };
-    let page = memory.read_graph(ws, with_ended).await.unwrap();
+    let page = memory.call(ws, with_ended).await.unwrap();
     assert_eq!(page.relations, ever);
 }
 
 async fn open_node_relations(memory: &Memory, ws: WorkspaceId, time: ReadTime) -> Vec<Relation> {
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["Alice"])).at(time))
+        .call(ws, OpenNodes::new(&strings(&["Alice"])).at(time))
         .await
         .unwrap();
     opened.relations
@@ -469,12 +475,13 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         ..entity("Project", "project", &[])
     };
     memory
-        .create_entities(ws, CreateEntities::new(vec![node]))
+        .call(ws, CreateEntities::new(vec![node]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let now = open_node(&memory, ws, "Project").await;
     assert_eq!(texts(&now).len(), 3);
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!(
         (stats.ended_observations, stats.expiring_observations),
         (0, 2)
@@ -489,9 +496,9 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         ["the build uses cargo", "the demo is next week"]
     );
     let found = memory
-        .search_observations(
+        .call(
             ws,
-            &SearchObservations::new("staging freeze").mode(SearchMode::Text),
+            SearchObservations::new("staging freeze").mode(SearchMode::Text),
         )
         .await
         .unwrap();
@@ -501,7 +508,7 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
         texts(&open_at(&memory, ws, "Project", ReadTime::Ever).await).len(),
         3
     );
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!(
         (stats.ended_observations, stats.expiring_observations),
         (1, 1)
@@ -519,7 +526,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let step = || tokio::time::sleep(Duration::from_millis(5));
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("Alice", "person", &["likes tea", "lives in Lisbon"]),
@@ -527,10 +534,11 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     step().await;
     memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("Alice", crate::Ordinal(2), "lives in Porto"),
         )
@@ -538,7 +546,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         .unwrap();
     step().await;
     memory
-        .create_relations(
+        .call(
             ws,
             CreateRelations::new(&[relation("Alice", "works_at", "Acme")]),
         )
@@ -546,7 +554,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         .unwrap();
     step().await;
     memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[relation("Alice", "works_at", "Acme")]),
         )
@@ -554,37 +562,37 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         .unwrap();
     step().await;
     memory
-        .end_observations(ws, EndObservations::new(&[endings("Alice", &[1])]))
+        .call(ws, EndObservations::new(&[endings("Alice", &[1])]))
+        .await
+        .unwrap()
+        .results;
+    step().await;
+    memory
+        .call(ws, SetSummary::new("Alice", "An engineer."))
         .await
         .unwrap();
     step().await;
     memory
-        .set_summary(ws, SetSummary::new("Alice", "An engineer."))
+        .call(ws, SetTags::new("Alice", &strings(&["team"])))
         .await
         .unwrap();
     step().await;
     memory
-        .set_tags(ws, SetTags::new("Alice", &strings(&["team"])))
-        .await
-        .unwrap();
-    step().await;
-    memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Alice", &["has a secret"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     step().await;
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("Alice", &[3])]))
+        .call(ws, DeleteObservations::new(&[deletions("Alice", &[3])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
 
-    let history = memory
-        .get_history(ws, GetHistory::new("Alice"))
-        .await
-        .unwrap();
+    let history = memory.call(ws, GetHistory::new("Alice")).await.unwrap();
     let operations: Vec<Op> = history.events.iter().map(|e| e.operation).collect();
     assert_eq!(
         operations,
@@ -623,10 +631,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         ("Acme", "works_at")
     );
     // Acme's history has the relation too.
-    let acme = memory
-        .get_history(ws, GetHistory::new("Acme"))
-        .await
-        .unwrap();
+    let acme = memory.call(ws, GetHistory::new("Acme")).await.unwrap();
     let operations: Vec<Op> = acme.events.iter().map(|e| e.operation).collect();
     assert_eq!(
         operations,
@@ -637,7 +642,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
     let mut paged = Vec::new();
     let mut request = GetHistory::new("Alice").limit(3);
     loop {
-        let page = memory.get_history(ws, request.clone()).await.unwrap();
+        let page = memory.call(ws, request.clone()).await.unwrap();
         paged.extend(page.events);
         match page.next_before {
             Some(before) => request = request.before(before),
@@ -645,14 +650,12 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
         }
     }
     assert_eq!(paged, history.events);
-    match memory.get_history(ws, GetHistory::new("alice")).await {
+    match memory.call(ws, GetHistory::new("alice")).await {
         Err(Error::NotFound { did_you_mean, .. }) => assert_eq!(did_you_mean, ["Alice"]),
         other => panic!("expected not found, got {other:?}"),
     }
     assert_invalid(
-        memory
-            .get_history(ws, GetHistory::new("Alice").limit(0))
-            .await,
+        memory.call(ws, GetHistory::new("Alice").limit(0)).await,
         "limit",
     );
 }

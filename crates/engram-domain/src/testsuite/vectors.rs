@@ -7,6 +7,7 @@ use crate::store::{ModelEmbeddings, SaveEmbeddings, VectorSearch};
 use std::sync::Arc;
 
 use super::*;
+use crate::GetStats;
 use crate::perspectives::{Perspective, render_document};
 use crate::{DeleteWorkspace, GetNodeVectors, PendingEmbeddings};
 use crate::{EmbeddingRecord, EmbeddingTask, MemoryStore, PendingCursor, WorkspaceId, text_hash};
@@ -89,9 +90,10 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
         let a = entity("A", "thing", &[&content("x"), &content("y")]);
         let b = entity("B", "thing", &[&content("x-ish")]);
         memory
-            .create_entities(ws, CreateEntities::new(vec![a, b]))
+            .call(ws, CreateEntities::new(vec![a, b]))
             .await
-            .unwrap();
+            .unwrap()
+            .entities;
     }
     // Model m: "x" along axis 0, "y" along axis 1, "x-ish" between them but nearer 0; in
     // workspace two everything points along axis 2. Model n: everything along axis 0.
@@ -181,12 +183,13 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
 pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_every_perspective(store.clone(), "dims").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("A", "thing", &["a1", "a2"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let ordinal_axis = |task: &EmbeddingTask, dims| axis(task.context.ordinal.0 as usize, dims);
     assert_eq!(
         save_vectors(&store, "three", |t| Some(ordinal_axis(t, 3))).await,
@@ -256,7 +259,7 @@ async fn coverage_of(store: &Arc<dyn MemoryStore>, ws: WorkspaceId, model: &str)
 pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_every_perspective(store.clone(), "means").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("B", "kind_b", &["b1", "b2"]),
@@ -265,7 +268,8 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let by_ordinal = |task: &EmbeddingTask| Some(axis(task.context.ordinal.0 as usize - 1, 2));
     save_vectors(&store, "m", by_ordinal).await;
     let general = perspective(&store, ws, "general").await.id;
@@ -293,12 +297,13 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
     // B loses an observation: its other one is re-indexed (its text is unchanged, so no new
     // vector), and its mean follows. A loses its only one: its aggregate goes with it.
     memory
-        .delete_observations(
+        .call(
             ws,
             DeleteObservations::new(&[deletions("B", &[1]), deletions("A", &[1])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(
         vectors(store.clone()).await,
         [("B".to_owned(), "kind_b".to_owned(), vec![0.5, 0.5])]
@@ -341,7 +346,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
 pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("A", "thing", &["a1", "a2"]),
@@ -349,7 +354,8 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await;
     let general = perspective(&store, ws, "general").await.id;
     let found = async || {
@@ -374,12 +380,13 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
         [("A".into(), 1), ("A".into(), 2), ("B".into(), 1)]
     );
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
+        .call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(found().await, [("A".into(), 1), ("B".into(), 1)]);
     memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["B"])))
+        .call(ws, DeleteEntities::new(&strings(&["B"])))
         .await
         .unwrap();
     assert_eq!(found().await, [("A".into(), 1)]);
@@ -429,9 +436,10 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     assert!(pending(&store, "m", 100, None).await.is_empty());
     let (memory, ws) = memory_with_every_perspective(store.clone(), "gone").await;
     memory
-        .create_entities(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
+        .call(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let general = perspective(&store, ws, "general").await.id;
     assert!(
         store
@@ -452,12 +460,13 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
 pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_every_perspective(store.clone(), "views").await;
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("A", "thing", &["a1", "a2"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert_eq!(
         save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await,
         10
@@ -509,19 +518,20 @@ pub async fn the_change_marker_moves_on_writes_only(store: Arc<dyn MemoryStore>)
     let (memory, ws) = memory_with_every_perspective(store.clone(), "marks").await;
     let start = store.change_marker().await.unwrap();
     memory
-        .create_entities(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
+        .call(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let created = store.change_marker().await.unwrap();
     assert_ne!(created, start);
     memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["A"])))
+        .call(ws, OpenNodes::new(&strings(&["A"])))
         .await
         .unwrap();
-    memory.get_stats(ws).await.unwrap();
+    memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!(store.change_marker().await.unwrap(), created);
     memory
-        .set_tags(ws, SetTags::new("A", &strings(&["t"])))
+        .call(ws, SetTags::new("A", &strings(&["t"])))
         .await
         .unwrap();
     assert_ne!(store.change_marker().await.unwrap(), created);
@@ -536,13 +546,13 @@ pub async fn pending_pairs_come_workspace_by_workspace_in_turn(store: Arc<dyn Me
     let quiet = memory.create_workspace("quiet").await.unwrap().id;
     let texts: Vec<String> = (0..20).map(|i| format!("backlog {i}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    (memory.create_entities(
+    (memory.call(
         busy,
         CreateEntities::new(vec![entity("Big", "thing", &texts)]),
     ))
     .await
     .unwrap();
-    (memory.create_entities(
+    (memory.call(
         quiet,
         CreateEntities::new(vec![entity("Small", "thing", &["one text"])]),
     ))

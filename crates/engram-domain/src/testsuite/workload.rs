@@ -115,8 +115,9 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
             })
             .collect();
         memory
-            .create_entities(workspace, CreateEntities::new(entities))
-            .await?;
+            .call(workspace, CreateEntities::new(entities))
+            .await?
+            .entities;
     }
     let relations: Vec<RelationSpec> = (TOPICS..nodes)
         .filter(|i| i % 2 == 0 && i % 50 != 7)
@@ -129,13 +130,11 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         })
         .collect();
     for chunk in relations.chunks(1_000) {
-        memory
-            .create_relations(workspace, CreateRelations::new(chunk))
-            .await?;
+        memory.call(workspace, CreateRelations::new(chunk)).await?;
     }
     for i in (0..nodes).filter(|i| i % 10 < 7) {
         memory
-            .set_summary(
+            .call(
                 workspace,
                 SetSummary::new(format!("node-{i}"), "current summary"),
             )
@@ -161,7 +160,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
     for run in 1..=3 {
         let started = Instant::now();
         let report = memory
-            .get_consolidation_report(workspace, GetConsolidationReport::default())
+            .call(workspace, GetConsolidationReport::default())
             .await?;
         let elapsed = started.elapsed();
         println!(
@@ -185,14 +184,15 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
         .expect("general perspective");
     let started = Instant::now();
     let pairs = memory
-        .find_similar_nodes(
+        .call(
             workspace,
             FindSimilarNodes {
                 limit: 20,
                 min_score: 0.75,
             },
         )
-        .await?;
+        .await?
+        .pairs;
     let similar = started.elapsed();
     let started = Instant::now();
     let vectors = store

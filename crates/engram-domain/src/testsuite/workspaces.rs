@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::{DeleteWorkspace, Error, Memory, MemoryStore, RenameWorkspace};
+use crate::{FindUnlinkedReferences, GetStats};
 
 pub async fn workspaces_are_created_listed_renamed_and_deleted(store: Arc<dyn MemoryStore>) {
     let memory = Memory::new(store);
@@ -50,7 +51,10 @@ pub async fn workspaces_are_created_listed_renamed_and_deleted(store: Arc<dyn Me
             .await,
         Err(Error::Conflict(_))
     ));
-    assert_eq!(memory.get_stats(alpha.id).await.unwrap().node_count, 2);
+    assert_eq!(
+        memory.call(alpha.id, GetStats {}).await.unwrap().node_count,
+        2
+    );
     memory
         .delete_workspace(DeleteWorkspace::new("gamma", true))
         .await
@@ -86,7 +90,7 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     let one = memory.create_workspace("one").await.unwrap().id;
     let two = memory.create_workspace("two").await.unwrap().id;
     memory
-        .create_entities(
+        .call(
             one,
             CreateEntities::new(vec![entity(
                 "Alice",
@@ -95,22 +99,24 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
             )]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     create_nodes(&memory, one, &["Bob"]).await;
     create_relations(&memory, one, &[("Alice", "knows", "Bob")]).await;
 
     // The same name in another workspace is another node.
     let created = memory
-        .create_entities(
+        .call(
             two,
             CreateEntities::new(vec![entity("Alice", "robot", &[])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     assert!(!created[0].already_existed);
 
     let opened = memory
-        .open_nodes(two, OpenNodes::new(&strings(&["Alice", "Bob"])))
+        .call(two, OpenNodes::new(&strings(&["Alice", "Bob"])))
         .await
         .unwrap();
     assert_eq!(opened.entities.len(), 1);
@@ -120,36 +126,39 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
     assert_eq!(opened.not_found, ["Bob"]);
     assert!(
         memory
-            .get_nodes_by_type(two, GetNodesByType::new("person"))
+            .call(two, GetNodesByType::new("person"))
             .await
             .unwrap()
+            .nodes
             .is_empty()
     );
     let recent: Vec<String> = memory
-        .get_recently_modified(two, GetRecentlyModified::new(7, 100))
+        .call(two, GetRecentlyModified::new(7, 100))
         .await
         .unwrap()
+        .nodes
         .into_iter()
         .map(|n| n.name)
         .collect();
     assert_eq!(recent, ["Alice"]);
     assert!(
         memory
-            .find_unlinked_references(two)
+            .call(two, FindUnlinkedReferences {})
             .await
             .unwrap()
+            .references
             .is_empty()
     );
     assert_eq!(
         memory
-            .get_relations_between(two, GetRelationsBetween::new("Alice", "Bob"))
+            .call(two, GetRelationsBetween::new("Alice", "Bob"))
             .await
             .unwrap_err(),
         Error::node_not_found("Bob")
     );
     // A relation cannot reach into another workspace.
     let cross = memory
-        .create_relations(
+        .call(
             two,
             CreateRelations::new(&[relation("Alice", "knows", "Bob")]),
         )
@@ -157,13 +166,13 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         .unwrap();
     assert_eq!(cross.not_found, ["Bob"]);
     let deleted = memory
-        .delete_entities(two, DeleteEntities::new(&strings(&["Bob"])))
+        .call(two, DeleteEntities::new(&strings(&["Bob"])))
         .await
         .unwrap();
     assert_eq!(deleted.not_found, ["Bob"]);
 
-    let stats_one = memory.get_stats(one).await.unwrap();
-    let stats_two = memory.get_stats(two).await.unwrap();
+    let stats_one = memory.call(one, GetStats {}).await.unwrap();
+    let stats_two = memory.call(two, GetStats {}).await.unwrap();
     assert_eq!(
         (
             stats_one.node_count,
@@ -189,7 +198,7 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
         .delete_workspace(DeleteWorkspace::new("two", true))
         .await
         .unwrap();
-    assert_eq!(memory.get_stats(one).await.unwrap().node_count, 2);
+    assert_eq!(memory.call(one, GetStats {}).await.unwrap().node_count, 2);
 }
 
 pub async fn perspectives_start_with_the_defaults_and_can_change(store: Arc<dyn MemoryStore>) {

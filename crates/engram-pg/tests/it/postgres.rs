@@ -1,5 +1,6 @@
 //! PostgreSQL-specific checks beyond the conformance suite.
 
+use engram_domain::GetStats;
 use engram_domain::{AddObservations, CreateRelations, DeleteObservations, DeleteRelations};
 use engram_domain::{CreateEntities, DeleteEntities, DeleteWorkspace};
 use engram_pg::PgStore;
@@ -85,12 +86,13 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         .unwrap();
     let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "limits").await;
     memory
-        .create_entities(
+        .call(
             workspace,
             CreateEntities::new(vec![entity("Ada", "person", &["first"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 
     // Another session locks Ada's row and keeps it: adding to Ada waits for that lock.
     let (mut other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
@@ -108,20 +110,25 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         contents: vec!["second".into()],
     }];
     let written = memory
-        .add_observations(workspace, AddObservations::new(&additions))
+        .call(workspace, AddObservations::new(&additions))
         .await;
     engram_domain::testsuite::assert_gave_up_in_time(started, written);
     holding.rollback().await.unwrap();
 
     // Nothing was written, and the same call succeeds once the lock is gone.
-    let stats = memory.get_stats(workspace).await.unwrap();
+    let stats = memory.call(workspace, GetStats {}).await.unwrap();
     assert_eq!(stats.observation_count, 1);
     memory
-        .add_observations(workspace, AddObservations::new(&additions))
+        .call(workspace, AddObservations::new(&additions))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(
-        memory.get_stats(workspace).await.unwrap().observation_count,
+        memory
+            .call(workspace, GetStats {})
+            .await
+            .unwrap()
+            .observation_count,
         2
     );
 }
@@ -174,9 +181,10 @@ async fn bulk_writes_bring_the_planner_statistics_up_to_date() {
                 .map(|i| entity(&format!("n{burst}-{call}-{i}"), "thing", &facts))
                 .collect();
             memory
-                .create_entities(workspace, CreateEntities::new(entities))
+                .call(workspace, CreateEntities::new(entities))
                 .await
-                .unwrap();
+                .unwrap()
+                .entities;
         }
         last = analyzed_after(last, 2_100 * (burst + 1)).await;
         // The statistics views take the analysis and the next writes' counts in turn.
@@ -208,29 +216,31 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
                 let facts = ["one", "two", "three", "four", "five"];
                 let nodes = (0..20).map(|i| entity(&name(i), "thing", &facts)).collect();
                 memory
-                    .create_entities(workspace, CreateEntities::new(nodes))
+                    .call(workspace, CreateEntities::new(nodes))
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .entities;
                 let links: Vec<_> = (0..10)
                     .map(|i| relation(&name(i), "links", &name(i + 10)))
                     .collect();
                 memory
-                    .create_relations(workspace, CreateRelations::new(&links))
+                    .call(workspace, CreateRelations::new(&links))
                     .await
                     .unwrap();
                 let gone: Vec<String> = [0, 11, 19].map(name).into();
                 memory
-                    .delete_entities(workspace, DeleteEntities::new(&gone))
+                    .call(workspace, DeleteEntities::new(&gone))
                     .await
                     .unwrap();
                 let trimmed = [deletions(&name(2), &[1, 2]), deletions(&name(3), &[5])];
                 memory
-                    .delete_observations(workspace, DeleteObservations::new(&trimmed))
+                    .call(workspace, DeleteObservations::new(&trimmed))
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .results;
                 let unlinked = [relation(&name(4), "links", &name(14))];
                 memory
-                    .delete_relations(workspace, DeleteRelations::new(&unlinked))
+                    .call(workspace, DeleteRelations::new(&unlinked))
                     .await
                     .unwrap();
             }
@@ -260,7 +270,7 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
         }
     };
     for workspace in [a, b] {
-        let stats = memory.get_stats(workspace).await.unwrap();
+        let stats = memory.call(workspace, GetStats {}).await.unwrap();
         let kept = (
             stats.node_count as i64,
             stats.observation_count as i64,
@@ -294,7 +304,7 @@ async fn kept_counts_match_the_tables_under_concurrent_writes_deletes_and_folds(
     .unwrap()
     .get(0);
     assert_eq!(left, 0);
-    let stats = memory.get_stats(a).await.unwrap();
+    let stats = memory.call(a, GetStats {}).await.unwrap();
     assert_eq!(stats.node_count as i64, counted(a).await.0);
 }
 
@@ -384,13 +394,13 @@ async fn a_database_of_the_schema_before_migrates_with_nothing_lost() {
     let ws = memory.workspace("old").await.unwrap().id;
     let january = "2026-01-01T00:00:00Z".parse::<Timestamp>().unwrap();
     let names = strings(&["Alice"]);
-    let now = memory.open_nodes(ws, OpenNodes::new(&names)).await.unwrap();
+    let now = memory.call(ws, OpenNodes::new(&names)).await.unwrap();
     let texts: Vec<&str> = (now.entities[0].observations.iter())
         .map(|o| o.content.as_str())
         .collect();
     assert_eq!(texts, ["likes tea", "works on storage"]);
     assert_eq!(now.relations, [Relation::new("Alice", "Acme", "works_at")]);
-    let ever = (memory.open_nodes(ws, OpenNodes::new(&names).at(ReadTime::Ever)))
+    let ever = (memory.call(ws, OpenNodes::new(&names).at(ReadTime::Ever)))
         .await
         .unwrap();
     assert!(
@@ -399,22 +409,19 @@ async fn a_database_of_the_schema_before_migrates_with_nothing_lost() {
     );
     assert_eq!(ever.relations[0].valid_from, Some(january));
     let ended = memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[RelationSpec::new("Alice", "Acme", "works_at")]),
         )
         .await
         .unwrap();
     assert_eq!(ended.ended.len(), 1);
-    let history = memory
-        .get_history(ws, GetHistory::new("Alice"))
-        .await
-        .unwrap();
+    let history = memory.call(ws, GetHistory::new("Alice")).await.unwrap();
     let operations: Vec<HistoryOperation> = history.events.iter().map(|e| e.operation).collect();
     assert!(
         operations.contains(&HistoryOperation::RelationEnded),
         "{history:?}"
     );
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!((stats.node_count, stats.observation_count), (2, 2));
 }

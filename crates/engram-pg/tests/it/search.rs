@@ -36,7 +36,7 @@ async fn fixture() -> Fixture {
 }
 
 async fn coverage(f: &Fixture) -> f64 {
-    let stats = f.memory.get_stats(f.workspace).await.unwrap();
+    let stats = f.memory.call(f.workspace, GetStats {}).await.unwrap();
     stats.embedding_coverage
 }
 
@@ -60,9 +60,10 @@ async fn people(f: &Fixture) {
         ),
     ];
     f.memory
-        .create_entities(f.workspace, CreateEntities::new(entities))
+        .call(f.workspace, CreateEntities::new(entities))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,9 +77,9 @@ async fn a_paraphrase_finds_its_observation() {
 
     let found = f
         .memory
-        .search_nodes(
+        .call(
             f.workspace,
-            &SearchNodes::new("where does Alice live now")
+            SearchNodes::new("where does Alice live now")
                 .mode(SearchMode::Embedding)
                 .min_score(Some(0.0)),
         )
@@ -98,9 +99,9 @@ async fn a_paraphrase_finds_its_observation() {
 
     let pet = f
         .memory
-        .search_nodes(
+        .call(
             f.workspace,
-            &SearchNodes::new("who has a dog")
+            SearchNodes::new("who has a dog")
                 .limit(1)
                 .mode(SearchMode::Embedding)
                 .min_score(Some(0.0)),
@@ -113,9 +114,9 @@ async fn a_paraphrase_finds_its_observation() {
     // node is one the query names).
     let hybrid = f
         .memory
-        .search_nodes(
+        .call(
             f.workspace,
-            &SearchNodes::new("where does Alice live now").mode(SearchMode::default()),
+            SearchNodes::new("where does Alice live now").mode(SearchMode::default()),
         )
         .await
         .unwrap();
@@ -156,9 +157,9 @@ async fn the_hnsw_index_is_built_once_the_queue_is_empty() {
     assert_eq!(hnsw_index(&f.store).await, None);
     let found = f
         .memory
-        .search_nodes(
+        .call(
             f.workspace,
-            &SearchNodes::new("who relocated to Portugal?")
+            SearchNodes::new("who relocated to Portugal?")
                 .mode(SearchMode::Embedding)
                 .min_score(Some(0.0)),
         )
@@ -260,9 +261,10 @@ async fn after_a_bulk_load_searches_walk_the_hnsw_index() {
             .map(|i| entity(&format!("node {batch}-{i}"), "thing", &["a fact"]))
             .collect();
         memory
-            .create_entities(ws, CreateEntities::new(entities))
+            .call(ws, CreateEntities::new(entities))
             .await
-            .unwrap();
+            .unwrap()
+            .entities;
     }
     // 6,000 vectors saved in batches, as an indexer does: spread pseudo-random directions.
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;

@@ -38,25 +38,25 @@ async fn reads_ab(memory: Memory) {
             })
             .collect();
         memory
-            .create_entities(ws, CreateEntities::new(entities))
+            .call(ws, CreateEntities::new(entities))
             .await
-            .unwrap();
+            .unwrap().entities;
     }
     let names = vec!["component-7".to_owned()];
-    let open = median(401, || memory.open_nodes(ws, OpenNodes::new(&names))).await;
+    let open = median(401, || memory.call(ws, OpenNodes::new(&names))).await;
     let query = SearchObservations::new("indexer part 42").mode(SearchMode::Text);
-    let search = median(101, || memory.search_observations(ws, &query)).await;
+    let search = median(101, || memory.call(ws, query.clone())).await;
     let nodes = SearchNodes::new("component moved indexer").mode(SearchMode::Text);
-    let node_search = median(101, || memory.search_nodes(ws, &nodes)).await;
+    let node_search = median(101, || memory.call(ws, nodes.clone())).await;
     let hood = median(401, || {
-        memory.get_neighborhood(ws, GetNeighborhood::new("component-7", 1))
+        memory.call(ws, GetNeighborhood::new("component-7", 1))
     })
     .await;
     let mut n = 0;
     let add = median(401, || {
         n += 1;
         let text = format!("the release train {n} left on time");
-        memory.add_observations(
+        memory.call(
             ws,
             AddObservations::new(&[ObservationAdditions {
                 entity_name: "component-9".into(),
@@ -66,7 +66,7 @@ async fn reads_ab(memory: Memory) {
     })
     .await;
     let report = median(5, || {
-        memory.get_consolidation_report(ws, GetConsolidationReport::default())
+        memory.call(ws, GetConsolidationReport::default())
     })
     .await;
     println!(

@@ -19,7 +19,7 @@ use crate::sqlite::{assert_consistent, count, index};
 /// `A` (alias `a`) and `B` (alias `b`), each with a fact `shared`, and `C`.
 async fn three_nodes(memory: &Memory, ws: WorkspaceId) {
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![
                 entity("A", "thing", &["a1", "shared"]),
@@ -28,10 +28,11 @@ async fn three_nodes(memory: &Memory, ws: WorkspaceId) {
             ]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     for (node, alias) in [("A", "a"), ("B", "b")] {
         memory
-            .set_aliases(ws, SetAliases::new(node, &strings(&[alias])))
+            .call(ws, SetAliases::new(node, &strings(&[alias])))
             .await
             .unwrap();
     }
@@ -58,7 +59,7 @@ async fn a_merge_of_a_node_into_itself_through_an_alias_is_refused() {
     let into_itself = [(&["a"][..], "A"), (&["A"][..], "a"), (&["B", "b"][..], "A")];
     for (sources, target) in into_itself {
         let merged = memory
-            .merge_entities(ws, MergeEntities::new(&strings(sources), target))
+            .call(ws, MergeEntities::new(&strings(sources), target))
             .await;
         assert_invalid(merged, &format!("sources[{}]", sources.len() - 1));
     }
@@ -75,11 +76,11 @@ async fn merged_facts_keep_their_vectors_and_index_entries() {
     three_nodes(&memory, ws).await;
     let relations = [relation("B", "uses", "C"), relation("C", "knows", "B")];
     memory
-        .create_relations(ws, CreateRelations::new(&relations))
+        .call(ws, CreateRelations::new(&relations))
         .await
         .unwrap();
     memory
-        .end_relations(ws, EndRelations::new(&relations[..1]))
+        .call(ws, EndRelations::new(&relations[..1]))
         .await
         .unwrap();
     index(&store, "three", 3).await;
@@ -104,7 +105,7 @@ async fn merged_facts_keep_their_vectors_and_index_entries() {
 
     // Through the target's alias: the domain asks again by its name.
     let merged = memory
-        .merge_entities(ws, MergeEntities::new(&strings(&["B"]), "a"))
+        .call(ws, MergeEntities::new(&strings(&["B"]), "a"))
         .await
         .unwrap();
     assert_eq!(merged.aliases, ["B", "a", "b"]);
@@ -126,7 +127,7 @@ async fn merged_facts_keep_their_vectors_and_index_entries() {
     assert_eq!(counts(&memory, ws).await, (2, 3, 1));
     // The ended relation moved to the target too.
     let ever = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["A"])).at(ReadTime::Ever))
+        .call(ws, OpenNodes::new(&strings(&["A"])).at(ReadTime::Ever))
         .await
         .unwrap();
     let named: Vec<(&str, &str, &str, bool)> = (ever.relations.iter())

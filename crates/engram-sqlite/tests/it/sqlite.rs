@@ -1,7 +1,7 @@
 //! SQLite-specific checks beyond the conformance suite: the file, the migrations, what the
 //! triggers leave behind in the `vec0` and FTS5 tables, and write-ahead logging.
 
-use engram_domain::{CreateEntities, DeleteEntities, DeleteWorkspace, OpenNodes};
+use engram_domain::{CreateEntities, DeleteEntities, DeleteWorkspace, GetStats, OpenNodes};
 use std::sync::Arc;
 
 use engram_domain::perspectives::{Perspective, render_document};
@@ -151,7 +151,7 @@ async fn deletions_leave_no_vector_behind() {
     let (other_memory, other) = memory_with_every_perspective(store.clone(), "other").await;
     for (memory, ws) in [(&memory, ws), (&other_memory, other)] {
         memory
-            .create_entities(
+            .call(
                 ws,
                 CreateEntities::new(vec![
                     entity("A", "thing", &["a1", "a2", "a3"]),
@@ -160,7 +160,8 @@ async fn deletions_leave_no_vector_behind() {
                 ]),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .entities;
     }
     assert_eq!(index(&store, "three", 3).await, 50);
     assert_eq!(index(&store, "four", 4).await, 50);
@@ -169,7 +170,7 @@ async fn deletions_leave_no_vector_behind() {
 
     // Re-embedding replaces vectors in place (all of A's: its `updated_at` moved).
     memory
-        .replace_observation(ws, ReplaceObservation::new("A", Ordinal(1), "a1, revised"))
+        .call(ws, ReplaceObservation::new("A", Ordinal(1), "a1, revised"))
         .await
         .unwrap();
     assert_eq!(index(&store, "three", 3).await, 15);
@@ -177,12 +178,13 @@ async fn deletions_leave_no_vector_behind() {
     assert_eq!(count(&db, "SELECT count(*) FROM vec_obs_3"), 50);
 
     memory
-        .delete_observations(ws, DeleteObservations::new(&[deletions("A", &[2])]))
+        .call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_consistent(&db, "observation deleted");
     memory
-        .delete_entities(ws, DeleteEntities::new(&strings(&["B"])))
+        .call(ws, DeleteEntities::new(&strings(&["B"])))
         .await
         .unwrap();
     assert_consistent(&db, "node deleted");
@@ -235,16 +237,17 @@ async fn reads_go_on_while_another_connection_writes() {
     let store: Arc<dyn MemoryStore> = Arc::new(sqlite);
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     memory
-        .create_entities(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
+        .call(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     // Another process holds the write lock with an uncommitted change: readers see the last
     // committed state and do not wait (write-ahead logging).
     writer
         .execute_batch("BEGIN IMMEDIATE; DELETE FROM perspectives;")
         .unwrap();
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&strings(&["A"])))
+        .call(ws, OpenNodes::new(&strings(&["A"])))
         .await
         .unwrap();
     assert_eq!(opened.entities.len(), 1);
@@ -261,19 +264,20 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
         .with_call_timeout(Duration::from_millis(300));
     let (memory, workspace) = memory_with_workspace(Arc::new(store.clone()), "limits").await;
     memory
-        .create_entities(
+        .call(
             workspace,
             CreateEntities::new(vec![entity("Ada", "person", &["first"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 
     // Another process takes the database's write lock and keeps it.
     let other = Connection::open(store.path()).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let started = Instant::now();
     let written = memory
-        .create_entities(
+        .call(
             workspace,
             CreateEntities::new(vec![entity("Grace", "person", &["second"])]),
         )
@@ -282,15 +286,16 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
     other.execute_batch("ROLLBACK").unwrap();
 
     // Nothing was written, and the same call succeeds once the lock is gone.
-    let stats = memory.get_stats(workspace).await.unwrap();
+    let stats = memory.call(workspace, GetStats {}).await.unwrap();
     assert_eq!((stats.node_count, stats.observation_count), (1, 1));
     memory
-        .create_entities(
+        .call(
             workspace,
             CreateEntities::new(vec![entity("Grace", "person", &["second"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 }
 
 #[tokio::test]
@@ -333,14 +338,15 @@ async fn a_large_call_of_escaped_texts_is_stored_whole() {
         .collect();
     let contents: Vec<&str> = texts.iter().map(String::as_str).collect();
     memory
-        .create_entities(
+        .call(
             ws,
             CreateEntities::new(vec![entity("A", "thing", &contents[..150])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     let added = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[engram_domain::ObservationAdditions {
                 entity_name: "A".into(),
@@ -348,7 +354,8 @@ async fn a_large_call_of_escaped_texts_is_stored_whole() {
             }]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added.len(), 150);
     let stored: Vec<(i64, String)> = db
         .prepare("SELECT ordinal, substr(content, 1, 8) FROM observations ORDER BY id")

@@ -57,7 +57,7 @@ async fn a_database_of_the_schema_before_opens_with_nothing_lost() {
     let ws = memory.workspace("old").await.unwrap().id;
     let january = "2026-01-01T00:00:00Z".parse::<Timestamp>().unwrap();
     let names = strings(&["Alice"]);
-    let now = memory.open_nodes(ws, OpenNodes::new(&names)).await.unwrap();
+    let now = memory.call(ws, OpenNodes::new(&names)).await.unwrap();
     let alice = &now.entities[0];
     let texts: Vec<&str> = alice
         .observations
@@ -68,7 +68,7 @@ async fn a_database_of_the_schema_before_opens_with_nothing_lost() {
     assert_eq!(alice.tags, ["team"]);
     assert_eq!(now.relations, [Relation::new("Alice", "Acme", "works_at")]);
     // Everything held since it was written.
-    let ever = (memory.open_nodes(ws, OpenNodes::new(&names).at(ReadTime::Ever)))
+    let ever = (memory.call(ws, OpenNodes::new(&names).at(ReadTime::Ever)))
         .await
         .unwrap();
     assert!(
@@ -80,17 +80,14 @@ async fn a_database_of_the_schema_before_opens_with_nothing_lost() {
     assert_eq!(ever.relations[0].valid_from, Some(january));
     // The new tools work on it.
     let ended = memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[RelationSpec::new("Alice", "Acme", "works_at")]),
         )
         .await
         .unwrap();
     assert_eq!(ended.ended.len(), 1);
-    let history = memory
-        .get_history(ws, GetHistory::new("Alice"))
-        .await
-        .unwrap();
+    let history = memory.call(ws, GetHistory::new("Alice")).await.unwrap();
     let operations: Vec<HistoryOperation> = history.events.iter().map(|e| e.operation).collect();
     assert!(
         operations.contains(&HistoryOperation::RelationEnded),
@@ -100,6 +97,6 @@ async fn a_database_of_the_schema_before_opens_with_nothing_lost() {
         operations.contains(&HistoryOperation::Created),
         "{history:?}"
     );
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!((stats.node_count, stats.observation_count), (2, 2));
 }

@@ -14,6 +14,7 @@ use engram_domain::{
     ObservationEndings, OpenNodes, Ordinal, ReadGraph, ReadTime, RelationSpec, ReplaceObservation,
     SearchMode, SearchObservations, Timestamp, WorkspaceId,
 };
+use engram_domain::{FindUnlinkedReferences, GetStats};
 use engram_domain::{GetHistory, HistoryOperation};
 
 fn ending(name: &str, ordinals: &[i64]) -> ObservationEndings {
@@ -26,7 +27,7 @@ fn ending(name: &str, ordinals: &[i64]) -> ObservationEndings {
 /// `(ordinal, content)` of the node's facts as `time` sees them.
 async fn facts(memory: &Memory, ws: WorkspaceId, name: &str, time: ReadTime) -> Vec<(i64, String)> {
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&[name.into()]).at(time))
+        .call(ws, OpenNodes::new(&[name.into()]).at(time))
         .await
         .unwrap();
     (opened.entities[0].observations.iter())
@@ -46,9 +47,9 @@ async fn found(
     mode: SearchMode,
 ) -> Vec<(String, i64)> {
     let found = memory
-        .search_observations(
+        .call(
             ws,
-            &SearchObservations::new(query)
+            SearchObservations::new(query)
                 .mode(mode)
                 .min_score(Some(0.0)),
         )
@@ -73,22 +74,27 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
         &["lives in Lisbon", "works on engram", "likes Bob"],
     );
     let bob = entity("Bob", "person", &["lives in Porto"]);
-    (memory.create_entities(ws, CreateEntities::new(vec![alice, bob])))
+    (memory.call(ws, CreateEntities::new(vec![alice, bob])))
         .await
         .unwrap();
     indexer.run_until_idle().await.unwrap();
     let lisbon = found(&memory, ws, "Lisbon", SearchMode::Text).await;
     assert_eq!(lisbon, [("Alice".to_owned(), 1)]);
-    let references = memory.find_unlinked_references(ws).await.unwrap();
+    let references = memory
+        .call(ws, FindUnlinkedReferences {})
+        .await
+        .unwrap()
+        .references;
     assert_eq!(references.len(), 1, "{references:?}");
 
     let ended = memory
-        .end_observations(
+        .call(
             ws,
             EndObservations::new(&[ending("Alice", &[3, 9, 1]), ending("Nobody", &[1])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(ended.len(), 2);
     assert_eq!(ended[0].ended_ordinals, [Ordinal(1), Ordinal(3)]);
     assert_eq!(ended[0].not_found_ordinals, [Ordinal(9)]);
@@ -111,15 +117,16 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
     }
     assert!(
         memory
-            .find_unlinked_references(ws)
+            .call(ws, FindUnlinkedReferences {})
             .await
             .unwrap()
+            .references
             .is_empty()
     );
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!((stats.observation_count, stats.ended_observations), (4, 2));
     let page = memory
-        .read_graph(ws, ReadGraph::new(GraphDetail::Full))
+        .call(ws, ReadGraph::new(GraphDetail::Full))
         .await
         .unwrap();
     let alice = page.entities.iter().find(|n| n.name == "Alice").unwrap();
@@ -128,7 +135,7 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
 
     // Kept, with their periods.
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&["Alice".into()]).at(ReadTime::Ever))
+        .call(ws, OpenNodes::new(&["Alice".into()]).at(ReadTime::Ever))
         .await
         .unwrap();
     let every = &opened.entities[0].observations;
@@ -139,12 +146,13 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
 
     // Not current: neither ended again nor replaced; its text may be added as a new fact.
     let again = memory
-        .end_observations(ws, EndObservations::new(&[ending("Alice", &[1])]))
+        .call(ws, EndObservations::new(&[ending("Alice", &[1])]))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(again[0].not_found_ordinals, [Ordinal(1)]);
     let replaced = memory
-        .replace_observation(
+        .call(
             ws,
             ReplaceObservation::new("Alice", Ordinal(1), "lives in Faro"),
         )
@@ -154,12 +162,13 @@ async fn ended_facts_leave_every_default_read_and_stay_in_history() {
         "{replaced:?}"
     );
     let added = memory
-        .add_observations(
+        .call(
             ws,
             AddObservations::new(&[additions("Alice", &["lives in Lisbon"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(added[0].added.len(), 1, "{added:?}");
     assert_eq!(added[0].added[0].ordinal, Ordinal(4));
 }
@@ -170,7 +179,7 @@ async fn a_fact_reads_as_it_was_at_a_time() {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let before = Utc::now();
     tick().await;
-    (memory.create_entities(ws, CreateEntities::new(vec![entity("A", "t", &["draft"])])))
+    (memory.call(ws, CreateEntities::new(vec![entity("A", "t", &["draft"])])))
         .await
         .unwrap();
     let mut times = Vec::new();
@@ -178,14 +187,14 @@ async fn a_fact_reads_as_it_was_at_a_time() {
         tick().await;
         times.push(Utc::now());
         tick().await;
-        (memory.replace_observation(ws, ReplaceObservation::new("A", Ordinal(1), text)))
+        (memory.call(ws, ReplaceObservation::new("A", Ordinal(1), text)))
             .await
             .unwrap();
     }
     tick().await;
     times.push(Utc::now());
     tick().await;
-    (memory.end_observations(ws, EndObservations::new(&[ending("A", &[1])])))
+    (memory.call(ws, EndObservations::new(&[ending("A", &[1])])))
         .await
         .unwrap();
 
@@ -209,7 +218,7 @@ async fn a_fact_reads_as_it_was_at_a_time() {
         valid_from: Some(earlier),
         expires_at: None,
     };
-    (memory.add_observations(ws, AddObservations::new(&[addition("A", dated)])))
+    (memory.call(ws, AddObservations::new(&[addition("A", dated)])))
         .await
         .unwrap();
     let then = facts(&memory, ws, "A", ReadTime::At(before)).await;
@@ -233,16 +242,16 @@ async fn ending_before_a_fact_began_changes_nothing() {
         valid_from: Some(hour_ago),
         expires_at: None,
     };
-    (memory.create_entities(ws, CreateEntities::new(vec![entity("A", "t", &[])])))
+    (memory.call(ws, CreateEntities::new(vec![entity("A", "t", &[])])))
         .await
         .unwrap();
     let additions = [addition("A", old), additions("A", &["new"])];
-    (memory.add_observations(ws, AddObservations::new(&additions)))
+    (memory.call(ws, AddObservations::new(&additions)))
         .await
         .unwrap();
     let half_hour_ago = hour_ago + chrono::Duration::minutes(30);
     let error = memory
-        .end_observations(
+        .call(
             ws,
             EndObservations::new(&[ending("A", &[1, 2])]).ended_at(half_hour_ago),
         )
@@ -267,7 +276,7 @@ async fn ended_relations_are_kept_with_their_period() {
     let store = Arc::new(crate::open_fresh().await);
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let entities = ["A", "B", "C"].map(|n| entity(n, "t", &[])).to_vec();
-    (memory.create_entities(ws, CreateEntities::new(entities)))
+    (memory.call(ws, CreateEntities::new(entities)))
         .await
         .unwrap();
     let since = Utc::now() - chrono::Duration::hours(2);
@@ -276,7 +285,7 @@ async fn ended_relations_are_kept_with_their_period() {
         ..RelationSpec::new("A", "B", "knows")
     };
     let likes = RelationSpec::new("B", "C", "likes");
-    (memory.create_relations(ws, CreateRelations::new(&[knows.clone(), likes.clone()])))
+    (memory.call(ws, CreateRelations::new(&[knows.clone(), likes.clone()])))
         .await
         .unwrap();
     tick().await;
@@ -284,7 +293,7 @@ async fn ended_relations_are_kept_with_their_period() {
     tick().await;
     let missing = RelationSpec::new("A", "C", "knows");
     let ended = memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[knows.clone(), missing.clone(), likes.clone()]),
         )
@@ -296,14 +305,14 @@ async fn ended_relations_are_kept_with_their_period() {
     );
     assert_eq!(ended.not_found, [missing]);
     let again = memory
-        .end_relations(ws, EndRelations::new(std::slice::from_ref(&likes)))
+        .call(ws, EndRelations::new(std::slice::from_ref(&likes)))
         .await
         .unwrap();
     assert_eq!((again.ended.len(), again.not_found.len()), (0, 1));
 
     let between = async |time| {
         let request = GetRelationsBetween::new("A", "B").at(time);
-        memory.get_relations_between(ws, request).await.unwrap()
+        memory.call(ws, request).await.unwrap().relations
     };
     assert!(between(ReadTime::Now).await.is_empty());
     let every = between(ReadTime::Ever).await;
@@ -319,7 +328,7 @@ async fn ended_relations_are_kept_with_their_period() {
 
     let around = async |time| {
         let request = GetNeighborhood::new("A", 2).at(time);
-        let found = memory.get_neighborhood(ws, request).await.unwrap();
+        let found = memory.call(ws, request).await.unwrap();
         let names: Vec<String> = found.nodes.into_iter().map(|n| n.name).collect();
         (names, found.relations)
     };
@@ -336,7 +345,7 @@ async fn ended_relations_are_kept_with_their_period() {
     assert_eq!(names, ["A"], "likes began after `before`, knows too");
 
     // Created again: a new period beside the old one.
-    (memory.create_relations(
+    (memory.call(
         ws,
         CreateRelations::new(&[RelationSpec::new("A", "B", "knows")]),
     ))
@@ -352,14 +361,14 @@ async fn ended_relations_are_kept_with_their_period() {
         "{every:?}"
     );
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&["A".into()]).at(ReadTime::Ever))
+        .call(ws, OpenNodes::new(&["A".into()]).at(ReadTime::Ever))
         .await
         .unwrap();
     assert_eq!(opened.relations, every);
 
     // Ended before it began: refused, and nothing changes.
     let error = memory
-        .end_relations(
+        .call(
             ws,
             EndRelations::new(&[RelationSpec::new("A", "B", "knows")]).ended_at(before),
         )
@@ -383,17 +392,17 @@ async fn expired_facts_leave_reads_and_are_purged() {
         valid_from: None,
         expires_at: Some(expires_at),
     };
-    (memory.create_entities(
+    (memory.call(
         ws,
         CreateEntities::new(vec![entity("A", "t", &["lasting"])]),
     ))
     .await
     .unwrap();
-    (memory.add_observations(ws, AddObservations::new(&[addition("A", fleeting)])))
+    (memory.call(ws, AddObservations::new(&[addition("A", fleeting)])))
         .await
         .unwrap();
     let opened = memory
-        .open_nodes(ws, OpenNodes::new(&["A".into()]))
+        .call(ws, OpenNodes::new(&["A".into()]))
         .await
         .unwrap();
     let expiring = &opened.entities[0].observations[1];
@@ -405,14 +414,21 @@ async fn expired_facts_leave_reads_and_are_purged() {
         0,
         "not expired yet"
     );
-    assert_eq!(memory.get_stats(ws).await.unwrap().expiring_observations, 1);
+    assert_eq!(
+        memory
+            .call(ws, GetStats {})
+            .await
+            .unwrap()
+            .expiring_observations,
+        1
+    );
 
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
         facts(&memory, ws, "A", ReadTime::Now).await,
         owned(&[(1, "lasting")])
     );
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!((stats.observation_count, stats.ended_observations), (2, 1));
     assert_eq!(
         facts(&memory, ws, "A", ReadTime::Ever).await.len(),
@@ -422,7 +438,7 @@ async fn expired_facts_leave_reads_and_are_purged() {
     assert_eq!(memory.purge_expired(100).await.unwrap(), 1);
     assert_eq!(memory.purge_expired(100).await.unwrap(), 0);
     assert_eq!(facts(&memory, ws, "A", ReadTime::Ever).await.len(), 1);
-    let stats = memory.get_stats(ws).await.unwrap();
+    let stats = memory.call(ws, GetStats {}).await.unwrap();
     assert_eq!((stats.observation_count, stats.ended_observations), (1, 0));
 }
 
@@ -439,11 +455,11 @@ async fn searches_reach_past_many_ended_facts() {
         .map(|i| format!("alpha beta gamma item{i}"))
         .collect();
     let contents: Vec<&str> = texts.iter().map(String::as_str).collect();
-    (memory.create_entities(ws, CreateEntities::new(vec![entity("N", "t", &contents)])))
+    (memory.call(ws, CreateEntities::new(vec![entity("N", "t", &contents)])))
         .await
         .unwrap();
     let ended: Vec<i64> = (1..=55).collect();
-    (memory.end_observations(ws, EndObservations::new(&[ending("N", &ended)])))
+    (memory.call(ws, EndObservations::new(&[ending("N", &ended)])))
         .await
         .unwrap();
     indexer.run_until_idle().await.unwrap();
@@ -462,7 +478,7 @@ async fn a_history_tells_what_happened_newest_first() {
     let store = Arc::new(crate::open_fresh().await);
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let entities = vec![entity("A", "t", &["one"]), entity("B", "t", &[])];
-    (memory.create_entities(ws, CreateEntities::new(entities)))
+    (memory.call(ws, CreateEntities::new(entities)))
         .await
         .unwrap();
     let steps = [
@@ -478,33 +494,29 @@ async fn a_history_tells_what_happened_newest_first() {
         let knows = [RelationSpec::new("A", "B", "knows")];
         match step {
             "replace" => drop(
-                (memory.replace_observation(ws, ReplaceObservation::new("A", Ordinal(1), "uno")))
+                (memory.call(ws, ReplaceObservation::new("A", Ordinal(1), "uno")))
                     .await
                     .unwrap(),
             ),
             "relate" | "relate again" => drop(
-                (memory.create_relations(ws, CreateRelations::new(&knows)))
+                (memory.call(ws, CreateRelations::new(&knows)))
                     .await
                     .unwrap(),
             ),
             "end fact" => drop(
-                (memory.end_observations(ws, EndObservations::new(&[ending("A", &[1])])))
+                (memory.call(ws, EndObservations::new(&[ending("A", &[1])])))
                     .await
                     .unwrap(),
             ),
-            "end relation" => drop(
-                (memory.end_relations(ws, EndRelations::new(&knows)))
-                    .await
-                    .unwrap(),
-            ),
+            "end relation" => drop((memory.call(ws, EndRelations::new(&knows))).await.unwrap()),
             _ => drop(
-                (memory.delete_relations(ws, engram_domain::DeleteRelations::new(&knows)))
+                (memory.call(ws, engram_domain::DeleteRelations::new(&knows)))
                     .await
                     .unwrap(),
             ),
         }
     }
-    let history = memory.get_history(ws, GetHistory::new("A")).await.unwrap();
+    let history = memory.call(ws, GetHistory::new("A")).await.unwrap();
     let operations: Vec<HistoryOperation> = history.events.iter().map(|e| e.operation).collect();
     use HistoryOperation::*;
     // The relation created again left with its deletion: its deletion is all that tells of
@@ -536,13 +548,13 @@ async fn a_history_tells_what_happened_newest_first() {
 
     // Paged: two at a time, the next page before the last one's time.
     let first = memory
-        .get_history(ws, GetHistory::new("A").limit(2))
+        .call(ws, GetHistory::new("A").limit(2))
         .await
         .unwrap();
     assert_eq!(first.events.len(), 2);
     let before = first.next_before.expect("a full page");
     let next = memory
-        .get_history(ws, GetHistory::new("A").limit(2).before(before))
+        .call(ws, GetHistory::new("A").limit(2).before(before))
         .await
         .unwrap();
     let operations: Vec<HistoryOperation> = next.events.iter().map(|e| e.operation).collect();

@@ -21,17 +21,18 @@ async fn nodes(memory: &Memory, workspace: WorkspaceId, range: std::ops::Range<u
         .map(|i| entity(&format!("node-{i:04}"), "item", &[&text(i)]))
         .collect();
     memory
-        .create_entities(workspace, CreateEntities::new(nodes))
+        .call(workspace, CreateEntities::new(nodes))
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
 }
 
 /// The names `query` finds in embedding mode, best first.
 async fn found(memory: &Memory, workspace: WorkspaceId, query: &str) -> Vec<String> {
     let results = memory
-        .search_nodes(
+        .call(
             workspace,
-            &SearchNodes::new(query)
+            SearchNodes::new(query)
                 .mode(SearchMode::Embedding)
                 .min_score(Some(0.0)),
         )
@@ -110,19 +111,20 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
 
     // Written after the build: found; deleted: gone, with its entry.
     memory
-        .create_entities(
+        .call(
             workspace,
             CreateEntities::new(vec![entity("late", "item", &["zebra quartz violin"])]),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .entities;
     indexer.run_until_idle().await.unwrap();
     assert_eq!(
         found(&memory, workspace, "zebra quartz violin").await[0],
         "late"
     );
     memory
-        .delete_entities(workspace, DeleteEntities::new(&["late".to_owned()]))
+        .call(workspace, DeleteEntities::new(&["late".to_owned()]))
         .await
         .unwrap();
     let after = found(&memory, workspace, "zebra quartz violin").await;
@@ -133,9 +135,9 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
     let db = Connection::open(&path).unwrap();
     db.execute("DELETE FROM vector_list_entries", []).unwrap();
     let results = memory
-        .search_nodes(
+        .call(
             workspace,
-            &SearchNodes::new(&queries[0])
+            SearchNodes::new(&queries[0])
                 .mode(SearchMode::Embedding)
                 .min_score(Some(0.0)),
         )

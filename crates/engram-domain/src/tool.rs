@@ -1,0 +1,105 @@
+//! The catalog's tools as data: each tool is its request type, which implements [`Tool`] in
+//! its area module (`nodes.rs`, `observations.rs`, …): its name, the description a model
+//! reads, whether it changes the memory, what it answers, and how it runs over the store.
+//! [`Memory::call`](crate::Memory::call) runs one; [`each_tool`] names every one, so a
+//! protocol layer publishes them all without a line of its own per tool.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::Result;
+use crate::generate::{GenerationBudget, TextGenerator};
+use crate::memory_secrets::SecretPolicy;
+use crate::memory_stats::CountedCoverages;
+use crate::model::WorkspaceId;
+use crate::search::tools::Searcher;
+use crate::store::MemoryStore;
+
+/// One tool of the catalog (`shared/reference/tool-catalog.md`) or of engram's extensions,
+/// implemented by its request type: the tool's input as it arrives (serde names and
+/// aliases; with feature `schema`, the JSON Schema a model reads, from the field docs).
+pub trait Tool: DeserializeOwned + Schema + Send + Sized + 'static {
+    /// The tool's wire name (`add_observations`).
+    const NAME: &'static str;
+    /// What a model reads about the tool in `tools/list`: one or two sentences.
+    const DESCRIPTION: &'static str;
+    /// Whether it changes the memory, and how (MCP's tool annotations).
+    const EFFECT: Effect;
+    /// Its result: the catalog's result object, serialised with every key it names.
+    type Output: Serialize + Schema + Send + 'static;
+
+    /// Checks the request ([`crate::Error::InvalidArgument`] naming the field, writing
+    /// nothing) and carries it out in `workspace`.
+    fn run(
+        self,
+        context: ToolContext<'_>,
+        workspace: WorkspaceId,
+    ) -> impl Future<Output = Result<Self::Output>> + Send;
+
+    /// The nodes `output` found, by name, in order (a client may offer to open them); none
+    /// for tools that do not search.
+    fn found_nodes(_output: &Self::Output) -> Vec<&str> {
+        Vec::new()
+    }
+}
+
+/// What a tool does to the memory (MCP 2025-03-26, tool annotations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// It changes nothing (`readOnlyHint`): a read-only session may call it.
+    Reads,
+    /// It writes.
+    Writes {
+        /// It may remove or overwrite what is there (`destructiveHint`).
+        destructive: bool,
+        /// Calling it again with the same arguments changes nothing more (`idempotentHint`).
+        idempotent: bool,
+    },
+}
+
+/// What a [`Tool`] runs over: the parts of a [`Memory`](crate::Memory), lent for one call.
+pub struct ToolContext<'a> {
+    pub(crate) store: &'a dyn MemoryStore,
+    pub(crate) secrets: SecretPolicy,
+    pub(crate) search: &'a Searcher,
+    pub(crate) generator: Option<&'a Arc<dyn TextGenerator>>,
+    pub(crate) generation_budget: GenerationBudget,
+    pub(crate) counted_coverage: &'a CountedCoverages,
+}
+
+/// Receives every tool's type from [`each_tool`].
+pub trait ToolVisitor {
+    /// Called once per tool.
+    fn visit<T: Tool>(&mut self);
+}
+
+/// Hands every tool engram has to `visitor`, area by area. Each area module lists its own.
+pub fn each_tool(visitor: &mut impl ToolVisitor) {
+    crate::nodes::tools(visitor);
+    crate::observations::tools(visitor);
+    crate::validity::tools(visitor);
+    crate::relations::tools(visitor);
+    crate::graph::tools(visitor);
+    crate::history::tools(visitor);
+    crate::merge::tools(visitor);
+    crate::split::tools(visitor);
+    crate::memory_transfer::tools(visitor);
+    crate::memory_stats::tools(visitor);
+    crate::search::tools::tools(visitor);
+    crate::consolidation::tools(visitor);
+}
+
+/// The JSON Schema a tool's input and output publish, with feature `schema`; nothing without.
+#[cfg(feature = "schema")]
+pub trait Schema: schemars::JsonSchema {}
+#[cfg(feature = "schema")]
+impl<T: schemars::JsonSchema> Schema for T {}
+
+/// The JSON Schema a tool's input and output publish, with feature `schema`; nothing without.
+#[cfg(not(feature = "schema"))]
+pub trait Schema {}
+#[cfg(not(feature = "schema"))]
+impl<T> Schema for T {}
