@@ -104,8 +104,7 @@ impl Tool for GetNeighborhood {
     type Output = Neighborhood;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         through_aliases(
             store,
             workspace,
@@ -129,8 +128,7 @@ impl Tool for GetPath {
     type Output = GraphPath;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         through_aliases(
             store,
             workspace,

@@ -178,8 +178,7 @@ impl Tool for GetHistory {
     type Output = History;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let limit = request.limit as usize;
         // With the node's own name, which the answer gives when it was asked by an alias.
         let (name, events) = crate::merge::through_aliases(

@@ -342,8 +342,7 @@ impl Tool for MergeEntities {
     type Output = MergedEntities;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let names = request.sources.len() + 1;
         through_aliases(
             store,
@@ -378,8 +377,7 @@ impl Tool for SetAliases {
     type Output = AliasesUpdate;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         through_aliases(
             store,
             workspace,

@@ -377,11 +377,10 @@ impl Tool for CreateEntities {
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let store = context.store;
-        let secrets = context.secrets;
         let CreateEntities {
             mut entities,
             if_exists,
-        } = self.check(secrets)?.into_inner();
+        } = self.check(context.secrets)?.into_inner();
         // A text given twice for one node is stored once, at its first place.
         let repeated: Vec<Vec<Observation>> = (entities.iter_mut())
             .map(|entity| {
@@ -420,8 +419,7 @@ impl Tool for DeleteEntities {
     type Output = DeletedNodes;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let mut deleted = store.delete_entities(workspace, &request).await?;
         // A name that is an alias deletes the node it names.
         let aliased = crate::merge::resolve(store, workspace, &deleted.not_found)
@@ -454,8 +452,7 @@ impl Tool for OpenNodes {
     type Output = OpenedNodes;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let mut opened = store.open_nodes(workspace, &request).await?;
         // Names that are aliases: their nodes, read as the request asks and named by their own
         // names, in the request's order.
@@ -545,9 +542,7 @@ impl Tool for SetSummary {
     type Output = SummaryUpdate;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let secrets = context.secrets;
-        let request = self.check(secrets)?;
+        let (store, request) = (context.store, self.check(context.secrets)?);
         through_aliases(
             store,
             workspace,
@@ -573,9 +568,7 @@ impl Tool for SetTags {
     type Output = TagsUpdate;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let secrets = context.secrets;
-        let request = self.check(secrets)?;
+        let (store, request) = (context.store, self.check(context.secrets)?);
         through_aliases(
             store,
             workspace,

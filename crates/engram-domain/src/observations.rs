@@ -156,9 +156,7 @@ true`: check it.";
     type Output = AddObservationsResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let secrets = context.secrets;
-        let request = self.check(secrets)?;
+        let (store, request) = (context.store, self.check(context.secrets)?);
         let mut results = store_additions(store, workspace, &request).await?;
         // Nodes named by an alias: their additions once more, by the nodes' names.
         crate::merge::redo_aliased_rows(
@@ -314,9 +312,7 @@ impl Tool for ReplaceObservation {
     type Output = ReplacedObservation;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let secrets = context.secrets;
-        let request = self.check(secrets)?;
+        let (store, request) = (context.store, self.check(context.secrets)?);
         through_aliases(
             store,
             workspace,
@@ -343,8 +339,7 @@ impl Tool for DeleteObservations {
     type Output = DeleteObservationsResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let mut results = store.delete_observations(workspace, &request).await?;
         // Rows that deleted nothing may name a node by an alias: those once more, by its name.
         crate::merge::redo_aliased_rows(

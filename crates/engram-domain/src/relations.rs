@@ -168,9 +168,7 @@ impl Tool for CreateRelations {
     type Output = CreatedRelations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let secrets = context.secrets;
-        let request = self.check(secrets)?;
+        let (store, request) = (context.store, self.check(context.secrets)?);
         let mut created = store.create_relations(workspace, &request).await?;
         // Endpoints named by an alias: those relations once more, by the nodes' names.
         let aliased = crate::merge::resolve(store, workspace, &created.not_found)
@@ -219,8 +217,7 @@ impl Tool for DeleteRelations {
     type Output = DeletedRelations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let mut deleted = store.delete_relations(workspace, &request).await?;
         if deleted.not_found == 0 {
             return Ok(deleted);
@@ -272,8 +269,7 @@ impl Tool for GetRelationsBetween {
     type Output = RelationsResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         through_aliases(
             store,
             workspace,

@@ -267,9 +267,7 @@ impl Tool for SplitEntity {
     type Output = SplitResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let secrets = context.secrets;
-        let request = self.check(secrets)?;
+        let (store, request) = (context.store, self.check(context.secrets)?);
         crate::merge::through_aliases(
             store,
             workspace,

@@ -103,3 +103,42 @@ impl<T: schemars::JsonSchema> Schema for T {}
 pub trait Schema {}
 #[cfg(not(feature = "schema"))]
 impl<T> Schema for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects each tool's name, description and effect.
+    #[derive(Default)]
+    struct Listed(Vec<(&'static str, &'static str, Effect)>);
+
+    impl ToolVisitor for Listed {
+        fn visit<T: Tool>(&mut self) {
+            self.0.push((T::NAME, T::DESCRIPTION, T::EFFECT));
+        }
+    }
+
+    #[test]
+    fn every_tool_is_listed_once_with_a_wire_name_and_a_description() {
+        let mut listed = Listed::default();
+        each_tool(&mut listed);
+        let mut names: Vec<&str> = listed.0.iter().map(|(name, ..)| *name).collect();
+        names.sort_unstable();
+        let count = names.len();
+        names.dedup();
+        assert_eq!(names.len(), count, "a tool is listed twice: {names:?}");
+        assert_eq!(count, 33, "the catalog's 24 tools and 9 extensions");
+        for (name, description, _) in &listed.0 {
+            assert!(
+                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{name}"
+            );
+            assert!(
+                description.len() > 20 && !description.ends_with(' '),
+                "{name}"
+            );
+        }
+        let reads = |name: &str| listed.0.iter().any(|t| t.0 == name && t.2 == Effect::Reads);
+        assert!(reads("search_nodes") && reads("open_nodes") && !reads("set_tags"));
+    }
+}

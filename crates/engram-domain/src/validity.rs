@@ -195,8 +195,7 @@ impl Tool for EndObservations {
     type Output = EndObservationsResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let mut results = store.end_observations(workspace, &request).await?;
         // Rows that ended nothing may name a node by an alias: those once more, by its name.
         let ended_at = request.ended_at;
@@ -231,8 +230,7 @@ impl Tool for EndRelations {
     type Output = EndedRelations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let store = context.store;
-        let request = self.check()?;
+        let (store, request) = (context.store, self.check()?);
         let mut ended = store.end_relations(workspace, &request).await?;
         if ended.not_found.is_empty() {
             return Ok(ended);

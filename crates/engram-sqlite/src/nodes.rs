@@ -105,7 +105,7 @@ pub(crate) fn get_stats(tx: &Transaction<'_>, workspace: WorkspaceId) -> Result<
                 ended_observations: row.get("ended")?,
                 expiring_observations: row.get("expiring")?,
                 relation_count: row.get("relation_count")?,
-                // `Memory::get_stats` fills this in for its embedder's model.
+                // The `get_stats` tool fills this in for its embedder's model.
                 embedding_coverage: 0.0,
                 rejected_texts: 0,
                 embedding_model: None,
