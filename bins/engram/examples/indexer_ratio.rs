@@ -49,8 +49,7 @@ async fn main() -> anyhow::Result<()> {
     for batch in nodes.chunks(100) {
         memory
             .call(workspace, CreateEntities::new(batch.to_vec()))
-            .await?
-            .entities;
+            .await?;
     }
 
     let embedder = Arc::new(LocalEmbedder::default());

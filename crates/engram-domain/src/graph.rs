@@ -95,7 +95,6 @@ impl GetPath {
     }
 }
 
-/// `get_neighborhood`.
 impl Tool for GetNeighborhood {
     const NAME: &'static str = "get_neighborhood";
     const DESCRIPTION: &'static str =
@@ -119,7 +118,6 @@ impl Tool for GetNeighborhood {
     }
 }
 
-/// `get_path`.
 impl Tool for GetPath {
     const NAME: &'static str = "get_path";
     const DESCRIPTION: &'static str =

@@ -170,7 +170,6 @@ pub struct History {
     pub next_before: Option<Timestamp>,
 }
 
-/// `get_history`.
 impl Tool for GetHistory {
     const NAME: &'static str = "get_history";
     const DESCRIPTION: &'static str = "A node's changes, newest first.";

@@ -93,7 +93,6 @@ impl ReadGraph {
     }
 }
 
-/// `read_graph`.
 impl Tool for ReadGraph {
     const NAME: &'static str = "read_graph";
     const DESCRIPTION: &'static str =

@@ -330,7 +330,6 @@ pub(crate) fn rename(name: &mut String, alias: &str, node: &str) {
     }
 }
 
-/// `merge_entities`.
 impl Tool for MergeEntities {
     const NAME: &'static str = "merge_entities";
     const DESCRIPTION: &'static str =
@@ -366,7 +365,6 @@ impl Tool for MergeEntities {
     }
 }
 
-/// `set_aliases`.
 impl Tool for SetAliases {
     const NAME: &'static str = "set_aliases";
     const DESCRIPTION: &'static str = "Set the other names a node answers to.";

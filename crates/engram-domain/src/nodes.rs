@@ -364,7 +364,6 @@ impl SetTags {
     }
 }
 
-/// `create_entities`.
 impl Tool for CreateEntities {
     const NAME: &'static str = "create_entities";
     const DESCRIPTION: &'static str =
@@ -408,7 +407,6 @@ impl Tool for CreateEntities {
     }
 }
 
-/// `delete_entities`.
 impl Tool for DeleteEntities {
     const NAME: &'static str = "delete_entities";
     const DESCRIPTION: &'static str = "Delete nodes with their facts, relations and history.";
@@ -443,7 +441,6 @@ impl Tool for DeleteEntities {
     }
 }
 
-/// `open_nodes`.
 impl Tool for OpenNodes {
     const NAME: &'static str = "open_nodes";
     const DESCRIPTION: &'static str =
@@ -501,7 +498,6 @@ pub(crate) async fn open_checked(
     store.open_nodes(workspace, &request).await
 }
 
-/// `get_nodes_by_type`.
 impl Tool for GetNodesByType {
     const NAME: &'static str = "get_nodes_by_type";
     const DESCRIPTION: &'static str = "List every node of one type.";
@@ -516,7 +512,6 @@ impl Tool for GetNodesByType {
     }
 }
 
-/// `get_recently_modified`.
 impl Tool for GetRecentlyModified {
     const NAME: &'static str = "get_recently_modified";
     const DESCRIPTION: &'static str = "Nodes changed in the last `days` days, newest first.";
@@ -531,7 +526,6 @@ impl Tool for GetRecentlyModified {
     }
 }
 
-/// `set_summary`.
 impl Tool for SetSummary {
     const NAME: &'static str = "set_summary";
     const DESCRIPTION: &'static str = "Set or replace a node's summary.";
@@ -557,7 +551,6 @@ impl Tool for SetSummary {
     }
 }
 
-/// `set_tags`.
 impl Tool for SetTags {
     const NAME: &'static str = "set_tags";
     const DESCRIPTION: &'static str = "Replace a node's whole tag set.";
@@ -609,6 +602,61 @@ fn once_each(texts: Vec<NewFact>) -> (Vec<NewFact>, Vec<(usize, NewFact)>) {
         }
     }
     (kept, repeated)
+}
+
+/// `get_orphaned_nodes` takes no arguments: any is refused as unknown.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetOrphanedNodes {}
+
+impl Tool for GetOrphanedNodes {
+    const NAME: &'static str = "get_orphaned_nodes";
+    const DESCRIPTION: &'static str =
+        "Nodes with no relation at all: candidates to link or to remove.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = NodeBriefsResult;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let nodes = context.store.get_orphaned_nodes(workspace).await?;
+        Ok(NodeBriefsResult { nodes })
+    }
+}
+
+/// `create_entities`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CreateEntitiesResult {
+    /// One row per requested entity, in request order.
+    pub entities: Vec<CreatedNode>,
+}
+
+/// `get_nodes_by_type`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TypedNodesResult {
+    /// The nodes of the type, by name.
+    pub nodes: Vec<TypedNode>,
+}
+
+/// `get_recently_modified`'s and `get_orphaned_nodes`' result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct NodeBriefsResult {
+    /// The nodes.
+    pub nodes: Vec<NodeBrief>,
+}
+
+/// The node tools.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<CreateEntities>();
+    visitor.visit::<DeleteEntities>();
+    visitor.visit::<OpenNodes>();
+    visitor.visit::<GetNodesByType>();
+    visitor.visit::<GetRecentlyModified>();
+    visitor.visit::<SetSummary>();
+    visitor.visit::<SetTags>();
+    visitor.visit::<GetOrphanedNodes>();
 }
 
 #[cfg(test)]
@@ -689,59 +737,4 @@ mod tests {
         request.after_ordinal = Some(0);
         assert!(request.check().is_ok());
     }
-}
-
-/// `get_orphaned_nodes` takes no arguments: any is refused as unknown.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct GetOrphanedNodes {}
-
-impl Tool for GetOrphanedNodes {
-    const NAME: &'static str = "get_orphaned_nodes";
-    const DESCRIPTION: &'static str =
-        "Nodes with no relation at all: candidates to link or to remove.";
-    const EFFECT: Effect = Effect::Reads;
-    type Output = NodeBriefsResult;
-
-    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let nodes = context.store.get_orphaned_nodes(workspace).await?;
-        Ok(NodeBriefsResult { nodes })
-    }
-}
-
-/// `create_entities`' result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct CreateEntitiesResult {
-    /// One row per requested entity, in request order.
-    pub entities: Vec<CreatedNode>,
-}
-
-/// `get_nodes_by_type`'s result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct TypedNodesResult {
-    /// The nodes of the type, by name.
-    pub nodes: Vec<TypedNode>,
-}
-
-/// `get_recently_modified`'s and `get_orphaned_nodes`' result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct NodeBriefsResult {
-    /// The nodes.
-    pub nodes: Vec<NodeBrief>,
-}
-
-/// The node tools.
-pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
-    visitor.visit::<CreateEntities>();
-    visitor.visit::<DeleteEntities>();
-    visitor.visit::<OpenNodes>();
-    visitor.visit::<GetNodesByType>();
-    visitor.visit::<GetRecentlyModified>();
-    visitor.visit::<SetSummary>();
-    visitor.visit::<SetTags>();
-    visitor.visit::<GetOrphanedNodes>();
 }

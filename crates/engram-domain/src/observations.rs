@@ -143,8 +143,8 @@ impl DeleteObservations {
     }
 }
 
-/// `add_observations`: the
-/// additions stored, and the names close to each node that was not found.
+/// `add_observations`: the additions stored, and the names close to each node that was not
+/// found.
 impl Tool for AddObservations {
     const NAME: &'static str = "add_observations";
     const DESCRIPTION: &'static str = "Append facts to existing nodes. A node that does not exist is a row with `not_found:\n\
@@ -300,7 +300,6 @@ async fn store_additions(
     Ok(results)
 }
 
-/// `replace_observation`.
 impl Tool for ReplaceObservation {
     const NAME: &'static str = "replace_observation";
     const DESCRIPTION: &'static str =
@@ -327,7 +326,6 @@ impl Tool for ReplaceObservation {
     }
 }
 
-/// `delete_observations`.
 impl Tool for DeleteObservations {
     const NAME: &'static str = "delete_observations";
     const DESCRIPTION: &'static str =

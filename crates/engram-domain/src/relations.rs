@@ -157,7 +157,6 @@ impl GetRelationsBetween {
     }
 }
 
-/// `create_relations`.
 impl Tool for CreateRelations {
     const NAME: &'static str = "create_relations";
     const DESCRIPTION: &'static str = "Create directed typed relations between existing nodes.";
@@ -206,7 +205,6 @@ impl Tool for CreateRelations {
     }
 }
 
-/// `delete_relations`.
 impl Tool for DeleteRelations {
     const NAME: &'static str = "delete_relations";
     const DESCRIPTION: &'static str = "Delete specific relations.";
@@ -236,7 +234,6 @@ impl Tool for DeleteRelations {
     }
 }
 
-/// `rename_relation_type`.
 impl Tool for RenameRelationType {
     const NAME: &'static str = "rename_relation_type";
     const DESCRIPTION: &'static str = "Change the type of one existing relation.";
@@ -261,7 +258,6 @@ impl Tool for RenameRelationType {
     }
 }
 
-/// `get_relations_between`.
 impl Tool for GetRelationsBetween {
     const NAME: &'static str = "get_relations_between";
     const DESCRIPTION: &'static str = "Every relation between two nodes, in both directions.";

@@ -212,9 +212,8 @@ pub struct SplitResult {
     pub relations: Vec<Relation>,
 }
 
-/// `propose_split`: the node's
-/// current facts with their vectors (the embedder's `model`, in the perspective that stands
-/// for a node: [`Searcher::node_perspective`]; none when every one is disabled), grouped.
+/// `propose_split`: the node's current facts with their vectors (the embedder's model, in the
+/// perspective that stands for a node; none when every one is disabled), grouped.
 impl Tool for ProposeSplit {
     const NAME: &'static str = "propose_split";
     const DESCRIPTION: &'static str = "Group a node's facts by topic, for split_entity.";
@@ -256,7 +255,6 @@ impl Tool for ProposeSplit {
     }
 }
 
-/// `split_entity`.
 impl Tool for SplitEntity {
     const NAME: &'static str = "split_entity";
     const DESCRIPTION: &'static str = "Move a node's facts to new nodes related to it.";
@@ -489,6 +487,12 @@ fn label(group: &[&FactVector], all: &[FactVector]) -> String {
         .join(" ")
 }
 
+/// The tools that split a node.
+pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
+    visitor.visit::<ProposeSplit>();
+    visitor.visit::<SplitEntity>();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,10 +553,4 @@ mod tests {
         assert!(labels.iter().any(|l| l.contains("storage")), "{labels:?}");
         assert!(labels.iter().any(|l| l.contains("search")), "{labels:?}");
     }
-}
-
-/// The tools that split a node.
-pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
-    visitor.visit::<ProposeSplit>();
-    visitor.visit::<SplitEntity>();
 }

@@ -183,7 +183,6 @@ pub fn ended_before_it_began(what: &str, ended_at: Timestamp, valid_from: Timest
     )
 }
 
-/// `end_observations`.
 impl Tool for EndObservations {
     const NAME: &'static str = "end_observations";
     const DESCRIPTION: &'static str =
@@ -218,7 +217,6 @@ impl Tool for EndObservations {
     }
 }
 
-/// `end_relations`.
 impl Tool for EndRelations {
     const NAME: &'static str = "end_relations";
     const DESCRIPTION: &'static str =

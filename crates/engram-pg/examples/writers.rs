@@ -33,8 +33,7 @@ pub async fn run(database_url: &str, workspace: &str) -> engram_domain::Result<V
     };
     memory
         .call(workspace, CreateEntities::new(vec![log]))
-        .await?
-        .entities;
+        .await?;
 
     let writers = (0..WRITERS).map(|writer| {
         let memory = memory.clone();

@@ -32,8 +32,7 @@ pub async fn run(path: &std::path::Path, workspace: &str) -> engram_domain::Resu
     };
     memory
         .call(workspace, CreateEntities::new(vec![alice, engram]))
-        .await?
-        .entities;
+        .await?;
     let works_on = RelationSpec::new("Alice", "engram", "works_on");
     memory
         .call(workspace, CreateRelations::new(&[works_on]))

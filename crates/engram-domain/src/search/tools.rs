@@ -170,128 +170,6 @@ impl Searcher {
         self.query_embedding.remember(workspace, None);
     }
 
-    /// The `search_nodes` tool (below).
-    pub(crate) async fn search_nodes(
-        &self,
-        workspace: WorkspaceId,
-        request: &SearchNodes,
-    ) -> Result<SearchResults> {
-        let SearchNodes {
-            query,
-            limit,
-            mode,
-            min_score,
-            as_of,
-        } = request;
-        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
-        check_query(query)?;
-        limits::within("limit", limit, limits::LIMIT)?;
-        check_min_score(min_score)?;
-        let limit = limit as usize;
-        // Several observations of one node may rank high: gather twice the nodes asked for.
-        let depth = search::EMBEDDING_DEPTH.max(limit * 2);
-        let scope = Scope {
-            as_of: *as_of,
-            ..Scope::default()
-        };
-        let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
-        let mut seen = HashSet::new();
-        let results = (found.ranked.into_iter())
-            .filter(|hit| seen.insert(hit.row.name.clone()))
-            .take(limit)
-            .map(|hit| SearchHit {
-                signals: unsaid(hit.signals, found.mode, hit.perspective.as_deref()),
-                name: hit.row.name,
-                entity_type: hit.row.entity_type,
-                summary: hit.row.summary,
-                matched_observation: hit.row.content,
-                matched_perspective: hit.perspective,
-                score: hit.score,
-            })
-            .collect();
-        Ok(SearchResults {
-            results,
-            mode: found.mode,
-            notice: found.notice,
-        })
-    }
-
-    /// The `search_observations` tool (below).
-    pub(crate) async fn search_observations(
-        &self,
-        workspace: WorkspaceId,
-        request: &SearchObservations,
-    ) -> Result<FoundObservations> {
-        let SearchObservations {
-            query,
-            limit,
-            mode,
-            entity_types,
-            min_score,
-        } = request;
-        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
-        check_query(query)?;
-        limits::within("limit", limit, limits::LIMIT)?;
-        check_min_score(min_score)?;
-        if entity_types.len() > MAX_ENTITY_TYPES {
-            return Err(Error::invalid(
-                "entity_types",
-                format!(
-                    "at most {MAX_ENTITY_TYPES} types, got {}",
-                    entity_types.len()
-                ),
-            ));
-        }
-        for (index, entity_type) in entity_types.iter().enumerate() {
-            limits::name(&format!("entity_types[{index}]"), entity_type)?;
-        }
-        let limit = limit as usize;
-        let scope = Scope {
-            within: None,
-            entity_types,
-            as_of: None,
-        };
-        let depth = search::EMBEDDING_DEPTH.max(limit);
-        let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
-        let observations = (found.ranked.into_iter().take(limit))
-            .map(|hit| FoundObservation {
-                name: hit.row.name,
-                entity_type: hit.row.entity_type,
-                ordinal: hit.row.ordinal,
-                content: hit.row.content,
-                score: hit.score,
-                signals: unsaid(hit.signals, found.mode, None),
-            })
-            .collect();
-        Ok(FoundObservations {
-            observations,
-            mode: found.mode,
-            notice: found.notice,
-        })
-    }
-
-    /// The `query_observations` tool (below): a node asked by
-    /// its alias is asked once more by its name, and an unknown one gets "did you mean".
-    pub(crate) async fn query_observations(
-        &self,
-        workspace: WorkspaceId,
-        request: &QueryObservations,
-    ) -> Result<ObservationResults> {
-        let mut result = self.query_node_observations(workspace, request).await;
-        if let Err(Error::NotFound {
-            kind: "node", name, ..
-        }) = &result
-            && let Ok(found) =
-                crate::merge::resolve(&*self.store, workspace, std::slice::from_ref(name)).await
-            && let Some(node) = found.get(name)
-        {
-            let mut by_name = request.clone();
-            by_name.entity_name.clone_from(node);
-            result = self.query_node_observations(workspace, &by_name).await;
-        }
-        crate::suggestions::explain(&*self.store, workspace, result).await
-    }
-
     /// `query_observations` of the node `request` names, as it is named.
     async fn query_node_observations(
         &self,
@@ -468,40 +346,6 @@ impl Searcher {
         })
     }
 
-    /// The `find_similar_nodes` tool (below).
-    pub(crate) async fn find_similar_nodes(
-        &self,
-        workspace: WorkspaceId,
-        request: FindSimilarNodes,
-    ) -> Result<Vec<SimilarPair>> {
-        let FindSimilarNodes { limit, min_score } = request;
-        limits::within("limit", limit, limits::LIMIT)?;
-        if !(-1.0..=1.0).contains(&min_score) {
-            return Err(Error::invalid(
-                "min_score",
-                format!("must be between -1 and 1, got {min_score}"),
-            ));
-        }
-        let model = self.required_embedder()?.model_id();
-        let perspective = self.node_perspective(workspace).await?;
-        let (vectors, related) = futures::try_join!(
-            (self.store).node_vectors(GetNodeVectors {
-                workspace,
-                model,
-                perspective: perspective.id
-            }),
-            self.store.related_pairs(workspace),
-        )?;
-        let (vectors, neighbours) = neighbours_of(vectors, min_score as f32).await?;
-        Ok(unrelated_pairs(
-            &vectors,
-            &neighbours,
-            &related,
-            min_score as f32,
-            limit as usize,
-        ))
-    }
-
     /// The perspective whose aggregate vectors stand for a node: `general`, or the first
     /// enabled one.
     ///
@@ -671,7 +515,45 @@ score.";
     type Output = SearchResults;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        context.search.search_nodes(workspace, &self).await
+        let (search, request) = (context.search, &self);
+        let SearchNodes {
+            query,
+            limit,
+            mode,
+            min_score,
+            as_of,
+        } = request;
+        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
+        check_query(query)?;
+        limits::within("limit", limit, limits::LIMIT)?;
+        check_min_score(min_score)?;
+        let limit = limit as usize;
+        // Several observations of one node may rank high: gather twice the nodes asked for.
+        let depth = search::EMBEDDING_DEPTH.max(limit * 2);
+        let scope = Scope {
+            as_of: *as_of,
+            ..Scope::default()
+        };
+        let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
+        let mut seen = HashSet::new();
+        let results = (found.ranked.into_iter())
+            .filter(|hit| seen.insert(hit.row.name.clone()))
+            .take(limit)
+            .map(|hit| SearchHit {
+                signals: unsaid(hit.signals, found.mode, hit.perspective.as_deref()),
+                name: hit.row.name,
+                entity_type: hit.row.entity_type,
+                summary: hit.row.summary,
+                matched_observation: hit.row.content,
+                matched_perspective: hit.perspective,
+                score: hit.score,
+            })
+            .collect();
+        Ok(SearchResults {
+            results,
+            mode: found.mode,
+            notice: found.notice,
+        })
     }
 
     fn found_nodes(output: &SearchResults) -> Vec<&str> {
@@ -687,7 +569,53 @@ impl Tool for SearchObservations {
     type Output = FoundObservations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        context.search.search_observations(workspace, &self).await
+        let (search, request) = (context.search, &self);
+        let SearchObservations {
+            query,
+            limit,
+            mode,
+            entity_types,
+            min_score,
+        } = request;
+        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
+        check_query(query)?;
+        limits::within("limit", limit, limits::LIMIT)?;
+        check_min_score(min_score)?;
+        if entity_types.len() > MAX_ENTITY_TYPES {
+            return Err(Error::invalid(
+                "entity_types",
+                format!(
+                    "at most {MAX_ENTITY_TYPES} types, got {}",
+                    entity_types.len()
+                ),
+            ));
+        }
+        for (index, entity_type) in entity_types.iter().enumerate() {
+            limits::name(&format!("entity_types[{index}]"), entity_type)?;
+        }
+        let limit = limit as usize;
+        let scope = Scope {
+            within: None,
+            entity_types,
+            as_of: None,
+        };
+        let depth = search::EMBEDDING_DEPTH.max(limit);
+        let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
+        let observations = (found.ranked.into_iter().take(limit))
+            .map(|hit| FoundObservation {
+                name: hit.row.name,
+                entity_type: hit.row.entity_type,
+                ordinal: hit.row.ordinal,
+                content: hit.row.content,
+                score: hit.score,
+                signals: unsaid(hit.signals, found.mode, None),
+            })
+            .collect();
+        Ok(FoundObservations {
+            observations,
+            mode: found.mode,
+            notice: found.notice,
+        })
     }
 }
 
@@ -699,7 +627,20 @@ impl Tool for QueryObservations {
     type Output = ObservationResults;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        context.search.query_observations(workspace, &self).await
+        let (search, request) = (context.search, &self);
+        let mut result = search.query_node_observations(workspace, request).await;
+        if let Err(Error::NotFound {
+            kind: "node", name, ..
+        }) = &result
+            && let Ok(found) =
+                crate::merge::resolve(&*search.store, workspace, std::slice::from_ref(name)).await
+            && let Some(node) = found.get(name)
+        {
+            let mut by_name = request.clone();
+            by_name.entity_name.clone_from(node);
+            result = search.query_node_observations(workspace, &by_name).await;
+        }
+        crate::suggestions::explain(&*search.store, workspace, result).await
     }
 }
 
@@ -711,7 +652,33 @@ impl Tool for FindSimilarNodes {
     type Output = SimilarNodesResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let pairs = context.search.find_similar_nodes(workspace, self).await?;
+        let FindSimilarNodes { limit, min_score } = self;
+        let search = context.search;
+        limits::within("limit", limit, limits::LIMIT)?;
+        if !(-1.0..=1.0).contains(&min_score) {
+            return Err(Error::invalid(
+                "min_score",
+                format!("must be between -1 and 1, got {min_score}"),
+            ));
+        }
+        let model = search.required_embedder()?.model_id();
+        let perspective = search.node_perspective(workspace).await?;
+        let (vectors, related) = futures::try_join!(
+            (search.store).node_vectors(GetNodeVectors {
+                workspace,
+                model,
+                perspective: perspective.id
+            }),
+            search.store.related_pairs(workspace),
+        )?;
+        let (vectors, neighbours) = neighbours_of(vectors, min_score as f32).await?;
+        let pairs = unrelated_pairs(
+            &vectors,
+            &neighbours,
+            &related,
+            min_score as f32,
+            limit as usize,
+        );
         Ok(SimilarNodesResult { pairs })
     }
 }

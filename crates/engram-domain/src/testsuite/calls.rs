@@ -27,11 +27,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut note = |tool, calls| seen.push((tool, calls));
     transactions::take();
-    memory
-        .call(ws, CreateEntities::new(nodes))
-        .await
-        .unwrap()
-        .entities;
+    memory.call(ws, CreateEntities::new(nodes)).await.unwrap();
     note("create_entities", transactions::take());
     (memory.call(
         ws,
@@ -79,20 +75,17 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     memory
         .call(ws, GetNodesByType::new("person"))
         .await
-        .unwrap()
-        .nodes;
+        .unwrap();
     note("get_nodes_by_type", transactions::take());
     memory
         .call(ws, GetRecentlyModified::new(7, 10))
         .await
-        .unwrap()
-        .nodes;
+        .unwrap();
     note("get_recently_modified", transactions::take());
     memory
         .call(ws, GetRelationsBetween::new("Alice", "engram"))
         .await
-        .unwrap()
-        .relations;
+        .unwrap();
     note("get_relations_between", transactions::take());
     memory
         .call(ws, GetNeighborhood::new("Alice", 2))
@@ -104,19 +97,11 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("get_path", transactions::take());
-    memory.call(ws, GetOrphanedNodes {}).await.unwrap().nodes;
+    memory.call(ws, GetOrphanedNodes {}).await.unwrap();
     note("get_orphaned_nodes", transactions::take());
-    memory
-        .call(ws, FindUnlinkedReferences {})
-        .await
-        .unwrap()
-        .references;
+    memory.call(ws, FindUnlinkedReferences {}).await.unwrap();
     note("find_unlinked_references", transactions::take());
-    memory
-        .call(ws, GetPendingConsolidation {})
-        .await
-        .unwrap()
-        .nodes;
+    memory.call(ws, GetPendingConsolidation {}).await.unwrap();
     note("get_pending_consolidation", transactions::take());
     memory.call(ws, GetStats {}).await.unwrap();
     note("get_stats", transactions::take());
@@ -146,8 +131,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
             },
         )
         .await
-        .unwrap()
-        .pairs;
+        .unwrap();
     note("find_similar_nodes", transactions::take());
     (memory.call(ws, GetConsolidationReport::default()))
         .await
@@ -189,8 +173,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
             }]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     note("end_observations", transactions::take());
     memory.call(ws, GetHistory::new("Alice")).await.unwrap();
     note("get_history", transactions::take());
@@ -209,8 +192,7 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     memory
         .call(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     note("delete_observations", transactions::take());
     memory
         .call(ws, DeleteEntities::new(&strings(&["engram"])))

@@ -85,8 +85,7 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
         ]),
     )
     .await
-    .unwrap()
-    .entities;
+    .unwrap();
     create_relations(
         m,
         ws,
@@ -125,8 +124,7 @@ async fn consolidation_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceI
         )]),
     )
     .await
-    .unwrap()
-    .results;
+    .unwrap();
     Indexer::new(store, Arc::new(TermEmbedder), 64)
         .run_until_idle()
         .await
@@ -242,8 +240,7 @@ pub async fn consolidation_report_counts_events_since_and_cuts_lists(store: Arc<
         CreateEntities::new(vec![entity("Pluto", "planet", &["dwarf planet"])]),
     )
     .await
-    .unwrap()
-    .entities;
+    .unwrap();
     m.call(ws, SetSummary::new("Quartz", "a mineral"))
         .await
         .unwrap();
@@ -431,8 +428,7 @@ pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn Mem
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     Indexer::new(store, Arc::new(TermEmbedder), 64)
         .run_until_idle()
         .await
@@ -536,8 +532,7 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let report = memory
         .call(ws, GetConsolidationReport::default())
         .await
@@ -607,13 +602,11 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
             }]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     memory
         .call(ws, DeleteObservations::new(&[deletions("staging", &[4])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     let again = memory
         .call(ws, GetConsolidationReport::default())
         .await

@@ -93,8 +93,7 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
             CreateEntities::new(vec![entity("Garden", "place", &facts)]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // The good vectors are stored; the three bad ones are rejected texts, with their reasons.
     assert_eq!(indexer.run_until_idle().await.unwrap(), 8);
@@ -121,8 +120,7 @@ pub async fn a_misbehaving_embedder_never_breaks_search(store: Arc<dyn MemorySto
             CreateEntities::new(vec![entity("Shed", "place", &["a shed full of roses"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let saved = save_vectors(&store, embedder.model_id(), |task| {
         (task.context.name == "Shed").then(|| vec![0.0; TERM_DIMS])
     })
@@ -215,8 +213,7 @@ pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dy
             CreateEntities::new(vec![entity("Bad", "thing", &poison)]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let fine = memory.create_workspace("fine").await.unwrap().id;
     let facts: Vec<String> = (0..10).map(|i| format!("good fact {i}")).collect();
     let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
@@ -226,8 +223,7 @@ pub async fn refused_texts_in_one_workspace_do_not_hold_up_another(store: Arc<dy
             CreateEntities::new(vec![entity("Good", "thing", &facts)]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let indexer = Indexer::new(store.clone(), embedder.clone(), 8);
     // The refused texts take the fresh batches they are in (5 of 8), the good ones theirs
     // (2): the fine workspace is done within those passes, however deep the

@@ -47,11 +47,7 @@ async fn cyclic_graph(memory: &Memory, ws: WorkspaceId) {
         tags: strings(&["root", "x"]),
         ..entity("A", "hub", &["a fact"])
     };
-    memory
-        .call(ws, CreateEntities::new(vec![a]))
-        .await
-        .unwrap()
-        .entities;
+    memory.call(ws, CreateEntities::new(vec![a])).await.unwrap();
     create_nodes(memory, ws, &["B", "C", "D", "E", "X"]).await;
     create_relations(
         memory,
@@ -263,8 +259,7 @@ pub async fn orphaned_nodes_are_those_without_relations(store: Arc<dyn MemorySto
             }]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_relations(&memory, ws, &[("A", "r", "B"), ("Loop", "self", "Loop")]).await;
     let brief = async |name: &str| {
         let node = open_node(&memory, ws, name).await;
@@ -333,8 +328,7 @@ pub async fn unlinked_references_match_whole_names_of_unrelated_nodes(store: Arc
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_relations(&memory, ws, &[("Carol", "sister_of", "Alice")]).await;
     let found = async || {
         let mut found = memory

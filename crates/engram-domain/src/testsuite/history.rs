@@ -59,8 +59,7 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
 
     m.call(ws, AddObservations::new(&[additions("A", &["one", "two"])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     clocks.check(m, ws, "add_observations", &["A"]).await;
     m.call(ws, ReplaceObservation::new("A", crate::Ordinal(1), "uno"))
         .await
@@ -68,8 +67,7 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
     clocks.check(m, ws, "replace_observation", &["A"]).await;
     m.call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     clocks.check(m, ws, "delete_observations", &["A"]).await;
     m.call(ws, CreateRelations::new(&[relation("A", "knows", "B")]))
         .await
@@ -97,7 +95,7 @@ pub async fn updated_at_moves_on_every_write_to_a_node_or_its_children(
 
     // Reads and rejected writes move nothing.
     m.call(ws, GetNeighborhood::new("A", 2)).await.unwrap();
-    m.call(ws, GetPendingConsolidation {}).await.unwrap().nodes;
+    m.call(ws, GetPendingConsolidation {}).await.unwrap();
     assert!(
         m.call(ws, ReplaceObservation::new("A", crate::Ordinal(2), "gone"))
             .await
@@ -127,8 +125,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let created = open_node(&memory, ws, "N").await.created_at;
     let pending = |name: &str, entity_type: &str, count, last, summary| PendingConsolidation {
         name: name.into(),
@@ -185,8 +182,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     memory
         .call(ws, AddObservations::new(&[additions("N", &["n2"])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     let added = open_node(&memory, ws, "N").await.updated_at;
     assert!(added > summarised);
     assert_eq!(
@@ -238,8 +234,7 @@ pub async fn summary_updated_at_moves_only_when_the_summary_is_set(store: Arc<dy
     memory
         .call(ws, DeleteObservations::new(&[deletions("M", &[1])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert!(
         memory
             .call(ws, GetPendingConsolidation {})
@@ -273,8 +268,7 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_nodes(&memory, ws, &["C"]).await;
     create_relations(
         &memory,
@@ -287,8 +281,7 @@ pub async fn get_stats_counts_nodes_observations_and_relations(store: Arc<dyn Me
     memory
         .call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     memory
         .call(ws, DeleteRelations::new(&[relation("B", "r", "A")]))
         .await
@@ -321,13 +314,11 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
         ]),
     )
     .await
-    .unwrap()
-    .entities;
+    .unwrap();
     assert_eq!(events(m, ws).await, (4, 0, 0));
     m.call(ws, AddObservations::new(&[additions("A", &["a3"])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     m.call(
         ws,
         ReplaceObservation::new("A", crate::Ordinal(1), "a1, revised"),
@@ -336,8 +327,7 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
     .unwrap();
     m.call(ws, DeleteObservations::new(&[deletions("A", &[2, 9])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert_eq!(events(m, ws).await, (5, 1, 1));
 
     m.call(
@@ -376,8 +366,7 @@ pub async fn event_counts_record_creates_updates_and_deletes(store: Arc<dyn Memo
         CreateEntities::new(vec![entity("A", "other", &["ignored"])]),
     )
     .await
-    .unwrap()
-    .entities;
+    .unwrap();
     assert_eq!(events(m, ws).await, (7, 4, 2));
     assert_eq!(events_since(m, ws, mid).await, (0, 2, 0));
 
@@ -411,8 +400,7 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
             AddObservations::new(&[additions("Deploy", &["needs a review"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     create_relations(&memory, ws, &[("Deploy", "needs", "Review")]).await;
     tick().await;
     let earlier = chrono::Utc::now();

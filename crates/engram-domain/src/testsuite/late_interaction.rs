@@ -80,8 +80,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
     memory
         .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     Indexer::new(store.clone(), embedder.clone(), 64)
         .run_until_idle()
         .await

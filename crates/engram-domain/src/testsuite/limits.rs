@@ -20,8 +20,7 @@ async fn small_graph(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_relations(&memory, ws, &[("N", "r", "M")]).await;
     (memory, ws)
 }
@@ -221,8 +220,7 @@ pub async fn contents_and_summaries_are_bounded(store: Arc<dyn MemoryStore>) {
         AddObservations::new(&[additions("N", &["family 👨\u{200d}👩\u{200d}👧"])]),
     )
     .await
-    .unwrap()
-    .results;
+    .unwrap();
 
     let longest = "y".repeat(65_536);
     let added = m

@@ -46,11 +46,7 @@ async fn duplicates(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
         entity("engram", "project", &[]),
         entity("Bob", "person", &[]),
     ];
-    memory
-        .call(ws, CreateEntities::new(nodes))
-        .await
-        .unwrap()
-        .entities;
+    memory.call(ws, CreateEntities::new(nodes)).await.unwrap();
     let relations = [
         relation("Alice", "uses", "Postgres"),
         relation("engram", "depends_on", "PostgreSQL"),
@@ -68,8 +64,7 @@ async fn duplicates(store: Arc<dyn MemoryStore>) -> (Memory, WorkspaceId) {
     memory
         .call(ws, EndObservations::new(&[ending]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     (memory, ws)
 }
 
@@ -204,8 +199,7 @@ pub async fn aliases_are_set_by_hand_and_never_shadow_a_name(store: Arc<dyn Memo
             AddObservations::new(&[additions("Alice", &["Alice tunes PostgreSQL nightly"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     let by_alias = || async {
         let query = SearchNodes::new("PG?").mode(SearchMode::Text);
         let found = memory.call(ws, query).await.unwrap();
@@ -367,8 +361,7 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
     memory
         .call(ws, CreateEntities::new(vec![alice]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let again = || NewNode {
         tags: strings(&["b", "a"]),
         summary: Some("An engineer.".into()),

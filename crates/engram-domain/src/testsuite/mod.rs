@@ -315,8 +315,7 @@ pub async fn create_nodes(memory: &Memory, workspace: WorkspaceId, names: &[&str
     memory
         .call(workspace, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 }
 
 /// Creates relations given as `(from, type, to)`.

@@ -96,8 +96,7 @@ pub async fn suggestions_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) ->
             .collect();
         memory
             .call(workspace, CreateEntities::new(entities))
-            .await?
-            .entities;
+            .await?;
     }
     println!(
         "loaded {nodes} named nodes in {:.1}s",

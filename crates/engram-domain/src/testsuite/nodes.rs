@@ -140,8 +140,7 @@ pub async fn delete_entities_cascades_to_observations_relations_and_events(
             CreateEntities::new(vec![entity("B", "thing", &["b one", "b two"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_relations(
         &memory,
         ws,
@@ -210,14 +209,12 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
             CreateEntities::new(vec![entity("A", "thing", &["first", "second"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_nodes(&memory, ws, &["B", "C", "D"]).await;
     memory
         .call(ws, AddObservations::new(&[additions("A", &["third"])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     tick().await;
     // Rewriting the first observation does not move it to the end.
     memory
@@ -285,8 +282,7 @@ pub async fn get_nodes_by_type_lists_one_type_by_name(store: Arc<dyn MemoryStore
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let amy = open_node(&memory, ws, "Amy").await;
     let zed = open_node(&memory, ws, "Zed").await;
     assert_eq!(

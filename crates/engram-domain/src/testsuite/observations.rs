@@ -22,8 +22,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
             CreateEntities::new(vec![entity("N", "thing", &["a", "b", "c"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let result = memory
         .call(ws, DeleteObservations::new(&[deletions("N", &[3, 2])]))
         .await
@@ -50,8 +49,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
     memory
         .call(ws, DeleteObservations::new(&[deletions("N", &[4, 1])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert!(open_node(&memory, ws, "N").await.observations.is_empty());
     let added = memory
         .call(ws, AddObservations::new(&[additions("N", &["e", "f"])]))
@@ -87,19 +85,14 @@ pub async fn crossing_writers_never_deadlock(store: Arc<dyn MemoryStore>) {
                 memory
                     .call(ws, AddObservations::new(&additions))
                     .await
-                    .unwrap()
-                    .results;
+                    .unwrap();
                 // Overlapping batches of new nodes, in opposite orders too.
                 let names = [format!("n{call}a"), format!("n{call}b")];
                 let mut batch: Vec<NewNode> = names.iter().map(|n| entity(n, "t", &[])).collect();
                 if w % 2 == 1 {
                     batch.reverse();
                 }
-                memory
-                    .call(ws, CreateEntities::new(batch))
-                    .await
-                    .unwrap()
-                    .entities;
+                memory.call(ws, CreateEntities::new(batch)).await.unwrap();
             }
         }
     });
@@ -185,8 +178,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
     memory
         .call(ws, CreateEntities::new(vec![entity("N", "thing", &["n1"])]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_nodes(&memory, ws, &["M"]).await;
 
     let result = memory
@@ -335,13 +327,11 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
             CreateEntities::new(vec![entity("N", "thing", &["a", "b", "c"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     memory
         .call(ws, DeleteObservations::new(&[deletions("N", &[3])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
 
     let replaced = memory
         .call(ws, ReplaceObservation::new("N", crate::Ordinal(2), "B"))
@@ -410,8 +400,7 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 
     let result = memory
         .call(
@@ -468,8 +457,7 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
             )]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let added = memory
         .call(
             ws,

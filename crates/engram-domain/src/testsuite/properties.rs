@@ -350,8 +350,7 @@ impl Harness {
             .collect();
         m.call(self.ws, CreateEntities::new(entities))
             .await
-            .unwrap()
-            .entities;
+            .unwrap();
         let mut ring: Vec<(&str, &str, &str)> =
             (SEED_NAMES.iter().zip(SEED_NAMES.iter().cycle().skip(1)))
                 .map(|(a, b)| (*a, "next", *b))

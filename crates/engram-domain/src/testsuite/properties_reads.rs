@@ -38,8 +38,7 @@ pub async fn properties_of_the_read_tools_hold_for_generated_arguments(
         h.memory
             .call(h.ws, AddObservations::new(&additions))
             .await
-            .unwrap()
-            .results;
+            .unwrap();
     }
     for _ in 0..CASES {
         h.case().await;

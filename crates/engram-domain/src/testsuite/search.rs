@@ -207,8 +207,7 @@ async fn people(f: &Fixture) {
     f.memory
         .call(f.ws, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 }
 
 pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStore>) {
@@ -339,8 +338,7 @@ pub async fn query_observations_ranks_within_one_node(store: Arc<dyn MemoryStore
     f.memory
         .call(f.ws, CreateEntities::new(vec![alice, bob]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     f.indexer.run_until_idle().await.unwrap();
     let job = f
         .memory
@@ -408,8 +406,7 @@ pub async fn similar_unrelated_nodes_are_paired(store: Arc<dyn MemoryStore>) {
     f.memory
         .call(f.ws, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     f.indexer.run_until_idle().await.unwrap();
     // The two compilers share about half their words; the bread shares none.
     let pairs = f
@@ -509,8 +506,7 @@ pub async fn embedding_mode_falls_back_to_text_and_says_so(store: Arc<dyn Memory
             AddObservations::new(&[additions("Bob", &["Bob moved to Porto"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
 }
 
 pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore>) {
@@ -578,8 +574,7 @@ pub async fn chinese_and_japanese_are_found_by_full_text(store: Arc<dyn MemorySt
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     // A text that changes is indexed as it reads now, and an ended one leaves.
     memory
         .call(
@@ -671,8 +666,7 @@ pub async fn hybrid_finds_what_only_one_signal_can(store: Arc<dyn MemoryStore>) 
     memory
         .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     Indexer::new(store, embedder, 64)
         .run_until_idle()
         .await
@@ -731,8 +725,7 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     f.memory
         .call(f.ws, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     f.indexer.run_until_idle().await.unwrap();
     let search = async |limit, mode, types: &[&str]| {
         (f.memory)
@@ -978,8 +971,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
             CreateEntities::new(vec![entity("Garden", "place", &facts)]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // Everything but the rejected text is stored, in one pass.
     assert_eq!(indexer.run_until_idle().await.unwrap(), 19);
@@ -1083,8 +1075,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
             AddObservations::new(&[additions("Garden", &["a late fact"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     // (The node changed, so all its vectors are stale until the indexer renders them again.)
     let late = memory
         .call(ws, GetStats {})
@@ -1108,8 +1099,7 @@ pub async fn a_text_the_embedder_rejects_does_not_stop_the_others(store: Arc<dyn
             AddObservations::new(&[additions("Garden", &["one more"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert!(matches!(down.run_once().await, Err(Error::Unavailable(_))));
     assert!(down.rejected().is_empty());
 }
@@ -1149,8 +1139,7 @@ pub async fn coverage_counts_are_reused_while_indexing_until_a_write(store: Arc<
             AddObservations::new(&[additions("Alice", &["Alice learns Portuguese"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     let counted = coverage(&f).await;
     assert!(counted > 0.0 && counted < 1.0, "{counted}");
     assert_eq!(
@@ -1177,8 +1166,7 @@ pub async fn a_rejected_text_is_forgotten_when_its_observation_goes(store: Arc<d
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let indexer = Indexer::new(store.clone(), embedder, 64);
     indexer.run_until_idle().await.unwrap();
     let memory = memory.with_indexer(indexer.clone());
@@ -1237,8 +1225,7 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
     memory
         .call(workspace, CreateEntities::new(nodes))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     refresh().await;
     let small = names("which widget has a sprocket").await;
     assert_eq!((small.len(), small[0].as_str()), (10, "odd"));
@@ -1249,8 +1236,7 @@ pub async fn common_words_are_left_out_of_text_queries<F, Fut>(
         memory
             .call(workspace, CreateEntities::new(batch))
             .await
-            .unwrap()
-            .entities;
+            .unwrap();
     }
     refresh().await;
     assert_eq!(names("which widget has a sprocket").await, ["odd"]);
@@ -1287,8 +1273,7 @@ where
     memory
         .call(workspace, CreateEntities::new(nodes))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     refresh().await;
     for mode in [SearchMode::Text, SearchMode::Hybrid] {
         let found = memory
@@ -1329,8 +1314,7 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
         memory
             .call(workspace, CreateEntities::new(nodes))
             .await
-            .unwrap()
-            .entities;
+            .unwrap();
     }
     // Stored last, after every other text holding "gear".
     memory
@@ -1339,8 +1323,7 @@ pub async fn rare_words_are_found_beside_frequent_ones<F, Fut>(
             CreateEntities::new(vec![entity("odd", "spare", &["a gear with a sprocket"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     refresh().await;
     let found = memory
         .call(

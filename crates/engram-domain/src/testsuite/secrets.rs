@@ -294,11 +294,7 @@ pub async fn redacted_and_allowed_secrets_are_stored_as_the_policy_says(
     let nodes = (corpus.iter().zip(&names))
         .map(|((_, text), name)| entity(name, "note", &[text.as_str()]))
         .collect();
-    memory
-        .call(ws, CreateEntities::new(nodes))
-        .await
-        .unwrap()
-        .entities;
+    memory.call(ws, CreateEntities::new(nodes)).await.unwrap();
     let opened = memory.call(ws, OpenNodes::new(&names)).await.unwrap();
     assert_eq!(opened.entities.len(), corpus.len());
     for ((label, text), node) in corpus.iter().zip(&opened.entities) {
@@ -367,8 +363,7 @@ pub async fn brief_lists_the_most_connected_then_the_newest_nodes(store: Arc<dyn
     memory
         .call(ws, CreateEntities::new(vec![hub]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_nodes(&memory, ws, &["Alice", "Bob", "Carol", "Dave"]).await;
     let links = [
         relation("Alice", "works_on", "engram"),

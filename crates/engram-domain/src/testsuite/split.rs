@@ -52,8 +52,7 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let proposal = memory.call(ws, ProposeSplit::new("engram")).await.unwrap();
     let mut groups: Vec<Vec<i64>> = (proposal.groups.iter())
         .map(|g| g.ordinals.iter().map(|o| o.0).collect())

@@ -16,8 +16,7 @@ pub async fn a_name_almost_typed_is_suggested_wherever_a_node_is_not_found(
     memory
         .call(ws, CreateEntities::new(nodes.to_vec()))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     // Another workspace's names are never suggested.
     let other = memory.create_workspace("other").await.unwrap().id;
     (memory.call(

@@ -54,10 +54,7 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
                 ..NewNode::default()
             })
             .collect();
-        memory
-            .call(ws, CreateEntities::new(entities))
-            .await?
-            .entities;
+        memory.call(ws, CreateEntities::new(entities)).await?;
     }
     println!(
         "loaded {} facts in {:.1}s",
@@ -85,10 +82,7 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
         entity_name: probe.into(),
         ordinals: (5..=100).step_by(10).map(crate::Ordinal).collect(),
     };
-    memory
-        .call(ws, EndObservations::new(&[endings]))
-        .await?
-        .results;
+    memory.call(ws, EndObservations::new(&[endings])).await?;
 
     let names = strings(&[probe]);
     let now = median(101, || memory.call(ws, OpenNodes::new(&names))).await?;
@@ -130,8 +124,7 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
             ws,
             CreateEntities::new(vec![entity("chronicle", "log", &texts)]),
         )
-        .await?
-        .entities;
+        .await?;
     for i in 1..=300 {
         memory
             .call(
@@ -148,10 +141,7 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
         entity_name: "chronicle".into(),
         ordinals: (1..=299).map(crate::Ordinal).collect(),
     };
-    memory
-        .call(ws, EndObservations::new(&[endings]))
-        .await?
-        .results;
+    memory.call(ws, EndObservations::new(&[endings])).await?;
     let page = median(51, || memory.call(ws, GetHistory::new("chronicle"))).await?;
     let whole = median(51, || {
         memory.call(ws, GetHistory::new("chronicle").limit(1_000))
@@ -172,14 +162,8 @@ pub async fn over_time_benchmark(store: Arc<dyn MemoryStore>, observations: usiz
             entity(name, "duplicate", &texts)
         };
         let (a, b) = (format!("twin-a-{round}"), format!("twin-b-{round}"));
-        memory
-            .call(ws, CreateEntities::new(vec![big(&a)]))
-            .await?
-            .entities;
-        memory
-            .call(ws, CreateEntities::new(vec![big(&b)]))
-            .await?
-            .entities;
+        memory.call(ws, CreateEntities::new(vec![big(&a)])).await?;
+        memory.call(ws, CreateEntities::new(vec![big(&b)])).await?;
         let relations: Vec<_> = (0..50)
             .flat_map(|n| {
                 let target = format!("component-{n}");

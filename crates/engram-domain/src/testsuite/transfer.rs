@@ -67,8 +67,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
     memory
         .call(ws, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_relations(
         &memory,
         ws,
@@ -177,8 +176,7 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
             CreateEntities::new(vec![entity("Alice", "person", &["likes tea"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let nodes = vec![
         record(
             "Alice",
@@ -299,16 +297,14 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     memory
         .call(
             source,
             DeleteObservations::new(&[deletions("Alice", &[2, 4]), deletions("Bob", &[1])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     memory
         .call(
             source,

@@ -71,8 +71,7 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
     memory
         .call(ws, CreateEntities::new(vec![node]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let result = memory
         .call(
@@ -195,8 +194,7 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
             DeleteObservations::new(&[deletions("Release process", &[2])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     let ever = open_at(&memory, ws, "Release process", ReadTime::Ever).await;
     assert_eq!(
         ever.observations
@@ -226,8 +224,7 @@ pub async fn an_end_before_the_beginning_is_refused_and_changes_nothing(
             CreateEntities::new(vec![node, entity("Acme", "org", &[])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let mut works_at = relation("Alice", "works_at", "Acme");
     works_at.valid_from = Some(march);
     memory
@@ -301,8 +298,7 @@ pub async fn replaced_texts_are_read_as_of_their_time(store: Arc<dyn MemoryStore
             CreateEntities::new(vec![entity("Service", "service", &["runs on port 8080"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
     let first = chrono::Utc::now();
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -477,8 +473,7 @@ pub async fn expired_facts_leave_reads_at_once_and_are_purged(store: Arc<dyn Mem
     memory
         .call(ws, CreateEntities::new(vec![node]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let now = open_node(&memory, ws, "Project").await;
     assert_eq!(texts(&now).len(), 3);
     let stats = memory.call(ws, GetStats {}).await.unwrap();
@@ -534,8 +529,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     step().await;
     memory
         .call(
@@ -564,8 +558,7 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
     memory
         .call(ws, EndObservations::new(&[endings("Alice", &[1])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     step().await;
     memory
         .call(ws, SetSummary::new("Alice", "An engineer."))
@@ -583,14 +576,12 @@ pub async fn history_tells_what_happened_newest_first(store: Arc<dyn MemoryStore
             AddObservations::new(&[additions("Alice", &["has a secret"])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     step().await;
     memory
         .call(ws, DeleteObservations::new(&[deletions("Alice", &[3])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
 
     let history = memory.call(ws, GetHistory::new("Alice")).await.unwrap();
     let operations: Vec<Op> = history.events.iter().map(|e| e.operation).collect();

@@ -92,8 +92,7 @@ pub async fn vector_search_keeps_to_its_workspace_model_perspective_and_node(
         memory
             .call(ws, CreateEntities::new(vec![a, b]))
             .await
-            .unwrap()
-            .entities;
+            .unwrap();
     }
     // Model m: "x" along axis 0, "y" along axis 1, "x-ish" between them but nearer 0; in
     // workspace two everything points along axis 2. Model n: everything along axis 0.
@@ -188,8 +187,7 @@ pub async fn vectors_of_several_dimensions_live_side_by_side(store: Arc<dyn Memo
             CreateEntities::new(vec![entity("A", "thing", &["a1", "a2"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let ordinal_axis = |task: &EmbeddingTask, dims| axis(task.context.ordinal.0 as usize, dims);
     assert_eq!(
         save_vectors(&store, "three", |t| Some(ordinal_axis(t, 3))).await,
@@ -268,8 +266,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let by_ordinal = |task: &EmbeddingTask| Some(axis(task.context.ordinal.0 as usize - 1, 2));
     save_vectors(&store, "m", by_ordinal).await;
     let general = perspective(&store, ws, "general").await.id;
@@ -302,8 +299,7 @@ pub async fn node_vectors_are_the_mean_of_their_observation_vectors(store: Arc<d
             DeleteObservations::new(&[deletions("B", &[1]), deletions("A", &[1])]),
         )
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert_eq!(
         vectors(store.clone()).await,
         [("B".to_owned(), "kind_b".to_owned(), vec![0.5, 0.5])]
@@ -354,8 +350,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await;
     let general = perspective(&store, ws, "general").await.id;
     let found = async || {
@@ -382,8 +377,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     memory
         .call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert_eq!(found().await, [("A".into(), 1), ("B".into(), 1)]);
     memory
         .call(ws, DeleteEntities::new(&strings(&["B"])))
@@ -438,8 +432,7 @@ pub async fn deleted_things_take_their_vectors_with_them(store: Arc<dyn MemorySt
     memory
         .call(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let general = perspective(&store, ws, "general").await.id;
     assert!(
         store
@@ -465,8 +458,7 @@ pub async fn a_changed_template_drops_its_perspectives_vectors(store: Arc<dyn Me
             CreateEntities::new(vec![entity("A", "thing", &["a1", "a2"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     assert_eq!(
         save_vectors(&store, "m", |_| Some(vec![1.0, 0.0])).await,
         10
@@ -520,8 +512,7 @@ pub async fn the_change_marker_moves_on_writes_only(store: Arc<dyn MemoryStore>)
     memory
         .call(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let created = store.change_marker().await.unwrap();
     assert_ne!(created, start);
     memory

@@ -116,8 +116,7 @@ pub async fn consolidation_benchmark(store: Arc<dyn MemoryStore>, nodes: usize) 
             .collect();
         memory
             .call(workspace, CreateEntities::new(entities))
-            .await?
-            .entities;
+            .await?;
     }
     let relations: Vec<RelationSpec> = (TOPICS..nodes)
         .filter(|i| i % 2 == 0 && i % 50 != 7)

@@ -99,8 +99,7 @@ pub async fn workspaces_are_isolated(store: Arc<dyn MemoryStore>) {
             )]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     create_nodes(&memory, one, &["Bob"]).await;
     create_relations(&memory, one, &[("Alice", "knows", "Bob")]).await;
 

@@ -62,8 +62,7 @@ async fn people(f: &Fixture) {
     f.memory
         .call(f.workspace, CreateEntities::new(entities))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,8 +262,7 @@ async fn after_a_bulk_load_searches_walk_the_hnsw_index() {
         memory
             .call(ws, CreateEntities::new(entities))
             .await
-            .unwrap()
-            .entities;
+            .unwrap();
     }
     // 6,000 vectors saved in batches, as an indexer does: spread pseudo-random directions.
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;

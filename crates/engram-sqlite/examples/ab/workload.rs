@@ -40,7 +40,7 @@ async fn reads_ab(memory: Memory) {
         memory
             .call(ws, CreateEntities::new(entities))
             .await
-            .unwrap().entities;
+            .unwrap();
     }
     let names = vec!["component-7".to_owned()];
     let open = median(401, || memory.call(ws, OpenNodes::new(&names))).await;

@@ -28,8 +28,7 @@ async fn three_nodes(memory: &Memory, ws: WorkspaceId) {
             ]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     for (node, alias) in [("A", "a"), ("B", "b")] {
         memory
             .call(ws, SetAliases::new(node, &strings(&[alias])))

@@ -160,8 +160,7 @@ async fn deletions_leave_no_vector_behind() {
                 ]),
             )
             .await
-            .unwrap()
-            .entities;
+            .unwrap();
     }
     assert_eq!(index(&store, "three", 3).await, 50);
     assert_eq!(index(&store, "four", 4).await, 50);
@@ -180,8 +179,7 @@ async fn deletions_leave_no_vector_behind() {
     memory
         .call(ws, DeleteObservations::new(&[deletions("A", &[2])]))
         .await
-        .unwrap()
-        .results;
+        .unwrap();
     assert_consistent(&db, "observation deleted");
     memory
         .call(ws, DeleteEntities::new(&strings(&["B"])))
@@ -239,8 +237,7 @@ async fn reads_go_on_while_another_connection_writes() {
     memory
         .call(ws, CreateEntities::new(vec![entity("A", "thing", &["a1"])]))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     // Another process holds the write lock with an uncommitted change: readers see the last
     // committed state and do not wait (write-ahead logging).
     writer
@@ -269,8 +266,7 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
             CreateEntities::new(vec![entity("Ada", "person", &["first"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 
     // Another process takes the database's write lock and keeps it.
     let other = Connection::open(store.path()).unwrap();
@@ -294,8 +290,7 @@ async fn a_call_held_up_past_its_time_limit_fails_and_changes_nothing() {
             CreateEntities::new(vec![entity("Grace", "person", &["second"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 }
 
 #[tokio::test]
@@ -343,8 +338,7 @@ async fn a_large_call_of_escaped_texts_is_stored_whole() {
             CreateEntities::new(vec![entity("A", "thing", &contents[..150])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     let added = memory
         .call(
             ws,

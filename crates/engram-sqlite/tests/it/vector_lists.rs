@@ -23,8 +23,7 @@ async fn nodes(memory: &Memory, workspace: WorkspaceId, range: std::ops::Range<u
     memory
         .call(workspace, CreateEntities::new(nodes))
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
 }
 
 /// The names `query` finds in embedding mode, best first.
@@ -116,8 +115,7 @@ async fn a_large_perspective_is_searched_through_its_inverted_file() {
             CreateEntities::new(vec![entity("late", "item", &["zebra quartz violin"])]),
         )
         .await
-        .unwrap()
-        .entities;
+        .unwrap();
     indexer.run_until_idle().await.unwrap();
     assert_eq!(
         found(&memory, workspace, "zebra quartz violin").await[0],
