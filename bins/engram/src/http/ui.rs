@@ -215,7 +215,7 @@ async fn overview_of(
         "relations": stats.relation_count,
         "embedding_coverage": stats.embedding_coverage,
         "embedding_model": stats.embedding_model,
-        "recent": recent,
+        "recent": recent.nodes,
         "largest": scan.largest(),
         "connected": connected,
         "connected_relations": connected_relations,
