@@ -46,7 +46,12 @@ mod vectors;
 mod workspaces;
 
 pub use checked::Checked;
-pub use consolidation::*;
+pub use consolidation::{
+    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, FactPair, GetConsolidationReport,
+    GetPendingConsolidation, GroupBrief, MAX_CLUSTER_NAMES, MergeCandidate,
+    PendingConsolidationResult, RelationCandidate, SAME_THING, SPLIT_MIN_FACTS, SplitCandidate,
+    StaleSummary, TextSource,
+};
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
@@ -78,18 +83,36 @@ pub use relations::{
     RenamedRelation,
 };
 pub use retry::Failure;
-pub use search::requests::{FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations};
+pub use search::requests::{
+    FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations, SimilarNodesResult,
+};
 pub use search::results::*;
-pub use search::tools::SimilarNodesResult;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, MAX_PARTS, ProposeSplit, SplitEntity, SplitGroup, SplitMove,
     SplitPart, SplitProposal, SplitResult,
 };
 pub use store::*;
-pub use tool::{Effect, Tool, ToolContext, ToolVisitor, each_tool};
+pub use tool::{Effect, Tool, ToolContext, ToolVisitor};
 pub use validity::{
     EndObservations, EndObservationsResult, EndRelations, EndedObservations, EndedRelations,
     ObservationEndings, ReadTime, ended_before_it_began,
 };
 pub use vectors::*;
 pub use workspaces::{DeleteWorkspace, RenameWorkspace};
+
+/// Hands every tool engram has to `visitor`, area by area; each area module lists its own
+/// (its `tools()`), so a protocol layer publishes them all without naming any.
+pub fn each_tool(visitor: &mut impl ToolVisitor) {
+    nodes::tools(visitor);
+    observations::tools(visitor);
+    validity::tools(visitor);
+    relations::tools(visitor);
+    graph::tools(visitor);
+    history::tools(visitor);
+    merge::tools(visitor);
+    split::tools(visitor);
+    memory_transfer::tools(visitor);
+    memory_stats::tools(visitor);
+    search::requests::tools(visitor);
+    consolidation::tools(visitor);
+}

@@ -1,8 +1,8 @@
 //! The catalog's tools as data: each tool is its request type, which implements [`Tool`] in
 //! its area module (`nodes.rs`, `observations.rs`, …): its name, the description a model
 //! reads, whether it changes the memory, what it answers, and how it runs over the store.
-//! [`Memory::call`](crate::Memory::call) runs one; [`each_tool`] names every one, so a
-//! protocol layer publishes them all without a line of its own per tool.
+//! [`Memory::call`](crate::Memory::call) runs one; [`crate::each_tool`] names every one, so
+//! a protocol layer publishes them all without a line of its own per tool.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -70,26 +70,10 @@ pub struct ToolContext<'a> {
     pub(crate) counted_coverage: &'a CountedCoverages,
 }
 
-/// Receives every tool's type from [`each_tool`].
+/// Receives every tool's type from [`crate::each_tool`].
 pub trait ToolVisitor {
     /// Called once per tool.
     fn visit<T: Tool>(&mut self);
-}
-
-/// Hands every tool engram has to `visitor`, area by area. Each area module lists its own.
-pub fn each_tool(visitor: &mut impl ToolVisitor) {
-    crate::nodes::tools(visitor);
-    crate::observations::tools(visitor);
-    crate::validity::tools(visitor);
-    crate::relations::tools(visitor);
-    crate::graph::tools(visitor);
-    crate::history::tools(visitor);
-    crate::merge::tools(visitor);
-    crate::split::tools(visitor);
-    crate::memory_transfer::tools(visitor);
-    crate::memory_stats::tools(visitor);
-    crate::search::tools::tools(visitor);
-    crate::consolidation::tools(visitor);
 }
 
 /// The JSON Schema a tool's input and output publish, with feature `schema`; nothing without.
@@ -121,7 +105,7 @@ mod tests {
     #[test]
     fn every_tool_is_listed_once_with_a_wire_name_and_a_description() {
         let mut listed = Listed::default();
-        each_tool(&mut listed);
+        crate::each_tool(&mut listed);
         let mut names: Vec<&str> = listed.0.iter().map(|(name, ..)| *name).collect();
         names.sort_unstable();
         let count = names.len();

@@ -1,5 +1,6 @@
-//! Search: what the search tools do (`tools.rs`: `search_nodes`, `search_observations`,
-//! `query_observations`, `find_similar_nodes` on [`crate::Memory`]), what a store sees of one
+//! Search: the search tools (`requests.rs`: `search_nodes`, `search_observations`,
+//! `query_observations`, `find_similar_nodes`) and the `Searcher` they run on (`tools.rs`),
+//! what a store sees of one
 //! search ([`candidates`]), how candidates are ranked ([`ranking`]) and scored so that a score
 //! means the same across queries ([`calibration`]), the cues a question carries ([`dates`],
 //! [`words`]), late interaction over token signs ([`late_interaction`]), nearest neighbours

@@ -1,37 +1,20 @@
-//! The search tools: `search_nodes`, `search_observations`, `query_observations`,
-//! `find_similar_nodes`, run by a [`Searcher`], which [`crate::Memory`] delegates them to.
+//! The [`Searcher`] the search tools (`requests.rs`) run on: the store, the embedder, the query
+//! vectors' cache and the indexer; one search's retrieval, and the vectors of similar nodes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::limits;
 use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
 use crate::search::QueryEmbedding;
 use crate::search::calibration;
-use crate::search::requests::*;
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
 use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
-use crate::store::{GetNodeVectors, MemoryStore};
-use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
+use crate::store::MemoryStore;
 use crate::vectors::*;
-
-/// Checks a search's `min_score`: a number from 0 to 1.
-fn check_min_score(min_score: Option<f64>) -> Result<()> {
-    match min_score {
-        Some(score) if !(0.0..=1.0).contains(&score) => Err(Error::invalid(
-            "min_score",
-            format!("must be from 0 to 1 (a calibrated score), got {score}"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Queries: bytes, inclusive.
-const QUERY_BYTES: std::ops::RangeInclusive<usize> = 1..=4_096;
 
 /// Neighbours considered per node when pairing similar nodes (and clustering them).
 pub(crate) const NODE_NEIGHBOURS: usize = 10;
@@ -90,30 +73,27 @@ pub(crate) fn unrelated_pairs(
         .collect()
 }
 
-/// Entity types a search may be narrowed to.
-const MAX_ENTITY_TYPES: usize = 100;
-
 /// Where a search looks: the whole workspace, one node, or nodes of some types.
 #[derive(Default)]
-struct Scope<'a> {
-    within: Option<&'a str>,
-    entity_types: &'a [String],
+pub(crate) struct Scope<'a> {
+    pub(crate) within: Option<&'a str>,
+    pub(crate) entity_types: &'a [String],
     /// The time whose facts are searched; `None`: now.
-    as_of: Option<crate::Timestamp>,
+    pub(crate) as_of: Option<crate::Timestamp>,
 }
 
 /// Ranked observations, the mode that ranked them, and why it differs from the one asked for.
-struct Retrieval {
-    ranked: Vec<Ranked>,
-    mode: SearchMode,
-    notice: Option<String>,
+pub(crate) struct Retrieval {
+    pub(crate) ranked: Vec<Ranked>,
+    pub(crate) mode: SearchMode,
+    pub(crate) notice: Option<String>,
 }
 
 /// What a search needs: the store, the embedder, and the query vectors' cache with the time a
 /// search waits for the embedder. Cheap to clone (clones share the cache).
 #[derive(Clone)]
 pub(crate) struct Searcher {
-    store: Arc<dyn MemoryStore>,
+    pub(crate) store: Arc<dyn MemoryStore>,
     embedder: Option<Arc<dyn Embedder>>,
     query_embedding: Arc<QueryEmbedding>,
     /// The indexer, for the texts its embedder rejected (found by full text only).
@@ -170,53 +150,6 @@ impl Searcher {
         self.query_embedding.remember(workspace, None);
     }
 
-    /// `query_observations` of the node `request` names, as it is named.
-    async fn query_node_observations(
-        &self,
-        workspace: WorkspaceId,
-        request: &QueryObservations,
-    ) -> Result<ObservationResults> {
-        let QueryObservations {
-            entity_name,
-            query,
-            mode,
-            min_score,
-            as_of,
-        } = request;
-        let (entity_name, query, mode, min_score) =
-            (entity_name.as_str(), query.as_str(), *mode, *min_score);
-        limits::name("entity_name", entity_name)?;
-        check_query(query)?;
-        check_min_score(min_score)?;
-        // Unknown nodes are an error, not an empty answer.
-        let names = [entity_name.to_owned()];
-        let time = as_of.map_or(crate::ReadTime::Now, crate::ReadTime::At);
-        let opened = crate::nodes::open_checked(&*self.store, workspace, &names, time).await?;
-        let Some(node) = opened.entities.first() else {
-            return Err(Error::node_not_found(entity_name));
-        };
-        let scope = Scope {
-            within: Some(entity_name),
-            entity_types: &[],
-            as_of: *as_of,
-        };
-        let depth = node.observations.len().max(1);
-        let found = (self.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
-        let observations = (found.ranked.into_iter())
-            .map(|hit| ScoredObservation {
-                ordinal: hit.row.ordinal,
-                content: hit.row.content,
-                score: hit.score,
-                signals: unsaid(hit.signals, found.mode, None),
-            })
-            .collect();
-        Ok(ObservationResults {
-            observations,
-            mode: found.mode,
-            notice: found.notice,
-        })
-    }
-
     /// One search: the query's vectors (unless text mode), the store's candidates in one call,
     /// ranked. The query is rendered for the perspectives the workspace's last search saw
     /// (read from the store only for its first search in this process); the store call reads
@@ -224,7 +157,7 @@ impl Searcher {
     /// the new ones. Falls back to full text, with a notice, when the embedder is unavailable
     /// or no stored vector of its model matched; in embedding mode that takes a second store
     /// call.
-    async fn retrieve(
+    pub(crate) async fn retrieve(
         &self,
         workspace: WorkspaceId,
         query: &str,
@@ -362,7 +295,7 @@ impl Searcher {
             })
     }
 
-    fn required_embedder(&self) -> Result<&Arc<dyn Embedder>> {
+    pub(crate) fn required_embedder(&self) -> Result<&Arc<dyn Embedder>> {
         self.embedder
             .as_ref()
             .ok_or_else(|| Error::Unavailable("no embedding model is configured".into()))
@@ -468,20 +401,6 @@ impl Searcher {
     }
 }
 
-fn check_query(query: &str) -> Result<()> {
-    limits::no_nul("query", query)?;
-    if query.trim().is_empty() {
-        return Err(Error::invalid("query", "must not be empty"));
-    }
-    if !QUERY_BYTES.contains(&query.len()) {
-        return Err(Error::invalid(
-            "query",
-            format!("at most {} bytes, got {}", QUERY_BYTES.end(), query.len()),
-        ));
-    }
-    Ok(())
-}
-
 /// The notice for answering from text because embedding failed; store errors propagate.
 fn fallback_notice(error: &Error) -> Result<String> {
     match error {
@@ -490,211 +409,4 @@ fn fallback_notice(error: &Error) -> Result<String> {
         )),
         other => Err(other.clone()),
     }
-}
-
-/// A hit's signals less what the result says already: `text` in text mode, and in embedding
-/// mode the matched perspective's `embedding:<perspective>` (when the result names it).
-fn unsaid(mut signals: Vec<String>, mode: SearchMode, perspective: Option<&str>) -> Vec<String> {
-    signals.retain(|signal| match mode {
-        SearchMode::Hybrid => true,
-        SearchMode::Text => signal != "text",
-        SearchMode::Embedding => {
-            perspective.is_none() || signal.strip_prefix("embedding:") != perspective
-        }
-    });
-    signals
-}
-
-impl Tool for SearchNodes {
-    const NAME: &'static str = "search_nodes";
-    const DESCRIPTION: &'static str = "Find nodes by meaning and keywords, each once with its best observation, best first.\n\
-`score` (0–1): how likely it is relevant, from it and the query alone (0.5 as likely\n\
-as not; default min_score 0.8); if none passes, `notice` names the best and its\n\
-score.";
-    const EFFECT: Effect = Effect::Reads;
-    type Output = SearchResults;
-
-    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (search, request) = (context.search, &self);
-        let SearchNodes {
-            query,
-            limit,
-            mode,
-            min_score,
-            as_of,
-        } = request;
-        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
-        check_query(query)?;
-        limits::within("limit", limit, limits::LIMIT)?;
-        check_min_score(min_score)?;
-        let limit = limit as usize;
-        // Several observations of one node may rank high: gather twice the nodes asked for.
-        let depth = search::EMBEDDING_DEPTH.max(limit * 2);
-        let scope = Scope {
-            as_of: *as_of,
-            ..Scope::default()
-        };
-        let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
-        let mut seen = HashSet::new();
-        let results = (found.ranked.into_iter())
-            .filter(|hit| seen.insert(hit.row.name.clone()))
-            .take(limit)
-            .map(|hit| SearchHit {
-                signals: unsaid(hit.signals, found.mode, hit.perspective.as_deref()),
-                name: hit.row.name,
-                entity_type: hit.row.entity_type,
-                summary: hit.row.summary,
-                matched_observation: hit.row.content,
-                matched_perspective: hit.perspective,
-                score: hit.score,
-            })
-            .collect();
-        Ok(SearchResults {
-            results,
-            mode: found.mode,
-            notice: found.notice,
-        })
-    }
-
-    fn found_nodes(output: &SearchResults) -> Vec<&str> {
-        output.results.iter().map(|hit| hit.name.as_str()).collect()
-    }
-}
-
-impl Tool for SearchObservations {
-    const NAME: &'static str = "search_observations";
-    const DESCRIPTION: &'static str =
-        "Find single facts across the workspace, best first, each with its node.";
-    const EFFECT: Effect = Effect::Reads;
-    type Output = FoundObservations;
-
-    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (search, request) = (context.search, &self);
-        let SearchObservations {
-            query,
-            limit,
-            mode,
-            entity_types,
-            min_score,
-        } = request;
-        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
-        check_query(query)?;
-        limits::within("limit", limit, limits::LIMIT)?;
-        check_min_score(min_score)?;
-        if entity_types.len() > MAX_ENTITY_TYPES {
-            return Err(Error::invalid(
-                "entity_types",
-                format!(
-                    "at most {MAX_ENTITY_TYPES} types, got {}",
-                    entity_types.len()
-                ),
-            ));
-        }
-        for (index, entity_type) in entity_types.iter().enumerate() {
-            limits::name(&format!("entity_types[{index}]"), entity_type)?;
-        }
-        let limit = limit as usize;
-        let scope = Scope {
-            within: None,
-            entity_types,
-            as_of: None,
-        };
-        let depth = search::EMBEDDING_DEPTH.max(limit);
-        let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
-        let observations = (found.ranked.into_iter().take(limit))
-            .map(|hit| FoundObservation {
-                name: hit.row.name,
-                entity_type: hit.row.entity_type,
-                ordinal: hit.row.ordinal,
-                content: hit.row.content,
-                score: hit.score,
-                signals: unsaid(hit.signals, found.mode, None),
-            })
-            .collect();
-        Ok(FoundObservations {
-            observations,
-            mode: found.mode,
-            notice: found.notice,
-        })
-    }
-}
-
-impl Tool for QueryObservations {
-    const NAME: &'static str = "query_observations";
-    const DESCRIPTION: &'static str =
-        "Search within one node's observations, best match first (modes as in search_nodes).";
-    const EFFECT: Effect = Effect::Reads;
-    type Output = ObservationResults;
-
-    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (search, request) = (context.search, &self);
-        let mut result = search.query_node_observations(workspace, request).await;
-        if let Err(Error::NotFound {
-            kind: "node", name, ..
-        }) = &result
-            && let Ok(found) =
-                crate::merge::resolve(&*search.store, workspace, std::slice::from_ref(name)).await
-            && let Some(node) = found.get(name)
-        {
-            let mut by_name = request.clone();
-            by_name.entity_name.clone_from(node);
-            result = search.query_node_observations(workspace, &by_name).await;
-        }
-        crate::suggestions::explain(&*search.store, workspace, result).await
-    }
-}
-
-impl Tool for FindSimilarNodes {
-    const NAME: &'static str = "find_similar_nodes";
-    const DESCRIPTION: &'static str =
-        "Similar nodes that no relation links: candidates to relate or merge.";
-    const EFFECT: Effect = Effect::Reads;
-    type Output = SimilarNodesResult;
-
-    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let FindSimilarNodes { limit, min_score } = self;
-        let search = context.search;
-        limits::within("limit", limit, limits::LIMIT)?;
-        if !(-1.0..=1.0).contains(&min_score) {
-            return Err(Error::invalid(
-                "min_score",
-                format!("must be between -1 and 1, got {min_score}"),
-            ));
-        }
-        let model = search.required_embedder()?.model_id();
-        let perspective = search.node_perspective(workspace).await?;
-        let (vectors, related) = futures::try_join!(
-            (search.store).node_vectors(GetNodeVectors {
-                workspace,
-                model,
-                perspective: perspective.id
-            }),
-            search.store.related_pairs(workspace),
-        )?;
-        let (vectors, neighbours) = neighbours_of(vectors, min_score as f32).await?;
-        let pairs = unrelated_pairs(
-            &vectors,
-            &neighbours,
-            &related,
-            min_score as f32,
-            limit as usize,
-        );
-        Ok(SimilarNodesResult { pairs })
-    }
-}
-
-/// `find_similar_nodes`' result.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct SimilarNodesResult {
-    /// Unrelated pairs of similar nodes, most similar first.
-    pub pairs: Vec<SimilarPair>,
-}
-
-/// The search tools.
-pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
-    visitor.visit::<SearchNodes>();
-    visitor.visit::<SearchObservations>();
-    visitor.visit::<QueryObservations>();
-    visitor.visit::<FindSimilarNodes>();
 }
