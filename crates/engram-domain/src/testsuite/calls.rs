@@ -189,6 +189,34 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     note("open_nodes by an alias", transactions::take());
     memory.call(ws, ProposeSplit::new("Alice")).await.unwrap();
     note("propose_split", transactions::take());
+    // What the split and the merge work on, not pinned.
+    let chess = additions("Alice", &["Alice plays chess"]);
+    memory
+        .call(ws, AddObservations::new(&[chess]))
+        .await
+        .unwrap();
+    let alicia = entity("Alicia", "person", &["Alicia sings"]);
+    memory
+        .call(ws, CreateEntities::new(vec![alicia]))
+        .await
+        .unwrap();
+    transactions::take();
+    let games = SplitPart {
+        name: "Alice's games".into(),
+        entity_type: None,
+        ordinals: vec![Ordinal(3)],
+        summary: None,
+    };
+    memory
+        .call(ws, SplitEntity::new("Alice", vec![games]))
+        .await
+        .unwrap();
+    note("split_entity", transactions::take());
+    memory
+        .call(ws, MergeEntities::new(&strings(&["Alicia"]), "Alice"))
+        .await
+        .unwrap();
+    note("merge_entities", transactions::take());
     memory
         .call(ws, DeleteObservations::new(&[deletions("Alice", &[1])]))
         .await
@@ -205,6 +233,25 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .map(|(tool, calls)| (*tool, calls.to_vec()))
         .collect();
     assert_eq!(seen, expected);
+    // Every tool engram publishes is pinned here.
+    let mut tools = ToolNames::default();
+    each_tool(&mut tools);
+    for tool in tools.0 {
+        assert!(
+            seen.iter().any(|(pinned, _)| *pinned == tool),
+            "{tool} makes store calls nobody pinned: call it above and add its line"
+        );
+    }
+}
+
+/// The names [`each_tool`] lists.
+#[derive(Default)]
+struct ToolNames(Vec<&'static str>);
+
+impl ToolVisitor for ToolNames {
+    fn visit<T: Tool>(&mut self) {
+        self.0.push(T::NAME);
+    }
 }
 
 /// The store calls of each tool in [`every_tool_makes_the_store_calls_it_is_known_to`].
@@ -283,6 +330,8 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
         &["open_nodes", "resolve_aliases", "open_nodes"],
     ),
     ("propose_split", &["perspectives", "fact_vectors"]),
+    ("split_entity", &["split_entity"]),
+    ("merge_entities", &["merge_entities"]),
     ("delete_observations", &["delete_observations"]),
     ("delete_entities", &["delete_entities"]),
 ];
