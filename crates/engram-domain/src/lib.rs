@@ -11,6 +11,7 @@ mod checked;
 pub mod compact;
 mod consolidation;
 mod embed;
+mod embedding_coverage;
 mod error;
 mod generate;
 mod graph;

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use crate::auth::{CreateToken, TokenInfo};
 use crate::embed::Embedder;
+use crate::embedding_coverage::CountedCoverages;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
-use crate::memory_stats::CountedCoverages;
 use crate::memory_transfer::ImportBatch;
 use crate::model::*;
 use crate::search::QUERY_EMBEDDING_BUDGET;
-
 use crate::search::tools::Searcher;
 use crate::store::*;
 use crate::tool::{Tool, ToolContext};

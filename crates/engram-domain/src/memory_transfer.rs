@@ -1,5 +1,6 @@
-//! [`Memory`]'s whole-graph operations: `read_graph` (paged) and the batches behind
-//! `engram export` and `engram import`.
+//! The whole graph: the `read_graph` tool (paged), and the batches behind `engram export` and
+//! `engram import` ([`Memory::graph_page`](crate::Memory::graph_page),
+//! [`Memory::import`](crate::Memory::import)).
 
 use serde::Deserialize;
 
@@ -93,6 +94,10 @@ impl ReadGraph {
     }
 }
 
+/// The page of nodes after `cursor` (a previous page's `next_cursor`), at most `limit`, of
+/// `entity_type` when given, at `detail`, with the relations leaving them.
+///
+/// Errors: [`Error::InvalidArgument`] for a bad `limit`, `entity_type` or `cursor`.
 impl Tool for ReadGraph {
     const NAME: &'static str = "read_graph";
     const DESCRIPTION: &'static str =

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::embedding_coverage::CountedCoverages;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::memory_secrets::SecretPolicy;
-use crate::memory_stats::CountedCoverages;
 use crate::model::WorkspaceId;
 use crate::search::tools::Searcher;
 use crate::store::MemoryStore;

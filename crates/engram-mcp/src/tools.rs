@@ -88,9 +88,13 @@ async fn call<T: Tool>(
             .collect(),
         _ => Vec::new(),
     };
-    let structured = serde_json::to_value(output).map_err(|error| {
-        rmcp::ErrorData::internal_error(format!("serialising the result: {error}"), None)
-    })?;
+    let structured = match serde_json::to_value(output) {
+        Ok(structured) => structured,
+        Err(error) => {
+            let error = engram_domain::Error::Internal(format!("serialising the result: {error}"));
+            return ToolError(error).into_call_tool_result();
+        }
+    };
     let mut result = CallToolResult::structured(structured);
     result.content.extend(links);
     Ok(result.into())

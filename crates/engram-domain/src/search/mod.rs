@@ -1,7 +1,6 @@
 //! Search: the search tools (`requests.rs`: `search_nodes`, `search_observations`,
 //! `query_observations`, `find_similar_nodes`) and the `Searcher` they run on (`tools.rs`),
-//! what a store sees of one
-//! search ([`candidates`]), how candidates are ranked ([`ranking`]) and scored so that a score
+//! what a store sees of one search ([`candidates`]), how candidates are ranked ([`ranking`]) and scored so that a score
 //! means the same across queries ([`calibration`]), the cues a question carries ([`dates`],
 //! [`words`]), late interaction over token signs ([`late_interaction`]), nearest neighbours
 //! in memory ([`similarity`]) and what the tools answer ([`results`]).

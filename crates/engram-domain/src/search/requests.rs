@@ -1,6 +1,6 @@
 //! The search tools: each tool's request is its MCP input (the field docs are the published
 //! input schema's descriptions), built in code with `new` and the setters, and its `Tool`
-//! impl checks it and runs it through the [`Searcher`] (`tools.rs`).
+//! impl checks it and runs it through the `Searcher` (`tools.rs`).
 
 use std::collections::HashSet;
 
@@ -331,6 +331,11 @@ async fn node_observations(
     })
 }
 
+/// The `limit` nodes best matching `query`, each once with its best-matching observation.
+/// `mode`: hybrid (the default) fuses embedding similarity across every enabled perspective
+/// with full-text rank ([`crate::search`]); embedding and text use one signal. When the model is
+/// unavailable or no current vector matches, hybrid and embedding answer from full text and
+/// say so in `notice`.
 impl Tool for SearchNodes {
     const NAME: &'static str = "search_nodes";
     const DESCRIPTION: &'static str = "Find nodes by meaning and keywords, each once with its best observation, best first.\n\
@@ -387,6 +392,9 @@ score.";
     }
 }
 
+/// The `limit` observations of the whole workspace best matching `query`, each with its node,
+/// so a node with many observations shows every one that matches; `entity_types` narrows the
+/// search to nodes of those types. Modes and fallback as in `search_nodes`.
 impl Tool for SearchObservations {
     const NAME: &'static str = "search_observations";
     const DESCRIPTION: &'static str =
@@ -445,6 +453,10 @@ impl Tool for SearchObservations {
     }
 }
 
+/// The observations of one node best matching `query`, best first; a node asked by an alias
+/// is asked again by its name. Modes and fallback as in `search_nodes`.
+///
+/// Errors: [`Error::NotFound`] for an unknown node (with "did you mean").
 impl Tool for QueryObservations {
     const NAME: &'static str = "query_observations";
     const DESCRIPTION: &'static str =
@@ -470,6 +482,10 @@ impl Tool for QueryObservations {
     }
 }
 
+/// Unrelated pairs whose aggregate vectors (in the `general` perspective, or the first enabled
+/// one) have cosine similarity ≥ `min_score` (−1.0–1.0), best first, at most `limit`.
+///
+/// Errors: [`Error::Unavailable`] without an embedder.
 impl Tool for FindSimilarNodes {
     const NAME: &'static str = "find_similar_nodes";
     const DESCRIPTION: &'static str =

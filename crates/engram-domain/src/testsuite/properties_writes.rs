@@ -536,6 +536,7 @@ async fn rename_relation_type(h: &mut Harness) {
     let call = m.call(h.ws, RenameRelationType::new(&relation, &new_type));
     if let Some(renamed) = h.run("rename_relation_type", &input, &blame, call).await {
         assert_eq!(renamed.new_type, new_type);
+        assert_eq!(renamed.old_type, relation.relation_type);
         let after = h.snapshot().await.relations();
         let renamed =
             RelationSpec::new(&renamed.from_entity, &renamed.to_entity, &renamed.new_type);
