@@ -237,10 +237,7 @@ impl Searcher {
                 first.ordinal,
                 first.reason
             );
-            notice = Some(match notice {
-                Some(notice) => format!("{notice}; {refused}"),
-                None => refused,
-            });
+            notice = joined(notice, refused);
         }
         let cues = QueryCues::of(query);
         let mut ranked = search::rank(&request, candidates, effective, &cues);
@@ -260,17 +257,19 @@ impl Searcher {
                 effective,
             );
             if let Some((name, score)) = best_scored {
-                let nothing = format!(
-                    "nothing in memory matched: {found} candidate(s) scored below min_score \
-                     {least} (the best: {name}, {score}); a lower min_score shows them"
-                );
-                notice = Some(match notice {
-                    Some(notice) => format!("{notice}; {nothing}"),
-                    None => nothing,
-                });
+                notice = joined(notice, nothing_matched(found, least, &name, score));
             }
         } else if let Some(least) = min_score {
-            ranked.retain(|r| r.score >= least);
+            // Uncalibrated scores, in score order: when the first falls short, all do.
+            if ranked.first().is_some_and(|best| best.score < least) {
+                let found = ranked.len();
+                let best = &ranked[0];
+                let score = calibration::round(best.score);
+                notice = joined(notice, nothing_matched(found, least, &best.row.name, score));
+                ranked.clear();
+            } else {
+                ranked.retain(|r| r.score >= least);
+            }
         }
         Ok(Retrieval {
             ranked,
@@ -399,6 +398,22 @@ impl Searcher {
             .collect();
         Ok((model, vectors))
     }
+}
+
+/// `notice` with `more` after it.
+fn joined(notice: Option<String>, more: String) -> Option<String> {
+    Some(match notice {
+        Some(notice) => format!("{notice}; {more}"),
+        None => more,
+    })
+}
+
+/// The notice of a search whose `found` candidates all scored below `least`, naming the best.
+fn nothing_matched(found: usize, least: f64, name: &str, score: f64) -> String {
+    format!(
+        "nothing in memory matched: {found} candidate(s) scored below min_score {least} (the \
+         best: {name}, {score}); a lower min_score shows them"
+    )
 }
 
 /// The notice for answering from text because embedding failed; store errors propagate.

@@ -254,6 +254,21 @@ pub async fn indexed_observations_are_found_by_meaning(store: Arc<dyn MemoryStor
         .unwrap();
     assert_eq!(pet.results.len(), 1);
     assert_eq!(pet.results[0].name, "Carol");
+
+    // This embedder has no calibration: a `min_score` above every ranking score keeps none,
+    // and the notice names the best and its score, as a calibrated search's does.
+    let above_all = SearchNodes::new("who moved to Lisbon")
+        .mode(SearchMode::Embedding)
+        .min_score(Some(1.0));
+    let none = f.memory.call(f.ws, above_all).await.unwrap();
+    assert!(none.results.is_empty(), "{none:?}");
+    let notice = none.notice.unwrap_or_default();
+    assert!(
+        notice.starts_with("nothing in memory matched: ")
+            && notice.contains("below min_score 1 (the best: Alice, 0.")
+            && notice.ends_with("a lower min_score shows them"),
+        "{notice}"
+    );
 }
 
 pub async fn changed_observations_and_context_are_re_embedded(store: Arc<dyn MemoryStore>) {
