@@ -67,15 +67,11 @@ async fn call<T: Tool>(
         Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into()),
     };
     let request_context = &context.request_context;
-    let output = match server.workspace(&request_context.extensions) {
-        Ok(workspace) => server
-            .memory
-            .call(workspace, request)
-            .await
-            .map_err(ToolError),
-        Err(error) => Err(error),
+    let called = async {
+        let workspace = server.workspace(&request_context.extensions)?;
+        Ok::<_, ToolError>(server.memory.call(workspace, request).await?)
     };
-    let output = match output {
+    let output = match called.await {
         Ok(output) => output,
         Err(error) => return error.into_call_tool_result(),
     };

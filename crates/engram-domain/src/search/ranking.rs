@@ -387,6 +387,17 @@ pub fn calibrate(
         .map(|(i, r)| (i, r.features.similarity))
         .collect();
     let rescued = rescue.and_then(|rescue| rescue.pick(&nearest));
+    keep_at_least(ranked, min_score, rescued)
+}
+
+/// Leaves out of `ranked` (in score order, best first) those scoring below `min_score`,
+/// except the one at `rescued`. When that leaves nothing, returns the best one's node name and
+/// score, so that the search can say how near it came.
+pub fn keep_at_least(
+    ranked: &mut Vec<Ranked>,
+    min_score: f64,
+    rescued: Option<usize>,
+) -> Option<(String, f64)> {
     // In score order: when the first falls short and none is rescued, all are left out.
     if rescued.is_none() && ranked.first().is_some_and(|best| best.score < min_score) {
         return (ranked.drain(..).next()).map(|best| (best.row.name, best.score));

@@ -284,7 +284,7 @@ fn unsaid(mut signals: Vec<String>, mode: SearchMode, perspective: Option<&str>)
     signals
 }
 
-/// `query_observations` of the node `request` names, as it is named.
+/// `query_observations` of the node `request` (checked) names, as it is named.
 async fn node_observations(
     search: &Searcher,
     workspace: WorkspaceId,
@@ -299,9 +299,6 @@ async fn node_observations(
     } = request;
     let (entity_name, query, mode, min_score) =
         (entity_name.as_str(), query.as_str(), *mode, *min_score);
-    limits::name("entity_name", entity_name)?;
-    check_query(query)?;
-    check_min_score(min_score)?;
     // Unknown nodes are an error, not an empty answer.
     let names = [entity_name.to_owned()];
     let time = as_of.map_or(crate::ReadTime::Now, crate::ReadTime::At);
@@ -346,26 +343,25 @@ score.";
     type Output = SearchResults;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (search, request) = (context.search, &self);
         let SearchNodes {
             query,
             limit,
             mode,
             min_score,
             as_of,
-        } = request;
-        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
-        check_query(query)?;
+        } = self;
+        check_query(&query)?;
         limits::within("limit", limit, limits::LIMIT)?;
         check_min_score(min_score)?;
         let limit = limit as usize;
         // Several observations of one node may rank high: gather twice the nodes asked for.
         let depth = search::EMBEDDING_DEPTH.max(limit * 2);
         let scope = Scope {
-            as_of: *as_of,
+            as_of,
             ..Scope::default()
         };
-        let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
+        let search = context.search;
+        let found = (search.retrieve(workspace, &query, mode, scope, depth, min_score)).await?;
         let mut seen = HashSet::new();
         let results = (found.ranked.into_iter())
             .filter(|hit| seen.insert(hit.row.name.clone()))
@@ -403,16 +399,14 @@ impl Tool for SearchObservations {
     type Output = FoundObservations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (search, request) = (context.search, &self);
         let SearchObservations {
             query,
             limit,
             mode,
             entity_types,
             min_score,
-        } = request;
-        let (query, limit, mode, min_score) = (query.as_str(), *limit, *mode, *min_score);
-        check_query(query)?;
+        } = self;
+        check_query(&query)?;
         limits::within("limit", limit, limits::LIMIT)?;
         check_min_score(min_score)?;
         if entity_types.len() > MAX_ENTITY_TYPES {
@@ -430,11 +424,12 @@ impl Tool for SearchObservations {
         let limit = limit as usize;
         let scope = Scope {
             within: None,
-            entity_types,
+            entity_types: &entity_types,
             as_of: None,
         };
         let depth = search::EMBEDDING_DEPTH.max(limit);
-        let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
+        let search = context.search;
+        let found = (search.retrieve(workspace, &query, mode, scope, depth, min_score)).await?;
         let observations = (found.ranked.into_iter().take(limit))
             .map(|hit| FoundObservation {
                 name: hit.row.name,
@@ -465,6 +460,9 @@ impl Tool for QueryObservations {
     type Output = ObservationResults;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        limits::name("entity_name", &self.entity_name)?;
+        check_query(&self.query)?;
+        check_min_score(self.min_score)?;
         let (search, request) = (context.search, &self);
         let mut result = node_observations(search, workspace, request).await;
         if let Err(Error::NotFound {

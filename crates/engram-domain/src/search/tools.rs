@@ -242,34 +242,25 @@ impl Searcher {
         let cues = QueryCues::of(query);
         let mut ranked = search::rank(&request, candidates, effective, &cues);
         let model = self.embedder.as_ref().and_then(|e| e.calibration());
-        if let Some((calibration, default, rescue)) =
-            calibration::of_mode(effective, model.as_ref())
-        {
-            let found = ranked.len();
-            let least = min_score.unwrap_or(default);
-            let rescue = rescue.as_ref();
-            let best_scored = search::calibrate(
-                &mut ranked,
-                &cues.terms,
-                &calibration,
-                least,
-                rescue,
-                effective,
-            );
-            if let Some((name, score)) = best_scored {
-                notice = joined(notice, nothing_matched(found, least, &name, score));
+        let found = ranked.len();
+        // Calibrated scores, or a model's uncalibrated ranking scores when a `min_score` is
+        // given (none by default: they mean nothing across searches).
+        let (least, best_scored) = match calibration::of_mode(effective, model.as_ref()) {
+            Some((calibration, default, rescue)) => {
+                let least = min_score.unwrap_or(default);
+                let (terms, rescue) = (&cues.terms, rescue.as_ref());
+                let best =
+                    search::calibrate(&mut ranked, terms, &calibration, least, rescue, effective);
+                (least, best)
             }
-        } else if let Some(least) = min_score {
-            // Uncalibrated scores, in score order: when the first falls short, all do.
-            if ranked.first().is_some_and(|best| best.score < least) {
-                let found = ranked.len();
-                let best = &ranked[0];
-                let score = calibration::round(best.score);
-                notice = joined(notice, nothing_matched(found, least, &best.row.name, score));
-                ranked.clear();
-            } else {
-                ranked.retain(|r| r.score >= least);
-            }
+            None => match min_score {
+                Some(least) => (least, search::keep_at_least(&mut ranked, least, None)),
+                None => (0.0, None),
+            },
+        };
+        if let Some((name, score)) = best_scored {
+            let score = calibration::round(score);
+            notice = joined(notice, nothing_matched(found, least, &name, score));
         }
         Ok(Retrieval {
             ranked,
