@@ -15,9 +15,10 @@
 
 use std::sync::Arc;
 
+use engram_domain::Embedder;
 use engram_domain::{
     CreateEntities, CreateRelations, DeleteEntities, Indexer, Memory, MemoryStore, SearchMode,
-    SearchNodes, WorkspaceId,
+    SearchNodes, SearchObservations, WorkspaceId,
 };
 use engram_embed::LocalEmbedder;
 use engram_sqlite::SqliteStore;
@@ -42,6 +43,35 @@ struct SmallMemory {
 struct Question {
     question: String,
     answers: Vec<String>,
+    /// `keyword`, `phrase` or `question` (the default).
+    #[serde(default = "question_kind")]
+    kind: String,
+}
+
+fn question_kind() -> String {
+    "question".to_owned()
+}
+
+/// A memory of facts that changed (`--changed FILE`): each question's node holds an older and
+/// a newer fact about one attribute, both current.
+#[derive(Deserialize)]
+struct ChangedSet {
+    memories: Vec<ChangedMemory>,
+}
+
+#[derive(Deserialize)]
+struct ChangedMemory {
+    name: String,
+    nodes: serde_json::Value,
+    questions: Vec<ChangedQuestion>,
+}
+
+#[derive(Deserialize)]
+struct ChangedQuestion {
+    question: String,
+    node: String,
+    newer: String,
+    older: String,
 }
 
 /// What one memory's questions found.
@@ -57,6 +87,9 @@ struct Tally {
     right_scores: Vec<f64>,
     /// The best score each unrelated question got with `min_score: 0`.
     unrelated_best: Vec<f64>,
+    /// Per question kind: results shown at the default `min_score`, and how many of them
+    /// were right.
+    shown: std::collections::BTreeMap<String, (usize, usize)>,
 }
 
 impl Tally {
@@ -70,6 +103,24 @@ impl Tally {
         self.nonsense_answered += other.nonsense_answered;
         self.right_scores.extend(&other.right_scores);
         self.unrelated_best.extend(&other.unrelated_best);
+        for (kind, (shown, right)) in &other.shown {
+            let mine = self.shown.entry(kind.clone()).or_default();
+            mine.0 += shown;
+            mine.1 += right;
+        }
+    }
+
+    /// Per question kind, the share of results shown at the default that were right.
+    fn precision(&self) -> String {
+        (self.shown.iter())
+            .map(|(kind, (shown, right))| {
+                format!(
+                    "{kind} {right}/{shown} ({:.0} %)",
+                    100.0 * *right as f64 / (*shown).max(1) as f64
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn row(&self, name: &str, nodes: usize) -> String {
@@ -150,19 +201,103 @@ async fn add_nodes(
     Ok(())
 }
 
+/// The local model with its calibration changed by `ENGRAM_EXACT=intercept,weight`,
+/// `ENGRAM_SEMANTIC=scale,shift` (the meaning's logit z read as scale × z + shift) and
+/// `ENGRAM_MIN_SCORE=x`, to try other values without a rebuild.
+struct Tuned(Arc<LocalEmbedder>);
+
+#[async_trait::async_trait]
+impl Embedder for Tuned {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    async fn embed_documents(&self, texts: &[String]) -> engram_domain::Result<Vec<Vec<f32>>> {
+        self.0.embed_documents(texts).await
+    }
+    async fn embed_query(&self, text: &str) -> engram_domain::Result<Vec<f32>> {
+        self.0.embed_query(text).await
+    }
+    async fn embed_queries(&self, texts: &[String]) -> engram_domain::Result<Vec<Vec<f32>>> {
+        self.0.embed_queries(texts).await
+    }
+    async fn embed_documents_with_tokens(
+        &self,
+        texts: &[String],
+    ) -> engram_domain::Result<Vec<engram_domain::Embedding>> {
+        self.0.embed_documents_with_tokens(texts).await
+    }
+    async fn embed_queries_with_tokens(
+        &self,
+        texts: &[String],
+    ) -> engram_domain::Result<Vec<engram_domain::Embedding>> {
+        self.0.embed_queries_with_tokens(texts).await
+    }
+    async fn ready(&self) {
+        self.0.ready().await
+    }
+    fn calibration(&self) -> Option<engram_domain::search::calibration::ModelCalibration> {
+        let mut tuned = self.0.calibration()?;
+        let numbers = |name: &str| -> Option<Vec<f64>> {
+            let text = std::env::var(name).ok()?;
+            text.split(',').map(|x| x.trim().parse().ok()).collect()
+        };
+        if let Some(exact) = numbers("ENGRAM_EXACT") {
+            tuned.scores.exact =
+                (exact.len() == 2).then(|| engram_domain::search::calibration::Exact {
+                    intercept: exact[0],
+                    weight: exact[1],
+                });
+        }
+        if let Some(lacking) = numbers("ENGRAM_LACKING").and_then(|n| n.first().copied()) {
+            tuned.scores.lacking = lacking;
+        }
+        if let Some(spread) = numbers("ENGRAM_SPREAD") {
+            tuned.scores.spread =
+                (spread.len() == 2).then(|| engram_domain::search::calibration::Spread {
+                    free: spread[0],
+                    weight: spread[1],
+                });
+        }
+        // z' = scale × z + shift: a flatter or stricter reading of the meaning's model.
+        if let Some(semantic) = numbers("ENGRAM_SEMANTIC").filter(|n| n.len() == 2) {
+            let (scale, shift) = (semantic[0], semantic[1]);
+            let s = &mut tuned.scores;
+            s.intercept = scale * s.intercept + shift;
+            for weight in [
+                &mut s.similarity,
+                &mut s.late,
+                &mut s.coverage,
+                &mut s.dated,
+                &mut s.pairs,
+                &mut s.named,
+                &mut s.alien,
+                &mut s.fragmented,
+            ] {
+                *weight *= scale;
+            }
+        }
+        if let Some(least) = numbers("ENGRAM_MIN_SCORE").and_then(|n| n.first().copied()) {
+            tuned.min_score = least;
+        }
+        Some(tuned)
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let (mut paths, mut pad) = (Vec::new(), 0usize);
+    let mut changed = Vec::new();
     let mut file = "target/padding.txt".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--pad" => pad = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--padding" => file = args.next().unwrap_or(file),
+            "--changed" => changed.extend(args.next()),
             _ => paths.push(arg),
         }
     }
-    if paths.is_empty() {
+    if paths.is_empty() && changed.is_empty() {
         paths = ["small-memories.json", "small-memories-more.json"]
             .map(|name| format!("xtask/data/{name}"))
             .into_iter()
@@ -172,7 +307,7 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn MemoryStore> =
         Arc::new(SqliteStore::open(dir.path().join("small.db")).await?);
-    let embedder = Arc::new(LocalEmbedder::default());
+    let embedder = Arc::new(Tuned(Arc::new(LocalEmbedder::default())));
     let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // One workspace holds the padding, embedded once; each memory joins it, is asked its
@@ -209,7 +344,105 @@ async fn main() -> anyhow::Result<()> {
         "{}",
         all.row(&format!("all (padded with {pad})"), all_nodes)
     );
+    println!(
+        "right among the results shown at the default: {}",
+        all.precision()
+    );
+    for path in &changed {
+        let set: ChangedSet = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+        let mut tally = ChangedTally::default();
+        for changed in &set.memories {
+            let one = ask_changed(&memory, &indexer, workspace, changed).await?;
+            println!(
+                "  {}: newer above older {} of {}",
+                changed.name, one.newer_first, one.both
+            );
+            tally.add(one);
+        }
+        println!(
+            "changed facts ({path}): {} questions; both facts in the top 5: {}; newer above \
+             older: {} ({:.0} %); newer first of its node at the default: {}",
+            tally.questions,
+            tally.both,
+            tally.newer_first,
+            100.0 * tally.newer_first as f64 / tally.both.max(1) as f64,
+            tally.newer_shown_first
+        );
+    }
     Ok(())
+}
+
+/// What the questions about changed facts found.
+#[derive(Default)]
+struct ChangedTally {
+    questions: usize,
+    /// Both facts in `search_observations`' top 5 (min_score 0).
+    both: usize,
+    /// Of those, the newer above the older.
+    newer_first: usize,
+    /// Questions whose `search_nodes` hit (at the default) on the node shows the newer fact.
+    newer_shown_first: usize,
+}
+
+impl ChangedTally {
+    fn add(&mut self, other: ChangedTally) {
+        self.questions += other.questions;
+        self.both += other.both;
+        self.newer_first += other.newer_first;
+        self.newer_shown_first += other.newer_shown_first;
+    }
+}
+
+/// Adds `changed` to `workspace`, asks its questions with `search_observations` (limit 5,
+/// min_score 0) and `search_nodes` (default), and deletes its nodes again.
+async fn ask_changed(
+    memory: &Memory,
+    indexer: &Indexer,
+    workspace: WorkspaceId,
+    changed: &ChangedMemory,
+) -> anyhow::Result<ChangedTally> {
+    let nodes = changed.nodes.as_array().map_or(&[][..], Vec::as_slice);
+    add_nodes(memory, workspace, nodes).await?;
+    indexer.run_until_idle().await?;
+    let mut tally = ChangedTally::default();
+    for question in &changed.questions {
+        tally.questions += 1;
+        let request: SearchObservations = serde_json::from_value(serde_json::json!({
+            "query": question.question, "limit": 5, "min_score": 0.0 }))?;
+        let found = memory.call(workspace, request).await?.observations;
+        let at = |content: &str| {
+            (found.iter()).position(|o| o.name == question.node && o.content == content)
+        };
+        if let (Some(newer), Some(older)) = (at(&question.newer), at(&question.older)) {
+            tally.both += 1;
+            if newer < older {
+                tally.newer_first += 1;
+            } else {
+                println!(
+                    "  older first: {:?} ({} #{} {} above #{} {})",
+                    question.question,
+                    question.node,
+                    older,
+                    found[older].score,
+                    newer,
+                    found[newer].score
+                );
+            }
+        }
+        let request = SearchNodes::new(question.question.as_str())
+            .mode(SearchMode::Hybrid)
+            .limit(5);
+        let hits = memory.call(workspace, request).await?.results;
+        if (hits.iter()).any(|h| h.name == question.node && h.matched_observation == question.newer)
+        {
+            tally.newer_shown_first += 1;
+        }
+    }
+    let names: Vec<String> = (nodes.iter())
+        .filter_map(|n| n["name"].as_str().map(str::to_owned))
+        .collect();
+    delete_nodes(memory, workspace, names).await?;
+    Ok(tally)
 }
 
 /// Adds `small` to `workspace`, asks its questions, unrelated questions and `nonsense`, and
@@ -242,6 +475,11 @@ async fn ask(
                 .map(|(_, s)| *s)
         };
         let by_default = search(memory, workspace, &question.question, None).await?;
+        let shown = tally.shown.entry(question.kind.clone()).or_default();
+        shown.0 += by_default.len();
+        shown.1 += (by_default.iter())
+            .filter(|(name, _)| question.answers.contains(name))
+            .count();
         let unthresholded = search(memory, workspace, &question.question, Some(0.0)).await?;
         if let Some(score) = right(&by_default) {
             tally.found_default += 1;
@@ -286,8 +524,20 @@ async fn ask(
     let names: Vec<String> = (small.nodes.as_array().into_iter().flatten())
         .filter_map(|n| n["name"].as_str().map(str::to_owned))
         .collect();
-    let deleted: DeleteEntities =
-        serde_json::from_value(serde_json::json!({ "entity_names": names }))?;
-    memory.call(workspace, deleted).await?;
+    delete_nodes(memory, workspace, names).await?;
     Ok(tally)
+}
+
+/// Deletes the nodes `names` from `workspace`, 1,000 at a time.
+async fn delete_nodes(
+    memory: &Memory,
+    workspace: WorkspaceId,
+    names: Vec<String>,
+) -> anyhow::Result<()> {
+    for batch in names.chunks(1_000) {
+        let deleted: DeleteEntities =
+            serde_json::from_value(serde_json::json!({ "entity_names": batch }))?;
+        memory.call(workspace, deleted).await?;
+    }
+    Ok(())
 }

@@ -159,9 +159,15 @@ pub struct Observation {
     pub ordinal: Ordinal,
     /// The fact, 1–65,536 bytes.
     pub content: String,
-    /// Since when the fact holds: given in reads that ask for ended facts or for a past time
-    /// (`include_ended`, `as_of`); absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Since when the fact holds: when it was written, unless the client gave an earlier
+    /// `valid_from`; a day, `"2026-03-02"`, for a fact dated with one, else the instant to the
+    /// second, `"2026-03-02T09:14:05Z"` ([`crate::compact::instant`]). Given by `open_nodes`
+    /// and by `read_graph` with `include_ended`; absent in what a write answers.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::compact::optional_instant"
+    )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub valid_from: Option<Timestamp>,
     /// When the fact stopped (or stops) holding: it was ended, or it expires then; absent
     /// while it holds with no end.

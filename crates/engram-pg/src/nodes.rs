@@ -46,10 +46,10 @@ pub(crate) async fn relations_among(
     Ok(rows.iter().map(relation).collect())
 }
 
-/// The facts of the nodes `ids` that `time` sees, per node in ordinal order: those current
-/// now (with `valid_to` when they will expire), all of them with their periods, or those that
-/// held at a time with their periods and each text as it read then (the earliest version
-/// replaced after that time, else today's text).
+/// The facts of the nodes `ids` that `time` sees, per node in ordinal order, each with its
+/// `valid_from`: those current now (with `valid_to` when they will expire), all of them with
+/// their periods, or those that held at a time with their periods and each text as it read
+/// then (the earliest version replaced after that time, else today's text).
 pub(crate) async fn facts_of(
     client: &impl GenericClient,
     ids: &[i64],
@@ -60,8 +60,7 @@ pub(crate) async fn facts_of(
         ReadTime::Now => {
             let statement = client
                 .prepare_cached(
-                    "SELECT node_id, ordinal, content, NULL::timestamptz AS valid_from,
-                                valid_to
+                    "SELECT node_id, ordinal, content, valid_from, valid_to
                          FROM observations
                          WHERE node_id = ANY($1) AND (valid_to IS NULL OR valid_to > now())
                          ORDER BY node_id, ordinal",

@@ -257,7 +257,7 @@ async fn observation_rows(
             let statement = client
                 .prepare_cached(
                     "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content,
-                            o.created_at
+                            o.created_at, o.valid_from
                      FROM observations o
                      JOIN nodes n ON n.id = o.node_id
                      WHERE o.id = ANY($1) AND (o.valid_to IS NULL OR o.valid_to > now())",
@@ -273,7 +273,7 @@ async fn observation_rows(
                             coalesce((SELECT v.content FROM observation_versions v
                                       WHERE v.observation_id = o.id AND v.replaced_at > $2
                                       ORDER BY v.replaced_at LIMIT 1), o.content),
-                            o.created_at
+                            o.created_at, o.valid_from
                      FROM observations o
                      JOIN nodes n ON n.id = o.node_id
                      WHERE o.id = ANY($1) AND o.valid_from <= $2
@@ -295,6 +295,7 @@ async fn observation_rows(
             ordinal: Ordinal(row.get(4)),
             content: row.get(5),
             created_at: row.get(6),
+            valid_from: row.get(7),
         })
         .collect())
 }

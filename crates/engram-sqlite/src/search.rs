@@ -257,12 +257,14 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64], seen: Seen) -> Result<Vec
             ordinal: Ordinal(row.get(4)?),
             content: row.get(5)?,
             created_at: crate::timestamp(row.get(6)?),
+            valid_from: crate::timestamp(row.get(7)?),
         })
     };
     let Some(at) = seen.as_of else {
         return query(
             tx,
-            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at
+            "SELECT o.id, n.name, n.entity_type, n.summary, o.ordinal, o.content, o.created_at,
+                    o.valid_from
              FROM observations o
              JOIN nodes n ON n.id = o.node_id
              WHERE o.id IN (SELECT value FROM json_each(?1))
@@ -278,7 +280,7 @@ fn observation_rows(tx: &Transaction<'_>, ids: &[i64], seen: Seen) -> Result<Vec
                           WHERE v.observation_id = o.id AND v.replaced_at > ?2
                           ORDER BY v.replaced_at LIMIT 1),
                          o.content),
-                o.created_at
+                o.created_at, o.valid_from
          FROM observations o
          JOIN nodes n ON n.id = o.node_id
          WHERE o.id IN (SELECT value FROM json_each(?1))

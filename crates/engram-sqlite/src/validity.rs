@@ -56,21 +56,23 @@ pub(crate) fn dated_relation(row: &Row<'_>) -> rusqlite::Result<Relation> {
     })
 }
 
-/// The node's facts in ordinal order as `time` sees them: the current ones now (with
-/// `valid_to` when they expire); every one with its period for [`ReadTime::Ever`]; for
-/// [`ReadTime::At`] those that held then, each text as it read then (the version that
-/// `replace_observation` replaced first after that time, else the text now).
+/// The node's facts in ordinal order as `time` sees them, each with its `valid_from`: the
+/// current ones now (with `valid_to` when they expire); every one with its period for
+/// [`ReadTime::Ever`]; for [`ReadTime::At`] those that held then, each text as it read then
+/// (the version that `replace_observation` replaced first after that time, else the text
+/// now).
 pub(crate) fn facts(tx: &Transaction<'_>, node: i64, time: ReadTime) -> Result<Vec<Observation>> {
     let Some(at) = past(time) else {
         return query(
             tx,
-            "SELECT ordinal, content, valid_to FROM observations
+            "SELECT ordinal, content, valid_to, valid_from FROM observations
              WHERE node_id = ?1 AND (valid_to IS NULL OR valid_to > engram_now())
              ORDER BY ordinal",
             [node],
             |row| {
                 Ok(Observation {
                     valid_to: row.get::<_, Option<i64>>(2)?.map(timestamp),
+                    valid_from: Some(timestamp(row.get(3)?)),
                     ..Observation::new(Ordinal(row.get(0)?), row.get::<_, String>(1)?)
                 })
             },

@@ -13,6 +13,7 @@ mod context;
 mod contract;
 mod golden;
 mod hooks;
+mod keywords;
 mod limits;
 mod oauth;
 mod observability;
@@ -86,6 +87,8 @@ per_backend!(
     time::a_projects_months_play_out_over_streamable_http,
     recall::a_multilingual_memory_answers_and_nonsense_finds_nothing,
     recall::a_small_memory_answers_by_default_in_score_order,
+    keywords::a_word_in_one_fact_of_a_thousand_is_found_by_default,
+    keywords::a_type_word_lifts_nothing_and_the_newer_fact_comes_first,
     scenario::every_tool_over_streamable_http,
     scenario::every_tool_over_legacy_sse,
     shapes::every_result_has_the_catalogs_keys_over_streamable_http,

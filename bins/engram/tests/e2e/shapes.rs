@@ -224,7 +224,7 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
                 "matched_perspective",
                 "score",
             ],
-            &["signals"],
+            &["ordinal", "valid_from", "signals"],
         ),
     ];
     let nothing = checked
@@ -294,7 +294,7 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
             ],
             &[],
         ),
-        keys("entities[].observations[]", OBSERVATION, &[]),
+        keys("entities[].observations[]", OBSERVATION, &["valid_from"]),
         keys("relations[]", RELATION, &[]),
     ];
     let lone = checked
@@ -459,7 +459,7 @@ async fn every_result_has_the_catalogs_keys(client: Client) {
         keys(
             "observations[]",
             &["ordinal", "content", "score"],
-            &["signals"],
+            &["valid_from", "signals"],
         ),
     ];
     checked

@@ -223,12 +223,17 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     assert!(found.iter().all(|m| !m.contains("Acme")), "{found:?}");
     let mut in_march = query;
     in_march["as_of"] = json!("2026-03-01T00:00:00Z");
-    let found = matched(&ok(&client, "search_nodes", in_march).await);
+    let march = ok(&client, "search_nodes", in_march).await;
+    let found = matched(&march);
     assert_eq!(
         found[0], "Alice works at Acme as a storage engineer",
         "{found:?}"
     );
     assert!(found.iter().all(|m| !m.contains("Globex")), "{found:?}");
+    // The row names the fact that matched and since when it holds: the day it was given.
+    let first = &march["results"][0];
+    assert_eq!(&first["ordinal"], acme_fact, "{march}");
+    assert_eq!(first["valid_from"], "2026-01-01", "{march}");
 
     // Refusals name the argument and change nothing.
     let refused = tool_error(

@@ -56,6 +56,22 @@ pub struct Features {
     /// ([`fragmented`]), the same for all of a query's candidates: 1 for "qwxz vlorp", 0 for
     /// a question of words.
     pub fragmented: f64,
+    /// Exact evidence: the share (0–1) of the query's terms that its text or its node's name
+    /// holds, verbatim after stemming and in any case ([`exact`]); 0 for a query without terms.
+    pub exact: f64,
+    /// For a query of keywords (every word a term: "Kafka", "learning rate warmup", "BUG-9999"),
+    /// the share (0–1) of its terms that its text and its node's name lack (1 − [`exact`]);
+    /// 0 for a question, whose words a paraphrase rightly lacks. A keyword query's vector
+    /// is close to texts about the same kind of thing ("TensorFlow" to an Airflow DAG,
+    /// "Cassandra" to a Kubernetes cluster), so what its meaning says weighs little against
+    /// a keyword the text does not hold.
+    pub lacking: f64,
+    /// The share (0–1) of the query's terms that only its node's type holds (not its text, and
+    /// not written in the query as a name: [`type_echo`]). Every default perspective embeds a
+    /// fact as "{type} {name}: {fact}", so a type word of the question ("who leads the
+    /// project?") agrees with every fact of every node of that type, in the vector and in late
+    /// interaction, whatever the fact says; this takes that agreement back.
+    pub type_echo: f64,
 }
 
 /// The bytes per token under which a query reads as fragments: the words of a language
@@ -103,6 +119,79 @@ pub struct Calibration {
     pub alien: f64,
     /// The weight of [`Features::fragmented`].
     pub fragmented: f64,
+    /// The weight of [`Features::lacking`].
+    pub lacking: f64,
+    /// The weight of [`Features::type_echo`]: about minus the weight of late interaction, the
+    /// lift one query token in full agreement gives.
+    pub type_echo: f64,
+    /// How scores below a search's best spread out ([`Spread`]); `None` leaves each pair's
+    /// score as it is.
+    pub spread: Option<Spread>,
+    /// The probability of relevance that exact evidence gives on its own ([`Exact`]); `None`
+    /// reads the pair's meaning alone.
+    pub exact: Option<Exact>,
+}
+
+/// What a query's terms found verbatim say on their own: `1 / (1 + e^−(intercept + weight ×
+/// exact))` over [`Features::exact`]. A fact or node name that holds every term of "Kafka",
+/// "eu-west-1" or "Go 1.22" answers that query whatever its vector says (a one-word query's
+/// vector is close to little), so the score of a pair is the chance that either reading
+/// finds it relevant: `1 − (1 − meaning) × (1 − exact)` ([`Calibration::score`]). A query
+/// whose words occur nowhere keeps its meaning's score alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exact {
+    /// The intercept (the score of a pair holding none of the terms).
+    pub intercept: f64,
+    /// The weight of [`Features::exact`].
+    pub weight: f64,
+}
+
+/// Scores below the best of a search spread out: a result whose log-odds fall more than
+/// [`Spread::free`] below the best result's loses [`Spread::weight`] of each unit beyond. A
+/// memory's right answer to a question typically scores far above the rest, and the rest,
+/// which the pair's signals alone would score near 1 too (texts on the same subject), are
+/// mostly not what was asked; so a high score means right more often, and a right answer is
+/// not tied with a wrong one at the top. It reads each search's own best, which depends on the
+/// query and the facts alone, not on how many facts a memory holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The log-odds below the best that cost nothing.
+    pub free: f64,
+    /// The log-odds lost per unit below the best beyond `free`.
+    pub weight: f64,
+}
+
+impl Spread {
+    /// The log-odds a score of `logit` keeps in a search whose best is `best`.
+    pub fn apply(&self, logit: f64, best: f64) -> f64 {
+        logit - self.weight * (best - logit - self.free).max(0.0)
+    }
+}
+
+/// The log-odds of a probability, bounded to ±[`LOGIT_BOUND`] (a probability of 0 or 1 has
+/// none).
+pub fn logit(p: f64) -> f64 {
+    let p = p.clamp(1e-12, 1.0 - 1e-12);
+    (p / (1.0 - p)).ln().clamp(-LOGIT_BOUND, LOGIT_BOUND)
+}
+
+/// The log-odds [`logit`] reads at most: a probability of 0.99995 or more reads as sure.
+pub const LOGIT_BOUND: f64 = 10.0;
+
+/// The probability of log-odds `z`.
+pub fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+impl Exact {
+    /// The probability (0–1) that a pair whose text holds `exact` of the query's terms is
+    /// relevant, by that alone.
+    pub fn score(&self, exact: f64) -> f64 {
+        if exact <= 0.0 {
+            return 0.0;
+        }
+        1.0 / (1.0 + (-(self.intercept + self.weight * exact)).exp())
+    }
 }
 
 /// An embedding model's calibration for the modes that use its vectors (hybrid and embedding
@@ -161,6 +250,10 @@ pub const TEXT: Calibration = Calibration {
     named: 6.69,
     alien: -1.50,
     fragmented: 0.0,
+    lacking: 0.0,
+    type_echo: 0.0,
+    spread: None,
+    exact: None,
 };
 
 /// Text mode's default `min_score`: on LoCoMo's dev split it leaves 6 % of off-topic
@@ -168,8 +261,20 @@ pub const TEXT: Calibration = Calibration {
 pub const TEXT_MIN_SCORE: f64 = 0.3;
 
 impl Calibration {
-    /// The probability (0–1) that a candidate with `features` is relevant.
+    /// The probability (0–1) that a candidate with `features` is relevant: by its meaning
+    /// and, where the calibration has [`Exact`], by its exact evidence too (either may find
+    /// it relevant).
     pub fn score(&self, features: &Features) -> f64 {
+        let meaning = self.meaning(features);
+        match &self.exact {
+            Some(exact) => 1.0 - (1.0 - meaning) * (1.0 - exact.score(features.exact)),
+            None => meaning,
+        }
+    }
+
+    /// The probability (0–1) that a candidate with `features` is relevant by the logistic
+    /// model of its signals, exact evidence left aside.
+    pub fn meaning(&self, features: &Features) -> f64 {
         let z = self.intercept
             + self.similarity * features.similarity
             + self.late * features.late
@@ -178,7 +283,9 @@ impl Calibration {
             + self.pairs * features.pairs
             + self.named * features.named
             + self.alien * features.alien
-            + self.fragmented * features.fragmented;
+            + self.fragmented * features.fragmented
+            + self.lacking * features.lacking
+            + self.type_echo * features.type_echo;
         1.0 / (1.0 + (-z).exp())
     }
 }
@@ -206,6 +313,42 @@ pub fn coverage(terms: &[String], text: &str) -> f64 {
     let stems = crate::search::words::stems(text);
     let held = terms.iter().filter(|term| stems.contains(term)).count();
     held as f64 / terms.len() as f64
+}
+
+/// The share (0–1) of `terms` (a query's, [`crate::search::words::query_terms`]) that `text`
+/// or `name` (its node's) holds, stemmed alike ([`Features::exact`]); 0 for a query without
+/// terms. A node's type is not read: a type word such as "project" or "person" in a question
+/// says nothing about which node of that type it asks for.
+pub fn exact(terms: &[String], text: &str, name: &str) -> f64 {
+    if terms.is_empty() {
+        return 0.0;
+    }
+    let mut stems = crate::search::words::stems(text);
+    stems.extend(crate::search::words::stems(name));
+    let held = terms.iter().filter(|term| stems.contains(term)).count();
+    held as f64 / terms.len() as f64
+}
+
+/// The share (0–1) of `terms` (a query's) that only `entity_type` holds: not `text`, and not
+/// one of `names`, the names the query mentions ([`Features::type_echo`]); 0 for a query
+/// without terms.
+pub fn type_echo(terms: &[String], text: &str, entity_type: &str, names: &[String]) -> f64 {
+    if terms.is_empty() {
+        return 0.0;
+    }
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    let typed: Vec<String> = (crate::search::words::words(entity_type))
+        .filter(|word| !names.contains(word))
+        .map(|word| stemmer.stem(&word).into_owned())
+        .collect();
+    if typed.is_empty() {
+        return 0.0;
+    }
+    let stems = crate::search::words::stems(text);
+    let echoed = (terms.iter())
+        .filter(|term| typed.contains(term) && !stems.contains(term))
+        .count();
+    echoed as f64 / terms.len() as f64
 }
 
 /// Rounds a score to 3 decimals: a calibrated probability has no more precision, and a
@@ -281,6 +424,65 @@ mod tests {
         assert_eq!(rescue.pick(&[(0, 0.83), (1, 0.80), (2, 0.81)]), None);
         assert_eq!(rescue.pick(&[(0, 0.80), (1, 0.70), (2, 0.71)]), None);
         assert_eq!(rescue.pick(&[]), None);
+    }
+
+    #[test]
+    fn exact_evidence_reads_the_text_and_the_name_but_not_the_type() {
+        let terms = crate::search::words::query_terms("Kafka topics");
+        assert_eq!(
+            exact(&terms, "publishes orders to a Kafka topic", "orders"),
+            1.0
+        );
+        assert_eq!(exact(&terms, "publishes orders", "ADR-7 Kafka"), 0.5);
+        assert_eq!(exact(&terms, "publishes orders", "orders"), 0.0);
+        assert_eq!(exact(&[], "anything", "any"), 0.0);
+        let version = crate::search::words::query_terms("Go 1.22");
+        assert_eq!(exact(&version, "written in Go 1.22", "svc"), 1.0);
+        assert!(exact(&version, "has 22 open tickets", "svc") < 0.5);
+    }
+
+    #[test]
+    fn exact_evidence_and_meaning_combine_as_either_finding_it() {
+        let model = Calibration {
+            intercept: -2.0,
+            similarity: 4.0,
+            lacking: -6.0,
+            exact: Some(Exact {
+                intercept: -8.0,
+                weight: 11.0,
+            }),
+            ..Calibration::default()
+        };
+        let held = Features {
+            exact: 1.0,
+            ..Features::default()
+        };
+        let meaning = model.meaning(&held);
+        let both = model.score(&held);
+        assert!(both > 0.95 && both > meaning, "{both} {meaning}");
+        // Nothing held: the meaning alone, and a keyword it lacks lowers that.
+        let none = Features {
+            similarity: 0.5,
+            ..Features::default()
+        };
+        assert_eq!(model.score(&none), model.meaning(&none));
+        let lacking = Features {
+            lacking: 1.0,
+            ..none
+        };
+        assert!(model.score(&lacking) < model.score(&none) / 10.0);
+    }
+
+    #[test]
+    fn scores_far_below_the_best_spread_out() {
+        let spread = Spread {
+            free: 2.0,
+            weight: 1.0,
+        };
+        assert_eq!(spread.apply(5.0, 6.0), 5.0, "within the free distance");
+        assert_eq!(spread.apply(1.0, 6.0), -2.0, "3 beyond it");
+        assert!((logit(sigmoid(2.0)) - 2.0).abs() < 1e-9);
+        assert_eq!(logit(1.0), LOGIT_BOUND);
     }
 
     #[test]

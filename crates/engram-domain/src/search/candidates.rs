@@ -133,6 +133,9 @@ pub struct ObservationRow {
     pub content: String,
     /// When the observation was written.
     pub created_at: Timestamp,
+    /// Since when the fact holds: when it was written, unless the client gave an earlier
+    /// `valid_from`.
+    pub valid_from: Timestamp,
 }
 
 /// Collects a store's answers for one [`CandidateQuery`], keyed by observation id.

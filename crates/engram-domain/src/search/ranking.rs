@@ -134,6 +134,19 @@ impl QueryCues {
         words.peek().is_some() && words.all(|w| self.words.contains(&w))
     }
 
+    /// Whether the query is keywords: it has terms and every word of it is one (no stop word:
+    /// "Kafka", "Go 1.22", "learning rate warmup", not "how do we deploy?").
+    pub fn keywords(&self) -> bool {
+        !self.terms.is_empty()
+            && (self.words.iter()).all(|w| !crate::search::words::is_stop_word(w))
+    }
+
+    /// Whether every word of `text` is one of the names the query mentions
+    /// ([`crate::search::words::proper_nouns`]).
+    fn mentions(&self, text: &str) -> bool {
+        crate::search::words::words(text).all(|w| self.names.contains(&w))
+    }
+
     /// What hybrid adds for `row`.
     fn bonus(&self, row: &ObservationRow) -> Bonus {
         // The observation's own dates, read once and only when the query names any (a day
@@ -149,7 +162,11 @@ impl QueryCues {
             }
         };
         let pairs = crate::search::words::proximity(&self.terms, &row.content).min(PROXIMITY_PAIRS);
-        let named = self.names(&row.entity_type) || self.names(&row.name);
+        // A node is named by its name, or by its type when the type is a name the query
+        // mentions ("what did Caroline paint?" of a node typed `Caroline`): a common type word
+        // ("project", "service", "person") in a question asks for no node of that type.
+        let named = self.names(&row.name)
+            || (self.names(&row.entity_type) && self.mentions(&row.entity_type));
         Bonus {
             dating: if month { DATE_BONUS } else { 0.0 } + DAY_BONUS * day,
             pairs,
@@ -186,7 +203,8 @@ pub struct Ranked {
     /// matched the query's words.
     pub signals: Vec<String>,
     /// What a calibrated score is computed from ([`crate::search::calibration`]): the similarity and
-    /// late interaction; the term coverage stays 0 until [`calibrate`] needs it.
+    /// late interaction; the term coverage and exact evidence stay 0 until [`calibrate`] needs
+    /// them.
     pub features: calibration::Features,
 }
 
@@ -301,6 +319,9 @@ pub fn rank(
                 named: f64::from(u8::from(bonus.named)),
                 alien: cues.alien(&c.row),
                 fragmented,
+                exact: 0.0,
+                lacking: 0.0,
+                type_echo: 0.0,
             };
             Some(Ranked {
                 row: c.row,
@@ -361,15 +382,34 @@ fn median(values: &[f64]) -> f64 {
 /// that the search can say how near it came.
 pub fn calibrate(
     ranked: &mut Vec<Ranked>,
-    terms: &[String],
+    cues: &QueryCues,
     calibration: &calibration::Calibration,
     min_score: f64,
     rescue: Option<&calibration::Rescue>,
     mode: SearchMode,
 ) -> Option<(String, f64)> {
+    let terms = &cues.terms;
+    let keywords = cues.keywords();
     for r in ranked.iter_mut() {
         r.features.coverage = calibration::coverage(terms, &r.row.content);
+        r.features.exact = calibration::exact(terms, &r.row.content, &r.row.name);
+        r.features.lacking = if keywords {
+            1.0 - r.features.exact
+        } else {
+            0.0
+        };
+        let (content, entity_type) = (&r.row.content, &r.row.entity_type);
+        r.features.type_echo = calibration::type_echo(terms, content, entity_type, &cues.names);
         r.score = calibration.score(&r.features);
+    }
+    newer_first(ranked);
+    if let Some(spread) = &calibration.spread {
+        let best = (ranked.iter())
+            .map(|r| calibration::logit(r.score))
+            .fold(f64::MIN, f64::max);
+        for r in ranked.iter_mut() {
+            r.score = calibration::sigmoid(spread.apply(calibration::logit(r.score), best));
+        }
     }
     let shown = calibration::round;
     ranked.sort_by(|a, b| {
@@ -388,6 +428,51 @@ pub fn calibrate(
         .collect();
     let rescued = rescue.and_then(|rescue| rescue.pick(&nearest));
     keep_at_least(ranked, min_score, rescued)
+}
+
+/// How close two scores of one node's facts must be, in log-odds, for the newer fact to rank
+/// first: a near-tie, which the words and vectors of an older and a newer value of one
+/// attribute ("runs Kong 2.8", "was upgraded to Kong 3.4") nearly always are. Log-odds rather
+/// than probabilities, so that near 1, where 0.999 and 0.9999 differ tenfold in how likely
+/// wrong they are, a fact that answers is not taken for a tie with one that only mentions
+/// the node.
+pub const RECENCY_MARGIN: f64 = 1.0;
+
+/// The current fact first: of two facts of one node whose scores are within
+/// [`RECENCY_MARGIN`] log-odds, the older (by `valid_from`, then ordinal) scores just below
+/// the newer (by 0.001), so it comes after it and the scores stay in order. Recency only
+/// decides near-ties: it never lifts a fact, and an older fact that answers clearly better
+/// keeps its place.
+pub fn newer_first(ranked: &mut [Ranked]) {
+    const STEP: f64 = 0.001;
+    let mut by_node: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (index, r) in ranked.iter().enumerate() {
+        by_node.entry(r.row.name.as_str()).or_default().push(index);
+    }
+    let mut lowered: Vec<(usize, f64)> = Vec::new();
+    for mut facts in by_node.into_values().filter(|facts| facts.len() > 1) {
+        // Newest first, so that a fact is compared with newer ones already placed.
+        facts
+            .sort_by_key(|&i| std::cmp::Reverse((ranked[i].row.valid_from, ranked[i].row.ordinal)));
+        let mut placed: Vec<(f64, f64)> = Vec::with_capacity(facts.len());
+        for index in facts {
+            let score = ranked[index].score;
+            let least = (placed.iter())
+                .filter(|(newer, _)| {
+                    calibration::logit(score) - calibration::logit(*newer) < RECENCY_MARGIN
+                })
+                .map(|(_, newer_placed)| newer_placed - STEP)
+                .fold(score, f64::min)
+                .max(0.0);
+            placed.push((score, least));
+            if least < score {
+                lowered.push((index, least));
+            }
+        }
+    }
+    for (index, score) in lowered {
+        ranked[index].score = score;
+    }
 }
 
 /// Leaves out of `ranked` (in score order, best first) those scoring below `min_score`,
@@ -547,6 +632,7 @@ mod tests {
             ordinal: crate::Ordinal(1),
             content: format!("c{id}"),
             created_at: "2026-03-14T10:00:00Z".parse().unwrap(),
+            valid_from: "2026-03-14T10:00:00Z".parse().unwrap(),
         }
     }
 
@@ -611,7 +697,14 @@ mod tests {
         };
         // Ranked first by the fusion, but the second pair is the more likely.
         let mut found = ranked(&[0.5, 0.7, 0.1]);
-        let some_kept = calibrate(&mut found, &[], &model, 0.1, None, SearchMode::Hybrid);
+        let some_kept = calibrate(
+            &mut found,
+            &QueryCues::default(),
+            &model,
+            0.1,
+            None,
+            SearchMode::Hybrid,
+        );
         assert_eq!(some_kept, None);
         let names: Vec<&str> = found.iter().map(|r| r.row.name.as_str()).collect();
         assert_eq!(
@@ -623,11 +716,25 @@ mod tests {
         // The same pair among other candidates scores the same.
         // Kept nothing: the best-scored is named with its shown score, σ(−4 + 5.6) = 0.832.
         let mut none_kept = ranked(&[0.1, 0.7]);
-        let best = calibrate(&mut none_kept, &[], &model, 0.9, None, SearchMode::Hybrid);
+        let best = calibrate(
+            &mut none_kept,
+            &QueryCues::default(),
+            &model,
+            0.9,
+            None,
+            SearchMode::Hybrid,
+        );
         assert!(none_kept.is_empty());
         assert_eq!(best, Some(("n1".to_owned(), 0.832)));
         let mut alone = ranked(&[0.5]);
-        calibrate(&mut alone, &[], &model, 0.0, None, SearchMode::Hybrid);
+        calibrate(
+            &mut alone,
+            &QueryCues::default(),
+            &model,
+            0.0,
+            None,
+            SearchMode::Hybrid,
+        );
         assert_eq!(alone[0].score, found[1].score);
         // Both near-certain (σ(9.6) and σ(11.2) round to 1.0): the ranking's order in
         // hybrid, the likelier first in embedding mode (whose ranking is the cosine alone).
@@ -636,7 +743,7 @@ mod tests {
             (SearchMode::Embedding, ["n1", "n0"]),
         ] {
             let mut sure = ranked(&[1.7, 1.9]);
-            calibrate(&mut sure, &[], &model, 0.0, None, mode);
+            calibrate(&mut sure, &QueryCues::default(), &model, 0.0, None, mode);
             let names: Vec<&str> = sure.iter().map(|r| r.row.name.as_str()).collect();
             assert_eq!(names, order, "{mode:?}");
             assert_eq!((sure[0].score, sure[1].score), (1.0, 1.0));
@@ -870,6 +977,81 @@ mod tests {
                 .iter()
                 .all(|(_, named)| !named)
         );
+        // A type word the question does not write as a name names no node of that type.
+        assert!(
+            ranked("which crate keeps the pages?")
+                .iter()
+                .all(|(_, named)| !named)
+        );
+    }
+
+    /// `ranked` rows of node `name`, each `(ordinal, valid_from day, score)`.
+    fn facts(name: &str, rows: &[(u32, &str, f64)]) -> Vec<Ranked> {
+        (rows.iter())
+            .map(|&(ordinal, day, score)| {
+                let mut r = row(i64::from(ordinal));
+                r.name = name.into();
+                r.ordinal = crate::Ordinal(ordinal.into());
+                r.valid_from = format!("{day}T00:00:00Z").parse().unwrap();
+                Ranked {
+                    row: r,
+                    score,
+                    perspective: None,
+                    signals: Vec::new(),
+                    features: calibration::Features::default(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn of_one_nodes_facts_that_score_alike_the_newer_comes_first() {
+        // 1 is older than 2 and scores a little higher: a near-tie, so it goes below 2.
+        let mut ranked = facts(
+            "gateway",
+            &[(1, "2025-01-10", 0.97), (2, "2025-06-02", 0.95)],
+        );
+        newer_first(&mut ranked);
+        assert_eq!(ranked[0].score, 0.95 - 0.001);
+        assert_eq!(ranked[1].score, 0.95);
+        // Clearly better answers keep their place, and recency lifts nothing.
+        let mut clear = facts(
+            "gateway",
+            &[(1, "2025-01-10", 0.97), (2, "2025-06-02", 0.40)],
+        );
+        newer_first(&mut clear);
+        assert_eq!((clear[0].score, clear[1].score), (0.97, 0.40));
+        // Near 1, ten times as likely wrong is no tie.
+        let mut sure = facts(
+            "alice",
+            &[(1, "2025-01-10", 0.9999), (2, "2025-06-02", 0.999)],
+        );
+        newer_first(&mut sure);
+        assert_eq!((sure[0].score, sure[1].score), (0.9999, 0.999));
+        // Other nodes' facts are not compared; of three near-ties the newest is first and
+        // the oldest last.
+        let mut three = facts("a", &[(1, "2025-01-01", 0.90), (2, "2025-02-01", 0.91)]);
+        three.extend(facts("b", &[(3, "2024-01-01", 0.92)]));
+        three.extend(facts("a", &[(4, "2025-03-01", 0.89)]));
+        newer_first(&mut three);
+        let scores: Vec<f64> = three
+            .iter()
+            .map(|r| (r.score * 1e3).round() / 1e3)
+            .collect();
+        assert_eq!(scores, [0.888, 0.889, 0.92, 0.89]);
+        // The same day: the later ordinal is the newer.
+        let mut same_day = facts("n", &[(1, "2025-01-01", 0.5), (2, "2025-01-01", 0.5)]);
+        newer_first(&mut same_day);
+        assert!(same_day[0].score < same_day[1].score);
+    }
+
+    #[test]
+    fn keyword_queries_are_terms_alone() {
+        assert!(QueryCues::of("Kafka").keywords());
+        assert!(QueryCues::of("learning rate warmup").keywords());
+        assert!(QueryCues::of("Go 1.22").keywords());
+        assert!(!QueryCues::of("how do we deploy?").keywords());
+        assert!(!QueryCues::of("the").keywords(), "no terms");
     }
 
     #[test]

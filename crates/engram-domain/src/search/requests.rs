@@ -317,6 +317,7 @@ async fn node_observations(
         .map(|hit| ScoredObservation {
             ordinal: hit.row.ordinal,
             content: hit.row.content,
+            valid_from: hit.row.valid_from,
             score: hit.score,
             signals: unsaid(hit.signals, found.mode, None),
         })
@@ -336,9 +337,9 @@ async fn node_observations(
 impl Tool for SearchNodes {
     const NAME: &'static str = "search_nodes";
     const DESCRIPTION: &'static str = "Find nodes by meaning and keywords, each once with its best observation, best first.\n\
-`score` (0–1): how likely it is relevant, from it and the query alone (0.5 as likely\n\
-as not; default min_score 0.8); if none passes, `notice` names the best and its\n\
-score.";
+`score` (0–1): how likely it is relevant (default min_score 0.8); ≥ 0.95 if a fact\n\
+has every query word; of close facts the newer first. If none passes, `notice`\n\
+names the best.";
     const EFFECT: Effect = Effect::Reads;
     type Output = SearchResults;
 
@@ -372,6 +373,8 @@ score.";
                 entity_type: hit.row.entity_type,
                 summary: hit.row.summary,
                 matched_observation: hit.row.content,
+                ordinal: hit.row.ordinal,
+                valid_from: hit.row.valid_from,
                 matched_perspective: hit.perspective,
                 score: hit.score,
             })
@@ -436,6 +439,7 @@ impl Tool for SearchObservations {
                 entity_type: hit.row.entity_type,
                 ordinal: hit.row.ordinal,
                 content: hit.row.content,
+                valid_from: hit.row.valid_from,
                 score: hit.score,
                 signals: unsaid(hit.signals, found.mode, None),
             })

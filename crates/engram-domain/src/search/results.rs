@@ -34,15 +34,27 @@ pub struct SearchHit {
     pub summary: Option<String>,
     /// The observation that matched best.
     pub matched_observation: String,
+    /// That observation's ordinal within the node.
+    pub ordinal: crate::Ordinal,
+    /// Since when that observation holds ([`crate::compact::instant`]: a day, `"2026-03-02"`,
+    /// for a fact dated with one, else the instant to the second, `"2026-03-02T09:14:05Z"`):
+    /// when it was written, unless the client gave an earlier `valid_from`.
+    #[serde(
+        serialize_with = "crate::compact::instant",
+        deserialize_with = "crate::compact::read_instant"
+    )]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub valid_from: crate::Timestamp,
     /// The perspective whose vector is closest to the query's (when the observation has a
     /// vector; embedding and hybrid mode); `null` otherwise (text mode).
     pub matched_perspective: Option<String>,
-    /// How likely the observation is relevant, 0 to 1 (4 significant digits), comparable across
-    /// queries: a logistic function of its cosine similarity to the query, its late
-    /// interaction and the share of the query's terms it holds ([`crate::calibration`]);
-    /// results below the search's `min_score` are left out. Results come in ranking order,
-    /// which finds more than ordering by this score, so a later result may score higher than
-    /// an earlier one. With an embedding model engram has no calibration for (an Ollama
+    /// How likely the observation is relevant, 0 to 1 (3 decimals), comparable across queries
+    /// and memory sizes: its meaning (a logistic function of its cosine similarity to the
+    /// query, its late interaction and the share of the query's terms it holds) or its exact
+    /// evidence (every query word held by the fact or its node's name: 0.95 or more), spread
+    /// out below the search's best, and of two close facts of one node the newer first
+    /// ([`crate::search::calibration`]); results come in score order and those below the
+    /// search's `min_score` are left out. With an embedding model engram has no calibration for (an Ollama
     /// model), hybrid and embedding scores are ranking scores instead, comparable within one
     /// result only: hybrid the fused score (0 to 2.1: each signal scaled among the
     /// candidates, plus late interaction and the `date`, `proximity` and `named` bonuses),
@@ -78,6 +90,10 @@ pub struct ScoredObservation {
     pub ordinal: crate::Ordinal,
     /// Its text.
     pub content: String,
+    /// As in [`SearchHit::valid_from`].
+    #[serde(serialize_with = "crate::compact::instant")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub valid_from: crate::Timestamp,
     /// As in [`SearchHit::score`].
     #[serde(serialize_with = "crate::compact::score")]
     pub score: f64,
@@ -111,6 +127,10 @@ pub struct FoundObservation {
     pub ordinal: crate::Ordinal,
     /// Its text.
     pub content: String,
+    /// As in [`SearchHit::valid_from`].
+    #[serde(serialize_with = "crate::compact::instant")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub valid_from: crate::Timestamp,
     /// As in [`SearchHit::score`].
     #[serde(serialize_with = "crate::compact::score")]
     pub score: f64,
@@ -164,4 +184,62 @@ pub struct ObservationHit {
     pub content: String,
     /// Cosine similarity or text rank.
     pub score: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rows_name_their_facts_ordinal_and_valid_from_compactly() {
+        let hit = SearchHit {
+            name: "Alice".into(),
+            entity_type: "person".into(),
+            summary: None,
+            matched_observation: "moved to Lisbon".into(),
+            ordinal: crate::Ordinal(2),
+            valid_from: "2025-01-15T00:00:00Z".parse().unwrap(),
+            matched_perspective: None,
+            score: 0.5,
+            signals: Vec::new(),
+        };
+        let written = serde_json::to_value(&hit).unwrap();
+        assert_eq!(
+            (&written["ordinal"], &written["valid_from"]),
+            (&json!(2), &json!("2025-01-15"))
+        );
+        // `engram recall --url` reads it back.
+        let read: SearchHit = serde_json::from_value(written).unwrap();
+        assert_eq!(read, hit);
+
+        let found = FoundObservation {
+            name: "Alice".into(),
+            entity_type: "person".into(),
+            ordinal: crate::Ordinal(1),
+            content: "drinks tea".into(),
+            valid_from: "2026-03-02T09:14:05.123456Z".parse().unwrap(),
+            score: 0.5,
+            signals: Vec::new(),
+        };
+        let written = serde_json::to_value(&found).unwrap();
+        assert_eq!(
+            (&written["ordinal"], &written["valid_from"]),
+            (&json!(1), &json!("2026-03-02T09:14:05Z"))
+        );
+
+        let fact = crate::Observation {
+            valid_from: Some("2025-01-15T00:00:00Z".parse().unwrap()),
+            ..crate::Observation::new(crate::Ordinal(3), "moved to Lisbon")
+        };
+        assert_eq!(
+            serde_json::to_value(&fact).unwrap(),
+            json!({"ordinal": 3, "content": "moved to Lisbon", "valid_from": "2025-01-15"})
+        );
+        let unsaid = crate::Observation::new(crate::Ordinal(3), "moved to Lisbon");
+        assert_eq!(
+            serde_json::to_value(&unsaid).unwrap(),
+            json!({"ordinal": 3, "content": "moved to Lisbon"})
+        );
+    }
 }

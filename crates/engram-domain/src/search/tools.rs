@@ -248,9 +248,9 @@ impl Searcher {
         let (least, best_scored) = match calibration::of_mode(effective, model.as_ref()) {
             Some((calibration, default, rescue)) => {
                 let least = min_score.unwrap_or(default);
-                let (terms, rescue) = (&cues.terms, rescue.as_ref());
+                let rescue = rescue.as_ref();
                 let best =
-                    search::calibrate(&mut ranked, terms, &calibration, least, rescue, effective);
+                    search::calibrate(&mut ranked, &cues, &calibration, least, rescue, effective);
                 (least, best)
             }
             None => match min_score {

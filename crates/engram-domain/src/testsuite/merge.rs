@@ -115,7 +115,7 @@ pub async fn merge_entities_folds_duplicates_and_keeps_their_names_as_aliases(
     assert_eq!(node.name, "PostgreSQL");
     assert_eq!(node.aliases, ["Postgres"]);
     assert_eq!(
-        node.observations,
+        undated(&node.observations),
         observations(&[
             (1, "stores data"),
             (2, "supports JSON"),
@@ -398,7 +398,7 @@ pub async fn create_entities_can_merge_into_an_existing_node(store: Arc<dyn Memo
     assert_eq!(alice.tags, ["a", "b"]);
     assert_eq!(alice.summary.as_deref(), Some("An engineer."));
     assert_eq!(
-        alice.observations,
+        undated(&alice.observations),
         observations(&[(1, "likes tea"), (2, "lives in Porto")])
     );
 

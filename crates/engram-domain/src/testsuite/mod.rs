@@ -170,6 +170,7 @@ macro_rules! memory_store_test_suite {
             the_indexer_loses_nothing_while_the_embedder_is_down,
             hybrid_finds_what_only_one_signal_can,
             search_observations_ranks_every_matching_observation,
+            search_rows_carry_their_facts_ordinal_and_valid_from,
             a_search_embeds_its_query_once_and_remembers_it,
             a_perspective_changed_elsewhere_is_seen_by_the_next_search,
             a_hung_embedder_costs_one_budget_not_one_per_search,
@@ -296,6 +297,24 @@ pub fn observations(items: &[(i64, &str)]) -> Vec<Observation> {
     items
         .iter()
         .map(|(ordinal, content)| Observation::new(crate::Ordinal(*ordinal), *content))
+        .collect()
+}
+
+/// `facts` as `open_nodes` read them, each of which must carry its `valid_from`, without it:
+/// comparable with what a write answers and with [`observations`].
+#[track_caller]
+pub fn undated(facts: &[Observation]) -> Vec<Observation> {
+    (facts.iter())
+        .map(|fact| {
+            assert!(
+                fact.valid_from.is_some(),
+                "a fact read without valid_from: {fact:?}"
+            );
+            Observation {
+                valid_from: None,
+                ..fact.clone()
+            }
+        })
         .collect()
 }
 

@@ -34,7 +34,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
     assert_eq!(alice.summary.as_deref(), Some("a tea drinker"));
     assert_eq!(alice.tags, ["a", "b"]);
     assert_eq!(
-        alice.observations,
+        undated(&alice.observations),
         observations(&[(1, "likes tea"), (2, "lives in Lisbon")])
     );
     tick().await;
@@ -76,7 +76,7 @@ pub async fn create_entities_returns_rows_in_order_and_leaves_existing_names_alo
     // Alice is exactly as she was: type, summary, tags, observations and times.
     assert_eq!(open_node(&memory, ws, "Alice").await, alice);
     assert_eq!(
-        open_node(&memory, ws, "Bob").await.observations,
+        undated(&open_node(&memory, ws, "Bob").await.observations),
         observations(&[(1, "plays chess")])
     );
     assert_eq!(counts(&memory, ws).await, (3, 3, 0));
@@ -243,7 +243,7 @@ pub async fn open_nodes_returns_observations_in_order_and_touching_relations(
     let names: Vec<&str> = opened.entities.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["D", "A"]);
     assert_eq!(
-        opened.entities[1].observations,
+        undated(&opened.entities[1].observations),
         observations(&[(1, "first, revised"), (2, "second"), (3, "third")])
     );
     assert!(opened.entities[0].observations.is_empty());

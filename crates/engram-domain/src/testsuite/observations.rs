@@ -30,7 +30,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
         .results;
     assert_eq!(result, [deleted("N", &[2, 3], &[])]);
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "a")])
     );
 
@@ -42,7 +42,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
         .results;
     assert_eq!(added[0].added, observations(&[(4, "d")]));
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "a"), (4, "d")])
     );
 
@@ -58,7 +58,7 @@ pub async fn ordinals_are_stable_and_never_reused(store: Arc<dyn MemoryStore>) {
         .results;
     assert_eq!(added[0].added, observations(&[(5, "e"), (6, "f")]));
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(5, "e"), (6, "f")])
     );
 }
@@ -164,7 +164,10 @@ pub async fn concurrent_additions_get_unique_gap_free_ordinals(store: Arc<dyn Me
         (1..=(WRITERS * PER_WRITER) as i64).collect::<Vec<_>>()
     );
     // What was reported is what is stored.
-    assert_eq!(open_node(&memory, ws, "N").await.observations, all);
+    assert_eq!(
+        undated(&open_node(&memory, ws, "N").await.observations),
+        all
+    );
     assert_eq!(
         events(&memory, ws).await,
         (1 + (WRITERS * PER_WRITER) as i64, 0, 0)
@@ -212,7 +215,7 @@ pub async fn add_observations_reports_unknown_nodes_and_repeated_nodes(
         ]
     );
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "n1"), (2, "y"), (3, "x"), (4, "z")])
     );
 
@@ -255,7 +258,7 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
     );
     assert!(created[1].skipped_duplicates.is_empty());
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "a"), (2, "b"), (3, "c")])
     );
     // An existing node is left alone by create_entities: nothing to skip.
@@ -297,7 +300,7 @@ pub async fn a_text_the_node_holds_is_not_stored_again(store: Arc<dyn MemoryStor
         ]
     );
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")])
     );
     // Three observations were created, nothing else.
@@ -355,7 +358,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
         ("B", "bee")
     );
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "a"), (2, "bee")])
     );
 
@@ -384,7 +387,7 @@ pub async fn replace_observation_keeps_the_ordinal(store: Arc<dyn MemoryStore>) 
         Error::node_not_found("Ghost")
     );
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(1, "a"), (2, "bee")])
     );
 }
@@ -423,11 +426,11 @@ pub async fn delete_observations_reports_deleted_and_missing_ordinals(store: Arc
         ]
     );
     assert_eq!(
-        open_node(&memory, ws, "N").await.observations,
+        undated(&open_node(&memory, ws, "N").await.observations),
         observations(&[(2, "b"), (3, "c")])
     );
     assert_eq!(
-        open_node(&memory, ws, "M").await.observations,
+        undated(&open_node(&memory, ws, "M").await.observations),
         observations(&[(1, "m")])
     );
 

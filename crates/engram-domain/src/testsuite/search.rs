@@ -835,6 +835,123 @@ pub async fn search_observations_ranks_every_matching_observation(store: Arc<dyn
     );
 }
 
+/// Every search row names its matched fact's ordinal and since when the fact holds, and
+/// `open_nodes` gives every fact's `valid_from`, so a model can tell which fact is newer.
+pub async fn search_rows_carry_their_facts_ordinal_and_valid_from(store: Arc<dyn MemoryStore>) {
+    let f = fixture(store).await;
+    let day: Timestamp = "2025-01-15T00:00:00Z".parse().unwrap();
+    let alice = NewNode {
+        observations: vec![
+            "Alice drinks green tea".into(),
+            crate::NewFact {
+                content: "Alice moved to Lisbon".into(),
+                valid_from: Some(day),
+                expires_at: None,
+            },
+        ],
+        ..entity("Alice", "person", &[])
+    };
+    let bob = entity("Bob", "person", &["Bob builds boats"]);
+    f.memory
+        .call(f.ws, CreateEntities::new(vec![alice, bob]))
+        .await
+        .unwrap();
+    f.indexer.run_until_idle().await.unwrap();
+
+    // open_nodes: every fact with its valid_from; a plain one holds from when it was written,
+    // in the transaction that created the node.
+    let opened = open_node(&f.memory, f.ws, "Alice").await;
+    let from: Vec<(i64, Option<Timestamp>)> = (opened.observations.iter())
+        .map(|o| (o.ordinal.0, o.valid_from))
+        .collect();
+    assert_eq!(from, [(1, Some(opened.created_at)), (2, Some(day))]);
+    let written = opened.created_at;
+
+    for mode in [SearchMode::Hybrid, SearchMode::Text] {
+        let nodes = (f.memory)
+            .call(
+                f.ws,
+                SearchNodes::new("Lisbon").mode(mode).min_score(Some(0.0)),
+            )
+            .await
+            .unwrap();
+        let hit = &nodes.results[0];
+        assert_eq!(
+            (hit.name.as_str(), hit.ordinal.0, hit.valid_from),
+            ("Alice", 2, day),
+            "{mode:?}: {nodes:?}"
+        );
+        let nodes = (f.memory)
+            .call(
+                f.ws,
+                SearchNodes::new("green tea")
+                    .mode(mode)
+                    .min_score(Some(0.0)),
+            )
+            .await
+            .unwrap();
+        let hit = &nodes.results[0];
+        assert_eq!(
+            (hit.name.as_str(), hit.ordinal.0, hit.valid_from),
+            ("Alice", 1, written),
+            "{mode:?}: {nodes:?}"
+        );
+
+        let facts = (f.memory)
+            .call(
+                f.ws,
+                SearchObservations::new("Lisbon boats")
+                    .mode(mode)
+                    .min_score(Some(0.0)),
+            )
+            .await
+            .unwrap();
+        let mut rows: Vec<(&str, i64, Timestamp)> = (facts.observations.iter())
+            .filter(|o| o.content.contains("Lisbon") || o.content.contains("boats"))
+            .map(|o| (o.name.as_str(), o.ordinal.0, o.valid_from))
+            .collect();
+        rows.sort();
+        let bob = open_node(&f.memory, f.ws, "Bob").await;
+        assert_eq!(
+            rows,
+            [
+                ("Alice", 2, day),
+                ("Bob", 1, bob.observations[0].valid_from.unwrap())
+            ],
+            "{mode:?}: {facts:?}"
+        );
+
+        let within = (f.memory)
+            .call(
+                f.ws,
+                QueryObservations::new("Alice", "Lisbon")
+                    .mode(mode)
+                    .min_score(Some(0.0)),
+            )
+            .await
+            .unwrap();
+        let first = &within.observations[0];
+        assert_eq!((first.ordinal.0, first.valid_from), (2, day), "{mode:?}");
+    }
+
+    // A search of a past time reads the same: the dated fact held then, the other not yet.
+    let then: Timestamp = "2025-06-01T00:00:00Z".parse().unwrap();
+    let past = (f.memory)
+        .call(
+            f.ws,
+            SearchNodes::new("Alice Lisbon tea")
+                .mode(SearchMode::Text)
+                .min_score(Some(0.0))
+                .as_of(then),
+        )
+        .await
+        .unwrap();
+    let rows: Vec<(&str, i64, Timestamp)> = (past.results.iter())
+        .map(|hit| (hit.name.as_str(), hit.ordinal.0, hit.valid_from))
+        .collect();
+    assert_eq!(rows, [("Alice", 2, day)], "{past:?}");
+}
+
 pub async fn a_search_embeds_its_query_once_and_remembers_it(store: Arc<dyn MemoryStore>) {
     let f = fixture(store).await;
     people(&f).await;

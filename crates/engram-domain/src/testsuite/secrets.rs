@@ -195,7 +195,10 @@ pub async fn every_write_path_refuses_a_secret_naming_the_field_and_kind_only(
         .unwrap();
     let node = &staging.entities[0];
     assert_eq!((node.summary.as_deref(), node.tags.len()), (None, 0));
-    assert_eq!(node.observations, observations(&[(1, "base fact")]));
+    assert_eq!(
+        undated(&node.observations),
+        observations(&[(1, "base fact")])
+    );
 }
 
 /// Names kept outside the graph are screened too, and refused (never redacted, as they travel

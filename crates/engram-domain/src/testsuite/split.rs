@@ -119,7 +119,7 @@ pub async fn an_overgrown_node_is_proposed_in_topics_and_split(store: Arc<dyn Me
     );
     let search = open_node(&memory, ws, "engram search").await;
     assert_eq!(
-        search.observations,
+        undated(&search.observations),
         observations(&[
             (1, "search ranks results with hybrid scores"),
             (2, "search embeds queries into vectors"),

@@ -212,7 +212,7 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
         "an existing node keeps its type"
     );
     assert_eq!(
-        alice.observations,
+        undated(&alice.observations),
         observations(&[(1, "likes tea"), (2, "lives in Paris")])
     );
     let before = export_all(&memory, ws, 10).await;

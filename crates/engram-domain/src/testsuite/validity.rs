@@ -92,7 +92,7 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
     // Gone from every default read and search, kept for the others.
     let now = open_node(&memory, ws, "Release process").await;
     assert_eq!(
-        now.observations,
+        undated(&now.observations),
         observations(&[
             (1, "deploys go through the staging cluster"),
             (3, "releases ship on Tuesdays")
@@ -321,7 +321,10 @@ pub async fn replaced_texts_are_read_as_of_their_time(store: Arc<dyn MemoryStore
         .unwrap();
 
     let now = open_node(&memory, ws, "Service").await;
-    assert_eq!(now.observations, observations(&[(1, "runs on port 7070")]));
+    assert_eq!(
+        undated(&now.observations),
+        observations(&[(1, "runs on port 7070")])
+    );
     let then = open_at(&memory, ws, "Service", ReadTime::At(first)).await;
     assert_eq!(texts(&then), ["runs on port 8080"]);
     let later = open_at(&memory, ws, "Service", ReadTime::At(second)).await;

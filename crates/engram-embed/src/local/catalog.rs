@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use engram_domain::search::calibration::{Calibration, ModelCalibration, Rescue};
+use engram_domain::search::calibration::{Calibration, Exact, ModelCalibration, Rescue, Spread};
 
 /// all-MiniLM-L6-v2's score: intercept, then the weights of similarity, late interaction,
 /// coverage, dates, term pairs, a named node, names it does not hold and a query in fragments
@@ -17,6 +17,23 @@ const MINILM: [f64; 9] = [-2.91, 5.74, 16.57, -0.55, 36.87, 0.48, 1.36, -5.23, -
 /// LoCoMo's dev split it answers 9–12 % of off-topic questions and 4 % of nonsense strings at
 /// no cost to R@5 (`pair_scores.py`, leaving one conversation out).
 const MINILM_MIN_SCORE: f64 = 0.8;
+
+/// What a query's terms found verbatim in a fact or its node's name say on their own, for
+/// both models ([`Exact`]): every term held scores 0.953, three of four 0.56, half 0.08.
+const EXACT: Exact = Exact {
+    intercept: -8.0,
+    weight: 11.0,
+};
+
+/// What a keyword query's meaning loses per share of its terms a text lacks, for both models
+/// ([`engram_domain::search::calibration::Features::lacking`]).
+const LACKING: f64 = -6.0;
+
+/// How scores below a search's best spread out, for both models ([`Spread`]).
+const SPREAD: Spread = Spread {
+    free: 2.0,
+    weight: 2.0,
+};
 
 /// multilingual-e5-small's score, as [`MINILM`].
 const E5: [f64; 9] = [-50.18, 54.94, 8.97, 4.29, 38.57, 0.56, 2.57, -2.28, -9.05];
@@ -220,6 +237,10 @@ impl LocalModel {
                     named: MINILM[6],
                     alien: MINILM[7],
                     fragmented: MINILM[8],
+                    lacking: LACKING,
+                    type_echo: -MINILM[2],
+                    spread: Some(SPREAD),
+                    exact: Some(EXACT),
                 },
                 min_score: MINILM_MIN_SCORE,
                 // MiniLM's cosines spread wider: a floor its nonsense never reached.
@@ -239,6 +260,10 @@ impl LocalModel {
                     named: E5[6],
                     alien: E5[7],
                     fragmented: E5[8],
+                    lacking: LACKING,
+                    type_echo: -E5[2],
+                    spread: Some(SPREAD),
+                    exact: Some(EXACT),
                 },
                 min_score: E5_MIN_SCORE,
                 rescue: Rescue {
