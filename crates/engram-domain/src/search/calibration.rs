@@ -1,17 +1,22 @@
-//! Scores that mean the same in every search: the probability that a result is relevant,
-//! estimated from the (query, observation) pair alone, so that a client can compare scores
-//! across queries and memories of any size, and a search can say that nothing matched.
+//! Scores that mean the same in every search: the probability that a result is relevant, so
+//! that a client can compare scores across queries and memories of any size, and a search can
+//! say that nothing matched. The same memory and the same query give the same scores.
 //!
-//! A score is a logistic function of signals that depend on nothing but the query and the
-//! observation: the cosine similarity of their vectors, their late interaction (every query
-//! token's best agreement with the observation's tokens, each token weighing the same), the
-//! share of the query's terms the text holds, the dates the query names found in it, its
-//! terms standing together in it, whether the query names its node, the share of the
-//! names the query mentions that it does not hold, and how much of the query the model knows
-//! only in fragments (letters typed at random). No signal is scaled
-//! by the best candidate, counted among the candidates or taken from the memory's statistics:
-//! a pair scores the same in a memory of two nodes and of 100,000, on every call, and in
-//! hybrid and embedding mode alike; results are returned in score order.
+//! A pair's score is read two ways, and it is as likely relevant as either finds it
+//! ([`Calibration::score`]): its **meaning**, a logistic function of signals that depend on
+//! nothing but the query and the observation — the cosine similarity of their vectors, their
+//! late interaction (every query token's best agreement with the observation's tokens, each
+//! token weighing the same), the share of the query's terms the text holds, the dates the
+//! query names found in it, its terms standing together in it, whether the query names its
+//! node, the share of the names the query mentions that it does not hold, how much of the
+//! query the model knows only in fragments (letters typed at random), a keyword query's terms
+//! it lacks ([`Features::lacking`]) and a type word only its document template holds
+//! ([`Features::type_echo`]) — and its **exact evidence** ([`Exact`]): the share of the
+//! query's terms that it or its node's name holds, so that a word that is in memory is found
+//! (issue 57). Then, beside the pair, one thing is read from the search: results far below its
+//! best lose more ([`Spread`]), so a high score means the answer rather than its neighbours.
+//! No signal is taken from the memory's statistics: a pair scores alike in a memory of two
+//! nodes and of 100,000.
 //!
 //! The weights are fitted offline (`xtask/ablation/pair_scores.py`, BENCHMARKS.md "Scores
 //! from the pair alone"): the signals' weights so that a query's right answers score above
@@ -304,35 +309,36 @@ pub fn of_mode(
     }
 }
 
-/// The share (0–1) of `terms` (a query's, [`crate::search::words::query_terms`]) that `text` holds,
-/// stemmed alike; 0 for a query without terms.
-pub fn coverage(terms: &[String], text: &str) -> f64 {
+/// The share (0–1) of `terms` (a query's, [`crate::search::words::query_terms`]) that a text
+/// of `stems` ([`crate::search::words::stems`]) holds; 0 for a query without terms.
+pub fn coverage(terms: &[String], stems: &[String]) -> f64 {
     if terms.is_empty() {
         return 0.0;
     }
-    let stems = crate::search::words::stems(text);
     let held = terms.iter().filter(|term| stems.contains(term)).count();
     held as f64 / terms.len() as f64
 }
 
-/// The share (0–1) of `terms` (a query's, [`crate::search::words::query_terms`]) that `text`
-/// or `name` (its node's) holds, stemmed alike ([`Features::exact`]); 0 for a query without
-/// terms. A node's type is not read: a type word such as "project" or "person" in a question
-/// says nothing about which node of that type it asks for.
-pub fn exact(terms: &[String], text: &str, name: &str) -> f64 {
+/// The share (0–1) of `terms` (a query's, [`crate::search::words::query_terms`]) that a text
+/// of `stems` ([`crate::search::words::stems`]) or `name` (its node's) holds, stemmed alike
+/// ([`Features::exact`]); 0 for a query without terms. A node's type is not read: a type word
+/// such as "project" or "person" in a question says nothing about which node of that type it
+/// asks for.
+pub fn exact(terms: &[String], stems: &[String], name: &str) -> f64 {
     if terms.is_empty() {
         return 0.0;
     }
-    let mut stems = crate::search::words::stems(text);
-    stems.extend(crate::search::words::stems(name));
-    let held = terms.iter().filter(|term| stems.contains(term)).count();
+    let named = crate::search::words::stems(name);
+    let held = (terms.iter())
+        .filter(|term| stems.contains(term) || named.contains(term))
+        .count();
     held as f64 / terms.len() as f64
 }
 
-/// The share (0–1) of `terms` (a query's) that only `entity_type` holds: not `text`, and not
-/// one of `names`, the names the query mentions ([`Features::type_echo`]); 0 for a query
-/// without terms.
-pub fn type_echo(terms: &[String], text: &str, entity_type: &str, names: &[String]) -> f64 {
+/// The share (0–1) of `terms` (a query's) that only `entity_type` holds: not a text of
+/// `stems`, and not one of `names`, the names the query mentions ([`Features::type_echo`]); 0
+/// for a query without terms.
+pub fn type_echo(terms: &[String], stems: &[String], entity_type: &str, names: &[String]) -> f64 {
     if terms.is_empty() {
         return 0.0;
     }
@@ -344,7 +350,6 @@ pub fn type_echo(terms: &[String], text: &str, entity_type: &str, names: &[Strin
     if typed.is_empty() {
         return 0.0;
     }
-    let stems = crate::search::words::stems(text);
     let echoed = (terms.iter())
         .filter(|term| typed.contains(term) && !stems.contains(term))
         .count();
@@ -405,11 +410,12 @@ mod tests {
     fn coverage_counts_the_query_terms_a_text_holds() {
         let terms = crate::search::words::query_terms("When did Melanie paint the sunrise?");
         assert_eq!(terms, ["melani", "paint", "sunris"]);
-        let covered = coverage(&terms, "Melanie painted a lake sunrise");
+        let of = |text: &str| crate::search::words::stems(text);
+        let covered = coverage(&terms, &of("Melanie painted a lake sunrise"));
         assert!((covered - 1.0).abs() < 1e-12, "{covered}");
-        let partly = coverage(&terms, "Melanie went camping");
+        let partly = coverage(&terms, &of("Melanie went camping"));
         assert!((partly - 1.0 / 3.0).abs() < 1e-12, "{partly}");
-        assert_eq!(coverage(&[], "anything"), 0.0);
+        assert_eq!(coverage(&[], &of("anything")), 0.0);
     }
 
     #[test]
@@ -428,17 +434,42 @@ mod tests {
 
     #[test]
     fn exact_evidence_reads_the_text_and_the_name_but_not_the_type() {
+        let of = |text: &str| crate::search::words::stems(text);
         let terms = crate::search::words::query_terms("Kafka topics");
         assert_eq!(
-            exact(&terms, "publishes orders to a Kafka topic", "orders"),
+            exact(&terms, &of("publishes orders to a Kafka topic"), "orders"),
             1.0
         );
-        assert_eq!(exact(&terms, "publishes orders", "ADR-7 Kafka"), 0.5);
-        assert_eq!(exact(&terms, "publishes orders", "orders"), 0.0);
-        assert_eq!(exact(&[], "anything", "any"), 0.0);
+        assert_eq!(exact(&terms, &of("publishes orders"), "ADR-7 Kafka"), 0.5);
+        assert_eq!(exact(&terms, &of("publishes orders"), "orders"), 0.0);
+        assert_eq!(exact(&[], &of("anything"), "any"), 0.0);
         let version = crate::search::words::query_terms("Go 1.22");
-        assert_eq!(exact(&version, "written in Go 1.22", "svc"), 1.0);
-        assert!(exact(&version, "has 22 open tickets", "svc") < 0.5);
+        assert_eq!(exact(&version, &of("written in Go 1.22"), "svc"), 1.0);
+        assert!(exact(&version, &of("has 22 open tickets"), "svc") < 0.5);
+    }
+
+    #[test]
+    fn a_type_word_only_the_type_holds_is_an_echo_unless_written_as_a_name() {
+        let of = |text: &str| crate::search::words::stems(text);
+        let terms = crate::search::words::query_terms("who leads the project technically?");
+        let plants = of("the office plants are watered on Fridays");
+        assert_eq!(type_echo(&terms, &plants, "project", &[]), 1.0 / 3.0);
+        let held = of("the project is led by Dana");
+        assert_eq!(
+            type_echo(&terms, &held, "project", &[]),
+            0.0,
+            "the fact says it"
+        );
+        assert_eq!(type_echo(&terms, &plants, "service", &[]), 0.0);
+        let question = "what did Caroline paint?";
+        let (caroline, names) = (
+            crate::search::words::query_terms(question),
+            crate::search::words::proper_nouns(question),
+        );
+        assert_eq!(
+            type_echo(&caroline, &of("painted a lake"), "Caroline", &names),
+            0.0
+        );
     }
 
     #[test]

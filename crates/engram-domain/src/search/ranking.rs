@@ -9,7 +9,7 @@
 //! better the first match is than the tenth; scaling among the candidates keeps that and needs
 //! no knowledge of the embedding model's similarity scale. What a score *means* across queries
 //! is [`crate::search::calibration`]'s: with a calibrated model ([`calibrate`]) results are
-//! returned in the order of their calibrated scores, which depend on each pair alone; this
+//! returned in the order of their calibrated scores; this
 //! ranking's order stands only for a model without a calibration (Ollama's).
 
 use super::candidates::*;
@@ -365,12 +365,12 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s, rounded to 3 decimals (each
-/// candidate's coverage of the query's `terms` counted here, only for searches that
-/// calibrate), orders them by that score (best first) and leaves out those below
-/// `min_score`, except a clear best match by meaning (`rescue`,
-/// [`calibration::Rescue`]). A score is the pair's alone, so results are in
-/// score order and a pair scores the same whatever else was found.
+/// Replaces `ranked`'s scores (from [`rank`]) by `calibration`'s (each candidate's coverage,
+/// exact evidence, lacking keywords and type echo of the query `cues` counted here, only for
+/// searches that calibrate), puts the newer of two close facts of one node first
+/// ([`newer_first`]), spreads what lies far below the best ([`calibration::Spread`]), rounds
+/// to 3 decimals, orders by that score (best first) and leaves out those below `min_score`,
+/// except a clear best match by meaning (`rescue`, [`calibration::Rescue`]).
 ///
 /// Results that show the same rounded score (several close to 1 often do) keep the order of
 /// `mode`'s ranking in hybrid and text mode, which read how rare the query's words are among
@@ -391,15 +391,16 @@ pub fn calibrate(
     let terms = &cues.terms;
     let keywords = cues.keywords();
     for r in ranked.iter_mut() {
-        r.features.coverage = calibration::coverage(terms, &r.row.content);
-        r.features.exact = calibration::exact(terms, &r.row.content, &r.row.name);
+        let stems = crate::search::words::stems(&r.row.content);
+        r.features.coverage = calibration::coverage(terms, &stems);
+        r.features.exact = calibration::exact(terms, &stems, &r.row.name);
         r.features.lacking = if keywords {
             1.0 - r.features.exact
         } else {
             0.0
         };
-        let (content, entity_type) = (&r.row.content, &r.row.entity_type);
-        r.features.type_echo = calibration::type_echo(terms, content, entity_type, &cues.names);
+        let entity_type = &r.row.entity_type;
+        r.features.type_echo = calibration::type_echo(terms, &stems, entity_type, &cues.names);
         r.score = calibration.score(&r.features);
     }
     newer_first(ranked);
