@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::search::words;
 use engram_domain::search::{
-    CandidateQuery, CandidateSet, Gathered, ObservationRow, QueryVector, StoredVector,
+    CandidateQuery, CandidateSet, Gathered, NAMED_FACTS, NAMED_NODES, ObservationRow, QueryVector,
+    StoredVector, name_probe,
 };
 use engram_domain::*;
 use engram_domain::{Ordinal, PerspectiveId, Result, WorkspaceId};
@@ -219,6 +220,63 @@ async fn text_matches(
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
+/// The newest [`NAMED_FACTS`] facts the search sees of each of the [`NAMED_NODES`] nodes whose
+/// names `text` writes ([`name_probe`]), within the search's scope.
+async fn named_facts(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    text: &str,
+    request: &CandidateQuery,
+) -> Result<Vec<i64>> {
+    let (words, required) = name_probe(text);
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let types = request.types().map(<[String]>::to_vec);
+    let (required, nodes, facts) = (required as i64, NAMED_NODES as i64, NAMED_FACTS as i64);
+    let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+        &workspace.0,
+        &words,
+        &required,
+        &nodes,
+        &request.within,
+        &types,
+        &facts,
+    ];
+    let held = match &request.as_of {
+        None => "(o.valid_to IS NULL OR o.valid_to > now())".to_owned(),
+        Some(as_of) => {
+            parameters.push(as_of);
+            "o.valid_from <= $8 AND (o.valid_to IS NULL OR o.valid_to > $8)".to_owned()
+        }
+    };
+    let sql = format!(
+        "WITH held AS (
+             SELECT w.node_id, count(*) AS held
+             FROM node_name_words w
+             WHERE w.workspace_id = $1 AND w.word = ANY($2::text[])
+             GROUP BY w.node_id),
+         named AS (
+             SELECT h.node_id FROM held h
+             WHERE h.held = $3
+                OR h.held = (SELECT count(*) FROM node_name_words x WHERE x.node_id = h.node_id)
+             ORDER BY h.node_id
+             LIMIT $4),
+         facts AS (
+             SELECT o.id, row_number() OVER (PARTITION BY o.node_id ORDER BY o.ordinal DESC) AS nth
+             FROM named
+             JOIN nodes n ON n.id = named.node_id
+             JOIN observations o ON o.node_id = n.id
+             WHERE ($5::text IS NULL OR n.name = $5)
+               AND ($6::text[] IS NULL OR n.entity_type = ANY($6))
+               AND {held})
+         SELECT id FROM facts WHERE nth <= $7"
+    );
+    let statement = client.prepare_cached(&sql).await.map_err(db)?;
+    let rows = (client.query(&statement, &parameters).await).map_err(db)?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
 /// The full-text scores of `query` for the observations `ids` that match it.
 async fn text_scores(
     client: &impl GenericClient,
@@ -321,6 +379,12 @@ impl SearchStore for PgStore {
             };
             let nearest = (request.vectors.iter())
                 .map(|v| nearest(&tx, workspace, request, v.perspective, &v.vector));
+            let named = async {
+                match &request.text {
+                    Some(text) => named_facts(&tx, workspace, text, request).await,
+                    None => Ok(Vec::new()),
+                }
+            };
             let text = async {
                 let Some(text) = &request.text else {
                     return Ok((None, Vec::new()));
@@ -332,17 +396,24 @@ impl SearchStore for PgStore {
                     text_matches(&tx, workspace, &query, request.text_depth, request).await?;
                 Ok((Some(query), matches))
             };
-            let ((), nearest, (query, text), perspectives) =
-                futures::try_join!(tune, futures::future::try_join_all(nearest), text, async {
-                    match request.perspectives {
-                        true => crate::vectors::perspectives(&tx, workspace).await,
-                        false => Ok(Vec::new()),
-                    }
-                })?;
+            let perspectives = async {
+                match request.perspectives {
+                    true => crate::vectors::perspectives(&tx, workspace).await,
+                    false => Ok(Vec::new()),
+                }
+            };
+            let ((), nearest, (query, text), named, perspectives) = futures::try_join!(
+                tune,
+                futures::future::try_join_all(nearest),
+                text,
+                named,
+                perspectives
+            )?;
             for (index, found) in nearest.into_iter().enumerate() {
                 set.add_nearest(index, found);
             }
             set.add_text_matches(text);
+            set.add_named(named);
             // Every candidate's vector: hybrid ranking compares candidates with one another,
             // and the similarity of those the embeddings did not find comes from it. ts_rank of a
             // few rows by id is cheap here, unlike ranking every match. The candidates are known

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use engram_domain::search::words;
 use engram_domain::search::{
-    CandidateQuery, CandidateSet, Gathered, ObservationRow, QueryVector, StoredVector,
+    CandidateQuery, CandidateSet, Gathered, NAMED_FACTS, NAMED_NODES, ObservationRow, QueryVector,
+    StoredVector, name_probe,
 };
 use engram_domain::*;
 use rusqlite::{Row, Transaction, params, params_from_iter};
@@ -458,6 +459,59 @@ fn text_scores(tx: &Transaction<'_>, terms: &str, ids: &[i64]) -> Result<Vec<(i6
     )
 }
 
+/// The newest [`NAMED_FACTS`] facts the search sees of each of the [`NAMED_NODES`] nodes whose
+/// names `text` writes ([`name_probe`]), within the search's scope.
+fn named_facts(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    text: &str,
+    request: &CandidateQuery,
+    seen: Seen,
+) -> Result<Vec<i64>> {
+    let (words, required) = name_probe(text);
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "WITH held AS (
+             SELECT w.node_id, count(*) AS held
+             FROM node_name_words w
+             WHERE w.workspace_id = ?1 AND w.word IN (SELECT value FROM json_each(?2))
+             GROUP BY w.node_id),
+         named AS (
+             SELECT h.node_id FROM held h
+             WHERE h.held = ?3
+                OR h.held = (SELECT count(*) FROM node_name_words x WHERE x.node_id = h.node_id)
+             ORDER BY h.node_id
+             LIMIT ?4),
+         facts AS (
+             SELECT o.id, row_number() OVER (PARTITION BY o.node_id ORDER BY o.ordinal DESC) AS nth
+             FROM named
+             JOIN nodes n ON n.id = named.node_id
+             JOIN observations o ON o.node_id = n.id
+             WHERE (?5 IS NULL OR n.name = ?5)
+               AND (?6 IS NULL OR n.entity_type IN (SELECT value FROM json_each(?6)))
+               AND {})
+         SELECT id FROM facts WHERE nth <= ?7",
+        seen.condition(8)
+    );
+    let (words, types) = (tags_json(&words), types_json(request));
+    let (required, nodes, facts) = (required as i64, NAMED_NODES as i64, NAMED_FACTS as i64);
+    let mut parameters: Vec<&dyn rusqlite::ToSql> = vec![
+        &workspace.0,
+        &words,
+        &required,
+        &nodes,
+        &request.within,
+        &types,
+        &facts,
+    ];
+    if let Some(at) = &seen.as_of {
+        parameters.push(at);
+    }
+    query(tx, &sql, params_from_iter(parameters), |row| row.get(0))
+}
+
 #[async_trait]
 impl SearchStore for SqliteStore {
     #[instrument(skip_all)]
@@ -501,6 +555,9 @@ impl SearchStore for SqliteStore {
                     // rows costs FTS5 a pass over each frequent word's matches per row.
                     complete_ranking = ranking.len() < limit || terms.capped;
                     set.add_text_ranking(ranking, request.text_depth);
+                }
+                if let Some(text) = request.text.as_deref() {
+                    set.add_named(named_facts(tx, workspace, text, &request, seen)?);
                 }
                 // Every candidate's vector: hybrid ranking compares candidates with one
                 // another, and the similarity of those the embeddings did not find comes from

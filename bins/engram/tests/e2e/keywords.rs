@@ -77,7 +77,11 @@ pub async fn a_word_in_one_fact_of_a_thousand_is_found_by_default(backend: Backe
             "is written in Go 1.22",
             "retries a failed publish three times",
             "alerts the on-call engineer when its queue backs up",
-        ]}]}),
+        ]},
+        // A name no fact repeats: found by its name.
+        {"name": "CND-881", "entity_type": "bug", "observations": [
+            "the nightly export drops rows when the disk fills up"]},
+        ]}),
     )
     .await;
     wait_for_indexing(&client).await;
@@ -92,6 +96,12 @@ pub async fn a_word_in_one_fact_of_a_thousand_is_found_by_default(backend: Backe
         let score = found["results"][0]["score"].as_f64().unwrap();
         assert!(score >= 0.8, "{query}: {found}");
     }
+    let found = search(&client, "search_nodes", json!({"query": "CND-881"})).await;
+    assert_eq!(
+        names(&found).first().map(String::as_str),
+        Some("CND-881"),
+        "{found}"
+    );
     // A word that occurs nowhere finds nothing by default.
     let nothing = search(&client, "search_nodes", json!({"query": "Cassandra"})).await;
     assert_eq!(nothing["results"], json!([]), "{nothing}");

@@ -21,6 +21,35 @@ pub const EMBEDDING_DEPTH: usize = 50;
 /// cheap to gather and a deep list keeps a strong keyword match that embeddings rank low.
 pub const TEXT_DEPTH_FACTOR: usize = 2;
 
+/// Nodes whose names a query writes, at most, whose facts become candidates
+/// ([`CandidateSet::add_named`]): a name is found when no fact repeats it and no vector comes
+/// near it ("CND-881", "ADR-7 Kafka").
+pub const NAMED_NODES: usize = 10;
+
+/// The newest current facts of each named node that become candidates.
+pub const NAMED_FACTS: usize = 5;
+
+/// What a store looks up among node names for a query: its words that are not stop words
+/// (lower-cased, split as node names are, each once), and how many of them a name must hold
+/// for the query to name the node by part of its name — all of them when every word of the
+/// query is such a word ("Kafka", "CND-881"), else none (0: a question names a node only by
+/// its whole name, every word of which it writes: "what does engram-pg keep?"). A store
+/// finds the nodes whose names hold `required` of the words (when not 0), or whose every name
+/// word is one of them, [`NAMED_NODES`] at most.
+pub fn name_probe(text: &str) -> (Vec<String>, usize) {
+    let mut words: Vec<String> = Vec::new();
+    let mut keywords = true;
+    for word in crate::search::words::words(text) {
+        if crate::search::words::is_stop_word(&word) {
+            keywords = false;
+        } else if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    let required = if keywords { words.len() } else { 0 };
+    (words, required)
+}
+
 /// One query vector: the query rendered for a perspective, embedded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryVector {
@@ -178,6 +207,15 @@ impl CandidateSet {
     pub fn add_text_matches(&mut self, hits: impl IntoIterator<Item = (i64, f64)>) {
         for (id, score) in finite(hits) {
             self.slot(id).text_score = Some(score);
+        }
+    }
+
+    /// Adds the facts of the nodes a query names ([`NAMED_NODES`], [`name_probe`]) as
+    /// candidates, with no signal yet: their vectors and text scores are filled in as every
+    /// other candidate's.
+    pub fn add_named(&mut self, ids: impl IntoIterator<Item = i64>) {
+        for id in ids {
+            self.slot(id);
         }
     }
 
