@@ -106,6 +106,14 @@ fn mismatch(schema: &Value, value: &Value) -> Option<String> {
         let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
         return Some(format!("one of {}", allowed.join(", ")));
     }
+    // A time: what chrono refuses ("input contains invalid characters") says nothing of the
+    // form it wants.
+    if schema.get("format").and_then(Value::as_str) == Some("date-time")
+        && value.is_string()
+        && serde_json::from_value::<engram_domain::Timestamp>(value.clone()).is_err()
+    {
+        return Some("an RFC 3339 time such as \"2026-03-02T09:00:00Z\"".into());
+    }
     let non_negative = schema
         .get("minimum")
         .and_then(Value::as_f64)
@@ -207,6 +215,8 @@ mod tests {
         items: Vec<Item>,
         #[serde(default)]
         flag: bool,
+        #[serde(default)]
+        as_of: Option<engram_domain::Timestamp>,
     }
 
     /// `P`'s input schema as the server publishes it.
@@ -246,6 +256,19 @@ mod tests {
             error(serde_json::json!({"flag": "yes"})),
             "invalid argument `flag`: expected a boolean, got \"yes\""
         );
+    }
+
+    #[test]
+    fn a_time_that_is_no_rfc_3339_time_says_the_form_with_an_example() {
+        for given in ["yesterday", "not-a-date", "2026-03-02"] {
+            assert_eq!(
+                error(serde_json::json!({"as_of": given})),
+                format!(
+                    "invalid argument `as_of`: expected an RFC 3339 time such as \
+                     \"2026-03-02T09:00:00Z\", got \"{given}\""
+                )
+            );
+        }
     }
 
     #[test]

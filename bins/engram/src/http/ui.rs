@@ -53,6 +53,30 @@ fn headers(kind: &'static str) -> [(header::HeaderName, &'static str); 6] {
     ]
 }
 
+/// `GET /`: a browser is sent to the viewer; an MCP client opening its event stream here
+/// (`Accept: text/event-stream`) learns where MCP is ([`mcp_is_elsewhere`]).
+async fn root(request_headers: axum::http::HeaderMap) -> Response {
+    let stream = (request_headers.get_all(header::ACCEPT).iter())
+        .filter_map(|value| value.to_str().ok())
+        .any(|accept| accept.contains("text/event-stream"));
+    match stream {
+        true => mcp_is_elsewhere().await,
+        false => axum::response::Redirect::to("/ui").into_response(),
+    }
+}
+
+/// A request to `/` that only `/mcp` or `/sse` answers (an MCP client whose URL lacks the
+/// path: `POST /`, or its event stream): 405, allowing `GET`, with a plain body naming both.
+async fn mcp_is_elsewhere() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "GET")],
+        "engram serves MCP at /mcp (Streamable HTTP) and /sse (legacy SSE), not at /: add /mcp \
+         to the server's URL, e.g. http://127.0.0.1:8765/mcp\n",
+    )
+        .into_response()
+}
+
 /// The page and its assets (no token needed to load them). With `first_view` (a server that
 /// requires no token), `/ui?workspace=NAME`, or `/ui` when there is one workspace, carries that
 /// workspace's overview in the page (a JSON data block the page shows at once, and the counts
@@ -62,8 +86,9 @@ pub fn assets(first_view: Option<Memory>) -> Router {
     let file =
         |body: &'static str, kind: &'static str| get(move || async move { (headers(kind), body) });
     Router::<()>::new()
-        // Whoever opens the server's address in a browser lands on the viewer.
-        .route("/", get(|| async { axum::response::Redirect::to("/ui") }))
+        // Whoever opens the server's address in a browser lands on the viewer; an MCP client
+        // that left `/mcp` out of the URL is told where MCP is.
+        .route("/", get(root).fallback(mcp_is_elsewhere))
         .route("/ui", get(page).with_state(first_view.clone()))
         .route("/ui/", get(page).with_state(first_view))
         .route("/ui/app.js", file(APP, "text/javascript; charset=utf-8"))

@@ -187,6 +187,25 @@ pub async fn healthz_reports_a_ready_database(backend: Backend) {
         .unwrap();
     assert_eq!(root.status(), 303);
     assert_eq!(root.headers()["location"], "/ui");
+    // An MCP client whose URL lacks `/mcp` is told where it is: its POST, and its event stream.
+    let client = reqwest::Client::new();
+    let requests = [
+        client
+            .post(format!("{}/", server.base))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#),
+        client
+            .get(format!("{}/", server.base))
+            .header("accept", "text/event-stream"),
+    ];
+    for request in requests {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 405);
+        assert_eq!(response.headers()["allow"], "GET");
+        let body = response.text().await.unwrap();
+        assert!(body.contains("/mcp") && body.contains("/sse"), "{body}");
+    }
 }
 
 pub async fn workspaces_stay_isolated_across_clients(backend: Backend) {

@@ -556,6 +556,14 @@ pub async fn text_mode_matches_any_term_of_a_question(store: Arc<dyn MemoryStore
         .await
         .unwrap();
     assert!(elsewhere.results.is_empty(), "{elsewhere:?}");
+    // Finding nothing, text mode says so, as a search whose candidates fell short does.
+    for nothing in [&none, &elsewhere] {
+        let notice = nothing.notice.as_deref().unwrap_or_default();
+        assert!(
+            notice.starts_with("nothing in memory matched"),
+            "{nothing:?}"
+        );
+    }
     // Deleted observations are no longer found.
     f.memory
         .call(f.ws, DeleteEntities::new(&strings(&["Dave"])))
