@@ -376,6 +376,13 @@ impl Tool for SetAliases {
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let (store, request) = (context.store, self.check()?);
+        // An alias is a name the node answers to: refused, never redacted, when it holds a
+        // credential, as every other stored name is.
+        for (i, alias) in request.aliases.iter().enumerate() {
+            context
+                .secrets
+                .screen_identity(|| format!("aliases[{i}]"), alias)?;
+        }
         through_aliases(
             store,
             workspace,

@@ -125,4 +125,42 @@ mod tests {
         let reads = |name: &str| listed.0.iter().any(|t| t.0 == name && t.2 == Effect::Reads);
         assert!(reads("search_nodes") && reads("open_nodes") && !reads("set_tags"));
     }
+
+    /// The README's "Tools" section names every tool the server lists, and counts them true.
+    #[test]
+    fn the_readme_names_and_counts_every_tool() {
+        const README: &str = include_str!("../../../README.md");
+        let section = README
+            .split("\n## Tools\n")
+            .nth(1)
+            .expect("a Tools section");
+        let paragraph = section
+            .split("\nParameters and fields")
+            .next()
+            .unwrap()
+            .trim_start();
+        let mut listed = Listed::default();
+        crate::each_tool(&mut listed);
+        let mut named: Vec<&str> = (paragraph.split('`').skip(1).step_by(2))
+            .filter(|word| listed.0.iter().any(|(name, ..)| name == word))
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        let mut tools: Vec<&str> = listed.0.iter().map(|(name, ..)| *name).collect();
+        tools.sort_unstable();
+        assert_eq!(named, tools, "the README's Tools section names these");
+        const NUMBERS: [&str; 13] = [
+            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+            "eleven", "twelve",
+        ];
+        let extra = NUMBERS[tools.len() - 24];
+        assert!(
+            paragraph.starts_with("All 24 tools of the catalog"),
+            "{paragraph}"
+        );
+        assert!(
+            paragraph.contains(&format!("and {extra} more")),
+            "the README should say \"and {extra} more\""
+        );
+    }
 }

@@ -97,6 +97,16 @@ async fn write_everywhere(
                 .await)
                 .map(drop),
         ));
+        attempts.push((
+            "aliases[1]",
+            (memory
+                .call(
+                    ws,
+                    crate::SetAliases::new("Staging", &["stage".to_owned(), secret.to_owned()]),
+                )
+                .await)
+                .map(drop),
+        ));
         let existing = relation("Staging", "uses", "Vault");
         attempts.push((
             "new_type",
@@ -242,6 +252,27 @@ pub async fn stored_names_refuse_a_secret(store: Arc<dyn MemoryStore>) {
             .map(drop)
         ),
         "label"
+    );
+    // An alias is a name: refused, not redacted; a refused call leaves the aliases as they were.
+    memory
+        .call(ws, crate::SetAliases::new("Staging", &["stage".to_owned()]))
+        .await
+        .unwrap();
+    let aliases = ["stage".to_owned(), format!("deploy {key}")];
+    assert_eq!(
+        refused_field(
+            (memory.call(ws, crate::SetAliases::new("Staging", &aliases)))
+                .await
+                .map(drop)
+        ),
+        "aliases[1]"
+    );
+    let staging = (memory.call(ws, OpenNodes::new(&strings(&["stage"]))))
+        .await
+        .unwrap();
+    assert_eq!(
+        staging.entities[0].name, "Staging",
+        "the old alias still answers"
     );
     let mut perspective = memory.perspectives(ws).await.unwrap()[0].clone();
     perspective.query_template = format!("{{query}} {key}");
