@@ -254,6 +254,15 @@ impl AliasStore for PgStore {
             )
             .await
             .map_err(db)?;
+            // The sources' events outlive them, no longer tied to a node: they say who wrote
+            // the facts that moved (`get_history` reads an entry's author from its
+            // transaction's events).
+            tx.execute(
+                "UPDATE events SET node_id = NULL WHERE node_id = ANY($1)",
+                &[&source_ids],
+            )
+            .await
+            .map_err(db)?;
             tx.execute("DELETE FROM nodes WHERE id = ANY($1)", &[&source_ids])
                 .await
                 .map_err(db)?;

@@ -274,6 +274,13 @@ fn merge(
         params![target.id, tags_json(&tags)],
     )
     .map_err(db)?;
+    // The sources' events outlive them, no longer tied to a node: they say who wrote the facts
+    // that moved (`get_history` reads an entry's author from its transaction's events).
+    tx.execute(
+        "UPDATE events SET node_id = NULL WHERE node_id IN (SELECT value FROM json_each(?1))",
+        params![id_list(&source_ids)],
+    )
+    .map_err(db)?;
     tx.execute(
         "DELETE FROM nodes WHERE id IN (SELECT value FROM json_each(?1))",
         params![id_list(&source_ids)],

@@ -444,6 +444,19 @@ pub async fn writes_record_their_author_in_history(store: Arc<dyn MemoryStore>) 
         "{authors:?}"
     );
 
+    // Merged into another node, a fact keeps who wrote it.
+    (memory.call(
+        ws,
+        crate::MergeEntities::new(&strings(&["Deploy"]), "Review"),
+    ))
+    .await
+    .unwrap();
+    let merged = memory.call(ws, GetHistory::new("Review")).await.unwrap();
+    let moved = (merged.events.iter())
+        .find(|entry| entry.content.as_deref() == Some("runs at noon"))
+        .unwrap_or_else(|| panic!("no entry for the moved fact: {merged:?}"));
+    assert_eq!(moved.author.as_deref(), Some("bob"), "{merged:?}");
+
     let found = crate::authorship::scope("dave", memory.call(ws, SearchNodes::new("review")))
         .await
         .unwrap();
