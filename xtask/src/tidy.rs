@@ -37,6 +37,60 @@ mod tests {
             .collect()
     }
 
+    /// A `rust-version` as numbers (`"1.92"` → `[1, 92]`, `"1.90.1"` → `[1, 90, 1]`).
+    fn version(text: &str) -> Vec<u64> {
+        text.split('.').map(|part| part.parse().unwrap()).collect()
+    }
+
+    /// The workspace's declared `rust-version` is true: no crate it builds, its own or a
+    /// dependency in `Cargo.lock`, needs a newer Rust (`cargo install` said "refinery v0.10.0
+    /// (requires Rust 1.92)" while the workspace declared 1.90).
+    #[test]
+    fn the_declared_rust_version_covers_every_dependency() {
+        let output = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+            .current_dir(crate::workspace_root())
+            .output()
+            .expect("running cargo metadata");
+        assert!(output.status.success(), "{output:?}");
+        let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let packages = metadata["packages"].as_array().unwrap();
+        let members: Vec<&str> = (metadata["workspace_members"].as_array().unwrap().iter())
+            .filter_map(Value::as_str)
+            .collect();
+        let declared = (packages.iter())
+            .filter(|p| members.contains(&p["id"].as_str().unwrap()))
+            .map(|p| {
+                version(
+                    p["rust_version"]
+                        .as_str()
+                        .expect("every crate declares one"),
+                )
+            })
+            .min()
+            .unwrap();
+        let needs: Vec<String> = (packages.iter())
+            .filter(|p| {
+                p["rust_version"]
+                    .as_str()
+                    .is_some_and(|v| version(v) > declared)
+            })
+            .map(|p| {
+                let field = |key: &str| p[key].as_str().unwrap_or_default().to_owned();
+                format!(
+                    "{} {} (Rust {})",
+                    field("name"),
+                    field("version"),
+                    field("rust_version")
+                )
+            })
+            .collect();
+        assert!(
+            needs.is_empty(),
+            "the rust-version in Cargo.toml ({declared:?}) is older than these need: {needs:?}"
+        );
+    }
+
     /// Crates no layer but its own may depend on, and the layers that may.
     const OWNED: [(&str, &[&str]); 10] = [
         ("tokio-postgres", &["engram-pg"]),
