@@ -438,10 +438,7 @@ async fn ask_changed(
             tally.newer_shown_first += 1;
         }
     }
-    let names: Vec<String> = (nodes.iter())
-        .filter_map(|n| n["name"].as_str().map(str::to_owned))
-        .collect();
-    delete_nodes(memory, workspace, names).await?;
+    delete_nodes(memory, workspace, nodes).await?;
     Ok(tally)
 }
 
@@ -454,12 +451,8 @@ async fn ask(
     small: &SmallMemory,
     nonsense: &[String],
 ) -> anyhow::Result<Tally> {
-    add_nodes(
-        memory,
-        workspace,
-        small.nodes.as_array().map_or(&[], Vec::as_slice),
-    )
-    .await?;
+    let nodes = small.nodes.as_array().map_or(&[][..], Vec::as_slice);
+    add_nodes(memory, workspace, nodes).await?;
     if small.relations.as_array().is_some_and(|r| !r.is_empty()) {
         let relations: CreateRelations =
             serde_json::from_value(serde_json::json!({ "relations": small.relations }))?;
@@ -521,19 +514,17 @@ async fn ask(
             println!("  nonsense answered: {query:?} -> {name} ({score:.3})");
         }
     }
-    let names: Vec<String> = (small.nodes.as_array().into_iter().flatten())
-        .filter_map(|n| n["name"].as_str().map(str::to_owned))
-        .collect();
-    delete_nodes(memory, workspace, names).await?;
+    delete_nodes(memory, workspace, nodes).await?;
     Ok(tally)
 }
 
-/// Deletes the nodes `names` from `workspace`, 1,000 at a time.
+/// Deletes `nodes` (JSON nodes, as [`add_nodes`] added them) from `workspace`, 1,000 at a time.
 async fn delete_nodes(
     memory: &Memory,
     workspace: WorkspaceId,
-    names: Vec<String>,
+    nodes: &[serde_json::Value],
 ) -> anyhow::Result<()> {
+    let names: Vec<&str> = nodes.iter().filter_map(|n| n["name"].as_str()).collect();
     for batch in names.chunks(1_000) {
         let deleted: DeleteEntities =
             serde_json::from_value(serde_json::json!({ "entity_names": batch }))?;

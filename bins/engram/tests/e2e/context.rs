@@ -61,7 +61,7 @@ fn prompt_text(prompt: &rmcp::model::GetPromptResult) -> String {
 }
 
 /// `recall` with `topic`.
-async fn recall_prompt(client: &Client, topic: &str) -> String {
+pub async fn recall_prompt(client: &Client, topic: &str) -> String {
     let mut arguments = serde_json::Map::new();
     arguments.insert("topic".into(), topic.into());
     let prompt = client

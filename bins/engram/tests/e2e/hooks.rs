@@ -10,7 +10,7 @@ use crate::scenario::ok;
 use crate::server::{Backend, TestServer};
 
 /// `engram` as typed, with `stdin` on its standard input.
-fn engram(args: &[&str], stdin: &str) -> Output {
+pub fn engram(args: &[&str], stdin: &str) -> Output {
     run(Command::new(env!("CARGO_BIN_EXE_engram")).args(args), stdin)
 }
 
@@ -42,7 +42,7 @@ fn spawn(command: &mut Command) -> std::process::Child {
         .expect("running engram")
 }
 
-fn stdout(output: &Output) -> String {
+pub fn stdout(output: &Output) -> String {
     assert!(output.status.success(), "{output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::recall::wait_for_indexing;
 use crate::scenario::ok;
-use crate::server::{Backend, Client, TestServer};
+use crate::server::{Backend, TestServer};
 
 /// `count` facts of `count / 5` nodes about a software team's everyday work, none naming a
 /// message broker: varied enough that their words and vectors spread as a real memory's do.
@@ -57,10 +57,6 @@ fn names(found: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn search(client: &Client, tool: &'static str, arguments: Value) -> Value {
-    ok(client, tool, arguments).await
-}
-
 pub async fn a_word_in_one_fact_of_a_thousand_is_found_by_default(backend: Backend) {
     let server = TestServer::start(backend, &["team"]).await;
     let client = server.streamable_client("team").await;
@@ -87,7 +83,7 @@ pub async fn a_word_in_one_fact_of_a_thousand_is_found_by_default(backend: Backe
     wait_for_indexing(&client).await;
 
     for query in ["Kafka", "kafka", "eu-west-1", "Go 1.22"] {
-        let found = search(&client, "search_nodes", json!({"query": query})).await;
+        let found = ok(&client, "search_nodes", json!({"query": query})).await;
         assert_eq!(
             names(&found).first().map(String::as_str),
             Some("order-events"),
@@ -96,40 +92,22 @@ pub async fn a_word_in_one_fact_of_a_thousand_is_found_by_default(backend: Backe
         let score = found["results"][0]["score"].as_f64().unwrap();
         assert!(score >= 0.8, "{query}: {found}");
     }
-    let found = search(&client, "search_nodes", json!({"query": "CND-881"})).await;
+    let found = ok(&client, "search_nodes", json!({"query": "CND-881"})).await;
     assert_eq!(
         names(&found).first().map(String::as_str),
         Some("CND-881"),
         "{found}"
     );
     // A word that occurs nowhere finds nothing by default.
-    let nothing = search(&client, "search_nodes", json!({"query": "Cassandra"})).await;
+    let nothing = ok(&client, "search_nodes", json!({"query": "Cassandra"})).await;
     assert_eq!(nothing["results"], json!([]), "{nothing}");
 
     // The recall prompt and `engram recall` answer the word too.
-    let mut arguments = serde_json::Map::new();
-    arguments.insert("topic".into(), "Kafka".into());
-    let prompt = client
-        .get_prompt(rmcp::model::GetPromptRequestParams::new("recall").with_arguments(arguments))
-        .await
-        .unwrap();
-    let text = serde_json::to_value(&prompt.messages[0]).unwrap()["content"]["text"].to_string();
+    let text = crate::context::recall_prompt(&client, "Kafka").await;
     assert!(text.contains("Kafka topic for the warehouse"), "{text}");
-    let recalled = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args([
-            "recall",
-            "Kafka",
-            "--workspace",
-            "team",
-            "--url",
-            &server.base,
-        ])
-        .env_remove("ENGRAM_DATABASE_URL")
-        .env_remove("ENGRAM_TOKEN")
-        .env("ENGRAM_LOG", "warn")
-        .output()
-        .unwrap();
-    let recalled = String::from_utf8_lossy(&recalled.stdout);
+    let base = server.base.as_str();
+    let args = ["recall", "Kafka", "--workspace", "team", "--url", base];
+    let recalled = crate::hooks::stdout(&crate::hooks::engram(&args, ""));
     assert!(recalled.contains("order-events"), "{recalled}");
     assert!(recalled.contains("Kafka topic"), "{recalled}");
 
@@ -137,8 +115,8 @@ pub async fn a_word_in_one_fact_of_a_thousand_is_found_by_default(backend: Backe
     for tool in ["search_nodes", "search_observations"] {
         let asked = json!({"query": "kafka topic", "min_score": 0.0, "limit": 10});
         let (a, b) = (
-            search(&client, tool, asked.clone()).await,
-            search(&client, tool, asked).await,
+            ok(&client, tool, asked.clone()).await,
+            ok(&client, tool, asked).await,
         );
         assert_eq!(a, b, "{tool}: two identical calls differ");
         let rows = a["results"]
@@ -175,7 +153,7 @@ pub async fn a_type_word_lifts_nothing_and_the_newer_fact_comes_first(backend: B
 
     // "project" is atlas's type: it says nothing about which project is asked for.
     let asked = json!({"query": "who is in charge of the project technically?", "min_score": 0.0});
-    let found = search(&client, "search_nodes", asked).await;
+    let found = ok(&client, "search_nodes", asked).await;
     let atlas = (found["results"].as_array().unwrap().iter()).find(|r| r["name"] == "atlas");
     if let Some(atlas) = atlas {
         let signals = atlas["signals"].as_array().cloned().unwrap_or_default();
@@ -200,14 +178,14 @@ pub async fn a_type_word_lifts_nothing_and_the_newer_fact_comes_first(backend: B
         ),
     ] {
         let asked = json!({"query": query, "min_score": 0.0});
-        let found = search(&client, "search_observations", asked).await;
+        let found = ok(&client, "search_observations", asked).await;
         let rows = found["observations"].as_array().unwrap();
         let at = |content: &str| rows.iter().position(|r| r["content"] == content);
         assert!(at(newer).unwrap() < at(older).unwrap(), "{query}: {found}");
         let first = &rows[at(newer).unwrap()];
         assert_eq!(first["valid_from"], since, "{found}");
         assert!(first["ordinal"].as_u64().is_some(), "{found}");
-        let nodes = search(&client, "search_nodes", json!({"query": query})).await;
+        let nodes = ok(&client, "search_nodes", json!({"query": query})).await;
         let hit = &nodes["results"][0];
         assert_eq!(hit["matched_observation"], newer, "{query}: {nodes}");
         assert_eq!(hit["valid_from"], since, "{nodes}");

@@ -195,7 +195,7 @@ impl Exact {
         if exact <= 0.0 {
             return 0.0;
         }
-        1.0 / (1.0 + (-(self.intercept + self.weight * exact)).exp())
+        sigmoid(self.intercept + self.weight * exact)
     }
 }
 
@@ -291,7 +291,7 @@ impl Calibration {
             + self.fragmented * features.fragmented
             + self.lacking * features.lacking
             + self.type_echo * features.type_echo;
-        1.0 / (1.0 + (-z).exp())
+        sigmoid(z)
     }
 }
 

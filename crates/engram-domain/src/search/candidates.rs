@@ -37,16 +37,10 @@ pub const NAMED_FACTS: usize = 5;
 /// finds the nodes whose names hold `required` of the words (when not 0), or whose every name
 /// word is one of them, [`NAMED_NODES`] at most.
 pub fn name_probe(text: &str) -> (Vec<String>, usize) {
-    let mut words: Vec<String> = Vec::new();
-    let mut keywords = true;
-    for word in crate::search::words::words(text) {
-        if crate::search::words::is_stop_word(&word) {
-            keywords = false;
-        } else if !words.contains(&word) {
-            words.push(word);
-        }
-    }
-    let required = if keywords { words.len() } else { 0 };
+    let mut words = crate::suggestions::name_words(text);
+    let count = words.len();
+    words.retain(|word| !crate::search::words::is_stop_word(word));
+    let required = if words.len() == count { count } else { 0 };
     (words, required)
 }
 

@@ -141,10 +141,11 @@ impl QueryCues {
             && (self.words.iter()).all(|w| !crate::search::words::is_stop_word(w))
     }
 
-    /// Whether every word of `text` is one of the names the query mentions
-    /// ([`crate::search::words::proper_nouns`]).
+    /// Whether every word of `text` (at least one) is one of the names the query mentions
+    /// ([`crate::search::words::proper_nouns`]), and so a word of the query.
     fn mentions(&self, text: &str) -> bool {
-        crate::search::words::words(text).all(|w| self.names.contains(&w))
+        let mut words = crate::search::words::words(text).peekable();
+        words.peek().is_some() && words.all(|w| self.names.contains(&w))
     }
 
     /// What hybrid adds for `row`.
@@ -165,8 +166,7 @@ impl QueryCues {
         // A node is named by its name, or by its type when the type is a name the query
         // mentions ("what did Caroline paint?" of a node typed `Caroline`): a common type word
         // ("project", "service", "person") in a question asks for no node of that type.
-        let named = self.names(&row.name)
-            || (self.names(&row.entity_type) && self.mentions(&row.entity_type));
+        let named = self.names(&row.name) || self.mentions(&row.entity_type);
         Bonus {
             dating: if month { DATE_BONUS } else { 0.0 } + DAY_BONUS * day,
             pairs,
@@ -455,17 +455,16 @@ pub fn newer_first(ranked: &mut [Ranked]) {
         // Newest first, so that a fact is compared with newer ones already placed.
         facts
             .sort_by_key(|&i| std::cmp::Reverse((ranked[i].row.valid_from, ranked[i].row.ordinal)));
+        // Each newer fact's log-odds as scored, and its score once placed.
         let mut placed: Vec<(f64, f64)> = Vec::with_capacity(facts.len());
         for index in facts {
-            let score = ranked[index].score;
+            let (score, odds) = (ranked[index].score, calibration::logit(ranked[index].score));
             let least = (placed.iter())
-                .filter(|(newer, _)| {
-                    calibration::logit(score) - calibration::logit(*newer) < RECENCY_MARGIN
-                })
+                .filter(|(newer, _)| odds - newer < RECENCY_MARGIN)
                 .map(|(_, newer_placed)| newer_placed - STEP)
                 .fold(score, f64::min)
                 .max(0.0);
-            placed.push((score, least));
+            placed.push((odds, least));
             if least < score {
                 lowered.push((index, least));
             }

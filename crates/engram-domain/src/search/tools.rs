@@ -261,9 +261,9 @@ impl Searcher {
         if let Some((name, score)) = best_scored {
             let score = calibration::round(score);
             notice = joined(notice, nothing_matched(found, least, &name, score));
-        } else if found == 0 && effective == SearchMode::Text {
-            // Full text alone found no candidate: say so, as a search whose candidates all
-            // fell short does.
+        } else if found == 0 {
+            // No candidate at all (and so answered by full text: no vector matched either):
+            // say so, as a search whose candidates all fell short does.
             notice = joined(
                 notice,
                 "nothing in memory matched: no current fact holds a word of the query".to_owned(),
