@@ -17,6 +17,7 @@ mod peers;
 mod pgbouncer;
 mod postgres;
 mod scale;
+mod sdks;
 mod serve;
 mod team;
 mod test;

@@ -74,6 +74,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     };
 
     crate::debian::ensure();
+    let sdks = crate::sdks::ensure(&crate::target_dir());
     // The conformance suite runs through PgBouncer too: in front of our own cluster, or the
     // one ENGRAM_TEST_PGBOUNCER_URL names beside an external server.
     let (bouncer, bouncer_url) = match &cluster {
@@ -88,7 +89,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         None => (None, env::var(PGBOUNCER_URL_VAR).ok()),
     };
     let started = std::time::SystemTime::now();
-    let outcome = run_steps(args, &url, pg_bin.as_deref(), bouncer_url.as_deref());
+    let outcome = run_steps(args, &url, pg_bin.as_deref(), bouncer_url.as_deref(), &sdks);
     drop(bouncer);
 
     match psql {
@@ -112,12 +113,14 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
 }
 
 /// fmt, clippy and the tests, stopping at the first failure. `pg_bin` (the directory of
-/// `initdb` and `pg_ctl`, when known) reaches the tests as `ENGRAM_TEST_PG_BIN`.
+/// `initdb` and `pg_ctl`, when known) reaches the tests as `ENGRAM_TEST_PG_BIN`; each of
+/// `sdks` (an official MCP SDK) as its variable.
 fn run_steps(
     args: &TestArgs,
     url: &str,
     pg_bin: Option<&std::path::Path>,
     bouncer_url: Option<&str>,
+    sdks: &[(&str, std::path::PathBuf)],
 ) -> Result<()> {
     let root = workspace_root();
     let mut steps = Vec::new();
@@ -172,6 +175,7 @@ fn run_steps(
         if let Some(bouncer_url) = bouncer_url {
             step.env(PGBOUNCER_URL_VAR, bouncer_url);
         }
+        step.envs(sdks.iter().map(|(var, path)| (var, path)));
         println!("engram: $ {}", show_cargo(&step));
         let status = step
             .status()

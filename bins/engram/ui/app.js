@@ -16,6 +16,12 @@ let firstView = (() => {
 })();
 
 function status(text) { $("status").textContent = text; }
+
+// Each view asked for takes a ticket; an answer that arrives after a newer view was asked for
+// is dropped, so a slow report never paints over the search a person went on to.
+let tickets = 0;
+const ticket = () => ++tickets;
+const stale = (mine) => mine !== tickets;
 function fail(error) { status(`error: ${error.message}`); }
 
 async function api(path, params = {}) {
@@ -77,13 +83,24 @@ function terms(dl, pairs) {
   if (!pairs.length) dl.append(el("dd", "none", "none"));
 }
 
+/** A time as a person reads it, in the browser's language and zone: "7 Dec 2026, 11:16"; a
+ * day alone ("1 Mar 2026") for a fact dated by its day (midnight UTC). */
+function when(iso) {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return String(iso);
+  const day = { day: "numeric", month: "short", year: "numeric" };
+  if (/^\d{4}-\d\d-\d\d(T00:00(:00(\.0+)?)?Z)?$/.test(iso)) return t.toLocaleDateString(undefined, { ...day, timeZone: "UTC" });
+  return t.toLocaleString(undefined, { ...day, hour: "2-digit", minute: "2-digit" });
+}
+
+/** How long ago: "just now", "5 min ago", "3 h ago", "2 d ago", past a month the day. */
 function ago(iso) {
   const s = (Date.now() - Date.parse(iso)) / 1000;
-  if (!(s >= 0)) return String(iso).slice(0, 10);
+  if (!(s >= 0)) return when(iso);
   if (s < 60) return "just now";
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return s < 30 * 86400 ? `${Math.floor(s / 86400)} d ago` : String(iso).slice(0, 10);
+  return s < 30 * 86400 ? `${Math.floor(s / 86400)} d ago` : when(iso);
 }
 
 const score = (x) => (x >= 0.01 || x === 0 ? x.toFixed(2) : x.toPrecision(1));
@@ -146,12 +163,15 @@ async function loadWorkspaces() {
   $("workspace").replaceChildren(new Option("choose …", ""), ...names.map((n) => new Option(n, n)));
   const wanted = new URLSearchParams(location.search).get("workspace");
   const remembered = localStorage.getItem(REMEMBERED);
-  let chosen = null;
-  if (names.length === 1) chosen = names[0];
-  else if (wanted !== null) chosen = names.includes(wanted) ? wanted : null;
-  else if (names.includes(remembered)) chosen = remembered;
+  // A workspace the address names but that is not there (or not this token's) is said so,
+  // never swapped for another.
+  if (wanted !== null && !names.includes(wanted)) {
+    return showPicker(workspaces, `no workspace named “${wanted}”: choose one`);
+  }
+  if (wanted !== null) return choose(wanted, true);
+  const chosen = names.length === 1 ? names[0] : names.includes(remembered) ? remembered : null;
   if (chosen) return choose(chosen);
-  showPicker(workspaces, wanted === null ? "" : `no workspace named “${wanted}”: choose one`);
+  showPicker(workspaces, "");
 }
 
 function showPicker(workspaces, note) {
@@ -166,32 +186,73 @@ function showPicker(workspaces, note) {
   status(note || (workspaces.length ? "choose a workspace" : "no workspace yet"));
 }
 
-/** Opens workspace `name` on its overview, remembered in the URL and in this browser. */
-async function choose(name) {
+/** Opens workspace `name`, remembered in this browser: on what the address names when
+ * `fromAddress`, else on its overview, put in the address. */
+async function choose(name, fromAddress = false) {
   // The first view the page carried is this workspace's: keep it as it is.
   const carried = state.overview?.workspace === name && state.overview.first;
   state.workspace = name;
   state.query = "";
   $("workspace").value = name;
   localStorage.setItem(REMEMBERED, name);
-  const url = new URL(location.href);
-  url.searchParams.set("workspace", name);
-  history.replaceState(null, "", url);
+  if (!fromAddress) {
+    const url = new URL(location.pathname, location.origin);
+    url.searchParams.set("workspace", name);
+    history.replaceState(null, "", url);
+  }
   if (!carried) {
     for (const cy of Object.values(graphs)) cy.elements().remove();
     $("results").replaceChildren();
   }
-  await showOverview(carried);
+  await follow(carried);
 }
+
+// --- the address -----------------------------------------------------------------------
+// `?workspace=W`, then `q` (and `min_score`) for a search, `node` for an open node, or
+// `view=report`: each view a person reaches is an entry in the browser's history, so a link
+// opens it and back and forward walk through them.
+
+/** Puts the view `params` names in the address, as a new history entry. */
+function record(params) {
+  const url = new URL(location.pathname, location.origin);
+  url.searchParams.set("workspace", state.workspace);
+  for (const [k, v] of Object.entries(params)) if (v) url.searchParams.set(k, v);
+  if (url.search !== location.search) history.pushState(null, "", url);
+}
+
+/** Shows what the address names: a search, a node (over its search), the report, or the
+ * overview (read again unless `cached`). */
+async function follow(cached = true) {
+  const params = new URLSearchParams(location.search);
+  const q = params.get("q") ?? "";
+  const node = params.get("node");
+  $("query").value = q;
+  $("min-score").value = params.get("min_score") ?? "";
+  if (params.get("view") === "report") return showReport(false);
+  if (q) await search(q, false);
+  else { state.query = ""; $("results").replaceChildren(); }
+  if (node) return openNode(node, false);
+  if (!q) return showOverview(cached, false);
+}
+
+window.addEventListener("popstate", () => {
+  const named = new URLSearchParams(location.search).get("workspace");
+  if (named && named !== state.workspace && state.workspaces.some((w) => w.name === named)) choose(named, true).catch(fail);
+  else if (state.workspace) follow().catch(fail);
+});
 
 // --- overview, search, node ------------------------------------------------------------
 
-/** The overview, read again unless `cached` and already read for this workspace. */
-async function showOverview(cached = false) {
+/** The overview, read again unless `cached` and already read for this workspace; put in the
+ * address when `recorded`. */
+async function showOverview(cached = false, recorded = true) {
+  if (recorded) record({});
+  const mine = ticket();
   show("overview");
   if (cached && state.overview?.workspace === state.workspace) return status(state.overview.status);
   status(`reading ${state.workspace} …`);
-  renderOverview(await api("overview"));
+  const overview = await api("overview");
+  if (!stale(mine)) renderOverview(overview);
 }
 
 /** Fills the overview with `o`, the API's (or the page's first) overview. */
@@ -215,13 +276,19 @@ function renderOverview(o) {
   status(state.overview.status);
 }
 
-async function search(query) {
+/** Searches for `query` at the min score of the field beside it; put in the address when
+ * `recorded`. */
+async function search(query, recorded = true) {
+  const minScore = $("min-score").value.trim();
+  if (recorded) record({ q: query, min_score: minScore });
   state.query = query;
   show("explore");
   $("explore-view").classList.remove("no-results");
   $("explore-view").classList.add("no-node");
   status(`searching ${state.workspace} …`);
-  const found = await api("search", { q: query, limit: 20 });
+  const mine = ticket();
+  const found = await api("search", { q: query, limit: 20, ...(minScore ? { min_score: minScore } : {}) });
+  if (stale(mine)) return;
   $("results-title").textContent = `results for “${query}”`;
   fill($("results"), found.results, (hit) => {
     const li = pick(hit.name);
@@ -230,7 +297,11 @@ async function search(query) {
     li.querySelector(".score").title = "how likely it is relevant (0 to 1)";
     return li;
   });
-  status(`${found.results.length} result(s), ${found.mode}${found.notice ? ` (${found.notice})` : ""}`);
+  const notice = found.notice ? ` (${found.notice})` : "";
+  if (!found.results.length && !minScore) {
+    return status(`no result at the default min score, ${found.mode}${notice}: a lower “min score” beside the search box shows weaker ones`);
+  }
+  status(`${found.results.length} result(s), ${found.mode}${notice}`);
 }
 
 /** How `other` is linked to `name`: "works_on →", "← knows". */
@@ -239,9 +310,14 @@ function links(relations, name, other) {
     : r.from === other && r.to === name ? [`← ${r.relation_type}`] : [])).join(", ");
 }
 
-async function openNode(name) {
+/** Opens node `name` (beside the search's results, when there are some); put in the address
+ * when `recorded`. */
+async function openNode(name, recorded = true) {
   status(`opening ${name} …`);
+  const mine = ticket();
   const { node, neighborhood, history } = await api("node", { name });
+  if (stale(mine)) return;
+  if (recorded) record({ q: state.query, min_score: state.query && $("min-score").value.trim(), node: node.name });
   show("explore");
   $("explore-view").classList.toggle("no-results", !state.query);
   $("explore-view").classList.remove("no-node");
@@ -250,7 +326,15 @@ async function openNode(name) {
   $("node-type").textContent = node.entity_type;
   $("node-summary").textContent = node.summary ?? "";
   $("node-tags").textContent = node.tags?.length ? `tags: ${node.tags.join(", ")}` : "";
-  fill($("observations"), node.observations, (o) => { const li = el("li", "", o.content); li.value = o.ordinal; return li; });
+  $("node-aliases").textContent = node.aliases?.length ? `also called: ${node.aliases.join(", ")}` : "";
+  // Ended facts stay in their place, struck through, with when they held.
+  fill($("observations"), node.observations, (o) => {
+    const li = el("li", o.valid_to ? "ended" : "");
+    li.value = o.ordinal;
+    li.append(el("span", "fact", o.content));
+    if (o.valid_to) li.append(el("span", "when", ` ended ${when(o.valid_to)}${o.valid_from ? `, held from ${when(o.valid_from)}` : ""}`));
+    return li;
+  });
   const relations = neighborhood.relations ?? [];
   const around = neighborhood.nodes.filter((n) => n.name !== node.name);
   fill($("neighbours"), around, (n) => { const li = pick(n.name); li.append(line(n.name, n.entity_type, links(relations, node.name, n.name), "relation")); return li; });
@@ -259,19 +343,26 @@ async function openNode(name) {
     const subject = h.content ?? (h.relation ? `${h.relation.from} ${h.relation.relation_type} ${h.relation.to}` : "");
     const li = el("li", "", subject ? `${what}: ${subject}` : what);
     li.append(el("span", "type", ` ${ago(h.at)}${h.author ? ` · by ${h.author}` : ""}`));
+    li.title = when(h.at);
     return li;
   });
   draw("graph", neighborhood.nodes, relations, node.name);
   if (matchMedia("(max-width: 700px)").matches) $("node-pane").scrollIntoView({ block: "start" });
-  status(`${node.name}: ${node.observations.length} observation(s), ${around.length} neighbour(s)`);
+  const current = node.observations.filter((o) => !o.valid_to).length;
+  const ended = node.observations.length - current;
+  status(`${node.name}: ${current} observation(s)${ended ? ` and ${ended} ended` : ""}, ${around.length} neighbour(s)`);
 }
 
 // --- consolidation report ---------------------------------------------------------------
 
-async function showReport() {
+/** The consolidation report and the indexer's state; put in the address when `recorded`. */
+async function showReport(recorded = true) {
+  if (recorded) record({ view: "report" });
   show("report");
   status("reading the consolidation report …");
+  const mine = ticket();
   const [report, indexer] = await Promise.all([api("report"), api("indexer")]);
+  if (stale(mine)) return;
   // The indexer's figures in words a person reads, coverage as on the overview.
   const words = {
     model: "embedding model", embedding_coverage: "embedding coverage",
@@ -292,6 +383,27 @@ async function showReport() {
     if (s.draft_summary) li.append(el("div", "draft", s.draft_summary));
     return li;
   });
+  // What to act on: merge_entities, end_observations, delete_observations, split_entity.
+  fill($("merges"), report.merge_candidates, (m) => {
+    const li = pick(m.node_a);
+    const figure = m.similarity_score === null || m.similarity_score === undefined ? undefined : score(m.similarity_score);
+    li.append(line(`${m.node_a} ↔ ${m.node_b}`, m.entity_type, figure), el("div", "draft", m.reason));
+    return li;
+  });
+  const factPairs = (list, pairs) => fill($(list), pairs, (p) => {
+    const li = pick(p.name);
+    li.append(line(p.name, `#${p.ordinals[0]} · #${p.ordinals[1]}`),
+      ...p.contents.map((text, i) => el("div", "pair", `#${p.ordinals[i]} ${text}`)));
+    return li;
+  });
+  factPairs("superseded", report.possibly_superseded);
+  factPairs("duplicates", report.duplicate_observations);
+  fill($("splits"), report.split_candidates, (c) => {
+    const li = pick(c.name);
+    li.append(line(c.name, c.entity_type, `${c.observation_count} obs.`),
+      el("div", "pair", c.groups.map((g) => `${g.label} (${g.size})`).join(" · ")));
+    return li;
+  });
   fill($("candidates"), report.relation_candidates, (c) => {
     const li = el("li", "", `${c.node_a} ↔ ${c.node_b} (${c.similarity_score.toFixed(2)})`);
     if (c.rationale) li.append(el("div", "draft", c.rationale));
@@ -299,7 +411,7 @@ async function showReport() {
   });
   fill($("clusters"), report.cluster_summary, (c) => el("li", "", `${c.centroid_label ?? `cluster ${c.cluster_id}`}: ${c.node_names.join(", ")}`));
   terms($("events"), Object.entries(report.event_summary ?? {})
-    .map(([k, v]) => [k.replaceAll("_", " "), typeof v === "object" ? JSON.stringify(v) : String(v)]));
+    .map(([k, v]) => [k.replaceAll("_", " "), k === "since" ? when(v) : typeof v === "object" ? JSON.stringify(v) : String(v)]));
   status("consolidation report");
 }
 

@@ -7,6 +7,7 @@ mod binding;
 pub mod forwarded;
 mod framing;
 mod guard;
+mod json_answer;
 mod json_shape;
 pub mod metrics;
 pub mod oauth;
@@ -71,6 +72,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let unread_all = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mcp = Router::new()
         .route_service("/mcp", streamable)
+        .layer(middleware::from_fn(json_answer::prefer_json))
         .layer(middleware::from_fn_with_state(
             unread::AnswerLedger::new(guard.unread, unread_all.clone()),
             unread::count_answers,

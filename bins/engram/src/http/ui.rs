@@ -359,7 +359,7 @@ struct NodeQuery {
 /// History entries the node view shows, newest first.
 const HISTORY_SHOWN: u32 = 20;
 
-/// A node in full, its neighbourhood one hop out, and its newest history entries with who
+/// A node in full (its ended facts too), its neighbourhood one hop out, and its newest history entries with who
 /// wrote each.
 async fn node(
     State(binder): State<Binder>,
@@ -370,7 +370,11 @@ async fn node(
     let opened = match memory
         .call(
             workspace.id,
-            OpenNodes::new(std::slice::from_ref(&query.name)),
+            // Ended facts too: the page shows them struck through, with their dates.
+            OpenNodes {
+                include_ended: true,
+                ..OpenNodes::new(std::slice::from_ref(&query.name))
+            },
         )
         .await
     {

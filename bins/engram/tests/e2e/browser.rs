@@ -2,8 +2,8 @@
 //! Debian's `chromium-driver`) against a server with data. It picks a workspace (and finds it
 //! remembered), reads the overview (counts, sections, "none" in an empty workspace's), searches
 //! (each score on its own result's row, with the matched observation), opens a result and a
-//! neighbour, does the same by keyboard, and loads the page at phone width (no horizontal
-//! scrolling). It keeps screenshots of the main screens in `target/tmp/` (`docs/` holds copies).
+//! neighbour, does the same by keyboard, follows the address, the report's lists and the dates
+//! (`browser_views`), and loads the page at phone width (no horizontal scrolling). It keeps screenshots of the main screens in `target/tmp/` (`docs/` holds copies).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ const ESCAPE: &str = "\u{E00C}";
 const ARROW_DOWN: &str = "\u{E015}";
 
 /// A WebDriver session on a chromedriver child process.
-struct Browser {
+pub(crate) struct Browser {
     http: reqwest::Client,
     session: String,
     _driver: tokio::process::Child,
@@ -91,13 +91,13 @@ impl Browser {
         answer["value"].clone()
     }
 
-    async fn open(&self, url: &str) {
+    pub(crate) async fn open(&self, url: &str) {
         self.call(reqwest::Method::POST, "/url", Some(json!({"url": url})))
             .await;
     }
 
     /// The elements matching `css`, waiting up to 15 s for at least one.
-    async fn find_all(&self, css: &str) -> Vec<String> {
+    pub(crate) async fn find_all(&self, css: &str) -> Vec<String> {
         let started = Instant::now();
         loop {
             let found = self
@@ -122,7 +122,7 @@ impl Browser {
         }
     }
 
-    async fn text(&self, element: &str) -> String {
+    pub(crate) async fn text(&self, element: &str) -> String {
         let text = self
             .call(
                 reqwest::Method::GET,
@@ -133,7 +133,7 @@ impl Browser {
         text.as_str().unwrap_or_default().to_owned()
     }
 
-    async fn text_of(&self, css: &str) -> String {
+    pub(crate) async fn text_of(&self, css: &str) -> String {
         let found = self
             .call(
                 reqwest::Method::POST,
@@ -147,7 +147,7 @@ impl Browser {
         }
     }
 
-    async fn texts(&self, css: &str) -> Vec<String> {
+    pub(crate) async fn texts(&self, css: &str) -> Vec<String> {
         let mut texts = Vec::new();
         for element in self.find_all(css).await {
             texts.push(self.text(&element).await);
@@ -155,7 +155,7 @@ impl Browser {
         texts
     }
 
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let element = self.find_all(css).await.remove(0);
         self.call(
             reqwest::Method::POST,
@@ -165,7 +165,7 @@ impl Browser {
         .await;
     }
 
-    async fn type_into(&self, css: &str, text: &str) {
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
         let element = self.find_all(css).await.remove(0);
         self.call(
             reqwest::Method::POST,
@@ -176,7 +176,7 @@ impl Browser {
     }
 
     /// Waits until the text of `css` satisfies `wanted`.
-    async fn wait_for_text(&self, css: &str, wanted: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn wait_for_text(&self, css: &str, wanted: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
         loop {
             let text = self.text_of(css).await;
@@ -192,13 +192,13 @@ impl Browser {
     }
 
     /// Runs `body` (a function body, `arguments` its arguments) in the page; its result.
-    async fn script(&self, body: &str) -> Value {
+    pub(crate) async fn script(&self, body: &str) -> Value {
         let script = json!({"script": body, "args": []});
         (self.call(reqwest::Method::POST, "/execute/sync", Some(script))).await
     }
 
     /// Waits until the expression `js` is true in the page.
-    async fn wait_until(&self, js: &str) {
+    pub(crate) async fn wait_until(&self, js: &str) {
         let started = Instant::now();
         while self.script(&format!("return !!({js});")).await != json!(true) {
             let status = self.text_of("#status").await;
@@ -211,7 +211,7 @@ impl Browser {
     }
 
     /// Presses each key in turn (characters, or the codes above) wherever the focus is.
-    async fn press(&self, keys: &[&str]) {
+    pub(crate) async fn press(&self, keys: &[&str]) {
         let actions: Vec<Value> = (keys.iter())
             .flat_map(|k| {
                 [
@@ -226,7 +226,7 @@ impl Browser {
     }
 
     /// The `data-name` of each element matching `css`, in order.
-    async fn names(&self, css: &str) -> Vec<String> {
+    pub(crate) async fn names(&self, css: &str) -> Vec<String> {
         let js =
             format!("return [...document.querySelectorAll({css:?})].map((e) => e.dataset.name);");
         let names = self.script(&js).await;
@@ -234,7 +234,7 @@ impl Browser {
     }
 
     /// Whether the element with this id is shown (its `hidden` attribute unset).
-    async fn shown(&self, id: &str) -> bool {
+    pub(crate) async fn shown(&self, id: &str) -> bool {
         let js = format!("return !document.getElementById({id:?}).hidden;");
         self.script(&js).await == json!(true)
     }
@@ -374,8 +374,10 @@ pub async fn the_viewer_searches_opens_a_node_and_walks_to_a_neighbour(backend: 
         return;
     }
     // "archive", empty, comes first by name: the page must not open on it unasked.
-    let server = TestServer::start(backend, &["archive", "demo"]).await;
+    let server = TestServer::start(backend, &["archive", "curation", "demo"]).await;
     fill_demo(&server).await;
+    crate::browser_views::fill_curation(&server).await;
+    overview_when_indexed(&server, "curation").await;
     let overview = overview_when_indexed(&server, "demo").await;
     assert_eq!(
         (
@@ -400,6 +402,7 @@ pub async fn the_viewer_searches_opens_a_node_and_walks_to_a_neighbour(backend: 
     workspace_picker_and_overview(&browser, &server, backend).await;
     search_and_walk(&browser, backend).await;
     keyboard(&browser, backend).await;
+    crate::browser_views::address_report_and_dates(&browser, &server).await;
     phone(&browser, &server, backend).await;
     browser.call(reqwest::Method::DELETE, "", None).await;
 }
@@ -414,7 +417,10 @@ async fn workspace_picker_and_overview(browser: &Browser, server: &TestServer, b
         .await;
     assert!(browser.shown("picker-view").await);
     assert!(!browser.shown("overview-view").await);
-    assert_eq!(browser.names("#picker li.pick").await, ["archive", "demo"]);
+    assert_eq!(
+        browser.names("#picker li.pick").await,
+        ["archive", "curation", "demo"]
+    );
     browser.click("#picker li[data-name='demo']").await;
     browser
         .wait_for_text("#overview-title", |t| t == "demo")

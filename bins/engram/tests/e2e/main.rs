@@ -7,6 +7,7 @@
 mod auth;
 mod binding;
 mod browser;
+mod browser_views;
 mod cli;
 mod consolidation;
 mod context;
@@ -21,6 +22,7 @@ mod recall;
 mod reference;
 mod scale;
 mod scenario;
+mod sdks;
 mod server;
 mod shapes;
 mod sse_client;
@@ -52,6 +54,8 @@ macro_rules! per_backend {
 }
 
 per_backend!(
+    sdks::the_python_sdk_reads_every_answer_at_its_defaults,
+    sdks::the_typescript_sdk_reads_every_answer_at_its_defaults,
     auth::tokens_grant_one_workspace_and_read_only_tokens_only_read,
     auth::a_non_loopback_bind_requires_tokens,
     auth::failed_token_checks_are_throttled_per_address,
