@@ -74,7 +74,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     };
 
     crate::debian::ensure();
-    let sdks = crate::sdks::ensure(&crate::target_dir());
+    let sdks = crate::sdks::ensure(&target_dir());
     // The conformance suite runs through PgBouncer too: in front of our own cluster, or the
     // one ENGRAM_TEST_PGBOUNCER_URL names beside an external server.
     let (bouncer, bouncer_url) = match &cluster {

@@ -88,6 +88,8 @@ pub struct EngramServer {
     running: std::sync::Arc<tokio::sync::Semaphore>,
     /// Answers built and not yet taken by the transport, when the transport reports them.
     backlog: Option<AnswerBacklog>,
+    /// Counts every call while it runs, for a server that waits for them before it stops.
+    calls: Option<tokio_util::task::TaskTracker>,
 }
 
 /// Tool calls of one session that run at once. A client may send many requests without
@@ -125,7 +127,17 @@ impl EngramServer {
             tool_router: TOOLS.clone(),
             running: std::sync::Arc::new(tokio::sync::Semaphore::new(CALLS_PER_SESSION)),
             backlog: None,
+            calls: None,
         }
+    }
+
+    /// Counts each tool call in `calls` from when it arrives until its answer is built, so
+    /// that a stopping server can wait for the calls in flight (`TaskTracker::wait`) before
+    /// it ends sessions and streams.
+    #[must_use]
+    pub fn with_call_tracker(mut self, calls: tokio_util::task::TaskTracker) -> Self {
+        self.calls = Some(calls);
+        self
     }
 
     /// Starts a call only while fewer than [`backlog::ANSWERS_WAITING`] of the session's
@@ -298,6 +310,10 @@ impl ServerHandler for EngramServer {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
         use tracing::Instrument;
+        let _counted = self
+            .calls
+            .as_ref()
+            .map(tokio_util::task::TaskTracker::token);
         // A name a client makes up is `other` in metrics and logs: label values come from a
         // closed set (the tools engram has), however many names clients invent.
         let tool = if TOOLS.has_route(&request.name) {

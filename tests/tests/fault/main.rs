@@ -57,6 +57,7 @@ per_backend!(
     embedder::refused_texts_in_one_workspace_starve_no_other,
     memory::a_reading_client_gets_every_large_answer,
     drain::a_stopped_server_drains_and_another_serves_its_clients,
+    drain::ctrl_c_answers_the_calls_in_flight_and_logs_no_error,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

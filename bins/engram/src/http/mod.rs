@@ -14,6 +14,7 @@ pub mod oauth;
 mod refusal;
 mod sessions;
 mod sse;
+mod stopping;
 mod ui;
 mod unread;
 
@@ -32,6 +33,7 @@ use engram_mcp::{Binding, EngramServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use auth::{FAILED_CHECKS_PER_WINDOW, FAILURE_WINDOW};
 pub use binding::WORKSPACE_HEADER;
@@ -39,18 +41,26 @@ pub use guard::{Guard, MAX_BODY_BYTES};
 pub use sessions::{MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, SESSION_IDLE, SessionLimits};
 pub use unread::{MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_PER_SESSION, UnreadBudget};
 
-/// The whole HTTP application. `shutdown` ends open streams and sessions when cancelled.
-pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Router {
+/// The whole HTTP application and its Streamable HTTP sessions. `shutdown` ends open streams
+/// and sessions when cancelled; `calls` counts every tool call while it runs.
+fn router(
+    memory: Memory,
+    guard: Guard,
+    shutdown: CancellationToken,
+    calls: TaskTracker,
+) -> (Router, Arc<LocalSessionManager>) {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(guard.sessions.idle);
     // rmcp keeps each answered request's events for a client that reconnects to resume them;
     // 60 s by default holds every large answer a minute after it was sent.
     manager.session_config.completed_cache_ttl = ANSWERS_KEPT_FOR_RESUMING;
     let manager = Arc::new(manager);
+    let sessions = manager.clone();
     let counter = sessions::SessionCounter::new(guard.sessions);
     let binder = binding::Binder::new(memory.clone(), counter, manager.clone());
     let factory_memory = memory.clone();
     let factory_tools = guard.tools.clone();
+    let factory_calls = calls.clone();
     let trusted_proxies = guard.trusted_proxies.clone();
     let body = binding::BodyLimits::new(guard.max_body_bytes, guard.body_read_timeout);
     let config = StreamableHttpServerConfig::default()
@@ -62,7 +72,8 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         move || {
             Ok(
                 EngramServer::new(factory_memory.clone(), Binding::PerRequest)
-                    .with_tools(&factory_tools),
+                    .with_tools(&factory_tools)
+                    .with_call_tracker(factory_calls.clone()),
             )
         },
         manager,
@@ -73,6 +84,10 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
     let mcp = Router::new()
         .route_service("/mcp", streamable)
         .layer(middleware::from_fn(json_answer::prefer_json))
+        .layer(middleware::from_fn_with_state(
+            calls.clone(),
+            stopping::count_posts,
+        ))
         .layer(middleware::from_fn_with_state(
             unread::AnswerLedger::new(guard.unread, unread_all.clone()),
             unread::count_answers,
@@ -94,6 +109,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
             binder,
             sessions: sse::SseSessions::counting_into(unread_all),
             shutdown,
+            calls,
             body,
             tools: guard.tools.clone(),
             unread: guard.unread,
@@ -105,7 +121,7 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         oauth: oauth.clone(),
         failures: Arc::default(),
     };
-    (mcp.merge(sse).merge(ui_api))
+    let app = (mcp.merge(sse).merge(ui_api))
         .layer(middleware::from_fn_with_state(auth, auth::authenticate))
         // The page itself needs no token (it asks for one); its API does. Without tokens the
         // page carries its first view.
@@ -138,7 +154,8 @@ pub fn router(memory: Memory, guard: Guard, shutdown: CancellationToken) -> Rout
         .layer(middleware::from_fn_with_state(
             Arc::new(trusted_proxies),
             forwarded::resolve,
-        ))
+        ));
+    (app, sessions)
 }
 
 /// `GET /.well-known/oauth-protected-resource[/…]`: the metadata when OAuth is configured,
@@ -230,7 +247,9 @@ pub async fn serve(
         guard.drain,
     );
     let draining = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let app = router(memory, guard, token.clone()).layer(middleware::from_fn_with_state(
+    let calls = TaskTracker::new();
+    let (app, sessions) = router(memory, guard, token.clone(), calls.clone());
+    let app = app.layer(middleware::from_fn_with_state(
         draining.clone(),
         refuse_while_draining,
     ));
@@ -311,10 +330,36 @@ pub async fn serve(
             drop((slot, held));
         });
     }
+    // The calls in flight finish and are answered (new requests get 503 meanwhile); then
+    // streams and sessions end, and rmcp's session workers close their transports: returning
+    // before they have would cancel them halfway (an error in the log for each).
+    draining.store(true, std::sync::atomic::Ordering::Release);
+    calls.close();
+    if tokio::time::timeout(CALLS_FINISH, calls.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            calls = calls.len(),
+            "stopping with tool calls still running after {CALLS_FINISH:?}: they are cut off"
+        );
+    }
     token.cancel();
     graceful.shutdown().await;
+    let closed = async {
+        while !sessions.sessions.read().await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let _ = tokio::time::timeout(SESSIONS_CLOSE, closed).await;
     Ok(())
 }
+
+/// How long a stopping server waits for the tool calls in flight: the longest a call may
+/// take ([`engram_domain::limits::CALL_TIMEOUT`]).
+const CALLS_FINISH: Duration = engram_domain::limits::CALL_TIMEOUT;
+/// How long a stopping server waits for its sessions to close once they were told to.
+const SESSIONS_CLOSE: Duration = Duration::from_secs(2);
 
 /// Middleware (outermost): while the server drains, every request (`/healthz` too) is
 /// refused with 503, `Connection: close` and `Retry-After: 1`, so a balancer stops sending

@@ -228,6 +228,8 @@ pub struct SseState {
     pub binder: Binder,
     pub sessions: SseSessions,
     pub shutdown: CancellationToken,
+    /// Every tool call while it runs: a stopping server waits for them.
+    pub calls: tokio_util::task::TaskTracker,
     /// How large a message body may be and how long it may take to arrive.
     pub body: super::binding::BodyLimits,
     /// The tools sessions are offered.
@@ -303,7 +305,8 @@ pub async fn connect(State(state): State<SseState>, request: Request) -> Respons
         .with_tools(&state.tools)
         .with_access(access)
         .with_author(author)
-        .with_backlog(backlog.clone());
+        .with_backlog(backlog.clone())
+        .with_call_tracker(state.calls.clone());
     let server_stop = stop.clone();
     let unread_by_server = unread.clone();
     tokio::spawn(async move {

@@ -146,11 +146,20 @@ impl Server {
 
     /// Sends SIGTERM (a graceful stop).
     pub fn terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends SIGINT, as Ctrl-C in a terminal does (a graceful stop).
+    pub fn interrupt(&self) {
+        self.signal("INT");
+    }
+
+    fn signal(&self, name: &str) {
         let status = std::process::Command::new("kill")
-            .args(["-TERM", &self.pid.to_string()])
+            .args([&format!("-{name}"), &self.pid.to_string()])
             .status()
             .expect("running kill");
-        assert!(status.success(), "kill -TERM {}", self.pid);
+        assert!(status.success(), "kill -{name} {}", self.pid);
     }
 
     /// Waits for the process to exit, at most `limit`; its exit code.
