@@ -168,6 +168,10 @@ pub struct History {
     pub events: Vec<HistoryEntry>,
     /// When the page is full: `before` for the next page; `null` at the node's creation.
     pub next_before: Option<Timestamp>,
+    /// When the texts of older entries were left out to keep the answer within 8 MiB of text
+    /// ([`limits::ANSWER_TEXT_BYTES`]): where to read them. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 impl Tool for GetHistory {
@@ -180,7 +184,7 @@ impl Tool for GetHistory {
         let (store, request) = (context.store, self.check()?);
         let limit = request.limit as usize;
         // With the node's own name, which the answer gives when it was asked by an alias.
-        let (name, events) = crate::merge::through_aliases(
+        let (name, mut events) = crate::merge::through_aliases(
             store,
             workspace,
             (request, 1),
@@ -197,15 +201,76 @@ impl Tool for GetHistory {
             Some(last) if full && last.operation != HistoryOperation::Created => Some(last.at),
             _ => None,
         };
+        let notice = texts_within_answer(&mut events, &name);
         Ok(History {
             name,
             events,
             next_before,
+            notice,
         })
     }
+}
+
+/// Keeps an answer's text within [`limits::ANSWER_TEXT_BYTES`]: past it, the older entries
+/// keep their time, operation and ordinal, and their texts (`content`, `old_content`) are left
+/// out, with a notice saying where to read them. Every entry stays, so paging with
+/// `next_before` loses none (entries of one instant are never split across pages).
+fn texts_within_answer(events: &mut [HistoryEntry], name: &str) -> Option<String> {
+    let text = |e: &HistoryEntry| {
+        e.content.as_ref().map_or(0, String::len) + e.old_content.as_ref().map_or(0, String::len)
+    };
+    let kept = limits::rows_within_answer(events.iter().map(text));
+    let emptied = (events[kept..].iter_mut())
+        .filter(|e| text(e) > 0)
+        .map(|e| {
+            e.content = None;
+            e.old_content = None;
+        })
+        .count();
+    (emptied > 0).then(|| {
+        format!(
+            "the texts of {emptied} older entries are left out past the {} MiB one answer \
+             holds: open_nodes {{\"names\": [{name:?}], \"include_ended\": true}} reads \
+             the facts, or get_history with a lower limit",
+            limits::ANSWER_TEXT_BYTES / (1024 * 1024)
+        )
+    })
 }
 
 /// The history tool.
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetHistory>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_the_answer_budget_older_entries_keep_everything_but_their_texts() {
+        let text = "x".repeat(64 * 1024);
+        let entry = |ordinal: i64| HistoryEntry {
+            at: Timestamp::default(),
+            operation: HistoryOperation::ObservationAdded,
+            ordinal: Some(Ordinal(ordinal)),
+            content: Some(text.clone()),
+            old_content: None,
+            relation: None,
+            author: None,
+        };
+        let mut events: Vec<HistoryEntry> = (1..=200).map(entry).collect();
+        let notice = texts_within_answer(&mut events, "big").unwrap();
+        assert_eq!(events.len(), 200);
+        let with_text = events.iter().filter(|e| e.content.is_some()).count();
+        assert_eq!(with_text, 128, "8 MiB of 64 KiB texts");
+        assert!(
+            events[128..]
+                .iter()
+                .all(|e| e.content.is_none() && e.ordinal.is_some())
+        );
+        assert!(notice.contains("the texts of 72 older entries"), "{notice}");
+        assert!(notice.contains(r#"open_nodes {"names": ["big"], "include_ended": true}"#));
+        let mut few: Vec<HistoryEntry> = (1..=3).map(entry).collect();
+        assert_eq!(texts_within_answer(&mut few, "big"), None);
+    }
 }

@@ -15,6 +15,7 @@ mod embedding_coverage;
 mod error;
 mod generate;
 mod graph;
+mod grouping;
 mod history;
 mod indexer;
 pub mod limits;
@@ -89,8 +90,8 @@ pub use search::requests::{
 };
 pub use search::results::*;
 pub use split::{
-    CreatedPart, DEFAULT_SPLIT_PARTS, MAX_PARTS, ProposeSplit, SplitEntity, SplitGroup, SplitMove,
-    SplitPart, SplitProposal, SplitResult,
+    CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
+    SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult,
 };
 pub use store::*;
 pub use tool::{Effect, Tool, ToolContext, ToolVisitor};

@@ -209,6 +209,29 @@ pub fn ordinal(field: &str, ordinal: crate::Ordinal) -> Result<()> {
 /// says where to read on.
 pub const ANSWER_TEXT_BYTES: usize = 8 * 1024 * 1024;
 
+/// How many of a list's rows (each `bytes` of text, in order) one answer carries within
+/// [`ANSWER_TEXT_BYTES`]: the rows up to the one that would pass it, and always the first.
+pub fn rows_within_answer(bytes: impl IntoIterator<Item = usize>) -> usize {
+    let mut used = 0;
+    let mut kept = 0;
+    for row in bytes {
+        used += row;
+        if used > ANSWER_TEXT_BYTES && kept > 0 {
+            break;
+        }
+        kept += 1;
+    }
+    kept
+}
+
+/// `notice` with `more` added after it (`"; "` between them).
+pub fn add_notice(notice: &mut Option<String>, more: String) {
+    *notice = Some(match notice.take() {
+        Some(before) => format!("{before}; {more}"),
+        None => more,
+    });
+}
+
 /// The largest ordinal an imported record may give an observation: 2^53 − 1. Ordinals travel
 /// as JSON numbers, which JavaScript reads exactly only up to this, and the observations
 /// placed after the largest (one past it each) must still fit in an `i64`: without the bound,
@@ -366,6 +389,19 @@ mod tests {
 
     fn message(result: Result<()>) -> String {
         result.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_answer_keeps_the_rows_within_its_text_budget_and_always_the_first() {
+        let mib = 1024 * 1024;
+        assert_eq!(rows_within_answer([mib; 20]), 8);
+        assert_eq!(rows_within_answer([3 * mib, 5 * mib, 1]), 2);
+        assert_eq!(rows_within_answer([9 * mib, 1]), 1);
+        assert_eq!(rows_within_answer([]), 0);
+        let mut notice = None;
+        add_notice(&mut notice, "one".into());
+        add_notice(&mut notice, "two".into());
+        assert_eq!(notice.as_deref(), Some("one; two"));
     }
 
     #[test]

@@ -9,12 +9,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
+use crate::grouping::{self, Budget, content_stems};
 use crate::limits;
 use crate::model::*;
-use crate::search::similarity::{cosine, unit};
 use crate::search::words;
 use crate::store::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
+
+/// Most of a node's facts (its newest) that `propose_split` and the report group: grouping
+/// compares every pair of them.
+pub const GROUPED_FACTS: u32 = 1_000;
 
 /// Default and greatest `max_parts` of `propose_split`.
 pub const DEFAULT_SPLIT_PARTS: u32 = 4;
@@ -80,6 +84,10 @@ pub struct SplitProposal {
     pub name: String,
     /// The groups, largest first; one group when the facts do not fall apart.
     pub groups: Vec<SplitGroup>,
+    /// What was left out: the older facts of a node of more than [`GROUPED_FACTS`], or
+    /// groupings not tried when the work ran out of time. Absent when nothing was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// One new node of `split_entity`.
@@ -148,6 +156,7 @@ impl SplitEntity {
             }
             if let Some(entity_type) = &part.entity_type {
                 limits::name(&field("entity_type"), entity_type)?;
+                secrets.screen_identity(|| field("entity_type"), entity_type)?;
             }
             if let Some(summary) = &part.summary {
                 limits::content(&field("summary"), summary)?;
@@ -241,16 +250,39 @@ impl Tool for ProposeSplit {
                     name: &r.name,
                     model,
                     perspective,
-                    newest: None,
+                    newest: Some(GROUPED_FACTS + 1),
                 }))
                 .await;
                 (r, facts)
             },
         )
         .await?;
+        let mut facts = node.facts;
+        // Grouping compares every pair of facts: a node's newest thousand say what it is
+        // about now (as the report's split candidates).
+        let capped = facts.len() > GROUPED_FACTS as usize;
+        if capped {
+            facts.sort_by_key(|f| f.ordinal);
+            facts.drain(..facts.len() - GROUPED_FACTS as usize);
+        }
+        let grouped = grouping_off_runtime(facts, max_parts).await?;
+        let mut notices = Vec::new();
+        if capped {
+            notices.push(format!(
+                "grouped the newest {GROUPED_FACTS} facts: the older ones stay on the node \
+                 unless a part of split_entity names them"
+            ));
+        }
+        if grouped.cut_short {
+            notices.push(format!(
+                "grouping stopped after {} s: fewer groups were tried",
+                grouping::ANALYSIS_BUDGET.as_secs()
+            ));
+        }
         Ok(SplitProposal {
-            groups: groups(&node.facts, max_parts),
+            groups: grouped.groups,
             name: node.name,
+            notice: (!notices.is_empty()).then(|| notices.join("; ")),
         })
     }
 }
@@ -280,36 +312,26 @@ impl Tool for SplitEntity {
     }
 }
 
-/// Below this mean silhouette the facts are one group: they do not fall apart.
-const MIN_SILHOUETTE: f32 = 0.05;
-
-/// Rounds of k-means.
-const ROUNDS: usize = 25;
-
-/// The facts in at most `max_parts` groups: k-means (cosine) for each k from 2, the k whose
-/// groups stand apart best (mean silhouette) kept; one group when none stands apart or there
-/// are fewer than four facts. Vectors are the facts' own when every fact has one, else their
-/// words weighted by rarity among the node's facts (tf-idf).
-pub fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
-    grouping(facts, max_parts).0
+/// A grouping of a node's facts: its groups (largest first, one when the facts do not fall
+/// apart), how far apart they stand (mean silhouette, −1 to 1; 0 for one group), and whether
+/// the budget ran out before every number of groups was tried.
+#[derive(Debug)]
+pub(crate) struct Grouped {
+    pub(crate) groups: Vec<SplitGroup>,
+    pub(crate) silhouette: f32,
+    pub(crate) cut_short: bool,
 }
 
-/// [`groups`] with the mean silhouette of the grouping kept (0 when the facts stay one
-/// group): how far apart the groups stand, −1 to 1.
-pub(crate) fn grouping(facts: &[FactVector], max_parts: usize) -> (Vec<SplitGroup>, f32) {
-    let vectors = fact_vectors(facts);
-    let mut best: Option<(f32, Vec<usize>)> = None;
-    for k in 2..=max_parts.min(facts.len() / 2) {
-        let assigned = k_means(&vectors, k);
-        let score = silhouette(&vectors, &assigned, k);
-        if score >= MIN_SILHOUETTE && best.as_ref().is_none_or(|(s, _)| score > *s) {
-            best = Some((score, assigned));
-        }
-    }
-    let (silhouette, assigned) = best.unwrap_or_else(|| (0.0, vec![0; facts.len()]));
-    let k = assigned.iter().max().map_or(0, |m| m + 1);
+/// The facts in at most `max_parts` groups ([`grouping::group`]: k-means over the facts' own
+/// vectors when every fact has one, else their words weighted by rarity among the node's
+/// facts), each named by its most distinctive words.
+pub(crate) fn grouping(facts: &[FactVector], max_parts: usize, budget: &Budget) -> Grouped {
+    let texts: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+    let vectors: Vec<Option<&[f32]>> = facts.iter().map(|f| f.vector.as_deref()).collect();
+    let found = grouping::group(&texts, &vectors, max_parts, budget);
+    let k = found.assigned.iter().max().map_or(0, |m| m + 1);
     let mut groups: Vec<Vec<&FactVector>> = vec![Vec::new(); k];
-    for (fact, group) in facts.iter().zip(&assigned) {
+    for (fact, group) in facts.iter().zip(&found.assigned) {
         groups[*group].push(fact);
     }
     groups.retain(|g| !g.is_empty());
@@ -320,125 +342,20 @@ pub(crate) fn grouping(facts: &[FactVector], max_parts: usize) -> (Vec<SplitGrou
             ordinals: group.iter().map(|f| f.ordinal).collect(),
         })
         .collect();
-    (groups, silhouette)
+    Grouped {
+        groups,
+        silhouette: found.silhouette,
+        cut_short: found.cut_short,
+    }
 }
 
-/// Unit vectors of the facts: their own, or tf-idf over their stems when any lacks one.
-fn fact_vectors(facts: &[FactVector]) -> Vec<Vec<f32>> {
-    if facts.iter().all(|f| f.vector.is_some()) {
-        return (facts.iter())
-            .map(|f| unit(f.vector.as_deref().unwrap_or_default()))
-            .collect();
-    }
-    let stems: Vec<Vec<String>> = facts.iter().map(|f| content_stems(&f.content)).collect();
-    let mut columns: HashMap<&str, usize> = HashMap::new();
-    let mut containing: Vec<f32> = Vec::new();
-    for fact in &stems {
-        for stem in fact.iter().collect::<BTreeSet<_>>() {
-            let next = columns.len();
-            let column = *columns.entry(stem).or_insert(next);
-            if column == containing.len() {
-                containing.push(0.0);
-            }
-            containing[column] += 1.0;
-        }
-    }
-    let n = facts.len() as f32;
-    (stems.iter())
-        .map(|fact| {
-            let mut vector = vec![0.0; columns.len()];
-            for stem in fact {
-                let column = columns[stem.as_str()];
-                vector[column] += (n / containing[column]).ln() + 1.0;
-            }
-            unit(&vector)
-        })
-        .collect()
-}
-
-/// A fact's stems, stop words left out.
-fn content_stems(text: &str) -> Vec<String> {
-    let kept: Vec<String> = words::words(text)
-        .filter(|w| !words::is_stop_word(w))
-        .collect();
-    words::stems(&kept.join(" "))
-}
-
-/// Spherical k-means: centres started far apart (the fact least like the whole, then each
-/// next the one least like the centres so far), each fact's group by its nearest centre.
-fn k_means(vectors: &[Vec<f32>], k: usize) -> Vec<usize> {
-    let dims = vectors.first().map_or(0, Vec::len);
-    let mean = unit(
-        &(0..dims)
-            .map(|d| vectors.iter().map(|v| v[d]).sum::<f32>())
-            .collect::<Vec<_>>(),
-    );
-    let nearest = |centres: &[Vec<f32>], v: &[f32]| {
-        (centres.iter().map(|c| cosine(c, v))).fold(f32::MIN, f32::max)
-    };
-    let mut centres: Vec<Vec<f32>> = Vec::with_capacity(k);
-    while centres.len() < k {
-        let far = (0..vectors.len())
-            .min_by(|&a, &b| {
-                let score = |i: usize| match centres.is_empty() {
-                    true => cosine(&mean, &vectors[i]),
-                    false => nearest(&centres, &vectors[i]),
-                };
-                score(a).total_cmp(&score(b))
-            })
-            .unwrap_or(0);
-        centres.push(vectors[far].clone());
-    }
-    let mut assigned = vec![0; vectors.len()];
-    for _ in 0..ROUNDS {
-        for (v, group) in vectors.iter().zip(assigned.iter_mut()) {
-            *group = (0..k)
-                .max_by(|&a, &b| cosine(&centres[a], v).total_cmp(&cosine(&centres[b], v)))
-                .unwrap_or(0);
-        }
-        for (g, centre) in centres.iter_mut().enumerate() {
-            let members: Vec<&Vec<f32>> = (vectors.iter().zip(&assigned))
-                .filter(|(_, a)| **a == g)
-                .map(|(v, _)| v)
-                .collect();
-            if !members.is_empty() {
-                *centre = unit(
-                    &(0..dims)
-                        .map(|d| members.iter().map(|v| v[d]).sum::<f32>())
-                        .collect::<Vec<_>>(),
-                );
-            }
-        }
-    }
-    assigned
-}
-
-/// The mean silhouette of a grouping (cosine distance): how much nearer each fact is to its
-/// own group than to the next; 0 for a fact alone in its group.
-fn silhouette(vectors: &[Vec<f32>], assigned: &[usize], k: usize) -> f32 {
-    let distance = |a: usize, b: usize| 1.0 - cosine(&vectors[a], &vectors[b]);
-    let mut total = 0.0;
-    for i in 0..vectors.len() {
-        let mut sums = vec![(0.0_f32, 0_usize); k];
-        for j in (0..vectors.len()).filter(|&j| j != i) {
-            let entry = &mut sums[assigned[j]];
-            entry.0 += distance(i, j);
-            entry.1 += 1;
-        }
-        let own = sums[assigned[i]];
-        if own.1 == 0 {
-            continue;
-        }
-        let a = own.0 / own.1 as f32;
-        let b = (sums.iter().enumerate())
-            .filter(|(g, (_, count))| *g != assigned[i] && *count > 0)
-            .map(|(_, (sum, count))| sum / *count as f32)
-            .fold(f32::MAX, f32::min);
-        if b < f32::MAX {
-            total += (b - a) / a.max(b).max(f32::EPSILON);
-        }
-    }
-    total / vectors.len().max(1) as f32
+/// [`grouping`] off the async runtime, within the budget of one analysis
+/// ([`grouping::off_runtime`]).
+pub(crate) async fn grouping_off_runtime(
+    facts: Vec<FactVector>,
+    max_parts: usize,
+) -> Result<Grouped> {
+    grouping::off_runtime(move |budget| grouping(&facts, max_parts, budget)).await
 }
 
 /// A group's label: its three most distinctive words (more frequent in it than in the others),
@@ -458,10 +375,9 @@ fn label(group: &[&FactVector], all: &[FactVector]) -> String {
     };
     let inside = share(&mut group.iter().copied(), group.len());
     let others = all.len() - group.len();
+    let members: std::collections::HashSet<Ordinal> = group.iter().map(|f| f.ordinal).collect();
     let outside = share(
-        &mut all
-            .iter()
-            .filter(|f| !group.iter().any(|g| g.ordinal == f.ordinal)),
+        &mut all.iter().filter(|f| !members.contains(&f.ordinal)),
         others,
     );
     let mut scored: Vec<(f32, &String)> = (inside.iter())
@@ -496,6 +412,10 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
+        grouping(facts, max_parts, &Budget::unbounded()).groups
+    }
 
     fn fact(ordinal: i64, content: &str, vector: Option<Vec<f32>>) -> FactVector {
         FactVector {
@@ -552,5 +472,45 @@ mod tests {
         let labels: Vec<&str> = found.iter().map(|g| g.label.as_str()).collect();
         assert!(labels.iter().any(|l| l.contains("storage")), "{labels:?}");
         assert!(labels.iter().any(|l| l.contains("search")), "{labels:?}");
+    }
+
+    #[test]
+    fn a_part_whose_name_or_type_holds_a_secret_is_refused_even_when_redacting() {
+        use crate::SecretPolicy;
+        let key = "AKIAQ7BXN2ZRLT4PYW3K";
+        let request = |name: &str, entity_type: &str| {
+            let part = SplitPart {
+                name: name.into(),
+                entity_type: Some(entity_type.into()),
+                ordinals: vec![Ordinal(1)],
+                summary: None,
+            };
+            SplitEntity::new("engram", vec![part])
+        };
+        for policy in [SecretPolicy::Refuse, SecretPolicy::Redact] {
+            for (name, entity_type, field) in [
+                (format!("deploy {key}"), "note".to_owned(), "parts[0].name"),
+                (
+                    "deploy".to_owned(),
+                    format!("key {key}"),
+                    "parts[0].entity_type",
+                ),
+            ] {
+                match request(&name, &entity_type).check(policy) {
+                    Err(Error::InvalidArgument {
+                        field: named,
+                        reason,
+                    }) => {
+                        assert_eq!(named, field, "{policy:?}: {reason}");
+                        assert!(reason.contains("aws-access-key") && !reason.contains(key));
+                    }
+                    other => panic!("{policy:?} {field}: not refused: {other:?}"),
+                }
+            }
+        }
+        let allowed = request("deploy", &format!("key {key}")).check(SecretPolicy::Allow);
+        assert!(allowed.is_ok(), "{allowed:?}");
+        let ordinary = request("deploy", "environment").check(SecretPolicy::Refuse);
+        assert!(ordinary.is_ok(), "{ordinary:?}");
     }
 }

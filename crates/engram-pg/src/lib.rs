@@ -23,6 +23,7 @@ mod error;
 mod graph;
 mod hnsw;
 mod merge;
+mod name_locks;
 mod nodes;
 mod observations;
 mod relations;

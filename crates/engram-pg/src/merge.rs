@@ -213,6 +213,8 @@ impl AliasStore for PgStore {
     ) -> Result<MergedEntities> {
         let merged = write!(self, |tx| async {
             let mut names: Vec<&str> = request.sources.iter().map(String::as_str).collect();
+            // The sources' names become aliases.
+            crate::name_locks::lock_names(&tx, workspace, &names).await?;
             names.push(&request.target);
             let locked = lock_nodes(&tx, workspace, &names).await?;
             let target = (locked.get(&request.target))
@@ -291,6 +293,8 @@ impl AliasStore for PgStore {
         request: &Checked<SetAliases>,
     ) -> Result<AliasesUpdate> {
         write!(self, |tx| async {
+            let aliases: Vec<&str> = request.aliases.iter().map(String::as_str).collect();
+            crate::name_locks::lock_names(&tx, workspace, &aliases).await?;
             let locked = lock_nodes(&tx, workspace, &[request.name.as_str()]).await?;
             let node =
                 (locked.get(&request.name)).ok_or_else(|| Error::node_not_found(&request.name))?;

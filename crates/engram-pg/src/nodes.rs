@@ -225,6 +225,8 @@ impl NodeStore for PgStore {
         request: &Checked<CreateEntities>,
     ) -> Result<Vec<CreatedNode>> {
         let created = write!(self, |tx| async {
+            let names: Vec<&str> = request.entities.iter().map(|e| e.name.as_str()).collect();
+            crate::name_locks::lock_names(&tx, workspace, &names).await?;
             let input: Vec<EntityInput<'_>> = request
                 .entities
                 .iter()

@@ -20,7 +20,11 @@ impl SplitStore for PgStore {
         workspace: WorkspaceId,
         request: &Checked<SplitEntity>,
     ) -> Result<SplitResult> {
-        let split = write!(self, |tx| async { split(&tx, workspace, request).await })?;
+        let split = write!(self, |tx| async {
+            let parts: Vec<&str> = request.parts.iter().map(|p| p.name.as_str()).collect();
+            crate::name_locks::lock_names(&tx, workspace, &parts).await?;
+            split(&tx, workspace, request).await
+        })?;
         self.written.wrote(request.parts.len(), &self.direct);
         Ok(split)
     }

@@ -76,7 +76,14 @@ pub(crate) async fn merge_into_existing(
     }
     for (i, entity) in &existing {
         let Some((id, had)) = nodes.get(&created[*i].name) else {
-            continue;
+            // Merged into another node or deleted after this call found it: the whole call
+            // runs again (`write!`), and then finds the node its name now stands for (the
+            // merge's target, by alias) or creates it anew; never an answer of facts kept
+            // nowhere.
+            return Err(Error::Contended(format!(
+                "node {} was merged or deleted while this call ran",
+                created[*i].name
+            )));
         };
         let id = *id;
         let tags = limits::united_tags(&format!("entities[{i}].tags"), had, &entity.tags)?;

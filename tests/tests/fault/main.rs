@@ -23,6 +23,7 @@ mod embedder;
 mod harness;
 mod memory;
 mod postgres_restart;
+mod stall;
 mod team;
 
 /// Instantiates each `module::test(backend)` once per store: `postgres::test` and
@@ -58,6 +59,7 @@ per_backend!(
     memory::a_reading_client_gets_every_large_answer,
     drain::a_stopped_server_drains_and_another_serves_its_clients,
     drain::ctrl_c_answers_the_calls_in_flight_and_logs_no_error,
+    stall::propose_split_on_a_large_node_stalls_nothing,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

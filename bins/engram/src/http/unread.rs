@@ -211,7 +211,10 @@ impl http_body::Body for Counted {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        // Not while a frame is held: the connection then asks once more after writing it,
+        // which is when it stops counting. An answer in one frame (a JSON body) would
+        // otherwise be dropped, and uncounted, as soon as it was handed over.
+        self.held == 0 && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {

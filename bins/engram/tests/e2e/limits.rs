@@ -515,10 +515,11 @@ async fn read_rest(mut stream: tokio::net::TcpStream) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Whether an SSE answer holds a whole JSON-RPC result for `id`.
+/// Whether an answer (a JSON body, or an SSE stream's events) holds a whole JSON-RPC result
+/// for `id`.
 fn holds_result(answer: &str, id: u64) -> bool {
     (answer.lines())
-        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|line| line.strip_prefix("data: ").unwrap_or(line))
         .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
         .any(|message| message["id"] == id && message["result"].is_object())
 }

@@ -1,12 +1,12 @@
 //! The report's `split_candidates`: of the nodes with the most current facts, those whose
-//! facts fall into groups that stand clearly apart ([`crate::split::grouping`], over the
+//! facts fall into groups that stand clearly apart (`crate::split::grouping`, over the
 //! facts' vectors or, without them, their words), for `propose_split` and `split_entity`.
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{PerspectiveId, WorkspaceId};
-use crate::split::{DEFAULT_SPLIT_PARTS, grouping};
+use crate::split::{DEFAULT_SPLIT_PARTS, GROUPED_FACTS, grouping_off_runtime};
 use crate::store::{FactVectors, MemoryStore};
 
 use super::scan::Scan;
@@ -17,9 +17,6 @@ pub const SPLIT_MIN_FACTS: usize = 20;
 /// Nodes a report groups, the largest first (each grouping compares every pair of the node's
 /// facts a few times over).
 const SPLIT_CHECKED: usize = 10;
-
-/// Most of a large node's facts (its newest) a report groups.
-const SPLIT_GROUPED_FACTS: u32 = 1_000;
 
 /// Least mean silhouette of a candidate's groups: stricter than `propose_split`'s, which
 /// answers a node the caller chose, so that a node about one thing in many words is not named.
@@ -81,7 +78,7 @@ pub(super) async fn find(
             perspective,
             // Grouping compares every pair of facts: a node's newest thousand say what it is
             // about now.
-            newest: Some(SPLIT_GROUPED_FACTS),
+            newest: Some(GROUPED_FACTS),
         };
         let facts = match store.fact_vectors(request).await {
             Ok(node) => node.facts,
@@ -89,14 +86,16 @@ pub(super) async fn find(
             Err(Error::NotFound { .. }) => continue,
             Err(error) => return Err(error),
         };
-        let (groups, silhouette) = grouping(&facts, DEFAULT_SPLIT_PARTS as usize);
+        let observation_count = facts.len() as i64;
+        let grouped = grouping_off_runtime(facts, DEFAULT_SPLIT_PARTS as usize).await?;
+        let (groups, silhouette) = (grouped.groups, grouped.silhouette);
         if groups.len() < 2 || silhouette < SPLIT_SILHOUETTE {
             continue;
         }
         found.push(SplitCandidate {
             name: node.name.clone(),
             entity_type: node.entity_type.clone(),
-            observation_count: facts.len() as i64,
+            observation_count,
             groups: (groups.into_iter())
                 .map(|g| GroupBrief {
                     label: g.label,

@@ -313,7 +313,7 @@ async fn node_observations(
     };
     let depth = node.observations.len().max(1);
     let found = (search.retrieve(workspace, query, mode, scope, depth, min_score)).await?;
-    let observations = (found.ranked.into_iter())
+    let mut observations: Vec<ScoredObservation> = (found.ranked.into_iter())
         .map(|hit| ScoredObservation {
             ordinal: hit.row.ordinal,
             content: hit.row.content,
@@ -322,10 +322,19 @@ async fn node_observations(
             signals: unsaid(hit.signals, found.mode, None),
         })
         .collect();
+    let mut notice = found.notice;
+    let kept = limits::rows_within_answer(observations.iter().map(|o| o.content.len()));
+    if kept < observations.len() {
+        limits::add_notice(
+            &mut notice,
+            left_out(observations.len() - kept, "min_score"),
+        );
+        observations.truncate(kept);
+    }
     Ok(ObservationResults {
         observations,
         mode: found.mode,
-        notice: found.notice,
+        notice,
     })
 }
 
@@ -433,7 +442,7 @@ impl Tool for SearchObservations {
         let depth = search::EMBEDDING_DEPTH.max(limit);
         let search = context.search;
         let found = (search.retrieve(workspace, &query, mode, scope, depth, min_score)).await?;
-        let observations = (found.ranked.into_iter().take(limit))
+        let mut observations: Vec<FoundObservation> = (found.ranked.into_iter().take(limit))
             .map(|hit| FoundObservation {
                 name: hit.row.name,
                 entity_type: hit.row.entity_type,
@@ -444,10 +453,19 @@ impl Tool for SearchObservations {
                 signals: unsaid(hit.signals, found.mode, None),
             })
             .collect();
+        let mut notice = found.notice;
+        let kept = limits::rows_within_answer(observations.iter().map(|o| o.content.len()));
+        if kept < observations.len() {
+            limits::add_notice(
+                &mut notice,
+                left_out(observations.len() - kept, "a lower limit"),
+            );
+            observations.truncate(kept);
+        }
         Ok(FoundObservations {
             observations,
             mode: found.mode,
-            notice: found.notice,
+            notice,
         })
     }
 }
@@ -541,4 +559,14 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<SearchObservations>();
     visitor.visit::<QueryObservations>();
     visitor.visit::<FindSimilarNodes>();
+}
+
+/// The notice of an answer cut at [`limits::ANSWER_TEXT_BYTES`]: how many of the lower-ranked
+/// results were left out, and what asks for fewer.
+fn left_out(count: usize, fewer: &str) -> String {
+    format!(
+        "{count} lower-ranked result(s) left out past the {} MiB of text one answer holds: ask \
+         with a narrower query or {fewer}",
+        limits::ANSWER_TEXT_BYTES / (1024 * 1024)
+    )
 }

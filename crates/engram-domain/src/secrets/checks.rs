@@ -47,16 +47,7 @@ pub(super) fn varied(token: &str) -> bool {
     let mut distinct: Vec<char> = body.chars().collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let mut run = 0;
-    let mut previous = None;
-    for c in body.chars() {
-        run = if previous == Some(c) { run + 1 } else { 1 };
-        if run >= 6 {
-            return false;
-        }
-        previous = Some(c);
-    }
-    distinct.len() >= (body.chars().count() / 4).clamp(3, 8) && !counts_up(body)
+    !repeats(body) && distinct.len() >= (body.chars().count() / 4).clamp(3, 8) && !counts_up(body)
 }
 
 /// A webhook URL whose secret (its last path segment) is no placeholder.
@@ -101,13 +92,49 @@ pub(super) fn discord_token(token: &str) -> bool {
     id.is_some_and(|id| id.len() >= 15 && id.iter().all(u8::is_ascii_digit)) && varied(token)
 }
 
-/// A JWT whose header decodes to a JSON object naming `alg` or `typ`.
+/// A JWT whose header decodes to a JSON object naming `alg` or `typ` (a space before its
+/// dot is not the header's).
 pub(super) fn jwt(token: &str) -> bool {
-    let header = token.split('.').next().and_then(base64_decode);
+    let header = (token.split('.').next())
+        .and_then(|header| base64_decode(header.trim_end_matches([' ', '\t'])));
     header.is_some_and(|header| {
         let header = String::from_utf8_lossy(&header);
         header.starts_with('{') && (header.contains("\"alg\"") || header.contains("\"typ\""))
     })
+}
+
+/// A Google OAuth access token, `ya29.` and a random part mixing upper case, lower case and
+/// digits: not `ya29.xxxx…` nor `ya29.YOUR_ACCESS_TOKEN_HERE`. (The prefix names the
+/// credential, so a documentation token counting up is found like a real one.)
+pub(super) fn google_oauth(token: &str) -> bool {
+    let body = token.rsplit('.').next().unwrap_or(token);
+    let classes = Classes::of(body);
+    classes.upper >= 2
+        && classes.lower >= 2
+        && classes.digit > 0
+        && entropy(body) >= 4.0
+        && !repeats(body)
+}
+
+/// A shared access signature (`sig=`): percent-decoded, base64 of at least 24 bytes (an
+/// HMAC-SHA256 is 32), varied.
+pub(super) fn sas_signature(value: &str) -> bool {
+    let decoded = super::values::percent_decoded(value);
+    base64_decode(&decoded).is_some_and(|bytes| bytes.len() >= 24) && varied(&decoded)
+}
+
+/// Whether `s` has a run of six equal characters.
+fn repeats(s: &str) -> bool {
+    let mut run = 0;
+    let mut previous = None;
+    for c in s.chars() {
+        run = if previous == Some(c) { run + 1 } else { 1 };
+        if run >= 6 {
+            return true;
+        }
+        previous = Some(c);
+    }
+    false
 }
 
 /// Standard or URL-safe base64, padding optional; `None` when `s` is not base64.

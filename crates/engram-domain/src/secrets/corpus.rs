@@ -3,8 +3,9 @@
 /// Fake credentials in real formats, for tests of every write path: one a line, the
 /// expected [`label`](super::SecretKind::label) before a tab, then a text holding exactly one
 /// credential of that kind (in a sentence, a config line, JSON, a URL, an env file, code).
-/// A literal `\n` in a text stands for a line break (multi-line private keys) and `\\` for
-/// one backslash (a key inside JSON); [`secrets_corpus`] unescapes them. Blank lines and lines starting `#` are comments. None of
+/// A literal `\n` in a text stands for a line break (multi-line private keys), `\\` for
+/// one backslash (a key inside JSON) and `\u{200B}` for that character (an invisible one);
+/// [`secrets_corpus`] unescapes them. Blank lines and lines starting `#` are comments. None of
 /// these credentials is real: the random parts are random.
 pub const SECRETS_CORPUS: &str = include_str!("corpus/secrets.txt");
 
@@ -15,7 +16,7 @@ pub const SECRETS_CORPUS: &str = include_str!("corpus/secrets.txt");
 pub const ORDINARY_CORPUS: &str = include_str!("corpus/ordinary.txt");
 
 /// [`SECRETS_CORPUS`]'s cases: each expected label and its text, with `\n` unescaped to a
-/// line break and `\\` to a backslash.
+/// line break, `\\` to a backslash and `\u{…}` to its character.
 ///
 /// # Panics
 /// When a line has no tab between label and text (a broken corpus).
@@ -28,11 +29,24 @@ pub fn secrets_corpus() -> impl Iterator<Item = (&'static str, String)> {
     })
 }
 
-/// `text` with `\n` as a line break and `\\` as a backslash.
+/// `text` with `\n` as a line break, `\\` as a backslash and `\u{…}` as the character of
+/// that code point.
 fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
+        let escaped = (c == '\\')
+            .then(|| chars.as_str().strip_prefix("u{"))
+            .flatten()
+            .and_then(|rest| rest.split_once('}'))
+            .and_then(|(hex, rest)| {
+                Some((char::from_u32(u32::from_str_radix(hex, 16).ok()?)?, rest))
+            });
+        if let Some((escaped, rest)) = escaped {
+            out.push(escaped);
+            chars = rest.chars();
+            continue;
+        }
         match (c, chars.clone().next()) {
             ('\\', Some('n')) => {
                 out.push('\n');

@@ -6,19 +6,29 @@
 //! (its `config/gitleaks.toml` rules) and GitHub secret scanning's supported patterns detect:
 //!
 //! - **prefixed tokens**, whose shape alone identifies them: AWS access key ids, Google API
-//!   keys, GitHub, GitLab, Bitbucket, npm, PyPI, Slack, Discord, Telegram, Stripe, OpenAI,
-//!   Anthropic, Twilio, SendGrid, Mailgun and Hugging Face tokens, Slack and Discord webhooks;
+//!   keys and OAuth access tokens (`ya29.`), GitHub, GitLab, Bitbucket, npm, PyPI, Slack,
+//!   Discord, Telegram, Stripe, OpenAI, Anthropic, Twilio, SendGrid, Mailgun and Hugging Face
+//!   tokens, Slack and Discord webhooks;
 //! - **structures**: PEM/OpenSSH/PGP private-key blocks, JWTs (whose header must decode to
-//!   JSON naming an algorithm), passwords in URLs (`scheme://user:password@host`);
+//!   JSON naming an algorithm; a space may stand on either side of each dot), passwords in
+//!   URLs (`scheme://user:password@host`), the signature (`sig=`) of an Azure SAS URL;
 //! - **assigned values**: a value after a name that says it is secret (`api_key = …`,
-//!   `"token": "…"`, `DB_PASSWORD=…`, `Authorization: Bearer …`, AWS secret keys, Azure
-//!   `AccountKey=`) when it looks random: long enough, varied enough (Shannon entropy, as
-//!   gitleaks' generic rule), and not a placeholder or a reference to where the secret is kept
-//!   (`$VAR`, `${VAR}`, `<password>`, `{{ secrets.X }}`, `os.environ[…]`, `changeme`).
+//!   `"token": "…"`, `DB_PASSWORD=…`, `Authorization: Bearer …` (dotted tokens too), Okta's
+//!   `Authorization: SSWS …`, AWS secret keys, Azure `AccountKey=`) when it looks random:
+//!   long enough, varied enough (Shannon entropy, as gitleaks' generic rule), and not a
+//!   placeholder or a reference to where the secret is kept (`$VAR`, `${VAR}`, `<password>`,
+//!   `{{ secrets.X }}`, `os.environ[…]`, `changeme`).
 //!
 //! A token must stand alone: one glued to more letters or digits (inside a base64 blob, a
 //! longer identifier) is not a match, so image data, digests and hashes are never flagged.
 //! [`SecretKind::label`] lists the kinds.
+//!
+//! Disguises: full-width forms (`ｇｈｐ＿…`) are read as ASCII and invisible characters
+//! (zero-width space, non-joiner and joiner, word joiner, byte-order mark) are dropped before
+//! matching, so `AKIA\u{200B}IOSF…` is a key; and a base64 run of 24 characters to 4 KiB
+//! that decodes to UTF-8 text holding a credential is that credential (the whole run is its
+//! range). Longer runs (image data) are not decoded, and decoded text is not decoded again,
+//! so the work stays linear.
 //!
 //! Cost: the rules are compiled once; what each rule's matches must hold (its anchor: `ghp_`,
 //! `AKIA`, `-----BEGIN`, `://`, a secret-sounding name followed by `=` or `:`) is one
@@ -69,9 +79,15 @@ pub enum SecretKind {
     AwsSecretKey,
     /// `google-api-key`: `AIza` and 35 characters of `[A-Za-z0-9_-]`.
     GoogleApiKey,
+    /// `google-oauth-token`: a Google OAuth access token, `ya29.` and at least 30 characters
+    /// mixing upper case, lower case and digits.
+    GoogleOauthToken,
     /// `azure-storage-key`: an Azure storage connection string's `AccountKey=` (88 base64
     /// characters ending `==`).
     AzureStorageKey,
+    /// `azure-sas-token`: the signature of a shared access signature URL (`…&sig=…`), base64
+    /// of at least 24 bytes, percent-encoded or not.
+    AzureSasToken,
     /// `github-token`: `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` and 36 letters or digits, or a
     /// fine-grained `github_pat_` and 82.
     GithubToken,
@@ -124,7 +140,7 @@ pub enum SecretKind {
     /// `url-password`: the password of `scheme://user:password@host`, unless a placeholder
     /// (`password`, `changeme`, `***`, `${VAR}`, `$VAR`, the user's name again).
     UrlPassword,
-    /// `auth-header`: the credentials of an `Authorization: Bearer|Basic|Token …` header.
+    /// `auth-header`: the credentials of an `Authorization: Bearer|Basic|Token|SSWS …` header.
     AuthHeader,
     /// `assigned-secret`: a random-looking value of at least 16 characters after a name
     /// holding key, token, secret, auth or credential.
@@ -142,7 +158,9 @@ impl SecretKind {
             Self::AwsAccessKey => "aws-access-key",
             Self::AwsSecretKey => "aws-secret-key",
             Self::GoogleApiKey => "google-api-key",
+            Self::GoogleOauthToken => "google-oauth-token",
             Self::AzureStorageKey => "azure-storage-key",
+            Self::AzureSasToken => "azure-sas-token",
             Self::GithubToken => "github-token",
             Self::GitlabToken => "gitlab-token",
             Self::BitbucketAppPassword => "bitbucket-app-password",
@@ -180,7 +198,8 @@ impl std::fmt::Display for SecretKind {
 ///
 /// The range covers the credential itself: the whole token for prefixed tokens, JWTs and
 /// private-key blocks; only the value for assigned secrets (`api_key = ` stays), only the
-/// password of a URL; always on character boundaries.
+/// password of a URL; the whole base64 run for a credential wrapped in base64; always on
+/// character boundaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretMatch {
     /// What kind of credential it is.
@@ -190,19 +209,29 @@ pub struct SecretMatch {
 }
 
 /// Every credential in `text`, in order, not overlapping (on overlap keep the earlier, then
-/// the longer; a prefixed token before the generic rules when both cover the same bytes).
+/// the longer; a prefixed token before the generic rules when both cover the same bytes,
+/// and any rule before a credential found wrapped in base64).
 /// Full-width forms (`ｇｈｐ＿…`, `ＡＫＩＡ…`, `１２３`) are read as the ASCII they stand
-/// for; the ranges are the original text's.
+/// for and invisible characters (U+200B, U+200C, U+200D, U+2060, U+FEFF) are dropped; the
+/// ranges are the original text's.
 #[must_use]
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
+    find_in(text, true)
+}
+
+/// [`find_secrets`], looking into base64 runs when `unwrap`.
+fn find_in(text: &str, unwrap: bool) -> Vec<SecretMatch> {
     if let Some(folded) = Folded::new(text) {
-        return (find_secrets(&folded.text).into_iter())
+        return (find_in(&folded.text, unwrap).into_iter())
             .map(|found| folded.original(found))
             .collect();
     }
     let mut found: Vec<(SecretMatch, usize)> = Vec::new();
     for rule in patterns::candidate_rules(text) {
         found.extend(patterns::matches(rule, text).map(|m| (m, rule)));
+    }
+    if unwrap {
+        found.extend(wrapped(text).map(|m| (m, WRAPPED_RULE)));
     }
     found.sort_by_key(|(m, rule)| (m.range.start, std::cmp::Reverse(m.range.end), *rule));
     let mut kept: Vec<SecretMatch> = Vec::with_capacity(found.len());
@@ -221,52 +250,125 @@ pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
 /// [`find_secrets`] when refusing: each matching rule stops at its first match.
 #[must_use]
 pub fn first_secret(text: &str) -> Option<SecretMatch> {
+    first_in(text, true)
+}
+
+/// [`first_secret`], looking into base64 runs when `unwrap`.
+fn first_in(text: &str, unwrap: bool) -> Option<SecretMatch> {
     if let Some(folded) = Folded::new(text) {
-        return first_secret(&folded.text).map(|found| folded.original(found));
+        return first_in(&folded.text, unwrap).map(|found| folded.original(found));
     }
+    let inside = unwrap.then(|| wrapped(text).next()).flatten();
     patterns::candidate_rules(text)
         .filter_map(|rule| patterns::matches(rule, text).next().map(|m| (m, rule)))
+        .chain(inside.map(|m| (m, WRAPPED_RULE)))
         .min_by_key(|(m, rule)| (m.range.start, std::cmp::Reverse(m.range.end), *rule))
         .map(|(m, _)| m)
 }
 
+/// The shortest base64 run decoded (18 bytes of text).
+const WRAPPED_MIN: usize = 24;
+
+/// The longest base64 run decoded, in bytes: a longer one is data (an image), and the bound
+/// keeps the work of decoding linear.
+const WRAPPED_MAX: usize = 4 * 1024;
+
+/// Where a credential found in base64 ranks among the rules: after all of them.
+const WRAPPED_RULE: usize = usize::MAX;
+
+/// The base64 runs of `text` ([`WRAPPED_MIN`] to [`WRAPPED_MAX`] characters of the
+/// standard or URL-safe alphabet, and their `=` padding) that decode to UTF-8 text holding
+/// a credential: each as that credential's kind over the whole run, in order.
+fn wrapped(text: &str) -> impl Iterator<Item = SecretMatch> + '_ {
+    let bytes = text.as_bytes();
+    let alphabet = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            if !alphabet(bytes[at]) {
+                at += 1;
+                continue;
+            }
+            let start = at;
+            while at < bytes.len() && alphabet(bytes[at]) {
+                at += 1;
+            }
+            let body = at;
+            while at < bytes.len() && at - body < 2 && bytes[at] == b'=' {
+                at += 1;
+            }
+            if !(WRAPPED_MIN..=WRAPPED_MAX).contains(&(body - start)) {
+                continue;
+            }
+            let decoded = checks::base64_decode(&text[start..at])
+                .and_then(|decoded| String::from_utf8(decoded).ok());
+            if let Some(inner) = decoded.as_deref().and_then(|inner| first_in(inner, false)) {
+                return Some(SecretMatch {
+                    kind: inner.kind,
+                    range: start..at,
+                });
+            }
+        }
+        None
+    })
+}
+
 /// A text with its full-width ASCII forms (U+FF01–U+FF5E) and ideographic spaces folded to
-/// ASCII, one character for one, and where each of its bytes came from.
+/// ASCII, one character for one, its invisible characters dropped, and where each of its
+/// bytes came from.
 struct Folded {
     text: String,
-    /// For each byte offset of `text` (and its end), the offset in the original.
-    offsets: Vec<usize>,
+    /// For each byte of `text`, where its character starts in the original.
+    starts: Vec<usize>,
+    /// For each byte of `text`, where its character ends in the original.
+    ends: Vec<usize>,
 }
 
 impl Folded {
+    /// What folding does with `c`: `None` keeps it, `Some(None)` drops it (an invisible
+    /// character that may split a token), `Some(Some(a))` reads it as `a`.
+    fn fold(c: char) -> Option<Option<char>> {
+        match c {
+            '\u{FF01}'..='\u{FF5E}' => Some(char::from_u32(c as u32 - 0xFEE0)),
+            '\u{3000}' => Some(Some(' ')),
+            '\u{200B}' | '\u{200C}' | '\u{200D}' | '\u{2060}' | '\u{FEFF}' => Some(None),
+            _ => None,
+        }
+    }
+
     /// `None` when `text` has nothing to fold (the common case: no copy).
     fn new(text: &str) -> Option<Self> {
-        let fold = |c: char| match c {
-            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0),
-            '\u{3000}' => Some(' '),
-            _ => None,
-        };
-        if !text.chars().any(|c| fold(c).is_some()) {
+        if text.is_ascii() || !text.chars().any(|c| Self::fold(c).is_some()) {
             return None;
         }
         let mut folded = Self {
             text: String::with_capacity(text.len()),
-            offsets: Vec::with_capacity(text.len() + 1),
+            starts: Vec::with_capacity(text.len()),
+            ends: Vec::with_capacity(text.len()),
         };
-        for (at, c) in text.char_indices() {
-            let c = fold(c).unwrap_or(c);
+        for (at, original) in text.char_indices() {
+            let Some(c) = Self::fold(original).unwrap_or(Some(original)) else {
+                continue;
+            };
             folded.text.push(c);
-            folded.offsets.extend(std::iter::repeat_n(at, c.len_utf8()));
+            let end = at + original.len_utf8();
+            folded.starts.extend(std::iter::repeat_n(at, c.len_utf8()));
+            folded.ends.extend(std::iter::repeat_n(end, c.len_utf8()));
         }
-        folded.offsets.push(text.len());
         Some(folded)
     }
 
     /// `found` in the folded text as the range of the original it came from.
     fn original(&self, found: SecretMatch) -> SecretMatch {
+        let start = self.starts[found.range.start];
+        let end = if found.range.is_empty() {
+            start
+        } else {
+            self.ends[found.range.end - 1]
+        };
         SecretMatch {
             kind: found.kind,
-            range: self.offsets[found.range.start]..self.offsets[found.range.end],
+            range: start..end,
         }
     }
 }

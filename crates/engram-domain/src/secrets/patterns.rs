@@ -91,7 +91,9 @@ static RULES: &[Rule] = &[
     checked(
         SecretKind::Jwt,
         r"\.[ \t]?eyJ",
-        r"eyJ[A-Za-z0-9_-]{8,}\.[ \t]?eyJ[A-Za-z0-9_-]{8,}\.[ \t]?[A-Za-z0-9_-]{16,}",
+        // A space or tab may stand on either side of each dot (a JWT pasted across a line
+        // wrap, or spaced out): `eyJ… . eyJ… . sig`.
+        r"eyJ[A-Za-z0-9_-]{8,}[ \t]?\.[ \t]?eyJ[A-Za-z0-9_-]{8,}[ \t]?\.[ \t]?[A-Za-z0-9_-]{16,}",
         "-",
         checks::jwt,
     ),
@@ -120,6 +122,13 @@ static RULES: &[Rule] = &[
         "AIza",
         "AIza[A-Za-z0-9_-]{35}",
         "-",
+    ),
+    checked(
+        SecretKind::GoogleOauthToken,
+        r"ya29\.",
+        r"ya29\.(?:[a-z]\.)?[A-Za-z0-9_-]{30,}",
+        "-",
+        checks::google_oauth,
     ),
     token(
         SecretKind::GithubToken,
@@ -235,11 +244,19 @@ static RULES: &[Rule] = &[
         "+/=",
         checks::varied,
     ),
+    // A shared access signature's `sig=` (Azure Storage SAS URLs): the signature alone.
+    checked(
+        SecretKind::AzureSasToken,
+        "[?&](?i-u:sig)=",
+        "[?&](?i-u:sig)=(?P<s>[A-Za-z0-9%+/=_-]{20,})",
+        "%+/=-",
+        checks::sas_signature,
+    ),
     Rule {
         kind: SecretKind::AuthHeader,
         anchor: "(?i-u:authorization)",
         pattern: "(?i-u:authorization)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?\
-                  (?P<scheme>(?i-u:bearer|basic|token|bot))[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{12,})",
+                  (?P<scheme>(?i-u:bearer|basic|token|bot|ssws))[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{12,})",
         accept: Accept::AuthHeader,
     },
     // `Bearer <token>` without the header's name (`curl -H "Bearer …"`, a note).

@@ -11,7 +11,9 @@ const KINDS: &[SecretKind] = &[
     SecretKind::AwsAccessKey,
     SecretKind::AwsSecretKey,
     SecretKind::GoogleApiKey,
+    SecretKind::GoogleOauthToken,
     SecretKind::AzureStorageKey,
+    SecretKind::AzureSasToken,
     SecretKind::GithubToken,
     SecretKind::GitlabToken,
     SecretKind::BitbucketAppPassword,
@@ -296,6 +298,9 @@ fn adversarial_texts_stay_linear() {
         "token=Ab1Cd2Ef3Gh4Ij5Kl6Mn7 ".repeat(2 * 1024),
         "-----BEGIN PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED \\x\\".repeat(1024),
         "-----BEGIN PRIVATE KEY----- ".repeat(1024) + "-----END" + &"x".repeat(32 * 1024),
+        // Base64 runs of the longest decoded, each of text full of anchors.
+        vec![base64("key=AKIA".repeat(384).as_bytes()); 16].join(" "),
+        "eyJhbGciOiJIUzI1NiJ9 . ".repeat(3 * 1024),
     ];
     for text in &cases {
         timed("adversarial", text, find_secrets);
@@ -441,4 +446,188 @@ fn random_texts_keep_the_contract() {
     }
     println!("{texts_with_findings} of 10000 random texts hold a finding");
     assert!(texts_with_findings > 100, "{texts_with_findings}");
+}
+
+/// `text` holds exactly `secret`, found as `kind` (by `find_secrets` and `first_secret`), and
+/// redacts to the marker with no part of `secret` left; a failure message otherwise.
+fn found_as(text: &str, kind: SecretKind, secret: &str) -> Option<String> {
+    let found = find_secrets(text);
+    let ranges: Vec<&str> = found.iter().map(|m| &text[m.range.clone()]).collect();
+    if found.len() != 1 || found[0].kind != kind || ranges[0] != secret {
+        return Some(format!(
+            "expected {kind} {secret:?}, found [{}] in {text:?}",
+            describe(text, &found)
+        ));
+    }
+    if first_secret(text).as_ref() != found.first() {
+        return Some(format!("first_secret differs in {text:?}"));
+    }
+    let redacted = redact(text);
+    let marker = format!("[redacted: {kind}]");
+    if !redacted.contains(&marker) || !find_secrets(&redacted).is_empty() {
+        return Some(format!("{text:?} redacted to {redacted:?}"));
+    }
+    None
+}
+
+#[test]
+fn disguised_and_less_common_credentials_are_found() {
+    let ghp = "ghp_R4nd0mT0k3nW1thThirtySixCharsXyZ0123";
+    let jwt = "eyJhbGciOiJIUzI1NiJ9 . eyJzdWIiOiIxMjM0NTY3ODkwIn0 . \
+               SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    let ya29 = "ya29.a0AfH6SMBx3kLmN0pQrStUvWxYz1234567890abcdefGHIJ";
+    let okta = "00QCjAl4MlV-WPXM-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
+    let sig = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A%3D";
+    let sas = format!(
+        "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&se=2026-01-01&sr=b&sp=r&sig={sig}"
+    );
+    let wrapped = base64(ghp.as_bytes());
+    let wrapped_env = base64(format!("export GITHUB_TOKEN={ghp}\n").as_bytes());
+    let url_safe = base64(format!("{ghp}??>>").as_bytes())
+        .replace('+', "-")
+        .replace('/', "_");
+    let mut cases: Vec<(String, SecretKind, String)> = vec![
+        // 1. A JWT with spaces around its dots, and with a tab or a space on one side only.
+        (format!("token: {jwt}"), SecretKind::Jwt, jwt.to_owned()),
+        (
+            jwt.replace(" . ", "\t."),
+            SecretKind::Jwt,
+            jwt.replace(" . ", "\t."),
+        ),
+        (
+            jwt.replace(" . ", " ."),
+            SecretKind::Jwt,
+            jwt.replace(" . ", " ."),
+        ),
+        // 2. A Bearer token with dots, with and without the header's name.
+        (
+            "Authorization: Bearer abc.def123.ghi456jkl789mno".into(),
+            SecretKind::AuthHeader,
+            "abc.def123.ghi456jkl789mno".into(),
+        ),
+        (
+            "curl -H \"Bearer x7Kq.m3Zp9Lw2.Rt5vB8nY4cQ1\" https://api.example.com".into(),
+            SecretKind::AuthHeader,
+            "x7Kq.m3Zp9Lw2.Rt5vB8nY4cQ1".into(),
+        ),
+        // 3. A Google OAuth access token, bare, as a header (the specific kind wins) and a
+        // service account's `ya29.c.` form.
+        (
+            format!("the token {ya29} expired"),
+            SecretKind::GoogleOauthToken,
+            ya29.into(),
+        ),
+        (
+            format!("Authorization: Bearer {ya29}"),
+            SecretKind::GoogleOauthToken,
+            ya29.into(),
+        ),
+        (
+            "ya29.c.b0AXv0zTPq7Lm2Rk9sWd4Fh6Jn8Bv3Xc5Zt1Gy".into(),
+            SecretKind::GoogleOauthToken,
+            "ya29.c.b0AXv0zTPq7Lm2Rk9sWd4Fh6Jn8Bv3Xc5Zt1Gy".into(),
+        ),
+        // 4. Okta's API token header, and in JSON.
+        (
+            format!("Authorization: SSWS {okta}"),
+            SecretKind::AuthHeader,
+            okta.into(),
+        ),
+        (
+            format!("{{\"Authorization\": \"SSWS {okta}\"}}"),
+            SecretKind::AuthHeader,
+            okta.into(),
+        ),
+        // 5. An Azure SAS URL: its signature, percent-encoded or not.
+        (sas.clone(), SecretKind::AzureSasToken, sig.into()),
+        (
+            sas.replace("%3D", "="),
+            SecretKind::AzureSasToken,
+            sig.replace("%3D", "="),
+        ),
+        // 7. A token wrapped in base64: standard, padded, URL-safe, in a sentence.
+        (
+            format!("echo {wrapped} | base64 -d"),
+            SecretKind::GithubToken,
+            wrapped,
+        ),
+        (
+            format!("the secret is \"{wrapped_env}\""),
+            SecretKind::GithubToken,
+            wrapped_env,
+        ),
+        (
+            format!("data={url_safe}"),
+            SecretKind::GithubToken,
+            url_safe,
+        ),
+    ];
+    // 6. A known key split by an invisible character: each of them, anywhere in it.
+    for invisible in ['\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}'] {
+        let split = format!("AKIA{invisible}IOSFODNN7EXAMPLE");
+        cases.push((
+            format!("the key is {split}."),
+            SecretKind::AwsAccessKey,
+            split,
+        ));
+        let split = ghp.replacen("T0k3n", &format!("T0{invisible}k3{invisible}n"), 1);
+        cases.push((
+            format!("{invisible}{split}"),
+            SecretKind::GithubToken,
+            split,
+        ));
+    }
+    let failures: Vec<String> = (cases.iter())
+        .filter_map(|(text, kind, secret)| found_as(text, *kind, secret))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn look_alikes_of_the_disguised_shapes_are_not_found() {
+    let prose = base64(b"The quick brown fox jumps over the lazy dog, and then naps.");
+    let binary = base64(&noise(600, 7));
+    let texts = [
+        "Released v1.2.3 today, after v1.2.2 . v1.2.1 was yanked.",
+        "version 10.4.17-rc.2 is on api.example.com and docs.example.com.",
+        "the API moved from api.example.com to api.v2.example.com",
+        "commit 3f2a9c1 fixed it",
+        "commit 9b8e7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a (HEAD -> main)",
+        "e.g. this . that . the other",
+        "see crates/engram-domain/src/secrets/patterns.rs and /var/lib/engram/data.db",
+        "C:\\Users\\alice\\AppData\\Roaming\\engram\\config.toml",
+        "The session ended early; the key figures are on page 3.",
+        "Authorization: Bearer settings.auth.access_token",
+        "Authorization: Bearer config.v2.token",
+        "Authorization: SSWS ${OKTA_API_TOKEN}",
+        "Authorization: SSWS YOUR_OKTA_API_TOKEN",
+        "Authorization: SSWS xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "Google access tokens start with ya29. and expire after an hour.",
+        "ya29.YOUR_ACCESS_TOKEN_GOES_HERE_PLEASE",
+        "ya29.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "https://example.com/search?q=rust&sig=abc123&page=2",
+        "https://example.com/feed?sig=deadbeefdeadbeefdeadbeef",
+        "The family emoji 👨\u{200D}👩\u{200D}👧 joins three people.",
+        "a word\u{200B}break in very\u{200B}long\u{200B}words, and a \u{FEFF}BOM",
+        &prose,
+        &format!("the fixture is {prose}"),
+        &binary,
+    ];
+    for text in texts {
+        let found = find_secrets(text);
+        assert!(
+            found.is_empty(),
+            "{}: {}",
+            clip(text),
+            describe(text, &found)
+        );
+        assert!(first_secret(text).is_none(), "{}", clip(text));
+    }
+    // The bound on the work: a base64 run over 4 KiB is data and is not decoded.
+    let ghp = "ghp_R4nd0mT0k3nW1thThirtySixCharsXyZ0123";
+    let long = base64(format!("{} {ghp}", "filler ".repeat(600)).as_bytes());
+    assert!(long.len() > 4 * 1024 && find_secrets(&long).is_empty());
+    let short = base64(format!("{} {ghp}", "filler ".repeat(400)).as_bytes());
+    assert!(short.len() <= 4 * 1024);
+    assert_eq!(find_secrets(&short)[0].kind, SecretKind::GithubToken);
 }

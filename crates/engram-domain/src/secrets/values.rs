@@ -42,6 +42,12 @@ const REFERENCE_PARTS: &str = "${ {{ }} $( #{ process.env environ getenv env( en
 /// separator), an `UPPER_SNAKE` variable name, `changeme`, `xxxx`, one repeated character,
 /// six counting up (`123456`).
 pub(super) fn placeholder(value: &str) -> bool {
+    counts_up(value) || code_path(value) || stand_in(value)
+}
+
+/// [`placeholder`] but for counting up and dotted paths: what no credential is, whatever
+/// names it (`$VAR`, `<token>`, `xxxx`, `YOUR_TOKEN`).
+fn stand_in(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     let first = value.chars().next().unwrap_or('$');
     let distinct = {
@@ -55,7 +61,6 @@ pub(super) fn placeholder(value: &str) -> bool {
         '$' | '%' | '*' | '&' | '!' | '@' | '{' | '<' | '[' | '(' | '#' | '\\' | ':'
     ) || value.starts_with("__")
         || distinct <= 2
-        || counts_up(value)
         || PLACEHOLDERS.has(&lower)
         || PLACEHOLDER_PARTS
             .split_ascii_whitespace()
@@ -63,7 +68,6 @@ pub(super) fn placeholder(value: &str) -> bool {
         || REFERENCE_PARTS
             .split_ascii_whitespace()
             .any(|part| lower.contains(part))
-        || code_path(value)
         || upper_snake(value)
 }
 
@@ -132,7 +136,8 @@ pub(super) fn url_placeholder(user: &str, password: &str) -> bool {
 }
 
 /// Whether an `Authorization` header's credentials look real: `Basic` credentials that do
-/// not decode to a placeholder password; other schemes as an assigned secret.
+/// not decode to a placeholder password; an Okta `SSWS` token ([`okta_token`]); other
+/// schemes as an assigned secret, or a [`dotted_token`].
 pub(super) fn auth_credentials(scheme: &str, value: &str) -> bool {
     if scheme.eq_ignore_ascii_case("basic")
         && let Some(decoded) = base64_decode(value)
@@ -141,7 +146,34 @@ pub(super) fn auth_credentials(scheme: &str, value: &str) -> bool {
     {
         return !password.is_empty() && !url_placeholder(user, password);
     }
-    assigned_value(value, false)
+    if scheme.eq_ignore_ascii_case("ssws") {
+        return okta_token(value);
+    }
+    assigned_value(value, false) || dotted_token(value)
+}
+
+/// An Okta API token after `SSWS` (the scheme names the credential): at least 20
+/// characters, letters and digits, varied, not a [`stand_in`] such as `${OKTA_TOKEN}`.
+fn okta_token(value: &str) -> bool {
+    let classes = Classes::of(value);
+    (20..=LONGEST_ASSIGNED).contains(&value.len())
+        && classes.digit > 0
+        && classes.letters() > 1
+        && !stand_in(value)
+        && entropy(value) >= 3.5
+}
+
+/// A bearer token of dot-separated parts (`abc.def123.ghi456jkl789mno`), which
+/// [`assigned_value`] takes for a dotted code path (`settings.API_KEY`): two of its parts or
+/// more mix letters and digits over six characters or more, as identifiers of words do not,
+/// and it is otherwise an assigned secret.
+fn dotted_token(value: &str) -> bool {
+    let mixed = |part: &&str| {
+        part.len() >= 6
+            && part.bytes().any(|b| b.is_ascii_digit())
+            && part.bytes().any(|b| b.is_ascii_alphabetic())
+    };
+    value.split('.').filter(mixed).count() >= 2 && judged(value, false, true)
 }
 
 /// The longest assigned value judged, in bytes: a longer one is data (a certificate, a
@@ -158,16 +190,27 @@ const LONGEST_ASSIGNED: usize = 1024;
 /// reference, not a URL, not a path, at most [`LONGEST_ASSIGNED`] bytes; judged
 /// percent-decoded (`value%20with%27quotes%27`).
 pub(super) fn assigned_value(value: &str, password: bool) -> bool {
+    judged(value, password, false)
+}
+
+/// [`assigned_value`], with dotted values judged as tokens rather than code paths when
+/// `dotted` (a [`dotted_token`]).
+fn judged(value: &str, password: bool, dotted: bool) -> bool {
     if value.len() > LONGEST_ASSIGNED {
         return false;
     }
     let decoded = percent_decoded(value);
     let value = decoded.as_str();
     let len = value.chars().count();
+    let placeholder = if dotted {
+        counts_up(value) || stand_in(value)
+    } else {
+        placeholder(value)
+    };
     if len < if password { 8 } else { 16 }
         || value.contains("://")
         || path_like(value)
-        || placeholder(value)
+        || placeholder
     {
         return false;
     }
@@ -216,7 +259,7 @@ fn wordy(value: &str) -> bool {
 }
 
 /// `value` with `%XX` escapes decoded (lossily); unchanged without any.
-fn percent_decoded(value: &str) -> String {
+pub(super) fn percent_decoded(value: &str) -> String {
     if !value.contains('%') {
         return value.to_owned();
     }

@@ -129,6 +129,8 @@ macro_rules! memory_store_test_suite {
             merge_entities_folds_duplicates_and_keeps_their_names_as_aliases,
             aliases_are_set_by_hand_and_never_shadow_a_name,
             create_entities_can_merge_into_an_existing_node,
+            an_upsert_racing_a_merge_loses_no_fact,
+            an_alias_racing_a_new_node_never_equals_a_name,
             an_overgrown_node_is_proposed_in_topics_and_split,
             // relations
             create_relations_reports_created_existing_and_missing,

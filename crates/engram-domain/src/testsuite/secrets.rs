@@ -57,6 +57,22 @@ async fn write_everywhere(
             .await
             .map(drop),
     ));
+    // `split_entity`: a part's summary, name and type (Staging's one fact moved to the part).
+    let split = |name: &str, entity_type: &str, summary: Option<&str>| {
+        let part = crate::SplitPart {
+            name: name.into(),
+            entity_type: Some(entity_type.into()),
+            ordinals: vec![Ordinal(1)],
+            summary: summary.map(str::to_owned),
+        };
+        crate::SplitEntity::new("Staging", vec![part])
+    };
+    attempts.push((
+        "parts[0].summary",
+        (memory.call(ws, split("Staging part", "note", Some(secret))))
+            .await
+            .map(drop),
+    ));
     let record = NodeRecord {
         name: "Imported".into(),
         entity_type: "note".into(),
@@ -105,6 +121,18 @@ async fn write_everywhere(
                     crate::SetAliases::new("Staging", &["stage".to_owned(), secret.to_owned()]),
                 )
                 .await)
+                .map(drop),
+        ));
+        attempts.push((
+            "parts[0].name",
+            (memory.call(ws, split(secret, "note", None)))
+                .await
+                .map(drop),
+        ));
+        attempts.push((
+            "parts[0].entity_type",
+            (memory.call(ws, split("Staging part", secret, None)))
+                .await
                 .map(drop),
         ));
         let existing = relation("Staging", "uses", "Vault");
