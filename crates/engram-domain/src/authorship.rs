@@ -11,7 +11,7 @@ pub const AUTHOR_CHARS: usize = 200;
 
 /// `author` as it is recorded: without control characters (which no store need quote, and
 /// PostgreSQL's text cannot hold NUL), its first [`AUTHOR_CHARS`] characters.
-fn recorded(author: &str) -> Arc<str> {
+pub(crate) fn recorded(author: &str) -> Arc<str> {
     let kept: String = (author.chars().filter(|c| !c.is_control()))
         .take(AUTHOR_CHARS)
         .collect();

@@ -227,9 +227,16 @@ impl SecretPolicy {
                 tags: &mut record.tags,
             };
             self.screen_node(&field, node)?;
+            // An alias is a name the node answers to: refused, never redacted.
+            for (j, alias) in record.aliases.iter().enumerate() {
+                self.screen_identity(|| field(&format!("aliases[{j}]")), alias)?;
+            }
             for (j, observation) in record.observations.iter_mut().enumerate() {
                 let content = || field(&format!("observations[{j}].content"));
                 self.screen_owned(content, &mut observation.content)?;
+                if let Some(author) = &observation.author {
+                    self.screen_identity(|| field(&format!("observations[{j}].author")), author)?;
+                }
             }
         }
         for (i, relation) in relations.iter().enumerate() {

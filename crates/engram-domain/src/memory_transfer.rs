@@ -113,6 +113,7 @@ impl Tool for ReadGraph {
             limit: request.limit + 1,
             entity_type: request.entity_type,
             observations: request.detail == GraphDetail::Full,
+            over_time: false,
             totals: true,
         };
         let page = store.graph_page(workspace, &query).await?;

@@ -2,7 +2,9 @@
 //! `read_graph` and `engram export` walk, and the batches `engram import` writes.
 //!
 //! One [`NodeRecord`] carries everything a node holds (ordinals, timestamps, the ordinal
-//! counter), so an export imported into an empty workspace recreates it exactly. The same
+//! counter, its aliases, its facts over time: ended ones too, each with its period, expiry
+//! and author), and a [`RelationRecord`] a relation's period, ended or not, so an export
+//! imported into an empty workspace recreates it, as it reads now and as it read before. The same
 //! type comes in from files that know less (the reference memory server's JSONL has no
 //! ordinals or timestamps): every field that can be missing is optional and the store fills
 //! it as a write would.
@@ -33,6 +35,11 @@ pub struct NodeRecord {
     /// Its tags in order; at most 64 of 1–128 bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The other names it answers to (merged duplicates, `set_aliases`), sorted; at most 64 of
+    /// 1–256 bytes, none its own name. On import, an alias that another node holds (as its
+    /// name or an alias) is not set and comes back in [`ImportOutcome::aliases_refused`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     /// The ordinal the node's next observation gets (deleted ordinals are never reused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_ordinal: Option<i64>,
@@ -47,7 +54,8 @@ pub struct NodeRecord {
     pub observations: Vec<ObservationRecord>,
 }
 
-/// An observation with its ordinal and timestamps.
+/// An observation with its ordinal, timestamps and period: a current fact, an ended one (with
+/// `valid_to`) or an expiring one (with `expires_at`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ObservationRecord {
@@ -63,6 +71,37 @@ pub struct ObservationRecord {
     /// When it was last replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<Timestamp>,
+    /// Since when it holds; on import, absent means since `created_at` (else since the
+    /// import, or for a fact that ended before, since its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+    /// When it stopped holding (an ended fact, imported as ended) or stops (one that expires,
+    /// or ends later); absent while it holds with no end. On import, an `expires_at` without
+    /// it is its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<Timestamp>,
+    /// When it expires: once past, the purge deletes it for good; absent when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+    /// Who wrote it, as its store recorded the write (a token's label, an OAuth subject,
+    /// `local`); absent when none was. An import records it again for `get_history`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+}
+
+impl ObservationRecord {
+    /// When it stops being current, if it does: `valid_to`, else `expires_at`.
+    pub fn ends(&self) -> Option<Timestamp> {
+        self.valid_to.or(self.expires_at)
+    }
+
+    /// Since when an import has it hold: `valid_from`, else `created_at`, else (for a fact
+    /// that ended before now without saying when it began) its end; `None` for the time of
+    /// the import.
+    pub fn held_from(&self) -> Option<Timestamp> {
+        (self.valid_from.or(self.created_at))
+            .or_else(|| self.ends().filter(|end| *end < chrono::Utc::now()))
+    }
 }
 
 /// A directed typed relation between two nodes, by name.
@@ -78,6 +117,22 @@ pub struct RelationRecord {
     /// When it was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<Timestamp>,
+    /// Since when it holds; on import, absent means since `created_at` (else since the
+    /// import, or for an ended relation, since its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+    /// When it stopped holding: an ended relation, imported as ended (never in the future);
+    /// absent for a current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<Timestamp>,
+}
+
+impl RelationRecord {
+    /// Since when an import has it hold: `valid_from`, else `created_at`, else (an ended
+    /// relation) its end; `None` for the time of the import.
+    pub fn held_from(&self) -> Option<Timestamp> {
+        self.valid_from.or(self.created_at).or(self.valid_to)
+    }
 }
 
 /// Which page of a workspace's graph to read ([`crate::TransferStore::graph_page`]): nodes in
@@ -92,6 +147,10 @@ pub struct GraphPageQuery {
     pub entity_type: Option<String>,
     /// Whether to read the nodes' observations (their count comes back either way).
     pub observations: bool,
+    /// Whether to read the graph over time, as an export does: the ended facts besides the
+    /// current ones (with `observations`), each fact's author, the ended relations besides
+    /// the current ones, and each node's aliases. Without it a page is the graph now.
+    pub over_time: bool,
     /// Whether to count the matching nodes and relations over all pages (`read_graph` says
     /// them on every page; an export walking every page needs them on none).
     pub totals: bool,
@@ -128,6 +187,37 @@ pub struct ImportOutcome {
     pub relations_existing: u64,
     /// Relations not created because an endpoint does not exist, in input order.
     pub relations_missing: Vec<RelationRecord>,
+    /// Aliases set.
+    pub aliases_set: u64,
+    /// Aliases their node had already.
+    pub aliases_existing: u64,
+    /// Aliases not set because another node holds the name, in input order.
+    pub aliases_refused: Vec<RefusedAlias>,
+}
+
+/// An alias an import did not set: another node holds the name, as its name or an alias.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedAlias {
+    /// The node the record gave it to.
+    pub node: String,
+    /// The alias.
+    pub alias: String,
+    /// The node that holds it (the alias itself when that is a node's name).
+    pub holder: String,
+}
+
+impl std::fmt::Display for RefusedAlias {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.holder == self.alias {
+            true => "another node's name".to_owned(),
+            false => format!("already an alias of {}", self.holder),
+        };
+        write!(
+            f,
+            "alias {:?} of {} not set: it is {what}",
+            self.alias, self.node
+        )
+    }
 }
 
 impl ImportOutcome {
@@ -140,6 +230,9 @@ impl ImportOutcome {
         self.relations_created += other.relations_created;
         self.relations_existing += other.relations_existing;
         self.relations_missing.extend(other.relations_missing);
+        self.aliases_set += other.aliases_set;
+        self.aliases_existing += other.aliases_existing;
+        self.aliases_refused.extend(other.aliases_refused);
     }
 }
 
@@ -293,8 +386,10 @@ impl GraphPageResult {
     }
 }
 
-/// Checks a node record against [`crate::limits`] and returns it with its tags de-duplicated;
-/// errors name the field (`name`, `observations[3].content`, …) and the limit.
+/// Checks a node record against [`crate::limits`] and returns it with its tags and aliases
+/// de-duplicated and its facts' authors as they are recorded (no control characters, at most
+/// [`crate::authorship::AUTHOR_CHARS`]); errors name the field (`name`,
+/// `observations[3].content`, `aliases[0]`, …) and the limit.
 ///
 /// # Errors
 /// [`crate::Error::InvalidArgument`].
@@ -305,6 +400,7 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
         limits::content("summary", summary)?;
     }
     node.tags = limits::tags("tags", &node.tags)?;
+    node.aliases = aliases(&node.name, std::mem::take(&mut node.aliases))?;
     for (field, at) in [
         ("summary_updated_at", node.summary_updated_at),
         ("created_at", node.created_at),
@@ -315,7 +411,7 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
     if let Some(next) = node.next_ordinal {
         limits::ordinal_counter("next_ordinal", next)?;
     }
-    for (i, observation) in node.observations.iter().enumerate() {
+    for (i, observation) in node.observations.iter_mut().enumerate() {
         limits::content(&format!("observations[{i}].content"), &observation.content)?;
         if let Some(ordinal) = observation.ordinal {
             limits::assigned_ordinal(&format!("observations[{i}].ordinal"), ordinal.0)?;
@@ -323,40 +419,112 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
         for (field, at) in [
             ("created_at", observation.created_at),
             ("updated_at", observation.updated_at),
+            ("valid_from", observation.valid_from),
+            ("valid_to", observation.valid_to),
+            ("expires_at", observation.expires_at),
         ] {
             let field = format!("observations[{i}].{field}");
             at.map_or(Ok(()), |at| limits::timestamp(&field, at))?;
         }
+        if let (Some(from), Some(end)) = (observation.held_from(), observation.ends()) {
+            let field = match observation.valid_to {
+                Some(_) => "valid_to",
+                None => "expires_at",
+            };
+            period(&format!("observations[{i}].{field}"), "the fact", from, end)?;
+        }
+        observation.author = (observation.author.take())
+            .map(|author| crate::authorship::recorded(&author).to_string())
+            .filter(|author| !author.is_empty());
     }
     Ok(node)
 }
 
-/// Checks a relation record's names, type and time against [`crate::limits`].
+/// `aliases` checked as `set_aliases` checks them (at most 64 names, none `name`), without
+/// repeats.
+fn aliases(name: &str, mut aliases: Vec<String>) -> Result<Vec<String>> {
+    let most = crate::merge::MAX_ALIASES;
+    if aliases.len() > most {
+        return Err(crate::Error::invalid(
+            "aliases",
+            format!("at most {most}, got {}", aliases.len()),
+        ));
+    }
+    for (i, alias) in aliases.iter().enumerate() {
+        let field = format!("aliases[{i}]");
+        limits::name(&field, alias)?;
+        if alias == name {
+            return Err(crate::Error::invalid(field, "is the node's own name"));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    aliases.retain(|alias| seen.insert(alias.clone()));
+    Ok(aliases)
+}
+
+/// [`crate::Error::InvalidArgument`] naming `field` when `what` ends (`end`) before it began to
+/// hold (`from`).
+fn period(field: &str, what: &str, from: Timestamp, end: Timestamp) -> Result<()> {
+    if end < from {
+        return Err(crate::Error::invalid(
+            field,
+            format!("is before {what} began to hold ({end} < valid_from {from})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a relation record's names, type and times against [`crate::limits`]: its end, if
+/// any, neither in the future nor before it began.
 ///
 /// # Errors
-/// [`crate::Error::InvalidArgument`] naming `from`, `to`, `relation_type` or `created_at`.
+/// [`crate::Error::InvalidArgument`] naming `from`, `to`, `relation_type`, `created_at`,
+/// `valid_from` or `valid_to`.
 pub fn validate_relation(relation: &RelationRecord) -> Result<()> {
     limits::name("from", &relation.from)?;
     limits::name("to", &relation.to)?;
     limits::name("relation_type", &relation.relation_type)?;
-    (relation.created_at).map_or(Ok(()), |at| limits::timestamp("created_at", at))
+    for (field, at) in [
+        ("created_at", relation.created_at),
+        ("valid_from", relation.valid_from),
+        ("valid_to", relation.valid_to),
+    ] {
+        at.map_or(Ok(()), |at| limits::timestamp(field, at))?;
+    }
+    limits::not_in_future("valid_to", relation.valid_to)?;
+    if let (Some(from), Some(end)) = (relation.held_from(), relation.valid_to) {
+        period("valid_to", "the relation", from, end)?;
+    }
+    Ok(())
+}
+
+/// A fact an import compares by: its text, and for one that does not hold at `now` (ended or
+/// expired), its end. A current fact matches the node's current fact of the same text (a text
+/// is held once while current); an ended one the node's ended fact of the same text and end.
+fn fact_key(content: &str, end: Option<Timestamp>, now: Timestamp) -> (&str, Option<Timestamp>) {
+    (content, end.filter(|end| *end <= now))
 }
 
 /// Where a node's observations go on import: `(index into node.observations, ordinal)` for
-/// each observation to insert, and the node's next ordinal afterwards. Texts in `present`
-/// (the node's current observations) or repeated within the record are skipped; an ordinal
-/// that is given and free is kept, any other gets the next free one.
+/// each observation to insert, and the node's next ordinal afterwards. `present` is what the
+/// node holds, `(ordinal, text, valid_to)` for each of its facts, current or not, and `now`
+/// the import's time. A fact the node holds already ([`fact_key`]: the same text, current or
+/// ended alike, an ended one with the same end) or that repeats one before it in the record
+/// is skipped; an ordinal that is given and free is kept, any other gets the next free one.
 pub fn place_observations(
     node: &NodeRecord,
-    present: &[(i64, String)],
+    present: &[(i64, String, Option<Timestamp>)],
     next_ordinal: i64,
+    now: Timestamp,
 ) -> (Vec<(usize, i64)>, i64) {
     use std::collections::HashSet;
-    let mut texts: HashSet<&str> = present.iter().map(|(_, c)| c.as_str()).collect();
-    let mut taken: HashSet<i64> = present.iter().map(|(o, _)| *o).collect();
+    let mut facts: HashSet<(&str, Option<Timestamp>)> = (present.iter())
+        .map(|(_, content, end)| fact_key(content, *end, now))
+        .collect();
+    let mut taken: HashSet<i64> = present.iter().map(|(o, _, _)| *o).collect();
     let mut kept = Vec::new();
     for (i, observation) in node.observations.iter().enumerate() {
-        if texts.insert(observation.content.as_str()) {
+        if facts.insert(fact_key(&observation.content, observation.ends(), now)) {
             kept.push(i);
         }
     }
@@ -381,6 +549,40 @@ pub fn place_observations(
     }
     placed.sort_unstable_by_key(|&(_, ordinal)| ordinal);
     (placed, next)
+}
+
+/// Which of a batch's aliases an import sets, once its nodes are written: `holders` maps each
+/// alias of `nodes` that the workspace holds to the node holding it (as its name, or as an
+/// alias). Returns the `(node, alias)` pairs to insert, in input order, and counts those
+/// their node holds already and those refused (another node holds them, or an earlier node of
+/// the batch takes them) into `outcome`.
+pub fn place_aliases<'a>(
+    nodes: &'a [NodeRecord],
+    holders: &std::collections::HashMap<String, String>,
+    outcome: &mut ImportOutcome,
+) -> Vec<(&'a str, &'a str)> {
+    let mut taken: std::collections::HashMap<&str, &str> = (holders.iter())
+        .map(|(alias, holder)| (alias.as_str(), holder.as_str()))
+        .collect();
+    let mut placed = Vec::new();
+    for node in nodes {
+        for alias in &node.aliases {
+            match taken.get(alias.as_str()) {
+                Some(holder) if *holder == node.name => outcome.aliases_existing += 1,
+                Some(holder) => outcome.aliases_refused.push(RefusedAlias {
+                    node: node.name.clone(),
+                    alias: alias.clone(),
+                    holder: (*holder).to_owned(),
+                }),
+                None => {
+                    taken.insert(alias, &node.name);
+                    placed.push((node.name.as_str(), alias.as_str()));
+                }
+            }
+        }
+    }
+    outcome.aliases_set += placed.len() as u64;
+    placed
 }
 
 #[cfg(test)]
@@ -465,10 +667,93 @@ mod tests {
         }
     }
 
+    fn now() -> Timestamp {
+        chrono::Utc::now()
+    }
+
+    fn at(day: u32) -> Timestamp {
+        chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2024, 1, day, 0, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn an_ended_fact_is_matched_by_its_text_and_end_a_current_one_by_its_text() {
+        let mut record = node(&[(None, "a"), (None, "a"), (None, "a"), (None, "b")]);
+        record.observations[0].valid_to = Some(at(2));
+        record.observations[1].valid_to = Some(at(3));
+        // An expiring fact that has not expired holds its text as a current one does.
+        record.observations[3].expires_at = Some(now() + chrono::Duration::days(1));
+        let present = [(1, "a".to_owned(), Some(at(2))), (2, "b".to_owned(), None)];
+        let (placed, next) = place_observations(&record, &present, 3, now());
+        // "a" ended on the 2nd is held; ended on the 3rd and current it is not; "b" is.
+        assert_eq!(placed, [(1, 3), (2, 4)]);
+        assert_eq!(next, 5);
+    }
+
+    #[test]
+    fn an_alias_another_node_holds_is_refused_and_one_held_already_counted() {
+        let mut first = node(&[]);
+        first.aliases = vec!["own".into(), "taken".into(), "name".into(), "free".into()];
+        let mut second = node(&[]);
+        second.name = "m".into();
+        second.aliases = vec!["free".into(), "new".into()];
+        let holders = [("own", "n"), ("taken", "x"), ("name", "name")]
+            .map(|(alias, holder)| (alias.to_owned(), holder.to_owned()))
+            .into_iter()
+            .collect();
+        let mut outcome = ImportOutcome::default();
+        let nodes = [first, second];
+        let placed = place_aliases(&nodes, &holders, &mut outcome);
+        assert_eq!(placed, [("n", "free"), ("m", "new")]);
+        assert_eq!((outcome.aliases_set, outcome.aliases_existing), (2, 1));
+        let refused: Vec<String> = outcome.aliases_refused.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            refused,
+            [
+                "alias \"taken\" of n not set: it is already an alias of x",
+                "alias \"name\" of n not set: it is another node's name",
+                "alias \"free\" of m not set: it is already an alias of n",
+            ]
+        );
+    }
+
+    #[test]
+    fn periods_and_aliases_are_checked_naming_the_field() {
+        let mut record = node(&[(None, "a")]);
+        record.observations[0].valid_from = Some(at(3));
+        record.observations[0].valid_to = Some(at(2));
+        let error = validate_node(record.clone()).unwrap_err().to_string();
+        assert!(error.contains("observations[0].valid_to"), "{error}");
+        record.observations[0].valid_to = None;
+        record.observations[0].expires_at = Some(at(1));
+        let error = validate_node(record.clone()).unwrap_err().to_string();
+        assert!(error.contains("observations[0].expires_at"), "{error}");
+        // An ended fact without a start held until its end.
+        record.observations[0] = ObservationRecord {
+            content: "a".into(),
+            valid_to: Some(at(2)),
+            ..ObservationRecord::default()
+        };
+        assert_eq!(record.observations[0].held_from(), Some(at(2)));
+        record.aliases = vec!["x".into(), "x".into()];
+        assert_eq!(validate_node(record.clone()).unwrap().aliases, ["x"]);
+        record.aliases = vec!["n".into()];
+        let error = validate_node(record).unwrap_err().to_string();
+        assert!(error.contains("aliases[0]"), "{error}");
+        let relation = RelationRecord {
+            from: "a".into(),
+            to: "b".into(),
+            relation_type: "r".into(),
+            valid_to: Some(now() + chrono::Duration::days(1)),
+            ..RelationRecord::default()
+        };
+        let error = validate_relation(&relation).unwrap_err().to_string();
+        assert!(error.contains("valid_to"), "{error}");
+    }
+
     #[test]
     fn given_ordinals_are_kept_and_the_rest_appended() {
         let record = node(&[(Some(4), "d"), (None, "x"), (Some(1), "a")]);
-        let (placed, next) = place_observations(&record, &[], 1);
+        let (placed, next) = place_observations(&record, &[], 1, now());
         assert_eq!(placed, [(2, 1), (0, 4), (1, 5)]);
         assert_eq!(next, 6);
     }
@@ -476,7 +761,7 @@ mod tests {
     #[test]
     fn present_texts_are_skipped_and_taken_ordinals_moved() {
         let record = node(&[(Some(1), "a"), (Some(1), "b"), (None, "b"), (None, "c")]);
-        let (placed, next) = place_observations(&record, &[(1, "a".into())], 2);
+        let (placed, next) = place_observations(&record, &[(1, "a".into(), None)], 2, now());
         // "a" is present, the second "b" repeats the first, which cannot have ordinal 1.
         assert_eq!(placed, [(1, 2), (3, 3)]);
         assert_eq!(next, 4);
@@ -486,9 +771,9 @@ mod tests {
     fn the_counter_never_goes_back() {
         let mut record = node(&[(Some(2), "b")]);
         record.next_ordinal = Some(9);
-        assert_eq!(place_observations(&record, &[], 1), (vec![(0, 2)], 9));
+        assert_eq!(place_observations(&record, &[], 1, now()), (vec![(0, 2)], 9));
         assert_eq!(
-            place_observations(&node(&[(None, "z")]), &[], 7),
+            place_observations(&node(&[(None, "z")]), &[], 7, now()),
             (vec![(0, 7)], 8)
         );
     }
@@ -500,7 +785,7 @@ mod tests {
         assert!(validate_node(record.clone()).is_ok());
         // The rest follow the largest given ordinal, without overflowing.
         assert_eq!(
-            place_observations(&record, &[], 1),
+            place_observations(&record, &[], 1, now()),
             (vec![(0, last), (1, last + 1)], last + 2)
         );
         record.observations[0].ordinal = Some(crate::Ordinal(i64::MAX));

@@ -20,6 +20,12 @@ pub fn parse<P: DeserializeOwned>(
     arguments: &Value,
     schema: Option<&Map<String, Value>>,
 ) -> Result<P, String> {
+    if let Some(schema) = schema
+        && let Some(error) =
+            time_out_of_range(&Value::Object(schema.clone()), arguments, "arguments")
+    {
+        return Err(error);
+    }
     serde_path_to_error::deserialize(arguments).map_err(|error| {
         let path: Vec<&Segment> = error.path().iter().collect();
         let schema = schema.map(|schema| Value::Object(schema.clone()));
@@ -29,11 +35,45 @@ pub fn parse<P: DeserializeOwned>(
     })
 }
 
+/// The first time in `value` (a string where `schema` says `date-time`, at any depth) that is
+/// an RFC 3339 time outside the years 1–9999, as an error naming its path (`at` so far).
+fn time_out_of_range(schema: &Value, value: &Value, at: &str) -> Option<String> {
+    use chrono::Datelike;
+    let schema = variant(schema, value);
+    match value {
+        Value::String(text)
+            if schema.get("format").and_then(Value::as_str) == Some("date-time") =>
+        {
+            let time = serde_json::from_value::<engram_domain::Timestamp>(value.clone()).ok()?;
+            (!(1..=9999).contains(&time.year())).then(|| {
+                format!(
+                    "invalid argument `{at}`: expected an RFC 3339 time such as \
+                     \"2026-03-02T09:00:00Z\" in the years 1–9999, got {text:?}"
+                )
+            })
+        }
+        Value::Object(object) => {
+            let properties = schema.get("properties")?.as_object()?;
+            (object.iter()).find_map(|(key, inner)| {
+                time_out_of_range(properties.get(key)?, inner, &joined(at, key))
+            })
+        }
+        Value::Array(items) => {
+            let schema = schema.get("items")?;
+            (items.iter().enumerate()).find_map(|(index, inner)| {
+                time_out_of_range(schema, inner, &format!("{at}[{index}]"))
+            })
+        }
+        _ => None,
+    }
+}
+
 /// What is wrong at `path` in `arguments`, by `schema`; `None` when the schema does not say.
 fn describe(path: &[&Segment], schema: &Value, arguments: &Value) -> Option<String> {
     let (mut value, mut place) = (arguments, Some(schema));
     for (depth, segment) in path.iter().enumerate() {
-        let parent = place;
+        let parent = place.map(|schema| variant(schema, value));
+        place = parent;
         place = place.and_then(|schema| match segment {
             Segment::Map { key } => schema.get("properties")?.get(key),
             Segment::Seq { .. } => schema.get("items"),
@@ -50,7 +90,10 @@ fn describe(path: &[&Segment], schema: &Value, arguments: &Value) -> Option<Stri
             return unknown(&path[..depth], key, parent);
         }
     }
-    let place = place?;
+    // Where the schema allows several shapes (a text, or an object with its time fields), the
+    // one the value has: serde's path stops at such a value, so what is wrong inside it is
+    // found here.
+    let place = variant(place?, value);
     let at = shown(path);
     if let Some(expected) = mismatch(place, value) {
         return Some(format!(
@@ -67,10 +110,44 @@ fn describe(path: &[&Segment], schema: &Value, arguments: &Value) -> Option<Stri
         ));
     }
     let properties = place.get("properties").and_then(Value::as_object);
+    if let Some(properties) = properties {
+        for (key, inner) in object {
+            let wrong = properties
+                .get(key)
+                .and_then(|schema| mismatch(schema, inner));
+            if let Some(expected) = wrong {
+                return Some(format!(
+                    "invalid argument `{}`: expected {expected}, got {}",
+                    joined(&at, key),
+                    render(inner)
+                ));
+            }
+        }
+    }
     let stray = object
         .keys()
         .find(|key| properties.is_none_or(|p| !p.contains_key(*key)))?;
     unknown(path, stray, place)
+}
+
+/// Of a schema's `anyOf` (or `oneOf`) shapes, the one whose type `value` has; `schema` itself
+/// when it offers no choice or none fits.
+fn variant<'a>(schema: &'a Value, value: &Value) -> &'a Value {
+    let choices = (schema.get("anyOf").or_else(|| schema.get("oneOf"))).and_then(Value::as_array);
+    let kind = match value {
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::Null => "null",
+    };
+    (choices.into_iter().flatten())
+        .find(|choice| {
+            let named = choice.get("type").and_then(Value::as_str);
+            named == Some(kind) || (kind == "number" && named == Some("integer"))
+        })
+        .unwrap_or(schema)
 }
 
 /// The message for an argument `key` that the object at `path` (described by `schema`) does
@@ -267,6 +344,41 @@ mod tests {
                     "invalid argument `as_of`: expected an RFC 3339 time such as \
                      \"2026-03-02T09:00:00Z\", got \"{given}\""
                 )
+            );
+        }
+    }
+
+    #[test]
+    fn a_wrong_time_inside_a_text_or_object_choice_is_named_by_its_path() {
+        let schema = schema_of::<engram_domain::AddObservations>();
+        let arguments = serde_json::json!({"observations": [{"entity_name": "N",
+            "contents": ["fine", {"content": "y", "expires_at": "next tuesday"}]}]});
+        let error = parse::<engram_domain::AddObservations>(&arguments, Some(&schema)).unwrap_err();
+        assert_eq!(
+            error,
+            "invalid argument `observations[0].contents[1].expires_at`: expected an RFC 3339 \
+             time such as \"2026-03-02T09:00:00Z\", got \"next tuesday\""
+        );
+        let stray = serde_json::json!({"observations": [{"entity_name": "N",
+            "contents": [{"content": "y", "expires": "2026-01-01T00:00:00Z"}]}]});
+        let error = parse::<engram_domain::AddObservations>(&stray, Some(&schema)).unwrap_err();
+        assert!(
+            error.starts_with(
+                "unknown argument `observations[0].contents[0].expires`: the arguments here are"
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_time_outside_the_years_1_to_9999_is_refused_as_an_argument() {
+        let schema = schema_of::<Params>();
+        for time in ["0000-06-01T00:00:00Z", "+10000-01-01T00:00:00Z"] {
+            let error = parse::<Params>(&serde_json::json!({"as_of": time}), Some(&schema));
+            let error = error.map(|_| ()).unwrap_err();
+            assert!(
+                error.starts_with("invalid argument `as_of`: expected an RFC 3339"),
+                "{error}"
             );
         }
     }

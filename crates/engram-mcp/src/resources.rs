@@ -103,6 +103,7 @@ impl EngramServer {
             limit: RESOURCES_PAGE + 1,
             entity_type: None,
             observations: false,
+            over_time: false,
             totals: false,
         };
         let page = (self.memory.graph_page(workspace, &query).await).map_err(protocol_error)?;

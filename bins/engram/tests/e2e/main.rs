@@ -89,6 +89,7 @@ per_backend!(
     reference::read_graph_walks_a_large_graph_page_by_page,
     scenario::a_paraphrase_finds_its_node_over_mcp,
     time::a_projects_months_play_out_over_streamable_http,
+    time::a_time_out_of_range_or_inside_a_fact_is_named_as_an_argument,
     recall::a_multilingual_memory_answers_and_nonsense_finds_nothing,
     recall::a_small_memory_answers_by_default_in_score_order,
     keywords::a_word_in_one_fact_of_a_thousand_is_found_by_default,

@@ -395,3 +395,56 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     );
     client.cancel().await.unwrap();
 }
+
+/// Times out of range and times inside a fact object are argument errors naming the field
+/// (issue 60: year 0 was an internal error on PostgreSQL and stored by SQLite; a bad
+/// `expires_at` inside a fact was called an unknown argument).
+pub async fn a_time_out_of_range_or_inside_a_fact_is_named_as_an_argument(backend: Backend) {
+    let server = TestServer::start(backend, &["demo"]).await;
+    let client = server.streamable_client("demo").await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [{"name": "N", "entity_type": "t"}]}),
+    )
+    .await;
+    for (tool, arguments, field) in [
+        (
+            "open_nodes",
+            json!({"names": ["N"], "as_of": "0000-03-01T00:00:00Z"}),
+            "as_of",
+        ),
+        (
+            "get_history",
+            json!({"name": "N", "before": "0000-03-01T00:00:00Z"}),
+            "before",
+        ),
+        (
+            "add_observations",
+            json!({"observations": [{"entity_name": "N",
+                   "contents": [{"content": "y", "valid_from": "0000-03-01T00:00:00Z"}]}]}),
+            "observations[0].contents[0].valid_from",
+        ),
+        (
+            "add_observations",
+            json!({"observations": [{"entity_name": "N",
+                   "contents": [{"content": "y", "expires_at": "next tuesday"}]}]}),
+            "observations[0].contents[0].expires_at",
+        ),
+    ] {
+        let error = tool_error(&client, tool, arguments).await;
+        assert!(
+            error.starts_with(&format!(
+                "invalid argument `{field}`: expected an RFC 3339 time"
+            )),
+            "{tool}: {error}"
+        );
+    }
+    let opened = ok(&client, "open_nodes", json!({"names": ["N"]})).await;
+    assert_eq!(
+        opened["entities"][0]["observations"],
+        json!([]),
+        "nothing was written"
+    );
+    client.cancel().await.unwrap();
+}

@@ -37,6 +37,7 @@ pub(super) async fn scan(store: &dyn MemoryStore, workspace: WorkspaceId) -> Res
             limit: PAGE,
             entity_type: None,
             observations: true,
+            over_time: false,
             totals: false,
         };
         let page = store.graph_page(workspace, &query).await?;

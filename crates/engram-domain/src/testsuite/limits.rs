@@ -460,3 +460,71 @@ pub async fn integer_arguments_are_bounded(store: Arc<dyn MemoryStore>) {
         1
     );
 }
+
+/// A node of 130 facts of 64 KiB (8.1 MiB of text): every answer that carries fact texts
+/// stays within the 8 MiB of text one answer holds ([`crate::limits::ANSWER_TEXT_BYTES`]) and
+/// says what it left out (issue 60: `get_history`, `search_observations` and
+/// `query_observations` answered 131 MB for a node of 1,000 such facts).
+pub async fn answers_that_carry_fact_texts_stay_within_eight_mebibytes(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    memory
+        .call(ws, CreateEntities::new(vec![entity("big", "thing", &[])]))
+        .await
+        .unwrap();
+    let text = |i: usize| format!("fact {i} {}", "y".repeat(64 * 1024 - 16));
+    for batch in 0..2 {
+        let contents: Vec<String> = (batch * 65..(batch + 1) * 65).map(text).collect();
+        let addition = additions(
+            "big",
+            &contents.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        memory
+            .call(ws, AddObservations::new(&[addition]))
+            .await
+            .unwrap();
+    }
+    let cap = crate::limits::ANSWER_TEXT_BYTES;
+    let within = |texts: &mut dyn Iterator<Item = usize>| texts.sum::<usize>() <= cap;
+
+    let query = crate::QueryObservations::new("big", "fact")
+        .mode(crate::SearchMode::Text)
+        .min_score(Some(0.0));
+    let found = memory.call(ws, query).await.unwrap();
+    assert!(within(
+        &mut found.observations.iter().map(|o| o.content.len())
+    ));
+    assert!(
+        found.observations.len() >= 100,
+        "{}",
+        found.observations.len()
+    );
+    let notice = found.notice.unwrap_or_default();
+    assert!(notice.contains("left out past the 8 MiB"), "{notice}");
+
+    let search = crate::SearchObservations::new("fact")
+        .limit(1_000)
+        .mode(crate::SearchMode::Text)
+        .min_score(Some(0.0));
+    let found = memory.call(ws, search).await.unwrap();
+    assert!(within(
+        &mut found.observations.iter().map(|o| o.content.len())
+    ));
+    assert!(
+        found.observations.len() >= 100,
+        "{}",
+        found.observations.len()
+    );
+    let notice = found.notice.unwrap_or_default();
+    assert!(notice.contains("left out past the 8 MiB"), "{notice}");
+
+    let history = crate::GetHistory::new("big").limit(500);
+    let history = memory.call(ws, history).await.unwrap();
+    assert_eq!(history.events.len(), 131, "every entry stays");
+    assert!(within(&mut history.events.iter().map(|e| {
+        e.content.as_ref().map_or(0, String::len) + e.old_content.as_ref().map_or(0, String::len)
+    })));
+    let notice = history.notice.unwrap_or_default();
+    assert!(notice.contains("the texts of"), "{notice}");
+}

@@ -157,6 +157,7 @@ macro_rules! memory_store_test_suite {
             batches_hold_one_to_a_thousand_items,
             tags_are_bounded,
             integer_arguments_are_bounded,
+            answers_that_carry_fact_texts_stay_within_eight_mebibytes,
             // properties
             properties_of_the_write_tools_hold_for_generated_arguments,
             properties_of_the_read_tools_hold_for_generated_arguments,

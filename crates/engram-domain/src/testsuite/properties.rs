@@ -400,6 +400,7 @@ impl Harness {
                 limit: 1_000,
                 entity_type: None,
                 observations: true,
+                over_time: false,
                 totals: false,
             };
             let page = m.graph_page(ws, &query).await.unwrap();

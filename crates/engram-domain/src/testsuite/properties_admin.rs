@@ -236,6 +236,7 @@ fn node_record(h: &mut Harness) -> NodeRecord {
             content,
             created_at,
             updated_at,
+            ..ObservationRecord::default()
         },
     );
     let (summary, tags, next_ordinal) = h.draw((of(text()), vec(tricky(), 0..3), of(ordinal())));
@@ -247,6 +248,7 @@ fn node_record(h: &mut Harness) -> NodeRecord {
         summary,
         summary_updated_at: times[0],
         tags,
+        aliases: Vec::new(),
         next_ordinal,
         created_at: times[1],
         updated_at: times[2],
@@ -279,6 +281,7 @@ async fn import(h: &mut Harness) {
             to: h.name(),
             relation_type: h.draw(prop_oneof![Just("next".to_owned()), text()]),
             created_at: h.draw(of(timestamp())),
+            ..RelationRecord::default()
         })
         .collect();
 

@@ -303,6 +303,7 @@ async fn graph_page(h: &mut Harness) {
         limit,
         entity_type,
         observations,
+        over_time: false,
         totals,
     };
     let mut blame = Blame::default();

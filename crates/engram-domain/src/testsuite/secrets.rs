@@ -147,7 +147,7 @@ async fn write_everywhere(
             from: "Staging".into(),
             to: "Vault".into(),
             relation_type: secret.into(),
-            created_at: None,
+            ..RelationRecord::default()
         };
         attempts.push((
             "relations[0].relation_type",
@@ -157,6 +157,25 @@ async fn write_everywhere(
                     ImportBatch {
                         nodes: Vec::new(),
                         relations: vec![link],
+                    },
+                )
+                .await
+                .map(drop),
+        ));
+        let aliased = NodeRecord {
+            name: "Imported".into(),
+            entity_type: "note".into(),
+            aliases: vec!["imported".into(), secret.into()],
+            ..NodeRecord::default()
+        };
+        attempts.push((
+            "nodes[0].aliases[1]",
+            memory
+                .import(
+                    ws,
+                    ImportBatch {
+                        nodes: vec![aliased],
+                        relations: Vec::new(),
                     },
                 )
                 .await

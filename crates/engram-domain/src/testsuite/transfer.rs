@@ -19,6 +19,7 @@ pub async fn export_all(
             limit: page_size,
             entity_type: None,
             observations: true,
+            over_time: true,
             totals: false,
         };
         let page = memory.graph_page(workspace, &query).await.unwrap();
@@ -52,7 +53,7 @@ fn link(from: &str, relation_type: &str, to: &str) -> RelationRecord {
         from: from.into(),
         to: to.into(),
         relation_type: relation_type.into(),
-        created_at: None,
+        ..RelationRecord::default()
     }
 }
 
@@ -204,6 +205,7 @@ pub async fn import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph(
             relations_created: 1,
             relations_existing: 1,
             relations_missing: vec![link("Bob", "knows", "Carol")],
+            ..ImportOutcome::default()
         }
     );
     let alice = open_node(&memory, ws, "Alice").await;
