@@ -66,9 +66,11 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                 "exported_at": chrono::Utc::now().to_rfc3339(),
             });
             writeln!(out, "{header}")?;
+            // Over time: ended facts and relations with their periods, authors, aliases.
             write_lines(
                 memory,
                 workspace.id,
+                true,
                 out,
                 |node| {
                     serde_json::to_string(&Tagged {
@@ -110,13 +112,14 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                     relation_type: &relation.relation_type,
                 })
             };
-            write_lines(memory, workspace.id, out, entity, relation).await?;
+            // The graph now: the reference server knows no ended facts.
+            write_lines(memory, workspace.id, false, out, entity, relation).await?;
             let (summaries, tagged) = (summaries.get(), tagged.get());
             if summaries + tagged > 0 {
                 eprintln!(
-                    "the reference server's format has no summaries, tags, ordinals or \
-                     timestamps: {summaries} summaries and the tags of {tagged} nodes were left \
-                     out (`--format jsonl` keeps everything)"
+                    "the reference server's format has no summaries, tags, ordinals, \
+                     timestamps or ended facts: {summaries} summaries and the tags of {tagged} \
+                     nodes were left out (`--format jsonl` keeps everything)"
                 );
             }
         }
@@ -135,7 +138,7 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                 }
                 None => {
                     let (mut nodes, mut relations) = (Vec::new(), Vec::new());
-                    each_page(memory, workspace.id, false, |page, edges| {
+                    each_page(memory, workspace.id, false, false, |page, edges| {
                         nodes.extend(page.iter().map(|n| (n.name.clone(), n.entity_type.clone())));
                         relations.extend(
                             (edges.iter()).map(|r| Relation::new(&r.from, &r.to, &r.relation_type)),
@@ -157,22 +160,24 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
     Ok(())
 }
 
-/// Writes a line for every node (with its observations), then one for every relation.
+/// Writes a line for every node (with its observations), then one for every relation; over
+/// time ([`GraphPageQuery::over_time`]) or the graph now.
 async fn write_lines(
     memory: &Memory,
     workspace: WorkspaceId,
+    over_time: bool,
     out: &mut dyn Write,
     node_line: impl Fn(&NodeRecord) -> serde_json::Result<String>,
     relation_line: impl Fn(&RelationRecord) -> serde_json::Result<String>,
 ) -> Result<()> {
-    each_page(memory, workspace, true, |nodes, _| {
+    each_page(memory, workspace, true, over_time, |nodes, _| {
         for node in nodes {
             writeln!(out, "{}", node_line(node)?)?;
         }
         Ok(())
     })
     .await?;
-    each_page(memory, workspace, false, |_, relations| {
+    each_page(memory, workspace, false, over_time, |_, relations| {
         for relation in relations {
             writeln!(out, "{}", relation_line(relation)?)?;
         }
@@ -182,11 +187,13 @@ async fn write_lines(
 }
 
 /// Calls `each` with every page of the workspace's nodes (with their observations when
-/// `observations`) and the relations leaving them, in name order.
+/// `observations`) and the relations leaving them, in name order; `over_time` as
+/// [`GraphPageQuery::over_time`].
 async fn each_page(
     memory: &Memory,
     workspace: WorkspaceId,
     observations: bool,
+    over_time: bool,
     mut each: impl FnMut(&[NodeRecord], &[RelationRecord]) -> Result<()>,
 ) -> Result<()> {
     let mut after = None;
@@ -196,6 +203,7 @@ async fn each_page(
             limit: PAGE,
             entity_type: None,
             observations,
+            over_time,
             totals: false,
         };
         let page = memory.graph_page(workspace, &query).await?;

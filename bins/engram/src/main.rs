@@ -150,16 +150,21 @@ fn write_out(output: std::fmt::Arguments<'_>) {
     }
 }
 
-/// `text` with every control character but newline and tab escaped (`\u{1b}`).
+/// `text` with every control character but newline and tab escaped (`\u{1b}`), and every
+/// bidirectional formatting character (which reorders what a terminal shows: U+202E turns
+/// "txt.exe" into "exe.txt") escaped as JSON writes it (`\u202e`), so JSON output stays JSON.
 fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(unsafe_char) {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let bidi = |c: char| matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(|c| control(c) || bidi(c)) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut shown = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if unsafe_char(c) {
+        if control(c) {
             shown.extend(c.escape_default());
+        } else if bidi(c) {
+            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
             shown.push(c);
         }

@@ -705,7 +705,11 @@ mod tests {
         let placed = place_aliases(&nodes, &holders, &mut outcome);
         assert_eq!(placed, [("n", "free"), ("m", "new")]);
         assert_eq!((outcome.aliases_set, outcome.aliases_existing), (2, 1));
-        let refused: Vec<String> = outcome.aliases_refused.iter().map(|r| r.to_string()).collect();
+        let refused: Vec<String> = outcome
+            .aliases_refused
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
         assert_eq!(
             refused,
             [
@@ -771,7 +775,10 @@ mod tests {
     fn the_counter_never_goes_back() {
         let mut record = node(&[(Some(2), "b")]);
         record.next_ordinal = Some(9);
-        assert_eq!(place_observations(&record, &[], 1, now()), (vec![(0, 2)], 9));
+        assert_eq!(
+            place_observations(&record, &[], 1, now()),
+            (vec![(0, 2)], 9)
+        );
         assert_eq!(
             place_observations(&node(&[(None, "z")]), &[], 7, now()),
             (vec![(0, 7)], 8)

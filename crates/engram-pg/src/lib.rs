@@ -171,6 +171,13 @@ impl PgStore {
                     options.call_timeout,
                     pooled,
                 )?;
+                // Refused at once when what answers there is not a standby of this database;
+                // one that cannot be reached now is checked again before its first read.
+                match replica::same_database(&main.pool, &built.pool).await {
+                    Err(error @ Error::InvalidArgument { .. }) => return Err(error),
+                    Err(error) => tracing::warn!(%error, "the read replica cannot be checked yet"),
+                    Ok(()) => {}
+                }
                 Some(std::sync::Arc::new(replica::Replica::new(
                     built.pool,
                     options.replica_max_lag,

@@ -29,6 +29,11 @@ pub(crate) const REST: Duration = Duration::from_secs(5);
 /// (PgBouncer's `query_wait_timeout`, 2 minutes by default).
 pub(crate) const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
+/// How long a whole read-only call may take on the replica before it runs again on the
+/// primary: bounded here, by the client, since a replica that hangs (frozen, or its network
+/// gone quiet) never answers a `statement_timeout` of its own.
+pub(crate) const READ_WITHIN: Duration = Duration::from_millis(1_500);
+
 /// What the replica has done so far (for metrics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReplicaStatus {
@@ -58,6 +63,8 @@ struct State {
     rest_until: Option<Instant>,
     /// Behind the primary at every check since then.
     behind_since: Option<Instant>,
+    /// Checked to be a standby of the primary's database since it last rested.
+    identified: bool,
 }
 
 /// Where a read-only call runs.
@@ -105,6 +112,19 @@ impl Replica {
         if self.resting(now) {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             return None;
+        }
+        if !self.state().identified {
+            match tokio::time::timeout(ANSWER_WITHIN, same_database(primary, &self.pool)).await {
+                Ok(Ok(())) => self.state().identified = true,
+                Ok(Err(error)) => {
+                    self.rest(now, &error.to_string());
+                    return None;
+                }
+                Err(_) => {
+                    self.rest(now, &not_answering("say which database it is").to_string());
+                    return None;
+                }
+            }
         }
         let replica = tokio::time::timeout(ANSWER_WITHIN, replica_position(&self.pool));
         let (written, replica) = tokio::join!(primary_position(primary), replica);
@@ -154,6 +174,8 @@ impl Replica {
         }
         state.rest_until = Some(now + REST);
         state.behind_since = None;
+        // What answers at the address after a rest may be another server: checked again.
+        state.identified = false;
         tracing::warn!(rest = ?REST, "reading on the primary instead of the read replica: {why}");
     }
 }
@@ -172,6 +194,17 @@ pub(crate) async fn begin<T>(
     }
 }
 
+/// A read-only call on the replica, within [`READ_WITHIN`]; past it the replica is taken to
+/// hang (the caller runs the call again on the primary).
+pub(crate) async fn within_read_limit<T>(call: impl Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(READ_WITHIN, call).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(engram_domain::Error::Unavailable(format!(
+            "the read replica did not answer a read within {READ_WITHIN:?}"
+        ))),
+    }
+}
+
 fn not_answering(what: &str) -> engram_domain::Error {
     engram_domain::Error::Unavailable(format!(
         "the read replica did not {what} within {ANSWER_WITHIN:?}"
@@ -186,6 +219,66 @@ pub(crate) fn is_replica_fault(error: &engram_domain::Error) -> bool {
         error,
         engram_domain::Error::Unavailable(_) | engram_domain::Error::Contended(_)
     )
+}
+
+/// Which server and database a connection reaches: the cluster's system identifier (the same
+/// on a primary and each of its standbys), the database's name, and whether it is a standby.
+async fn identity(pool: &Pool) -> Result<(String, String, bool)> {
+    let client = pool.get().await.map_err(crate::error::pool)?;
+    let asked = (client.simple_query(
+        "SELECT (SELECT system_identifier FROM pg_control_system())::text, current_database(), \
+         pg_is_in_recovery()::text",
+    ))
+    .await;
+    // A role that may not read the control data still tells its database and its role.
+    let messages = match asked {
+        Err(error)
+            if error.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
+        {
+            (client.simple_query("SELECT '', current_database(), pg_is_in_recovery()::text"))
+                .await
+                .map_err(crate::error::db)?
+        }
+        asked => asked.map_err(crate::error::db)?,
+    };
+    let row = messages.iter().find_map(|message| match message {
+        tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    });
+    let field = |i: usize| {
+        row.and_then(|row| row.get(i))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Ok((field(0), field(1), field(2) == "true"))
+}
+
+/// `Ok` when `replica` is a standby of `primary`'s cluster serving the same database; else
+/// [`engram_domain::Error::InvalidArgument`] naming `read_replica_url` and what answers there
+/// (issue 60: a replica URL naming another database was read from silently).
+pub(crate) async fn same_database(primary: &Pool, replica: &Pool) -> Result<()> {
+    let (primary, replica) = tokio::try_join!(identity(primary), identity(replica))?;
+    let (system, database, standby) = &replica;
+    let known = !system.is_empty() && !primary.0.is_empty();
+    let why = if known && system != &primary.0 {
+        format!(
+            "it is another PostgreSQL cluster (system {system}, the primary's {})",
+            primary.0
+        )
+    } else if database != &primary.1 {
+        format!(
+            "it serves database {database:?}, the primary {:?}",
+            primary.1
+        )
+    } else if !standby {
+        "it is not a standby (not in recovery)".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(engram_domain::Error::invalid(
+        "read_replica_url",
+        format!("is not a read replica of the primary's database: {why}"),
+    ))
 }
 
 /// Where the primary's write-ahead log ends now.

@@ -72,8 +72,12 @@ macro_rules! read {
                     .start();
                 let $tx = crate::replica::begin(reader.on_replica, begin).await?;
                 within!($store, $tx, false, $body)
-            }
-            .await;
+            };
+            // On the replica, bounded here: a frozen replica never answers at all.
+            let outcome = match reader.on_replica {
+                true => crate::replica::within_read_limit(outcome).await,
+                false => outcome.await,
+            };
             match outcome {
                 Err(error) if reader.on_replica && crate::replica::is_replica_fault(&error) => {
                     $store.replica_failed(&error);

@@ -28,13 +28,31 @@ fn import_relations(
         .prepare_cached(
             "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
                                     created_at, valid_from)
-             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()), coalesce(?5, engram_now()))
+             VALUES (?1, ?2, ?3, ?4, coalesce(?5, engram_now()), coalesce(?6, engram_now()))
              ON CONFLICT (workspace_id, from_node_id, to_node_id, relation_type) DO NOTHING",
+        )
+        .map_err(db)?;
+    // An ended relation is present when the node has it ended at the same time; its end was
+    // recorded, as far as anyone can tell, when it took effect.
+    let mut insert_ended = tx
+        .prepare_cached(
+            "INSERT INTO ended_relations (workspace_id, from_node_id, to_node_id, relation_type,
+                                          created_at, valid_from, valid_to, recorded_at)
+             SELECT ?1, ?2, ?3, ?4, coalesce(?5, ?6), ?6, ?7, ?7
+             WHERE NOT EXISTS (SELECT 1 FROM ended_relations
+                               WHERE from_node_id = ?2 AND to_node_id = ?3
+                                 AND relation_type = ?4 AND valid_to = ?7)",
         )
         .map_err(db)?;
     let mut seen = HashSet::new();
     for relation in relations {
-        if !seen.insert((&relation.from, &relation.to, &relation.relation_type)) {
+        let key = (
+            &relation.from,
+            &relation.to,
+            &relation.relation_type,
+            relation.valid_to,
+        );
+        if !seen.insert(key) {
             // Present once the first of the batch is written.
             outcome.relations_existing += 1;
             continue;
@@ -48,21 +66,106 @@ fn import_relations(
             outcome.relations_missing.push(relation.clone());
             continue;
         };
-        let written = insert
-            .execute(params![
+        let (created_at, valid_from) = (
+            relation.created_at.map(micros),
+            relation.held_from().map(micros),
+        );
+        let written = match relation.valid_to {
+            None => insert.execute(params![
                 workspace.0,
                 from,
                 to,
                 relation.relation_type,
-                relation.created_at.map(micros),
-            ])
-            .map_err(db)?;
+                created_at,
+                valid_from,
+            ]),
+            Some(valid_to) => insert_ended.execute(params![
+                workspace.0,
+                from,
+                to,
+                relation.relation_type,
+                created_at,
+                valid_from,
+                micros(valid_to),
+            ]),
+        }
+        .map_err(db)?;
         if written > 0 {
             outcome.relations_created += 1;
         } else {
             outcome.relations_existing += 1;
         }
     }
+    Ok(())
+}
+
+/// Sets the batch's aliases ([`place_aliases`]) once its nodes are written.
+fn import_aliases(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    nodes: &[NodeRecord],
+    outcome: &mut ImportOutcome,
+) -> Result<()> {
+    let mut holder = tx
+        .prepare_cached(
+            "SELECT name FROM nodes WHERE workspace_id = ?1 AND name = ?2
+             UNION ALL
+             SELECT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+             WHERE a.workspace_id = ?1 AND a.alias = ?2",
+        )
+        .map_err(db)?;
+    let mut holders = std::collections::HashMap::new();
+    for alias in nodes.iter().flat_map(|node| &node.aliases) {
+        let held: Option<String> = holder
+            .query_row(params![workspace.0, alias], |row| row.get(0))
+            .optional()
+            .map_err(db)?;
+        if let Some(name) = held {
+            holders.insert(alias.clone(), name);
+        }
+    }
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO node_aliases (workspace_id, alias, node_id)
+             SELECT ?1, ?2, id FROM nodes WHERE workspace_id = ?1 AND name = ?3",
+        )
+        .map_err(db)?;
+    for (node, alias) in place_aliases(nodes, &holders, outcome) {
+        insert
+            .execute(params![workspace.0, alias, node])
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
+/// Records who wrote the imported facts that say so: an event of no count (the import's own
+/// events count the writes) at each fact's recorded time, where `get_history` finds its author.
+fn import_authors(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    authors: &[(i64, i64, &str)],
+) -> Result<()> {
+    if authors.is_empty() {
+        return Ok(());
+    }
+    let json = serde_json::to_string(authors).map_err(|e| Error::Internal(e.to_string()))?;
+    tx.execute(
+        "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, at, count,
+                             author)
+         SELECT ?1, n.id, n.name, 'observation', 'create', j.value ->> 1, 0, j.value ->> 2
+         FROM json_each(?2) j JOIN nodes n ON n.id = j.value ->> 0 ORDER BY j.key",
+        params![workspace.0, json],
+    )
+    .map_err(db)?;
+    // The trigger that sets the writer's author on each event (migration V12) overrode theirs.
+    tx.execute(
+        "UPDATE events SET author = j.value ->> 2
+         FROM json_each(?1) j
+         WHERE events.node_id = j.value ->> 0 AND events.at = j.value ->> 1
+           AND events.count = 0 AND events.subject = 'observation'",
+        [json],
+    )
+    .map_err(db)?;
     Ok(())
 }
 
@@ -107,6 +210,7 @@ impl TransferStore for SqliteStore {
                                 .get::<_, Option<i64>>("summary_updated_at")?
                                 .map(timestamp),
                             tags: strings(row, "tags")?,
+                            aliases: Vec::new(),
                             next_ordinal: Some(row.get("next_ordinal")?),
                             created_at: Some(timestamp(row.get("created_at")?)),
                             updated_at: Some(timestamp(row.get("updated_at")?)),
@@ -120,36 +224,68 @@ impl TransferStore for SqliteStore {
                     },
                 )?;
                 let mut relations = Vec::new();
+                let over_time = page.over_time;
                 for (id, node, _) in &mut nodes {
                     if page.observations {
                         node.observations = query(
                             tx,
-                            // The current facts: a page (and an export) is the graph now.
-                            "SELECT ordinal, content, created_at, updated_at FROM observations
-                             WHERE node_id = ?1 AND (valid_to IS NULL OR valid_to > engram_now())
-                             ORDER BY ordinal",
-                            [*id],
+                            // The current facts (the graph now), or over time every one, with
+                            // the author of the event its write recorded (`get_history`'s).
+                            "SELECT o.ordinal, o.content, o.created_at, o.updated_at, o.valid_from,
+                                    o.valid_to, o.expires_at,
+                                    CASE WHEN ?2 THEN
+                                        (SELECT e.author FROM events e
+                                         WHERE e.workspace_id = o.workspace_id
+                                           AND e.at = o.created_at AND e.author IS NOT NULL
+                                         LIMIT 1)
+                                    END AS author
+                             FROM observations o
+                             WHERE o.node_id = ?1
+                               AND (?2 OR o.valid_to IS NULL OR o.valid_to > engram_now())
+                             ORDER BY o.ordinal",
+                            params![*id, over_time],
                             |row| {
                                 Ok(ObservationRecord {
-                                    ordinal: Some(Ordinal(row.get(0)?)),
-                                    content: row.get(1)?,
-                                    created_at: Some(timestamp(row.get(2)?)),
-                                    updated_at: Some(timestamp(row.get(3)?)),
+                                    ordinal: Some(Ordinal(row.get("ordinal")?)),
+                                    content: row.get("content")?,
+                                    created_at: Some(timestamp(row.get("created_at")?)),
+                                    updated_at: Some(timestamp(row.get("updated_at")?)),
+                                    valid_from: Some(timestamp(row.get("valid_from")?)),
+                                    valid_to: row.get::<_, Option<i64>>("valid_to")?.map(timestamp),
+                                    expires_at: (row.get::<_, Option<i64>>("expires_at")?)
+                                        .map(timestamp),
+                                    author: row.get("author")?,
                                 })
                             },
                         )?;
                     }
+                    if over_time {
+                        node.aliases = query(
+                            tx,
+                            "SELECT alias FROM node_aliases WHERE node_id = ?1 ORDER BY alias",
+                            [*id],
+                            |row| row.get(0),
+                        )?;
+                    }
                     relations.extend(query(
                         tx,
-                        "SELECT t.name, r.relation_type, r.created_at FROM relations r
-                         JOIN nodes t ON t.id = r.to_node_id WHERE r.from_node_id = ?1",
-                        [*id],
+                        "SELECT t.name, r.relation_type, r.created_at, r.valid_from,
+                                NULL AS valid_to
+                         FROM relations r
+                         JOIN nodes t ON t.id = r.to_node_id WHERE r.from_node_id = ?1
+                         UNION ALL
+                         SELECT t.name, r.relation_type, r.created_at, r.valid_from, r.valid_to
+                         FROM ended_relations r
+                         JOIN nodes t ON t.id = r.to_node_id WHERE ?2 AND r.from_node_id = ?1",
+                        params![*id, over_time],
                         |row| {
                             Ok(RelationRecord {
                                 from: node.name.clone(),
                                 to: row.get(0)?,
                                 relation_type: row.get(1)?,
                                 created_at: Some(timestamp(row.get(2)?)),
+                                valid_from: Some(timestamp(row.get(3)?)),
+                                valid_to: row.get::<_, Option<i64>>(4)?.map(timestamp),
                             })
                         },
                     )?);
@@ -214,7 +350,13 @@ impl TransferStore for SqliteStore {
                     )
                     .map_err(db)?;
                 let mut outcome = ImportOutcome::default();
+                let now = timestamp(
+                    tx.query_row("SELECT engram_now()", [], |row| row.get(0))
+                        .map_err(db)?,
+                );
                 let mut restore = Vec::new();
+                // `(node id, recorded time, author)` of each imported fact that names its author.
+                let mut authors: Vec<(i64, i64, &str)> = Vec::new();
                 // Written together (see `insert_observations`), before a node that existed is
                 // read.
                 let mut rows: Vec<NewObservation<'_>> = Vec::new();
@@ -253,38 +395,39 @@ impl TransferStore for SqliteStore {
                                 .map_err(db)?
                         }
                     };
-                    // Only a node that existed can already hold some of these texts. As with
-                    // `add_observations`, a text is held while it is a current fact; an ended
-                    // fact keeps its ordinal taken under the empty text, which no fact has.
+                    // Only a node that existed can already hold some of these facts.
                     let present = match inserted {
                         Some(_) => Vec::new(),
                         None => query(
                             tx,
-                            "SELECT ordinal,
-                                    CASE WHEN valid_to IS NULL OR valid_to > engram_now()
-                                         THEN content ELSE '' END
-                             FROM observations WHERE node_id = ?1",
+                            "SELECT ordinal, content, valid_to FROM observations WHERE node_id = ?1",
                             [id],
-                            |row| Ok((row.get(0)?, row.get(1)?)),
+                            |row| {
+                                let end: Option<i64> = row.get(2)?;
+                                Ok((row.get(0)?, row.get(1)?, end.map(timestamp)))
+                            },
                         )?,
                     };
-                    let (placed, new_next) = place_observations(node, &present, next);
+                    let (placed, new_next) = place_observations(node, &present, next, now);
                     outcome.observations_added += placed.len() as u64;
                     outcome.observations_existing +=
                         (node.observations.len() - placed.len()) as u64;
                     rows.extend(placed.into_iter().map(|(i, ordinal)| {
                         let observation = &node.observations[i];
-                        // A recorded fact has held since it was written.
-                        let created_at = observation.created_at.map(micros);
+                        if let (Some(at), Some(author)) =
+                            (observation.created_at, &observation.author)
+                        {
+                            authors.push((id, micros(at), author));
+                        }
                         NewObservation {
                             node_id: id,
                             ordinal,
                             content: &observation.content,
-                            created_at,
+                            created_at: observation.created_at.map(micros),
                             updated_at: observation.updated_at.map(micros),
-                            valid_from: created_at,
-                            valid_to: None,
-                            expires_at: None,
+                            valid_from: observation.held_from().map(micros),
+                            valid_to: observation.ends().map(micros),
+                            expires_at: observation.expires_at.map(micros),
                         }
                     }));
                     if new_next != next {
@@ -296,6 +439,10 @@ impl TransferStore for SqliteStore {
                     }
                 }
                 insert_observations(tx, workspace, &rows)?;
+                authors.sort_unstable();
+                authors.dedup();
+                import_authors(tx, workspace, &authors)?;
+                import_aliases(tx, workspace, &nodes, &mut outcome)?;
                 import_relations(tx, workspace, &relations, &mut outcome)?;
                 // Writing observations and relations moved `updated_at`; a created node gets its
                 // own.

@@ -75,6 +75,12 @@ async fn a_team_cluster_serves_sixteen_clients_through_failures() {
 
 /// A replica is a PostgreSQL deployment: PostgreSQL only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_frozen_or_foreign_replica_costs_no_read() {
+    team::a_frozen_or_foreign_replica_costs_no_read().await;
+}
+
+/// A replica is a PostgreSQL deployment: PostgreSQL only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lagging_replica_is_read_around_then_rested_then_used_again() {
     team::a_lagging_replica_is_read_around_then_rested_then_used_again().await;
 }

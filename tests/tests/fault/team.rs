@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::harness::binary;
 use crate::harness::cluster::Cluster;
 use crate::harness::proxies::{HaProxy, PgBouncer};
 use crate::harness::server::free_port;
@@ -306,6 +307,67 @@ pub async fn a_lagging_replica_is_read_around_then_rested_then_used_again() {
             .add("writes read back while it lagged", round)
             .add("reads on the primary while behind", behind)
             .add("skipped while resting", skipped)
+            .print();
+    })
+    .await;
+}
+
+/// A read replica that freezes (SIGSTOP: no answer, no error) holds no read past 2 s: each
+/// runs on the primary once the replica has not answered within its bound, and finds the
+/// write just made; and a replica URL that names another cluster is refused at start, naming
+/// the option (issue 60: reads waited out the whole freeze, once over 6 minutes, and another
+/// database was read from silently).
+pub async fn a_frozen_or_foreign_replica_costs_no_read() {
+    bounded(Duration::from_secs(180), async {
+        let primary = Cluster::start().await;
+        let replica = primary.replica().await;
+        let store = Store::with_url(primary.url(), Store::other_dir()).await;
+        let extra = ["--read-replica-url", &replica.url()];
+        let server = Server::start_with(&store, &Embedder::None, "server", &extra).await;
+        let client = Mcp::stateless(&server.base, store.workspace);
+        let note = |name: &str| json!({"entities": [{"name": name, "entity_type": "note"}]});
+        client.ok("create_entities", note("before")).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        client.ok("open_nodes", json!({"names": ["before"]})).await;
+
+        replica.freeze();
+        let mut slowest = Duration::ZERO;
+        for round in 0..8 {
+            let name = format!("frozen {round}");
+            client.ok("create_entities", note(&name)).await;
+            let asked = Instant::now();
+            let opened = client.ok("open_nodes", json!({"names": [name]})).await;
+            slowest = slowest.max(asked.elapsed());
+            assert_eq!(opened["entities"][0]["name"], json!(name), "{opened}");
+        }
+        replica.thaw();
+        assert!(
+            slowest < Duration::from_secs(2),
+            "a read waited {slowest:?} on the frozen replica"
+        );
+
+        let other = Cluster::start().await;
+        let serve = [
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--embedder",
+            "none",
+            "--read-replica-url",
+            &other.url(),
+        ];
+        let refused =
+            tokio::time::timeout(Duration::from_secs(60), binary::run(&serve, &primary.url()))
+                .await
+                .expect("engram served another cluster as its replica");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("read_replica_url") && stderr.contains("not a read replica"),
+            "{stderr}"
+        );
+        Figures::new("Postgres/frozen replica")
+            .add("slowest read while frozen ms", slowest.as_millis())
             .print();
     })
     .await;

@@ -237,13 +237,31 @@ impl OAuth {
         let response = (self.http.get(&self.config.jwks_url).send().await)
             .and_then(reqwest::Response::error_for_status)
             .map_err(unavailable)?;
-        let bytes = response.bytes().await.map_err(unavailable)?;
+        // Read up to a bound: a key set is a few kilobytes, and an answer without end must not
+        // be held in memory until the request's timeout (issue 60: 300 MB read whole).
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unavailable)? {
+            if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
+                tracing::warn!(
+                    url = %self.config.jwks_url,
+                    "the OAuth key set is larger than {MAX_JWKS_BYTES} bytes: not read further"
+                );
+                return Err(Refused::KeysUnavailable(
+                    "the authorization server's key set is too large".into(),
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         serde_json::from_slice(&bytes).map_err(|error| {
             tracing::warn!(url = %self.config.jwks_url, %error, "the OAuth key set is not a JWKS");
             Refused::KeysUnavailable("the authorization server's key set could not be read".into())
         })
     }
 }
+
+/// The most of a JWKS answer read: 1 MiB, hundreds of keys.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
 
 /// What `scopes` grant in `workspace`: `engram:NAME` read-write, `engram:NAME:read` read-only.
 fn access_in(scopes: &[String], workspace: &str) -> Option<Access> {

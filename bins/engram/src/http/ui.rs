@@ -446,7 +446,7 @@ mod tests {
             from: from.into(),
             to: to.into(),
             relation_type: "knows".into(),
-            created_at: None,
+            ..RelationRecord::default()
         }
     }
 

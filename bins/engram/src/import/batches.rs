@@ -26,6 +26,9 @@ pub struct Report {
     pub observations_rejected: u64,
     /// Relation lines refused or left dangling.
     pub relations_rejected: u64,
+    /// Aliases not set because another node holds the name (their lines are among the
+    /// problems; the rest of each line was imported).
+    pub aliases_rejected: u64,
     /// `(line number, reason)`, in file order.
     pub problems: Vec<(usize, String)>,
     /// Nodes of type [`MISSING_NODE_TYPE`] made for endpoints that neither the file nor the
@@ -59,6 +62,8 @@ pub struct Importer<'a> {
     options: Options,
     nodes: Vec<NodeRecord>,
     node_index: HashMap<String, usize>,
+    /// The line of each node of the batch being gathered (its first, for a name given twice).
+    node_lines: HashMap<String, usize>,
     observations: usize,
     relations: Vec<(usize, RelationRecord)>,
     /// Relations whose endpoints were missing when their batch was written (or, in a dry
@@ -81,6 +86,7 @@ impl<'a> Importer<'a> {
             options,
             nodes: Vec::new(),
             node_index: HashMap::new(),
+            node_lines: HashMap::new(),
             observations: 0,
             relations: Vec::new(),
             waiting: Vec::new(),
@@ -107,32 +113,44 @@ impl<'a> Importer<'a> {
                 continue;
             }
             if node.observations.len() <= room {
-                self.push(node);
+                self.push(line, node);
                 self.batch_start.get_or_insert(line);
                 return Ok(());
             }
-            // More observations than a batch holds: in over several batches.
+            // More observations than a batch holds: in over several batches (the aliases
+            // with the first).
             let rest = node.observations.split_off(room);
             let head = NodeRecord {
                 observations: std::mem::replace(&mut node.observations, rest),
+                aliases: std::mem::take(&mut node.aliases),
                 ..node.clone()
             };
-            self.push(head);
+            self.push(line, head);
             self.batch_start.get_or_insert(line);
             self.flush().await?;
         }
     }
 
-    fn push(&mut self, node: NodeRecord) {
+    fn push(&mut self, line: usize, node: NodeRecord) {
         self.observations += node.observations.len();
         if self.options.dry_run {
             self.seen.insert(node.name.clone());
         }
         match self.node_index.get(&node.name) {
-            // The same name twice in one batch: one record, observations in file order.
-            Some(&i) => self.nodes[i].observations.extend(node.observations),
+            // The same name twice in one batch: one record, observations and aliases in file
+            // order.
+            Some(&i) => {
+                let record = &mut self.nodes[i];
+                record.observations.extend(node.observations);
+                for alias in node.aliases {
+                    if !record.aliases.contains(&alias) {
+                        record.aliases.push(alias);
+                    }
+                }
+            }
             None => {
                 self.node_index.insert(node.name.clone(), self.nodes.len());
+                self.node_lines.insert(node.name.clone(), line);
                 self.nodes.push(node);
             }
         }
@@ -152,6 +170,7 @@ impl<'a> Importer<'a> {
     pub async fn flush(&mut self) -> Result<()> {
         let nodes = std::mem::take(&mut self.nodes);
         let relations = std::mem::take(&mut self.relations);
+        let node_lines = std::mem::take(&mut self.node_lines);
         self.node_index.clear();
         self.observations = 0;
         if nodes.is_empty() && relations.is_empty() {
@@ -167,6 +186,7 @@ impl<'a> Importer<'a> {
                 .iter()
                 .map(|n| n.observations.len() as u64)
                 .sum::<u64>();
+            outcome.aliases_set += nodes.iter().map(|n| n.aliases.len() as u64).sum::<u64>();
             for (line, relation) in relations {
                 if self.seen.contains(&relation.from) && self.seen.contains(&relation.to) {
                     self.report.outcome.relations_created += 1;
@@ -190,6 +210,13 @@ impl<'a> Importer<'a> {
             if let Some(found) = lines.by_ref().find(|(_, r)| *r == missing) {
                 self.waiting.push(found);
             }
+        }
+        // An alias another node holds is refused with its node's line; the rest of the line
+        // was imported.
+        for refused in std::mem::take(&mut outcome.aliases_refused) {
+            let line = node_lines.get(&refused.node).copied().unwrap_or_default();
+            self.report.aliases_rejected += 1;
+            self.report.problems.push((line, refused.to_string()));
         }
         self.report.outcome.absorb(outcome);
         Ok(())
@@ -234,8 +261,17 @@ impl<'a> Importer<'a> {
             missing = self.missing_nodes(names).await?;
         }
         if self.options.create_missing_nodes {
-            return self.create_endpoints(missing, dangling).await;
+            self.create_endpoints(missing, dangling).await?;
+        } else {
+            self.dangling(&missing, dangling);
         }
+        // Aliases refused as batches were written come in among the lines refused as read.
+        self.report.problems.sort_by_key(|(line, _)| *line);
+        Ok(())
+    }
+
+    /// Reports each relation of `dangling` with the endpoints of it that are `missing`.
+    fn dangling(&mut self, missing: &HashSet<String>, dangling: Vec<(usize, RelationRecord)>) {
         for (line, relation) in dangling {
             let absent: Vec<String> = [&relation.from, &relation.to]
                 .into_iter()
@@ -255,8 +291,6 @@ impl<'a> Importer<'a> {
                 ),
             ));
         }
-        self.report.problems.sort_by_key(|(line, _)| *line);
-        Ok(())
     }
 
     /// Makes a node of type [`MISSING_NODE_TYPE`] for each of `missing`, then the relations

@@ -101,6 +101,10 @@ struct RelationLine {
     relation_type: String,
     #[serde(default)]
     created_at: Option<engram_domain::Timestamp>,
+    #[serde(default)]
+    valid_from: Option<engram_domain::Timestamp>,
+    #[serde(default)]
+    valid_to: Option<engram_domain::Timestamp>,
 }
 
 /// What a refused line was meant to be, for the report's columns.
@@ -194,6 +198,8 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, Rejected> {
                 to: relation.to,
                 relation_type: relation.relation_type,
                 created_at: relation.created_at,
+                valid_from: relation.valid_from,
+                valid_to: relation.valid_to,
             })
         }
         "engram" => Line::Header,

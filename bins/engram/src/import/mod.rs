@@ -3,10 +3,12 @@
 //! Takes the reference memory server's file (`memory.jsonl`, or its older `memory.json` of the
 //! same lines: `{"type":"entity","name","entityType","observations"}` and
 //! `{"type":"relation","from","to","relationType"}`) and engram's own export (`"type":"node"`
-//! lines carrying ordinals and timestamps). Lines are read one at a time and written in
-//! batches, each batch one transaction, so memory stays bounded whatever the file's size.
-//! Importing twice adds nothing: observations are deduplicated by text per node, relations by
-//! their triple. A relation whose endpoint has not appeared yet waits for the end of the file;
+//! lines carrying ordinals, timestamps, aliases and every fact with its period, and relations
+//! with theirs). Lines are read one at a time and written in batches, each batch one
+//! transaction, so memory stays bounded whatever the file's size. Importing twice adds
+//! nothing: observations are deduplicated by text per node (an ended one by text and end),
+//! relations by their triple (an ended one by its end too), aliases by name; an alias another
+//! node holds is refused with its line. A relation whose endpoint has not appeared yet waits for the end of the file;
 //! one whose endpoint never appears is reported, never created or silently dropped — unless
 //! `--create-missing-nodes` asks for a node of type `unknown` in its place, as the reference
 //! server keeps such relations. SIGINT or SIGTERM stop it after the batch being written: the

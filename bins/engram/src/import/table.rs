@@ -29,7 +29,7 @@ pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize)
         "{:<14}{imported:>10}{present:>17}{:>10}",
         "", "rejected"
     );
-    let rows = [
+    let mut rows = vec![
         (
             "entities",
             o.nodes_created,
@@ -49,6 +49,15 @@ pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize)
             report.relations_rejected,
         ),
     ];
+    // Only for a file that gives aliases (engram's own export of a node that has any).
+    if o.aliases_set + o.aliases_existing + report.aliases_rejected > 0 {
+        rows.push((
+            "aliases",
+            o.aliases_set,
+            o.aliases_existing,
+            report.aliases_rejected,
+        ));
+    }
     for (what, new, existing, rejected) in rows {
         let existing = if args.dry_run {
             String::new()
@@ -89,13 +98,19 @@ pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize)
 /// The last line: exactly what was written, and what was not.
 pub fn closing(report: &Report, dry_run: bool) -> String {
     let o = &report.outcome;
-    let counts = format!(
-        "{}, {} and {}",
+    let mut counts = vec![
         counted(o.nodes_created, "entity", "entities"),
         counted(o.observations_added, "observation", "observations"),
-        counted(o.relations_created, "relation", "relations")
-    );
-    let refused = report.problems.len();
+        counted(o.relations_created, "relation", "relations"),
+    ];
+    if o.aliases_set > 0 {
+        counts.push(counted(o.aliases_set, "alias", "aliases"));
+    }
+    let last = counts.pop().unwrap_or_default();
+    let counts = format!("{} and {last}", counts.join(", "));
+    // An alias refused leaves the rest of its line imported.
+    let aliases_refused = report.aliases_rejected;
+    let refused = report.problems.len() - aliases_refused as usize;
     if dry_run {
         let mut line = format!("dry run: nothing was written; valid: {counts}");
         if refused > 0 {
@@ -103,17 +118,24 @@ pub fn closing(report: &Report, dry_run: bool) -> String {
         }
         return line;
     }
-    let written = o.nodes_created + o.observations_added + o.relations_created;
-    let present = o.nodes_existing + o.observations_existing + o.relations_existing;
+    let written = o.nodes_created + o.observations_added + o.relations_created + o.aliases_set;
+    let present =
+        o.nodes_existing + o.observations_existing + o.relations_existing + o.aliases_existing;
     let mut parts = Vec::new();
     if refused > 0 {
         parts.push(format!(
             "{refused} line(s) were not imported (listed above)"
         ));
     }
+    if aliases_refused > 0 {
+        parts.push(format!(
+            "{} not set (listed above)",
+            counted(aliases_refused, "alias was", "aliases were")
+        ));
+    }
     parts.push(match (written, present) {
         (0, 0) => "nothing was written".to_owned(),
-        (0, _) if refused > 0 => {
+        (0, _) if refused + aliases_refused as usize > 0 => {
             "nothing was written: everything else was already there".to_owned()
         }
         (0, _) => "nothing was written: everything was already there".to_owned(),

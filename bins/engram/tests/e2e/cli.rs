@@ -709,7 +709,8 @@ fn stored_terminal_escapes_are_printed_escaped() {
     std::fs::write(
         &file,
         "{\"type\":\"entity\",\"name\":\"Mallory\",\"entityType\":\"person\",\
-         \"observations\":[\"Mallory wrote \\u001b]0;pwned\\u0007 and \\u001b[2J here\"]}\n",
+         \"observations\":[\"Mallory wrote \\u001b]0;pwned\\u0007 and \\u001b[2J here, \
+         saved as \\u202etxt.exe\"]}\n",
     )
     .unwrap();
     let file = file.display().to_string();
@@ -735,6 +736,21 @@ fn stored_terminal_escapes_are_printed_escaped() {
     assert!(out.contains("Mallory wrote"), "{out}");
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert!(out.contains("\\u{1b}]0;pwned\\u{7}"), "{out}");
+    // A right-to-left override is shown as its code, not obeyed.
+    assert!(
+        !out.contains('\u{202e}') && out.contains("\\u202etxt.exe"),
+        "{out}"
+    );
+    let brief = engram(&["brief", "--workspace", "esc", "--database-url", &url]);
+    let report = engram(&["report", "--workspace", "esc", "--database-url", &url]);
+    for shown in [text(&brief.stdout), text(&report.stdout)] {
+        assert!(
+            !shown.contains('\u{202e}') && !shown.contains('\u{1b}'),
+            "{shown:?}"
+        );
+    }
+    let report: serde_json::Value = serde_json::from_str(&text(&report.stdout)).unwrap();
+    assert!(report.is_object(), "the report stays JSON");
 }
 
 /// A port an engram server already serves: the error says so, and how to choose another.

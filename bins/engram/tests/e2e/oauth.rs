@@ -218,3 +218,43 @@ pub async fn oauth_access_tokens_grant_workspaces_by_scope(backend: Backend) {
         client.cancel().await.unwrap();
     }
 }
+
+/// A key set answer without end (an authorization server gone wrong, or a hostile URL) is read
+/// only up to its bound: the token is refused at once, not after the fetch's timeout with the
+/// whole answer held in memory (issue 60: 300 MB read whole).
+pub async fn a_key_set_without_end_is_read_only_up_to_its_bound(backend: Backend) {
+    let (signing, _) = key("k1");
+    let chunk = axum::body::Bytes::from(vec![b' '; 64 * 1024]);
+    let app = axum::Router::new().route(
+        "/jwks",
+        axum::routing::get(move || {
+            let chunk = chunk.clone();
+            async move {
+                let endless =
+                    futures::stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()));
+                axum::body::Body::from_stream(endless)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let jwks_url = format!("http://{}/jwks", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let guard = Guard {
+        oauth: Some(OAuthConfig {
+            issuer: ISSUER.into(),
+            jwks_url,
+            resource: RESOURCE.into(),
+        }),
+        ..Guard::default()
+    };
+    let server = TestServer::start_with_guard(backend, &["demo"], guard).await;
+    let started = std::time::Instant::now();
+    let valid = token(&signing, "k1", json!({}));
+    let (status, _, body) = initialize(&server.base, "demo", Some(&valid)).await;
+    assert_ne!(status, 200, "{body}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "refused after {:?}",
+        started.elapsed()
+    );
+}

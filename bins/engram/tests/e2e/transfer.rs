@@ -1,7 +1,7 @@
 //! `engram import` and `engram export` as a user runs them, against a server's store: the
 //! reference memory server's file (with a malformed line, a dangling relation, a duplicate,
 //! and relations before their nodes), a second run, a dry run, standard input, and an
-//! export imported into an empty workspace.
+//! export imported into an empty workspace, memory over time included.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -298,6 +298,143 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
         String::from_utf8_lossy(&refused.stderr).contains("--format mermaid or dot"),
         "{refused:?}"
     );
+}
+
+/// Memory over time survives `engram export` and `engram import`: a fact held since before it
+/// was written, an ended fact, an expiring one, an ended relation and an alias read the same in
+/// the copy (now, with `include_ended`, `as_of` a past time, by the alias), the copy exports
+/// byte for byte as the source did, and an alias another node holds is refused with its line.
+pub async fn an_export_keeps_ended_facts_expiries_and_aliases(backend: Backend) {
+    let server = TestServer::start(backend, &["source", "copy"]).await;
+    let url = &server.database_url;
+    let client = server.streamable_client("source").await;
+    let now = chrono::Utc::now();
+    let days_ago = |days: i64| (now - chrono::Duration::days(days)).to_rfc3339();
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [
+            {"name": "Alice", "entity_type": "person", "observations": [
+                {"content": "lives in Lisbon", "valid_from": days_ago(40)},
+                {"content": "likes tea", "valid_from": days_ago(30)},
+                {"content": "is on call this week",
+                 "expires_at": (now + chrono::Duration::days(3)).to_rfc3339()},
+            ]},
+            {"name": "Acme", "entity_type": "company"},
+        ]}),
+    )
+    .await;
+    ok(
+        &client,
+        "create_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "Acme",
+                              "relation_type": "works_at", "valid_from": days_ago(40)}]}),
+    )
+    .await;
+    ok(
+        &client,
+        "end_observations",
+        json!({"endings": [{"entity_name": "Alice", "ordinals": [1]}], "ended_at": days_ago(10)}),
+    )
+    .await;
+    ok(
+        &client,
+        "end_relations",
+        json!({"relations": [{"from_entity": "Alice", "to_entity": "Acme", "relation_type": "works_at"}],
+               "ended_at": days_ago(5)}),
+    )
+    .await;
+    ok(
+        &client,
+        "set_aliases",
+        json!({"name": "Alice", "aliases": ["Ally"]}),
+    )
+    .await;
+
+    let exported = engram(url, &["export", "--workspace", "source"], None);
+    assert!(exported.status.success(), "{exported:?}");
+    let source = String::from_utf8(exported.stdout).unwrap();
+    let alice: serde_json::Value = serde_json::from_str(source.lines().nth(2).unwrap()).unwrap();
+    assert_eq!(alice["aliases"], json!(["Ally"]), "{alice}");
+    let facts = alice["observations"].as_array().unwrap();
+    assert_eq!(facts.len(), 3, "the ended fact too: {alice}");
+    assert!(facts[0]["valid_to"].is_string(), "{alice}");
+    assert!(facts[2]["expires_at"].is_string(), "{alice}");
+    assert_eq!(facts[1]["author"], "local", "{alice}");
+    let relation: serde_json::Value = serde_json::from_str(source.lines().nth(3).unwrap()).unwrap();
+    assert!(
+        relation["valid_to"].is_string(),
+        "the ended relation: {relation}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("source.jsonl");
+    std::fs::write(&file, &source).unwrap();
+    let file = file.to_str().unwrap();
+    let imported = engram(url, &["import", file, "--workspace", "copy"], None);
+    assert!(imported.status.success(), "{imported:?}");
+    let report = stdout(&imported);
+    assert_eq!(row(&report, "observations"), [3, 0, 0], "{report}");
+    assert_eq!(row(&report, "relations"), [1, 0, 0], "{report}");
+    assert_eq!(row(&report, "aliases"), [1, 0, 0], "{report}");
+    let copy = engram(url, &["export", "--workspace", "copy"], None);
+    let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(body(&stdout(&copy)), body(&source));
+
+    let copied = server.streamable_client("copy").await;
+    for arguments in [
+        json!({"names": ["Alice", "Acme"]}),
+        json!({"names": ["Alice", "Acme"], "include_ended": true}),
+        json!({"names": ["Alice", "Acme"], "as_of": days_ago(20)}),
+        json!({"names": ["Ally"]}),
+    ] {
+        let original = ok(&client, "open_nodes", arguments.clone()).await;
+        let imported = ok(&copied, "open_nodes", arguments.clone()).await;
+        assert_eq!(imported, original, "{arguments}");
+    }
+    let then = ok(
+        &copied,
+        "open_nodes",
+        json!({"names": ["Alice"], "as_of": days_ago(20)}),
+    )
+    .await;
+    assert_eq!(
+        then["entities"][0]["observations"][0]["content"],
+        "lives in Lisbon"
+    );
+    assert_eq!(then["relations"][0]["relation_type"], "works_at", "{then}");
+
+    // An alias that is another node's name in the workspace is refused with its line; the
+    // rest of the line is imported.
+    let clash = dir.path().join("clash.jsonl");
+    std::fs::write(
+        &clash,
+        "{\"type\":\"node\",\"name\":\"Bob\",\"entity_type\":\"person\",\
+         \"aliases\":[\"Acme\"],\"observations\":[{\"content\":\"knows Alice\"}]}\n",
+    )
+    .unwrap();
+    let refused = engram(
+        url,
+        &["import", clash.to_str().unwrap(), "--workspace", "copy"],
+        None,
+    );
+    let report = stdout(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert_eq!(row(&report, "entities"), [1, 0, 0], "{report}");
+    assert_eq!(row(&report, "aliases"), [0, 0, 1], "{report}");
+    assert!(
+        report.contains("line 1: alias \"Acme\" of Bob not set: it is another node's name"),
+        "{report}"
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "1 alias was not set (listed above); wrote 1 entity, 1 observation and 0 relations"
+        ),
+        "{stderr}"
+    );
+    client.cancel().await.unwrap();
+    copied.cancel().await.unwrap();
 }
 
 /// A file with a byte-order mark, a line that is not UTF-8 and one longer than a line may be:

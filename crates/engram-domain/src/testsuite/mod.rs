@@ -192,6 +192,8 @@ macro_rules! memory_store_test_suite {
             import_merges_into_existing_nodes_and_runs_twice_to_the_same_graph,
             an_invalid_import_record_writes_nothing,
             an_export_imported_into_an_empty_workspace_is_the_same_graph,
+            an_export_keeps_memory_over_time,
+            an_imported_alias_another_node_holds_is_refused,
             // vectors
             vector_search_keeps_to_its_workspace_model_perspective_and_node,
             vectors_of_several_dimensions_live_side_by_side,

@@ -353,3 +353,196 @@ pub async fn an_export_imported_into_an_empty_workspace_is_the_same_graph(
         .unwrap();
     assert_eq!(found.results[0].name, "Alice");
 }
+
+/// A memory with each of its times (a fact held since before it was written, an ended fact, an
+/// expiring one, an ended relation, an alias) exported as `engram export` reads it and imported
+/// into an empty workspace reads the same there: now, with what ended, as it was at a past
+/// time, by its alias, and in its history with who wrote each fact. A second import adds
+/// nothing.
+pub async fn an_export_keeps_memory_over_time(store: Arc<dyn MemoryStore>) {
+    use crate::{
+        EndObservations, EndRelations, GetHistory, NewFact, ObservationEndings, ReadTime,
+        SetAliases,
+    };
+    use chrono::SubsecRound;
+    let memory = Memory::new(store);
+    let source = memory.create_workspace("source").await.unwrap().id;
+    let now = chrono::Utc::now().trunc_subsecs(0);
+    let days_ago = |days: i64| now - chrono::Duration::days(days);
+    let fact = |content: &str, valid_from, expires_at| NewFact {
+        content: content.into(),
+        valid_from,
+        expires_at,
+    };
+    let alice = NewNode {
+        observations: vec![
+            fact("lived in Lisbon", Some(days_ago(40)), None),
+            fact("likes tea", Some(days_ago(30)), None),
+            fact(
+                "on call this week",
+                None,
+                Some(now + chrono::Duration::days(2)),
+            ),
+            "works from home".into(),
+        ],
+        ..entity("Alice", "person", &[])
+    };
+    let nodes = vec![
+        alice,
+        // Nothing but an ended relation: no write of the import touches it.
+        entity("Bob", "person", &[]),
+        entity("engram", "project", &[]),
+    ];
+    let mut knows = relation("Alice", "knows", "Bob");
+    knows.valid_from = Some(days_ago(40));
+    crate::authorship::scope("alice", async {
+        memory
+            .call(source, CreateEntities::new(nodes))
+            .await
+            .unwrap();
+        let relations = [knows, relation("Alice", "works_on", "engram")];
+        memory
+            .call(source, CreateRelations::new(&relations))
+            .await
+            .unwrap();
+        let lisbon = ObservationEndings {
+            entity_name: "Alice".into(),
+            ordinals: vec![crate::Ordinal(1)],
+        };
+        let ended = EndObservations::new(&[lisbon]).ended_at(days_ago(10));
+        memory.call(source, ended).await.unwrap();
+        let ended = EndRelations::new(&[relation("Alice", "knows", "Bob")]).ended_at(days_ago(5));
+        memory.call(source, ended).await.unwrap();
+        let aliases = SetAliases::new("Alice", &strings(&["Ally"]));
+        memory.call(source, aliases).await.unwrap();
+    })
+    .await;
+
+    let (nodes, relations) = export_all(&memory, source, 2).await;
+    let alice = &nodes[0];
+    assert_eq!(alice.aliases, ["Ally"]);
+    assert_eq!(alice.observations.len(), 4, "the ended fact too: {alice:?}");
+    assert_eq!(alice.observations[0].valid_to, Some(days_ago(10)));
+    assert_eq!(alice.observations[1].valid_from, Some(days_ago(30)));
+    assert!(alice.observations[2].expires_at.is_some());
+    assert_eq!(alice.observations[3].author.as_deref(), Some("alice"));
+    assert_eq!(relations.len(), 2, "the ended relation too: {relations:?}");
+
+    let copy = memory.create_workspace("copy").await.unwrap().id;
+    let outcome = memory
+        .import(copy, batch(nodes.clone(), &relations))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            outcome.nodes_created,
+            outcome.observations_added,
+            outcome.relations_created,
+            outcome.aliases_set
+        ),
+        (3, 4, 2, 1),
+        "{outcome:?}"
+    );
+    let names = strings(&["Alice", "Bob", "engram"]);
+    for time in [ReadTime::Now, ReadTime::Ever, ReadTime::At(days_ago(20))] {
+        let read = |workspace| memory.call(workspace, OpenNodes::new(&names).at(time));
+        let (original, imported) = (read(source).await.unwrap(), read(copy).await.unwrap());
+        assert_eq!(imported, original, "{time:?}");
+    }
+    // What those reads hold: the fact that held then, the relation that ended since.
+    let then = memory
+        .call(copy, OpenNodes::new(&names).at(ReadTime::At(days_ago(20))))
+        .await
+        .unwrap();
+    let texts: Vec<&str> = (then.entities[0].observations.iter())
+        .map(|o| o.content.as_str())
+        .collect();
+    assert_eq!(texts, ["lived in Lisbon", "likes tea"]);
+    assert!(
+        (then.relations.iter()).any(|r| r.relation_type == "knows"),
+        "{then:?}"
+    );
+    let current = open_node(&memory, copy, "Alice").await;
+    let texts: Vec<&str> = (current.observations.iter())
+        .map(|o| o.content.as_str())
+        .collect();
+    assert_eq!(texts, ["likes tea", "on call this week", "works from home"]);
+    assert!(
+        current.observations[1].valid_to.is_some(),
+        "it still expires"
+    );
+    // The old name still answers.
+    let ally = |workspace| memory.call(workspace, OpenNodes::new(&strings(&["Ally"])));
+    let (original, imported) = (ally(source).await.unwrap(), ally(copy).await.unwrap());
+    assert_eq!(imported.entities[0].name, "Alice");
+    assert_eq!(imported, original);
+    // The facts' history, with who wrote them (relations' authors are not carried).
+    let memory = &memory;
+    let history = |workspace| async move {
+        let history = memory.call(workspace, GetHistory::new("Alice")).await;
+        let mut events = history.unwrap().events;
+        events.retain(|entry| entry.relation.is_none());
+        events
+    };
+    let (original, imported) = (history(source).await, history(copy).await);
+    assert_eq!(imported, original);
+    assert!(
+        (imported.iter()).any(|entry| entry.author.as_deref() == Some("alice")),
+        "{imported:?}"
+    );
+    assert_eq!(
+        export_all(memory, copy, 2).await,
+        (nodes.clone(), relations.clone())
+    );
+
+    // Once more: everything is there already, the ended fact and relation included.
+    let again = memory
+        .import(copy, batch(nodes.clone(), &relations))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.observations_added,
+            again.relations_created,
+            again.aliases_set
+        ),
+        (0, 0, 0),
+        "{again:?}"
+    );
+    assert_eq!(
+        (
+            again.observations_existing,
+            again.relations_existing,
+            again.aliases_existing
+        ),
+        (4, 2, 1),
+        "{again:?}"
+    );
+    assert_eq!(export_all(memory, copy, 2).await, (nodes, relations));
+}
+
+/// An imported alias that another node holds, as its name or as an alias, is not set and comes
+/// back with its holder; the rest of the record is imported.
+pub async fn an_imported_alias_another_node_holds_is_refused(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    create_nodes(&memory, ws, &["Alice", "Bob"]).await;
+    memory
+        .call(ws, crate::SetAliases::new("Alice", &strings(&["Ally"])))
+        .await
+        .unwrap();
+    let mut carol = record("Carol", "person", &["new here"]);
+    carol.aliases = strings(&["Bob", "Ally", "Caz"]);
+    let outcome = memory.import(ws, batch(vec![carol], &[])).await.unwrap();
+    let refused: Vec<(&str, &str)> = (outcome.aliases_refused.iter())
+        .map(|r| (r.alias.as_str(), r.holder.as_str()))
+        .collect();
+    assert_eq!(refused, [("Bob", "Bob"), ("Ally", "Alice")]);
+    assert_eq!((outcome.nodes_created, outcome.aliases_set), (1, 1));
+    assert_eq!(open_node(&memory, ws, "Ally").await.name, "Alice");
+    assert_eq!(open_node(&memory, ws, "Bob").await.name, "Bob");
+    let carol = open_node(&memory, ws, "Caz").await;
+    assert_eq!(
+        (carol.name.as_str(), carol.aliases.clone()),
+        ("Carol", strings(&["Caz"]))
+    );
+}

@@ -166,6 +166,32 @@ impl Cluster {
         );
     }
 
+    /// SIGSTOP to the server and every process of it: it neither answers nor fails, as a
+    /// frozen machine or a network gone quiet does.
+    pub fn freeze(&self) {
+        self.signal_all("STOP");
+    }
+
+    /// SIGCONT after [`Cluster::freeze`].
+    pub fn thaw(&self) {
+        self.signal_all("CONT");
+    }
+
+    fn signal_all(&self, signal: &str) {
+        let pid_file = std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .expect("reading postmaster.pid");
+        let pid = pid_file
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let flag = format!("-{signal}");
+        let _ = Command::new("pkill").args([&flag, "-P", &pid]).status();
+        let status = Command::new("kill").args([&flag, &pid]).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill {flag} {pid}");
+    }
+
     /// `pg_ctl stop -m immediate`: every server process quits at once, as in a crash;
     /// recovery replays the WAL at the next start.
     pub async fn stop_immediately(&self) {
