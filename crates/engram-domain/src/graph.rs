@@ -153,7 +153,7 @@ pub struct FindUnlinkedReferences {}
 impl Tool for FindUnlinkedReferences {
     const NAME: &'static str = "find_unlinked_references";
     const DESCRIPTION: &'static str =
-        "Nodes whose facts mention another node with no relation between the two (a heuristic).";
+        "Nodes whose facts mention another node with no relation between the two.";
     const EFFECT: Effect = Effect::Reads;
     type Output = UnlinkedReferencesResult;
 

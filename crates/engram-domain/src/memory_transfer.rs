@@ -38,8 +38,8 @@ pub struct ReadGraph {
     /// Only nodes of this type.
     #[serde(default)]
     pub entity_type: Option<String>,
-    /// "names": name and type; "summary" (default): also summary, tags and observation
-    /// count; "full": also every observation.
+    /// "names" (name, type), "summary" (default: also summary, tags, fact count) or "full"
+    /// (every fact).
     #[serde(default)]
     pub detail: GraphDetail,
     /// With ended ones.

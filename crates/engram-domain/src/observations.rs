@@ -147,8 +147,8 @@ impl DeleteObservations {
 /// found.
 impl Tool for AddObservations {
     const NAME: &'static str = "add_observations";
-    const DESCRIPTION: &'static str = "Append facts to existing nodes. A node that does not exist is a row with `not_found:\n\
-true`: check it.";
+    const DESCRIPTION: &'static str = "Append facts to existing nodes; a row with `not_found: true` added nothing. `similar_to`:\n\
+a held fact it repeats (delete_observations) or may update (end_observations).";
     const EFFECT: Effect = Effect::Writes {
         destructive: false,
         idempotent: false,

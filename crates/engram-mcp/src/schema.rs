@@ -109,6 +109,24 @@ fn inline(value: &mut Value, definitions: &Value, depth: usize) {
             if object.get("additionalProperties") == Some(&Value::Bool(false)) {
                 object.remove("additionalProperties");
             }
+            // ", 1–1,000" beside `"minimum": 1, "maximum": 1000` says it twice: the schema's is
+            // kept.
+            if let (Some(minimum), Some(maximum)) = (
+                object.get("minimum").and_then(Value::as_u64),
+                object.get("maximum").and_then(Value::as_u64),
+            ) && let Some(Value::String(description)) = object.get_mut("description")
+            {
+                let range = format!(", {}–{}", thousands(minimum), thousands(maximum));
+                *description = description.replacen(&range, "", 1);
+            }
+            // "… Default 20." beside `"default": 20` says it twice: the schema's is kept.
+            if object.contains_key("default")
+                && let Some(Value::String(description)) = object.get_mut("description")
+                && let Some(at) = description.rfind(" Default ")
+                && description.ends_with('.')
+            {
+                description.truncate(at);
+            }
             for child in object.values_mut() {
                 inline(child, definitions, depth);
             }
@@ -281,6 +299,19 @@ fn walk(value: &Value, at: &str, alternative: bool, found: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// `n` as the descriptions write it: "1,000", "36,500", "8".
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 #[cfg(test)]

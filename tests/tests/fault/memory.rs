@@ -262,6 +262,17 @@ async fn streamable_post(
     session: Option<&str>,
     message: &Value,
 ) -> reqwest::Response {
+    (streamable_ask(http, base, session, message).await).unwrap()
+}
+
+/// As [`streamable_post`], or the error of a response cut off before its head: an answer in
+/// one JSON body is cut off before anything of it is sent.
+async fn streamable_ask(
+    http: &reqwest::Client,
+    base: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> reqwest::Result<reqwest::Response> {
     let mut request = http
         .post(format!("{base}/mcp"))
         .header("accept", "application/json, text/event-stream")
@@ -271,14 +282,18 @@ async fn streamable_post(
     if let Some(session) = session {
         request = request.header("mcp-session-id", session);
     }
-    request.send().await.unwrap()
+    request.send().await
 }
 
-/// Whether a Streamable HTTP answer arrives whole (a cut one ends early or in an error).
-async fn arrives_whole(response: reqwest::Response) -> bool {
+/// Whether a Streamable HTTP answer (one JSON body or an SSE stream) arrives whole (a cut one
+/// ends early or in an error).
+async fn arrives_whole(response: reqwest::Result<reqwest::Response>) -> bool {
+    let Ok(response) = response else {
+        return false;
+    };
     match tokio::time::timeout(Duration::from_secs(60), response.text()).await {
         Ok(Ok(text)) => (text.lines())
-            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|line| line.strip_prefix("data: ").unwrap_or(line))
             .filter_map(|data| serde_json::from_str::<Value>(data).ok())
             .any(|message| message["result"].is_object()),
         _ => false,
@@ -304,7 +319,7 @@ pub async fn streamable_clients_that_never_read_stay_within_the_memory_budget(ba
                     let ask = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                         "params": {"name": "get_nodes_by_type",
                                    "arguments": {"entity_type": "big"}}});
-                    unread.push(streamable_post(&http, &server.base, Some(&session), &ask).await);
+                    unread.push(streamable_ask(&http, &server.base, Some(&session), &ask).await);
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     peak = peak.max(rss_mb(server.pid));
                 }

@@ -454,8 +454,9 @@ fn cut<T>(field: &str, list: &mut Vec<T>, limit: usize, notices: &mut Vec<String
 
 impl Tool for GetConsolidationReport {
     const NAME: &'static str = "get_consolidation_report";
-    const DESCRIPTION: &'static str = "What needs attention: stale summaries (with drafts), similar unrelated pairs, orphans,\n\
-clusters, recent writes. It proposes; you decide.";
+    const DESCRIPTION: &'static str = "What needs attention: stale summaries (set_summary), merge_candidates (merge_entities),\n\
+possibly_superseded (end_observations), duplicate_observations (delete_observations),\n\
+split_candidates (propose_split), similar pairs, orphans, clusters. It proposes; you decide.";
     const EFFECT: Effect = Effect::Reads;
     type Output = ConsolidationReport;
 

@@ -119,6 +119,9 @@ pub struct SearchObservations {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
+    /// As in search_nodes.
+    #[serde(default)]
+    pub as_of: Option<crate::Timestamp>,
 }
 
 impl SearchObservations {
@@ -130,7 +133,15 @@ impl SearchObservations {
             mode: SearchMode::default(),
             entity_types: Vec::new(),
             min_score: None,
+            as_of: None,
         }
+    }
+
+    /// The facts as they were at `time`.
+    #[must_use]
+    pub fn as_of(mut self, time: crate::Timestamp) -> Self {
+        self.as_of = Some(time);
+        self
     }
 
     /// At most `limit` results.
@@ -417,6 +428,7 @@ impl Tool for SearchObservations {
             mode,
             entity_types,
             min_score,
+            as_of,
         } = self;
         check_query(&query)?;
         limits::within("limit", limit, limits::LIMIT)?;
@@ -437,7 +449,7 @@ impl Tool for SearchObservations {
         let scope = Scope {
             within: None,
             entity_types: &entity_types,
-            as_of: None,
+            as_of,
         };
         let depth = search::EMBEDDING_DEPTH.max(limit);
         let search = context.search;

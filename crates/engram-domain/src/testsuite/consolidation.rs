@@ -614,3 +614,53 @@ pub async fn consolidation_report_finds_facts_to_fold_end_or_split(store: Arc<dy
     assert!(again.duplicate_observations.is_empty(), "{again:?}");
     assert!(again.possibly_superseded.is_empty(), "{again:?}");
 }
+
+/// Names of one thing the report proposes to merge without an embedding model (issue 58): a
+/// nickname and the full name, a first name and the one full name it begins, a name with a
+/// word added, an expansion across types; never two languages told apart by a symbol, two
+/// people who share a first name, or a name inside a longer one of something else.
+pub async fn merge_candidates_know_nicknames_added_words_and_expansions(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    let nodes = [
+        ("Bob", "person"),
+        ("Robert Miller", "person"),
+        ("Dana", "person"),
+        ("Dana Lee", "person"),
+        ("Alice Chen", "person"),
+        ("Alice Wong", "person"),
+        ("Stripe integration", "service"),
+        ("Stripe payments integration", "service"),
+        ("VS Code", "tool"),
+        ("Visual Studio Code", "editor"),
+        ("C", "language"),
+        ("C++", "language"),
+        ("Java", "language"),
+        ("JavaScript", "language"),
+    ];
+    let entities = (nodes.iter())
+        .map(|(name, kind)| entity(name, kind, &["a fact"]))
+        .collect();
+    memory
+        .call(ws, CreateEntities::new(entities))
+        .await
+        .unwrap();
+    let report = memory
+        .call(ws, GetConsolidationReport::default())
+        .await
+        .unwrap();
+    let mut merges: Vec<(&str, &str)> = (report.merge_candidates.iter())
+        .map(|m| (m.node_a.as_str(), m.node_b.as_str()))
+        .collect();
+    merges.sort_unstable();
+    assert_eq!(
+        merges,
+        [
+            ("Bob", "Robert Miller"),
+            ("Dana", "Dana Lee"),
+            ("Stripe integration", "Stripe payments integration"),
+            ("VS Code", "Visual Studio Code"),
+        ]
+    );
+}

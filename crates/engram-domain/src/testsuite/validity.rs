@@ -160,6 +160,25 @@ pub async fn ended_facts_leave_default_reads_and_stay_for_history(store: Arc<dyn
         nodes.results[0].matched_observation,
         "the staging freeze holds"
     );
+    // search_observations reads the past as well (issue 58), and the present without it.
+    let across = SearchObservations::new("staging freeze")
+        .mode(SearchMode::Text)
+        .min_score(Some(0.0));
+    let then = memory
+        .call(ws, across.clone().as_of(in_march))
+        .await
+        .unwrap();
+    assert_eq!(
+        then.observations[0].content, "the staging freeze holds",
+        "{then:?}"
+    );
+    let now = memory.call(ws, across).await.unwrap();
+    assert!(
+        now.observations
+            .iter()
+            .all(|o| o.content != "the staging freeze holds"),
+        "{now:?}"
+    );
     let just_before = ended_at - chrono::Duration::milliseconds(1);
     let before = open_at(&memory, ws, "Release process", ReadTime::At(just_before)).await;
     assert_eq!(before.observations.len(), 3, "{before:?}");
