@@ -124,10 +124,15 @@ pub(crate) fn group(
                 cut_short = true;
                 break;
             }
-            let assigned = k_means(&rows, dims, &similar, k);
-            let score = silhouette(&similar, &assigned, k);
-            if score >= MIN_SILHOUETTE && best.as_ref().is_none_or(|(s, _)| score > *s) {
-                best = Some((score, assigned));
+            // Started from several facts (the one least like the whole, then others spread
+            // over the node): k-means started at one outlier can settle on groups that do not
+            // stand apart, which another start avoids.
+            for start in starts(n) {
+                let assigned = k_means(&rows, dims, &similar, k, start);
+                let score = silhouette(&similar, &assigned, k);
+                if score >= MIN_SILHOUETTE && best.as_ref().is_none_or(|(s, _)| score > *s) {
+                    best = Some((score, assigned));
+                }
             }
         }
     } else {
@@ -144,11 +149,32 @@ pub(crate) fn group(
 /// A unit vector kept sparse: (dimension, value) in increasing dimension.
 type Row = Vec<(u32, f32)>;
 
-/// The facts' unit vectors: their own when every fact has one, else tf-idf over their stems.
+/// The facts' unit vectors: their own when every fact has one, centred (what every fact of
+/// the node shares, as its type and name in the text embedded, taken out, so that what sets
+/// the facts apart decides), else tf-idf over their stems.
 fn unit_rows(texts: &[&str], vectors: &[Option<&[f32]>]) -> Vec<Row> {
     if !vectors.is_empty() && vectors.iter().all(Option::is_some) {
-        return (vectors.iter().flatten())
-            .map(|v| normalised(v.iter().enumerate().map(|(d, x)| (d as u32, *x)).collect()))
+        let units: Vec<Vec<f32>> = (vectors.iter().flatten())
+            .map(|v| {
+                let norm = v
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f32>()
+                    .sqrt()
+                    .max(f32::EPSILON);
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect();
+        let dims = units.first().map_or(0, Vec::len);
+        let n = units.len().max(1) as f32;
+        let mean: Vec<f32> = (0..dims)
+            .map(|d| units.iter().map(|u| u[d]).sum::<f32>() / n)
+            .collect();
+        return (units.iter())
+            .map(|u| {
+                let centred = u.iter().zip(&mean).map(|(x, m)| x - m);
+                normalised(centred.enumerate().map(|(d, x)| (d as u32, x)).collect())
+            })
             .collect();
     }
     let stems: Vec<Vec<String>> = texts.iter().map(|t| content_stems(t)).collect();
@@ -245,10 +271,28 @@ fn similarities(rows: &[Row], budget: &Budget) -> Option<Similarities> {
     Some(Similarities { n, values })
 }
 
+/// Where k-means starts: at the fact least like the whole (`None`), and at facts spread evenly
+/// over the node, [`STARTS`] in all.
+fn starts(n: usize) -> impl Iterator<Item = Option<usize>> {
+    let spread = (1..STARTS)
+        .map(move |i| Some(i * n / STARTS))
+        .filter(move |_| n > STARTS);
+    std::iter::once(None).chain(spread)
+}
+
+/// Starts of k-means tried for each number of groups.
+const STARTS: usize = 8;
+
 /// Spherical k-means: centres started far apart (the fact least like the whole, then each
 /// next the one least like the centres so far), each fact's group by its nearest centre,
 /// until no fact changes group.
-fn k_means(rows: &[Row], dims: usize, similar: &Similarities, k: usize) -> Vec<usize> {
+fn k_means(
+    rows: &[Row],
+    dims: usize,
+    similar: &Similarities,
+    k: usize,
+    start: Option<usize>,
+) -> Vec<usize> {
     let n = rows.len();
     let mut mean = vec![0.0_f32; dims];
     for row in rows {
@@ -265,9 +309,12 @@ fn k_means(rows: &[Row], dims: usize, similar: &Similarities, k: usize) -> Vec<u
             true => whole[i],
             false => nearest[i],
         };
-        let far = (0..n)
-            .min_by(|&a, &b| score(a).total_cmp(&score(b)))
-            .unwrap_or(0);
+        let far = match (seeds.is_empty(), start) {
+            (true, Some(start)) => start,
+            _ => (0..n)
+                .min_by(|&a, &b| score(a).total_cmp(&score(b)))
+                .unwrap_or(0),
+        };
         seeds.push(far);
         for (i, best) in nearest.iter_mut().enumerate() {
             *best = best.max(similar.get(i, far));
@@ -360,6 +407,33 @@ mod tests {
         let grouping = group(&texts, &[], 4, &Budget::unbounded());
         assert!(!grouping.cut_short);
         assert_ne!(grouping.assigned, vec![0; 40]);
+    }
+
+    #[test]
+    fn three_topics_under_a_component_every_fact_shares_fall_into_three_groups() {
+        // Three topics, six facts each, under a large component all of them share (as the
+        // node's type and name in every text embedded): the topics decide the groups.
+        let vectors: Vec<Vec<f32>> = (0..18)
+            .map(|i| {
+                let mut v = vec![0.0; 5];
+                v[0] = 4.0;
+                v[1 + i % 3] = 0.6;
+                v[4] = (i as f32 * 0.37).sin() * 0.25;
+                v
+            })
+            .collect();
+        let texts = vec![""; 18];
+        let refs: Vec<Option<&[f32]>> = vectors.iter().map(|v| Some(v.as_slice())).collect();
+        let grouping = group(&texts, &refs, 4, &Budget::unbounded());
+        for topic in 0..3 {
+            let groups: std::collections::BTreeSet<usize> = (topic..18)
+                .step_by(3)
+                .map(|i| grouping.assigned[i])
+                .collect();
+            assert_eq!(groups.len(), 1, "topic {topic}: {:?}", grouping.assigned);
+        }
+        let distinct: std::collections::BTreeSet<&usize> = grouping.assigned.iter().collect();
+        assert_eq!(distinct.len(), 3, "{:?}", grouping.assigned);
     }
 
     #[test]
