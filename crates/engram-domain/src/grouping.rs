@@ -426,13 +426,13 @@ mod tests {
         let refs: Vec<Option<&[f32]>> = vectors.iter().map(|v| Some(v.as_slice())).collect();
         let grouping = group(&texts, &refs, 4, &Budget::unbounded());
         for topic in 0..3 {
-            let groups: std::collections::BTreeSet<usize> = (topic..18)
+            let groups: BTreeSet<usize> = (topic..18)
                 .step_by(3)
                 .map(|i| grouping.assigned[i])
                 .collect();
             assert_eq!(groups.len(), 1, "topic {topic}: {:?}", grouping.assigned);
         }
-        let distinct: std::collections::BTreeSet<&usize> = grouping.assigned.iter().collect();
+        let distinct: BTreeSet<&usize> = grouping.assigned.iter().collect();
         assert_eq!(distinct.len(), 3, "{:?}", grouping.assigned);
     }
 
