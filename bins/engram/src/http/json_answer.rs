@@ -103,8 +103,8 @@ impl Events {
             let Some(data) = event_data(event) else {
                 continue;
             };
-            return match serde_json::from_str::<serde_json::Value>(&data) {
-                Ok(message) if is_answer(&message) => First::Answer(data),
+            return match serde_json::from_str::<Head>(&data) {
+                Ok(head) if head.is_answer() => First::Answer(data),
                 _ => First::Other,
             };
         }
@@ -160,11 +160,23 @@ fn event_data(event: &[u8]) -> Option<String> {
     data.filter(|data| !data.is_empty())
 }
 
-/// A JSON-RPC response or error: an `id` with `result` or `error`, and no `method`.
-fn is_answer(message: &serde_json::Value) -> bool {
-    message.get("method").is_none()
-        && message.get("id").is_some()
-        && (message.get("result").is_some() || message.get("error").is_some())
+/// Which members a JSON-RPC message has, read without keeping any value (an answer may be
+/// tens of megabytes).
+#[derive(serde::Deserialize)]
+struct Head {
+    id: Option<serde::de::IgnoredAny>,
+    method: Option<serde::de::IgnoredAny>,
+    result: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+impl Head {
+    /// A response or an error: an `id` with `result` or `error`, and no `method`.
+    fn is_answer(&self) -> bool {
+        self.method.is_none()
+            && self.id.is_some()
+            && (self.result.is_some() || self.error.is_some())
+    }
 }
 
 #[cfg(test)]
