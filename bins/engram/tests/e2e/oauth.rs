@@ -69,6 +69,18 @@ async fn serve_jwks(jwk: Value) -> (String, Arc<AtomicUsize>) {
     (url, fetched)
 }
 
+/// A server guard that takes OAuth tokens of [`ISSUER`] for [`RESOURCE`], keys at `jwks_url`.
+fn guard_for(jwks_url: String) -> Guard {
+    Guard {
+        oauth: Some(OAuthConfig {
+            issuer: ISSUER.into(),
+            jwks_url,
+            resource: RESOURCE.into(),
+        }),
+        ..Guard::default()
+    }
+}
+
 /// A raw `initialize` with `token`: status, `WWW-Authenticate`, body.
 async fn initialize(base: &str, workspace: &str, token: Option<&str>) -> (u16, String, String) {
     let post = crate::auth::initialize(&reqwest::Client::new(), base, workspace, token);
@@ -83,14 +95,7 @@ async fn initialize(base: &str, workspace: &str, token: Option<&str>) -> (u16, S
 pub async fn oauth_access_tokens_grant_workspaces_by_scope(backend: Backend) {
     let (signing, jwk) = key("k1");
     let (jwks_url, fetched) = serve_jwks(jwk).await;
-    let guard = Guard {
-        oauth: Some(OAuthConfig {
-            issuer: ISSUER.into(),
-            jwks_url,
-            resource: RESOURCE.into(),
-        }),
-        ..Guard::default()
-    };
+    let guard = guard_for(jwks_url);
     let server = TestServer::start_with_guard(backend, &["demo", "other"], guard).await;
 
     // The metadata, at the well-known path and at it with the resource's path (RFC 9728 §3).
@@ -239,14 +244,7 @@ pub async fn a_key_set_without_end_is_read_only_up_to_its_bound(backend: Backend
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let jwks_url = format!("http://{}/jwks", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let guard = Guard {
-        oauth: Some(OAuthConfig {
-            issuer: ISSUER.into(),
-            jwks_url,
-            resource: RESOURCE.into(),
-        }),
-        ..Guard::default()
-    };
+    let guard = guard_for(jwks_url);
     let server = TestServer::start_with_guard(backend, &["demo"], guard).await;
     let started = std::time::Instant::now();
     let valid = token(&signing, "k1", json!({}));
