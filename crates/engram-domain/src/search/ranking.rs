@@ -439,6 +439,11 @@ pub fn calibrate(
 /// the node.
 pub const RECENCY_MARGIN: f64 = 1.0;
 
+/// Log-odds past which two facts read alike for [`newer_first`]: 4.6, a score of 0.99. Two
+/// facts that both score 0.99 or more both answer, and the newer decides, however far apart
+/// their log-odds are up there (1 against 0.999 is 3 log-odds).
+pub const TIED_ABOVE: f64 = 4.6;
+
 /// The current fact first: of two facts of one node whose scores are within
 /// [`RECENCY_MARGIN`] log-odds, the older (by `valid_from`, then ordinal) scores just below
 /// the newer (by 0.001), so it comes after it and the scores stay in order. Recency only
@@ -458,7 +463,10 @@ pub fn newer_first(ranked: &mut [Ranked]) {
         // Each newer fact's log-odds as scored, and its score once placed.
         let mut placed: Vec<(f64, f64)> = Vec::with_capacity(facts.len());
         for index in facts {
-            let (score, odds) = (ranked[index].score, calibration::logit(ranked[index].score));
+            let (score, odds) = (
+                ranked[index].score,
+                calibration::logit(ranked[index].score).min(TIED_ABOVE),
+            );
             let least = (placed.iter())
                 .filter(|(newer, _)| odds - newer < RECENCY_MARGIN)
                 .map(|(_, newer_placed)| newer_placed - STEP)
@@ -1021,13 +1029,20 @@ mod tests {
         );
         newer_first(&mut clear);
         assert_eq!((clear[0].score, clear[1].score), (0.97, 0.40));
-        // Near 1, ten times as likely wrong is no tie.
+        // Two facts that both score 0.99 or more both answer: the newer first, however far
+        // apart their log-odds; below that, log-odds still tell an answer from a mention.
         let mut sure = facts(
             "alice",
             &[(1, "2025-01-10", 0.9999), (2, "2025-06-02", 0.999)],
         );
         newer_first(&mut sure);
-        assert_eq!((sure[0].score, sure[1].score), (0.9999, 0.999));
+        assert_eq!((sure[0].score, sure[1].score), (0.999 - 0.001, 0.999));
+        let mut answer = facts(
+            "alice",
+            &[(1, "2025-01-10", 0.999), (2, "2025-06-02", 0.95)],
+        );
+        newer_first(&mut answer);
+        assert_eq!((answer[0].score, answer[1].score), (0.999, 0.95));
         // Other nodes' facts are not compared; of three near-ties the newest is first and
         // the oldest last.
         let mut three = facts("a", &[(1, "2025-01-01", 0.90), (2, "2025-02-01", 0.91)]);
