@@ -180,7 +180,50 @@ pub(crate) async fn import(
     workspace: WorkspaceId,
     request: ImportBatch,
 ) -> Result<ImportOutcome> {
-    store.import(workspace, &request.check(secrets)?).await
+    let request = request.check(secrets)?;
+    let request = through_aliases(store, workspace, request).await?;
+    store.import(workspace, &request).await
+}
+
+/// The batch with every name that is another node's alias read as that node, as
+/// `create_entities` reads it: a record named "Postgres" where "Postgres" is an alias of
+/// "PostgreSQL" adds to PostgreSQL, and never makes a second node under a name an alias
+/// already stands for (issue 60).
+async fn through_aliases(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    request: Checked<ImportBatch>,
+) -> Result<Checked<ImportBatch>> {
+    let mut names: Vec<String> = (request.nodes.iter().map(|n| n.name.clone()))
+        .chain(
+            request
+                .relations
+                .iter()
+                .flat_map(|r| [r.from.clone(), r.to.clone()]),
+        )
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let aliased = (store.resolve_aliases(crate::store::ResolveAliases {
+        workspace,
+        names: &names,
+    }))
+    .await?;
+    if aliased.is_empty() {
+        return Ok(request);
+    }
+    let mut batch = request.into_inner();
+    let named = |name: &mut String| {
+        if let Some(node) = aliased.get(name.as_str()) {
+            name.clone_from(node);
+        }
+    };
+    batch.nodes.iter_mut().for_each(|n| named(&mut n.name));
+    for relation in &mut batch.relations {
+        named(&mut relation.from);
+        named(&mut relation.to);
+    }
+    Ok(Checked::new(batch))
 }
 
 /// `engram import`: one batch of recorded nodes and relations ([`Memory::import`]), written

@@ -195,6 +195,7 @@ macro_rules! memory_store_test_suite {
             an_export_imported_into_an_empty_workspace_is_the_same_graph,
             an_export_keeps_memory_over_time,
             an_imported_alias_another_node_holds_is_refused,
+            an_imported_record_named_by_an_alias_is_that_node,
             // vectors
             vector_search_keeps_to_its_workspace_model_perspective_and_node,
             vectors_of_several_dimensions_live_side_by_side,

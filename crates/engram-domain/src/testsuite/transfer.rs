@@ -546,3 +546,43 @@ pub async fn an_imported_alias_another_node_holds_is_refused(store: Arc<dyn Memo
         ("Carol", strings(&["Caz"]))
     );
 }
+
+/// A record, or a relation's end, named by another node's alias is that node, as
+/// `create_entities` reads it: the import adds to it and makes no second node under a name an
+/// alias stands for (issue 60).
+pub async fn an_imported_record_named_by_an_alias_is_that_node(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    create_nodes(&memory, ws, &["PostgreSQL", "engram"]).await;
+    memory
+        .call(
+            ws,
+            crate::SetAliases::new("PostgreSQL", &strings(&["Postgres"])),
+        )
+        .await
+        .unwrap();
+    let postgres = record("Postgres", "database", &["listens on 5432"]);
+    let uses = link("engram", "uses", "Postgres");
+    let outcome = memory
+        .import(ws, batch(vec![postgres], &[uses]))
+        .await
+        .unwrap();
+    assert_eq!(
+        (outcome.nodes_created, outcome.nodes_existing),
+        (0, 1),
+        "{outcome:?}"
+    );
+    let node = open_node(&memory, ws, "Postgres").await;
+    assert_eq!(node.name, "PostgreSQL");
+    let texts: Vec<&str> = node
+        .observations
+        .iter()
+        .map(|o| o.content.as_str())
+        .collect();
+    assert!(texts.contains(&"listens on 5432"), "{texts:?}");
+    let names = [String::from("engram")];
+    let opened = memory.call(ws, OpenNodes::new(&names)).await.unwrap();
+    let relations: Vec<(&str, &str)> = (opened.relations.iter())
+        .map(|r| (r.from.as_str(), r.to.as_str()))
+        .collect();
+    assert_eq!(relations, [("engram", "PostgreSQL")]);
+}
