@@ -395,4 +395,65 @@ mod tests {
         assert_eq!(duplicates[1].contents[0].chars().count(), QUOTED_CHARS);
         assert!(duplicates[1].contents[0].ends_with('…'));
     }
+
+    /// The project's set of fact pairs as agents write memory (`xtask/data/fact-pairs.json`,
+    /// issue 58): each pair's older fact held and its newer added, judged by [`likeness`] as
+    /// `similar_to` and the report's pairs judge them. A measurement of the words-only rules,
+    /// not a target: it asserts only the set's shape and that the figures are shares.
+    #[test]
+    fn words_only_detection_on_the_projects_fact_pairs() {
+        const KINDS: [(&str, usize); 5] = [
+            ("update_value", 25),
+            ("update_reworded", 40),
+            ("repeat_verbatim", 15),
+            ("repeat_paraphrased", 20),
+            ("both_true", 60),
+        ];
+        let set: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../xtask/data/fact-pairs.json")).unwrap();
+        let pairs = set["pairs"].as_array().unwrap();
+        assert!(pairs.len() >= 160, "{} pairs", pairs.len());
+        // Per kind: pairs, flagged as a repeat, flagged as an update.
+        let mut counts = [[0_usize; 3]; KINDS.len()];
+        for pair in pairs {
+            let kind = pair["kind"].as_str().unwrap();
+            let at = (KINDS.iter().position(|(k, _)| *k == kind))
+                .unwrap_or_else(|| panic!("unknown kind {kind}"));
+            let (older, newer) = (
+                pair["older"].as_str().unwrap(),
+                pair["newer"].as_str().unwrap(),
+            );
+            counts[at][0] += 1;
+            match alike(older, newer) {
+                Some(Likeness::Duplicate) => counts[at][1] += 1,
+                Some(Likeness::Version) => counts[at][2] += 1,
+                None => {}
+            }
+        }
+        for ((kind, least), [total, repeats, updates]) in KINDS.iter().zip(counts) {
+            assert!(total >= *least, "{kind}: {total} pairs, fewer than {least}");
+            println!(
+                "{kind:<18} pairs {total:>3}  flagged repeat {repeats:>3}  flagged update {updates:>3}  not flagged {:>3}",
+                total - repeats - updates
+            );
+        }
+        let flagged = |c: &[usize; 3]| c[1] + c[2];
+        let (positives, negatives) = counts.split_at(KINDS.len() - 1);
+        let (true_flags, all_positives) = (
+            positives.iter().map(flagged).sum::<usize>(),
+            positives.iter().map(|c| c[0]).sum::<usize>(),
+        );
+        let (false_flags, all_negatives) = (flagged(&negatives[0]), negatives[0][0]);
+        let share = |part: usize, whole: usize| part as f64 / whole.max(1) as f64;
+        let precision = share(true_flags, true_flags + false_flags);
+        let recall = share(true_flags, all_positives);
+        let false_share = share(false_flags, all_negatives);
+        println!(
+            "flagged at all: precision {true_flags}/{} = {precision:.2}, recall {true_flags}/{all_positives} = {recall:.2}; both_true flagged {false_flags}/{all_negatives} = {false_share:.2}",
+            true_flags + false_flags
+        );
+        for figure in [precision, recall, false_share] {
+            assert!((0.0..=1.0).contains(&figure), "{figure}");
+        }
+    }
 }
