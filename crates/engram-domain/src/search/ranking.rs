@@ -441,7 +441,8 @@ pub const RECENCY_MARGIN: f64 = 1.0;
 
 /// Log-odds past which two facts read alike for [`newer_first`]: 4.6, a score of 0.99. Two
 /// facts that both score 0.99 or more both answer, and the newer decides, however far apart
-/// their log-odds are up there (1 against 0.999 is 3 log-odds).
+/// their log-odds are up there (1 against 0.999 is 3 log-odds), unless the older holds more of
+/// the query's words.
 pub const TIED_ABOVE: f64 = 4.6;
 
 /// The current fact first: of two facts of one node whose scores are within
@@ -460,19 +461,24 @@ pub fn newer_first(ranked: &mut [Ranked]) {
         // Newest first, so that a fact is compared with newer ones already placed.
         facts
             .sort_by_key(|&i| std::cmp::Reverse((ranked[i].row.valid_from, ranked[i].row.ordinal)));
-        // Each newer fact's log-odds as scored, and its score once placed.
-        let mut placed: Vec<(f64, f64)> = Vec::with_capacity(facts.len());
+        // Each newer fact's log-odds as scored, its share of the query's terms, and its score
+        // once placed.
+        let mut placed: Vec<(f64, f64, f64)> = Vec::with_capacity(facts.len());
         for index in facts {
-            let (score, odds) = (
-                ranked[index].score,
-                calibration::logit(ranked[index].score).min(TIED_ABOVE),
-            );
+            let score = ranked[index].score;
+            let (odds, coverage) = (calibration::logit(score), ranked[index].features.coverage);
+            // Up where both answer, a tie, unless the older holds more of the query's words
+            // (it says what was asked; the newer may only mention the node).
+            let near = |newer: f64, newer_coverage: f64| match newer_coverage >= coverage {
+                true => odds.min(TIED_ABOVE) - newer.min(TIED_ABOVE) < RECENCY_MARGIN,
+                false => odds - newer < RECENCY_MARGIN,
+            };
             let least = (placed.iter())
-                .filter(|(newer, _)| odds - newer < RECENCY_MARGIN)
-                .map(|(_, newer_placed)| newer_placed - STEP)
+                .filter(|(newer, newer_coverage, _)| near(*newer, *newer_coverage))
+                .map(|(_, _, newer_placed)| newer_placed - STEP)
                 .fold(score, f64::min)
                 .max(0.0);
-            placed.push((odds, least));
+            placed.push((odds, coverage, least));
             if least < score {
                 lowered.push((index, least));
             }
