@@ -34,15 +34,23 @@ fn analyses() -> &'static tokio::sync::Semaphore {
 }
 
 /// Runs `work` (CPU-bound: grouping, pairwise comparison) on a blocking thread, never on the
-/// async runtime, when one of the [`analyses`] turns is free, within [`ANALYSIS_BUDGET`];
+/// async runtime, when one of the [`analyses`] turns is free, within [`ANALYSIS_BUDGET`] from
+/// the call (a turn that does not come within it leaves `work` a spent budget);
 /// dropping the returned future (a client gone, a server stopping) cancels the budget, which
 /// `work` checks as it goes.
 pub(crate) async fn off_runtime<T: Send + 'static>(
     work: impl FnOnce(&Budget) -> T + Send + 'static,
 ) -> Result<T> {
-    let _turn = (analyses().acquire().await)
-        .map_err(|err| Error::Internal(format!("waiting for an analysis turn: {err}")))?;
+    // The budget counts from the call, its wait for a turn included: analyses queued behind
+    // others end with what they managed (nothing, when no turn came) instead of waiting on.
     let (budget, _cancel) = Budget::new(ANALYSIS_BUDGET);
+    let turn = tokio::time::timeout(ANALYSIS_BUDGET, analyses().acquire()).await;
+    let _turn = match turn {
+        Ok(turn) => Some(
+            turn.map_err(|err| Error::Internal(format!("waiting for an analysis turn: {err}")))?,
+        ),
+        Err(_) => None,
+    };
     tokio::task::spawn_blocking(move || work(&budget))
         .await
         .map_err(|err| Error::Internal(format!("analysis: {err}")))
