@@ -62,17 +62,20 @@ pub fn ensure() {
         packages.join(", "),
         purposes.join(" and ")
     );
-    let installed = cmd::as_root("env").and_then(|mut update| {
-        cmd::run(update.args(["DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "update"]))?;
-        let mut install = cmd::as_root("env")?;
-        cmd::run(
-            install
-                .args(["DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y"])
-                .args(["--no-install-recommends", "install"])
-                .args(&packages),
-        )
-    });
-    if let Err(error) = installed {
+    if let Err(error) = install(&packages) {
         println!("engram: cannot install {} ({error:#})", packages.join(", "));
     }
+}
+
+/// `apt-get install` of `packages` (after an `apt-get update`), as root.
+pub fn install(packages: &[&str]) -> anyhow::Result<()> {
+    let mut update = cmd::as_root("env")?;
+    cmd::run(update.args(["DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "update"]))?;
+    let mut install = cmd::as_root("env")?;
+    cmd::run(
+        install
+            .args(["DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y"])
+            .args(["--no-install-recommends", "install"])
+            .args(packages),
+    )
 }

@@ -45,7 +45,8 @@ fn python(venv: &Path) -> Result<PathBuf> {
     if !cmd::succeeds(Command::new("python3").args(["-m", "venv", "--help"]))
         || !cmd::succeeds(Command::new("python3").args(["-m", "ensurepip", "--version"]))
     {
-        apt(&["python3", "python3-venv"])?;
+        println!("engram: installing python3-venv …");
+        crate::debian::install(&["python3", "python3-venv"])?;
     }
     println!("engram: installing {PYTHON_SDK} for the SDK tests …");
     cmd::output(
@@ -65,7 +66,8 @@ fn typescript(prefix: &Path) -> Result<PathBuf> {
         return Ok(modules);
     }
     if cmd::find_in_path("npm").is_none() || cmd::find_in_path("node").is_none() {
-        apt(&["nodejs", "npm"])?;
+        println!("engram: installing nodejs, npm …");
+        crate::debian::install(&["nodejs", "npm"])?;
     }
     println!("engram: installing {TYPESCRIPT_SDK} for the SDK tests …");
     std::fs::create_dir_all(prefix).context("making the TypeScript SDK's folder")?;
@@ -77,18 +79,4 @@ fn typescript(prefix: &Path) -> Result<PathBuf> {
     )?;
     std::fs::write(&marker, "").context("marking the TypeScript SDK installed")?;
     Ok(modules)
-}
-
-fn apt(packages: &[&str]) -> Result<()> {
-    println!("engram: installing {} …", packages.join(", "));
-    let mut update = cmd::as_root("env")?;
-    cmd::output(update.args(["DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "update"]))?;
-    let mut install = cmd::as_root("env")?;
-    cmd::output(
-        install
-            .args(["DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y"])
-            .args(["--no-install-recommends", "install"])
-            .args(packages),
-    )?;
-    Ok(())
 }

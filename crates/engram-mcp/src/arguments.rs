@@ -20,10 +20,7 @@ pub fn parse<P: DeserializeOwned>(
     arguments: &Value,
     schema: Option<&Map<String, Value>>,
 ) -> Result<P, String> {
-    if let Some(schema) = schema
-        && let Some(error) =
-            time_out_of_range(&Value::Object(schema.clone()), arguments, "arguments")
-    {
+    if let Some(error) = schema.and_then(|schema| times_out_of_range(schema, arguments)) {
         return Err(error);
     }
     serde_path_to_error::deserialize(arguments).map_err(|error| {
@@ -33,6 +30,14 @@ pub fn parse<P: DeserializeOwned>(
             .and_then(|schema| describe(&path, schema, arguments))
             .unwrap_or_else(|| format!("invalid argument `{}`: {}", shown(&path), error.inner()))
     })
+}
+
+/// [`time_out_of_range`] over a tool's `arguments` by its input schema, read in place (no
+/// copy of the schema on every call).
+fn times_out_of_range(schema: &Map<String, Value>, arguments: &Value) -> Option<String> {
+    let properties = schema.get("properties")?.as_object()?;
+    (arguments.as_object()?.iter())
+        .find_map(|(key, inner)| time_out_of_range(properties.get(key)?, inner, key))
 }
 
 /// The first time in `value` (a string where `schema` says `date-time`, at any depth) that is

@@ -237,7 +237,7 @@ impl Searcher {
                 first.ordinal,
                 first.reason
             );
-            notice = joined(notice, refused);
+            crate::limits::add_notice(&mut notice, refused);
         }
         let cues = QueryCues::of(query);
         let mut ranked = search::rank(&request, candidates, effective, &cues);
@@ -260,12 +260,12 @@ impl Searcher {
         };
         if let Some((name, score)) = best_scored {
             let score = calibration::round(score);
-            notice = joined(notice, nothing_matched(found, least, &name, score));
+            crate::limits::add_notice(&mut notice, nothing_matched(found, least, &name, score));
         } else if found == 0 {
             // No candidate at all (and so answered by full text: no vector matched either):
             // say so, as a search whose candidates all fell short does.
-            notice = joined(
-                notice,
+            crate::limits::add_notice(
+                &mut notice,
                 "nothing in memory matched: no current fact holds a word of the query".to_owned(),
             );
         }
@@ -396,14 +396,6 @@ impl Searcher {
             .collect();
         Ok((model, vectors))
     }
-}
-
-/// `notice` with `more` after it.
-fn joined(notice: Option<String>, more: String) -> Option<String> {
-    Some(match notice {
-        Some(notice) => format!("{notice}; {more}"),
-        None => more,
-    })
 }
 
 /// The notice of a search whose `found` candidates all scored below `least`, naming the best.
