@@ -34,17 +34,18 @@ fn analyses() -> &'static tokio::sync::Semaphore {
 }
 
 /// Runs `work` (CPU-bound: grouping, pairwise comparison) on a blocking thread, never on the
-/// async runtime, when one of the [`analyses`] turns is free, within [`ANALYSIS_BUDGET`] from
-/// the call (a turn that does not come within it leaves `work` a spent budget);
-/// dropping the returned future (a client gone, a server stopping) cancels the budget, which
-/// `work` checks as it goes.
+/// async runtime, when one of the [`analyses`] turns is free, within `deadline` (one
+/// analysis's [`ANALYSIS_BUDGET`], or a report's shared among its passes). The budget counts
+/// from the call, its wait for a turn included: analyses queued behind others end with what
+/// they managed (nothing, when no turn came) instead of waiting on. Dropping the returned
+/// future (a client gone, a server stopping) cancels the budget, which `work` checks as it goes.
 pub(crate) async fn off_runtime<T: Send + 'static>(
+    deadline: Instant,
     work: impl FnOnce(&Budget) -> T + Send + 'static,
 ) -> Result<T> {
-    // The budget counts from the call, its wait for a turn included: analyses queued behind
-    // others end with what they managed (nothing, when no turn came) instead of waiting on.
-    let (budget, _cancel) = Budget::new(ANALYSIS_BUDGET);
-    let turn = tokio::time::timeout(ANALYSIS_BUDGET, analyses().acquire()).await;
+    let (budget, _cancel) = Budget::until(deadline);
+    let wait = deadline.saturating_duration_since(Instant::now());
+    let turn = tokio::time::timeout(wait, analyses().acquire()).await;
     let _turn = match turn {
         Ok(turn) => Some(
             turn.map_err(|err| Error::Internal(format!("waiting for an analysis turn: {err}")))?,
@@ -75,11 +76,11 @@ impl Drop for CancelOnDrop {
 }
 
 impl Budget {
-    /// A budget of `limit` from now, and the guard that cancels it.
-    pub(crate) fn new(limit: Duration) -> (Self, CancelOnDrop) {
+    /// A budget that ends at `deadline`, and the guard that cancels it.
+    pub(crate) fn until(deadline: Instant) -> (Self, CancelOnDrop) {
         let cancelled = Arc::new(AtomicBool::new(false));
         let budget = Self {
-            deadline: Instant::now() + limit,
+            deadline,
             cancelled: cancelled.clone(),
         };
         (budget, CancelOnDrop(cancelled))
@@ -109,17 +110,17 @@ pub(crate) struct Grouping {
     pub(crate) cut_short: bool,
 }
 
-/// The facts' `texts` (and `vectors`, used when every fact has one) in at most `max_groups`
+/// The facts' `stems` ([`content_stems`]; their `vectors` instead when every fact has one) in at most `max_groups`
 /// groups: k-means for each k from 2, the k whose groups stand apart best kept; one group when
 /// none stands apart or there are fewer than four facts.
 pub(crate) fn group(
-    texts: &[&str],
+    stems: &[Vec<String>],
     vectors: &[Option<&[f32]>],
     max_groups: usize,
     budget: &Budget,
 ) -> Grouping {
-    let n = texts.len();
-    let rows = unit_rows(texts, vectors);
+    let n = stems.len();
+    let rows = unit_rows(stems, vectors);
     let dims = (rows.iter().flatten())
         .map(|&(d, _)| d as usize + 1)
         .max()
@@ -160,7 +161,7 @@ type Row = Vec<(u32, f32)>;
 /// The facts' unit vectors: their own when every fact has one, centred (what every fact of
 /// the node shares, as its type and name in the text embedded, taken out, so that what sets
 /// the facts apart decides), else tf-idf over their stems.
-fn unit_rows(texts: &[&str], vectors: &[Option<&[f32]>]) -> Vec<Row> {
+fn unit_rows(stems: &[Vec<String>], vectors: &[Option<&[f32]>]) -> Vec<Row> {
     if !vectors.is_empty() && vectors.iter().all(Option::is_some) {
         let units: Vec<Vec<f32>> = (vectors.iter().flatten())
             .map(|v| {
@@ -185,10 +186,9 @@ fn unit_rows(texts: &[&str], vectors: &[Option<&[f32]>]) -> Vec<Row> {
             })
             .collect();
     }
-    let stems: Vec<Vec<String>> = texts.iter().map(|t| content_stems(t)).collect();
     let mut columns: HashMap<&str, u32> = HashMap::new();
     let mut containing: Vec<f32> = Vec::new();
-    for fact in &stems {
+    for fact in stems {
         for stem in fact.iter().collect::<BTreeSet<_>>() {
             let next = columns.len() as u32;
             let column = *columns.entry(stem).or_insert(next);
@@ -198,7 +198,7 @@ fn unit_rows(texts: &[&str], vectors: &[Option<&[f32]>]) -> Vec<Row> {
             containing[column as usize] += 1.0;
         }
     }
-    let n = texts.len() as f32;
+    let n = stems.len() as f32;
     (stems.iter())
         .map(|fact| {
             let mut weights: HashMap<u32, f32> = HashMap::new();
@@ -406,8 +406,8 @@ mod tests {
         let texts: Vec<String> = (0..40)
             .map(|i| format!("{} topic {i}", ["storage", "search"][i % 2]))
             .collect();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let (budget, cancel) = Budget::new(Duration::from_secs(60));
+        let texts: Vec<Vec<String>> = texts.iter().map(|t| content_stems(t)).collect();
+        let (budget, cancel) = Budget::until(Instant::now() + Duration::from_secs(60));
         drop(cancel);
         let grouping = group(&texts, &[], 4, &budget);
         assert!(grouping.cut_short);
@@ -430,7 +430,7 @@ mod tests {
                 v
             })
             .collect();
-        let texts = vec![""; 18];
+        let texts = vec![Vec::new(); 18];
         let refs: Vec<Option<&[f32]>> = vectors.iter().map(|v| Some(v.as_slice())).collect();
         let grouping = group(&texts, &refs, 4, &Budget::unbounded());
         for topic in 0..3 {

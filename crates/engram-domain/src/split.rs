@@ -265,7 +265,8 @@ impl Tool for ProposeSplit {
             facts.sort_by_key(|f| f.ordinal);
             facts.drain(..facts.len() - GROUPED_FACTS as usize);
         }
-        let grouped = grouping_off_runtime(facts, max_parts).await?;
+        let deadline = std::time::Instant::now() + grouping::ANALYSIS_BUDGET;
+        let grouped = grouping_off_runtime(facts, max_parts, deadline).await?;
         let mut notices = Vec::new();
         if capped {
             notices.push(format!(
@@ -326,20 +327,21 @@ pub(crate) struct Grouped {
 /// vectors when every fact has one, else their words weighted by rarity among the node's
 /// facts), each named by its most distinctive words.
 pub(crate) fn grouping(facts: &[FactVector], max_parts: usize, budget: &Budget) -> Grouped {
-    let texts: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+    // Each fact's stems once: the grouping (without vectors) and every label read them.
+    let stems: Vec<Vec<String>> = facts.iter().map(|f| content_stems(&f.content)).collect();
     let vectors: Vec<Option<&[f32]>> = facts.iter().map(|f| f.vector.as_deref()).collect();
-    let found = grouping::group(&texts, &vectors, max_parts, budget);
+    let found = grouping::group(&stems, &vectors, max_parts, budget);
     let k = found.assigned.iter().max().map_or(0, |m| m + 1);
-    let mut groups: Vec<Vec<&FactVector>> = vec![Vec::new(); k];
-    for (fact, group) in facts.iter().zip(&found.assigned) {
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (fact, group) in found.assigned.iter().enumerate() {
         groups[*group].push(fact);
     }
     groups.retain(|g| !g.is_empty());
     groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
     let groups = (groups.iter())
         .map(|group| SplitGroup {
-            label: label(group, facts),
-            ordinals: group.iter().map(|f| f.ordinal).collect(),
+            label: label(group, &stems, facts),
+            ordinals: group.iter().map(|&f| facts[f].ordinal).collect(),
         })
         .collect();
     Grouped {
@@ -349,56 +351,60 @@ pub(crate) fn grouping(facts: &[FactVector], max_parts: usize, budget: &Budget) 
     }
 }
 
-/// [`grouping`] off the async runtime, within the budget of one analysis
-/// ([`grouping::off_runtime`]).
+/// [`grouping`] off the async runtime ([`grouping::off_runtime`]), within `deadline`.
 pub(crate) async fn grouping_off_runtime(
     facts: Vec<FactVector>,
     max_parts: usize,
+    deadline: std::time::Instant,
 ) -> Result<Grouped> {
-    grouping::off_runtime(move |budget| grouping(&facts, max_parts, budget)).await
+    grouping::off_runtime(deadline, move |budget| grouping(&facts, max_parts, budget)).await
 }
 
-/// A group's label: its three most distinctive words (more frequent in it than in the others),
-/// each as written most often.
-fn label(group: &[&FactVector], all: &[FactVector]) -> String {
-    let share = |facts: &mut dyn Iterator<Item = &FactVector>, size: usize| {
-        let mut counts: HashMap<String, f32> = HashMap::new();
-        for fact in facts {
-            for stem in content_stems(&fact.content)
-                .into_iter()
-                .collect::<BTreeSet<_>>()
-            {
+/// A group's label: its three most distinctive stems (in more of its facts than of the
+/// others'), each as written most often in it. `group` holds indices into `facts` and into
+/// `stems`, each fact's [`content_stems`].
+fn label(group: &[usize], stems: &[Vec<String>], facts: &[FactVector]) -> String {
+    let share = |members: &mut dyn Iterator<Item = usize>, size: usize| {
+        let mut counts: HashMap<&str, f32> = HashMap::new();
+        for fact in members {
+            for stem in stems[fact].iter().collect::<BTreeSet<_>>() {
                 *counts.entry(stem).or_default() += 1.0 / size.max(1) as f32;
             }
         }
         counts
     };
+    let members: std::collections::HashSet<usize> = group.iter().copied().collect();
     let inside = share(&mut group.iter().copied(), group.len());
-    let others = all.len() - group.len();
-    let members: std::collections::HashSet<Ordinal> = group.iter().map(|f| f.ordinal).collect();
     let outside = share(
-        &mut all.iter().filter(|f| !members.contains(&f.ordinal)),
-        others,
+        &mut (0..facts.len()).filter(|f| !members.contains(f)),
+        facts.len() - group.len(),
     );
-    let mut scored: Vec<(f32, &String)> = (inside.iter())
-        .map(|(stem, share)| (share - outside.get(stem).copied().unwrap_or(0.0), stem))
+    let mut scored: Vec<(f32, &str)> = (inside.iter())
+        .map(|(&stem, share)| (share - outside.get(stem).copied().unwrap_or(0.0), stem))
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    let written = |stem: &str| {
-        let mut forms: HashMap<String, usize> = HashMap::new();
-        for fact in group {
-            for word in words::words(&fact.content) {
-                if words::stems(&word).first().is_some_and(|s| s == stem) {
-                    *forms.entry(word).or_default() += 1;
-                }
+    let chosen: Vec<&str> = scored.iter().take(3).map(|&(_, stem)| stem).collect();
+    // How each chosen stem is written in the group: one pass over its words, each distinct
+    // word stemmed once.
+    let mut stem_of: HashMap<String, Option<String>> = HashMap::new();
+    let mut forms: HashMap<&str, HashMap<String, usize>> = HashMap::new();
+    for &fact in group {
+        for word in words::words(&facts[fact].content) {
+            let stem = stem_of
+                .entry(word.clone())
+                .or_insert_with(|| words::stems(&word).into_iter().next());
+            if let Some(&chosen) = (stem.as_deref()).and_then(|s| chosen.iter().find(|c| **c == s))
+            {
+                *forms.entry(chosen).or_default().entry(word).or_default() += 1;
             }
         }
-        (forms.into_iter())
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-            .map_or_else(|| stem.to_owned(), |(word, _)| word)
-    };
-    (scored.iter().take(3))
-        .map(|(_, stem)| written(stem))
+    }
+    (chosen.iter())
+        .map(|&stem| {
+            (forms.remove(stem).unwrap_or_default().into_iter())
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map_or_else(|| stem.to_owned(), |(word, _)| word)
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -15,6 +15,7 @@
 
 use serde::Serialize;
 
+use crate::grouping::Budget;
 use crate::model::Ordinal;
 
 /// Least share of two facts' words (2·LCS / (|a| + |b|)) that makes them duplicates.
@@ -56,12 +57,13 @@ pub struct FactPair {
 }
 
 /// A fact as compared: its words as 64-bit hashes (FNV-1a of the lower-cased word: two
-/// different words of one node share one with a chance of about 2⁻⁶⁴), in order and sorted,
-/// and its values' hashes (words with a digit, or a month's or a weekday's name) sorted. No word is copied.
+/// different words of one node share one with a chance of about 2⁻⁶⁴), in order and as a
+/// sorted bag (each distinct hash with its count), and its values' hashes (words with a digit,
+/// or a month's or a weekday's name) sorted. No word is copied.
 pub(crate) struct Words {
     words: Vec<u64>,
     is_value: Vec<bool>,
-    sorted: Vec<u64>,
+    bag: Vec<(u64, u32)>,
     values: Vec<u64>,
 }
 
@@ -79,6 +81,13 @@ impl Words {
         }
         let mut sorted = words.clone();
         sorted.sort_unstable();
+        let mut bag: Vec<(u64, u32)> = Vec::new();
+        for hash in sorted {
+            match bag.last_mut() {
+                Some((last, count)) if *last == hash => *count += 1,
+                _ => bag.push((hash, 1)),
+            }
+        }
         let mut values: Vec<u64> = (words.iter().zip(&is_value))
             .filter(|(_, value)| **value)
             .map(|(hash, _)| *hash)
@@ -87,7 +96,7 @@ impl Words {
         Self {
             words,
             is_value,
-            sorted,
+            bag,
             values,
         }
     }
@@ -116,16 +125,18 @@ pub(crate) fn likeness(older: &Words, newer: &Words) -> Option<Likeness> {
     }
     let longer = a.len().max(b.len());
     let total = a.len() + b.len();
-    // Neither a version nor a duplicate can share fewer words than half the longer.
-    if 2 * shared_words(&older.sorted, &newer.sorted) < longer {
+    // Neither a version nor a duplicate can share fewer words than half the longer: a shorter
+    // text under half its length cannot, and no words need be counted.
+    if 2 * a.len().min(b.len()) < longer {
         return None;
     }
-    let prefix = (a.iter().zip(b)).take_while(|(x, y)| x == y).count();
+    let shared = shared_words(&older.bag, &newer.bag);
+    if 2 * shared < longer {
+        return None;
+    }
+    let prefix = common_run(a, b, a.len().min(b.len()), false);
     let room = a.len().min(b.len()) - prefix;
-    let suffix = (a.iter().rev().zip(b.iter().rev()))
-        .take(room)
-        .take_while(|(x, y)| x == y)
-        .count();
+    let suffix = common_run(a, b, room, true);
     let changed = |w: &Words| prefix..w.words.len() - suffix;
     let (changed_a, changed_b) = (changed(older), changed(newer));
     let kept = prefix + suffix;
@@ -146,7 +157,8 @@ pub(crate) fn likeness(older: &Words, newer: &Words) -> Option<Likeness> {
     // Facts with other numbers or dates are never one fact twice ("fact 3 … part 21" and
     // "fact 4 … part 28"), however much else they share.
     if older.values == newer.values
-        && 2 * common_words(older, newer) >= (DUPLICATE_SHARE * total as f64).ceil() as usize
+        && 2 * common_words(older, newer, shared)
+            >= (DUPLICATE_SHARE * total as f64).ceil() as usize
     {
         return Some(Likeness::Duplicate);
     }
@@ -154,15 +166,49 @@ pub(crate) fn likeness(older: &Words, newer: &Words) -> Option<Likeness> {
         .then_some(Likeness::Version)
 }
 
-/// How many words two sorted hash lists share (with repeats).
-fn shared_words(a: &[u64], b: &[u64]) -> usize {
+/// How many words `a` and `b` share at their start (`from_end`: at their end), at most
+/// `most`. Runs are compared a chunk at a time (a slice comparison, fast even unoptimised):
+/// in a node of long, near-identical facts every pair shares thousands.
+fn common_run(a: &[u64], b: &[u64], most: usize, from_end: bool) -> usize {
+    const CHUNK: usize = 64;
+    fn part(list: &[u64], from: usize, len: usize, from_end: bool) -> &[u64] {
+        let start = if from_end {
+            list.len() - from - len
+        } else {
+            from
+        };
+        &list[start..start + len]
+    }
+    let mut equal = 0;
+    while equal + CHUNK <= most
+        && part(a, equal, CHUNK, from_end) == part(b, equal, CHUNK, from_end)
+    {
+        equal += CHUNK;
+    }
+    let rest = (most - equal).min(CHUNK);
+    let (x, y) = (
+        part(a, equal, rest, from_end),
+        part(b, equal, rest, from_end),
+    );
+    equal
+        + if from_end {
+            (x.iter().rev().zip(y.iter().rev()))
+                .take_while(|(x, y)| x == y)
+                .count()
+        } else {
+            (x.iter().zip(y)).take_while(|(x, y)| x == y).count()
+        }
+}
+
+/// How many words two bags share (with repeats).
+fn shared_words(a: &[(u64, u32)], b: &[(u64, u32)]) -> usize {
     let (mut i, mut j, mut shared) = (0, 0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
+        match a[i].0.cmp(&b[j].0) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                shared += 1;
+                shared += a[i].1.min(b[j].1) as usize;
                 i += 1;
                 j += 1;
             }
@@ -179,11 +225,11 @@ fn shared_words(a: &[u64], b: &[u64]) -> usize {
 const MAX_LCS_STEPS: usize = 250_000;
 
 /// The words `older` and `newer` share in order (their longest common subsequence), or,
-/// for texts too long to align within [`MAX_LCS_STEPS`], in any order (with repeats).
-fn common_words(older: &Words, newer: &Words) -> usize {
+/// for texts too long to align within [`MAX_LCS_STEPS`], in any order (`shared`, with repeats).
+fn common_words(older: &Words, newer: &Words, shared: usize) -> usize {
     let (a, b) = (&older.words, &newer.words);
     if a.len().saturating_mul(b.len()) > MAX_LCS_STEPS {
-        return shared_words(&older.sorted, &newer.sorted);
+        return shared;
     }
     lcs(a, b)
 }
@@ -228,29 +274,45 @@ fn date_word(hash: u64) -> bool {
 
 /// The alike pairs among one node's facts (in ordinal order), the older of each first: for
 /// each fact the older one most like it (the newest it repeats, else the newest it may
-/// update), as duplicates or versions. Only the newest [`MAX_COMPARED_FACTS`] are compared.
-pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)]) -> (Vec<FactPair>, Vec<FactPair>) {
+/// update), as duplicates or versions. Only the newest [`MAX_COMPARED_FACTS`] are compared,
+/// and only while `budget` lasts.
+pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)], budget: &Budget) -> NodePairs {
     let facts = &facts[facts.len().saturating_sub(MAX_COMPARED_FACTS)..];
     let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
-    let (mut duplicates, mut versions) = (Vec::new(), Vec::new());
+    let mut found = NodePairs::default();
     for newer in 1..facts.len() {
+        if budget.spent() {
+            found.cut_short = true;
+            break;
+        }
         // The one older fact most like it (a series of templated facts gives a pair per fact,
         // not per pair of facts).
-        let found = most_alike(words[..newer].iter().rev(), &words[newer]);
-        if let Some((back, kind)) = found {
-            let older = newer - 1 - back;
-            let pair = FactPair {
-                name: name.to_owned(),
-                ordinals: [facts[older].0, facts[newer].0],
-                contents: [quote(&facts[older].1), quote(&facts[newer].1)],
-            };
-            match kind {
-                Likeness::Duplicate => duplicates.push(pair),
-                Likeness::Version => versions.push(pair),
-            }
+        let Some((back, kind)) = most_alike(words[..newer].iter().rev(), &words[newer]) else {
+            continue;
+        };
+        let older = newer - 1 - back;
+        let pair = FactPair {
+            name: name.to_owned(),
+            ordinals: [facts[older].0, facts[newer].0],
+            contents: [quote(&facts[older].1), quote(&facts[newer].1)],
+        };
+        match kind {
+            Likeness::Duplicate => found.duplicates.push(pair),
+            Likeness::Version => found.versions.push(pair),
         }
     }
-    (duplicates, versions)
+    found
+}
+
+/// What [`pairs`] found in one node.
+#[derive(Debug, Default)]
+pub(crate) struct NodePairs {
+    /// Facts said twice.
+    pub(crate) duplicates: Vec<FactPair>,
+    /// Facts a newer one may update.
+    pub(crate) versions: Vec<FactPair>,
+    /// Whether the budget ended the comparison before every fact was compared.
+    pub(crate) cut_short: bool,
 }
 
 /// Of `older` (newest first), the one most like `newer`, in one pass: the first it repeats,
@@ -385,7 +447,8 @@ mod tests {
             (Ordinal(8), long.clone()),
             (Ordinal(9), long),
         ];
-        let (duplicates, versions) = pairs("team", &facts);
+        let found = pairs("team", &facts, &Budget::unbounded());
+        let (duplicates, versions) = (found.duplicates, found.versions);
         let ordinals = |list: &[FactPair]| list.iter().map(|p| p.ordinals).collect::<Vec<_>>();
         assert_eq!(
             ordinals(&duplicates),
@@ -394,6 +457,53 @@ mod tests {
         assert_eq!(ordinals(&versions), [[Ordinal(1), Ordinal(4)]]);
         assert_eq!(duplicates[1].contents[0].chars().count(), QUOTED_CHARS);
         assert!(duplicates[1].contents[0].ends_with('…'));
+        assert!(!found.cut_short);
+    }
+
+    #[test]
+    fn a_spent_budget_compares_nothing_and_says_so() {
+        let facts = [
+            (Ordinal(1), "Alice prefers dark mode".to_owned()),
+            (Ordinal(2), "Alice prefers dark mode".to_owned()),
+        ];
+        let (budget, cancel) =
+            Budget::until(std::time::Instant::now() + std::time::Duration::from_secs(60));
+        drop(cancel);
+        let found = pairs("team", &facts, &budget);
+        assert!(found.cut_short);
+        assert!(found.duplicates.is_empty() && found.versions.is_empty());
+    }
+
+    #[test]
+    fn long_facts_with_one_value_changed_are_versions_wherever_it_stands() {
+        // Past the 64 words compared at a time, at and across a chunk's edges, at either end.
+        let words: Vec<String> = (0..200)
+            .map(|i| format!("w{}", ["a", "b", "c"][i % 3]))
+            .collect();
+        for at in [0, 1, 62, 63, 64, 65, 127, 128, 135, 198, 199] {
+            let with = |value: &str| {
+                let mut text = words.clone();
+                text[at] = value.to_owned();
+                text.join(" ")
+            };
+            assert_eq!(
+                alike(&with("12"), &with("19")),
+                Some(Likeness::Version),
+                "at {at}"
+            );
+            assert_eq!(
+                alike(&with("12"), &with("12")),
+                Some(Likeness::Duplicate),
+                "at {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn texts_of_very_different_lengths_are_neither() {
+        let short = "the deploy pipeline caches artifacts";
+        let long = format!("{short} {}", "and more words ".repeat(3));
+        assert_eq!(alike(short, &long), None);
     }
 
     /// The project's set of fact pairs as agents write memory (`xtask/data/fact-pairs.json`,

@@ -285,7 +285,18 @@ impl Reporter<'_> {
             })
             .collect();
 
-        let scan = scan::scan(self.store, workspace).await?;
+        // The pairwise passes (facts within each node, then groupings of the largest nodes)
+        // share one budget, so that a report of long facts still answers within a call's time.
+        let deadline = std::time::Instant::now() + crate::grouping::ANALYSIS_BUDGET;
+        let scan = scan::scan(self.store, workspace, deadline).await?;
+        if scan.uncompared > 0 {
+            notices.push(format!(
+                "duplicate_observations, possibly_superseded: the facts of {} nodes were not \
+                 (wholly) compared within the report's {} s",
+                scan.uncompared,
+                crate::grouping::ANALYSIS_BUDGET.as_secs()
+            ));
+        }
         let merge_candidates = duplicates::find(
             &scan.nodes,
             &similarity.vectors,
@@ -294,8 +305,15 @@ impl Reporter<'_> {
         );
         let model = self.embedder.map(|e| e.model_id());
         let vectors = (model, similarity.perspective);
-        let mut split_candidates =
-            splits::find(self.store, workspace, vectors, &scan, &mut notices).await?;
+        let mut split_candidates = splits::find(
+            self.store,
+            workspace,
+            vectors,
+            &scan,
+            deadline,
+            &mut notices,
+        )
+        .await?;
         cut(
             "split_candidates",
             &mut split_candidates,

@@ -3,7 +3,10 @@
 //! alike facts within each node (`duplicate_observations`, `possibly_superseded`). A page's
 //! texts are dropped once compared, so the pass holds one page at a time.
 
-use crate::error::{Error, Result};
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::grouping;
 use crate::model::{Ordinal, WorkspaceId};
 use crate::store::MemoryStore;
 use crate::transfer::GraphPageQuery;
@@ -25,10 +28,17 @@ pub(super) struct Scan {
     pub(super) duplicates: Vec<FactPair>,
     /// Facts that may be updated by a newer one of their node.
     pub(super) versions: Vec<FactPair>,
+    /// Nodes with two or more facts whose facts the budget left (wholly or partly) uncompared.
+    pub(super) uncompared: usize,
 }
 
-/// Reads every node of `workspace` with its current facts, comparing each node's facts.
-pub(super) async fn scan(store: &dyn MemoryStore, workspace: WorkspaceId) -> Result<Scan> {
+/// Reads every node of `workspace` with its current facts, comparing each node's facts until
+/// `deadline` (the report's, shared with its other analyses); nodes past it are still read.
+pub(super) async fn scan(
+    store: &dyn MemoryStore,
+    workspace: WorkspaceId,
+    deadline: Instant,
+) -> Result<Scan> {
     let mut scan = Scan::default();
     let mut after = None;
     loop {
@@ -43,17 +53,18 @@ pub(super) async fn scan(store: &dyn MemoryStore, workspace: WorkspaceId) -> Res
         let page = store.graph_page(workspace, &query).await?;
         let full = page.nodes.len() == PAGE as usize;
         after = page.nodes.last().map(|(node, _)| node.name.clone());
-        // Comparing a page's facts is CPU work (every pair within each node): on a blocking
-        // thread, as the report's other pairwise work.
-        let compared = tokio::task::spawn_blocking(move || {
+        // Comparing a page's facts is CPU work (every pair within each node): off the async
+        // runtime, in a turn of the report's other pairwise work.
+        let compared = grouping::off_runtime(deadline, move |budget| {
             let mut found = Scan::default();
             for (node, _) in page.nodes {
                 let texts: Vec<(Ordinal, String)> = (node.observations.into_iter())
                     .filter_map(|o| Some((o.ordinal?, o.content)))
                     .collect();
-                let (duplicates, versions) = facts::pairs(&node.name, &texts);
-                found.duplicates.extend(duplicates);
-                found.versions.extend(versions);
+                let pairs = facts::pairs(&node.name, &texts, budget);
+                found.duplicates.extend(pairs.duplicates);
+                found.versions.extend(pairs.versions);
+                found.uncompared += usize::from(pairs.cut_short);
                 found.fact_counts.push(texts.len());
                 found.nodes.push(NamedNode {
                     name: node.name,
@@ -62,12 +73,12 @@ pub(super) async fn scan(store: &dyn MemoryStore, workspace: WorkspaceId) -> Res
             }
             found
         })
-        .await
-        .map_err(|err| Error::Internal(format!("comparing facts: {err}")))?;
+        .await?;
         scan.nodes.extend(compared.nodes);
         scan.fact_counts.extend(compared.fact_counts);
         scan.duplicates.extend(compared.duplicates);
         scan.versions.extend(compared.versions);
+        scan.uncompared += compared.uncompared;
         if !full {
             return Ok(scan);
         }

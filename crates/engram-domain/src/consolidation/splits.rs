@@ -2,9 +2,12 @@
 //! facts fall into groups that stand clearly apart (`crate::split::grouping`, over the
 //! facts' vectors or, without them, their words), for `propose_split` and `split_entity`.
 
+use std::time::Instant;
+
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::grouping::ANALYSIS_BUDGET;
 use crate::model::{PerspectiveId, WorkspaceId};
 use crate::split::{DEFAULT_SPLIT_PARTS, GROUPED_FACTS, grouping_off_runtime};
 use crate::store::{FactVectors, MemoryStore};
@@ -48,12 +51,14 @@ pub struct GroupBrief {
 
 /// The split candidates among the [`SPLIT_CHECKED`] largest nodes of `scan` with at least
 /// [`SPLIT_MIN_FACTS`] facts, the largest first; the facts' vectors of `model` in
-/// `perspective` where stored. A notice says when more nodes were large enough.
+/// `perspective` where stored; grouped until `deadline`. A notice says when more nodes were
+/// large enough, or when the deadline left some unchecked.
 pub(super) async fn find(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
     (model, perspective): (Option<&str>, Option<PerspectiveId>),
     scan: &Scan,
+    deadline: Instant,
     notices: &mut Vec<String>,
 ) -> Result<Vec<SplitCandidate>> {
     let mut large: Vec<usize> = (0..scan.nodes.len())
@@ -69,7 +74,16 @@ pub(super) async fn find(
         large.truncate(SPLIT_CHECKED);
     }
     let mut found = Vec::new();
-    for i in large {
+    let checked = large.len();
+    for (done, i) in large.into_iter().enumerate() {
+        if Instant::now() >= deadline {
+            notices.push(format!(
+                "split_candidates: checked {done} of the {checked} largest nodes within the \
+                 report's {} s; propose_split checks any node",
+                ANALYSIS_BUDGET.as_secs()
+            ));
+            break;
+        }
         let node = &scan.nodes[i];
         let request = FactVectors {
             workspace,
@@ -87,7 +101,7 @@ pub(super) async fn find(
             Err(error) => return Err(error),
         };
         let observation_count = facts.len() as i64;
-        let grouped = grouping_off_runtime(facts, DEFAULT_SPLIT_PARTS as usize).await?;
+        let grouped = grouping_off_runtime(facts, DEFAULT_SPLIT_PARTS as usize, deadline).await?;
         let (groups, silhouette) = (grouped.groups, grouped.silhouette);
         if groups.len() < 2 || silhouette < SPLIT_SILHOUETTE {
             continue;
