@@ -1,9 +1,10 @@
 //! Search in small, new memories at the default `min_score`:
 //! `cargo run --release -p engram --example small_memories [-- [SET.json …] [--pad N]
-//! [--padding FILE]]` (default the sets `xtask/data/small-memories.json` and
+//! [--padding FILE] [--model NAME]]` (default the sets `xtask/data/small-memories.json` and
 //! `small-memories-more.json`). `--pad N` puts N unrelated nodes beside every memory, one text
 //! each from FILE (default `target/padding.txt`, written by `xtask/ablation/padding.py`), to
-//! see how the answers hold as a memory grows.
+//! see how the answers hold as a memory grows. `--model` picks the local model (default
+//! all-MiniLM-L6-v2; `multilingual-e5-small`).
 //!
 //! A fresh SQLite store holds one workspace with the padding, embedded once. Each memory of
 //! the sets joins it, is embedded by the local model (the server's default), is asked its questions in hybrid
@@ -288,12 +289,17 @@ async fn main() -> anyhow::Result<()> {
     let (mut paths, mut pad) = (Vec::new(), 0usize);
     let mut changed = Vec::new();
     let mut file = "target/padding.txt".to_owned();
+    let mut model = engram_embed::LocalModel::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--pad" => pad = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--padding" => file = args.next().unwrap_or(file),
             "--changed" => changed.extend(args.next()),
+            "--model" => {
+                let name = args.next().unwrap_or_default();
+                model = name.parse().map_err(|err: String| anyhow::anyhow!(err))?;
+            }
             _ => paths.push(arg),
         }
     }
@@ -307,7 +313,7 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn MemoryStore> =
         Arc::new(SqliteStore::open(dir.path().join("small.db")).await?);
-    let embedder = Arc::new(Tuned(Arc::new(LocalEmbedder::default())));
+    let embedder = Arc::new(Tuned(Arc::new(LocalEmbedder::new(model))));
     let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // One workspace holds the padding, embedded once; each memory joins it, is asked its
