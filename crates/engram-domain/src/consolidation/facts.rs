@@ -83,7 +83,6 @@ impl Words {
     pub(crate) fn of(text: &str) -> Self {
         let (mut words, mut is_value) = (Vec::new(), Vec::new());
         let mut content = Vec::new();
-        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
         for word in text
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
@@ -91,10 +90,7 @@ impl Words {
             let hash = word_hash(word);
             words.push(hash);
             is_value.push(word.bytes().any(|b| b.is_ascii_digit()) || date_word(hash));
-            let lower = word.to_lowercase();
-            if !crate::search::words::is_stop_word(&lower) {
-                content.push(word_hash(&stemmer.stem(&lower)));
-            }
+            content.extend(content_stem(word, hash));
         }
         let says_changed = says_changed(&words);
         let mut sorted = words.clone();
@@ -121,6 +117,34 @@ impl Words {
         }
     }
 }
+
+/// The hash of `word`'s stem (its hash is `hash`), or `None` for a stop word. Stems are kept
+/// per thread by word (a node's facts repeat their words; `add_observations` compares a new
+/// fact with the node's newest facts on every call), at most [`STEMS_KEPT`] at once.
+fn content_stem(word: &str, hash: u64) -> Option<u64> {
+    thread_local! {
+        static STEMS: std::cell::RefCell<std::collections::HashMap<u64, Option<u64>>> =
+            std::cell::RefCell::default();
+    }
+    STEMS.with_borrow_mut(|stems| {
+        if let Some(stem) = stems.get(&hash) {
+            return *stem;
+        }
+        if stems.len() >= STEMS_KEPT {
+            stems.clear();
+        }
+        let lower = word.to_lowercase();
+        let stem = (!crate::search::words::is_stop_word(&lower)).then(|| {
+            let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+            word_hash(&stemmer.stem(&lower))
+        });
+        stems.insert(hash, stem);
+        stem
+    })
+}
+
+/// Most word stems [`content_stem`] keeps per thread (about 2 MB).
+const STEMS_KEPT: usize = 65_536;
 
 /// FNV-1a over the UTF-8 of `word` lower-cased.
 fn word_hash(word: &str) -> u64 {
