@@ -515,6 +515,19 @@ pub struct SimilarFact {
     pub similar_ordinal: Ordinal,
     /// The held fact's text, cut at 160 characters.
     pub content: String,
+    /// How the added fact is like it.
+    pub kind: SimilarKind,
+}
+
+/// How an added fact is like a held one, and so what to do about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SimilarKind {
+    /// It says the held fact again: delete one (`delete_observations`).
+    Repeats,
+    /// It may update the held fact: end the held one (`end_observations`).
+    MayUpdate,
 }
 
 /// Result of `replace_observation`.

@@ -148,7 +148,7 @@ impl DeleteObservations {
 impl Tool for AddObservations {
     const NAME: &'static str = "add_observations";
     const DESCRIPTION: &'static str = "Append facts to existing nodes; a row with `not_found: true` added nothing. `similar_to`:\n\
-a held fact it repeats (delete_observations) or may update (end_observations).";
+a held fact it `repeats` (delete_observations) or `may_update` (end_observations).";
     const EFFECT: Effect = Effect::Writes {
         destructive: false,
         idempotent: false,
@@ -203,7 +203,7 @@ async fn similar_held(
     workspace: WorkspaceId,
     row: &AddedObservations,
 ) -> Result<Vec<SimilarFact>> {
-    use crate::consolidation::facts::{Words, most_alike, quote};
+    use crate::consolidation::facts::{Likeness, Words, most_alike, quote};
     let request = FactVectors {
         workspace,
         name: &row.entity_name,
@@ -227,11 +227,15 @@ async fn similar_held(
     for new in &row.added {
         // The newest held fact it repeats, else the newest it may update.
         let found = most_alike(held.iter().map(|(_, old)| old), &Words::of(&new.content));
-        if let Some((fact, _)) = found.map(|(at, kind)| (held[at].0, kind)) {
+        if let Some((fact, likeness)) = found.map(|(at, kind)| (held[at].0, kind)) {
             similar.push(SimilarFact {
                 ordinal: new.ordinal,
                 similar_ordinal: fact.ordinal,
                 content: quote(&fact.content),
+                kind: match likeness {
+                    Likeness::Duplicate => SimilarKind::Repeats,
+                    Likeness::Version => SimilarKind::MayUpdate,
+                },
             });
         }
     }

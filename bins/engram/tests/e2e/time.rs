@@ -327,7 +327,7 @@ pub async fn a_projects_months_play_out_over_streamable_http(backend: Backend) {
     .await;
     assert_eq!(
         added["results"][0]["similar_to"],
-        json!([{"ordinal": 3, "similar_ordinal": 1,
+        json!([{"ordinal": 3, "similar_ordinal": 1, "kind": "may_update",
                 "content": "The Globex release freeze ends on 12 May"}]),
         "{added}"
     );

@@ -4,6 +4,7 @@ use super::*;
 use crate::GetStats;
 use crate::{
     AddedObservations, DeletedObservations, Error, MemoryStore, Observation, ReplacedObservation,
+    SimilarKind,
 };
 
 fn deleted(entity_name: &str, deleted: &[i64], not_found: &[i64]) -> DeletedObservations {
@@ -477,14 +478,24 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
         .await
         .unwrap()
         .results;
-    let similar: Vec<(i64, i64, &str)> = (added[0].similar_to.iter())
-        .map(|s| (s.ordinal.0, s.similar_ordinal.0, s.content.as_str()))
+    let similar: Vec<(i64, i64, &str, SimilarKind)> = (added[0].similar_to.iter())
+        .map(|s| (s.ordinal.0, s.similar_ordinal.0, s.content.as_str(), s.kind))
         .collect();
     assert_eq!(
         similar,
         [
-            (4, 1, "The staging freeze ends on 12 May"),
-            (5, 2, "Alice prefers dark mode in the staging console"),
+            (
+                4,
+                1,
+                "The staging freeze ends on 12 May",
+                SimilarKind::MayUpdate
+            ),
+            (
+                5,
+                2,
+                "Alice prefers dark mode in the staging console",
+                SimilarKind::Repeats
+            ),
         ]
     );
     // Facts added together are not compared with one another, and a node with nothing like
