@@ -87,4 +87,11 @@ pub trait Embedder: Send + Sync + 'static {
     fn calibration(&self) -> Option<crate::search::calibration::ModelCalibration> {
         None
     }
+
+    /// The cosines above which two facts of one node say one thing twice or one may update
+    /// the other, by this model's meaning ([`crate::FactPairCosines`]); `None` (the default)
+    /// leaves the report's fact pairs to words alone.
+    fn fact_pairs(&self) -> Option<crate::FactPairCosines> {
+        None
+    }
 }

@@ -49,8 +49,8 @@ mod workspaces;
 
 pub use checked::Checked;
 pub use consolidation::{
-    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, FactPair, GetConsolidationReport,
-    GetPendingConsolidation, GroupBrief, MAX_CLUSTER_NAMES, MergeCandidate,
+    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, FactPair, FactPairCosines,
+    GetConsolidationReport, GetPendingConsolidation, GroupBrief, MAX_CLUSTER_NAMES, MergeCandidate,
     PendingConsolidationResult, RelationCandidate, SAME_THING, SPLIT_MIN_FACTS, SplitCandidate,
     StaleSummary, TextSource,
 };

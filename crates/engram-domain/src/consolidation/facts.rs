@@ -146,6 +146,25 @@ fn content_stem(word: &str, hash: u64) -> Option<u64> {
 /// Most word stems [`content_stem`] keeps per thread (about 2 MB).
 const STEMS_KEPT: usize = 65_536;
 
+impl Words {
+    /// Whether the fact says that something changed ([`CHANGE_CUES`]).
+    pub(crate) fn says_changed(&self) -> bool {
+        self.says_changed
+    }
+}
+
+/// Whether `older` and `newer` differ in one short passage alone (at most three words on
+/// either side): facts one word apart ("… for ingress" and "… for logging"), which their
+/// vectors find alike whether they repeat, update or sit beside each other; only their words
+/// judge them.
+pub(crate) fn one_passage_apart(older: &Words, newer: &Words) -> bool {
+    let (a, b) = (&older.words, &newer.words);
+    let shorter = a.len().min(b.len());
+    let prefix = common_run(a, b, shorter, false);
+    let suffix = common_run(a, b, shorter - prefix, true);
+    a.len() - prefix - suffix <= MAX_CHANGED_WORDS && b.len() - prefix - suffix <= MAX_CHANGED_WORDS
+}
+
 /// FNV-1a over the UTF-8 of `word` lower-cased.
 fn word_hash(word: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

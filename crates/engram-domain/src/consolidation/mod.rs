@@ -5,6 +5,7 @@ mod clusters;
 mod drafts;
 mod duplicates;
 pub(crate) mod facts;
+mod meaning;
 mod scan;
 mod splits;
 
@@ -33,6 +34,7 @@ use crate::vectors::NodeVector;
 pub use clusters::CLUSTER_NEIGHBOURS;
 pub use duplicates::{MergeCandidate, SAME_THING};
 pub use facts::FactPair;
+pub use meaning::FactPairCosines;
 pub use splits::{GroupBrief, SPLIT_MIN_FACTS, SplitCandidate};
 
 /// Who wrote a generated text in the report.
@@ -288,7 +290,12 @@ impl Reporter<'_> {
         // The pairwise passes (facts within each node, then groupings of the largest nodes)
         // share one budget, so that a report of long facts still answers within a call's time.
         let deadline = std::time::Instant::now() + crate::grouping::ANALYSIS_BUDGET;
-        let scan = scan::scan(self.store, workspace, deadline).await?;
+        let mut scan = scan::scan(self.store, workspace, deadline).await?;
+        let model = self.embedder.map(|e| e.model_id());
+        if let (Some(model), Some(cosines)) = (model, self.embedder.and_then(|e| e.fact_pairs())) {
+            let vectors = (model, similarity.perspective);
+            meaning::add(self.store, workspace, vectors, cosines, &mut scan, deadline).await?;
+        }
         if scan.uncompared > 0 {
             notices.push(format!(
                 "duplicate_observations, possibly_superseded: the facts of {} nodes were not \
@@ -303,7 +310,6 @@ impl Reporter<'_> {
             &similarity.neighbours,
             limit,
         );
-        let model = self.embedder.map(|e| e.model_id());
         let vectors = (model, similarity.perspective);
         let mut split_candidates = splits::find(
             self.store,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::grouping;
-use crate::model::{Ordinal, WorkspaceId};
+use crate::model::{Ordinal, Timestamp, WorkspaceId};
 use crate::store::MemoryStore;
 use crate::transfer::GraphPageQuery;
 
@@ -24,6 +24,8 @@ pub(super) struct Scan {
     pub(super) nodes: Vec<NamedNode>,
     /// Each node's count of current facts, in the same order.
     pub(super) fact_counts: Vec<usize>,
+    /// When each node last changed, in the same order.
+    pub(super) updated_at: Vec<Option<Timestamp>>,
     /// Facts said twice within a node.
     pub(super) duplicates: Vec<FactPair>,
     /// Facts that may be updated by a newer one of their node.
@@ -66,6 +68,7 @@ pub(super) async fn scan(
                 found.versions.extend(pairs.versions);
                 found.uncompared += usize::from(pairs.cut_short);
                 found.fact_counts.push(texts.len());
+                found.updated_at.push(node.updated_at);
                 found.nodes.push(NamedNode {
                     name: node.name,
                     entity_type: node.entity_type,
@@ -76,6 +79,7 @@ pub(super) async fn scan(
         .await?;
         scan.nodes.extend(compared.nodes);
         scan.fact_counts.extend(compared.fact_counts);
+        scan.updated_at.extend(compared.updated_at);
         scan.duplicates.extend(compared.duplicates);
         scan.versions.extend(compared.versions);
         scan.uncompared += compared.uncompared;

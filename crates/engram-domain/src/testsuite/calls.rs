@@ -306,6 +306,9 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
             "embedding_coverage",
             // Every node and fact, page by page (one page here).
             "graph_page",
+            // The facts' vectors of each recently changed node of two or more facts (one
+            // here), for pairs by meaning.
+            "fact_vectors",
             "open_nodes",
         ],
     ),

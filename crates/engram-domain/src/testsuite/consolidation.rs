@@ -400,6 +400,69 @@ pub async fn consolidation_report_uses_the_generator_within_its_budget(
     );
 }
 
+/// With a model, the report finds what words cannot (issue 58): a fact said again in other
+/// words is listed as a repeat, a newer fact that says the older changed as an update; two
+/// facts one word apart that may both stay true stay unlisted, however alike their vectors.
+pub async fn consolidation_report_finds_repeats_and_updates_by_meaning(
+    store: Arc<dyn MemoryStore>,
+) {
+    let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
+    let memory = memory.with_embedder(Arc::new(TermEmbedder));
+    let facts = [
+        "The payments team owns billing and Priya is the contact",
+        "Maria maintains the Helm charts for ingress",
+        "Maria maintains the Helm charts for logging",
+        "Invoices are rendered by the pdf renderer every night",
+        "Every night the pdf renderer renders invoices",
+        "Billing moved to the platform team, Marcus is the contact now",
+    ];
+    memory
+        .call(
+            ws,
+            CreateEntities::new(vec![entity("billing", "service", &facts)]),
+        )
+        .await
+        .unwrap();
+    Indexer::new(store.clone(), Arc::new(TermEmbedder), 64)
+        .run_until_idle()
+        .await
+        .unwrap();
+    let report = memory
+        .call(ws, GetConsolidationReport::default())
+        .await
+        .unwrap();
+    let ordinals = |list: &[crate::FactPair]| -> Vec<[i64; 2]> {
+        (list.iter())
+            .map(|p| [p.ordinals[0].0, p.ordinals[1].0])
+            .collect()
+    };
+    assert_eq!(
+        ordinals(&report.duplicate_observations),
+        [[4, 5]],
+        "{report:?}"
+    );
+    assert_eq!(
+        ordinals(&report.possibly_superseded),
+        [[1, 6]],
+        "{report:?}"
+    );
+    // Without a model, words alone: neither pair is found, and nothing else is.
+    let (words_only, ws) = memory_with_workspace(store, "words").await;
+    words_only
+        .call(
+            ws,
+            CreateEntities::new(vec![entity("billing", "service", &facts)]),
+        )
+        .await
+        .unwrap();
+    let report = words_only
+        .call(ws, GetConsolidationReport::default())
+        .await
+        .unwrap();
+    assert!(report.duplicate_observations.is_empty(), "{report:?}");
+    assert!(report.possibly_superseded.is_empty(), "{report:?}");
+}
+
 pub async fn consolidation_report_names_nodes_that_may_be_one(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store.clone(), "w").await;
     let memory = memory.with_embedder(Arc::new(TermEmbedder));

@@ -147,6 +147,7 @@ macro_rules! memory_store_test_suite {
             // consolidation
             consolidation_report_finds_exactly_what_needs_attention,
             consolidation_report_names_nodes_that_may_be_one,
+            consolidation_report_finds_repeats_and_updates_by_meaning,
             merge_candidates_know_nicknames_added_words_and_expansions,
             consolidation_report_finds_facts_to_fold_end_or_split,
             consolidation_report_counts_events_since_and_cuts_lists,

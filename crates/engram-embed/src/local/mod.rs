@@ -241,6 +241,10 @@ impl Embedder for LocalEmbedder {
         self.inner.spec.calibration()
     }
 
+    fn fact_pairs(&self) -> Option<engram_domain::FactPairCosines> {
+        Some(self.inner.spec.fact_pairs())
+    }
+
     async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let embeddings = self.embed(texts, Role::Document).await?;
         Ok(embeddings.into_iter().map(|e| e.vector).collect())
