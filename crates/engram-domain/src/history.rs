@@ -64,6 +64,9 @@ impl GetHistory {
     pub fn check(self) -> Result<Checked<Self>> {
         limits::name("name", &self.name)?;
         limits::within("limit", self.limit, limits::LIMIT)?;
+        if let Some(before) = self.before {
+            limits::timestamp("before", before)?;
+        }
         Ok(Checked::new(self))
     }
 }

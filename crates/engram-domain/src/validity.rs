@@ -95,8 +95,8 @@ impl EndObservations {
     }
 
     /// The request if it holds 1–1,000 entries with valid names and 1–1,000 valid ordinals
-    /// each (1,000 in all) and `ended_at` is not in the future; else
-    /// [`Error::InvalidArgument`] naming the field.
+    /// each (1,000 in all) and `ended_at` is within the years 1–9999 and not in the future;
+    /// else [`Error::InvalidArgument`] naming the field.
     pub fn check(self) -> Result<Checked<Self>> {
         limits::batch("endings", &self.endings)?;
         let mut total = 0;
@@ -109,6 +109,9 @@ impl EndObservations {
             total += ending.ordinals.len();
         }
         batch_total("endings[].ordinals", total)?;
+        if let Some(at) = self.ended_at {
+            limits::timestamp("ended_at", at)?;
+        }
         limits::not_in_future("ended_at", self.ended_at)?;
         Ok(Checked::new(self))
     }
@@ -156,9 +159,13 @@ impl EndRelations {
     }
 
     /// The request if it holds 1–1,000 relations with valid names and types and `ended_at`
-    /// is not in the future; else [`Error::InvalidArgument`] naming the field.
+    /// is within the years 1–9999 and not in the future; else [`Error::InvalidArgument`]
+    /// naming the field.
     pub fn check(self) -> Result<Checked<Self>> {
         relations_batch(&self.relations)?;
+        if let Some(at) = self.ended_at {
+            limits::timestamp("ended_at", at)?;
+        }
         limits::not_in_future("ended_at", self.ended_at)?;
         Ok(Checked::new(self))
     }

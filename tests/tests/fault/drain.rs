@@ -37,18 +37,20 @@ pub async fn a_stopped_server_drains_and_another_serves_its_clients(backend: Bac
                 )
             })
             .collect();
+        let arguments = json!({"observations": [{"entity_name": "large", "contents": texts}]});
+        // The client writes the request only once it has serialised its 8 MB (hundreds of
+        // milliseconds in a debug build on a loaded machine): the signal waits for that too,
+        // or the request would rightly meet a draining server (and its body a closed pipe).
+        let serialising = Instant::now();
+        let bytes = serde_json::to_vec(&arguments).unwrap().len();
+        let head_start = Duration::from_millis(300) + 2 * serialising.elapsed();
+        assert!(bytes > 8_000_000, "{bytes} bytes");
         let in_flight = tokio::spawn(async move {
             let started = Instant::now();
-            let answer = client
-                .call(
-                    "add_observations",
-                    json!({"observations": [
-                    {"entity_name": "large", "contents": texts}]}),
-                )
-                .await;
+            let answer = client.call("add_observations", arguments).await;
             (answer, started.elapsed())
         });
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(head_start).await;
         let signalled = Instant::now();
         stopping.terminate();
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -26,6 +26,7 @@ mod nodes;
 mod observations;
 mod properties;
 mod properties_admin;
+mod properties_curation;
 mod properties_reads;
 mod properties_writes;
 mod relations;
@@ -52,7 +53,9 @@ pub use merge::*;
 pub use names_workload::suggestions_benchmark;
 pub use nodes::*;
 pub use observations::*;
+pub use properties::every_tool_has_generated_properties;
 pub use properties_admin::*;
+pub use properties_curation::*;
 pub use properties_reads::*;
 pub use properties_writes::*;
 pub use relations::*;
@@ -164,6 +167,8 @@ macro_rules! memory_store_test_suite {
             properties_of_the_write_tools_hold_for_generated_arguments,
             properties_of_the_read_tools_hold_for_generated_arguments,
             properties_of_the_admin_tools_hold_for_generated_arguments,
+            properties_of_the_curation_tools_hold_for_generated_arguments,
+            every_tool_has_generated_properties,
             // search
             indexed_observations_are_found_by_meaning,
             changed_observations_and_context_are_re_embedded,

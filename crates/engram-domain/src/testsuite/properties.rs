@@ -230,6 +230,8 @@ impl Blame {
 pub struct Snapshot {
     /// Every page of the graph, observations included.
     pub graph: Vec<GraphPage>,
+    /// Every page of the graph over time: ended facts and relations, authors and aliases.
+    pub over_time: Vec<GraphPage>,
     /// `(creates, updates, deletes)` of all time.
     pub events: (i64, i64, i64),
     /// Every workspace.
@@ -258,10 +260,30 @@ impl Snapshot {
             .collect()
     }
 
+    /// The aliases of the node named `name`.
+    pub fn aliases_of(&self, name: &str) -> Vec<String> {
+        (self.over_time.iter().flat_map(|page| &page.nodes))
+            .find(|(node, _)| node.name == name)
+            .map(|(node, _)| node.aliases.clone())
+            .unwrap_or_default()
+    }
+
+    /// The node `name` stands for: itself, or the node it is an alias of; `None` when it
+    /// names nothing.
+    pub fn resolve(&self, name: &str) -> Option<String> {
+        if self.node(name).is_some() {
+            return Some(name.to_owned());
+        }
+        (self.over_time.iter().flat_map(|page| &page.nodes))
+            .find(|(node, _)| node.aliases.iter().any(|alias| alias == name))
+            .map(|(node, _)| node.name.clone())
+    }
+
     /// Which part differs from `other`, if any.
     fn difference(&self, other: &Snapshot) -> Option<&'static str> {
         [
             (self.graph != other.graph, "the graph"),
+            (self.over_time != other.over_time, "the graph over time"),
             (self.events != other.events, "the event log"),
             (self.workspaces != other.workspaces, "the workspaces"),
             (self.perspectives != other.perspectives, "the perspectives"),
@@ -295,6 +317,9 @@ pub struct Harness {
     cases: u32,
     ok: u32,
     refused: u32,
+    /// The tools that got arguments the oracle found valid at least once so far (answered,
+    /// or met a node not found or no model), by the names [`Harness::run`] was given.
+    valid: std::collections::BTreeSet<String>,
 }
 
 /// Nodes every harness workspace starts with: names as tricky as valid names get.
@@ -320,6 +345,7 @@ impl Harness {
             runner: TestRunner::deterministic(),
             before: Snapshot {
                 graph: Vec::new(),
+                over_time: Vec::new(),
                 events: (0, 0, 0),
                 workspaces: Vec::new(),
                 perspectives: Vec::new(),
@@ -328,6 +354,7 @@ impl Harness {
             cases: 0,
             ok: 0,
             refused: 0,
+            valid: std::collections::BTreeSet::new(),
         };
         harness.reseed().await;
         harness
@@ -392,7 +419,19 @@ impl Harness {
     /// The current [`Snapshot`].
     pub async fn snapshot(&self) -> Snapshot {
         let (m, ws) = (&self.memory, self.ws);
-        let mut graph = Vec::new();
+        Snapshot {
+            graph: self.pages(false).await,
+            over_time: self.pages(true).await,
+            events: super::events(m, ws).await,
+            workspaces: m.list_workspaces().await.unwrap(),
+            perspectives: m.perspectives(ws).await.unwrap(),
+            tokens: m.tokens(None).await.unwrap(),
+        }
+    }
+
+    /// Every page of the workspace's graph, now or `over_time`.
+    async fn pages(&self, over_time: bool) -> Vec<GraphPage> {
+        let mut pages = Vec::new();
         let mut after = None;
         loop {
             let query = GraphPageQuery {
@@ -400,23 +439,16 @@ impl Harness {
                 limit: 1_000,
                 entity_type: None,
                 observations: true,
-                over_time: false,
+                over_time,
                 totals: false,
             };
-            let page = m.graph_page(ws, &query).await.unwrap();
+            let page = self.memory.graph_page(self.ws, &query).await.unwrap();
             let full = page.nodes.len() == 1_000;
             after = page.nodes.last().map(|(node, _)| node.name.clone());
-            graph.push(page);
+            pages.push(page);
             if !full {
-                break;
+                return pages;
             }
-        }
-        Snapshot {
-            graph,
-            events: super::events(m, ws).await,
-            workspaces: m.list_workspaces().await.unwrap(),
-            perspectives: m.perspectives(ws).await.unwrap(),
-            tokens: m.tokens(None).await.unwrap(),
         }
     }
 
@@ -431,6 +463,9 @@ impl Harness {
     ) -> Option<T> {
         let result = call.await;
         self.cases += 1;
+        if blame.0.is_empty() {
+            self.valid.insert(tool.to_owned());
+        }
         let error = match result {
             Ok(value) => {
                 assert!(
@@ -483,4 +518,48 @@ impl Harness {
         assert!(self.ok > self.cases / 10, "too few valid cases");
         assert!(self.refused > self.cases / 10, "too few refused cases");
     }
+
+    /// [`Harness::finish`], and checks that every one of `tools` got valid arguments at
+    /// least once.
+    pub fn finish_covering(&self, label: &str, tools: &[&str]) {
+        self.finish(label);
+        for tool in tools {
+            assert!(
+                self.valid.contains(*tool),
+                "{label}: {tool} never got valid arguments"
+            );
+        }
+    }
+}
+
+/// Tools [`crate::each_tool`] lists that no property test generates yet, each with the reason.
+pub const NOT_GENERATED: &[(&str, &str)] = &[(
+    "split_entity",
+    "its parts' rules (every ordinal a current fact, each once) need an oracle of their own",
+)];
+
+/// Every tool [`crate::each_tool`] lists is generated by one of the property tests (their
+/// `*_TOOLS`), or named in [`NOT_GENERATED`] with a reason; and no tool is named there that is
+/// generated.
+pub async fn every_tool_has_generated_properties(_store: std::sync::Arc<dyn MemoryStore>) {
+    #[derive(Default)]
+    struct Names(Vec<&'static str>);
+    impl crate::tool::ToolVisitor for Names {
+        fn visit<T: crate::tool::Tool>(&mut self) {
+            self.0.push(T::NAME);
+        }
+    }
+    let mut names = Names::default();
+    crate::each_tool(&mut names);
+    let generated: Vec<&str> = [
+        super::properties_writes::WRITE_TOOLS,
+        super::properties_reads::READ_TOOLS,
+        super::properties_curation::CURATION_TOOLS,
+    ]
+    .concat();
+    let missing: Vec<&str> = (names.0.iter().copied())
+        .filter(|tool| !generated.contains(tool))
+        .collect();
+    let excused: Vec<&str> = NOT_GENERATED.iter().map(|(tool, _)| *tool).collect();
+    assert_eq!(missing, excused, "tools without generated arguments");
 }

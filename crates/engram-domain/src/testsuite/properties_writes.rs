@@ -17,6 +17,20 @@ use crate::{MemoryStore, NewNode, ObservationAdditions, ObservationDeletions, Re
 /// Cases per tool; writes that create things get more.
 const CASES: u32 = 90;
 
+/// The tools these properties generate (checked by [`Harness::finish_covering`]).
+pub const WRITE_TOOLS: &[&str] = &[
+    "create_entities",
+    "add_observations",
+    "delete_observations",
+    "replace_observation",
+    "set_summary",
+    "set_tags",
+    "create_relations",
+    "delete_relations",
+    "rename_relation_type",
+    "delete_entities",
+];
+
 pub async fn properties_of_the_write_tools_hold_for_generated_arguments(
     store: Arc<dyn MemoryStore>,
 ) {
@@ -46,7 +60,7 @@ pub async fn properties_of_the_write_tools_hold_for_generated_arguments(
     for _ in 0..CASES {
         delete_entities(&mut h).await;
     }
-    h.finish("write tools");
+    h.finish_covering("write tools", WRITE_TOOLS);
 }
 
 /// How many items a batch holds: usually 1–4, sometimes none, rarely 1,001.
