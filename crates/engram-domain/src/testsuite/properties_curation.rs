@@ -287,7 +287,7 @@ async fn propose_split(h: &mut Harness) {
     let Some(proposal) = h.run("propose_split", &input, &blame, call).await else {
         return;
     };
-    let current = current_ordinals(&h.before, &resolved(&h.before, &name));
+    let mut current = current_ordinals(&h.before, &resolved(&h.before, &name));
     let mut proposed: Vec<Ordinal> = (proposal.groups.iter())
         .flat_map(|g| g.ordinals.iter().copied())
         .collect();
