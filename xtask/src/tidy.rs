@@ -6,7 +6,7 @@
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashSet};
     use std::process::Command;
 
     use serde_json::Value;
@@ -210,6 +210,159 @@ mod tests {
             found.is_empty(),
             "ARCHITECTURE.md says what stays true; measured figures go stale and belong in \
              BENCHMARKS.md (name the constant or the benchmark instead): {found:?}"
+        );
+    }
+
+    /// Every file under the workspace's source folders, as paths relative to its root with
+    /// `/` between parts (the build output left out).
+    fn source_files() -> Vec<String> {
+        fn walk(dir: &std::path::Path, root: &std::path::Path, into: &mut Vec<String>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') || name == "target" || name == "node_modules" {
+                    continue;
+                }
+                if path.is_dir() {
+                    walk(&path, root, into);
+                } else if let Ok(relative) = path.strip_prefix(root) {
+                    let parts: Vec<String> = (relative.components())
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect();
+                    into.push(parts.join("/"));
+                }
+            }
+        }
+        let root = crate::workspace_root();
+        let mut files = Vec::new();
+        walk(&root, &root, &mut files);
+        files
+    }
+
+    /// Whether `word` matches `pattern`, where `*` stands for any run of characters.
+    fn matches(pattern: &str, word: &str) -> bool {
+        let parts: Vec<&str> = pattern.split('*').collect();
+        if parts.len() == 1 {
+            return pattern == word;
+        }
+        let (first, last) = (parts[0], parts[parts.len() - 1]);
+        if !word.starts_with(first) || !word[first.len()..].ends_with(last) {
+            return false;
+        }
+        let mut rest = &word[first.len()..word.len() - last.len()];
+        for middle in &parts[1..parts.len() - 1] {
+            match rest.find(middle) {
+                Some(at) => rest = &rest[at + middle.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// The backticked names in `text` that name no file and no Rust item of the workspace:
+    /// file paths (by their last parts) and Rust paths, types and snake_case names (by their
+    /// last segment, `*` a wildcard) are looked up; other spans (flags, JSON, SQL) are not.
+    fn missing_names(text: &str, files: &[String], words: &HashSet<String>) -> Vec<String> {
+        const EXTENSIONS: [&str; 9] = [
+            ".rs", ".sql", ".md", ".toml", ".js", ".json", ".py", ".html", ".css",
+        ];
+        // Files that live outside the repository: the build's output and a model's files.
+        const ELSEWHERE: [&str; 3] = ["target/", "config.json", "tokenizer.json"];
+        let mut missing = Vec::new();
+        for span in text.split('`').skip(1).step_by(2) {
+            let name = span.trim_end_matches("()").trim_end_matches('!');
+            if name.is_empty()
+                || name.contains(char::is_whitespace)
+                || name.contains("://")
+                || name.starts_with("../")
+                || ELSEWHERE.contains(&name)
+            {
+                continue;
+            }
+            let is_file = EXTENSIONS.iter().any(|e| name.ends_with(e)) || name.ends_with('/');
+            if is_file {
+                let found = (files.iter()).any(|file| {
+                    let file = format!("/{file}");
+                    if name.ends_with('/') {
+                        return file.contains(&format!("/{name}"));
+                    }
+                    // The name's last parts, `*` a wildcard within one part.
+                    let (parts, named) = (file.rsplit('/'), name.rsplit('/'));
+                    let mut pairs = parts.zip(named.clone());
+                    named.count() < file.split('/').count()
+                        && pairs.all(|(part, pattern)| matches(pattern, part))
+                });
+                if !found {
+                    missing.push(span.to_owned());
+                }
+                continue;
+            }
+            let rust_like = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_:*".contains(c))
+                && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && (name.contains("::")
+                    || name.contains('_')
+                    || (name.starts_with(|c: char| c.is_ascii_uppercase())
+                        && name.chars().any(|c| c.is_ascii_lowercase())));
+            if !rust_like {
+                continue;
+            }
+            let last = name.rsplit("::").next().unwrap_or(name);
+            if last.is_empty() || !(words.iter()).any(|word| matches(last, word)) {
+                missing.push(span.to_owned());
+            }
+        }
+        missing.sort();
+        missing.dedup();
+        missing
+    }
+
+    #[test]
+    fn names_are_looked_up_as_files_or_rust_items() {
+        let files = vec![
+            "crates/a/src/grouping.rs".to_owned(),
+            "xtask/data/x.json".to_owned(),
+        ];
+        let words: HashSet<String> = ["Memory", "call", "properties_of_the_read_tools_hold"]
+            .map(String::from)
+            .into();
+        let text = "`grouping.rs`, `a/src/grouping.rs`, `data/`, `Memory::call`, `gr*.rs`, \
+                    `properties_of_the_*_tools_hold`, `--drain`, `{\"a\": 1}`, `nodes::gone`, \
+                    `split.rs`, `Gone`, `https://`, `target/`, `JSON`";
+        assert_eq!(
+            missing_names(text, &files, &words),
+            ["Gone", "nodes::gone", "split.rs"]
+        );
+    }
+
+    #[test]
+    fn every_name_in_the_architecture_exists() {
+        let root = crate::workspace_root();
+        let text =
+            std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("reading ARCHITECTURE.md");
+        let files = source_files();
+        let mut words = HashSet::new();
+        for file in files.iter().filter(|f| {
+            [".rs", ".sql", ".toml", ".js"]
+                .iter()
+                .any(|e| f.ends_with(e))
+        }) {
+            let source = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+            for word in source.split(|c: char| !c.is_ascii_alphanumeric() && c != '_') {
+                if !word.is_empty() {
+                    words.insert(word.to_owned());
+                }
+            }
+        }
+        let missing = missing_names(&text, &files, &words);
+        assert!(
+            missing.is_empty(),
+            "ARCHITECTURE.md names what the workspace does not hold (renamed or gone?): \
+             {missing:?}"
         );
     }
 }
