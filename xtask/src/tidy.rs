@@ -238,7 +238,7 @@ mod tests {
         }
         let root = crate::workspace_root();
         let mut files = Vec::new();
-        walk(&root, &root, &mut files);
+        walk(root, root, &mut files);
         files
     }
 
