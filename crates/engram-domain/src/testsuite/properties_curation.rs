@@ -1,7 +1,7 @@
 //! Property tests of the tools that curate memory over time: end facts and relations, merge
 //! nodes and name them, propose a split, read a node's history ([`super::properties`] has the
 //! promises every call keeps; here each tool also checks that a successful call did all it
-//! says). `split_entity` is not generated yet (its parts' rules need an oracle of their own).
+//! says).
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use proptest::sample::select;
 use super::properties::*;
 use crate::{
     EndObservations, EndRelations, GetHistory, MemoryStore, MergeEntities, ObservationEndings,
-    Ordinal, ProposeSplit, RelationSpec, SetAliases, Timestamp,
+    Ordinal, ProposeSplit, RelationSpec, SetAliases, SplitEntity, SplitPart, Timestamp,
 };
 
 /// Cases per tool.
@@ -27,6 +27,7 @@ pub const CURATION_TOOLS: &[&str] = &[
     "merge_entities",
     "set_aliases",
     "propose_split",
+    "split_entity",
     "get_history",
 ];
 
@@ -44,6 +45,7 @@ pub async fn properties_of_the_curation_tools_hold_for_generated_arguments(
         set_aliases(&mut h).await;
         merge_entities(&mut h).await;
         propose_split(&mut h).await;
+        split_entity(&mut h).await;
         get_history(&mut h).await;
     }
     h.finish_covering("curation tools", CURATION_TOOLS);
@@ -304,6 +306,97 @@ async fn propose_split(h: &mut Harness) {
         "every current fact in one group: {}",
         short(&proposal)
     );
+}
+
+async fn split_entity(h: &mut Harness) {
+    h.case().await;
+    let name = h.name();
+    let node = h.before.resolve(&name);
+    let held = node
+        .as_ref()
+        .map_or_else(Vec::new, |n| current_ordinals(&h.before, n));
+    let len = h.draw(prop_oneof![20 => 1..4_usize, 1 => Just(0), 1 => Just(17)]);
+    let mut parts = Vec::with_capacity(len);
+    for _ in 0..len {
+        let part_name = match h.draw(0..4) {
+            0 => h.name(),
+            1 => h.draw(text()),
+            _ => h.draw("[a-z]{3,10}"),
+        };
+        let count = h.draw(prop_oneof![10 => 1..3_usize, 1 => Just(0)]);
+        let ordinals: Vec<Ordinal> = (0..count)
+            .map(
+                |_| match held.is_empty() || h.draw(prop::bool::weighted(0.2)) {
+                    true => Ordinal(h.draw(ordinal())),
+                    false => h.draw(select(held.clone())),
+                },
+            )
+            .collect();
+        let entity_type = h.draw(prop_oneof![4 => Just(None), 1 => text().prop_map(Some)]);
+        let summary = h.draw(prop_oneof![4 => Just(None), 1 => text().prop_map(Some)]);
+        parts.push(SplitPart {
+            name: part_name,
+            entity_type,
+            ordinals,
+            summary,
+        });
+    }
+    let mut request = SplitEntity::new(&name, parts.clone());
+    if h.draw(prop::bool::weighted(0.2)) {
+        request.relation_type = h.draw(text());
+    }
+    let relation_type = request.relation_type.clone();
+
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&name), "name");
+    blame.unless(name_ok(&relation_type), "relation_type");
+    blame.unless((1..=16).contains(&parts.len()), "parts");
+    let mut taken: Vec<Ordinal> = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let repeated = part.name == name || parts[..i].iter().any(|p| p.name == part.name);
+        // A part is a new node: the store refuses a name a node or an alias holds.
+        let held_name = node.is_some() && h.before.resolve(&part.name).is_some();
+        blame.unless(
+            name_ok(&part.name) && !repeated && !held_name,
+            format!("parts[{i}].name"),
+        );
+        if let Some(entity_type) = &part.entity_type {
+            blame.unless(name_ok(entity_type), format!("parts[{i}].entity_type"));
+        }
+        if let Some(summary) = &part.summary {
+            blame.unless(content_ok(summary), format!("parts[{i}].summary"));
+        }
+        blame.unless(!part.ordinals.is_empty(), format!("parts[{i}].ordinals"));
+        for (j, ordinal) in part.ordinals.iter().enumerate() {
+            let current = node.is_none() || held.contains(ordinal);
+            blame.unless(
+                ordinal.0 >= 1 && !taken.contains(ordinal) && current,
+                format!("parts[{i}].ordinals[{j}]"),
+            );
+            taken.push(*ordinal);
+        }
+    }
+    let m = h.memory.clone();
+    let call = m.call(h.ws, request);
+    let input = (&name, &parts, &relation_type);
+    let Some(split) = h.run("split_entity", &input, &blame, call).await else {
+        return;
+    };
+    let after = h.snapshot().await;
+    let left = current_ordinals(&after, &split.name);
+    assert!(taken.iter().all(|o| !left.contains(o)), "{}", short(&split));
+    let relations = after.relations();
+    for part in &parts {
+        let created = after.node(&part.name).expect("a part is created");
+        assert_eq!(
+            created.observations.len(),
+            part.ordinals.len(),
+            "{}",
+            short(&split)
+        );
+        let relation = (part.name.clone(), relation_type.clone(), split.name.clone());
+        assert!(relations.contains(&relation), "{}", short(&split));
+    }
 }
 
 async fn get_history(h: &mut Harness) {
