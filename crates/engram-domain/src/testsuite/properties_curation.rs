@@ -151,19 +151,7 @@ async fn end_relations(h: &mut Harness) {
         relations.push(relation);
     }
     let at = h.draw(ended_at());
-    let mut blame = Blame::default();
-    blame.batch(relations.len(), "relations");
-    for (i, r) in relations.iter().enumerate() {
-        blame.unless(
-            name_ok(&r.from_entity),
-            format!("relations[{i}].from_entity"),
-        );
-        blame.unless(name_ok(&r.to_entity), format!("relations[{i}].to_entity"));
-        blame.unless(
-            name_ok(&r.relation_type),
-            format!("relations[{i}].relation_type"),
-        );
-    }
+    let mut blame = super::properties_writes::blame_relations(&relations);
     blame_ended_at(&mut blame, at);
 
     let mut request = EndRelations::new(&relations);

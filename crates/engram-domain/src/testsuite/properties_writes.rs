@@ -457,7 +457,8 @@ fn relation_batch(h: &mut Harness) -> Vec<RelationSpec> {
     relations
 }
 
-fn blame_relations(relations: &[RelationSpec]) -> Blame {
+/// The oracle on a batch of relations: 1–1,000, each with valid endpoint names and type.
+pub(super) fn blame_relations(relations: &[RelationSpec]) -> Blame {
     let mut blame = Blame::default();
     blame.batch(relations.len(), "relations");
     for (i, r) in relations.iter().enumerate() {
