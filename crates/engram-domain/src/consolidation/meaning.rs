@@ -37,7 +37,8 @@ const MEANING_NODES: usize = 200;
 
 /// The pairs by meaning among the facts of the [`MEANING_NODES`] most recently changed nodes
 /// of `scan` (vectors of `model` in `perspective`), within `deadline`, added to the scan's
-/// `duplicates` and `versions` where words found none for the newer fact.
+/// `duplicates` and `versions` where words found none for the newer fact. A notice says when
+/// the deadline left nodes uncompared.
 pub(super) async fn add(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
@@ -45,6 +46,7 @@ pub(super) async fn add(
     cosines: FactPairCosines,
     scan: &mut Scan,
     deadline: Instant,
+    notices: &mut Vec<String>,
 ) -> Result<()> {
     let mut recent: Vec<usize> = (0..scan.nodes.len())
         .filter(|&i| scan.fact_counts[i] >= 2)
@@ -55,8 +57,14 @@ pub(super) async fn add(
         .chain(&scan.versions)
         .map(|pair| (pair.name.clone(), pair.ordinals[1]))
         .collect();
-    for i in recent {
+    let chosen = recent.len();
+    for (done, i) in recent.into_iter().enumerate() {
         if Instant::now() >= deadline {
+            notices.push(format!(
+                "duplicate_observations, possibly_superseded: compared the facts of {done} of \
+                 the {chosen} most recently changed nodes by meaning within the report's {} s",
+                grouping::ANALYSIS_BUDGET.as_secs()
+            ));
             break;
         }
         let name = scan.nodes[i].name.clone();

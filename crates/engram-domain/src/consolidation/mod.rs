@@ -294,7 +294,11 @@ impl Reporter<'_> {
         let model = self.embedder.map(|e| e.model_id());
         if let (Some(model), Some(cosines)) = (model, self.embedder.and_then(|e| e.fact_pairs())) {
             let vectors = (model, similarity.perspective);
-            meaning::add(self.store, workspace, vectors, cosines, &mut scan, deadline).await?;
+            let (scan, notices) = (&mut scan, &mut notices);
+            meaning::add(
+                self.store, workspace, vectors, cosines, scan, deadline, notices,
+            )
+            .await?;
         }
         if scan.uncompared > 0 {
             notices.push(format!(
