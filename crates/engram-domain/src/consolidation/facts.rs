@@ -13,7 +13,7 @@
 //!   half of the longer kept) — or other words when most of the sentence is kept (at least
 //!   [`VERSION_SHARE`] of the longer and three words) and the change is one of an attribute's
 //!   value: the passage follows "is", "are", "was" or "were" ("the deploy target is staging" and
-//!   "… is production"), or the newer fact says it changed ("now", "no longer", "instead",
+//!   "… is production"), or the newer fact says it changed ("now", "no longer", "moved",
 //!   "moved", "switched", …), or the texts are long (a revised document, past
 //!   [`LONG_TEXT_WORDS`] words). Precision first: "Leo speaks Portuguese" and "Leo speaks Spanish"
 //!   may both stay true, and a hint on two true facts is worse than none (issue 58; measured on
@@ -269,27 +269,17 @@ fn is_copula(word: u64) -> bool {
     HASHES.contains(&word)
 }
 
-/// Words with which a fact says that something changed, in English.
+/// Words with which a fact says that something changed, in English: markers of time
+/// ("now", "no longer", "these days") and verbs of change ("moved", "replaced", "retired").
+/// Not "instead" or "rather than": "wants pathlib rather than os.path" states a preference as
+/// often as a change.
+#[rustfmt::skip]
 const CHANGE_CUES: &[&str] = &[
-    "now",
-    "no longer",
-    "instead",
-    "moved",
-    "switched",
-    "replaced",
-    "migrated",
-    "changed",
-    "anymore",
-    "any more",
-    "no more",
-    "previously",
-    "formerly",
-    "became",
-    "took over",
-    "taken over",
-    "rather than",
-    "these days",
-    "since",
+    "now", "no longer", "anymore", "any more", "no more", "these days", "from now on", "since", "previously", "formerly", "used to",
+    "moved", "switched", "replaced", "migrated", "changed", "became", "took over",
+    "taken over", "transferred", "reassigned", "relocated", "rewritten", "renamed", "upgraded",
+    "downgraded", "deprecated", "decommissioned", "retired", "dropped", "stopped", "left",
+    "joined", "resumed", "shifted", "ended", "finished", "is gone", "are gone", "back from",
 ];
 
 /// Whether `words` (hashes, in order) hold one of [`CHANGE_CUES`].

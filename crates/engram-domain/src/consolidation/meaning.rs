@@ -5,7 +5,7 @@
 //! the most recently changed nodes, and judged by the embedding model's own cosines
 //! ([`FactPairCosines`]): a repeat is at least [`FactPairCosines::repeats`] alike and more
 //! than one short passage apart (facts one word apart may both stay true, and vectors cannot
-//! tell); an update says it changed ("now", "moved", "instead", …) and is at least
+//! tell); an update says it changed ("now", "moved", "no longer", …) and is at least
 //! [`FactPairCosines::may_update`] alike. Each newer fact is paired with the older fact most
 //! like it, and only when words found no pair for it.
 

@@ -222,10 +222,10 @@ impl LocalModel {
 
     /// The cosines at which this model finds two facts of one node a repeat or an update,
     /// each fact embedded as the general perspective writes it ("{type} {name}: {fact}"). On
-    /// the project's 186 fact pairs (BENCHMARKS.md, "Updates and repeats"), MiniLM at 0.87 /
-    /// 0.65 flags 21 of 24 paraphrased repeats and 24 of 44 reworded updates and 1 of 68 pairs
-    /// of true facts; e5, whose cosines lie higher and closer, at 0.965 / 0.91: 15 of 24, 27 of
-    /// 44 and 3 of 68.
+    /// the project's 186 fact pairs (`cargo run -p engram --example fact_pairs`, BENCHMARKS.md
+    /// "Updates and repeats"), the report with MiniLM at 0.87 / 0.65 lists 18 of 24 paraphrased
+    /// repeats as repeats, 33 of 44 reworded updates as updates, and 1 of 68 pairs of true
+    /// facts; with e5, whose cosines lie higher and closer, at 0.965 / 0.91: 17, 34 and 2.
     pub fn fact_pairs(self) -> FactPairCosines {
         match self {
             Self::AllMiniLmL6V2 => FactPairCosines {
