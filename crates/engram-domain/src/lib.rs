@@ -91,7 +91,7 @@ pub use search::requests::{
 pub use search::results::*;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
-    SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult,
+    SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, plan_split,
 };
 pub use store::*;
 pub use tool::{Effect, Tool, ToolContext, ToolVisitor};

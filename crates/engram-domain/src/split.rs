@@ -209,6 +209,52 @@ pub struct CreatedPart {
     pub observations: Vec<SplitMove>,
 }
 
+/// What `split_entity` writes, planned once for both stores from the request and the
+/// original node (`name`, `entity_type`) as its store's transaction reads it: each part's new
+/// node (its type: the part's, else the original's) with its facts' moves (the old ordinals
+/// ascending, new ordinals 1, 2, …), and each part's relation to the original, in the
+/// request's order. The store creates what the plan says and answers it.
+///
+/// Errors: [`Error::InvalidArgument`] naming `parts[i].ordinals[j]` when that ordinal holds
+/// no current fact of the original (`is_current` says which do).
+pub fn plan_split(
+    request: &SplitEntity,
+    (name, entity_type): (&str, &str),
+    is_current: impl Fn(Ordinal) -> bool,
+) -> Result<SplitResult> {
+    let mut parts = Vec::with_capacity(request.parts.len());
+    for (i, part) in request.parts.iter().enumerate() {
+        if let Some(j) = part.ordinals.iter().position(|o| !is_current(*o)) {
+            return Err(Error::invalid(
+                format!("parts[{i}].ordinals[{j}]"),
+                format!("{name} has no current fact {}", part.ordinals[j]),
+            ));
+        }
+        let mut old = part.ordinals.clone();
+        old.sort_unstable();
+        parts.push(CreatedPart {
+            name: part.name.clone(),
+            entity_type: (part.entity_type.as_deref())
+                .unwrap_or(entity_type)
+                .to_owned(),
+            observations: (old.into_iter().zip(1..))
+                .map(|(old_ordinal, new)| SplitMove {
+                    old_ordinal,
+                    new_ordinal: Ordinal(new),
+                })
+                .collect(),
+        });
+    }
+    let relations = (request.parts.iter())
+        .map(|part| Relation::new(&part.name, name, &request.relation_type))
+        .collect();
+    Ok(SplitResult {
+        name: name.to_owned(),
+        parts,
+        relations,
+    })
+}
+
 /// Result of `split_entity`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -418,6 +464,45 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_split_is_planned_in_the_originals_order_and_refuses_a_fact_it_lacks() {
+        let part = |name: &str, entity_type: Option<&str>, ordinals: &[i64]| SplitPart {
+            name: name.into(),
+            entity_type: entity_type.map(Into::into),
+            ordinals: ordinals.iter().copied().map(Ordinal).collect(),
+            summary: None,
+        };
+        let request = SplitEntity::new(
+            "engram",
+            vec![
+                part("storage", None, &[7, 2]),
+                part("search", Some("topic"), &[3]),
+            ],
+        );
+        let plan = plan_split(&request, ("engram", "project"), |o| o.0 <= 7).unwrap();
+        let moves = |p: &CreatedPart| -> Vec<(i64, i64)> {
+            (p.observations.iter())
+                .map(|m| (m.old_ordinal.0, m.new_ordinal.0))
+                .collect()
+        };
+        assert_eq!(moves(&plan.parts[0]), [(2, 1), (7, 2)]);
+        assert_eq!(plan.parts[0].entity_type, "project");
+        assert_eq!(moves(&plan.parts[1]), [(3, 1)]);
+        assert_eq!(plan.parts[1].entity_type, "topic");
+        assert_eq!(
+            plan.relations,
+            [
+                Relation::new("storage", "engram", "part_of"),
+                Relation::new("search", "engram", "part_of")
+            ]
+        );
+        let lacking = plan_split(&request, ("engram", "project"), |o| o.0 != 2).unwrap_err();
+        assert!(
+            lacking.to_string().contains("parts[0].ordinals[1]"),
+            "{lacking}"
+        );
+    }
 
     fn groups(facts: &[FactVector], max_parts: usize) -> Vec<SplitGroup> {
         grouping(facts, max_parts, &Budget::unbounded()).groups

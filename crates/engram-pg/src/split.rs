@@ -85,26 +85,11 @@ async fn split(
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect();
-    for (i, part) in request.parts.iter().enumerate() {
-        for (j, ordinal) in part.ordinals.iter().enumerate() {
-            if !current.contains_key(&ordinal.0) {
-                return Err(Error::invalid(
-                    format!("parts[{i}].ordinals[{j}]"),
-                    format!("{name} has no current fact {ordinal}"),
-                ));
-            }
-        }
-    }
-    let mut parts = Vec::with_capacity(request.parts.len());
-    let mut relations = Vec::with_capacity(request.parts.len());
-    for part in &request.parts {
-        let mut ordinals: Vec<i64> = part.ordinals.iter().map(|o| o.0).collect();
-        ordinals.sort_unstable();
-        let part_type = part
-            .entity_type
-            .clone()
-            .unwrap_or_else(|| entity_type.clone());
-        let count = ordinals.len() as i64;
+    let plan = plan_split(request, (&name, &entity_type), |o| {
+        current.contains_key(&o.0)
+    })?;
+    for (created, part) in plan.parts.iter().zip(&request.parts) {
+        let count = created.observations.len() as i64;
         let part_id: i64 = client
             .query_one(
                 "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
@@ -113,8 +98,8 @@ async fn split(
                  RETURNING id",
                 &[
                     &workspace.0,
-                    &part.name,
-                    &part_type,
+                    &created.name,
+                    &created.entity_type,
                     &part.summary,
                     &(count + 1),
                 ],
@@ -122,8 +107,14 @@ async fn split(
             .await
             .map_err(db)?
             .get(0);
-        let ids: Vec<i64> = ordinals.iter().map(|o| current[o]).collect();
-        let new: Vec<i64> = (1..=count).collect();
+        let ids: Vec<i64> = (created.observations.iter())
+            .map(|m| current[&m.old_ordinal.0])
+            .collect();
+        let new: Vec<i64> = created
+            .observations
+            .iter()
+            .map(|m| m.new_ordinal.0)
+            .collect();
         client
             .execute(
                 "UPDATE observations o SET node_id = $1, ordinal = m.ordinal
@@ -144,27 +135,12 @@ async fn split(
             .execute(
                 "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, detail)
                  VALUES ($1, $2, $3, 'node', 'update', 'split:' || $4)",
-                &[&workspace.0, &id, &name, &part.name],
+                &[&workspace.0, &id, &name, &created.name],
             )
             .await
             .map_err(db)?;
-        relations.push(Relation::new(&part.name, &name, &request.relation_type));
-        parts.push(CreatedPart {
-            name: part.name.clone(),
-            entity_type: part_type,
-            observations: (ordinals.iter().zip(&new))
-                .map(|(old, new)| SplitMove {
-                    old_ordinal: Ordinal(*old),
-                    new_ordinal: Ordinal(*new),
-                })
-                .collect(),
-        });
     }
-    Ok(SplitResult {
-        name,
-        parts,
-        relations,
-    })
+    Ok(plan)
 }
 
 /// The node's current facts in ordinal order, each with its vector of `model` in

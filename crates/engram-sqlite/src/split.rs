@@ -78,26 +78,14 @@ fn split(
     )?
     .into_iter()
     .collect();
-    for (i, part) in request.parts.iter().enumerate() {
-        for (j, ordinal) in part.ordinals.iter().enumerate() {
-            if !current.contains_key(&ordinal.0) {
-                return Err(Error::invalid(
-                    format!("parts[{i}].ordinals[{j}]"),
-                    format!("{name} has no current fact {ordinal}"),
-                ));
-            }
-        }
-    }
-    let mut parts = Vec::with_capacity(request.parts.len());
-    let mut relations = Vec::with_capacity(request.parts.len());
-    for part in &request.parts {
-        let mut ordinals: Vec<i64> = part.ordinals.iter().map(|o| o.0).collect();
-        ordinals.sort_unstable();
-        let part_type = part
-            .entity_type
-            .clone()
-            .unwrap_or_else(|| entity_type.clone());
-        let count = ordinals.len() as i64;
+    let plan = plan_split(request, (&name, &entity_type), |o| {
+        current.contains_key(&o.0)
+    })?;
+    let mut moved = tx
+        .prepare_cached("UPDATE observations SET node_id = ?1, ordinal = ?2 WHERE id = ?3")
+        .map_err(db)?;
+    for (created, part) in plan.parts.iter().zip(&request.parts) {
+        let count = created.observations.len() as i64;
         let part_id: i64 = tx
             .query_row(
                 "INSERT INTO nodes (workspace_id, name, entity_type, summary, summary_updated_at,
@@ -105,22 +93,24 @@ fn split(
                  VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NOT NULL THEN engram_now() END, ?5,
                          engram_now(), engram_now())
                  RETURNING id",
-                params![workspace.0, part.name, part_type, part.summary, count + 1],
+                params![
+                    workspace.0,
+                    created.name,
+                    created.entity_type,
+                    part.summary,
+                    count + 1
+                ],
                 |row| row.get(0),
             )
             .map_err(db)?;
-        let mut moved = tx
-            .prepare_cached("UPDATE observations SET node_id = ?1, ordinal = ?2 WHERE id = ?3")
-            .map_err(db)?;
-        let mut moves = Vec::with_capacity(ordinals.len());
-        for (new, old) in (1..).zip(&ordinals) {
+        for step in &created.observations {
             moved
-                .execute(params![part_id, new, current[old]])
+                .execute(params![
+                    part_id,
+                    step.new_ordinal.0,
+                    current[&step.old_ordinal.0]
+                ])
                 .map_err(db)?;
-            moves.push(SplitMove {
-                old_ordinal: Ordinal(*old),
-                new_ordinal: Ordinal(new),
-            });
         }
         tx.execute(
             "INSERT INTO relations (workspace_id, from_node_id, to_node_id, relation_type,
@@ -132,21 +122,11 @@ fn split(
         tx.execute(
             "INSERT INTO events (workspace_id, node_id, node_name, subject, operation, at, detail)
              VALUES (?1, ?2, ?3, 'node', 'update', engram_now(), 'split:' || ?4)",
-            params![workspace.0, id, name, part.name],
+            params![workspace.0, id, name, created.name],
         )
         .map_err(db)?;
-        relations.push(Relation::new(&part.name, &name, &request.relation_type));
-        parts.push(CreatedPart {
-            name: part.name.clone(),
-            entity_type: part_type,
-            observations: moves,
-        });
     }
-    Ok(SplitResult {
-        name,
-        parts,
-        relations,
-    })
+    Ok(plan)
 }
 
 /// The node's current facts in ordinal order, each with its vector of `model` in
