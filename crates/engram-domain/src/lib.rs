@@ -67,8 +67,8 @@ pub use memory_secrets::SecretPolicy;
 pub use memory_stats::GetStats;
 pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph};
 pub use merge::{
-    AliasesUpdate, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities, MovedObservation,
-    SetAliases,
+    AliasesUpdate, FactMoves, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities,
+    MovedObservation, SetAliases, SourceFact, plan_merge_facts,
 };
 pub use model::*;
 pub use nodes::{

@@ -102,6 +102,72 @@ pub struct MergedEntities {
     pub aliases: Vec<String>,
 }
 
+/// One fact of a merge's source as its store reads it: the store's own handle of the row
+/// (`Id`), its ordinal and text, and whether it is current.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFact<Id> {
+    /// The store's handle of the row.
+    pub id: Id,
+    /// Its ordinal in the source.
+    pub ordinal: Ordinal,
+    /// Its text.
+    pub content: String,
+    /// Whether it holds now (not ended, not expired).
+    pub current: bool,
+}
+
+/// Where a merge's facts go ([`plan_merge_facts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactMoves<Id> {
+    /// Every source fact, in the sources' order and then their ordinals': where it went.
+    pub moved: Vec<MovedObservation>,
+    /// The rows that move to the target, each with its new ordinal there.
+    pub kept: Vec<(Id, Ordinal)>,
+    /// The rows to delete: current facts whose exact text the target holds as a current fact.
+    pub dropped: Vec<Id>,
+    /// The target's ordinal counter afterwards.
+    pub next_ordinal: i64,
+}
+
+/// Where `merge_entities` puts the sources' facts, planned once for both stores from what each
+/// store's transaction reads: the target's current texts (`held`), its ordinal counter
+/// (`next_ordinal`), and each source's name with its facts in ordinal order. A current fact
+/// whose exact text the target (or a source before it) holds as a current fact is dropped;
+/// every other fact, ended ones too, takes the target's next ordinal in turn. Versions,
+/// periods and vectors move with their rows in the store.
+pub fn plan_merge_facts<Id: Copy>(
+    held: impl IntoIterator<Item = String>,
+    next_ordinal: i64,
+    sources: &[(&str, Vec<SourceFact<Id>>)],
+) -> FactMoves<Id> {
+    let mut current: std::collections::HashSet<String> = held.into_iter().collect();
+    let mut plan = FactMoves {
+        moved: Vec::new(),
+        kept: Vec::new(),
+        dropped: Vec::new(),
+        next_ordinal,
+    };
+    for (name, facts) in sources {
+        for fact in facts {
+            let new_ordinal = if fact.current && !current.insert(fact.content.clone()) {
+                plan.dropped.push(fact.id);
+                None
+            } else {
+                let ordinal = Ordinal(plan.next_ordinal);
+                plan.kept.push((fact.id, ordinal));
+                plan.next_ordinal += 1;
+                Some(ordinal)
+            };
+            plan.moved.push(MovedObservation {
+                from: (*name).to_owned(),
+                old_ordinal: fact.ordinal,
+                new_ordinal,
+            });
+        }
+    }
+    plan
+}
+
 /// `set_aliases`: the other names a node answers to.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -401,4 +467,64 @@ impl Tool for SetAliases {
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<MergeEntities>();
     visitor.visit::<SetAliases>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(id: u8, ordinal: i64, content: &str, current: bool) -> SourceFact<u8> {
+        SourceFact {
+            id,
+            ordinal: Ordinal(ordinal),
+            content: content.into(),
+            current,
+        }
+    }
+
+    #[test]
+    fn a_merge_drops_current_facts_the_target_holds_and_numbers_the_rest_in_turn() {
+        let sources = [
+            (
+                "pg",
+                vec![
+                    fact(1, 1, "stores the graph", true),
+                    fact(2, 2, "runs on 15", false),
+                    fact(3, 4, "has pgvector", true),
+                ],
+            ),
+            (
+                "postgres",
+                vec![
+                    fact(4, 1, "has pgvector", true),
+                    fact(5, 2, "stores the graph", false),
+                ],
+            ),
+        ];
+        let plan = plan_merge_facts(["stores the graph".to_owned()], 7, &sources);
+        assert_eq!(
+            plan.dropped,
+            [1, 4],
+            "held by the target, then by an earlier source"
+        );
+        assert_eq!(
+            plan.kept,
+            [(2, Ordinal(7)), (3, Ordinal(8)), (5, Ordinal(9))],
+            "ended facts move whatever their text"
+        );
+        assert_eq!(plan.next_ordinal, 10);
+        let moved: Vec<(&str, i64, Option<i64>)> = (plan.moved.iter())
+            .map(|m| (m.from.as_str(), m.old_ordinal.0, m.new_ordinal.map(|o| o.0)))
+            .collect();
+        assert_eq!(
+            moved,
+            [
+                ("pg", 1, None),
+                ("pg", 2, Some(7)),
+                ("pg", 4, Some(8)),
+                ("postgres", 1, None),
+                ("postgres", 2, Some(9))
+            ]
+        );
+    }
 }

@@ -47,9 +47,8 @@ async fn lock_nodes(
         .collect())
 }
 
-/// Moves the sources' facts to the target in their order: new ordinals from the target's
-/// counter, an exact duplicate of a current target fact dropped. Versions, periods and vectors
-/// move with their rows.
+/// Moves the sources' facts to the target as [`plan_merge_facts`] plans it, writing in three
+/// statements. Versions, periods and vectors move with their rows.
 async fn move_observations(
     client: &impl GenericClient,
     target: i64,
@@ -63,14 +62,12 @@ async fn move_observations(
         )
         .await
         .map_err(db)?;
-    let mut current: HashSet<String> = held.iter().map(|row| row.get(0)).collect();
     let next: i64 = client
         .query_one("SELECT next_ordinal FROM nodes WHERE id = $1", &[&target])
         .await
         .map_err(db)?
         .get(0);
-    let (mut next, mut moved, mut ids, mut ordinals, mut dropped) =
-        (next, Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut facts = Vec::with_capacity(sources.len());
     for source in sources {
         let rows = client
             .query(
@@ -80,28 +77,27 @@ async fn move_observations(
             )
             .await
             .map_err(db)?;
-        for row in &rows {
-            let (id, ordinal, content): (i64, i64, String) =
-                (row.get("id"), row.get("ordinal"), row.get("content"));
-            let is_current: bool = row.get("current");
-            let new_ordinal = if is_current && !current.insert(content) {
-                dropped.push(id);
-                None
-            } else {
-                ids.push(id);
-                ordinals.push(next);
-                next += 1;
-                Some(Ordinal(next - 1))
-            };
-            moved.push(MovedObservation {
-                from: source.name.clone(),
-                old_ordinal: Ordinal(ordinal),
-                new_ordinal,
-            });
-        }
+        let rows: Vec<SourceFact<i64>> = (rows.iter())
+            .map(|row| SourceFact {
+                id: row.get("id"),
+                ordinal: Ordinal(row.get("ordinal")),
+                content: row.get("content"),
+                current: row.get("current"),
+            })
+            .collect();
+        facts.push((source.name.as_str(), rows));
     }
+    let plan = plan_merge_facts(held.iter().map(|row| row.get(0)), next, &facts);
+    let (ids, ordinals): (Vec<i64>, Vec<i64>) = plan
+        .kept
+        .iter()
+        .map(|(id, ordinal)| (*id, ordinal.0))
+        .unzip();
     client
-        .execute("DELETE FROM observations WHERE id = ANY($1)", &[&dropped])
+        .execute(
+            "DELETE FROM observations WHERE id = ANY($1)",
+            &[&plan.dropped],
+        )
         .await
         .map_err(db)?;
     client
@@ -115,11 +111,11 @@ async fn move_observations(
     client
         .execute(
             "UPDATE nodes SET next_ordinal = $2 WHERE id = $1",
-            &[&target, &next],
+            &[&target, &plan.next_ordinal],
         )
         .await
         .map_err(db)?;
-    Ok(moved)
+    Ok(plan.moved)
 }
 
 /// Re-points the sources' relations to the target: those it already has, and those between a

@@ -38,68 +38,64 @@ fn find(tx: &Transaction<'_>, workspace: WorkspaceId, name: &str) -> Result<Opti
     .map_err(db)
 }
 
-/// Moves the sources' facts to the target in their order: new ordinals from the target's
-/// counter, a current fact whose exact text the target holds as a current fact dropped.
-/// Versions, periods and vectors move with their rows.
+/// Moves the sources' facts to the target as [`plan_merge_facts`] plans it. Versions,
+/// periods and vectors move with their rows.
 fn move_observations(
     tx: &Transaction<'_>,
     target: i64,
     sources: &[Found],
 ) -> Result<Vec<MovedObservation>> {
     let current = "(valid_to IS NULL OR valid_to > engram_now())";
-    let mut held: HashSet<String> = query(
+    let held: Vec<String> = query(
         tx,
         &format!("SELECT content FROM observations WHERE node_id = ?1 AND {current}"),
         params![target],
         |row| row.get(0),
-    )?
-    .into_iter()
-    .collect();
-    let mut next: i64 = tx
+    )?;
+    let next: i64 = tx
         .query_row(
             "SELECT next_ordinal FROM nodes WHERE id = ?1",
             params![target],
             |r| r.get(0),
         )
         .map_err(db)?;
-    let mut moved = Vec::new();
+    let mut facts = Vec::with_capacity(sources.len());
     for source in sources {
-        let rows: Vec<(i64, i64, String, bool)> = query(
+        let rows: Vec<SourceFact<i64>> = query(
             tx,
             &format!(
                 "SELECT id, ordinal, content, {current} FROM observations
                  WHERE node_id = ?1 ORDER BY ordinal"
             ),
             params![source.id],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            |row| {
+                Ok(SourceFact {
+                    id: row.get(0)?,
+                    ordinal: Ordinal(row.get(1)?),
+                    content: row.get(2)?,
+                    current: row.get(3)?,
+                })
+            },
         )?;
-        for (id, ordinal, content, is_current) in rows {
-            let new_ordinal = if is_current && !held.insert(content) {
-                tx.execute("DELETE FROM observations WHERE id = ?1", params![id])
-                    .map_err(db)?;
-                None
-            } else {
-                tx.execute(
-                    "UPDATE observations SET node_id = ?1, ordinal = ?2 WHERE id = ?3",
-                    params![target, next, id],
-                )
-                .map_err(db)?;
-                next += 1;
-                Some(Ordinal(next - 1))
-            };
-            moved.push(MovedObservation {
-                from: source.name.clone(),
-                old_ordinal: Ordinal(ordinal),
-                new_ordinal,
-            });
-        }
+        facts.push((source.name.as_str(), rows));
+    }
+    let plan = plan_merge_facts(held, next, &facts);
+    for id in &plan.dropped {
+        tx.execute("DELETE FROM observations WHERE id = ?1", params![id])
+            .map_err(db)?;
+    }
+    let mut moved = tx
+        .prepare_cached("UPDATE observations SET node_id = ?1, ordinal = ?2 WHERE id = ?3")
+        .map_err(db)?;
+    for (id, ordinal) in &plan.kept {
+        moved.execute(params![target, ordinal.0, id]).map_err(db)?;
     }
     tx.execute(
         "UPDATE nodes SET next_ordinal = ?2 WHERE id = ?1",
-        params![target, next],
+        params![target, plan.next_ordinal],
     )
     .map_err(db)?;
-    Ok(moved)
+    Ok(plan.moved)
 }
 
 /// Re-points the sources' relations to the target: those it already has, and those between a
