@@ -5,7 +5,7 @@
 //! letters and digits.
 //!
 //! - **Duplicate**: the same words, or the same content words in the same order (stemmed,
-//!   stop words aside) and the same values ("Alice prefers dark mode" and "Alice prefers the
+//!   filler words such as "the" aside) and the same values ("Alice prefers dark mode" and "Alice prefers the
 //!   dark mode"). Two facts that differ in one content word are two facts: "maintains the
 //!   Terraform modules for networking" and "… for IAM".
 //! - **Version**: the same sentence with one short passage changed — a value, a number (in
@@ -14,7 +14,7 @@
 //!   [`VERSION_SHARE`] of the longer and three words) and the change is one of an attribute's
 //!   value: the passage follows "is", "are", "was" or "were" ("the deploy target is staging" and
 //!   "… is production"), or the newer fact says it changed ("now", "no longer", "moved",
-//!   "moved", "switched", …), or the texts are long (a revised document, past
+//!   "switched", …), or the texts are long (a revised document, past
 //!   [`LONG_TEXT_WORDS`] words). Precision first: "Leo speaks Portuguese" and "Leo speaks Spanish"
 //!   may both stay true, and a hint on two true facts is worse than none (issue 58; measured on
 //!   `xtask/data/fact-pairs.json` by `words_only_detection_on_the_projects_fact_pairs`).
@@ -66,7 +66,7 @@ pub struct FactPair {
 /// A fact as compared: its words as 64-bit hashes (FNV-1a of the lower-cased word: two
 /// different words of one node share one with a chance of about 2⁻⁶⁴), in order and as a
 /// sorted bag (each distinct hash with its count); its values' hashes (words with a digit, a
-/// number's, a month's or a weekday's name) sorted; its content words' stems' hashes (stop
+/// number's, a month's or a weekday's name) sorted; its content words' stems' hashes (filler
 /// words aside) in order; and whether it says that something changed ([`CHANGE_CUES`]). No word
 /// is copied.
 pub(crate) struct Words {
@@ -118,7 +118,8 @@ impl Words {
     }
 }
 
-/// The hash of `word`'s stem (its hash is `hash`), or `None` for a stop word. Stems are kept
+/// The hash of `word`'s stem (its hash is `hash`), or `None` for a filler word
+/// ([`FILLER_WORDS`]). Stems are kept
 /// per thread by word (a node's facts repeat their words; `add_observations` compares a new
 /// fact with the node's newest facts on every call), at most [`STEMS_KEPT`] at once.
 fn content_stem(word: &str, hash: u64) -> Option<u64> {
@@ -133,8 +134,9 @@ fn content_stem(word: &str, hash: u64) -> Option<u64> {
         if stems.len() >= STEMS_KEPT {
             stems.clear();
         }
-        let lower = word.to_lowercase();
-        let stem = (!crate::search::words::is_stop_word(&lower)).then(|| {
+        // Lower-cased as `word_hash` does, so that the stem depends on the key alone.
+        let lower: String = word.chars().flat_map(char::to_lowercase).collect();
+        let stem = (!FILLER_WORDS.contains(&lower.as_str())).then(|| {
             let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
             word_hash(&stemmer.stem(&lower))
         });
@@ -143,8 +145,17 @@ fn content_stem(word: &str, hash: u64) -> Option<u64> {
     })
 }
 
-/// Most word stems [`content_stem`] keeps per thread (about 2 MB).
+/// Most word stems [`content_stem`] keeps per thread (about 3 MB).
 const STEMS_KEPT: usize = 65_536;
+
+/// Words that say nothing a fact turns on: two facts apart only in these say one thing twice
+/// ("Alice prefers the dark mode"). Not the search's stop words, which hold words that do
+/// ("on" / "off", "before" / "after", "in" / "out", "all" / "some").
+#[rustfmt::skip]
+const FILLER_WORDS: &[&str] = &[
+    "a", "an", "the", "this", "that", "these", "those", "of", "to", "is", "are", "be", "been",
+    "being", "very", "really", "just", "also", "quite", "so",
+];
 
 impl Words {
     /// Whether the fact says that something changed ([`CHANGE_CUES`]).
@@ -162,7 +173,9 @@ pub(crate) fn one_passage_apart(older: &Words, newer: &Words) -> bool {
     let shorter = a.len().min(b.len());
     let prefix = common_run(a, b, shorter, false);
     let suffix = common_run(a, b, shorter - prefix, true);
-    a.len() - prefix - suffix <= MAX_CHANGED_WORDS && b.len() - prefix - suffix <= MAX_CHANGED_WORDS
+    prefix + suffix > 0
+        && a.len() - prefix - suffix <= MAX_CHANGED_WORDS
+        && b.len() - prefix - suffix <= MAX_CHANGED_WORDS
 }
 
 /// FNV-1a over the UTF-8 of `word` lower-cased.
@@ -341,8 +354,13 @@ fn date_word(hash: u64) -> bool {
 /// and only while `budget` lasts.
 pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)], budget: &Budget) -> NodePairs {
     let facts = &facts[facts.len().saturating_sub(MAX_COMPARED_FACTS)..];
-    let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
     let mut found = NodePairs::default();
+    if facts.len() >= 2 && budget.spent() {
+        // Past the deadline: no words read for nothing.
+        found.cut_short = true;
+        return found;
+    }
+    let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
     for newer in 1..facts.len() {
         if budget.spent() {
             found.cut_short = true;
@@ -472,6 +490,7 @@ mod tests {
             ),
             // An attribute's value after "is", a number in words, a change said.
             ("The default branch is trunk", "The default branch is main"),
+            ("The dark-launch flag is on", "The dark-launch flag is off"),
             (
                 "The cluster runs four replicas of the gateway",
                 "The cluster runs six replicas of the gateway",
@@ -494,6 +513,10 @@ mod tests {
         for (older, newer) in [
             ("Alice reports to Bob", "Bob reports to Alice"),
             // One content word apart: two facts that may both stay true.
+            (
+                "Smoke tests run before the deploy",
+                "Smoke tests run after the deploy",
+            ),
             (
                 "Maria maintains the Helm charts for ingress",
                 "Maria maintains the Helm charts for logging",

@@ -9,7 +9,7 @@
 //! [`FactPairCosines::may_update`] alike. Each newer fact is paired with the older fact most
 //! like it, and only when words found no pair for it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -17,7 +17,7 @@ use crate::grouping;
 use crate::model::{Ordinal, PerspectiveId, WorkspaceId};
 use crate::store::{FactVectors, MemoryStore};
 
-use super::facts::{self, FactPair, MAX_COMPARED_FACTS, Words};
+use super::facts::{self, FactPair, Words};
 use super::scan::Scan;
 
 /// The cosines at which an embedding model finds two facts of one node a repeat or an update
@@ -35,6 +35,10 @@ pub struct FactPairCosines {
 /// facts (older ones were compared by earlier reports); one store read each.
 const MEANING_NODES: usize = 200;
 
+/// A node's newest facts compared by meaning, as `add_observations` compares a new fact with
+/// the newest it holds: each read carries their vectors.
+const MEANING_FACTS: u32 = 128;
+
 /// The pairs by meaning among the facts of the [`MEANING_NODES`] most recently changed nodes
 /// of `scan` (vectors of `model` in `perspective`), within `deadline`, added to the scan's
 /// `duplicates` and `versions` where words found none for the newer fact. A notice says when
@@ -42,7 +46,7 @@ const MEANING_NODES: usize = 200;
 pub(super) async fn add(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
-    (model, perspective): (&str, Option<PerspectiveId>),
+    (model, perspective): (&str, PerspectiveId),
     cosines: FactPairCosines,
     scan: &mut Scan,
     deadline: Instant,
@@ -53,10 +57,10 @@ pub(super) async fn add(
         .collect();
     recent.sort_by(|&a, &b| scan.updated_at[b].cmp(&scan.updated_at[a]));
     recent.truncate(MEANING_NODES);
-    let paired: HashSet<(String, Ordinal)> = (scan.duplicates.iter())
-        .chain(&scan.versions)
-        .map(|pair| (pair.name.clone(), pair.ordinals[1]))
-        .collect();
+    let mut paired: HashMap<String, HashSet<Ordinal>> = HashMap::new();
+    for pair in scan.duplicates.iter().chain(&scan.versions) {
+        (paired.entry(pair.name.clone()).or_default()).insert(pair.ordinals[1]);
+    }
     let chosen = recent.len();
     for (done, i) in recent.into_iter().enumerate() {
         if Instant::now() >= deadline {
@@ -72,8 +76,8 @@ pub(super) async fn add(
             workspace,
             name: &name,
             model: Some(model),
-            perspective,
-            newest: Some(MAX_COMPARED_FACTS as u32),
+            perspective: Some(perspective),
+            newest: Some(MEANING_FACTS),
         };
         let facts = match store.fact_vectors(request).await {
             Ok(node) => node.facts,
@@ -81,10 +85,7 @@ pub(super) async fn add(
             Err(Error::NotFound { .. }) => continue,
             Err(error) => return Err(error),
         };
-        let skip: HashSet<Ordinal> = (paired.iter())
-            .filter(|(node, _)| *node == name)
-            .map(|(_, ordinal)| *ordinal)
-            .collect();
+        let skip = paired.remove(&name).unwrap_or_default();
         let (repeats, updates) = grouping::off_runtime(deadline, move |budget| {
             pairs(&name, &facts, &skip, cosines, budget)
         })
@@ -104,8 +105,8 @@ fn pairs(
     cosines: FactPairCosines,
     budget: &grouping::Budget,
 ) -> (Vec<FactPair>, Vec<FactPair>) {
-    let embedded: Vec<(&crate::store::FactVector, &[f32], Words)> = (facts.iter())
-        .filter_map(|f| Some((f, f.vector.as_deref()?, Words::of(&f.content))))
+    let embedded: Vec<(&crate::store::FactVector, Vec<f32>, Words)> = (facts.iter())
+        .filter_map(|f| Some((f, unit(f.vector.as_deref()?), Words::of(&f.content))))
         .collect();
     let (mut repeats, mut updates) = (Vec::new(), Vec::new());
     for newer in 1..embedded.len() {
@@ -117,7 +118,7 @@ fn pairs(
             continue;
         }
         let best = (embedded[..newer].iter())
-            .map(|older| (older, cosine(older.1, vector)))
+            .map(|older| (older, dot(&older.1, vector)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let Some(((older, _, older_words), similarity)) = best else {
             continue;
@@ -139,17 +140,16 @@ fn pairs(
     (repeats, updates)
 }
 
-/// The cosine similarity of two vectors (0 when either is all zeros).
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut dot, mut aa, mut bb) = (0.0_f64, 0.0_f64, 0.0_f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        aa += x * x;
-        bb += y * y;
+/// `vector` scaled to length 1 (all zeros stays so), so that a dot product is a cosine.
+fn unit(vector: &[f32]) -> Vec<f32> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        return vector.to_vec();
     }
-    if aa == 0.0 || bb == 0.0 {
-        return 0.0;
-    }
-    dot / (aa.sqrt() * bb.sqrt())
+    vector.iter().map(|x| x / norm).collect()
+}
+
+/// The dot product of two vectors.
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    f64::from(a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
 }

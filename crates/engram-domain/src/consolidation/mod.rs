@@ -292,8 +292,12 @@ impl Reporter<'_> {
         let deadline = std::time::Instant::now() + crate::grouping::ANALYSIS_BUDGET;
         let mut scan = scan::scan(self.store, workspace, deadline).await?;
         let model = self.embedder.map(|e| e.model_id());
-        if let (Some(model), Some(cosines)) = (model, self.embedder.and_then(|e| e.fact_pairs())) {
-            let vectors = (model, similarity.perspective);
+        let cosines = self.embedder.and_then(|e| e.fact_pairs());
+        // Without an enabled perspective no fact has a vector to compare.
+        if let (Some(model), Some(cosines), Some(perspective)) =
+            (model, cosines, similarity.perspective)
+        {
+            let vectors = (model, perspective);
             let (scan, notices) = (&mut scan, &mut notices);
             meaning::add(
                 self.store, workspace, vectors, cosines, scan, deadline, notices,
