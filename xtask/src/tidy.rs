@@ -213,33 +213,17 @@ mod tests {
         );
     }
 
-    /// Every file under the workspace's source folders, as paths relative to its root with
-    /// `/` between parts (the build output left out).
+    /// Every file git tracks in the workspace, as paths relative to its root.
     fn source_files() -> Vec<String> {
-        fn walk(dir: &std::path::Path, root: &std::path::Path, into: &mut Vec<String>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') || name == "target" || name == "node_modules" {
-                    continue;
-                }
-                if path.is_dir() {
-                    walk(&path, root, into);
-                } else if let Ok(relative) = path.strip_prefix(root) {
-                    let parts: Vec<String> = (relative.components())
-                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                        .collect();
-                    into.push(parts.join("/"));
-                }
-            }
-        }
-        let root = crate::workspace_root();
-        let mut files = Vec::new();
-        walk(root, root, &mut files);
-        files
+        let listed = Command::new("git")
+            .arg("ls-files")
+            .current_dir(crate::workspace_root())
+            .output()
+            .expect("running git ls-files");
+        assert!(listed.status.success(), "git ls-files failed");
+        (String::from_utf8_lossy(&listed.stdout).lines())
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Whether `word` matches `pattern`, where `*` stands for any run of characters.

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use engram_domain::search::similarity::cosine;
 use engram_domain::{CreateEntities, Embedder, GetNodeVectors, Indexer, Memory, MemoryStore};
 use engram_embed::LocalEmbedder;
 use engram_sqlite::SqliteStore;
@@ -67,11 +68,4 @@ async fn main() -> anyhow::Result<()> {
          {above} of {same}"
     );
     Ok(())
-}
-
-/// The cosine similarity of two vectors.
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (norm(a) * norm(b)).max(f32::EPSILON)
 }

@@ -164,15 +164,7 @@ type Row = Vec<(u32, f32)>;
 fn unit_rows(stems: &[Vec<String>], vectors: &[Option<&[f32]>]) -> Vec<Row> {
     if !vectors.is_empty() && vectors.iter().all(Option::is_some) {
         let units: Vec<Vec<f32>> = (vectors.iter().flatten())
-            .map(|v| {
-                let norm = v
-                    .iter()
-                    .map(|x| x * x)
-                    .sum::<f32>()
-                    .sqrt()
-                    .max(f32::EPSILON);
-                v.iter().map(|x| x / norm).collect()
-            })
+            .map(|v| crate::search::similarity::unit(v))
             .collect();
         let dims = units.first().map_or(0, Vec::len);
         let n = units.len().max(1) as f32;

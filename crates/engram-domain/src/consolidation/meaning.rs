@@ -15,6 +15,7 @@ use std::time::Instant;
 use crate::error::{Error, Result};
 use crate::grouping;
 use crate::model::{Ordinal, PerspectiveId, WorkspaceId};
+use crate::search::similarity::unit;
 use crate::store::{FactVectors, MemoryStore};
 
 use super::facts::{self, FactPair, Words};
@@ -41,16 +42,15 @@ const MEANING_FACTS: u32 = 128;
 
 /// The pairs by meaning among the facts of the [`MEANING_NODES`] most recently changed nodes
 /// of `scan` (vectors of `model` in `perspective`), within `deadline`, added to the scan's
-/// `duplicates` and `versions` where words found none for the newer fact. A notice says when
-/// the deadline left nodes uncompared.
+/// `duplicates` and `versions` where words found none for the newer fact. A notice in
+/// `notices` says when the deadline left nodes uncompared.
 pub(super) async fn add(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
     (model, perspective): (&str, PerspectiveId),
     cosines: FactPairCosines,
-    scan: &mut Scan,
+    (scan, notices): (&mut Scan, &mut Vec<String>),
     deadline: Instant,
-    notices: &mut Vec<String>,
 ) -> Result<()> {
     let mut recent: Vec<usize> = (0..scan.nodes.len())
         .filter(|&i| scan.fact_counts[i] >= 2)
@@ -140,16 +140,7 @@ fn pairs(
     (repeats, updates)
 }
 
-/// `vector` scaled to length 1 (all zeros stays so), so that a dot product is a cosine.
-fn unit(vector: &[f32]) -> Vec<f32> {
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm == 0.0 {
-        return vector.to_vec();
-    }
-    vector.iter().map(|x| x / norm).collect()
-}
-
-/// The dot product of two vectors.
+/// The dot product of two vectors: their cosine once each is a [`unit`] vector.
 fn dot(a: &[f32], b: &[f32]) -> f64 {
     f64::from(a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
 }

@@ -298,11 +298,8 @@ impl Reporter<'_> {
             (model, cosines, similarity.perspective)
         {
             let vectors = (model, perspective);
-            let (scan, notices) = (&mut scan, &mut notices);
-            meaning::add(
-                self.store, workspace, vectors, cosines, scan, deadline, notices,
-            )
-            .await?;
+            let passes = (&mut scan, &mut notices);
+            meaning::add(self.store, workspace, vectors, cosines, passes, deadline).await?;
         }
         if scan.uncompared > 0 {
             notices.push(format!(

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
 
 use super::properties::*;
+use super::properties_writes::{batch_len, blame_relations, ordinals};
 use crate::{
     EndObservations, EndRelations, GetHistory, MemoryStore, MergeEntities, ObservationEndings,
     Ordinal, ProposeSplit, RelationSpec, SetAliases, SplitEntity, SplitPart, Timestamp,
@@ -82,14 +82,11 @@ fn current_ordinals(snapshot: &Snapshot, name: &str) -> Vec<Ordinal> {
 
 async fn end_observations(h: &mut Harness) {
     h.case().await;
-    let len = h.draw(prop_oneof![20 => 1..4_usize, 1 => Just(0), 1 => Just(1_001)]);
+    let len = h.draw(batch_len());
     let mut endings = Vec::with_capacity(len);
     for _ in 0..len {
         let entity_name = h.name();
-        let ordinals = h.draw(prop_oneof![
-            20 => vec(ordinal(), 0..4),
-            1 => Just((1..=1_001).collect::<Vec<i64>>()),
-        ]);
+        let ordinals = h.draw(ordinals());
         endings.push(ObservationEndings {
             entity_name,
             ordinals: ordinals.into_iter().map(Ordinal).collect(),
@@ -138,7 +135,7 @@ async fn end_observations(h: &mut Harness) {
 async fn end_relations(h: &mut Harness) {
     h.case().await;
     let existing = h.before.relations();
-    let len = h.draw(prop_oneof![20 => 1..4_usize, 1 => Just(0), 1 => Just(1_001)]);
+    let len = h.draw(batch_len());
     let mut relations = Vec::with_capacity(len);
     for _ in 0..len {
         let relation = if !existing.is_empty() && h.draw(prop::bool::weighted(0.5)) {
@@ -151,7 +148,7 @@ async fn end_relations(h: &mut Harness) {
         relations.push(relation);
     }
     let at = h.draw(ended_at());
-    let mut blame = super::properties_writes::blame_relations(&relations);
+    let mut blame = blame_relations(&relations);
     blame_ended_at(&mut blame, at);
 
     let mut request = EndRelations::new(&relations);

@@ -64,8 +64,16 @@ pub async fn properties_of_the_write_tools_hold_for_generated_arguments(
 }
 
 /// How many items a batch holds: usually 1–4, sometimes none, rarely 1,001.
-fn batch_len() -> impl Strategy<Value = usize> {
+pub(super) fn batch_len() -> impl Strategy<Value = usize> {
     prop_oneof![40 => 1..5_usize, 2 => Just(0), 1 => Just(1_001)]
+}
+
+/// A node's ordinals in one entry of a batch: usually 0–3 of any kind, rarely 1 to 1,001.
+pub(super) fn ordinals() -> impl Strategy<Value = Vec<i64>> {
+    prop_oneof![
+        20 => vec(ordinal(), 0..4),
+        1 => Just((1..=1_001).collect::<Vec<i64>>()),
+    ]
 }
 
 /// Repeats an earlier item's name in a batch now and then (a duplicate within one call).
@@ -290,10 +298,7 @@ async fn delete_observations(h: &mut Harness) {
     let mut deletions = Vec::with_capacity(len);
     for _ in 0..len {
         let entity_name = h.name();
-        let ordinals = h.draw(prop_oneof![
-            20 => vec(ordinal(), 0..4),
-            1 => Just((1..=1_001).collect::<Vec<i64>>()),
-        ]);
+        let ordinals = h.draw(ordinals());
         let contents = h.draw(prop_oneof![4 => Just(Vec::new()), 1 => vec(text(), 1..3)]);
         deletions.push(ObservationDeletions {
             entity_name,
