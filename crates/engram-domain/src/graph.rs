@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits;
-use crate::merge::{rename, through_aliases};
 use crate::model::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
@@ -103,18 +102,12 @@ impl Tool for GetNeighborhood {
     type Output = Neighborhood;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| rename(&mut r.name, alias, node),
-            |r| async move {
-                let result = store.get_neighborhood(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        let request = self.check()?;
+        context.store.get_neighborhood(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
     }
 }
 
@@ -126,21 +119,12 @@ impl Tool for GetPath {
     type Output = GraphPath;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        through_aliases(
-            store,
-            workspace,
-            (request, 2),
-            |r, alias, node| {
-                rename(&mut r.from_entity, alias, node);
-                rename(&mut r.to_entity, alias, node);
-            },
-            |r| async move {
-                let result = store.get_path(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        let request = self.check()?;
+        context.store.get_path(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.from_entity, &mut self.to_entity]
     }
 }
 

@@ -184,21 +184,11 @@ impl Tool for GetHistory {
     type Output = History;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
+        let request = self.check()?;
         let limit = request.limit as usize;
-        // With the node's own name, which the answer gives when it was asked by an alias.
-        let (name, mut events) = crate::merge::through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
-            |r| async move {
-                let events = store.get_history(workspace, &r).await;
-                let named = events.map(|events| (r.name.clone(), events));
-                (r, named)
-            },
-        )
-        .await?;
+        let mut events = context.store.get_history(workspace, &request).await?;
+        // The node's own name: a call by an alias is answered once more by it (`naming`).
+        let name = request.into_inner().name;
         let full = events.len() >= limit;
         let next_before = match events.last() {
             Some(last) if full && last.operation != HistoryOperation::Created => Some(last.at),
@@ -211,6 +201,10 @@ impl Tool for GetHistory {
             next_before,
             notice,
         })
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
     }
 }
 

@@ -27,6 +27,7 @@ mod memory_stats;
 mod memory_transfer;
 mod merge;
 mod model;
+mod naming;
 mod nodes;
 mod observations;
 pub mod path;
@@ -71,6 +72,7 @@ pub use merge::{
     MovedObservation, SetAliases, SourceFact, plan_merge_facts,
 };
 pub use model::*;
+pub use naming::Aliased;
 pub use nodes::{
     CreateEntities, CreateEntitiesResult, DeleteEntities, GetNodesByType, GetOrphanedNodes,
     GetRecentlyModified, IfExists, NodeBriefsResult, OpenNodes, SetSummary, SetTags,

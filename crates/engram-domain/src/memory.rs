@@ -123,12 +123,13 @@ impl Memory {
 
     /// Runs the tool `request` is the request of, in `workspace`: its checks first (a
     /// refused request changes nothing), then its semantics in its area module (see
-    /// [`Tool`] and [`crate::each_tool`]). `memory.call(workspace, OpenNodes::new(&names))`.
+    /// [`Tool`] and [`crate::each_tool`]); a node named by an alias is answered as that node,
+    /// and names not found get suggestions ([`crate::naming`]). `memory.call(workspace, OpenNodes::new(&names))`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the field and the limit, [`Error::NotFound`] and
     /// the other errors the tool's description gives, or what the store reports.
-    pub async fn call<T: Tool>(&self, workspace: WorkspaceId, request: T) -> Result<T::Output> {
+    pub async fn call<T: Tool>(&self, workspace: WorkspaceId, mut request: T) -> Result<T::Output> {
         let context = ToolContext {
             store: &*self.store,
             secrets: self.secrets,
@@ -137,7 +138,10 @@ impl Memory {
             generation_budget: self.generation_budget,
             counted_coverage: &self.counted_coverage,
         };
-        request.run(context, workspace).await
+        match request.node_names().is_empty() {
+            true => request.run(context, workspace).await,
+            false => crate::naming::answer(context, workspace, request).await,
+        }
     }
 
     // Workspaces (`workspaces.rs`).

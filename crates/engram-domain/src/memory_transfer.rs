@@ -181,7 +181,7 @@ pub(crate) async fn import(
     request: ImportBatch,
 ) -> Result<ImportOutcome> {
     let request = request.check(secrets)?;
-    let request = through_aliases(store, workspace, request).await?;
+    let request = aliases_read_as_nodes(store, workspace, request).await?;
     store.import(workspace, &request).await
 }
 
@@ -189,7 +189,7 @@ pub(crate) async fn import(
 /// `create_entities` reads it: a record named "Postgres" where "Postgres" is an alias of
 /// "PostgreSQL" adds to PostgreSQL, and never makes a second node under a name an alias
 /// already stands for (issue 60).
-async fn through_aliases(
+async fn aliases_read_as_nodes(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,
     request: Checked<ImportBatch>,
@@ -204,25 +204,15 @@ async fn through_aliases(
         .collect();
     names.sort_unstable();
     names.dedup();
-    let aliased = (store.resolve_aliases(crate::store::ResolveAliases {
-        workspace,
-        names: &names,
-    }))
-    .await?;
+    let aliased = crate::naming::resolve(store, workspace, &names).await?;
     if aliased.is_empty() {
         return Ok(request);
     }
     let mut batch = request.into_inner();
-    let named = |name: &mut String| {
-        if let Some(node) = aliased.get(name.as_str()) {
-            name.clone_from(node);
-        }
-    };
-    batch.nodes.iter_mut().for_each(|n| named(&mut n.name));
-    for relation in &mut batch.relations {
-        named(&mut relation.from);
-        named(&mut relation.to);
-    }
+    let relations = batch.relations.iter_mut();
+    let names = (batch.nodes.iter_mut().map(|n| &mut n.name))
+        .chain(relations.flat_map(|r| [&mut r.from, &mut r.to]));
+    crate::naming::rename(names, &aliased);
     Ok(Checked::new(batch))
 }
 

@@ -3,7 +3,7 @@
 //! `set_aliases` sets a node's aliases by hand. A tool given an alias where it takes a node
 //! name answers for the node it names (resolved where a name was not found: [`resolve`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,6 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
-use crate::store::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Most sources one `merge_entities` call takes.
@@ -221,181 +220,6 @@ pub struct AliasesUpdate {
     pub aliases: Vec<String>,
 }
 
-/// The nodes the aliases among `names` stand for, by alias (names that are no alias are
-/// absent): one store read, made only where a name was not found.
-pub(crate) async fn resolve(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    names: &[String],
-) -> Result<HashMap<String, String>> {
-    if names.is_empty() {
-        return Ok(HashMap::new());
-    }
-    store
-        .resolve_aliases(ResolveAliases { workspace, names })
-        .await
-}
-
-/// Most words of an alias a search looks for in its query.
-const ALIAS_WORDS: usize = 3;
-
-/// The names of the nodes whose aliases `query` writes, each once: every run of one to
-/// [`ALIAS_WORDS`] of its words (split at spaces, punctuation trimmed at their ends), as
-/// written, lower-cased and capitalised, looked up in one store call. A search adds them to
-/// its full-text query, so that a fact naming the node ("PostgreSQL") answers a query by its
-/// former name ("where does Postgres run").
-pub(crate) async fn named_by_aliases(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    query: &str,
-) -> Result<Vec<String>> {
-    let words: Vec<&str> = (query.split_whitespace())
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut runs: Vec<String> = Vec::new();
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for length in 1..=ALIAS_WORDS {
-        for run in words.windows(length) {
-            let written = run.join(" ");
-            let capitalised = (run.iter())
-                .map(|w| {
-                    let mut chars = w.chars();
-                    chars.next().map_or_else(String::new, |first| {
-                        first
-                            .to_uppercase()
-                            .chain(chars.flat_map(char::to_lowercase))
-                            .collect()
-                    })
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
-            for form in [written.to_lowercase(), capitalised, written] {
-                if seen.insert(form.clone()) {
-                    runs.push(form);
-                }
-            }
-        }
-    }
-    let mut names: Vec<String> = resolve(store, workspace, &runs)
-        .await?
-        .into_values()
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    Ok(names)
-}
-
-/// Answers a call that names nodes through their aliases: when `call` (which hands its request
-/// back with its result) fails because a node it names was not found and that name is an
-/// alias, runs it again with `rename(request, alias, node)` (at most `names` times, one per
-/// name the call takes); the failure it ends with is explained with the names close to the
-/// missing one ([`crate::suggestions::explain`]). The aliases are read only on that path, so
-/// a call that finds its nodes costs nothing more.
-pub(crate) async fn through_aliases<R, T, F>(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    (request, names): (Checked<R>, usize),
-    rename: impl Fn(&mut R, &str, &str),
-    call: impl Fn(Checked<R>) -> F,
-) -> Result<T>
-where
-    F: Future<Output = (Checked<R>, Result<T>)>,
-{
-    let (mut request, mut result) = call(request).await;
-    for _ in 0..names {
-        let missing = match &result {
-            Err(Error::NotFound {
-                kind: "node", name, ..
-            }) => name.clone(),
-            _ => break,
-        };
-        let Ok(found) = resolve(store, workspace, std::slice::from_ref(&missing)).await else {
-            break;
-        };
-        let Some(node) = found.get(&missing) else {
-            break;
-        };
-        let mut inner = request.into_inner();
-        rename(&mut inner, &missing, node);
-        (request, result) = call(Checked::new(inner)).await;
-    }
-    crate::suggestions::explain(store, workspace, result).await
-}
-
-/// A batch tool's rows answered again where they name a node by an alias: `rows` answer
-/// `entries` one to one, in order; the entries whose row `missed` and whose node name
-/// (`name_of`) is an alias are asked once more by their nodes' names (`renamed`, then `again`),
-/// and the rows `again` answers replace theirs. One read of the aliases, only when a row
-/// missed.
-pub(crate) async fn redo_aliased_rows<E, R, F>(
-    (store, workspace): (&dyn MemoryStore, WorkspaceId),
-    (entries, rows): (&[E], &mut [R]),
-    name_of: impl Fn(&E) -> &String,
-    missed: impl Fn(&R) -> bool,
-    renamed: impl Fn(&E, &str) -> E,
-    again: impl FnOnce(Vec<E>) -> F,
-) -> Result<()>
-where
-    F: Future<Output = Result<Vec<R>>>,
-{
-    let missing: Vec<String> = (entries.iter().zip(rows.iter()))
-        .filter(|(_, row)| missed(row))
-        .map(|(entry, _)| name_of(entry).clone())
-        .collect();
-    let aliased = resolve(store, workspace, &missing)
-        .await
-        .unwrap_or_default();
-    if aliased.is_empty() {
-        return Ok(());
-    }
-    let retried: Vec<usize> = (entries.iter().zip(rows.iter()).enumerate())
-        .filter(|(_, (entry, row))| missed(row) && aliased.contains_key(name_of(entry)))
-        .map(|(i, _)| i)
-        .collect();
-    let asked = (retried.iter())
-        .map(|&i| renamed(&entries[i], &aliased[name_of(&entries[i])]))
-        .collect();
-    for (i, row) in retried.into_iter().zip(again(asked).await?) {
-        rows[i] = row;
-    }
-    Ok(())
-}
-
-/// The relations among `relations` with an endpoint that is an alias, by their nodes' names;
-/// empty when none is (one read of the aliases).
-pub(crate) async fn by_node_names(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    relations: &[RelationSpec],
-) -> Vec<(usize, RelationSpec)> {
-    let mut names: Vec<String> = (relations.iter())
-        .flat_map(|r| [r.from_entity.clone(), r.to_entity.clone()])
-        .collect();
-    names.sort();
-    names.dedup();
-    let aliased = resolve(store, workspace, &names).await.unwrap_or_default();
-    let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
-    (relations.iter().enumerate())
-        .filter(|(_, r)| aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity))
-        .map(|(i, r)| {
-            let spec = RelationSpec {
-                from_entity: named(&r.from_entity),
-                to_entity: named(&r.to_entity),
-                ..r.clone()
-            };
-            (i, spec)
-        })
-        .collect()
-}
-
-/// Replaces `alias` by `node` in `name`.
-pub(crate) fn rename(name: &mut String, alias: &str, node: &str) {
-    if name == alias {
-        *name = node.to_owned();
-    }
-}
-
 impl Tool for MergeEntities {
     const NAME: &'static str = "merge_entities";
     const DESCRIPTION: &'static str =
@@ -407,27 +231,17 @@ impl Tool for MergeEntities {
     type Output = MergedEntities;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        let names = request.sources.len() + 1;
-        through_aliases(
-            store,
-            workspace,
-            (request, names),
-            |r, alias, node| {
-                rename(&mut r.target, alias, node);
-                r.sources.iter_mut().for_each(|s| rename(s, alias, node));
-            },
-            |r| async move {
-                // Checked again: an alias replaced by its node's name may make a source the
-                // target, or two sources one node (merged into itself, a node would be lost).
-                if let Err(refused) = r.clone().into_inner().check() {
-                    return (r, Err(refused));
-                }
-                let result = store.merge_entities(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        // Checked again when asked once more by the nodes' names (`naming`): an alias replaced
+        // by its node's name may make a source the target, or two sources one node (merged
+        // into itself, a node would be lost).
+        let request = self.check()?;
+        context.store.merge_entities(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        let mut names = vec![&mut self.target];
+        names.extend(self.sources.iter_mut());
+        names
     }
 }
 
@@ -449,17 +263,11 @@ impl Tool for SetAliases {
                 .secrets
                 .screen_identity(|| format!("aliases[{i}]"), alias)?;
         }
-        through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| rename(&mut r.name, alias, node),
-            |r| async move {
-                let result = store.set_aliases(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        store.set_aliases(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
     }
 }
 

@@ -1,17 +1,16 @@
 //! Nodes: creating, deleting, opening and browsing them, their summaries and tags, each asked
 //! by its tool's request (the MCP input), checked, then answered by the store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, first_duplicate, names_batch};
-use crate::merge::{rename, through_aliases};
 use crate::model::*;
+use crate::naming::Aliased;
 use crate::store::*;
-use crate::suggestions::did_you_mean;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 fn default_days() -> u32 {
@@ -417,27 +416,41 @@ impl Tool for DeleteEntities {
     type Output = DeletedNodes;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        let mut deleted = store.delete_entities(workspace, &request).await?;
-        // A name that is an alias deletes the node it names.
-        let aliased = crate::merge::resolve(store, workspace, &deleted.not_found)
-            .await
-            .unwrap_or_default();
-        if !aliased.is_empty() {
-            let mut nodes: Vec<String> = aliased.values().cloned().collect();
-            nodes.sort();
-            nodes.dedup();
-            let more = DeleteEntities {
-                entity_names: nodes,
-            };
-            let more = store
-                .delete_entities(workspace, &Checked::new(more))
-                .await?;
-            deleted.deleted.extend(more.deleted);
-            deleted.not_found.retain(|name| !aliased.contains_key(name));
-        }
-        deleted.did_you_mean = did_you_mean(store, workspace, &deleted.not_found).await;
-        Ok(deleted)
+        let request = self.check()?;
+        context.store.delete_entities(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        self.entity_names.iter_mut().collect()
+    }
+
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        output.not_found.clone()
+    }
+
+    /// The nodes the aliases name, each once.
+    fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        let mut entity_names: Vec<String> = aliased.values().cloned().collect();
+        entity_names.sort();
+        entity_names.dedup();
+        Some(Self { entity_names })
+    }
+
+    fn join(
+        &self,
+        mut first: Self::Output,
+        again: Self::Output,
+        aliased: &Aliased,
+    ) -> Self::Output {
+        first.deleted.extend(again.deleted);
+        first.not_found.retain(|name| !aliased.contains_key(name));
+        first
+    }
+
+    const SUGGESTS: bool = true;
+
+    fn suggest(output: &mut Self::Output, close: BTreeMap<String, Vec<String>>) {
+        output.did_you_mean = close;
     }
 }
 
@@ -451,38 +464,38 @@ impl Tool for OpenNodes {
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let (store, request) = (context.store, self.check()?);
         let mut opened = store.open_nodes(workspace, &request).await?;
-        // Names that are aliases: their nodes, read as the request asks and named by their own
-        // names, in the request's order.
-        let aliased = crate::merge::resolve(store, workspace, &opened.not_found)
-            .await
-            .unwrap_or_default();
-        if !aliased.is_empty() {
-            let mut names: Vec<String> = Vec::new();
-            for node in aliased.values() {
-                if !names.contains(node) && !opened.entities.iter().any(|e| e.name == *node) {
-                    names.push(node.clone());
-                }
-            }
-            let more = OpenNodes {
-                names,
-                ..(*request).clone()
-            };
-            let more = store.open_nodes(workspace, &Checked::new(more)).await?;
-            opened.entities.extend(more.entities);
-            opened.relations.extend(more.relations);
-            opened.relations.sort();
-            opened.relations.dedup();
-            opened.not_found.retain(|name| !aliased.contains_key(name));
-            let place = |node: &str| {
-                (request.names.iter())
-                    .position(|n| n == node || aliased.get(n).is_some_and(|a| a == node))
-                    .unwrap_or(usize::MAX)
-            };
-            opened.entities.sort_by_key(|e| place(&e.name));
-        }
-        opened.did_you_mean = did_you_mean(store, workspace, &opened.not_found).await;
         bound_observations(&mut opened, &request, limits::ANSWER_TEXT_BYTES);
         Ok(opened)
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        self.names.iter_mut().collect()
+    }
+
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        output.not_found.clone()
+    }
+
+    /// The whole request again, each alias replaced by its node's name (a node named twice
+    /// read once), so that the answer keeps the request's order and one bound on its texts.
+    fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        let mut names: Vec<String> = Vec::with_capacity(self.names.len());
+        for name in &self.names {
+            let node = aliased.get(name).unwrap_or(name);
+            if !names.contains(node) {
+                names.push(node.clone());
+            }
+        }
+        Some(Self {
+            names,
+            ..self.clone()
+        })
+    }
+
+    const SUGGESTS: bool = true;
+
+    fn suggest(output: &mut Self::Output, close: BTreeMap<String, Vec<String>>) {
+        output.did_you_mean = close;
     }
 }
 
@@ -536,18 +549,12 @@ impl Tool for SetSummary {
     type Output = SummaryUpdate;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check(context.secrets)?);
-        through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| rename(&mut r.name, alias, node),
-            |r| async move {
-                let result = store.set_summary(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        let request = self.check(context.secrets)?;
+        context.store.set_summary(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
     }
 }
 
@@ -561,18 +568,12 @@ impl Tool for SetTags {
     type Output = TagsUpdate;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check(context.secrets)?);
-        through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| rename(&mut r.name, alias, node),
-            |r| async move {
-                let result = store.set_tags(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        let request = self.check(context.secrets)?;
+        context.store.set_tags(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
     }
 }
 

@@ -1,17 +1,16 @@
 //! Observations: adding, replacing and deleting a node's facts, each asked by its tool's
 //! request (the MCP input), checked, then answered by the store.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, batch_total};
-use crate::merge::{rename, through_aliases};
 use crate::model::*;
+use crate::naming::{self, Aliased, NodeEntry};
 use crate::store::*;
-use crate::suggestions::did_you_mean;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// `add_observations`: facts to append to existing nodes.
@@ -158,36 +157,43 @@ a held fact it `repeats` (delete_observations) or `may_update` (end_observations
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let (store, request) = (context.store, self.check(context.secrets)?);
         let mut results = store_additions(store, workspace, &request).await?;
-        // Nodes named by an alias: their additions once more, by the nodes' names.
-        crate::merge::redo_aliased_rows(
-            (store, workspace),
-            (&request.observations, &mut results),
-            |addition| &addition.entity_name,
-            |row| row.not_found,
-            |addition, node| ObservationAdditions {
-                entity_name: node.to_owned(),
-                contents: addition.contents.clone(),
-            },
-            |observations| async move {
-                let again = Checked::new(AddObservations { observations });
-                store_additions(store, workspace, &again).await
-            },
-        )
-        .await?;
-        let missing: Vec<String> = (results.iter())
-            .filter(|result| result.not_found)
-            .map(|result| result.entity_name.clone())
-            .collect();
-        let close = did_you_mean(store, workspace, &missing).await;
-        for result in results.iter_mut().filter(|result| result.not_found) {
-            result.did_you_mean = close.get(&result.entity_name).cloned().unwrap_or_default();
-        }
         for result in results.iter_mut().filter(|result| !result.added.is_empty()) {
             // The facts are stored: a failed comparison leaves `similar_to` empty, never fails
             // the write.
             result.similar_to = (similar_held(store, workspace, result).await).unwrap_or_default();
         }
         Ok(AddObservationsResult { results })
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        (self.observations.iter_mut())
+            .map(|a| &mut a.entity_name)
+            .collect()
+    }
+
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        let rows = (&self.observations[..], &output.results[..]);
+        naming::missed_rows(rows, |row| row.not_found)
+    }
+
+    fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        let rows = (&self.observations[..], &output.results[..]);
+        (naming::retry_rows(rows, |row| row.not_found, aliased))
+            .map(|observations| Self { observations })
+    }
+
+    fn join(&self, first: Self::Output, again: Self::Output, aliased: &Aliased) -> Self::Output {
+        let rows = (&self.observations[..], first.results);
+        let results = naming::join_rows(rows, again.results, |row| row.not_found, aliased);
+        AddObservationsResult { results }
+    }
+
+    const SUGGESTS: bool = true;
+
+    fn suggest(output: &mut Self::Output, close: BTreeMap<String, Vec<String>>) {
+        for row in output.results.iter_mut().filter(|row| row.not_found) {
+            row.did_you_mean = close.get(&row.entity_name).cloned().unwrap_or_default();
+        }
     }
 }
 
@@ -315,18 +321,12 @@ impl Tool for ReplaceObservation {
     type Output = ReplacedObservation;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check(context.secrets)?);
-        through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| rename(&mut r.entity_name, alias, node),
-            |r| async move {
-                let result = store.replace_observation(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        let request = self.check(context.secrets)?;
+        context.store.replace_observation(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.entity_name]
     }
 }
 
@@ -342,25 +342,56 @@ impl Tool for DeleteObservations {
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let (store, request) = (context.store, self.check()?);
-        let mut results = store.delete_observations(workspace, &request).await?;
-        // Rows that deleted nothing may name a node by an alias: those once more, by its name.
-        crate::merge::redo_aliased_rows(
-            (store, workspace),
-            (&request.deletions, &mut results),
-            |deletion| &deletion.entity_name,
-            |row| row.deleted_ordinals.is_empty(),
-            |deletion, node| ObservationDeletions {
-                entity_name: node.to_owned(),
-                ..deletion.clone()
-            },
-            |deletions| async move {
-                let again = Checked::new(DeleteObservations { deletions });
-                store.delete_observations(workspace, &again).await
-            },
-        )
-        .await?;
+        let results = store.delete_observations(workspace, &request).await?;
         Ok(DeleteObservationsResult { results })
     }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        (self.deletions.iter_mut())
+            .map(|d| &mut d.entity_name)
+            .collect()
+    }
+
+    /// Rows that deleted nothing: their node may be named by an alias.
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        naming::missed_rows((&self.deletions, &output.results), deleted_nothing)
+    }
+
+    fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        let rows = (&self.deletions[..], &output.results[..]);
+        (naming::retry_rows(rows, deleted_nothing, aliased)).map(|deletions| Self { deletions })
+    }
+
+    fn join(&self, first: Self::Output, again: Self::Output, aliased: &Aliased) -> Self::Output {
+        let rows = (&self.deletions[..], first.results);
+        let results = naming::join_rows(rows, again.results, deleted_nothing, aliased);
+        DeleteObservationsResult { results }
+    }
+}
+
+impl NodeEntry for ObservationAdditions {
+    fn node(&self) -> &String {
+        &self.entity_name
+    }
+
+    fn node_mut(&mut self) -> &mut String {
+        &mut self.entity_name
+    }
+}
+
+impl NodeEntry for ObservationDeletions {
+    fn node(&self) -> &String {
+        &self.entity_name
+    }
+
+    fn node_mut(&mut self) -> &mut String {
+        &mut self.entity_name
+    }
+}
+
+/// Whether a row of `delete_observations` deleted nothing.
+fn deleted_nothing(row: &DeletedObservations) -> bool {
+    row.deleted_ordinals.is_empty()
 }
 
 /// `add_observations`' result.

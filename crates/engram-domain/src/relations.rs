@@ -1,14 +1,15 @@
 //! Relations: creating, deleting, renaming them, and those between two nodes, each asked by its
 //! tool's request (the MCP input), checked, then answered by the store.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, relations_batch};
-use crate::merge::{rename, through_aliases};
 use crate::model::*;
-use crate::suggestions::did_you_mean;
+use crate::naming::{self, Aliased};
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// `create_relations`: directed typed relations to create between existing nodes.
@@ -167,41 +168,45 @@ impl Tool for CreateRelations {
     type Output = CreatedRelations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check(context.secrets)?);
-        let mut created = store.create_relations(workspace, &request).await?;
-        // Endpoints named by an alias: those relations once more, by the nodes' names.
-        let aliased = crate::merge::resolve(store, workspace, &created.not_found)
-            .await
-            .unwrap_or_default();
-        if !aliased.is_empty() {
-            let named = |name: &String| aliased.get(name).unwrap_or(name).clone();
-            let again: Vec<RelationSpec> = (request.relations.iter())
-                .filter(|r| {
-                    aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity)
-                })
-                .map(|r| RelationSpec {
-                    from_entity: named(&r.from_entity),
-                    to_entity: named(&r.to_entity),
-                    ..r.clone()
-                })
-                .collect();
-            let more = store
-                .create_relations(
-                    workspace,
-                    &Checked::new(CreateRelations { relations: again }),
-                )
-                .await?;
-            created.created.extend(more.created);
-            created.already_existed.extend(more.already_existed);
-            created.not_found.retain(|name| !aliased.contains_key(name));
-            for name in more.not_found {
-                if !created.not_found.contains(&name) {
-                    created.not_found.push(name);
-                }
+        let request = self.check(context.secrets)?;
+        context.store.create_relations(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        (self.relations.iter_mut())
+            .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
+            .collect()
+    }
+
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        output.not_found.clone()
+    }
+
+    fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        naming::by_node_names(&self.relations, aliased).map(|relations| Self { relations })
+    }
+
+    fn join(
+        &self,
+        mut first: Self::Output,
+        again: Self::Output,
+        aliased: &Aliased,
+    ) -> Self::Output {
+        first.created.extend(again.created);
+        first.already_existed.extend(again.already_existed);
+        first.not_found.retain(|name| !aliased.contains_key(name));
+        for name in again.not_found {
+            if !first.not_found.contains(&name) {
+                first.not_found.push(name);
             }
         }
-        created.did_you_mean = did_you_mean(store, workspace, &created.not_found).await;
-        Ok(created)
+        first
+    }
+
+    const SUGGESTS: bool = true;
+
+    fn suggest(output: &mut Self::Output, close: BTreeMap<String, Vec<String>>) {
+        output.did_you_mean = close;
     }
 }
 
@@ -215,22 +220,34 @@ impl Tool for DeleteRelations {
     type Output = DeletedRelations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        let mut deleted = store.delete_relations(workspace, &request).await?;
-        if deleted.not_found == 0 {
-            return Ok(deleted);
+        let request = self.check()?;
+        context.store.delete_relations(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        (self.relations.iter_mut())
+            .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
+            .collect()
+    }
+
+    /// The answer counts what it did not find: any endpoint may be an alias.
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        match output.not_found {
+            0 => Vec::new(),
+            _ => naming::endpoints(&self.relations),
         }
-        // Some were not found by the names given: those with an alias for an endpoint, by the
-        // nodes' names (a relation deleted already is not found again).
-        let again = crate::merge::by_node_names(store, workspace, &request.relations).await;
-        if !again.is_empty() {
-            let relations = again.into_iter().map(|(_, r)| r).collect();
-            let retry = Checked::new(DeleteRelations { relations });
-            let more = store.delete_relations(workspace, &retry).await?;
-            deleted.deleted += more.deleted;
-            deleted.not_found -= more.deleted.min(deleted.not_found);
-        }
-        Ok(deleted)
+    }
+
+    /// The relations with an alias for an endpoint, by the nodes' names (one deleted already
+    /// is not found again).
+    fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        naming::by_node_names(&self.relations, aliased).map(|relations| Self { relations })
+    }
+
+    fn join(&self, mut first: Self::Output, again: Self::Output, _: &Aliased) -> Self::Output {
+        first.deleted += again.deleted;
+        first.not_found -= again.deleted.min(first.not_found);
+        first
     }
 }
 
@@ -256,6 +273,10 @@ impl Tool for RenameRelationType {
             new_type: renamed.relation_type,
         })
     }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.from_entity, &mut self.to_entity]
+    }
 }
 
 impl Tool for GetRelationsBetween {
@@ -265,22 +286,15 @@ impl Tool for GetRelationsBetween {
     type Output = RelationsResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        through_aliases(
-            store,
-            workspace,
-            (request, 2),
-            |r, alias, node| {
-                rename(&mut r.entity_a, alias, node);
-                rename(&mut r.entity_b, alias, node);
-            },
-            |r| async move {
-                let result = store.get_relations_between(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
-        .map(|relations| RelationsResult { relations })
+        let request = self.check()?;
+        let relations = context.store.get_relations_between(workspace, &request);
+        Ok(RelationsResult {
+            relations: relations.await?,
+        })
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.entity_a, &mut self.entity_b]
     }
 }
 

@@ -285,23 +285,13 @@ impl Tool for ProposeSplit {
             Err(Error::Conflict(_)) => None,
             Err(error) => return Err(error),
         };
-        let node = crate::merge::through_aliases(
-            store,
+        let node = (store.fact_vectors(FactVectors {
             workspace,
-            (request, 1),
-            |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
-            |r| async move {
-                let facts = (store.fact_vectors(FactVectors {
-                    workspace,
-                    name: &r.name,
-                    model,
-                    perspective,
-                    newest: Some(GROUPED_FACTS + 1),
-                }))
-                .await;
-                (r, facts)
-            },
-        )
+            name: &request.name,
+            model,
+            perspective,
+            newest: Some(GROUPED_FACTS + 1),
+        }))
         .await?;
         let mut facts = node.facts;
         // Grouping compares every pair of facts: a node's newest thousand say what it is
@@ -332,6 +322,10 @@ impl Tool for ProposeSplit {
             notice: (!notices.is_empty()).then(|| notices.join("; ")),
         })
     }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
+    }
 }
 
 impl Tool for SplitEntity {
@@ -344,18 +338,12 @@ impl Tool for SplitEntity {
     type Output = SplitResult;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check(context.secrets)?);
-        crate::merge::through_aliases(
-            store,
-            workspace,
-            (request, 1),
-            |r, alias, node| crate::merge::rename(&mut r.name, alias, node),
-            |r| async move {
-                let result = store.split_entity(workspace, &r).await;
-                (r, result)
-            },
-        )
-        .await
+        let request = self.check(context.secrets)?;
+        context.store.split_entity(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.name]
     }
 }
 

@@ -459,6 +459,7 @@ pub trait SearchStore: Send + Sync + 'static {
         let request = CandidateQuery {
             workspace,
             perspectives: false,
+            alias_runs: Vec::new(),
             text: None,
             model: model.to_owned(),
             vectors: vec![QueryVector {

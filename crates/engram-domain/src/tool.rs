@@ -4,6 +4,7 @@
 //! [`Memory::call`](crate::Memory::call) runs one; [`crate::each_tool`] names every one, so
 //! a protocol layer publishes them all without a line of its own per tool.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -15,13 +16,14 @@ use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
 use crate::memory_secrets::SecretPolicy;
 use crate::model::WorkspaceId;
+use crate::naming::Aliased;
 use crate::search::tools::Searcher;
 use crate::store::MemoryStore;
 
 /// One tool of the catalog (`shared/reference/tool-catalog.md`) or of engram's extensions,
 /// implemented by its request type: the tool's input as it arrives (serde names and
 /// aliases; with feature `schema`, the JSON Schema a model reads, from the field docs).
-pub trait Tool: DeserializeOwned + Schema + Send + Sized + 'static {
+pub trait Tool: DeserializeOwned + Schema + Clone + Send + Sync + Sized + 'static {
     /// The tool's wire name (`add_observations`).
     const NAME: &'static str;
     /// What a model reads about the tool in `tools/list`: one or two sentences.
@@ -44,6 +46,36 @@ pub trait Tool: DeserializeOwned + Schema + Send + Sized + 'static {
     fn found_nodes(_output: &Self::Output) -> Vec<&str> {
         Vec::new()
     }
+
+    /// Every node name the request takes: [`Memory::call`](crate::Memory::call) answers one
+    /// that is an alias as its node's ([`crate::naming`]). None for tools that name no node.
+    fn node_names(&mut self) -> Vec<&mut String> {
+        Vec::new()
+    }
+
+    /// The names `output` reports as not found (rows that missed, `not_found` lists): looked
+    /// up as aliases, then given suggestions when [`Tool::SUGGESTS`]. None by default.
+    fn missed(&self, _output: &Self::Output) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What to run again once `aliased` (alias → node) named what `output` missed: the
+    /// entries that missed through an alias, by their nodes' names; `None` (the default) when
+    /// nothing is.
+    fn retry(&self, _output: &Self::Output, _aliased: &Aliased) -> Option<Self> {
+        None
+    }
+
+    /// `first` with `again` (the answer to [`Tool::retry`]) joined in.
+    fn join(&self, _first: Self::Output, again: Self::Output, _aliased: &Aliased) -> Self::Output {
+        again
+    }
+
+    /// Whether the answer names existing nodes close to those it missed ([`Tool::suggest`]).
+    const SUGGESTS: bool = false;
+
+    /// Sets on `output` the names close to each it missed ([`crate::suggestions`]).
+    fn suggest(_output: &mut Self::Output, _close: BTreeMap<String, Vec<String>>) {}
 }
 
 /// What a tool does to the memory (MCP 2025-03-26, tool annotations).
@@ -61,6 +93,7 @@ pub enum Effect {
 }
 
 /// What a [`Tool`] runs over: the parts of a [`Memory`](crate::Memory), lent for one call.
+#[derive(Clone)]
 pub struct ToolContext<'a> {
     pub(crate) store: &'a dyn MemoryStore,
     pub(crate) secrets: SecretPolicy,

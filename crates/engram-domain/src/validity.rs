@@ -10,6 +10,7 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, relations_batch};
 use crate::model::*;
+use crate::naming::{self, Aliased, NodeEntry};
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Which facts and relations a read sees.
@@ -202,26 +203,50 @@ impl Tool for EndObservations {
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let (store, request) = (context.store, self.check()?);
-        let mut results = store.end_observations(workspace, &request).await?;
-        // Rows that ended nothing may name a node by an alias: those once more, by its name.
-        let ended_at = request.ended_at;
-        crate::merge::redo_aliased_rows(
-            (store, workspace),
-            (&request.endings, &mut results),
-            |ending| &ending.entity_name,
-            |row| row.ended_ordinals.is_empty(),
-            |ending, node| ObservationEndings {
-                entity_name: node.to_owned(),
-                ordinals: ending.ordinals.clone(),
-            },
-            |endings| async move {
-                let again = Checked::new(EndObservations { endings, ended_at });
-                store.end_observations(workspace, &again).await
-            },
-        )
-        .await?;
+        let results = store.end_observations(workspace, &request).await?;
         Ok(EndObservationsResult { results })
     }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        (self.endings.iter_mut())
+            .map(|e| &mut e.entity_name)
+            .collect()
+    }
+
+    /// Rows that ended nothing: their node may be named by an alias.
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        naming::missed_rows((&self.endings, &output.results), ended_nothing)
+    }
+
+    fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        let rows = (&self.endings[..], &output.results[..]);
+        let endings = naming::retry_rows(rows, ended_nothing, aliased)?;
+        Some(Self {
+            endings,
+            ended_at: self.ended_at,
+        })
+    }
+
+    fn join(&self, first: Self::Output, again: Self::Output, aliased: &Aliased) -> Self::Output {
+        let rows = (&self.endings[..], first.results);
+        let results = naming::join_rows(rows, again.results, ended_nothing, aliased);
+        EndObservationsResult { results }
+    }
+}
+
+impl NodeEntry for ObservationEndings {
+    fn node(&self) -> &String {
+        &self.entity_name
+    }
+
+    fn node_mut(&mut self) -> &mut String {
+        &mut self.entity_name
+    }
+}
+
+/// Whether a row of `end_observations` ended nothing.
+fn ended_nothing(row: &EndedObservations) -> bool {
+    row.ended_ordinals.is_empty()
 }
 
 impl Tool for EndRelations {
@@ -235,29 +260,42 @@ impl Tool for EndRelations {
     type Output = EndedRelations;
 
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
-        let (store, request) = (context.store, self.check()?);
-        let mut ended = store.end_relations(workspace, &request).await?;
-        if ended.not_found.is_empty() {
-            return Ok(ended);
-        }
-        // Not found by the names given: those with an alias for an endpoint, by the nodes' names.
-        let again = crate::merge::by_node_names(store, workspace, &ended.not_found).await;
-        if !again.is_empty() {
-            let retried: Vec<usize> = again.iter().map(|(i, _)| *i).collect();
-            let relations = again.into_iter().map(|(_, r)| r).collect();
-            let retry = Checked::new(EndRelations {
-                relations,
-                ended_at: request.ended_at,
-            });
-            let more = store.end_relations(workspace, &retry).await?;
-            ended.not_found = (ended.not_found.into_iter().enumerate())
-                .filter(|(i, _)| !retried.contains(i))
-                .map(|(_, r)| r)
-                .chain(more.not_found)
-                .collect();
-            ended.ended.extend(more.ended);
-        }
-        Ok(ended)
+        let request = self.check()?;
+        context.store.end_relations(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        (self.relations.iter_mut())
+            .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
+            .collect()
+    }
+
+    fn missed(&self, output: &Self::Output) -> Vec<String> {
+        naming::endpoints(&output.not_found)
+    }
+
+    /// The relations not found with an alias for an endpoint, by the nodes' names.
+    fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
+        let relations = naming::by_node_names(&output.not_found, aliased)?;
+        Some(Self {
+            relations,
+            ended_at: self.ended_at,
+        })
+    }
+
+    fn join(
+        &self,
+        mut first: Self::Output,
+        again: Self::Output,
+        aliased: &Aliased,
+    ) -> Self::Output {
+        let retried = |r: &RelationSpec| {
+            aliased.contains_key(&r.from_entity) || aliased.contains_key(&r.to_entity)
+        };
+        first.not_found.retain(|r| !retried(r));
+        first.not_found.extend(again.not_found);
+        first.ended.extend(again.ended);
+        first
     }
 }
 

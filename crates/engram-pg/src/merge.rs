@@ -345,8 +345,7 @@ impl AliasStore for PgStore {
         request: ResolveAliases<'_>,
     ) -> Result<HashMap<String, String>> {
         let ResolveAliases { workspace, names } = request;
-        // Not `read!`: one statement, which every search runs (for the aliases its query may
-        // write); prepared once per connection, one round trip.
+        // Not `read!`: one statement, prepared once per connection, one round trip.
         single!(self, |client| async {
             let statement = client
                 .prepare_cached(
@@ -359,6 +358,27 @@ impl AliasStore for PgStore {
             Ok::<_, Error>(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
         })
     }
+}
+
+/// The names of the nodes that some of `runs` are aliases of, sorted, each once (a search's
+/// [`engram_domain::CandidateQuery::alias_runs`]); nothing is read for no runs.
+pub(crate) async fn aliased_nodes(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    runs: &[String],
+) -> Result<Vec<String>> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = client
+        .query(
+            "SELECT DISTINCT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+             WHERE a.workspace_id = $1 AND a.alias = ANY($2) ORDER BY n.name",
+            &[&workspace.0, &runs],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
 }
 
 /// A node's aliases, sorted.

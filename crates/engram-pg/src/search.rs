@@ -402,12 +402,14 @@ impl SearchStore for PgStore {
                     false => Ok(Vec::new()),
                 }
             };
-            let ((), nearest, (query, text), named, perspectives) = futures::try_join!(
+            let aliased = crate::merge::aliased_nodes(&tx, workspace, &request.alias_runs);
+            let ((), nearest, (query, text), named, perspectives, aliased) = futures::try_join!(
                 tune,
                 futures::future::try_join_all(nearest),
                 text,
                 named,
-                perspectives
+                perspectives,
+                aliased
             )?;
             for (index, found) in nearest.into_iter().enumerate() {
                 set.add_nearest(index, found);
@@ -440,6 +442,7 @@ impl SearchStore for PgStore {
             Ok(Gathered {
                 candidates: set.finish(rows),
                 perspectives,
+                aliased,
             })
         })
     }

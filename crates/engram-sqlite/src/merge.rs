@@ -394,3 +394,24 @@ impl AliasStore for SqliteStore {
             .await
     }
 }
+
+/// The names of the nodes that some of `runs` are aliases of, sorted, each once (a search's
+/// [`engram_domain::CandidateQuery::alias_runs`]); nothing is read for no runs.
+pub(crate) fn aliased_nodes(
+    tx: &Transaction,
+    workspace: WorkspaceId,
+    runs: &[String],
+) -> Result<Vec<String>> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runs = serde_json::Value::from(runs.to_vec()).to_string();
+    query(
+        tx,
+        "SELECT DISTINCT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+         WHERE a.workspace_id = ?1 AND a.alias IN (SELECT value FROM json_each(?2))
+         ORDER BY n.name",
+        params![workspace.0, runs],
+        |row| row.get(0),
+    )
+}

@@ -575,6 +575,7 @@ impl SearchStore for SqliteStore {
                 Ok(Gathered {
                     candidates: set.finish(rows),
                     perspectives,
+                    aliased: crate::merge::aliased_nodes(tx, workspace, &request.alias_runs)?,
                 })
             })
             .await?;

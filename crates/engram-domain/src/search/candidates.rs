@@ -84,6 +84,10 @@ pub struct CandidateQuery {
     /// Whether to read the workspace's perspectives too ([`Gathered::perspectives`]; empty
     /// otherwise): a search that rendered its query for them checks they still hold.
     pub perspectives: bool,
+    /// What the query may write as aliases (runs of its words,
+    /// [`crate::naming::alias_runs`]): the store answers the nodes they name
+    /// ([`Gathered::aliased`]) from the same snapshot; empty asks nothing.
+    pub alias_runs: Vec<String>,
 }
 
 impl CandidateQuery {
@@ -109,6 +113,10 @@ pub struct Gathered {
     /// them: a search renders its query for the perspectives it saw last, and checks here
     /// that they still hold.
     pub perspectives: Vec<Perspective>,
+    /// The names of the nodes that some of [`CandidateQuery::alias_runs`] are aliases of,
+    /// sorted, each once: a search that finds some runs once more with them added to its
+    /// query, so that a fact naming the node answers a query by its former name.
+    pub aliased: Vec<String>,
 }
 
 /// An observation a store gathered, with each signal's raw score.

@@ -619,6 +619,7 @@ mod tests {
         CandidateQuery {
             workspace: crate::WorkspaceId(1),
             perspectives: false,
+            alias_runs: Vec::new(),
             text: Some("q".into()),
             model: "m".into(),
             vectors: (perspectives.iter().enumerate())

@@ -497,20 +497,11 @@ impl Tool for QueryObservations {
         limits::name("entity_name", &self.entity_name)?;
         check_query(&self.query)?;
         check_min_score(self.min_score)?;
-        let (search, request) = (context.search, &self);
-        let mut result = node_observations(search, workspace, request).await;
-        if let Err(Error::NotFound {
-            kind: "node", name, ..
-        }) = &result
-            && let Ok(found) =
-                crate::merge::resolve(&*search.store, workspace, std::slice::from_ref(name)).await
-            && let Some(node) = found.get(name)
-        {
-            let mut by_name = request.clone();
-            by_name.entity_name.clone_from(node);
-            result = node_observations(search, workspace, &by_name).await;
-        }
-        crate::suggestions::explain(&*search.store, workspace, result).await
+        node_observations(context.search, workspace, &self).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.entity_name]
     }
 }
 

@@ -166,26 +166,28 @@ impl Searcher {
         depth: usize,
         min_score: Option<f64>,
     ) -> Result<Retrieval> {
-        let with_names = self.with_aliased_names(workspace, query).await?;
-        let query = with_names.as_str();
         // Text mode, and a memory without an embedder, render the query for no perspective.
         let mut seen = match (mode, &self.embedder) {
             (SearchMode::Text, _) | (_, None) => None,
             _ => Some(self.known_perspectives(workspace).await?),
         };
-        let mut attempts = 0;
+        let alias_runs = crate::naming::alias_runs(query);
+        // The query followed by the names of the nodes its aliases name, once the store said.
+        let mut with_names: Option<String> = None;
+        let mut perspectives_again = false;
         let (mut request, mut notice, mut gathered) = loop {
-            attempts += 1;
-            let (request, notice) = self
+            let text = with_names.as_deref().unwrap_or(query);
+            let (mut request, notice) = self
                 .candidate_query(
                     workspace,
-                    query,
+                    text,
                     mode,
                     &scope,
                     depth,
                     seen.as_deref().map(Vec::as_slice),
                 )
                 .await?;
+            request.alias_runs.clone_from(&alias_runs);
             let gathered = self.store.search(&request).await?;
             // Only a store call that read them says what they are now (none after the embedder failed).
             let changed = request.perspectives
@@ -193,14 +195,25 @@ impl Searcher {
             if changed {
                 (self.query_embedding).remember(workspace, Some(gathered.perspectives.clone()));
             }
+            // The query writes an alias: searched, embedded and ranked again with the names of
+            // the nodes it names.
+            let named = with_names.is_none() && !gathered.aliased.is_empty();
+            if named {
+                with_names = Some(format!("{query} {}", gathered.aliased.join(" ")));
+            }
             // A second change while this search ran again is left to the next search.
-            if !changed || attempts == 2 {
+            let render_again = changed && !perspectives_again;
+            if !render_again && !named {
                 break (request, notice, gathered);
             }
             // A perspective changed since this process last searched the workspace: render the
             // query for the perspectives the snapshot holds and search again.
-            seen = self.query_embedding.perspectives(workspace);
+            if render_again {
+                perspectives_again = true;
+                seen = self.query_embedding.perspectives(workspace);
+            }
         };
+        let query = with_names.as_deref().unwrap_or(query);
         let mut candidates = std::mem::take(&mut gathered.candidates);
         let embedding_matched = (candidates.iter()).any(|c| c.signals.nearest.contains(&true));
         // Texts the embedder refused are found by full text only: say so.
@@ -338,21 +351,9 @@ impl Searcher {
             // The perspectives are checked when the query was rendered for them (not when the
             // embedder failed: the search answers from text alone).
             perspectives: perspectives.is_some() && notice.is_none(),
+            alias_runs: Vec::new(),
         };
         Ok((request, notice))
-    }
-
-    /// `query` followed by the names of the nodes whose aliases it writes
-    /// ([`crate::merge::named_by_aliases`]): searched, embedded and ranked as one query, so
-    /// that a fact naming a node answers a query by its former name.
-    async fn with_aliased_names(&self, workspace: WorkspaceId, query: &str) -> Result<String> {
-        // A failed lookup searches the query as written, as every other alias lookup does.
-        let names = (crate::merge::named_by_aliases(self.store.as_ref(), workspace, query).await)
-            .unwrap_or_default();
-        Ok(match names.is_empty() {
-            true => query.to_owned(),
-            false => format!("{query} {}", names.join(" ")),
-        })
     }
 
     /// The workspace's perspectives as its last search saw them, or from the store for its

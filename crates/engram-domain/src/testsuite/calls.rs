@@ -187,6 +187,10 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("open_nodes by an alias", transactions::take());
+    (memory.call(ws, SearchNodes::new("where is Ali").mode(SearchMode::Text)))
+        .await
+        .unwrap();
+    note("search_nodes by an alias", transactions::take());
     memory.call(ws, ProposeSplit::new("Alice")).await.unwrap();
     note("propose_split", transactions::take());
     // What the split and the merge work on, not pinned.
@@ -275,21 +279,15 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("get_pending_consolidation", &["get_pending_consolidation"]),
     // The counts, then the embedding coverage (reused while an indexer works).
     ("get_stats", &["get_stats", "embedding_coverage"]),
-    // Every search looks up the aliases its query may write (one indexed lookup), then the
-    // first search of a workspace reads the perspectives to render its query for; every
+    // The first search of a workspace reads the perspectives to render its query for; every
     // search is then one store call, whose snapshot holds the perspectives again (a change
-    // made elsewhere is seen: `a_perspective_changed_elsewhere_is_seen_by_the_next_search`).
-    (
-        "search_nodes",
-        &["resolve_aliases", "perspectives", "search"],
-    ),
-    ("search_nodes text", &["resolve_aliases", "search"]),
-    ("search_observations", &["resolve_aliases", "search"]),
+    // made elsewhere is seen: `a_perspective_changed_elsewhere_is_seen_by_the_next_search`)
+    // and the nodes its query names by their aliases (a second call only when there are some).
+    ("search_nodes", &["perspectives", "search"]),
+    ("search_nodes text", &["search"]),
+    ("search_observations", &["search"]),
     // The node must exist (a missing one is an error, not an empty answer).
-    (
-        "query_observations",
-        &["open_nodes", "resolve_aliases", "search"],
-    ),
+    ("query_observations", &["open_nodes", "search"]),
     (
         "find_similar_nodes",
         &["perspectives", "node_vectors", "related_pairs"],
@@ -332,6 +330,8 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
         "open_nodes by an alias",
         &["open_nodes", "resolve_aliases", "open_nodes"],
     ),
+    // The query names a node by an alias: searched once more with the node's name.
+    ("search_nodes by an alias", &["search", "search"]),
     ("propose_split", &["perspectives", "fact_vectors"]),
     ("split_entity", &["split_entity"]),
     ("merge_entities", &["merge_entities"]),

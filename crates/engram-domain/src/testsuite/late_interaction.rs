@@ -95,6 +95,7 @@ pub async fn late_interaction_decides_what_the_other_signals_tie(store: Arc<dyn 
     let request = CandidateQuery {
         workspace: ws,
         perspectives: false,
+        alias_runs: Vec::new(),
         text: None,
         model: "test/tokenised".into(),
         vectors: vec![QueryVector {
