@@ -6,6 +6,7 @@
 //! constant time. The store keeps the records, so every engram process on one database honours
 //! the same tokens and a revocation takes effect on the next request everywhere.
 
+use async_trait::async_trait;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -240,6 +241,20 @@ fn hex(bytes: &[u8]) -> String {
             let _ = write!(out, "{b:02x}");
             out
         })
+}
+
+/// Access tokens for the HTTP transports ([`crate::auth`]).
+#[async_trait]
+pub trait TokenStore: Send + Sync + 'static {
+    /// Stores a new access token ([`crate::auth`]); its id must be new.
+    async fn create_token(&self, token: &NewToken) -> crate::Result<TokenInfo>;
+    /// Every access token (of `workspace` when given), by workspace name then age.
+    async fn tokens(&self, workspace: Option<WorkspaceId>) -> crate::Result<Vec<TokenInfo>>;
+    /// The access token with public id `id` and the SHA-256 of its secret, if it exists.
+    async fn token(&self, id: &str) -> crate::Result<Option<(TokenInfo, Vec<u8>)>>;
+    /// Revokes an access token (it is kept, with `revoked_at`, and grants nothing since);
+    /// [`crate::Error::NotFound`] (kind `token`) when there is none or it is revoked already.
+    async fn revoke_token(&self, id: &str) -> crate::Result<()>;
 }
 
 #[cfg(test)]

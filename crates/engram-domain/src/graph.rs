@@ -1,6 +1,7 @@
 //! Walking the graph: a node's neighbourhood and the shortest path between two nodes, each
 //! asked by its tool's request (the MCP input), checked, then answered by the store.
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
@@ -160,4 +161,29 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetNeighborhood>();
     visitor.visit::<GetPath>();
     visitor.visit::<FindUnlinkedReferences>();
+}
+
+/// Walking the graph: neighbourhoods, paths and mentions without relations.
+#[async_trait]
+pub trait GraphStore: Send + Sync + 'static {
+    /// `get_neighborhood`: the node and everything within `depth` hops, relations followed in
+    /// either direction. [`crate::Error::NotFound`] for an unknown node.
+    async fn get_neighborhood(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNeighborhood>,
+    ) -> Result<Neighborhood>;
+    /// `get_path`: a shortest path (in hops, relations in either direction) of at most
+    /// [`crate::limits::MAX_PATH_HOPS`]. [`crate::Error::NotFound`] for an unknown endpoint.
+    async fn get_path(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetPath>,
+    ) -> Result<GraphPath>;
+    /// `find_unlinked_references`: pairs where a node's observations mention another node's
+    /// whole name (case-insensitive, at word boundaries) but no relation links the two.
+    async fn find_unlinked_references(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<UnlinkedReference>>;
 }

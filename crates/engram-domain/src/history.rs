@@ -4,6 +4,7 @@
 //! events of what leaves no row (deletions, changes to the node's summary, tags or type).
 //! A deleted observation leaves its deletion and no text: deleting is for good.
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
@@ -237,6 +238,19 @@ fn texts_within_answer(events: &mut [HistoryEntry], name: &str) -> Option<String
 /// The history tool.
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetHistory>();
+}
+
+/// What happened to a node, read from what the store keeps.
+#[async_trait]
+pub trait HistoryStore: Send + Sync + 'static {
+    /// `get_history`: the node's entries before `before`, newest first: `limit` of them, and
+    /// any more at the instant of the last (so that no entry falls between pages).
+    /// [`crate::Error::NotFound`] for an unknown node.
+    async fn get_history(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetHistory>,
+    ) -> Result<Vec<HistoryEntry>>;
 }
 
 #[cfg(test)]

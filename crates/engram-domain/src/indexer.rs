@@ -22,8 +22,8 @@ use crate::error::{Error, Result};
 use crate::model::{Ordinal, PerspectiveId, RejectedText, WorkspaceId};
 use crate::perspectives::render_document;
 use crate::retry::Failure;
-use crate::store::IndexStore;
 use crate::store::PendingEmbeddings;
+use crate::vectors::IndexStore;
 use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash, usual_dimension, vector_defect};
 
 /// Keeps a store's vectors for one embedder current. The loop that calls

@@ -48,6 +48,7 @@ mod validity;
 mod vectors;
 mod workspaces;
 
+pub use auth::TokenStore;
 pub use checked::Checked;
 pub use consolidation::{
     CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, FactPair, FactPairCosines,
@@ -58,51 +59,58 @@ pub use consolidation::{
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
-pub use graph::{FindUnlinkedReferences, GetNeighborhood, GetPath, UnlinkedReferencesResult};
-pub use history::{DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation};
+pub use graph::{
+    FindUnlinkedReferences, GetNeighborhood, GetPath, GraphStore, UnlinkedReferencesResult,
+};
+pub use history::{
+    DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation, HistoryStore,
+};
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
 pub use memory_stats::GetStats;
-pub use memory_transfer::{IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph};
+pub use memory_transfer::{
+    IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph, TransferStore,
+};
 pub use merge::{
-    AliasesUpdate, FactMoves, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities, MergedEntities,
-    MovedObservation, SetAliases, SourceFact, plan_merge_facts,
+    AliasStore, AliasesUpdate, FactMoves, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities,
+    MergedEntities, MovedObservation, SetAliases, SourceFact, plan_merge_facts,
 };
 pub use model::*;
 pub use naming::Aliased;
 pub use nodes::{
     CreateEntities, CreateEntitiesResult, DeleteEntities, GetNodesByType, GetOrphanedNodes,
-    GetRecentlyModified, IfExists, NodeBriefsResult, OpenNodes, SetSummary, SetTags,
+    GetRecentlyModified, IfExists, NodeBriefsResult, NodeStore, OpenNodes, SetSummary, SetTags,
     TypedNodesResult,
 };
 pub use observations::{
     AddObservations, AddObservationsResult, DeleteObservations, DeleteObservationsResult,
-    ReplaceObservation,
+    ObservationStore, ReplaceObservation,
 };
 pub use relations::{
-    CreateRelations, DeleteRelations, GetRelationsBetween, RelationsResult, RenameRelationType,
-    RenamedRelation,
+    CreateRelations, DeleteRelations, GetRelationsBetween, RelationStore, RelationsResult,
+    RenameRelationType, RenamedRelation,
 };
 pub use retry::Failure;
+pub use search::SearchStore;
 pub use search::requests::{
     FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations, SimilarNodesResult,
 };
 pub use search::results::*;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
-    SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, plan_split,
+    SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, SplitStore, plan_split,
 };
 pub use store::*;
 pub use tool::{Effect, Tool, ToolContext, ToolVisitor};
 pub use validity::{
     EndObservations, EndObservationsResult, EndRelations, EndedObservations, EndedRelations,
-    ObservationEndings, ReadTime, ended_before_it_began,
+    ObservationEndings, ReadTime, ValidityStore, ended_before_it_began,
 };
 pub use vectors::*;
-pub use workspaces::{DeleteWorkspace, RenameWorkspace};
+pub use workspaces::{DeleteWorkspace, RenameWorkspace, WorkspaceStore};
 
 /// Hands every tool engram has to `visitor`, area by area; each area module lists its own
 /// (its `tools()`), so a protocol layer publishes them all without naming any.

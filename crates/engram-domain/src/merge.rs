@@ -3,6 +3,8 @@
 //! `set_aliases` sets a node's aliases by hand. A tool given an alias where it takes a node
 //! name answers for the node it names (resolved where a name was not found: [`resolve`]).
 
+use crate::store::*;
+use async_trait::async_trait;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -275,6 +277,38 @@ impl Tool for SetAliases {
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<MergeEntities>();
     visitor.visit::<SetAliases>();
+}
+
+/// Duplicates merged, and the aliases a node answers to.
+#[async_trait]
+pub trait AliasStore: Send + Sync + 'static {
+    /// `merge_entities`, in one transaction: the sources' observations appended to the target
+    /// in their order (new ordinals; a current source fact whose exact text the target holds
+    /// as a current fact is dropped), their relations re-pointed (those the target has, and
+    /// those between a source and the target, dropped), ended relations too, tags united
+    /// (the target's first), the sources' names (and their aliases) made the target's
+    /// aliases, a `merged:<source>` update event recorded on the target, the sources deleted.
+    /// [`crate::Error::NotFound`] for an unknown node; [`crate::Error::InvalidArgument`]
+    /// naming `sources` when the tags would pass 64.
+    async fn merge_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<MergeEntities>,
+    ) -> Result<MergedEntities>;
+    /// `set_aliases`: replaces the node's aliases. [`crate::Error::InvalidArgument`] naming
+    /// `aliases[i]` (nothing changed) when one is a node's name or another node's alias;
+    /// [`crate::Error::NotFound`] for an unknown node.
+    async fn set_aliases(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetAliases>,
+    ) -> Result<AliasesUpdate>;
+    /// The node names the aliases among `names` stand for, by alias; names that are no alias
+    /// are absent.
+    async fn resolve_aliases(
+        &self,
+        request: ResolveAliases<'_>,
+    ) -> Result<std::collections::HashMap<String, String>>;
 }
 
 #[cfg(test)]

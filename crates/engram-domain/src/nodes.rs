@@ -1,6 +1,7 @@
 //! Nodes: creating, deleting, opening and browsing them, their summaries and tags, each asked
 //! by its tool's request (the MCP input), checked, then answered by the store.
 
+use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -658,6 +659,73 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<SetSummary>();
     visitor.visit::<SetTags>();
     visitor.visit::<GetOrphanedNodes>();
+}
+
+/// Nodes: the node tools of the catalog, and the counts and events kept per workspace.
+#[async_trait]
+pub trait NodeStore: Send + Sync + 'static {
+    /// `create_entities`: inserts the nodes that do not exist yet with their observations;
+    /// existing names are left exactly as they were and reported with `already_existed`.
+    /// Rows come back in input order.
+    async fn create_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateEntities>,
+    ) -> Result<Vec<CreatedNode>>;
+    /// `delete_entities`: deletes nodes with their observations, relations (both
+    /// directions), embeddings and events.
+    async fn delete_entities(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteEntities>,
+    ) -> Result<DeletedNodes>;
+    /// `open_nodes`: nodes with observations in ordinal order, and every relation touching one.
+    async fn open_nodes(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<OpenNodes>,
+    ) -> Result<OpenedNodes>;
+    /// `get_nodes_by_type`: nodes of one type, by name.
+    async fn get_nodes_by_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetNodesByType>,
+    ) -> Result<Vec<TypedNode>>;
+    /// `get_recently_modified`: nodes written in the last `days` days, newest first.
+    async fn get_recently_modified(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetRecentlyModified>,
+    ) -> Result<Vec<NodeBrief>>;
+    /// `set_summary`: sets the summary and moves `summary_updated_at` and `updated_at`.
+    async fn set_summary(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetSummary>,
+    ) -> Result<SummaryUpdate>;
+    /// `set_tags`: replaces the tag set (already de-duplicated).
+    async fn set_tags(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SetTags>,
+    ) -> Result<TagsUpdate>;
+    /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
+    async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
+    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
+    /// was set before their newest observation was written; oldest summary first.
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>>;
+    /// `get_stats`: counts, and the fraction of current embeddings.
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
+    /// For each of `request.names`, in order, up to `request.limit` names of the workspace's
+    /// nodes that share the most trigrams with it (case ignored; any order; never the name
+    /// itself), for [`crate::suggestions`]: an index lookup, not a scan.
+    async fn similar_names(&self, request: SimilarNames<'_>) -> Result<Vec<Vec<String>>>;
+    /// Counts of create, update and delete events since `since` (the consolidation report's
+    /// `event_summary`).
+    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
 }
 
 #[cfg(test)]

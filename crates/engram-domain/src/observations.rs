@@ -1,6 +1,7 @@
 //! Observations: adding, replacing and deleting a node's facts, each asked by its tool's
 //! request (the MCP input), checked, then answered by the store.
 
+use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -415,4 +416,29 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<AddObservations>();
     visitor.visit::<ReplaceObservation>();
     visitor.visit::<DeleteObservations>();
+}
+
+/// Observations: appending, replacing and deleting a node's ordered facts.
+#[async_trait]
+pub trait ObservationStore: Send + Sync + 'static {
+    /// `add_observations`: appends in order; ordinals come from a per-node counter, so
+    /// concurrent writers never collide and deleted ordinals are never reused.
+    async fn add_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<AddObservations>,
+    ) -> Result<Vec<AddedObservations>>;
+    /// `replace_observation`: replaces the text in place, keeping the ordinal.
+    /// [`crate::Error::NotFound`] for an unknown node or ordinal.
+    async fn replace_observation(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<ReplaceObservation>,
+    ) -> Result<ReplacedObservation>;
+    /// `delete_observations`: deletes by ordinal; the others keep theirs.
+    async fn delete_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteObservations>,
+    ) -> Result<Vec<DeletedObservations>>;
 }

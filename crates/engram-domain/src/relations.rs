@@ -1,6 +1,7 @@
 //! Relations: creating, deleting, renaming them, and those between two nodes, each asked by its
 //! tool's request (the MCP input), checked, then answered by the store.
 
+use async_trait::async_trait;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -326,4 +327,35 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<DeleteRelations>();
     visitor.visit::<RenameRelationType>();
     visitor.visit::<GetRelationsBetween>();
+}
+
+/// Relations: creating, deleting, renaming and reading typed relations.
+#[async_trait]
+pub trait RelationStore: Send + Sync + 'static {
+    /// `create_relations`: creates the relations whose endpoints exist and that do not exist.
+    async fn create_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<CreateRelations>,
+    ) -> Result<CreatedRelations>;
+    /// `delete_relations`: deletes the given relations where they exist.
+    async fn delete_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DeleteRelations>,
+    ) -> Result<DeletedRelations>;
+    /// `rename_relation_type`: changes one relation's type. [`crate::Error::NotFound`] when
+    /// the relation does not exist, [`crate::Error::Conflict`] when the renamed relation
+    /// already exists (nothing is changed then).
+    async fn rename_relation_type(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<RenameRelationType>,
+    ) -> Result<RelationSpec>;
+    /// `get_relations_between`: relations linking the two nodes, in both directions.
+    async fn get_relations_between(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetRelationsBetween>,
+    ) -> Result<Vec<Relation>>;
 }

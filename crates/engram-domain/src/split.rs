@@ -3,6 +3,7 @@
 //! distinctive words; `split_entity` moves chosen facts to new nodes related to the original,
 //! in one transaction.
 
+use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -447,6 +448,26 @@ fn label(group: &[usize], stems: &[Vec<String>], facts: &[FactVector]) -> String
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<ProposeSplit>();
     visitor.visit::<SplitEntity>();
+}
+
+/// Overgrown nodes split.
+#[async_trait]
+pub trait SplitStore: Send + Sync + 'static {
+    /// `split_entity`, in one transaction: each part created (type: its own or the
+    /// original's) with the original's current facts it names (new ordinals 1, 2, … in the
+    /// original's order; versions, periods and vectors move with them), related to the
+    /// original by `relation_type`, and a `split:<part>` update event recorded on the
+    /// original. [`crate::Error::NotFound`] for an unknown node;
+    /// [`crate::Error::InvalidArgument`] naming `parts[i].name` when a node or alias has that
+    /// name, `parts[i].ordinals[j]` when it is no current fact of the original.
+    async fn split_entity(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<SplitEntity>,
+    ) -> Result<SplitResult>;
+    /// The node's current facts in ordinal order (the newest `newest` of them, when given),
+    /// each with its stored vector of `model` in `perspective` when there is one. [`crate::Error::NotFound`] for an unknown node.
+    async fn fact_vectors(&self, request: FactVectors<'_>) -> Result<NodeFacts>;
 }
 
 #[cfg(test)]

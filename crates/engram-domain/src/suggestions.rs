@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::model::WorkspaceId;
-use crate::store::{NodeStore, SimilarNames};
+use crate::nodes::NodeStore;
+use crate::store::SimilarNames;
 
 /// At most this many suggestions per name.
 pub const SUGGESTIONS: usize = 3;

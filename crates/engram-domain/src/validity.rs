@@ -4,6 +4,7 @@
 //! earlier version of its ordinal. Default reads see what holds now; `include_ended` shows
 //! everything with its period, `as_of` what held at a time.
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
@@ -311,4 +312,30 @@ pub struct EndObservationsResult {
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<EndObservations>();
     visitor.visit::<EndRelations>();
+}
+
+/// Memory over time: ending facts and relations that stopped being true, and deleting for good
+/// the facts whose expiry has passed.
+#[async_trait]
+pub trait ValidityStore: Send + Sync + 'static {
+    /// `end_observations`: the current facts at the ordinals stop holding at `ended_at` (the
+    /// store's now when absent), kept for history. [`crate::Error::InvalidArgument`] naming
+    /// `ended_at` (nothing changed) when it is before a fact's `valid_from`.
+    async fn end_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndObservations>,
+    ) -> Result<Vec<EndedObservations>>;
+    /// `end_relations`: the current relations stop holding at `ended_at` (the store's now when
+    /// absent) and are kept with their period; creating one again starts a new period.
+    /// [`crate::Error::InvalidArgument`] naming `ended_at` (nothing changed) when it is before
+    /// a relation's `valid_from`.
+    async fn end_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndRelations>,
+    ) -> Result<EndedRelations>;
+    /// Deletes for good, in every workspace, the facts whose `expires_at` has passed (they
+    /// left every read when it did); at most `limit` per call. Returns how many.
+    async fn purge_expired(&self, limit: u32) -> Result<u64>;
 }

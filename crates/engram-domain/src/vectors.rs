@@ -3,8 +3,12 @@
 //! check every vector from an embedder passes before it is stored, cached or searched
 //! ([`vector_defect`]).
 
+use crate::error::Result;
 use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::ObservationContext;
+use crate::perspectives::Perspective;
+use crate::store::*;
+use async_trait::async_trait;
 
 /// A node's aggregate vector in one perspective (the mean of its observation vectors).
 #[derive(Debug, Clone, PartialEq)]
@@ -222,4 +226,47 @@ mod cursor_tests {
         let without_two = [ws[0], ws[2]];
         assert_eq!(cursor.ranges(&without_two)[0], (ws[2], 0, i64::MAX));
     }
+}
+
+/// What the indexer reads and writes: perspectives, pending (observation, perspective) pairs,
+/// vectors and their coverage.
+#[async_trait]
+pub trait IndexStore: Send + Sync + 'static {
+    /// The workspace's perspectives, by name. A workspace starts with
+    /// [`crate::perspectives::DEFAULT_PERSPECTIVES`].
+    async fn perspectives(&self, workspace: WorkspaceId) -> Result<Vec<Perspective>>;
+    /// Creates or changes the workspace's perspective `perspective.name` (its id is ignored)
+    /// and returns it as stored. Vectors of changed perspectives become stale and are
+    /// re-embedded by the indexer.
+    async fn set_perspective(&self, request: SetPerspective<'_>) -> Result<Perspective>;
+    /// Up to `limit` (observation, enabled perspective) pairs whose `model` vector is missing
+    /// or whose node changed since it was rendered, workspaces in turn: those of the first
+    /// workspace after `cursor.served_first` (by id, wrapping around; the first workspace for
+    /// `None`) first, then the next workspaces' until `limit` is reached. Within a workspace,
+    /// pairs come in observation order from `cursor.after` on, then from its first observation
+    /// up to there. The indexer passes the cursor of its last pass ([`PendingCursor`]), so no
+    /// workspace waits behind another's backlog for more than a batch, and a pass reads about
+    /// its batch's rows, not every observation before them.
+    async fn pending_embeddings(
+        &self,
+        request: PendingEmbeddings<'_>,
+    ) -> Result<Vec<EmbeddingTask>>;
+    /// Stores the indexer's results for `model` and brings the affected nodes' aggregate
+    /// vectors (`node_embeddings`) up to date.
+    async fn save_embeddings(&self, request: SaveEmbeddings<'_>) -> Result<()>;
+    /// Every node of the workspace that has an aggregate `model` vector in `perspective`
+    /// (the mean of its observation vectors), with its type, ordered by name. The
+    /// consolidation report clusters these.
+    async fn node_vectors(&self, request: GetNodeVectors<'_>) -> Result<Vec<NodeVector>>;
+    /// The fraction (0.0–1.0) of the workspace's (observation, enabled perspective) pairs whose
+    /// `model` vector is current; 1.0 for a workspace without observations.
+    async fn embedding_coverage(&self, request: ModelEmbeddings<'_>) -> Result<f64>;
+    /// A number that changes whenever anything is written in any workspace (the newest
+    /// event's id), so an idle indexer can tell cheaply whether to look for work.
+    async fn change_marker(&self) -> Result<i64>;
+    /// Deletes the workspace's `model` vectors (observation and node level), so the indexer
+    /// embeds everything again; returns how many observation vectors were dropped.
+    async fn clear_embeddings(&self, request: ModelEmbeddings<'_>) -> Result<u64>;
+    /// How many (observation, enabled perspective) pairs the workspace has.
+    async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
 }

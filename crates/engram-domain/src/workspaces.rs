@@ -7,6 +7,7 @@ use crate::limits::{self};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::store::*;
+use async_trait::async_trait;
 
 /// The semantics of [`Memory::health`](crate::Memory::health).
 pub(crate) async fn health(store: &dyn MemoryStore) -> Result<()> {
@@ -135,4 +136,24 @@ impl DeleteWorkspace {
         limits::workspace_name("workspace", &self.name)?;
         Ok(Checked::new(self))
     }
+}
+
+/// Workspaces: creating, finding, listing, renaming and deleting them, and whether the store
+/// can serve.
+#[async_trait]
+pub trait WorkspaceStore: Send + Sync + 'static {
+    /// Whether every migration this build holds is applied; [`crate::Error::Unavailable`]
+    /// when the store cannot be reached ([`crate::Memory::health`] turns `false` into an error).
+    async fn schema_current(&self) -> Result<bool>;
+    /// Creates a workspace. [`crate::Error::AlreadyExists`] when the name is taken.
+    async fn create_workspace(&self, name: &str) -> Result<Workspace>;
+    /// Looks a workspace up by name. [`crate::Error::NotFound`] when there is none.
+    async fn workspace(&self, name: &str) -> Result<Workspace>;
+    /// Every workspace with its node count, by name.
+    async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>>;
+    /// Renames a workspace; [`crate::Error::AlreadyExists`] when `new_name` is taken.
+    async fn rename_workspace(&self, request: &Checked<RenameWorkspace>) -> Result<Workspace>;
+    /// Deletes a workspace and everything in it. Without `force`, a workspace that holds
+    /// nodes is refused with [`crate::Error::Conflict`].
+    async fn delete_workspace(&self, request: &Checked<DeleteWorkspace>) -> Result<()>;
 }

@@ -11,7 +11,11 @@ use crate::error::db;
 use crate::nodes::{relation, relations_at};
 use crate::observations::node_pair;
 
-async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str) -> Result<i64> {
+pub(crate) async fn node_id(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    name: &str,
+) -> Result<i64> {
     let row = client
         .query_opt(
             "SELECT id FROM nodes WHERE workspace_id = $1 AND name = $2",
@@ -25,29 +29,6 @@ async fn node_id(client: &impl GenericClient, workspace: WorkspaceId, name: &str
 
 #[async_trait]
 impl GraphStore for PgStore {
-    #[instrument(skip_all)]
-    async fn get_history(
-        &self,
-        workspace: WorkspaceId,
-        request: &Checked<GetHistory>,
-    ) -> Result<Vec<HistoryEntry>> {
-        read!(self, |tx| async {
-            let node = node_id(&tx, workspace, &request.name).await?;
-            let statement = tx
-                .prepare_cached(include_str!("sql/history.sql"))
-                .await
-                .map_err(db)?;
-            let rows = tx
-                .query(
-                    &statement,
-                    &[&node, &request.before, &i64::from(request.limit)],
-                )
-                .await
-                .map_err(db)?;
-            Ok(rows.iter().map(history_entry).collect())
-        })
-    }
-
     #[instrument(skip_all)]
     async fn get_neighborhood(
         &self,
@@ -160,27 +141,5 @@ impl GraphStore for PgStore {
                 })
                 .collect())
         })
-    }
-}
-
-/// A row of `sql/history.sql` as an entry.
-fn history_entry(row: &tokio_postgres::Row) -> HistoryEntry {
-    let relation = (row.get::<_, Option<String>>("from_name")).map(|from| Relation {
-        valid_from: row.get("valid_from"),
-        valid_to: row.get("valid_to"),
-        ..Relation::new(
-            from,
-            row.get::<_, String>("to_name"),
-            row.get::<_, String>("relation_type"),
-        )
-    });
-    HistoryEntry {
-        at: row.get("at"),
-        operation: HistoryOperation::from_name(row.get("operation")),
-        ordinal: row.get::<_, Option<i64>>("ordinal").map(Ordinal),
-        content: row.get("content"),
-        old_content: row.get("old_content"),
-        relation,
-        author: row.get("author"),
     }
 }

@@ -21,6 +21,7 @@ mod authorship;
 mod connection;
 mod error;
 mod graph;
+mod history;
 mod hnsw;
 mod merge;
 mod name_locks;
@@ -37,6 +38,7 @@ mod text_query;
 mod tokens;
 mod transfer;
 mod upsert;
+mod validity;
 mod vectors;
 mod workspaces;
 

@@ -17,7 +17,7 @@ use crate::observations::node_pair;
 const RELATIONS_UNIQUE: &str = "relations_workspace_id_from_node_id_to_node_id_relation_typ_key";
 
 /// Parallel arrays of from names, to names and types, without repeated relations.
-fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
+pub(crate) fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
     let mut seen = HashSet::new();
     // Distinct by what names a relation: a repeat with another `valid_from` is a repeat.
     let distinct: Vec<&RelationSpec> = (relations.iter())
@@ -130,84 +130,6 @@ impl RelationStore for PgStore {
         })?;
         self.written.wrote(request.relations.len(), &self.direct);
         Ok(deleted)
-    }
-
-    #[instrument(skip_all, fields(count = request.relations.len()))]
-    async fn end_relations(
-        &self,
-        workspace: WorkspaceId,
-        request: &Checked<EndRelations>,
-    ) -> Result<EndedRelations> {
-        let (distinct, [from, to, types]) = columns(&request.relations);
-        let ended = write!(self, |tx| async {
-            // Moved, not updated: `relations` holds the current ones, so every default read
-            // stays as it was, and the same relation created again starts a new period.
-            let rows = tx
-                .query(
-                    "WITH gone AS (
-                         DELETE FROM relations r
-                         USING nodes f, nodes t,
-                               unnest($2::text[], $3::text[], $4::text[])
-                               AS d (from_name, to_name, relation_type)
-                         WHERE f.workspace_id = $1 AND f.name = d.from_name
-                           AND t.workspace_id = $1 AND t.name = d.to_name
-                           AND r.from_node_id = f.id AND r.to_node_id = t.id
-                           AND r.relation_type = d.relation_type
-                         RETURNING r.workspace_id, r.from_node_id, r.to_node_id, r.relation_type,
-                                   r.created_at, r.valid_from, f.name AS from_name,
-                                   t.name AS to_name
-                     ), kept AS (
-                         INSERT INTO ended_relations (workspace_id, from_node_id, to_node_id,
-                                                      relation_type, created_at, valid_from,
-                                                      valid_to)
-                         SELECT workspace_id, from_node_id, to_node_id, relation_type, created_at,
-                                valid_from,
-                                greatest(coalesce($5::timestamptz, now()), valid_from)
-                         FROM gone
-                     )
-                     SELECT from_name, to_name, relation_type, valid_from,
-                            coalesce($5::timestamptz, now()) AS ended_at
-                     FROM gone",
-                    &[&workspace.0, &from, &to, &types, &request.ended_at],
-                )
-                .await
-                .map_err(db)?;
-            let mut ended = HashSet::new();
-            for row in &rows {
-                let spec = RelationSpec::new(
-                    row.get::<_, String>("from_name"),
-                    row.get::<_, String>("to_name"),
-                    row.get::<_, String>("relation_type"),
-                );
-                let (valid_from, ended_at): (Timestamp, Timestamp) =
-                    (row.get("valid_from"), row.get("ended_at"));
-                if ended_at < valid_from {
-                    // The transaction rolls back: nothing was moved.
-                    let what = format!("the relation {spec}");
-                    return Err(ended_before_it_began(&what, ended_at, valid_from));
-                }
-                ended.insert((spec.from_entity, spec.to_entity, spec.relation_type));
-            }
-            let mut result = EndedRelations::default();
-            for spec in &distinct {
-                let key = (
-                    spec.from_entity.clone(),
-                    spec.to_entity.clone(),
-                    spec.relation_type.clone(),
-                );
-                let echoed = RelationSpec {
-                    valid_from: None,
-                    ..(*spec).clone()
-                };
-                match ended.contains(&key) {
-                    true => result.ended.push(echoed),
-                    false => result.not_found.push(echoed),
-                }
-            }
-            Ok(result)
-        })?;
-        self.written.wrote(request.relations.len(), &self.direct);
-        Ok(ended)
     }
 
     #[instrument(skip_all)]

@@ -30,55 +30,8 @@ fn key(lower: &str) -> Option<&str> {
     Some(&lower[..end])
 }
 
-/// A row of `sql/history.sql` as an entry.
-fn history_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
-    let relation = match row.get::<_, Option<String>>("from_name")? {
-        Some(from) => Some(Relation {
-            valid_from: row
-                .get::<_, Option<i64>>("valid_from")?
-                .map(crate::timestamp),
-            valid_to: row.get::<_, Option<i64>>("valid_to")?.map(crate::timestamp),
-            ..Relation::new(
-                from,
-                row.get::<_, String>("to_name")?,
-                row.get::<_, String>("relation_type")?,
-            )
-        }),
-        None => None,
-    };
-    Ok(HistoryEntry {
-        at: crate::timestamp(row.get("at")?),
-        operation: HistoryOperation::from_name(&row.get::<_, String>("operation")?),
-        ordinal: row.get::<_, Option<i64>>("ordinal")?.map(Ordinal),
-        content: row.get("content")?,
-        old_content: row.get("old_content")?,
-        relation,
-        author: row.get("author")?,
-    })
-}
-
 #[async_trait]
 impl GraphStore for SqliteStore {
-    #[instrument(skip_all)]
-    async fn get_history(
-        &self,
-        workspace: WorkspaceId,
-        request: &Checked<GetHistory>,
-    ) -> Result<Vec<HistoryEntry>> {
-        let (name, before, limit) = (request.name.clone(), request.before, request.limit);
-        self.pool
-            .read(move |tx| {
-                let node = node_id(tx, workspace, &name)?;
-                query(
-                    tx,
-                    include_str!("sql/history.sql"),
-                    params![node, before.map(crate::micros), limit],
-                    history_entry,
-                )
-            })
-            .await
-    }
-
     #[instrument(skip_all)]
     async fn get_neighborhood(
         &self,

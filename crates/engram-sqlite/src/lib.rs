@@ -19,6 +19,7 @@ pub mod backup;
 mod connection;
 mod error;
 mod graph;
+mod history;
 mod merge;
 mod nodes;
 mod observations;

@@ -236,23 +236,4 @@ impl ObservationStore for SqliteStore {
             })
             .await
     }
-
-    #[instrument(skip_all, fields(count = request.endings.len()))]
-    async fn end_observations(
-        &self,
-        workspace: WorkspaceId,
-        request: &Checked<EndObservations>,
-    ) -> Result<Vec<EndedObservations>> {
-        let request = (**request).clone();
-        self.pool
-            .write(move |tx| crate::validity::end_observations(tx, workspace, &request))
-            .await
-    }
-
-    #[instrument(skip_all)]
-    async fn purge_expired(&self, limit: u32) -> Result<u64> {
-        self.pool
-            .write(move |tx| crate::validity::purge_expired(tx, limit))
-            .await
-    }
 }

@@ -124,18 +124,6 @@ impl RelationStore for SqliteStore {
             .await
     }
 
-    #[instrument(skip_all, fields(count = request.relations.len()))]
-    async fn end_relations(
-        &self,
-        workspace: WorkspaceId,
-        request: &Checked<EndRelations>,
-    ) -> Result<EndedRelations> {
-        let request = (**request).clone();
-        self.pool
-            .write(move |tx| validity::end_relations(tx, workspace, &request))
-            .await
-    }
-
     #[instrument(skip_all)]
     async fn rename_relation_type(
         &self,

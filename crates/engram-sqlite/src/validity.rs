@@ -9,9 +9,12 @@
 
 use std::collections::BTreeSet;
 
+use async_trait::async_trait;
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Row, Transaction, params};
+use tracing::instrument;
 
+use crate::SqliteStore;
 use crate::error::db;
 use crate::nodes::node_ids;
 use crate::sql::query;
@@ -256,4 +259,36 @@ pub(crate) fn purge_expired(tx: &Transaction<'_>, limit: u32) -> Result<u64> {
         forget_bare_aggregates(tx, node)?;
     }
     Ok(purged)
+}
+
+#[async_trait]
+impl ValidityStore for SqliteStore {
+    #[instrument(skip_all, fields(count = request.endings.len()))]
+    async fn end_observations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndObservations>,
+    ) -> Result<Vec<EndedObservations>> {
+        let request = (**request).clone();
+        self.pool
+            .write(move |tx| end_observations(tx, workspace, &request))
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = request.relations.len()))]
+    async fn end_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<EndRelations>,
+    ) -> Result<EndedRelations> {
+        let request = (**request).clone();
+        self.pool
+            .write(move |tx| end_relations(tx, workspace, &request))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn purge_expired(&self, limit: u32) -> Result<u64> {
+        self.pool.write(move |tx| purge_expired(tx, limit)).await
+    }
 }

@@ -8,7 +8,11 @@
 //! ([`super::rank`]) compares like with like and can compare candidates with one another
 //! (hubness). [`CandidateSet`] does the bookkeeping so that stores only run SQL.
 
+use crate::error::Result;
 use crate::perspectives::Perspective;
+use crate::search::results::ObservationHit;
+use crate::store::*;
+use async_trait::async_trait;
 use std::collections::BTreeMap;
 
 use crate::model::{Timestamp, WorkspaceId};
@@ -298,4 +302,74 @@ pub struct StoredVector {
 /// a score must neither rank first nor reach a client.
 fn finite(scores: impl IntoIterator<Item = (i64, f64)>) -> impl Iterator<Item = (i64, f64)> {
     scores.into_iter().filter(|(_, score)| score.is_finite())
+}
+
+/// Gathering one search's candidates, and the pairs of related nodes similarity searches
+/// leave out.
+#[async_trait]
+pub trait SearchStore: Send + Sync + 'static {
+    /// Gathers the candidates of one search in one snapshot ([`crate::search`]): the
+    /// `query.depth` nearest observations per query vector (cosine similarity, only stored
+    /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full
+    /// text (any of its words, stemmed, stop words dropped; higher scores are better), all
+    /// within `query.within` and `query.entity_types` when given; then, for every candidate,
+    /// its stored vector per query vector's perspective and its full-text score
+    /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and, when
+    /// `query.perspectives`, the workspace's perspectives. Candidates come back in any order.
+    async fn search(&self, query: &CandidateQuery) -> Result<Gathered>;
+    /// The `request.k` observations of the workspace (or of the node `within`) whose `model`
+    /// vector in `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
+    /// name, then ordinal): [`SearchStore::search`] with that one vector and no text.
+    async fn vector_search(&self, request: VectorSearch<'_>) -> Result<Vec<ObservationHit>> {
+        let VectorSearch {
+            workspace,
+            model,
+            perspective,
+            vector,
+            k,
+            within,
+        } = request;
+        let request = CandidateQuery {
+            workspace,
+            perspectives: false,
+            alias_runs: Vec::new(),
+            text: None,
+            model: model.to_owned(),
+            vectors: vec![QueryVector {
+                perspective,
+                perspective_name: String::new(),
+                vector: vector.to_vec(),
+                token_signs: None,
+            }],
+            depth: k,
+            text_depth: 0,
+            within: within.map(str::to_owned),
+            entity_types: Vec::new(),
+            as_of: None,
+        };
+        let gathered = self.search(&request).await?;
+        let mut hits: Vec<ObservationHit> = (gathered.candidates.into_iter())
+            .filter_map(|c| {
+                let score = c.signals.similarities[0]?;
+                let row = c.row;
+                Some(ObservationHit {
+                    name: row.name,
+                    entity_type: row.entity_type,
+                    summary: row.summary,
+                    ordinal: row.ordinal,
+                    content: row.content,
+                    score,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            (b.score.total_cmp(&a.score))
+                .then_with(|| a.name.cmp(&b.name))
+                .then(a.ordinal.cmp(&b.ordinal))
+        });
+        Ok(hits)
+    }
+    /// The `(from, to)` node names of every relation of the workspace (a pair once however
+    /// many types link it), for telling related nodes from unrelated ones.
+    async fn related_pairs(&self, workspace: WorkspaceId) -> Result<Vec<(String, String)>>;
 }
