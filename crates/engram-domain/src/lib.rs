@@ -23,7 +23,6 @@ mod memory;
 mod memory_brief;
 mod memory_indexing;
 mod memory_secrets;
-mod memory_stats;
 mod memory_transfer;
 mod merge;
 mod model;
@@ -37,6 +36,7 @@ mod retry;
 pub mod search;
 pub mod secrets;
 mod split;
+mod stats;
 mod store;
 pub mod suggestions;
 #[cfg(feature = "testsuite")]
@@ -51,10 +51,10 @@ mod workspaces;
 pub use auth::TokenStore;
 pub use checked::Checked;
 pub use consolidation::{
-    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, FactPair, FactPairCosines,
-    GetConsolidationReport, GetPendingConsolidation, GroupBrief, MAX_CLUSTER_NAMES, MergeCandidate,
-    PendingConsolidationResult, RelationCandidate, SAME_THING, SPLIT_MIN_FACTS, SplitCandidate,
-    StaleSummary, TextSource,
+    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, ConsolidationStore, FactPair,
+    FactPairCosines, GetConsolidationReport, GetPendingConsolidation, GroupBrief,
+    MAX_CLUSTER_NAMES, MergeCandidate, PendingConsolidationResult, RelationCandidate, SAME_THING,
+    SPLIT_MIN_FACTS, SplitCandidate, StaleSummary, TextSource,
 };
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
@@ -70,7 +70,6 @@ pub use memory::Memory;
 pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use memory_indexing::EmbeddingProgress;
 pub use memory_secrets::SecretPolicy;
-pub use memory_stats::GetStats;
 pub use memory_transfer::{
     IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph, TransferStore,
 };
@@ -103,7 +102,9 @@ pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
     SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, SplitStore, plan_split,
 };
+pub use stats::{GetStats, StatsStore};
 pub use store::*;
+pub use suggestions::SuggestionStore;
 pub use tool::{Effect, Tool, ToolContext, ToolVisitor};
 pub use validity::{
     EndObservations, EndObservationsResult, EndRelations, EndedObservations, EndedRelations,
@@ -124,7 +125,7 @@ pub fn each_tool(visitor: &mut impl ToolVisitor) {
     merge::tools(visitor);
     split::tools(visitor);
     memory_transfer::tools(visitor);
-    memory_stats::tools(visitor);
+    stats::tools(visitor);
     search::requests::tools(visitor);
     consolidation::tools(visitor);
 }

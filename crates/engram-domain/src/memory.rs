@@ -34,7 +34,7 @@ pub struct Memory {
     /// The search tools, with the embedder, the indexer (for the texts it set aside), the
     /// query vectors' cache and the time a search waits for the embedder.
     search: Searcher,
-    /// `get_stats`' last counted embedding coverages (`memory_stats.rs`).
+    /// `get_stats`' last counted embedding coverages (`stats.rs`).
     counted_coverage: CountedCoverages,
     /// What a write does with a text holding a credential.
     secrets: SecretPolicy,

@@ -3,16 +3,16 @@
 //! `set_aliases` sets a node's aliases by hand. A tool given an alias where it takes a node
 //! name answers for the node it names (resolved where a name was not found: [`resolve`]).
 
-use crate::store::*;
-use async_trait::async_trait;
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
+use crate::store::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Most sources one `merge_entities` call takes.

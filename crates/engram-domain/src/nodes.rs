@@ -1,9 +1,9 @@
 //! Nodes: creating, deleting, opening and browsing them, their summaries and tags, each asked
 //! by its tool's request (the MCP input), checked, then answered by the store.
 
-use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
@@ -711,21 +711,6 @@ pub trait NodeStore: Send + Sync + 'static {
     ) -> Result<TagsUpdate>;
     /// `get_orphaned_nodes`: nodes with no relation in either direction, by name.
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
-    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
-    /// was set before their newest observation was written; oldest summary first.
-    async fn get_pending_consolidation(
-        &self,
-        workspace: WorkspaceId,
-    ) -> Result<Vec<PendingConsolidation>>;
-    /// `get_stats`: counts, and the fraction of current embeddings.
-    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
-    /// For each of `request.names`, in order, up to `request.limit` names of the workspace's
-    /// nodes that share the most trigrams with it (case ignored; any order; never the name
-    /// itself), for [`crate::suggestions`]: an index lookup, not a scan.
-    async fn similar_names(&self, request: SimilarNames<'_>) -> Result<Vec<Vec<String>>>;
-    /// Counts of create, update and delete events since `since` (the consolidation report's
-    /// `event_summary`).
-    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
 }
 
 #[cfg(test)]

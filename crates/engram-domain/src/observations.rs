@@ -1,9 +1,9 @@
 //! Observations: adding, replacing and deleting a node's facts, each asked by its tool's
 //! request (the MCP input), checked, then answered by the store.
 
-use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;

@@ -1,9 +1,9 @@
 //! Relations: creating, deleting, renaming them, and those between two nodes, each asked by its
 //! tool's request (the MCP input), checked, then answered by the store.
 
-use async_trait::async_trait;
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;

@@ -3,9 +3,9 @@
 //! distinctive words; `split_entity` moves chosen facts to new nodes related to the original,
 //! in one transaction.
 
-use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;

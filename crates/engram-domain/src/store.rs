@@ -10,6 +10,7 @@
 //! borrowing what the caller passed.
 
 use crate::auth::TokenStore;
+use crate::consolidation::ConsolidationStore;
 use crate::graph::GraphStore;
 use crate::history::HistoryStore;
 use crate::memory_transfer::TransferStore;
@@ -21,6 +22,8 @@ use crate::perspectives::Perspective;
 use crate::relations::RelationStore;
 use crate::search::SearchStore;
 use crate::split::SplitStore;
+use crate::stats::StatsStore;
+use crate::suggestions::SuggestionStore;
 use crate::validity::ValidityStore;
 use crate::vectors::*;
 use crate::workspaces::WorkspaceStore;
@@ -77,6 +80,9 @@ pub trait MemoryStore:
     + GraphStore
     + ValidityStore
     + HistoryStore
+    + ConsolidationStore
+    + StatsStore
+    + SuggestionStore
     + TokenStore
     + TransferStore
     + IndexStore
@@ -94,6 +100,12 @@ impl<T> MemoryStore for T where
         + GraphStore
         + ValidityStore
         + HistoryStore
+        + ConsolidationStore
+        + StatsStore
+        + SuggestionStore
+        + ConsolidationStore
+        + StatsStore
+        + SuggestionStore
         + TokenStore
         + TransferStore
         + IndexStore
@@ -103,7 +115,7 @@ impl<T> MemoryStore for T where
 }
 
 /// The create, update and delete events of a workspace since a time
-/// ([`NodeStore::event_counts`]).
+/// ([`crate::ConsolidationStore::event_counts`]).
 #[derive(Debug, Clone, Copy)]
 pub struct CountEvents {
     /// The workspace.

@@ -7,16 +7,17 @@
 //! "postgres" for "PostgreSQL"), or one with a slip of the keyboard ("Pryia Raman"). A store
 //! keeps every name's words ([`name_words`]) and finds a few candidates by the words of the
 //! name not found ([`probe`]: a few index range scans in both stores,
-//! [`crate::NodeStore::similar_names`]); [`rank`] keeps the close ones. The lookup runs only
+//! [`SuggestionStore::similar_names`]); [`rank`] keeps the close ones. The lookup runs only
 //! when something was not found, for at most [`MAX_NAMES`] names a call, and a failed lookup
 //! leaves the answer without suggestions, never failing it. A slip inside a name's only word
 //! ("Alcie") is not found: no word of it matches.
 
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
+
 use crate::error::{Error, Result};
 use crate::model::WorkspaceId;
-use crate::nodes::NodeStore;
 use crate::store::SimilarNames;
 
 /// At most this many suggestions per name.
@@ -34,7 +35,7 @@ const THRESHOLD: f64 = 0.75;
 /// For each name of `missing`, up to [`SUGGESTIONS`] existing names close to it, best first;
 /// names with none are left out. Empty when the lookup fails (a hint is not worth an error).
 pub(crate) async fn did_you_mean(
-    store: &dyn NodeStore,
+    store: &dyn SuggestionStore,
     workspace: WorkspaceId,
     missing: &[String],
 ) -> BTreeMap<String, Vec<String>> {
@@ -60,7 +61,7 @@ pub(crate) async fn did_you_mean(
 
 /// `result` with suggestions added when it is a node's [`Error::NotFound`].
 pub(crate) async fn explain<T>(
-    store: &dyn NodeStore,
+    store: &dyn SuggestionStore,
     workspace: WorkspaceId,
     result: Result<T>,
 ) -> Result<T> {
@@ -187,6 +188,15 @@ fn word_matches(word: &str, other: &str) -> bool {
         _ => 2,
     };
     slips > 0 && strsim::damerau_levenshtein(word, other) <= slips
+}
+
+/// The index of node-name words "did you mean" looks candidates up in ([`probe`]).
+#[async_trait]
+pub trait SuggestionStore: Send + Sync + 'static {
+    /// For each of `request.names`, in order, up to `request.limit` names of the workspace's
+    /// nodes that share the most trigrams with it (case ignored; any order; never the name
+    /// itself), for [`crate::suggestions`]: an index lookup, not a scan.
+    async fn similar_names(&self, request: SimilarNames<'_>) -> Result<Vec<Vec<String>>>;
 }
 
 #[cfg(test)]

@@ -3,12 +3,13 @@
 //! check every vector from an embedder passes before it is stored, cached or searched
 //! ([`vector_defect`]).
 
+use async_trait::async_trait;
+
 use crate::error::Result;
 use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::ObservationContext;
 use crate::perspectives::Perspective;
 use crate::store::*;
-use async_trait::async_trait;
 
 /// A node's aggregate vector in one perspective (the mean of its observation vectors).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,13 +1,14 @@
 //! Workspaces and their perspectives: creating, finding, renaming, deleting them, and whether
 //! the store can serve.
 
+use async_trait::async_trait;
+
 use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::store::*;
-use async_trait::async_trait;
 
 /// The semantics of [`Memory::health`](crate::Memory::health).
 pub(crate) async fn health(store: &dyn MemoryStore) -> Result<()> {

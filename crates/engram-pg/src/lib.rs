@@ -19,6 +19,7 @@
 mod transaction;
 mod authorship;
 mod connection;
+mod consolidation;
 mod error;
 mod graph;
 mod history;
@@ -32,6 +33,8 @@ mod replica;
 mod search;
 mod split;
 mod statistics;
+mod stats;
+mod suggestions;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod text_query;

@@ -294,7 +294,7 @@ impl TransferStore for PgStore {
                 // the same however large the store; one type's are counted.
                 let (nodes, relations) = match &query.entity_type {
                     None => {
-                        let stats = crate::nodes::get_stats(&tx, workspace).await?;
+                        let stats = crate::stats::get_stats(&tx, workspace).await?;
                         (stats.node_count, stats.relation_count)
                     }
                     Some(entity_type) => {

@@ -17,6 +17,7 @@
 
 pub mod backup;
 mod connection;
+mod consolidation;
 mod error;
 mod graph;
 mod history;
@@ -27,6 +28,8 @@ mod relations;
 mod search;
 mod split;
 mod sql;
+mod stats;
+mod suggestions;
 mod tokens;
 mod transfer;
 mod upsert;

@@ -295,7 +295,7 @@ impl TransferStore for SqliteStore {
                     (false, _) => None,
                     // The whole workspace's totals are the counts get_stats keeps (migration V7).
                     (true, None) => {
-                        let stats = crate::nodes::get_stats(tx, workspace)?;
+                        let stats = crate::stats::get_stats(tx, workspace)?;
                         Some((stats.node_count, stats.relation_count))
                     }
                     (true, Some(entity_type)) => Some(

@@ -9,25 +9,23 @@ mod meaning;
 mod scan;
 mod splits;
 
-use crate::store::{CountEvents, ModelEmbeddings};
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use chrono::{Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
-
-use crate::error::{Error, Result};
-use crate::limits;
-use std::sync::Arc;
-
 use crate::embed::Embedder;
+use crate::error::{Error, Result};
 use crate::generate::{GenerationBudget, TextGenerator};
+use crate::limits;
 use crate::model::*;
 use crate::search::results::SimilarPair;
 use crate::search::similarity::Neighbour;
 use crate::search::tools::Searcher;
 use crate::search::{neighbours_of, unrelated_pairs};
-use crate::store::GetNodeVectors;
-use crate::store::MemoryStore;
+use crate::store::{CountEvents, GetNodeVectors, MemoryStore, ModelEmbeddings};
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 use crate::vectors::NodeVector;
 
@@ -539,4 +537,18 @@ pub struct PendingConsolidationResult {
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetConsolidationReport>();
     visitor.visit::<GetPendingConsolidation>();
+}
+
+/// What the consolidation report and `get_pending_consolidation` read besides the graph.
+#[async_trait]
+pub trait ConsolidationStore: Send + Sync + 'static {
+    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
+    /// was set before their newest observation was written; oldest summary first.
+    async fn get_pending_consolidation(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Vec<PendingConsolidation>>;
+    /// Counts of create, update and delete events since `since` (the consolidation report's
+    /// `event_summary`).
+    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
 }

@@ -8,14 +8,15 @@
 //! ([`super::rank`]) compares like with like and can compare candidates with one another
 //! (hubness). [`CandidateSet`] does the bookkeeping so that stores only run SQL.
 
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
 use crate::error::Result;
+use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::Perspective;
 use crate::search::results::ObservationHit;
 use crate::store::*;
-use async_trait::async_trait;
-use std::collections::BTreeMap;
-
-use crate::model::{Timestamp, WorkspaceId};
 
 /// Nearest observations gathered per query vector, at the least (more when a search asks for
 /// more results).

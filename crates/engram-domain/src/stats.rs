@@ -1,6 +1,8 @@
 //! `get_stats`: the store's counts, with the embedder's model, how much of the workspace it
 //! has embedded (`embedding_coverage.rs`), and the texts it rejected.
 
+use async_trait::async_trait;
+
 use crate::error::Result;
 use crate::model::{Stats, WorkspaceId};
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
@@ -36,4 +38,11 @@ impl Tool for GetStats {
 /// The statistics tool.
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetStats>();
+}
+
+/// The counts `get_stats` answers.
+#[async_trait]
+pub trait StatsStore: Send + Sync + 'static {
+    /// `get_stats`: counts, and the fraction of current embeddings.
+    async fn get_stats(&self, workspace: WorkspaceId) -> Result<Stats>;
 }
