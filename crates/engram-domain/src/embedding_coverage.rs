@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::model::{Stats, WorkspaceId};
+use crate::model::WorkspaceId;
 use crate::search::tools::Searcher;
+use crate::stats::Stats;
 use crate::store::{MemoryStore, ModelEmbeddings};
 
 /// How long `get_stats` reuses a counted embedding coverage while the indexer works and

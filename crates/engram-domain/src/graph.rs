@@ -187,3 +187,39 @@ pub trait GraphStore: Send + Sync + 'static {
         workspace: WorkspaceId,
     ) -> Result<Vec<UnlinkedReference>>;
 }
+
+/// Result of `get_neighborhood`: the node, every node within `depth` hops (relations followed
+/// in either direction), and every relation among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Neighborhood {
+    /// The nodes, nearest first, then by name.
+    pub nodes: Vec<GraphNode>,
+    /// The relations whose both endpoints are among `nodes`, sorted.
+    pub relations: Vec<Relation>,
+}
+
+/// Result of `get_path`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct GraphPath {
+    /// Whether a path exists within [`crate::limits::MAX_PATH_HOPS`] hops.
+    pub found: bool,
+    /// Node names from source to target (just the source when both are the same).
+    pub path: Vec<String>,
+    /// The relation taken at each hop, in path order; `relations[i]` links `path[i]` and
+    /// `path[i + 1]` in one direction or the other.
+    pub relations: Vec<Relation>,
+}
+
+/// One row of `find_unlinked_references`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct UnlinkedReference {
+    /// The node whose observations mention another node.
+    pub node: String,
+    /// The name mentioned.
+    pub referenced_name: String,
+    /// In how many of `node`'s observations the name occurs.
+    pub reference_count: i64,
+}

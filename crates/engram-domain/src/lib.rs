@@ -51,16 +51,17 @@ mod workspaces;
 pub use auth::TokenStore;
 pub use checked::Checked;
 pub use consolidation::{
-    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, ConsolidationStore, FactPair,
+    CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, ConsolidationStore, EventCounts, FactPair,
     FactPairCosines, GetConsolidationReport, GetPendingConsolidation, GroupBrief,
-    MAX_CLUSTER_NAMES, MergeCandidate, PendingConsolidationResult, RelationCandidate, SAME_THING,
-    SPLIT_MIN_FACTS, SplitCandidate, StaleSummary, TextSource,
+    MAX_CLUSTER_NAMES, MergeCandidate, PendingConsolidation, PendingConsolidationResult,
+    RelationCandidate, SAME_THING, SPLIT_MIN_FACTS, SplitCandidate, StaleSummary, TextSource,
 };
 pub use embed::{Embedder, Embedding};
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use graph::{
-    FindUnlinkedReferences, GetNeighborhood, GetPath, GraphStore, UnlinkedReferencesResult,
+    FindUnlinkedReferences, GetNeighborhood, GetPath, GraphPath, GraphStore, Neighborhood,
+    UnlinkedReference, UnlinkedReferencesResult,
 };
 pub use history::{
     DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation, HistoryStore,
@@ -80,17 +81,19 @@ pub use merge::{
 pub use model::*;
 pub use naming::Aliased;
 pub use nodes::{
-    CreateEntities, CreateEntitiesResult, DeleteEntities, GetNodesByType, GetOrphanedNodes,
-    GetRecentlyModified, IfExists, NodeBriefsResult, NodeStore, OpenNodes, SetSummary, SetTags,
+    CreateEntities, CreateEntitiesResult, CreatedNode, DeleteEntities, DeletedNodes,
+    GetNodesByType, GetOrphanedNodes, GetRecentlyModified, IfExists, NodeBriefsResult, NodeStore,
+    OpenNodes, OpenedNodes, SetSummary, SetTags, SummaryUpdate, TagsUpdate, TypedNode,
     TypedNodesResult,
 };
 pub use observations::{
-    AddObservations, AddObservationsResult, DeleteObservations, DeleteObservationsResult,
-    ObservationStore, ReplaceObservation,
+    AddObservations, AddObservationsResult, AddedObservations, DeleteObservations,
+    DeleteObservationsResult, DeletedObservations, ObservationAdditions, ObservationDeletions,
+    ObservationStore, ReplaceObservation, ReplacedObservation, SimilarFact, SimilarKind,
 };
 pub use relations::{
-    CreateRelations, DeleteRelations, GetRelationsBetween, RelationStore, RelationsResult,
-    RenameRelationType, RenamedRelation,
+    CreateRelations, CreatedRelations, DeleteRelations, DeletedRelations, GetRelationsBetween,
+    RelationStore, RelationsResult, RenameRelationType, RenamedRelation,
 };
 pub use retry::Failure;
 pub use search::SearchStore;
@@ -102,7 +105,7 @@ pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
     SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, SplitStore, plan_split,
 };
-pub use stats::{GetStats, StatsStore};
+pub use stats::{GetStats, Stats, StatsStore};
 pub use store::*;
 pub use suggestions::SuggestionStore;
 pub use tool::{Effect, Tool, ToolContext, ToolVisitor};

@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::model::{NewNode, ObservationAdditions, RelationSpec};
+use crate::model::{NewNode, RelationSpec};
+use crate::observations::ObservationAdditions;
 use crate::transfer::{NodeRecord, RelationRecord};
 
 /// What a write does with a text holding a credential ([`crate::secrets::find_secrets`]).

@@ -713,6 +713,107 @@ pub trait NodeStore: Send + Sync + 'static {
     async fn get_orphaned_nodes(&self, workspace: WorkspaceId) -> Result<Vec<NodeBrief>>;
 }
 
+/// One row of `create_entities`' result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// The published schema keeps the catalog's word (`create_entities`); the code says node.
+#[cfg_attr(feature = "schema", schemars(rename = "CreatedEntity"))]
+pub struct CreatedNode {
+    /// The node's name.
+    pub name: String,
+    /// Its type: the one given, or for an existing node the one it already had.
+    pub entity_type: String,
+    /// When the node was created (for an existing node, originally).
+    pub created_at: Timestamp,
+    /// `true` when a node of this name existed already and was left exactly as it was;
+    /// absent when the node was created now.
+    #[serde(skip_serializing_if = "crate::compact::is_false")]
+    pub already_existed: bool,
+    /// Observations given more than once for the new node: stored once, at this ordinal
+    /// (the reference memory server's habit); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_duplicates: Vec<Observation>,
+    /// With `if_exists: "merge"`, the observations appended to a node that existed; absent
+    /// when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<Observation>,
+}
+
+/// Result of `delete_entities`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "DeletedEntities"))]
+pub struct DeletedNodes {
+    /// Names that were deleted, in request order.
+    pub deleted: Vec<String>,
+    /// Names that did not exist, in request order.
+    pub not_found: Vec<String>,
+    /// For each of `not_found` that has any, up to three existing node names close to it
+    /// (another case or punctuation, a shortened name, a slip: [`crate::suggestions`]),
+    /// best first; absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub did_you_mean: BTreeMap<String, Vec<String>>,
+}
+
+/// Result of `open_nodes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct OpenedNodes {
+    /// The nodes found, in request order.
+    pub entities: Vec<NodeDetail>,
+    /// Every relation with at least one endpoint among the requested nodes.
+    pub relations: Vec<Relation>,
+    /// Requested names that do not exist.
+    pub not_found: Vec<String>,
+    /// For each of `not_found` that has any, up to three existing node names close to it
+    /// (another case or punctuation, a shortened name, a slip: [`crate::suggestions`]),
+    /// best first; absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub did_you_mean: BTreeMap<String, Vec<String>>,
+    /// Which observations were left out because an answer holds at most 8 MiB of text, and
+    /// the call that reads on; absent when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+/// A node with its tags and modification time (`get_nodes_by_type`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TypedNode {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// Its summary; `null` when none was set.
+    pub summary: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// When it or any child was last written.
+    pub updated_at: Timestamp,
+}
+
+/// Result of `set_summary`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SummaryUpdate {
+    /// The node's name.
+    pub name: String,
+    /// The summary now set.
+    pub summary: String,
+    /// The node's new modification time.
+    pub updated_at: Timestamp,
+}
+
+/// Result of `set_tags`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TagsUpdate {
+    /// The node's name.
+    pub name: String,
+    /// The tag set now stored.
+    pub tags: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

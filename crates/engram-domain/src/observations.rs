@@ -442,3 +442,129 @@ pub trait ObservationStore: Send + Sync + 'static {
         request: &Checked<DeleteObservations>,
     ) -> Result<Vec<DeletedObservations>>;
 }
+
+/// Observations to append to one node (`add_observations`), as a client sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "ObservationInput"))]
+#[serde(deny_unknown_fields)]
+pub struct ObservationAdditions {
+    /// The node to append to.
+    #[serde(alias = "entityName")]
+    pub entity_name: String,
+    /// Texts, or {content, valid_from?, expires_at?}.
+    pub contents: Vec<NewFact>,
+}
+
+/// One row of `add_observations`' result, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AddedObservations {
+    /// The node appended to.
+    pub entity_name: String,
+    /// What was added with the ordinals it got (empty when the node does not exist).
+    pub added: Vec<Observation>,
+    /// `true` when no node has this name; nothing was added for it (a row, not a tool error, as the
+    /// specification's shape has it: check it before believing the facts were stored).
+    pub not_found: bool,
+    /// Given texts the node already held (or that the call repeated), not stored again: each
+    /// with the ordinal that holds it (the reference memory server's habit); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_duplicates: Vec<Observation>,
+    /// When `not_found`, up to three existing node names close to `entity_name`
+    /// ([`crate::suggestions`]), best first; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub did_you_mean: Vec<String>,
+    /// Added facts that a current fact of the node already says, or that look like an update
+    /// of one (the same sentence with another number, date or word), so the caller can
+    /// delete the new one or end the old; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub similar_to: Vec<SimilarFact>,
+}
+
+/// An added fact like one the node held (an `add_observations` row's `similar_to`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SimilarFact {
+    /// The added fact's ordinal.
+    pub ordinal: Ordinal,
+    /// The held fact's ordinal.
+    pub similar_ordinal: Ordinal,
+    /// The held fact's text, cut at 160 characters.
+    pub content: String,
+    /// How the added fact is like it.
+    pub kind: SimilarKind,
+}
+
+/// How an added fact is like a held one, and so what to do about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SimilarKind {
+    /// It says the held fact again: delete one (`delete_observations`).
+    Repeats,
+    /// It may update the held fact: end the held one (`end_observations`).
+    MayUpdate,
+}
+
+/// Result of `replace_observation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ReplacedObservation {
+    /// The node.
+    pub entity_name: String,
+    /// The ordinal, unchanged.
+    pub ordinal: Ordinal,
+    /// The text before.
+    pub old_content: String,
+    /// The text now.
+    pub new_content: String,
+}
+
+/// Ordinals to delete from one node (`delete_observations`), as a client sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "DeletionInput", transform = ordinals_required))]
+#[serde(deny_unknown_fields)]
+pub struct ObservationDeletions {
+    /// The node.
+    #[serde(alias = "entityName")]
+    pub entity_name: String,
+    /// Ordinals to delete; the remaining observations keep theirs.
+    #[serde(default)]
+    pub ordinals: Vec<Ordinal>,
+    /// Texts to delete (every observation of the node with exactly this content), as the
+    /// reference memory server deletes, by its key `observations` (not advertised); their
+    /// ordinals are reported as deleted, and a text that matches nothing is not reported.
+    #[serde(default, rename = "observations")]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub contents: Vec<String>,
+}
+
+/// The catalog's schema of [`ObservationDeletions`]: `ordinals` required. Serde defaults it
+/// only so that the reference server's `observations` (texts) can stand in its place.
+#[cfg(feature = "schema")]
+fn ordinals_required(schema: &mut schemars::Schema) {
+    if let Some(ordinals) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("ordinals"))
+        .and_then(|o| o.as_object_mut())
+    {
+        ordinals.remove("default");
+    }
+    if let Some(required) = schema.get_mut("required").and_then(|r| r.as_array_mut()) {
+        required.push("ordinals".into());
+    }
+}
+
+/// One row of `delete_observations`' result, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DeletedObservations {
+    /// The node.
+    pub entity_name: String,
+    /// Ordinals that existed and are gone, ascending.
+    pub deleted_ordinals: Vec<Ordinal>,
+    /// Ordinals that did not exist (all of them when the node does not exist), ascending.
+    pub not_found_ordinals: Vec<Ordinal>,
+}

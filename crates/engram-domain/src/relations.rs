@@ -359,3 +359,30 @@ pub trait RelationStore: Send + Sync + 'static {
         request: &Checked<GetRelationsBetween>,
     ) -> Result<Vec<Relation>>;
 }
+
+/// Result of `create_relations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CreatedRelations {
+    /// Relations created now.
+    pub created: Vec<RelationSpec>,
+    /// Relations that existed already (unchanged).
+    pub already_existed: Vec<RelationSpec>,
+    /// Endpoint names that do not exist, each once; relations naming them were skipped.
+    pub not_found: Vec<String>,
+    /// For each of `not_found` that has any, up to three existing node names close to it
+    /// (another case or punctuation, a shortened name, a slip: [`crate::suggestions`]),
+    /// best first; absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub did_you_mean: BTreeMap<String, Vec<String>>,
+}
+
+/// Result of `delete_relations`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DeletedRelations {
+    /// How many of the given relations existed and were deleted.
+    pub deleted: u64,
+    /// How many did not exist.
+    pub not_found: u64,
+}

@@ -552,3 +552,33 @@ pub trait ConsolidationStore: Send + Sync + 'static {
     /// `event_summary`).
     async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
 }
+
+/// One row of `get_pending_consolidation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PendingConsolidation {
+    /// The node's name.
+    pub name: String,
+    /// Its type.
+    pub entity_type: String,
+    /// How many observations it holds.
+    pub observation_count: i64,
+    /// When its newest observation was written (added or replaced).
+    pub last_observation_at: Timestamp,
+    /// When its summary was last set; `null` when never.
+    pub summary_updated_at: Option<Timestamp>,
+}
+
+/// Counts of events in a workspace since a point in time (the report's `event_summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EventCounts {
+    /// The start of the window.
+    pub since: Timestamp,
+    /// Nodes, observations and relations created.
+    pub creates: i64,
+    /// Nodes and observations changed, relations renamed.
+    pub updates: i64,
+    /// Nodes, observations and relations deleted.
+    pub deletes: i64,
+}
