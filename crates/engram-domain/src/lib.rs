@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod authorship;
+mod brief;
 mod checked;
 pub mod compact;
 mod consolidation;
@@ -20,10 +21,6 @@ mod history;
 mod indexer;
 pub mod limits;
 mod memory;
-mod memory_brief;
-mod memory_indexing;
-mod memory_secrets;
-mod memory_transfer;
 mod merge;
 mod model;
 mod naming;
@@ -49,6 +46,7 @@ mod vectors;
 mod workspaces;
 
 pub use auth::TokenStore;
+pub use brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use checked::Checked;
 pub use consolidation::{
     CLUSTER_NEIGHBOURS, Cluster, ConsolidationReport, ConsolidationStore, EventCounts, FactPair,
@@ -57,6 +55,7 @@ pub use consolidation::{
     RelationCandidate, SAME_THING, SPLIT_MIN_FACTS, SplitCandidate, StaleSummary, TextSource,
 };
 pub use embed::{Embedder, Embedding};
+pub use embedding_coverage::EmbeddingProgress;
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use graph::{
@@ -68,12 +67,6 @@ pub use history::{
 };
 pub use indexer::Indexer;
 pub use memory::Memory;
-pub use memory_brief::{BRIEF_NODES, Brief, ConnectedNode};
-pub use memory_indexing::EmbeddingProgress;
-pub use memory_secrets::SecretPolicy;
-pub use memory_transfer::{
-    IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph, TransferStore,
-};
 pub use merge::{
     AliasStore, AliasesUpdate, FactMoves, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities,
     MergedEntities, MovedObservation, SetAliases, SourceFact, plan_merge_facts,
@@ -101,6 +94,7 @@ pub use search::requests::{
     FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations, SimilarNodesResult,
 };
 pub use search::results::*;
+pub use secrets::policy::SecretPolicy;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
     SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, SplitStore, plan_split,
@@ -109,6 +103,9 @@ pub use stats::{GetStats, Stats, StatsStore};
 pub use store::*;
 pub use suggestions::SuggestionStore;
 pub use tool::{Effect, Tool, ToolContext, ToolVisitor};
+pub use transfer::operations::{
+    IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph, TransferStore,
+};
 pub use validity::{
     EndObservations, EndObservationsResult, EndRelations, EndedObservations, EndedRelations,
     ObservationEndings, ReadTime, ValidityStore, ended_before_it_began,
@@ -127,7 +124,7 @@ pub fn each_tool(visitor: &mut impl ToolVisitor) {
     history::tools(visitor);
     merge::tools(visitor);
     split::tools(visitor);
-    memory_transfer::tools(visitor);
+    transfer::operations::tools(visitor);
     stats::tools(visitor);
     search::requests::tools(visitor);
     consolidation::tools(visitor);

@@ -10,12 +10,12 @@ use crate::embed::Embedder;
 use crate::embedding_coverage::CountedCoverages;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
-use crate::memory_transfer::ImportBatch;
 use crate::model::*;
 use crate::search::QUERY_EMBEDDING_BUDGET;
 use crate::search::tools::Searcher;
 use crate::store::*;
 use crate::tool::{Tool, ToolContext};
+use crate::transfer::operations::ImportBatch;
 use crate::transfer::*;
 use crate::workspaces::{DeleteWorkspace, RenameWorkspace};
 use crate::{Brief, EmbeddingProgress, SecretPolicy};
@@ -211,7 +211,7 @@ impl Memory {
             .await
     }
 
-    // `memory_brief.rs`.
+    // `brief.rs`.
 
     /// The workspace at a glance: its counts, the `nodes` (1–[`BRIEF_NODES`], clamped) most
     /// connected nodes and the `nodes` most recently changed others, each with its type and
@@ -221,10 +221,10 @@ impl Memory {
     /// # Errors
     /// What the store reports.
     pub async fn brief(&self, workspace: WorkspaceId, nodes: usize) -> Result<Brief> {
-        crate::memory_brief::brief(&*self.store, workspace, nodes).await
+        crate::brief::brief(&*self.store, workspace, nodes).await
     }
 
-    // `memory_indexing.rs`.
+    // `embedding_coverage.rs`.
 
     /// The workspace's (observation, enabled perspective) pairs: what the indexer embeds.
     ///
@@ -244,7 +244,7 @@ impl Memory {
         workspace: WorkspaceId,
         model: &str,
     ) -> Result<EmbeddingProgress> {
-        crate::memory_indexing::embedding_progress(&*self.store, workspace, model).await
+        crate::embedding_coverage::embedding_progress(&*self.store, workspace, model).await
     }
 
     /// Drops the workspace's `model` vectors so that the indexer embeds every text again;
@@ -258,7 +258,7 @@ impl Memory {
             .await
     }
 
-    // `memory_transfer.rs`.
+    // `transfer/operations.rs`.
 
     /// One page of the lossless export: `query.limit` 1–1,000 nodes with everything they
     /// hold when `query.observations`.
@@ -270,7 +270,7 @@ impl Memory {
         workspace: WorkspaceId,
         query: &GraphPageQuery,
     ) -> Result<GraphPage> {
-        crate::memory_transfer::graph_page(&*self.store, workspace, query).await
+        operations::graph_page(&*self.store, workspace, query).await
     }
 
     /// Imports one batch in one transaction (see [`crate::TransferStore::import`]): at most
@@ -285,7 +285,7 @@ impl Memory {
         workspace: WorkspaceId,
         request: ImportBatch,
     ) -> Result<ImportOutcome> {
-        crate::memory_transfer::import(&*self.store, self.secrets, workspace, request).await
+        operations::import(&*self.store, self.secrets, workspace, request).await
     }
 
     // `auth.rs`.

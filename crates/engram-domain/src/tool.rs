@@ -14,10 +14,10 @@ use serde::de::DeserializeOwned;
 use crate::embedding_coverage::CountedCoverages;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
-use crate::memory_secrets::SecretPolicy;
 use crate::model::WorkspaceId;
 use crate::naming::Aliased;
 use crate::search::tools::Searcher;
+use crate::secrets::policy::SecretPolicy;
 use crate::store::MemoryStore;
 
 /// One tool of the catalog (`shared/reference/tool-catalog.md`) or of engram's extensions,

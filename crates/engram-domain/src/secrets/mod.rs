@@ -57,6 +57,7 @@ mod checks;
 #[cfg(any(test, feature = "testsuite"))]
 mod corpus;
 mod patterns;
+pub(crate) mod policy;
 mod private_key;
 mod values;
 

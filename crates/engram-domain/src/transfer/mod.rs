@@ -9,6 +9,8 @@
 //! ordinals or timestamps): every field that can be missing is optional and the store fills
 //! it as a write would.
 
+pub(crate) mod operations;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
