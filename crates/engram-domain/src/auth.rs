@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::model::{Timestamp, WorkspaceId};
-use crate::store::MemoryStore;
+use crate::tool::MemoryStore;
 
 /// The prefix every token starts with, so a leaked one is recognisable (secret scanners).
 pub const TOKEN_PREFIX: &str = "engram_";

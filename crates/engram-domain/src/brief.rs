@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::model::{NodeBrief, WorkspaceId};
-use crate::store::MemoryStore;
+use crate::tool::MemoryStore;
 
 /// Nodes [`Memory::brief`] lists at most in each of its lists.
 pub const BRIEF_NODES: usize = 32;

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
+use crate::indexer::Indexer;
 use crate::model::WorkspaceId;
-use crate::search::tools::Searcher;
-use crate::stats::Stats;
-use crate::store::{MemoryStore, ModelEmbeddings};
+use crate::store::ModelEmbeddings;
+use crate::vectors::IndexStore;
 
 /// How long `get_stats` reuses a counted embedding coverage while the indexer works and
 /// nothing was written: counting the current vectors is a join over all of them (122–135 ms
@@ -43,13 +43,13 @@ impl CountedCoverages {
     /// - otherwise it is counted.
     pub(crate) async fn coverage(
         &self,
-        store: &dyn MemoryStore,
-        search: &Searcher,
+        store: &dyn IndexStore,
+        indexer: Option<&Indexer>,
         workspace: WorkspaceId,
-        stats: &Stats,
+        (observations, rejected): (i64, u64),
         model: &str,
     ) -> Result<f64> {
-        let Some(indexer) = search.indexer() else {
+        let Some(indexer) = indexer else {
             return (store)
                 .embedding_coverage(ModelEmbeddings { workspace, model })
                 .await;
@@ -59,8 +59,8 @@ impl CountedCoverages {
             let enabled = (store.perspectives(workspace).await?.iter())
                 .filter(|p| p.enabled)
                 .count() as i64;
-            let pairs = stats.observation_count.saturating_mul(enabled);
-            let rejected = i64::try_from(stats.rejected_texts).unwrap_or(i64::MAX);
+            let pairs = observations.saturating_mul(enabled);
+            let rejected = i64::try_from(rejected).unwrap_or(i64::MAX);
             return Ok(if pairs <= 0 {
                 1.0
             } else {
@@ -113,7 +113,7 @@ impl EmbeddingProgress {
 
 /// The semantics of [`Memory::embedding_progress`](crate::Memory::embedding_progress).
 pub(crate) async fn embedding_progress(
-    store: &dyn MemoryStore,
+    store: &dyn IndexStore,
     workspace: WorkspaceId,
     model: &str,
 ) -> Result<EmbeddingProgress> {

@@ -72,7 +72,7 @@ pub use merge::{
     MergedEntities, MovedObservation, SetAliases, SourceFact, plan_merge_facts,
 };
 pub use model::*;
-pub use naming::Aliased;
+pub use naming::aliases::Aliased;
 pub use nodes::{
     CreateEntities, CreateEntitiesResult, CreatedNode, DeleteEntities, DeletedNodes,
     GetNodesByType, GetOrphanedNodes, GetRecentlyModified, IfExists, NodeBriefsResult, NodeStore,
@@ -94,7 +94,7 @@ pub use search::requests::{
     FindSimilarNodes, QueryObservations, SearchNodes, SearchObservations, SimilarNodesResult,
 };
 pub use search::results::*;
-pub use secrets::policy::SecretPolicy;
+pub use secrets::SecretPolicy;
 pub use split::{
     CreatedPart, DEFAULT_SPLIT_PARTS, GROUPED_FACTS, MAX_PARTS, ProposeSplit, SplitEntity,
     SplitGroup, SplitMove, SplitPart, SplitProposal, SplitResult, SplitStore, plan_split,
@@ -102,10 +102,10 @@ pub use split::{
 pub use stats::{GetStats, Stats, StatsStore};
 pub use store::*;
 pub use suggestions::SuggestionStore;
-pub use tool::{Effect, Tool, ToolContext, ToolVisitor};
-pub use transfer::operations::{
-    IMPORT_BATCH_OBSERVATIONS, ImportBatch, READ_GRAPH_LIMIT, ReadGraph, TransferStore,
-};
+pub use tool::{Effect, MemoryStore, Tool, ToolContext, ToolVisitor};
+pub use transfer::ImportBatch;
+pub use transfer::operations::{IMPORT_BATCH_OBSERVATIONS, READ_GRAPH_LIMIT, ReadGraph};
+pub use transfer::store::TransferStore;
 pub use validity::{
     EndObservations, EndObservationsResult, EndRelations, EndedObservations, EndedRelations,
     ObservationEndings, ReadTime, ValidityStore, ended_before_it_began,

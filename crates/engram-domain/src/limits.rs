@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::model::RelationSpec;
+use crate::model::{Observation, RelationSpec, Timestamp};
 
 /// Node names, entity types and relation types: bytes (UTF-8), inclusive.
 pub const NAME_BYTES: std::ops::RangeInclusive<usize> = 1..=256;
@@ -132,7 +132,7 @@ pub fn united_tags<'a>(
 }
 
 /// Refuses a `time` in the future, naming `field`.
-pub fn not_in_future(field: &str, time: Option<crate::model::Timestamp>) -> Result<()> {
+pub fn not_in_future(field: &str, time: Option<Timestamp>) -> Result<()> {
     let now = chrono::Utc::now();
     match time {
         Some(time) if time > now => Err(Error::invalid(
@@ -381,6 +381,48 @@ pub(crate) fn first_duplicate<'a>(
         }
     }
     None
+}
+
+/// The arguments that make a read see what `include_ended` and `as_of` saw, as JSON members
+/// after a comma (empty for a read of what holds now).
+fn read_options(include_ended: bool, as_of: Option<Timestamp>) -> String {
+    match (include_ended, as_of) {
+        (_, Some(as_of)) => format!(
+            ", \"as_of\": \"{}\"",
+            as_of.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        ),
+        (true, None) => ", \"include_ended\": true".to_owned(),
+        (false, None) => String::new(),
+    }
+}
+
+/// The `open_nodes` call that reads `name`'s observations after ordinal `after` as the cut
+/// answer saw them (`include_ended`, `as_of`): what a notice suggests.
+pub(crate) fn read_on_call(
+    name: &str,
+    after: i64,
+    include_ended: bool,
+    as_of: Option<Timestamp>,
+) -> String {
+    format!(
+        "open_nodes {{\"names\": [{name:?}], \"after_ordinal\": {after}{}}}",
+        read_options(include_ended, as_of)
+    )
+}
+
+/// Where `observations` are cut so that an answer's text stays within `budget` bytes, `used`
+/// bytes of it taken before them (counted on): the first observation that passes the
+/// budget, never the answer's first (no node is unreadable).
+pub(crate) fn cut_at(
+    observations: &[Observation],
+    used: &mut usize,
+    budget: usize,
+) -> Option<usize> {
+    observations.iter().position(|o| {
+        let first = *used == 0;
+        *used += o.content.len();
+        *used > budget && !first
+    })
 }
 
 #[cfg(test)]

@@ -10,8 +10,7 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, first_duplicate, names_batch};
 use crate::model::*;
-use crate::naming::Aliased;
-use crate::store::*;
+use crate::naming::aliases::Aliased;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 fn default_days() -> u32 {
@@ -173,48 +172,6 @@ impl OpenNodes {
     }
 }
 
-/// The arguments that make a read see what `include_ended` and `as_of` saw, as JSON members
-/// after a comma (empty for a read of what holds now).
-fn read_options(include_ended: bool, as_of: Option<Timestamp>) -> String {
-    match (include_ended, as_of) {
-        (_, Some(as_of)) => format!(
-            ", \"as_of\": \"{}\"",
-            as_of.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
-        ),
-        (true, None) => ", \"include_ended\": true".to_owned(),
-        (false, None) => String::new(),
-    }
-}
-
-/// The `open_nodes` call that reads `name`'s observations after ordinal `after` as the cut
-/// answer saw them (`include_ended`, `as_of`): what a notice suggests.
-pub(crate) fn read_on_call(
-    name: &str,
-    after: i64,
-    include_ended: bool,
-    as_of: Option<Timestamp>,
-) -> String {
-    format!(
-        "open_nodes {{\"names\": [{name:?}], \"after_ordinal\": {after}{}}}",
-        read_options(include_ended, as_of)
-    )
-}
-
-/// Where `observations` are cut so that an answer's text stays within `budget` bytes, `used`
-/// bytes of it taken before them (counted on): the first observation that passes the
-/// budget, never the answer's first (no node is unreadable).
-pub(crate) fn cut_at(
-    observations: &[Observation],
-    used: &mut usize,
-    budget: usize,
-) -> Option<usize> {
-    observations.iter().position(|o| {
-        let first = *used == 0;
-        *used += o.content.len();
-        *used > budget && !first
-    })
-}
-
 /// Drops `opened`'s observations up to the request's `after_ordinal` (when given), then keeps
 /// observations, node by node in answer order, while their texts fit in `budget` bytes (the
 /// first one always fits); says in `opened.notice` what was left out and how to read it.
@@ -227,7 +184,7 @@ fn bound_observations(opened: &mut OpenedNodes, request: &OpenNodes, budget: usi
         }
         let at = match full {
             true => (!node.observations.is_empty()).then_some(0),
-            false => cut_at(&node.observations, &mut used, budget),
+            false => limits::cut_at(&node.observations, &mut used, budget),
         };
         if let Some(at) = at {
             let rest = node.observations.split_off(at);
@@ -245,7 +202,7 @@ fn bound_observations(opened: &mut OpenedNodes, request: &OpenNodes, budget: usi
         "observations left out past the {} MiB of text one answer holds: {}; read on with {}",
         limits::ANSWER_TEXT_BYTES / (1024 * 1024),
         nodes.join(", "),
-        read_on_call(first, from - 1, request.include_ended, request.as_of)
+        limits::read_on_call(first, from - 1, request.include_ended, request.as_of)
     ));
 }
 
@@ -503,7 +460,7 @@ impl Tool for OpenNodes {
 /// What the store answers to `open_nodes` for `names`, which the domain has checked itself (the
 /// search tools, the brief, the report's drafts).
 pub(crate) async fn open_checked(
-    store: &dyn MemoryStore,
+    store: &dyn NodeStore,
     workspace: WorkspaceId,
     names: &[String],
     time: crate::ReadTime,

@@ -10,9 +10,9 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, batch_total};
 use crate::model::*;
-use crate::naming::{self, Aliased, NodeEntry};
+use crate::naming::aliases::{self, Aliased, NodeEntry};
 use crate::store::*;
-use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
+use crate::tool::{Effect, MemoryStore, Tool, ToolContext, ToolVisitor};
 
 /// `add_observations`: facts to append to existing nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -174,18 +174,18 @@ a held fact it `repeats` (delete_observations) or `may_update` (end_observations
 
     fn missed(&self, output: &Self::Output) -> Vec<String> {
         let rows = (&self.observations[..], &output.results[..]);
-        naming::missed_rows(rows, |row| row.not_found)
+        aliases::missed_rows(rows, |row| row.not_found)
     }
 
     fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
         let rows = (&self.observations[..], &output.results[..]);
-        (naming::retry_rows(rows, |row| row.not_found, aliased))
+        (aliases::retry_rows(rows, |row| row.not_found, aliased))
             .map(|observations| Self { observations })
     }
 
     fn join(&self, first: Self::Output, again: Self::Output, aliased: &Aliased) -> Self::Output {
         let rows = (&self.observations[..], first.results);
-        let results = naming::join_rows(rows, again.results, |row| row.not_found, aliased);
+        let results = aliases::join_rows(rows, again.results, |row| row.not_found, aliased);
         AddObservationsResult { results }
     }
 
@@ -355,17 +355,17 @@ impl Tool for DeleteObservations {
 
     /// Rows that deleted nothing: their node may be named by an alias.
     fn missed(&self, output: &Self::Output) -> Vec<String> {
-        naming::missed_rows((&self.deletions, &output.results), deleted_nothing)
+        aliases::missed_rows((&self.deletions, &output.results), deleted_nothing)
     }
 
     fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
         let rows = (&self.deletions[..], &output.results[..]);
-        (naming::retry_rows(rows, deleted_nothing, aliased)).map(|deletions| Self { deletions })
+        (aliases::retry_rows(rows, deleted_nothing, aliased)).map(|deletions| Self { deletions })
     }
 
     fn join(&self, first: Self::Output, again: Self::Output, aliased: &Aliased) -> Self::Output {
         let rows = (&self.deletions[..], first.results);
-        let results = naming::join_rows(rows, again.results, deleted_nothing, aliased);
+        let results = aliases::join_rows(rows, again.results, deleted_nothing, aliased);
         DeleteObservationsResult { results }
     }
 }

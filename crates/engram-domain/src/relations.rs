@@ -10,7 +10,7 @@ use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits::{self, relations_batch};
 use crate::model::*;
-use crate::naming::{self, Aliased};
+use crate::naming::aliases::{self, Aliased};
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// `create_relations`: directed typed relations to create between existing nodes.
@@ -184,7 +184,7 @@ impl Tool for CreateRelations {
     }
 
     fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {
-        naming::by_node_names(&self.relations, aliased).map(|relations| Self { relations })
+        aliases::by_node_names(&self.relations, aliased).map(|relations| Self { relations })
     }
 
     fn join(
@@ -235,14 +235,14 @@ impl Tool for DeleteRelations {
     fn missed(&self, output: &Self::Output) -> Vec<String> {
         match output.not_found {
             0 => Vec::new(),
-            _ => naming::endpoints(&self.relations),
+            _ => aliases::endpoints(&self.relations),
         }
     }
 
     /// The relations with an alias for an endpoint, by the nodes' names (one deleted already
     /// is not found again).
     fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {
-        naming::by_node_names(&self.relations, aliased).map(|relations| Self { relations })
+        aliases::by_node_names(&self.relations, aliased).map(|relations| Self { relations })
     }
 
     fn join(&self, mut first: Self::Output, again: Self::Output, _: &Aliased) -> Self::Output {

@@ -29,7 +29,11 @@ impl Tool for GetStats {
         let model = search.embedder().map(|e| e.model_id());
         stats.embedding_model = model.map(str::to_owned);
         stats.embedding_coverage = match model {
-            Some(model) => (counted.coverage(store, search, workspace, &stats, model)).await?,
+            Some(model) => {
+                let texts = (stats.observation_count, stats.rejected_texts);
+                let indexer = search.indexer();
+                (counted.coverage(store, indexer, workspace, texts, model)).await?
+            }
             None => 0.0,
         };
         Ok(stats)

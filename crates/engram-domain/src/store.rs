@@ -1,6 +1,7 @@
-//! [`MemoryStore`], the union of the storage traits every backend implements (each declared
-//! in its area module: [`crate::NodeStore`] in `nodes.rs`, …), and what the operations no tool
-//! asks directly are asked.
+//! What the storage operations no tool asks directly are asked (the indexer's, the export's and
+//! import's, the search's candidates): one request struct each, borrowing what the caller
+//! passed. The storage traits are declared in their area modules ([`crate::NodeStore`] in
+//! `nodes.rs`, …) and joined in [`crate::MemoryStore`] (`tool.rs`).
 //!
 //! A tool's operation takes the workspace and the tool's own request type (its MCP input,
 //! defined with its `check()` in the area module: `crate::nodes`, `crate::graph`, …) as
@@ -9,24 +10,9 @@
 //! import's, the search's candidates) takes one request struct defined below the traits,
 //! borrowing what the caller passed.
 
-use crate::auth::TokenStore;
-use crate::consolidation::ConsolidationStore;
-use crate::graph::GraphStore;
-use crate::history::HistoryStore;
-use crate::merge::AliasStore;
 use crate::model::*;
-use crate::nodes::NodeStore;
-use crate::observations::ObservationStore;
 use crate::perspectives::Perspective;
-use crate::relations::RelationStore;
-use crate::search::SearchStore;
-use crate::split::SplitStore;
-use crate::stats::StatsStore;
-use crate::suggestions::SuggestionStore;
-use crate::transfer::operations::TransferStore;
-use crate::validity::ValidityStore;
 use crate::vectors::*;
-use crate::workspaces::WorkspaceStore;
 
 /// `names` without repeats, first occurrence kept, in order: how a tool's result lists the
 /// names it was given (`deleted`/`not_found`, `entities`/`not_found`).
@@ -54,64 +40,6 @@ impl Endpoints {
             Endpoints::Both => "AND",
         }
     }
-}
-
-/// Durable storage of workspaces and their graphs.
-///
-/// One method per tool of the catalog that needs no embeddings, plus workspace management.
-/// Each call is atomic: it commits whole or changes nothing. Inputs are validated by
-/// [`crate::Memory`] before they reach a store (limits in [`crate::limits`]); stores may rely on
-/// that, and back it with database constraints.
-///
-/// Errors: unknown workspaces and nodes are [`crate::Error::NotFound`] unless the tool reports
-/// them in its result (`not_found` lists); an unreachable database is
-/// [`crate::Error::Unavailable`].
-///
-/// Object safe: used as `Arc<dyn MemoryStore>`. It is the union of one trait per capability,
-/// each implemented by a backend in the module that holds its SQL; a part of engram that needs
-/// one capability takes that trait alone (`Arc<dyn IndexStore>` for the indexer).
-pub trait MemoryStore:
-    WorkspaceStore
-    + NodeStore
-    + AliasStore
-    + SplitStore
-    + ObservationStore
-    + RelationStore
-    + GraphStore
-    + ValidityStore
-    + HistoryStore
-    + ConsolidationStore
-    + StatsStore
-    + SuggestionStore
-    + TokenStore
-    + TransferStore
-    + IndexStore
-    + SearchStore
-{
-}
-
-impl<T> MemoryStore for T where
-    T: WorkspaceStore
-        + NodeStore
-        + AliasStore
-        + SplitStore
-        + ObservationStore
-        + RelationStore
-        + GraphStore
-        + ValidityStore
-        + HistoryStore
-        + ConsolidationStore
-        + StatsStore
-        + SuggestionStore
-        + ConsolidationStore
-        + StatsStore
-        + SuggestionStore
-        + TokenStore
-        + TransferStore
-        + IndexStore
-        + SearchStore
-        + ?Sized
-{
 }
 
 /// The create, update and delete events of a workspace since a time

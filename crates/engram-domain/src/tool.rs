@@ -11,14 +11,29 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::auth::TokenStore;
+use crate::consolidation::store::ConsolidationStore;
 use crate::embedding_coverage::CountedCoverages;
 use crate::error::Result;
 use crate::generate::{GenerationBudget, TextGenerator};
+use crate::graph::GraphStore;
+use crate::history::HistoryStore;
+use crate::merge::AliasStore;
 use crate::model::WorkspaceId;
-use crate::naming::Aliased;
+use crate::naming::aliases::Aliased;
+use crate::nodes::NodeStore;
+use crate::observations::ObservationStore;
+use crate::relations::RelationStore;
+use crate::search::candidates::SearchStore;
 use crate::search::tools::Searcher;
-use crate::secrets::policy::SecretPolicy;
-use crate::store::MemoryStore;
+use crate::secrets::SecretPolicy;
+use crate::split::SplitStore;
+use crate::stats::StatsStore;
+use crate::suggestions::SuggestionStore;
+use crate::transfer::store::TransferStore;
+use crate::validity::ValidityStore;
+use crate::vectors::IndexStore;
+use crate::workspaces::WorkspaceStore;
 
 /// One tool of the catalog (`shared/reference/tool-catalog.md`) or of engram's extensions,
 /// implemented by its request type: the tool's input as it arrives (serde names and
@@ -101,6 +116,64 @@ pub struct ToolContext<'a> {
     pub(crate) generator: Option<&'a Arc<dyn TextGenerator>>,
     pub(crate) generation_budget: GenerationBudget,
     pub(crate) counted_coverage: &'a CountedCoverages,
+}
+
+/// Durable storage of workspaces and their graphs.
+///
+/// One method per tool of the catalog that needs no embeddings, plus workspace management.
+/// Each call is atomic: it commits whole or changes nothing. Inputs are validated by
+/// [`crate::Memory`] before they reach a store (limits in [`crate::limits`]); stores may rely on
+/// that, and back it with database constraints.
+///
+/// Errors: unknown workspaces and nodes are [`crate::Error::NotFound`] unless the tool reports
+/// them in its result (`not_found` lists); an unreachable database is
+/// [`crate::Error::Unavailable`].
+///
+/// Object safe: used as `Arc<dyn MemoryStore>`. It is the union of one trait per capability,
+/// each implemented by a backend in the module that holds its SQL; a part of engram that needs
+/// one capability takes that trait alone (`Arc<dyn IndexStore>` for the indexer).
+pub trait MemoryStore:
+    WorkspaceStore
+    + NodeStore
+    + AliasStore
+    + SplitStore
+    + ObservationStore
+    + RelationStore
+    + GraphStore
+    + ValidityStore
+    + HistoryStore
+    + ConsolidationStore
+    + StatsStore
+    + SuggestionStore
+    + TokenStore
+    + TransferStore
+    + IndexStore
+    + SearchStore
+{
+}
+
+impl<T> MemoryStore for T where
+    T: WorkspaceStore
+        + NodeStore
+        + AliasStore
+        + SplitStore
+        + ObservationStore
+        + RelationStore
+        + GraphStore
+        + ValidityStore
+        + HistoryStore
+        + ConsolidationStore
+        + StatsStore
+        + SuggestionStore
+        + ConsolidationStore
+        + StatsStore
+        + SuggestionStore
+        + TokenStore
+        + TransferStore
+        + IndexStore
+        + SearchStore
+        + ?Sized
+{
 }
 
 /// Receives every tool's type from [`crate::each_tool`].

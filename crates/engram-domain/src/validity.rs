@@ -11,7 +11,7 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits::{self, batch_total, relations_batch};
 use crate::model::*;
-use crate::naming::{self, Aliased, NodeEntry};
+use crate::naming::aliases::{self, Aliased, NodeEntry};
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Which facts and relations a read sees.
@@ -216,12 +216,12 @@ impl Tool for EndObservations {
 
     /// Rows that ended nothing: their node may be named by an alias.
     fn missed(&self, output: &Self::Output) -> Vec<String> {
-        naming::missed_rows((&self.endings, &output.results), ended_nothing)
+        aliases::missed_rows((&self.endings, &output.results), ended_nothing)
     }
 
     fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
         let rows = (&self.endings[..], &output.results[..]);
-        let endings = naming::retry_rows(rows, ended_nothing, aliased)?;
+        let endings = aliases::retry_rows(rows, ended_nothing, aliased)?;
         Some(Self {
             endings,
             ended_at: self.ended_at,
@@ -230,7 +230,7 @@ impl Tool for EndObservations {
 
     fn join(&self, first: Self::Output, again: Self::Output, aliased: &Aliased) -> Self::Output {
         let rows = (&self.endings[..], first.results);
-        let results = naming::join_rows(rows, again.results, ended_nothing, aliased);
+        let results = aliases::join_rows(rows, again.results, ended_nothing, aliased);
         EndObservationsResult { results }
     }
 }
@@ -272,12 +272,12 @@ impl Tool for EndRelations {
     }
 
     fn missed(&self, output: &Self::Output) -> Vec<String> {
-        naming::endpoints(&output.not_found)
+        aliases::endpoints(&output.not_found)
     }
 
     /// The relations not found with an alias for an endpoint, by the nodes' names.
     fn retry(&self, output: &Self::Output, aliased: &Aliased) -> Option<Self> {
-        let relations = naming::by_node_names(&output.not_found, aliased)?;
+        let relations = aliases::by_node_names(&output.not_found, aliased)?;
         Some(Self {
             relations,
             ended_at: self.ended_at,

@@ -9,9 +9,10 @@ use crate::limits::{self};
 use crate::model::*;
 use crate::perspectives::Perspective;
 use crate::store::*;
+use crate::vectors::IndexStore;
 
 /// The semantics of [`Memory::health`](crate::Memory::health).
-pub(crate) async fn health(store: &dyn MemoryStore) -> Result<()> {
+pub(crate) async fn health(store: &dyn WorkspaceStore) -> Result<()> {
     if store.schema_current().await? {
         Ok(())
     } else {
@@ -21,7 +22,7 @@ pub(crate) async fn health(store: &dyn MemoryStore) -> Result<()> {
 
 /// The semantics of [`Memory::create_workspace`](crate::Memory::create_workspace).
 pub(crate) async fn create_workspace(
-    store: &dyn MemoryStore,
+    store: &dyn WorkspaceStore,
     secrets: crate::SecretPolicy,
     name: &str,
 ) -> Result<Workspace> {
@@ -31,14 +32,14 @@ pub(crate) async fn create_workspace(
 }
 
 /// The semantics of [`Memory::workspace`](crate::Memory::workspace).
-pub(crate) async fn workspace(store: &dyn MemoryStore, name: &str) -> Result<Workspace> {
+pub(crate) async fn workspace(store: &dyn WorkspaceStore, name: &str) -> Result<Workspace> {
     limits::workspace_name("workspace", name)?;
     store.workspace(name).await
 }
 
 /// The semantics of [`Memory::rename_workspace`](crate::Memory::rename_workspace).
 pub(crate) async fn rename_workspace(
-    store: &dyn MemoryStore,
+    store: &dyn WorkspaceStore,
     secrets: crate::SecretPolicy,
     request: RenameWorkspace,
 ) -> Result<Workspace> {
@@ -47,7 +48,7 @@ pub(crate) async fn rename_workspace(
 
 /// The semantics of [`Memory::delete_workspace`](crate::Memory::delete_workspace).
 pub(crate) async fn delete_workspace(
-    store: &dyn MemoryStore,
+    store: &dyn WorkspaceStore,
     request: DeleteWorkspace,
 ) -> Result<()> {
     store.delete_workspace(&request.check()?).await
@@ -58,7 +59,7 @@ pub(crate) async fn delete_workspace(
 /// secrets, stored, and this process's searches told to read the workspace's perspectives
 /// again (other processes' see the change in their search's snapshot).
 pub(crate) async fn set_perspective(
-    store: &dyn MemoryStore,
+    store: &dyn IndexStore,
     secrets: crate::SecretPolicy,
     search: &crate::search::tools::Searcher,
     workspace: WorkspaceId,

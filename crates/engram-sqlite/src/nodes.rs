@@ -543,3 +543,46 @@ impl NodeStore for SqliteStore {
             .await
     }
 }
+
+/// `facts` as node `node_id` takes them, in order: each text it does not hold as a current
+/// fact with the next ordinal of its counter (to be written with `insert_observations`), and
+/// those it holds, with the ordinal that holds them. An ended text may be added again: it is a
+/// new fact. The caller's transaction holds SQLite's write lock, so no other writer takes the
+/// same ordinals or adds the same texts meanwhile.
+pub(crate) fn place<'a>(
+    tx: &Transaction<'_>,
+    node_id: i64,
+    facts: &'a [NewFact],
+) -> Result<(Vec<NewObservation<'a>>, Vec<Observation>)> {
+    let mut held = tx
+        .prepare_cached(
+            "SELECT min(ordinal) FROM observations
+             WHERE node_id = ?1 AND content = ?2
+               AND (valid_to IS NULL OR valid_to > engram_now())",
+        )
+        .map_err(db)?;
+    let mut fresh = Vec::with_capacity(facts.len());
+    let mut skipped = Vec::new();
+    for fact in facts {
+        let ordinal: Option<i64> = held
+            .query_row(params![node_id, fact.content], |row| row.get(0))
+            .map_err(db)?;
+        match ordinal {
+            Some(ordinal) => skipped.push(Observation::new(Ordinal(ordinal), &fact.content)),
+            None => fresh.push(fact),
+        }
+    }
+    let first: i64 = tx
+        .prepare_cached(
+            "UPDATE nodes SET next_ordinal = next_ordinal + ?2 WHERE id = ?1
+             RETURNING next_ordinal - ?2",
+        )
+        .map_err(db)?
+        .query_row(params![node_id, fresh.len() as i64], |row| row.get(0))
+        .map_err(db)?;
+    let placed = (first..)
+        .zip(fresh)
+        .map(|(ordinal, fact)| NewObservation::now(node_id, ordinal, fact))
+        .collect();
+    Ok((placed, skipped))
+}

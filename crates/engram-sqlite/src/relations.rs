@@ -1,7 +1,5 @@
 //! Relation tools: create, delete, end, rename, list between two nodes.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use engram_domain::*;
 use rusqlite::{OptionalExtension, params};
@@ -11,26 +9,12 @@ use crate::SqliteStore;
 use crate::error::{db, taken_or_db};
 use crate::nodes::{node_ids, node_pair, relation};
 use crate::sql::query;
+use crate::sql::{ONE_RELATION, distinct};
 use crate::validity;
 
 /// The columns of the unique constraint on relations, as SQLite names them in its message.
 const RELATIONS_UNIQUE: &str = "relations.workspace_id, relations.from_node_id, \
                                 relations.to_node_id, relations.relation_type";
-
-/// The relations without repeats, in first-occurrence order. A repeat is the same relation
-/// by its names and type, whatever `valid_from` it gives.
-pub(crate) fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
-    let mut seen = HashSet::new();
-    (relations.iter())
-        .filter(|r| seen.insert((&r.from_entity, &r.to_entity, &r.relation_type)))
-        .collect()
-}
-
-/// `WHERE` for the relation `?2 -[?4]-> ?3` of workspace `?1`.
-pub(crate) const ONE_RELATION: &str = "workspace_id = ?1
-    AND from_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?2)
-    AND to_node_id = (SELECT id FROM nodes WHERE workspace_id = ?1 AND name = ?3)
-    AND relation_type = ?4";
 
 #[async_trait]
 impl RelationStore for SqliteStore {

@@ -19,7 +19,7 @@ pub(crate) fn merge_into(
     node_id: i64,
     row: &mut CreatedNode,
 ) -> Result<()> {
-    let (rows, skipped) = crate::observations::place(tx, node_id, &entity.observations)?;
+    let (rows, skipped) = crate::nodes::place(tx, node_id, &entity.observations)?;
     insert_observations(tx, workspace, &rows)?;
     row.skipped_duplicates.extend(skipped);
     row.added = rows.iter().map(NewObservation::observation).collect();

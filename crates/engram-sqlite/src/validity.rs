@@ -190,7 +190,7 @@ pub(crate) fn end_relations(
             "DELETE FROM relations WHERE {}
              RETURNING from_node_id, to_node_id, valid_from, coalesce(?5, engram_now()),
                        created_at",
-            crate::relations::ONE_RELATION
+            crate::sql::ONE_RELATION
         ))
         .map_err(db)?;
     let mut keep = tx
@@ -202,7 +202,7 @@ pub(crate) fn end_relations(
         .map_err(db)?;
     let ended_at = request.ended_at.map(micros);
     let mut result = EndedRelations::default();
-    for spec in crate::relations::distinct(&request.relations) {
+    for spec in crate::sql::distinct(&request.relations) {
         let (from, to, relation_type) = (&spec.from_entity, &spec.to_entity, &spec.relation_type);
         // Echoed as given, less the `valid_from` only `create_relations` reads.
         let echoed = RelationSpec::new(from, to, relation_type);

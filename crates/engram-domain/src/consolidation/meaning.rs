@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::grouping;
 use crate::model::{Ordinal, PerspectiveId, WorkspaceId};
 use crate::search::similarity::unit;
-use crate::store::{FactVectors, MemoryStore};
+use crate::store::FactVectors;
+use crate::tool::MemoryStore;
 
 use super::facts::{self, FactPair, Words};
 use super::scan::Scan;

@@ -8,10 +8,10 @@ pub(crate) mod facts;
 mod meaning;
 mod scan;
 mod splits;
+pub(crate) mod store;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::{Duration, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +25,8 @@ use crate::search::results::SimilarPair;
 use crate::search::similarity::Neighbour;
 use crate::search::tools::Searcher;
 use crate::search::{neighbours_of, unrelated_pairs};
-use crate::store::{CountEvents, GetNodeVectors, MemoryStore, ModelEmbeddings};
+use crate::store::{CountEvents, GetNodeVectors, ModelEmbeddings};
+use crate::tool::MemoryStore;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 use crate::vectors::NodeVector;
 
@@ -34,6 +35,7 @@ pub use duplicates::{MergeCandidate, SAME_THING};
 pub use facts::FactPair;
 pub use meaning::FactPairCosines;
 pub use splits::{GroupBrief, SPLIT_MIN_FACTS, SplitCandidate};
+pub use store::{ConsolidationStore, EventCounts, PendingConsolidation};
 
 /// Who wrote a generated text in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -525,60 +527,16 @@ impl Tool for GetPendingConsolidation {
     }
 }
 
-/// `get_pending_consolidation`'s result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct PendingConsolidationResult {
-    /// Nodes whose summary is missing or older than their newest observation.
-    pub nodes: Vec<PendingConsolidation>,
-}
-
 /// The consolidation tools.
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetConsolidationReport>();
     visitor.visit::<GetPendingConsolidation>();
 }
 
-/// What the consolidation report and `get_pending_consolidation` read besides the graph.
-#[async_trait]
-pub trait ConsolidationStore: Send + Sync + 'static {
-    /// `get_pending_consolidation`: nodes with observations whose summary was never set or
-    /// was set before their newest observation was written; oldest summary first.
-    async fn get_pending_consolidation(
-        &self,
-        workspace: WorkspaceId,
-    ) -> Result<Vec<PendingConsolidation>>;
-    /// Counts of create, update and delete events since `since` (the consolidation report's
-    /// `event_summary`).
-    async fn event_counts(&self, request: CountEvents) -> Result<EventCounts>;
-}
-
-/// One row of `get_pending_consolidation`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `get_pending_consolidation`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct PendingConsolidation {
-    /// The node's name.
-    pub name: String,
-    /// Its type.
-    pub entity_type: String,
-    /// How many observations it holds.
-    pub observation_count: i64,
-    /// When its newest observation was written (added or replaced).
-    pub last_observation_at: Timestamp,
-    /// When its summary was last set; `null` when never.
-    pub summary_updated_at: Option<Timestamp>,
-}
-
-/// Counts of events in a workspace since a point in time (the report's `event_summary`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct EventCounts {
-    /// The start of the window.
-    pub since: Timestamp,
-    /// Nodes, observations and relations created.
-    pub creates: i64,
-    /// Nodes and observations changed, relations renamed.
-    pub updates: i64,
-    /// Nodes, observations and relations deleted.
-    pub deletes: i64,
+pub struct PendingConsolidationResult {
+    /// Nodes whose summary is missing or older than their newest observation.
+    pub nodes: Vec<PendingConsolidation>,
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::grouping;
 use crate::model::{Ordinal, Timestamp, WorkspaceId};
-use crate::store::MemoryStore;
+use crate::tool::MemoryStore;
 use crate::transfer::GraphPageQuery;
 
 use super::duplicates::NamedNode;

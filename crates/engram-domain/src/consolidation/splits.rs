@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::grouping::ANALYSIS_BUDGET;
 use crate::model::{PerspectiveId, WorkspaceId};
 use crate::split::{DEFAULT_SPLIT_PARTS, GROUPED_FACTS, grouping_off_runtime};
-use crate::store::{FactVectors, MemoryStore};
+use crate::store::FactVectors;
+use crate::tool::MemoryStore;
 
 use super::scan::Scan;
 

@@ -17,6 +17,7 @@ use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::Perspective;
 use crate::search::results::ObservationHit;
 use crate::store::*;
+use crate::vectors::IndexStore;
 
 /// Nearest observations gathered per query vector, at the least (more when a search asks for
 /// more results).
@@ -308,7 +309,7 @@ fn finite(scores: impl IntoIterator<Item = (i64, f64)>) -> impl Iterator<Item = 
 /// Gathering one search's candidates, and the pairs of related nodes similarity searches
 /// leave out.
 #[async_trait]
-pub trait SearchStore: Send + Sync + 'static {
+pub trait SearchStore: IndexStore + Send + Sync + 'static {
     /// Gathers the candidates of one search in one snapshot ([`crate::search`]): the
     /// `query.depth` nearest observations per query vector (cosine similarity, only stored
     /// vectors of `query.model`), the `query.text_depth` best matches of `query.text` by full

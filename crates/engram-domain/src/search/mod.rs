@@ -24,5 +24,4 @@ pub mod words;
 pub use candidates::*;
 pub(crate) use query_embedding::{QUERY_EMBEDDING_BUDGET, QueryEmbedding};
 pub use ranking::*;
-pub use requests::*;
 pub(crate) use tools::{NODE_NEIGHBOURS, neighbours_of, unrelated_pairs};

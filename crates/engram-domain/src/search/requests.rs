@@ -297,7 +297,7 @@ fn unsaid(mut signals: Vec<String>, mode: SearchMode, perspective: Option<&str>)
 
 /// `query_observations` of the node `request` (checked) names, as it is named.
 async fn node_observations(
-    search: &Searcher,
+    (store, search): (&dyn crate::NodeStore, &Searcher),
     workspace: WorkspaceId,
     request: &QueryObservations,
 ) -> Result<ObservationResults> {
@@ -313,7 +313,7 @@ async fn node_observations(
     // Unknown nodes are an error, not an empty answer.
     let names = [entity_name.to_owned()];
     let time = as_of.map_or(crate::ReadTime::Now, crate::ReadTime::At);
-    let opened = crate::nodes::open_checked(&*search.store, workspace, &names, time).await?;
+    let opened = crate::nodes::open_checked(store, workspace, &names, time).await?;
     let Some(node) = opened.entities.first() else {
         return Err(Error::node_not_found(entity_name));
     };
@@ -497,7 +497,7 @@ impl Tool for QueryObservations {
         limits::name("entity_name", &self.entity_name)?;
         check_query(&self.query)?;
         check_min_score(self.min_score)?;
-        node_observations(context.search, workspace, &self).await
+        node_observations((context.store, context.search), workspace, &self).await
     }
 
     fn node_names(&mut self) -> Vec<&mut String> {

@@ -10,10 +10,10 @@ use crate::model::WorkspaceId;
 use crate::perspectives::{Perspective, render_query};
 use crate::search::QueryEmbedding;
 use crate::search::calibration;
+use crate::search::candidates::{CandidateQuery, QueryVector, SearchStore, TEXT_DEPTH_FACTOR};
+use crate::search::ranking::{self, QueryCues, Ranked};
 use crate::search::results::*;
 use crate::search::similarity::{self, Neighbour};
-use crate::search::{self, CandidateQuery, QueryCues, QueryVector, Ranked};
-use crate::store::MemoryStore;
 use crate::vectors::*;
 
 /// Neighbours considered per node when pairing similar nodes (and clustering them).
@@ -93,7 +93,7 @@ pub(crate) struct Retrieval {
 /// search waits for the embedder. Cheap to clone (clones share the cache).
 #[derive(Clone)]
 pub(crate) struct Searcher {
-    pub(crate) store: Arc<dyn MemoryStore>,
+    pub(crate) store: Arc<dyn SearchStore>,
     embedder: Option<Arc<dyn Embedder>>,
     query_embedding: Arc<QueryEmbedding>,
     /// The indexer, for the texts its embedder rejected (found by full text only).
@@ -103,7 +103,7 @@ pub(crate) struct Searcher {
 impl Searcher {
     /// Searches `store` from full text alone, waiting at most `budget` for an embedder once
     /// one is given ([`Searcher::with_embedder`]).
-    pub(crate) fn new(store: Arc<dyn MemoryStore>, budget: std::time::Duration) -> Self {
+    pub(crate) fn new(store: Arc<dyn SearchStore>, budget: std::time::Duration) -> Self {
         Self {
             store,
             embedder: None,
@@ -171,7 +171,7 @@ impl Searcher {
             (SearchMode::Text, _) | (_, None) => None,
             _ => Some(self.known_perspectives(workspace).await?),
         };
-        let alias_runs = crate::naming::alias_runs(query);
+        let alias_runs = crate::naming::aliases::alias_runs(query);
         // The query followed by the names of the nodes its aliases name, once the store said.
         let mut with_names: Option<String> = None;
         let mut perspectives_again = false;
@@ -253,7 +253,7 @@ impl Searcher {
             crate::limits::add_notice(&mut notice, refused);
         }
         let cues = QueryCues::of(query);
-        let mut ranked = search::rank(&request, candidates, effective, &cues);
+        let mut ranked = ranking::rank(&request, candidates, effective, &cues);
         let model = self.embedder.as_ref().and_then(|e| e.calibration());
         let found = ranked.len();
         // Calibrated scores, or a model's uncalibrated ranking scores when a `min_score` is
@@ -263,11 +263,11 @@ impl Searcher {
                 let least = min_score.unwrap_or(default);
                 let rescue = rescue.as_ref();
                 let best =
-                    search::calibrate(&mut ranked, &cues, &calibration, least, rescue, effective);
+                    ranking::calibrate(&mut ranked, &cues, &calibration, least, rescue, effective);
                 (least, best)
             }
             None => match min_score {
-                Some(least) => (least, search::keep_at_least(&mut ranked, least, None)),
+                Some(least) => (least, ranking::keep_at_least(&mut ranked, least, None)),
                 None => (0.0, None),
             },
         };
@@ -344,7 +344,7 @@ impl Searcher {
             model,
             vectors,
             depth,
-            text_depth: depth * search::TEXT_DEPTH_FACTOR,
+            text_depth: depth * TEXT_DEPTH_FACTOR,
             within: scope.within.map(str::to_owned),
             entity_types: scope.entity_types.to_vec(),
             as_of: scope.as_of,

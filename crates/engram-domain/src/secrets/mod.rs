@@ -393,3 +393,34 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     redacted.push_str(&text[from..]);
     Cow::Owned(redacted)
 }
+
+/// What a write does with a text holding a credential ([`crate::secrets::find_secrets`]).
+/// Texts are screened after their limits are checked, and a redacted one is checked again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SecretPolicy {
+    /// Refuse the whole call with [`crate::Error::InvalidArgument`] naming the field and the kind of
+    /// credential, never the credential; nothing is written. The default.
+    #[default]
+    Refuse,
+    /// Store the text with each credential replaced by `[redacted: KIND]`; a name-like text
+    /// (a node's name or type, a relation's type) holding one is refused all the same.
+    Redact,
+    /// Store texts as given.
+    Allow,
+}
+
+impl std::str::FromStr for SecretPolicy {
+    type Err = String;
+
+    /// `refuse`, `redact` or `allow`.
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "refuse" => Ok(Self::Refuse),
+            "redact" => Ok(Self::Redact),
+            "allow" => Ok(Self::Allow),
+            other => Err(format!(
+                "unknown secrets policy {other:?}: refuse, redact or allow"
+            )),
+        }
+    }
+}

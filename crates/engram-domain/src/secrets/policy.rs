@@ -7,38 +7,8 @@ use std::borrow::Cow;
 use crate::error::{Error, Result};
 use crate::model::{NewNode, RelationSpec};
 use crate::observations::ObservationAdditions;
+use crate::secrets::SecretPolicy;
 use crate::transfer::{NodeRecord, RelationRecord};
-
-/// What a write does with a text holding a credential ([`crate::secrets::find_secrets`]).
-/// Texts are screened after their limits are checked, and a redacted one is checked again.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SecretPolicy {
-    /// Refuse the whole call with [`Error::InvalidArgument`] naming the field and the kind of
-    /// credential, never the credential; nothing is written. The default.
-    #[default]
-    Refuse,
-    /// Store the text with each credential replaced by `[redacted: KIND]`; a name-like text
-    /// (a node's name or type, a relation's type) holding one is refused all the same.
-    Redact,
-    /// Store texts as given.
-    Allow,
-}
-
-impl std::str::FromStr for SecretPolicy {
-    type Err = String;
-
-    /// `refuse`, `redact` or `allow`.
-    fn from_str(name: &str) -> std::result::Result<Self, String> {
-        match name {
-            "refuse" => Ok(Self::Refuse),
-            "redact" => Ok(Self::Redact),
-            "allow" => Ok(Self::Allow),
-            other => Err(format!(
-                "unknown secrets policy {other:?}: refuse, redact or allow"
-            )),
-        }
-    }
-}
 
 impl SecretPolicy {
     /// A content text (an observation, a summary) as the policy stores it: borrowed when

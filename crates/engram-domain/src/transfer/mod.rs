@@ -10,6 +10,7 @@
 //! it as a write would.
 
 pub(crate) mod operations;
+pub(crate) mod store;
 
 use serde::{Deserialize, Serialize};
 
@@ -361,8 +362,8 @@ impl GraphPageResult {
             }
             used += bytes;
             if bytes > budget {
-                let keep = crate::nodes::cut_at(observations, &mut 0, budget)
-                    .unwrap_or(observations.len());
+                let keep =
+                    limits::cut_at(observations, &mut 0, budget).unwrap_or(observations.len());
                 let rest = observations.split_off(keep);
                 let after = observations.last().map_or(0, |o| o.ordinal.0);
                 self.notice = Some(format!(
@@ -371,7 +372,7 @@ impl GraphPageResult {
                     rest.len(),
                     node.name,
                     budget / (1024 * 1024),
-                    crate::nodes::read_on_call(&node.name, after, include_ended, None)
+                    limits::read_on_call(&node.name, after, include_ended, None)
                 ));
                 end = Some(at + 1);
                 break;
@@ -585,6 +586,19 @@ pub fn place_aliases<'a>(
     }
     outcome.aliases_set += placed.len() as u64;
     placed
+}
+
+/// `engram import`: one batch of recorded nodes and relations ([`Memory::import`]), written
+/// in one transaction.
+///
+/// [`Memory::import`]: crate::Memory::import
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportBatch {
+    /// The nodes as recorded: at most 1,000 of distinct names, holding at most
+    /// [`IMPORT_BATCH_OBSERVATIONS`] observations.
+    pub nodes: Vec<NodeRecord>,
+    /// The relations as recorded: at most 1,000.
+    pub relations: Vec<RelationRecord>,
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! `engram import` ([`Memory::graph_page`](crate::Memory::graph_page),
 //! [`Memory::import`](crate::Memory::import)).
 
-use async_trait::async_trait;
 use serde::Deserialize;
 
 use crate::checked::Checked;
@@ -10,8 +9,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::limits::first_duplicate;
 use crate::model::WorkspaceId;
-use crate::store::MemoryStore;
-use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
+use crate::tool::{Effect, MemoryStore, Tool, ToolContext, ToolVisitor};
 use crate::transfer::*;
 
 /// The default page size of `read_graph`.
@@ -213,21 +211,8 @@ async fn aliases_read_as_nodes(
     let relations = batch.relations.iter_mut();
     let names = (batch.nodes.iter_mut().map(|n| &mut n.name))
         .chain(relations.flat_map(|r| [&mut r.from, &mut r.to]));
-    crate::naming::rename(names, &aliased);
+    crate::naming::aliases::rename(names, &aliased);
     Ok(Checked::new(batch))
-}
-
-/// `engram import`: one batch of recorded nodes and relations ([`Memory::import`]), written
-/// in one transaction.
-///
-/// [`Memory::import`]: crate::Memory::import
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ImportBatch {
-    /// The nodes as recorded: at most 1,000 of distinct names, holding at most
-    /// [`IMPORT_BATCH_OBSERVATIONS`] observations.
-    pub nodes: Vec<NodeRecord>,
-    /// The relations as recorded: at most 1,000.
-    pub relations: Vec<RelationRecord>,
 }
 
 impl ImportBatch {
@@ -274,26 +259,4 @@ impl ImportBatch {
 /// The tool that pages through the graph.
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<ReadGraph>();
-}
-
-/// Whole-graph pages and import batches (`read_graph`, `engram export`, `engram import`).
-#[async_trait]
-pub trait TransferStore: Send + Sync + 'static {
-    /// `read_graph` and `engram export`: one page of the workspace's graph in one snapshot,
-    /// nodes in byte-wise name order after `query.after` (at most `query.limit`,
-    /// of `query.entity_type` when given) with their observation counts, their observations
-    /// when `query.observations`, and the relations leaving them.
-    async fn graph_page(&self, workspace: WorkspaceId, query: &GraphPageQuery)
-    -> Result<GraphPage>;
-    /// `engram import`: one batch in one transaction. Nodes that do not exist are created as
-    /// recorded (given ordinals, timestamps and ordinal counter kept); nodes that exist keep
-    /// their type, summary and tags. Either way, observations whose text the node already
-    /// holds are skipped and the others placed by [`crate::transfer::place_observations`].
-    /// Relations whose endpoints both exist (after this batch's nodes) are created unless
-    /// present; the others come back in `relations_missing`.
-    async fn import(
-        &self,
-        workspace: WorkspaceId,
-        request: &Checked<ImportBatch>,
-    ) -> Result<ImportOutcome>;
 }

@@ -1,88 +1,13 @@
-//! Node names resolved in one place: every tool that takes node names says which
-//! ([`Tool::node_names`]) and which names its answer reports as not found ([`Tool::missed`]);
-//! [`answer`], which [`Memory::call`](crate::Memory::call) runs for them, answers a name that
-//! is an alias as its node's and adds "did you mean" suggestions for what is still missing. A
-//! tool's `run` knows nothing of aliases: it is its store call.
-//!
-//! The aliases are read only after a run missed a node (one indexed lookup), so a call that
-//! finds its nodes costs nothing more; a call that misses through an alias runs once more,
-//! for what it missed only ([`Tool::retry`], [`Tool::join`]).
+//! The parts of a tool's request and answer that name nodes, as `naming::answer` rereads
+//! them ([`crate::naming`]): rows and relations to ask again by the nodes' names, and what a
+//! search's query may write as aliases. Plain functions over data; they read nothing.
 
 use std::collections::HashMap;
 
-use crate::error::{Error, Result};
-use crate::model::{RelationSpec, WorkspaceId};
-use crate::store::{MemoryStore, ResolveAliases};
-use crate::suggestions::{did_you_mean, explain};
-use crate::tool::{Tool, ToolContext};
+use crate::model::RelationSpec;
 
 /// The nodes some aliases stand for: alias → the node's name.
 pub type Aliased = HashMap<String, String>;
-
-/// Runs `request` and answers the names it missed through aliases: a run that failed because
-/// a node was not found runs again with every alias among its names replaced (one read of the
-/// aliases for all of them); a run whose answer reports names not found runs again for the
-/// part that missed through an alias ([`Tool::retry`]), joined into the first answer. What is
-/// still missing then gets the names close to it ([`crate::suggestions`]).
-///
-/// # Errors
-/// What the tool's runs report; a failed alias or suggestion lookup is not an error (the
-/// first answer stands).
-pub(crate) async fn answer<T: Tool>(
-    context: ToolContext<'_>,
-    workspace: WorkspaceId,
-    mut request: T,
-) -> Result<T::Output> {
-    let store = context.store;
-    let first = request.clone().run(context.clone(), workspace).await;
-    let missed = match &first {
-        Err(Error::NotFound { kind: "node", .. }) => (request.node_names().into_iter())
-            .map(|n| n.clone())
-            .collect(),
-        Ok(output) => request.missed(output),
-        Err(_) => return first,
-    };
-    let aliased = resolve(store, workspace, &missed).await.unwrap_or_default();
-    let answer = match first {
-        first if aliased.is_empty() => first,
-        Err(_) => {
-            rename(request.node_names(), &aliased);
-            request.clone().run(context, workspace).await
-        }
-        Ok(output) => match request.retry(&output, &aliased) {
-            None => Ok(output),
-            Some(again) => {
-                let more = again.run(context, workspace).await?;
-                Ok(request.join(output, more, &aliased))
-            }
-        },
-    };
-    match answer {
-        Ok(mut output) if T::SUGGESTS => {
-            let missing = request.missed(&output);
-            if !missing.is_empty() {
-                T::suggest(&mut output, did_you_mean(store, workspace, &missing).await);
-            }
-            Ok(output)
-        }
-        other => explain(store, workspace, other).await,
-    }
-}
-
-/// The nodes the aliases among `names` stand for, by alias (names that are no alias are
-/// absent): one store read, none for no names.
-pub(crate) async fn resolve(
-    store: &dyn MemoryStore,
-    workspace: WorkspaceId,
-    names: &[String],
-) -> Result<Aliased> {
-    if names.is_empty() {
-        return Ok(HashMap::new());
-    }
-    store
-        .resolve_aliases(ResolveAliases { workspace, names })
-        .await
-}
 
 /// An entry of a batch answered row by row that names one node (`add_observations`,
 /// `delete_observations`, `end_observations`).
@@ -126,7 +51,7 @@ fn aliased_rows<E: NodeEntry, R>(
         .collect()
 }
 
-/// The entries to ask again ([`Tool::retry`] of a batch answered row by row): those whose row
+/// The entries to ask again (`Tool::retry` of a batch answered row by row): those whose row
 /// missed through an alias, by their nodes' names; `None` when there is none.
 pub(crate) fn retry_rows<E: NodeEntry, R>(
     (entries, rows): (&[E], &[R]),
@@ -194,7 +119,7 @@ const ALIAS_WORDS: usize = 3;
 /// What a search looks up as aliases in its query, each once: every run of one to
 /// [`ALIAS_WORDS`] of its words (split at spaces, punctuation trimmed at their ends), as
 /// written, lower-cased and capitalised. The store resolves them in the search's own call
-/// ([`crate::CandidateQuery::alias_runs`]), so that a fact naming the node ("PostgreSQL")
+/// (`CandidateQuery::alias_runs`), so that a fact naming the node ("PostgreSQL")
 /// answers a query by its former name ("where does Postgres run").
 pub(crate) fn alias_runs(query: &str) -> Vec<String> {
     let words: Vec<&str> = (query.split_whitespace())
