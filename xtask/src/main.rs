@@ -13,6 +13,7 @@ mod cmd;
 mod debian;
 mod deny;
 mod eval;
+mod import_cycles;
 mod peers;
 mod pgbouncer;
 mod postgres;

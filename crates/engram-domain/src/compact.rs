@@ -97,6 +97,14 @@ pub fn is_false(flag: &bool) -> bool {
     !*flag
 }
 
+/// `text` cut at `max` characters, "…" marking a cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,8 +68,8 @@ pub use history::{
 pub use indexer::Indexer;
 pub use memory::Memory;
 pub use merge::{
-    AliasStore, AliasesUpdate, FactMoves, MAX_ALIASES, MAX_MERGE_SOURCES, MergeEntities,
-    MergedEntities, MovedObservation, SetAliases, SourceFact, plan_merge_facts,
+    AliasStore, AliasesUpdate, FactMoves, MAX_MERGE_SOURCES, MergeEntities, MergedEntities,
+    MovedObservation, SetAliases, SourceFact, plan_merge_facts,
 };
 pub use model::*;
 pub use naming::aliases::Aliased;

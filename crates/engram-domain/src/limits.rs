@@ -425,6 +425,9 @@ pub(crate) fn cut_at(
     })
 }
 
+/// Most aliases a node has.
+pub const MAX_ALIASES: usize = 64;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,16 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
-use crate::limits;
+use crate::limits::{self, MAX_ALIASES};
 use crate::model::*;
 use crate::store::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
 /// Most sources one `merge_entities` call takes.
 pub const MAX_MERGE_SOURCES: usize = 32;
-
-/// Most aliases a node has.
-pub const MAX_ALIASES: usize = 64;
 
 /// `merge_entities`: duplicates of one node folded into it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -164,7 +164,7 @@ async fn with_oauth(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let workspace = (request.headers().get(super::WORKSPACE_HEADER))
+    let workspace = (request.headers().get(super::binding::WORKSPACE_HEADER))
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();

@@ -14,6 +14,7 @@ use tokio::time::{Instant, timeout_at};
 
 use super::Reporter;
 use super::{ConsolidationReport, TextSource};
+use crate::compact::truncate;
 use crate::error::Result;
 use crate::limits::MAX_BATCH;
 use crate::model::{NodeDetail, Ordinal, WorkspaceId};
@@ -240,14 +241,6 @@ fn clean(text: &str, max: usize) -> Option<String> {
         .trim_matches(|c| c == '"' || c == '\'' || c == '`')
         .trim();
     (!line.is_empty()).then(|| truncate(line, max))
-}
-
-/// `text` cut at `max` characters, "…" marking a cut.
-pub(super) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", text[..end].trim_end()),
-        None => text.to_string(),
-    }
 }
 
 /// The observations nearest the node's centroid, in ordinal order; without vectors the first

@@ -415,7 +415,7 @@ pub(crate) fn most_alike<'a>(
 
 /// `text` cut at [`QUOTED_CHARS`] characters, "…" marking a cut.
 pub(crate) fn quote(text: &str) -> String {
-    super::drafts::truncate(text, QUOTED_CHARS)
+    crate::compact::truncate(text, QUOTED_CHARS)
 }
 
 #[cfg(test)]

@@ -446,7 +446,7 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
 /// `aliases` checked as `set_aliases` checks them (at most 64 names, none `name`), without
 /// repeats.
 fn aliases(name: &str, mut aliases: Vec<String>) -> Result<Vec<String>> {
-    let most = crate::merge::MAX_ALIASES;
+    let most = limits::MAX_ALIASES;
     if aliases.len() > most {
         return Err(crate::Error::invalid(
             "aliases",
