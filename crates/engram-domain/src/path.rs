@@ -19,6 +19,12 @@ use std::collections::{HashMap, HashSet};
 use crate::limits::MAX_PATH_HOPS;
 use crate::{Error, Result};
 
+/// The statement both stores run for one step of the walk back ([`PathWalk`]): `$1` a node id;
+/// its neighbours with the relation linking each, by the neighbour's name and then the
+/// relation's id. PostgreSQL and SQLite read it alike (SQLite takes `$1` as a named parameter
+/// bound by position).
+pub const STEP_SQL: &str = include_str!("path_step.sql");
+
 /// One end's breadth-first search.
 #[derive(Debug, Default)]
 struct Side {

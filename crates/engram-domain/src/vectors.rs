@@ -55,6 +55,16 @@ impl PendingCursor {
         ranges
     }
 
+    /// A pass of at most `limit` pairs over [`PendingCursor::ranges`]: the store reads each
+    /// range in turn ([`PendingPass::next_read`]) and says how many pairs it found
+    /// ([`PendingPass::took`]).
+    pub fn pass(&self, workspaces: &[WorkspaceId], limit: usize) -> PendingPass {
+        PendingPass {
+            ranges: self.ranges(workspaces).into_iter(),
+            left: limit,
+        }
+    }
+
     /// Moves the cursor past `tasks` (a pass's pending pairs): the next pass starts after the
     /// first workspace served, and in each workspace at its last observation, read again in
     /// case the batch ended among that observation's perspectives.
@@ -66,6 +76,49 @@ impl PendingCursor {
             let after = self.after.entry(task.workspace).or_insert(0);
             *after = (*after).max(task.observation_id - 1);
         }
+    }
+}
+
+/// One pass of the indexer's sweep ([`PendingCursor::pass`]): the ranges still to read and how
+/// many pairs the pass may still take.
+#[derive(Debug)]
+pub struct PendingPass {
+    ranges: std::vec::IntoIter<(WorkspaceId, i64, i64)>,
+    left: usize,
+}
+
+/// One read of a pass: the pending pairs of `workspace`'s observations with
+/// `after < id <= up_to`, at most `most` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingRead {
+    /// The workspace read.
+    pub workspace: WorkspaceId,
+    /// Observations after this id…
+    pub after: i64,
+    /// …up to this one.
+    pub up_to: i64,
+    /// At most this many pairs (at least 1).
+    pub most: i64,
+}
+
+impl PendingPass {
+    /// The next range to read; `None` once the pass has its pairs or every range was read.
+    pub fn next_read(&mut self) -> Option<PendingRead> {
+        if self.left == 0 {
+            return None;
+        }
+        let (workspace, after, up_to) = self.ranges.next()?;
+        Some(PendingRead {
+            workspace,
+            after,
+            up_to,
+            most: i64::try_from(self.left).unwrap_or(i64::MAX),
+        })
+    }
+
+    /// Counts the `found` pairs the last read answered.
+    pub fn took(&mut self, found: usize) {
+        self.left = self.left.saturating_sub(found);
     }
 }
 
@@ -193,6 +246,30 @@ mod defect_tests {
 #[cfg(test)]
 mod cursor_tests {
     use super::*;
+
+    #[test]
+    fn a_pass_reads_ranges_in_turn_until_it_has_its_pairs() {
+        let ws = [WorkspaceId(1), WorkspaceId(2)];
+        let cursor = PendingCursor {
+            served_first: None,
+            after: [(ws[0], 5)].into(),
+        };
+        let mut pass = cursor.pass(&ws, 3);
+        let read = |workspace, after, up_to, most| PendingRead {
+            workspace,
+            after,
+            up_to,
+            most,
+        };
+        assert_eq!(pass.next_read(), Some(read(ws[0], 5, i64::MAX, 3)));
+        pass.took(2);
+        assert_eq!(pass.next_read(), Some(read(ws[0], 0, 5, 1)));
+        pass.took(1);
+        assert_eq!(pass.next_read(), None, "the pass has its three pairs");
+        let mut empty = cursor.pass(&ws, 10);
+        let reads = std::iter::from_fn(|| empty.next_read()).count();
+        assert_eq!(reads, 3, "every range once when nothing is found");
+    }
 
     #[test]
     fn a_pass_starts_after_the_last_first_and_each_workspace_at_its_cursor() {

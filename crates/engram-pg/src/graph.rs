@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use engram_domain::path::PathSearch;
+use engram_domain::path::{PathSearch, STEP_SQL};
 use engram_domain::*;
 use tracing::instrument;
 
@@ -105,10 +105,7 @@ impl GraphStore for PgStore {
             let Some(mut walk) = search.walk() else {
                 return Ok(GraphPath::default());
             };
-            let step_query = tx
-                .prepare_cached(include_str!("sql/path_step.sql"))
-                .await
-                .map_err(db)?;
+            let step_query = tx.prepare_cached(STEP_SQL).await.map_err(db)?;
             let mut path = vec![to.to_owned()];
             let mut relations = Vec::new();
             while let Some(current) = walk.at() {

@@ -160,17 +160,16 @@ impl IndexStore for PgStore {
                 .prepare_cached(include_str!("sql/pending_embeddings.sql"))
                 .await
                 .map_err(db)?;
-            let mut tasks = Vec::new();
-            for (workspace, after, up_to) in cursor.ranges(&workspaces) {
-                let left = limit.saturating_sub(tasks.len());
-                if left == 0 {
-                    break;
-                }
-                let left = i64::try_from(left).unwrap_or(i64::MAX);
-                let rows = tx
-                    .query(&statement, &[&model, &left, &workspace.0, &after, &up_to])
-                    .await
-                    .map_err(db)?;
+            let (mut tasks, mut pass) = (Vec::new(), cursor.pass(&workspaces, limit));
+            while let Some(read) = pass.next_read() {
+                let range = [&read.workspace.0, &read.after, &read.up_to];
+                let rows = (tx.query(
+                    &statement,
+                    &[&model, &read.most, range[0], range[1], range[2]],
+                ))
+                .await
+                .map_err(db)?;
+                pass.took(rows.len());
                 tasks.extend(rows.iter().map(task));
             }
             Ok(tasks)

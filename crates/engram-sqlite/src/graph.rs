@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
-use engram_domain::path::PathSearch;
+use engram_domain::path::{PathSearch, STEP_SQL};
 use engram_domain::*;
 use rusqlite::params;
 use tracing::instrument;
@@ -84,7 +84,7 @@ impl GraphStore for SqliteStore {
     ) -> Result<GraphPath> {
         // A shortest path: [`engram_domain::path`]'s search from both ends, one statement per
         // level it asks for (`path_level.sql`), then its walk back from the target over each
-        // node's neighbours by name and relation id (`path_step.sql`), so the answer is
+        // node's neighbours by name and relation id (`engram_domain::path::STEP_SQL`), so the answer is
         // deterministic (and engram-pg's).
         let (from, to) = (request.from_entity.clone(), request.to_entity.clone());
         self.pool
@@ -106,14 +106,13 @@ impl GraphStore for SqliteStore {
                 let mut path = vec![to];
                 let mut relations = Vec::new();
                 while let Some(current) = walk.at() {
-                    let mut steps =
-                        query(tx, include_str!("sql/path_step.sql"), [current], |row| {
-                            Ok((
-                                row.get::<_, i64>("neighbour_id")?,
-                                row.get::<_, String>("neighbour")?,
-                                relation(row)?,
-                            ))
-                        })?;
+                    let mut steps = query(tx, STEP_SQL, [current], |row| {
+                        Ok((
+                            row.get::<_, i64>("neighbour_id")?,
+                            row.get::<_, String>("neighbour")?,
+                            relation(row)?,
+                        ))
+                    })?;
                     let chosen = walk.step(steps.iter().map(|(id, _, _)| *id))?;
                     let (_, name, hop) = steps.swap_remove(chosen);
                     path.push(name);

@@ -307,14 +307,12 @@ impl IndexStore for SqliteStore {
                     query(tx, "SELECT id FROM workspaces ORDER BY id", [], |row| {
                         Ok(WorkspaceId(row.get(0)?))
                     })?;
-                let mut tasks = Vec::new();
-                for (workspace, after, up_to) in cursor.ranges(&workspaces) {
-                    let left = limit.saturating_sub(tasks.len());
-                    if left == 0 {
-                        break;
-                    }
-                    let left = i64::try_from(left).unwrap_or(i64::MAX);
-                    tasks.extend(pending_in(tx, &model, left, workspace.0, (after, up_to))?);
+                let (mut tasks, mut pass) = (Vec::new(), cursor.pass(&workspaces, limit));
+                while let Some(read) = pass.next_read() {
+                    let range = (read.after, read.up_to);
+                    let found = pending_in(tx, &model, read.most, read.workspace.0, range)?;
+                    pass.took(found.len());
+                    tasks.extend(found);
                 }
                 Ok(tasks)
             })
