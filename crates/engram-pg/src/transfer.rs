@@ -34,13 +34,7 @@ async fn import_relations(
     relations: &[RelationRecord],
     outcome: &mut ImportOutcome,
 ) -> Result<()> {
-    let mut seen = HashSet::new();
-    let all = relations.len();
-    let relations: Vec<&RelationRecord> = relations
-        .iter()
-        .filter(|r| seen.insert((&r.from, &r.to, &r.relation_type, r.valid_to)))
-        .collect();
-    outcome.relations_existing += (all - relations.len()) as u64;
+    let relations = distinct_relations(relations, outcome);
     // By position in `relations`: current ones, then ended ones.
     let (ended, current): (Vec<usize>, Vec<usize>) =
         (0..relations.len()).partition(|&i| relations[i].valid_to.is_some());
@@ -98,13 +92,15 @@ async fn import_relations(
     // In input order, as the missing ones are reported.
     rows.sort_unstable_by_key(|(i, _)| *i);
     for (i, row) in rows {
-        if row.get::<_, bool>("from_missing") || row.get::<_, bool>("to_missing") {
-            outcome.relations_missing.push(relations[i].clone());
-        } else if row.get("created") {
-            outcome.relations_created += 1;
-        } else {
-            outcome.relations_existing += 1;
-        }
+        let how = match (
+            row.get::<_, bool>("from_missing") || row.get("to_missing"),
+            row.get("created"),
+        ) {
+            (true, _) => RelationImported::Missing,
+            (false, true) => RelationImported::Created,
+            (false, false) => RelationImported::Existing,
+        };
+        outcome.count_relation(relations[i], how);
     }
     Ok(())
 }
@@ -429,15 +425,10 @@ impl TransferStore for PgStore {
                         node.name
                     )));
                 };
-                if created.contains(&node.name) {
-                    outcome.nodes_created += 1;
-                } else {
-                    outcome.nodes_existing += 1;
-                }
                 let present = present.remove(&id).unwrap_or_default();
                 let (placed, new_next) = place_observations(node, &present, next, now);
-                outcome.observations_added += placed.len() as u64;
-                outcome.observations_existing += (node.observations.len() - placed.len()) as u64;
+                let facts = node.observations.len();
+                outcome.count_node(created.contains(&node.name), facts, placed.len());
                 for (i, ordinal) in placed {
                     let observation = &node.observations[i];
                     node_ids.push(id);

@@ -1,8 +1,6 @@
 //! Whole-graph reads and writes: a page of nodes for `read_graph` and `engram export`, and
 //! one `engram import` batch.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use engram_domain::transfer::*;
 use engram_domain::*;
@@ -44,26 +42,14 @@ fn import_relations(
                                  AND relation_type = ?4 AND valid_to = ?7)",
         )
         .map_err(db)?;
-    let mut seen = HashSet::new();
-    for relation in relations {
-        let key = (
-            &relation.from,
-            &relation.to,
-            &relation.relation_type,
-            relation.valid_to,
-        );
-        if !seen.insert(key) {
-            // Present once the first of the batch is written.
-            outcome.relations_existing += 1;
-            continue;
-        }
+    for relation in distinct_relations(relations, outcome) {
         let mut id = |name: &str| -> Result<Option<i64>> {
             node.query_row(params![workspace.0, name], |row| row.get(0))
                 .optional()
                 .map_err(db)
         };
         let (Some(from), Some(to)) = (id(&relation.from)?, id(&relation.to)?) else {
-            outcome.relations_missing.push(relation.clone());
+            outcome.count_relation(relation, RelationImported::Missing);
             continue;
         };
         let (created_at, valid_from) = (
@@ -90,11 +76,11 @@ fn import_relations(
             ]),
         }
         .map_err(db)?;
-        if written > 0 {
-            outcome.relations_created += 1;
-        } else {
-            outcome.relations_existing += 1;
-        }
+        let how = match written {
+            0 => RelationImported::Existing,
+            _ => RelationImported::Created,
+        };
+        outcome.count_relation(relation, how);
     }
     Ok(())
 }
@@ -379,14 +365,12 @@ impl TransferStore for SqliteStore {
                         .map_err(db)?;
                     let (id, next) = match inserted {
                         Some(id) => {
-                            outcome.nodes_created += 1;
                             if let Some(updated_at) = node.updated_at {
                                 restore.push((id, micros(updated_at)));
                             }
                             (id, 1)
                         }
                         None => {
-                            outcome.nodes_existing += 1;
                             insert_observations(tx, workspace, &std::mem::take(&mut rows))?;
                             existing
                                 .query_row(params![workspace.0, node.name], |row| {
@@ -409,9 +393,8 @@ impl TransferStore for SqliteStore {
                         )?,
                     };
                     let (placed, new_next) = place_observations(node, &present, next, now);
-                    outcome.observations_added += placed.len() as u64;
-                    outcome.observations_existing +=
-                        (node.observations.len() - placed.len()) as u64;
+                    let facts = node.observations.len();
+                    outcome.count_node(inserted.is_some(), facts, placed.len());
                     rows.extend(placed.into_iter().map(|(i, ordinal)| {
                         let observation = &node.observations[i];
                         if let (Some(at), Some(author)) =

@@ -198,6 +198,54 @@ pub struct ImportOutcome {
     pub aliases_refused: Vec<RefusedAlias>,
 }
 
+/// How one relation of an import batch went ([`ImportOutcome::count_relation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelationImported {
+    /// Written now.
+    Created,
+    /// There already (current, or ended at the same time).
+    Existing,
+    /// Not written: an endpoint does not exist.
+    Missing,
+}
+
+impl ImportOutcome {
+    /// Counts a node of the batch, `created` now or there already, of whose `facts` facts
+    /// `placed` were added ([`place_observations`]).
+    pub fn count_node(&mut self, created: bool, facts: usize, placed: usize) {
+        match created {
+            true => self.nodes_created += 1,
+            false => self.nodes_existing += 1,
+        }
+        self.observations_added += placed as u64;
+        self.observations_existing += (facts - placed) as u64;
+    }
+
+    /// Counts a relation of [`distinct_relations`] as the store wrote it.
+    pub fn count_relation(&mut self, relation: &RelationRecord, how: RelationImported) {
+        match how {
+            RelationImported::Created => self.relations_created += 1,
+            RelationImported::Existing => self.relations_existing += 1,
+            RelationImported::Missing => self.relations_missing.push(relation.clone()),
+        }
+    }
+}
+
+/// The batch's relations each once, in order, as a store writes them: a repeat of one before
+/// it (the same endpoints, type and end) is counted in `outcome` as there already, since the
+/// first is written by then.
+pub fn distinct_relations<'a>(
+    relations: &'a [RelationRecord],
+    outcome: &mut ImportOutcome,
+) -> Vec<&'a RelationRecord> {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&RelationRecord> = (relations.iter())
+        .filter(|r| seen.insert((&r.from, &r.to, &r.relation_type, r.valid_to)))
+        .collect();
+    outcome.relations_existing += (relations.len() - distinct.len()) as u64;
+    distinct
+}
+
 /// An alias an import did not set: another node holds the name, as its name or an alias.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RefusedAlias {
@@ -768,6 +816,40 @@ mod tests {
         };
         let error = validate_relation(&relation).unwrap_err().to_string();
         assert!(error.contains("valid_to"), "{error}");
+    }
+
+    #[test]
+    fn an_outcome_counts_repeats_as_existing_and_missing_relations_in_order() {
+        let relation = |from: &str, valid_to| RelationRecord {
+            from: from.into(),
+            to: "b".into(),
+            relation_type: "r".into(),
+            valid_to,
+            ..RelationRecord::default()
+        };
+        let batch = [
+            relation("a", None),
+            relation("a", None),
+            relation("a", Some(at(2))),
+            relation("gone", None),
+        ];
+        let mut outcome = ImportOutcome::default();
+        let distinct = distinct_relations(&batch, &mut outcome);
+        assert_eq!(distinct.len(), 3, "an ended one is another relation");
+        let hows = [
+            RelationImported::Created,
+            RelationImported::Existing,
+            RelationImported::Missing,
+        ];
+        for (relation, how) in distinct.into_iter().zip(hows) {
+            outcome.count_relation(relation, how);
+        }
+        outcome.count_node(true, 3, 2);
+        let counts = (outcome.relations_created, outcome.relations_existing);
+        assert_eq!(counts, (1, 2), "the repeat and the one there already");
+        assert_eq!(outcome.relations_missing, [relation("gone", None)]);
+        let nodes = (outcome.nodes_created, outcome.observations_added);
+        assert_eq!((nodes, outcome.observations_existing), ((1, 2), 1));
     }
 
     #[test]
