@@ -174,9 +174,7 @@ impl Tool for CreateRelations {
     }
 
     fn node_names(&mut self) -> Vec<&mut String> {
-        (self.relations.iter_mut())
-            .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
-            .collect()
+        aliases::endpoint_names(&mut self.relations)
     }
 
     fn missed(&self, output: &Self::Output) -> Vec<String> {
@@ -226,9 +224,7 @@ impl Tool for DeleteRelations {
     }
 
     fn node_names(&mut self) -> Vec<&mut String> {
-        (self.relations.iter_mut())
-            .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
-            .collect()
+        aliases::endpoint_names(&mut self.relations)
     }
 
     /// The answer counts what it did not find: any endpoint may be an alias.

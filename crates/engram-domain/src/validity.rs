@@ -266,9 +266,7 @@ impl Tool for EndRelations {
     }
 
     fn node_names(&mut self) -> Vec<&mut String> {
-        (self.relations.iter_mut())
-            .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
-            .collect()
+        aliases::endpoint_names(&mut self.relations)
     }
 
     fn missed(&self, output: &Self::Output) -> Vec<String> {

@@ -103,6 +103,16 @@ pub(crate) fn by_node_names(
     (!again.is_empty()).then_some(again)
 }
 
+/// Both endpoints of every relation of `relations`, to replace ([`Tool::node_names`] of the
+/// tools that take relations).
+///
+/// [`Tool::node_names`]: crate::Tool::node_names
+pub(crate) fn endpoint_names(relations: &mut [RelationSpec]) -> Vec<&mut String> {
+    (relations.iter_mut())
+        .flat_map(|r| [&mut r.from_entity, &mut r.to_entity])
+        .collect()
+}
+
 /// Both endpoints of every relation of `relations`, each once.
 pub(crate) fn endpoints(relations: &[RelationSpec]) -> Vec<String> {
     let mut names: Vec<String> = (relations.iter())
