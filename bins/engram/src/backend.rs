@@ -2,7 +2,7 @@
 //! under the platform's data directory), chosen from `ENGRAM_DATABASE_URL`.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -219,14 +219,6 @@ impl Store {
         match self {
             Self::Postgres(_) => "postgresql",
             Self::Sqlite(_) => "sqlite",
-        }
-    }
-
-    /// The SQLite file, for SQLite.
-    pub fn sqlite_path(&self) -> Option<&Path> {
-        match self {
-            Self::Postgres(_) => None,
-            Self::Sqlite(store) => Some(store.path()),
         }
     }
 
