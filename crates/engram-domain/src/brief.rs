@@ -1,4 +1,4 @@
-//! [`Memory::brief`]: a workspace at a glance, for an agent starting a session (`engram
+//! [`crate::Memory::brief`]: a workspace at a glance, for an agent starting a session (`engram
 //! brief`, a hook at session start, the MCP resource `engram://brief`).
 
 use std::collections::HashMap;
@@ -10,10 +10,10 @@ use crate::error::Result;
 use crate::model::{NodeBrief, WorkspaceId};
 use crate::tool::MemoryStore;
 
-/// Nodes [`Memory::brief`] lists at most in each of its lists.
+/// Nodes [`crate::Memory::brief`] lists at most in each of its lists.
 pub const BRIEF_NODES: usize = 32;
 
-/// What [`Memory::brief`] returns: the workspace's counts, its most connected nodes and its
+/// What [`crate::Memory::brief`] returns: the workspace's counts, its most connected nodes and its
 /// most recently changed ones (none listed twice).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Brief {
@@ -46,7 +46,7 @@ pub struct ConnectedNode {
     pub related_nodes: usize,
 }
 
-/// The semantics of [`Memory::brief`](crate::Memory::brief).
+/// The semantics of [`crate::Memory::brief`](crate::Memory::brief).
 pub(crate) async fn brief(
     store: &dyn MemoryStore,
     workspace: WorkspaceId,

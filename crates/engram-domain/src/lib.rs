@@ -66,6 +66,7 @@ pub use history::{
     DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation, HistoryStore,
 };
 pub use indexer::Indexer;
+pub use limits::MAX_ALIASES;
 pub use memory::Memory;
 pub use merge::{
     AliasStore, AliasesUpdate, FactMoves, MAX_MERGE_SOURCES, MergeEntities, MergedEntities,

@@ -24,7 +24,7 @@ use crate::{Brief, EmbeddingProgress, SecretPolicy};
 /// CLI and the server do besides (workspaces, tokens, export and import, the brief).
 ///
 /// Every operation checks its arguments against [`crate::limits`] before anything is written,
-/// so a rejected call ([`Error::InvalidArgument`], naming the field and the limit) changes
+/// so a rejected call ([`crate::Error::InvalidArgument`], naming the field and the limit) changes
 /// nothing. Cheap to clone.
 #[derive(Clone)]
 pub struct Memory {
@@ -124,10 +124,10 @@ impl Memory {
     /// Runs the tool `request` is the request of, in `workspace`: its checks first (a
     /// refused request changes nothing), then its semantics in its area module (see
     /// [`Tool`] and [`crate::each_tool`]); a node named by an alias is answered as that node,
-    /// and names not found get suggestions ([`crate::naming`]). `memory.call(workspace, OpenNodes::new(&names))`.
+    /// and names not found get suggestions (`naming`). `memory.call(workspace, OpenNodes::new(&names))`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the field and the limit, [`Error::NotFound`] and
+    /// [`crate::Error::InvalidArgument`] naming the field and the limit, [`crate::Error::NotFound`] and
     /// the other errors the tool's description gives, or what the store reports.
     pub async fn call<T: Tool>(&self, workspace: WorkspaceId, mut request: T) -> Result<T::Output> {
         let context = ToolContext {
@@ -213,7 +213,7 @@ impl Memory {
 
     // `brief.rs`.
 
-    /// The workspace at a glance: its counts, the `nodes` (1–[`BRIEF_NODES`], clamped) most
+    /// The workspace at a glance: its counts, the `nodes` (1–[`crate::BRIEF_NODES`], clamped) most
     /// connected nodes and the `nodes` most recently changed others, each with its type and
     /// summary. Reads every relation's endpoints once (the degree of each node), so it costs
     /// about what the consolidation report's relation list does.
@@ -264,7 +264,7 @@ impl Memory {
     /// hold when `query.observations`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad `limit`, `after` or `entity_type`.
+    /// [`crate::Error::InvalidArgument`] for a bad `limit`, `after` or `entity_type`.
     pub async fn graph_page(
         &self,
         workspace: WorkspaceId,
@@ -274,12 +274,12 @@ impl Memory {
     }
 
     /// Imports one batch in one transaction (see [`crate::TransferStore::import`]): at most
-    /// 1,000 nodes of distinct names holding at most [`IMPORT_BATCH_OBSERVATIONS`]
+    /// 1,000 nodes of distinct names holding at most [`crate::IMPORT_BATCH_OBSERVATIONS`]
     /// observations, and at most 1,000 relations, each checked as [`validate_node`] and
     /// [`validate_relation`] do; a batch with any invalid record writes nothing.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the record (`nodes[3].observations[0].content`).
+    /// [`crate::Error::InvalidArgument`] naming the record (`nodes[3].observations[0].content`).
     pub async fn import(
         &self,
         workspace: WorkspaceId,

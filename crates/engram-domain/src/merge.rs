@@ -1,7 +1,7 @@
 //! Duplicates made one: `merge_entities` moves the sources' facts and relations into the
 //! target in one transaction and keeps each source's name as an **alias** of the target;
 //! `set_aliases` sets a node's aliases by hand. A tool given an alias where it takes a node
-//! name answers for the node it names (resolved where a name was not found: [`resolve`]).
+//! name answers for the node it names ([`crate::naming`]).
 
 use std::collections::BTreeMap;
 

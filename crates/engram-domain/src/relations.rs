@@ -270,10 +270,6 @@ impl Tool for RenameRelationType {
             new_type: renamed.relation_type,
         })
     }
-
-    fn node_names(&mut self) -> Vec<&mut String> {
-        vec![&mut self.from_entity, &mut self.to_entity]
-    }
 }
 
 impl Tool for GetRelationsBetween {

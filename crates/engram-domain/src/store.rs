@@ -1,14 +1,10 @@
 //! What the storage operations no tool asks directly are asked (the indexer's, the export's and
 //! import's, the search's candidates): one request struct each, borrowing what the caller
 //! passed. The storage traits are declared in their area modules ([`crate::NodeStore`] in
-//! `nodes.rs`, …) and joined in [`crate::MemoryStore`] (`tool.rs`).
-//!
-//! A tool's operation takes the workspace and the tool's own request type (its MCP input,
-//! defined with its `check()` in the area module: `crate::nodes`, `crate::graph`, …) as
-//! `&Checked<Request>`, which only this crate can make: a store sees a request only after the
-//! limits and the secret screening. What no tool asks directly (the indexer's, the export's and
-//! import's, the search's candidates) takes one request struct defined below the traits,
-//! borrowing what the caller passed.
+//! `nodes.rs`, …) and joined in [`crate::MemoryStore`] (`tool.rs`); a tool's operation takes
+//! the workspace and the tool's own request type (its MCP input, defined with its `check()` in
+//! the area module) as `&Checked<Request>`, which only this crate can make: a store sees a
+//! request only after the limits and the secret screening.
 
 use crate::model::*;
 use crate::perspectives::Perspective;
@@ -72,7 +68,7 @@ pub struct ModelEmbeddings<'a> {
     pub model: &'a str,
 }
 
-/// The observations nearest to one vector ([`SearchStore::vector_search`]).
+/// The observations nearest to one vector ([`crate::SearchStore::vector_search`]).
 #[derive(Debug, Clone, Copy)]
 pub struct VectorSearch<'a> {
     /// The workspace.
@@ -89,7 +85,7 @@ pub struct VectorSearch<'a> {
     pub within: Option<&'a str>,
 }
 
-/// A node's facts with their vectors ([`SplitStore::fact_vectors`]).
+/// A node's facts with their vectors ([`crate::SplitStore::fact_vectors`]).
 #[derive(Debug, Clone, Copy)]
 pub struct FactVectors<'a> {
     /// The workspace.
@@ -104,7 +100,7 @@ pub struct FactVectors<'a> {
     pub newest: Option<u32>,
 }
 
-/// A node's current facts ([`SplitStore::fact_vectors`]).
+/// A node's current facts ([`crate::SplitStore::fact_vectors`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeFacts {
     /// The node's name.
@@ -124,7 +120,7 @@ pub struct FactVector {
     pub vector: Option<Vec<f32>>,
 }
 
-/// Names that may be aliases ([`AliasStore::resolve_aliases`]).
+/// Names that may be aliases ([`crate::AliasStore::resolve_aliases`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ResolveAliases<'a> {
     /// The workspace.
@@ -133,7 +129,7 @@ pub struct ResolveAliases<'a> {
     pub names: &'a [String],
 }
 
-/// Names close to names that were not found ([`NodeStore::similar_names`]).
+/// Names close to names that were not found ([`crate::SuggestionStore::similar_names`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SimilarNames<'a> {
     /// The workspace.

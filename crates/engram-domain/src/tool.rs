@@ -63,7 +63,7 @@ pub trait Tool: DeserializeOwned + Schema + Clone + Send + Sync + Sized + 'stati
     }
 
     /// Every node name the request takes: [`Memory::call`](crate::Memory::call) answers one
-    /// that is an alias as its node's ([`crate::naming`]). None for tools that name no node.
+    /// that is an alias as its node's (`naming`). None for tools that name no node.
     fn node_names(&mut self) -> Vec<&mut String> {
         Vec::new()
     }
@@ -118,10 +118,9 @@ pub struct ToolContext<'a> {
     pub(crate) counted_coverage: &'a CountedCoverages,
 }
 
-/// Durable storage of workspaces and their graphs.
-///
-/// One method per tool of the catalog that needs no embeddings, plus workspace management.
-/// Each call is atomic: it commits whole or changes nothing. Inputs are validated by
+/// Durable storage of workspaces and their graphs: the union of the area traits (one per
+/// capability, each declared in its area module beside its requests, `NodeStore` in
+/// `nodes.rs`, …), implemented for every type that has them all. Each call is atomic: it commits whole or changes nothing. Inputs are validated by
 /// [`crate::Memory`] before they reach a store (limits in [`crate::limits`]); stores may rely on
 /// that, and back it with database constraints.
 ///
@@ -162,9 +161,6 @@ impl<T> MemoryStore for T where
         + GraphStore
         + ValidityStore
         + HistoryStore
-        + ConsolidationStore
-        + StatsStore
-        + SuggestionStore
         + ConsolidationStore
         + StatsStore
         + SuggestionStore

@@ -370,14 +370,16 @@ pub(crate) async fn aliased_nodes(
     if runs.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = client
-        .query(
-            "SELECT DISTINCT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-             WHERE a.workspace_id = $1 AND a.alias = ANY($2) ORDER BY n.name",
-            &[&workspace.0, &runs],
+    // Byte order, as SQLite sorts them, so both stores append the names alike.
+    let statement = client
+        .prepare_cached(
+            "SELECT DISTINCT n.name COLLATE \"C\" FROM node_aliases a
+             JOIN nodes n ON n.id = a.node_id
+             WHERE a.workspace_id = $1 AND a.alias = ANY($2) ORDER BY 1",
         )
         .await
         .map_err(db)?;
+    let rows = (client.query(&statement, &[&workspace.0, &runs]).await).map_err(db)?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
 }
 

@@ -90,8 +90,8 @@ pub struct CandidateQuery {
     /// Whether to read the workspace's perspectives too ([`Gathered::perspectives`]; empty
     /// otherwise): a search that rendered its query for them checks they still hold.
     pub perspectives: bool,
-    /// What the query may write as aliases (runs of its words,
-    /// [`crate::naming::alias_runs`]): the store answers the nodes they name
+    /// What the query may write as aliases (runs of its words, `naming::aliases::alias_runs`):
+    /// the store answers the nodes they name
     /// ([`Gathered::aliased`]) from the same snapshot; empty asks nothing.
     pub alias_runs: Vec<String>,
 }

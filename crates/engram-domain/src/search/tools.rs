@@ -187,7 +187,9 @@ impl Searcher {
                     seen.as_deref().map(Vec::as_slice),
                 )
                 .await?;
-            request.alias_runs.clone_from(&alias_runs);
+            if with_names.is_none() {
+                request.alias_runs.clone_from(&alias_runs);
+            }
             let gathered = self.store.search(&request).await?;
             // Only a store call that read them says what they are now (none after the embedder failed).
             let changed = request.perspectives
@@ -238,6 +240,7 @@ impl Searcher {
             if request.text.is_none() {
                 request.text = Some(query.to_owned());
                 request.vectors.clear();
+                request.alias_runs.clear();
                 candidates = self.store.search(&request).await?.candidates;
             }
         }

@@ -643,7 +643,7 @@ pub fn place_aliases<'a>(
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImportBatch {
     /// The nodes as recorded: at most 1,000 of distinct names, holding at most
-    /// [`IMPORT_BATCH_OBSERVATIONS`] observations.
+    /// [`crate::IMPORT_BATCH_OBSERVATIONS`] observations.
     pub nodes: Vec<NodeRecord>,
     /// The relations as recorded: at most 1,000.
     pub relations: Vec<RelationRecord>,
