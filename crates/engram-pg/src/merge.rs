@@ -346,41 +346,41 @@ impl AliasStore for PgStore {
     ) -> Result<HashMap<String, String>> {
         let ResolveAliases { workspace, names } = request;
         // Not `read!`: one statement, prepared once per connection, one round trip.
-        single!(self, |client| async {
-            let statement = client
-                .prepare_cached(
-                    "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-                     WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
-                )
-                .await
-                .map_err(db)?;
-            let rows = (client.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
-            Ok::<_, Error>(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
-        })
+        single!(self, |client| aliases_in(&client, workspace, names))
     }
 }
 
-/// The names of the nodes that some of `runs` are aliases of, sorted, each once (a search's
+/// The nodes the aliases among `names` stand for, by alias: one prepared statement.
+async fn aliases_in(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<HashMap<String, String>> {
+    let statement = client
+        .prepare_cached(
+            "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+             WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
+        )
+        .await
+        .map_err(db)?;
+    let rows = (client.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// The names of the nodes that some of `runs` are aliases of (a search's
 /// [`engram_domain::CandidateQuery::alias_runs`]); nothing is read for no runs.
 pub(crate) async fn aliased_nodes(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     runs: &[String],
 ) -> Result<Vec<String>> {
-    if runs.is_empty() {
-        return Ok(Vec::new());
+    match runs.is_empty() {
+        true => Ok(Vec::new()),
+        false => Ok(aliases_in(client, workspace, runs)
+            .await?
+            .into_values()
+            .collect()),
     }
-    // Byte order, as SQLite sorts them, so both stores append the names alike.
-    let statement = client
-        .prepare_cached(
-            "SELECT DISTINCT n.name COLLATE \"C\" FROM node_aliases a
-             JOIN nodes n ON n.id = a.node_id
-             WHERE a.workspace_id = $1 AND a.alias = ANY($2) ORDER BY 1",
-        )
-        .await
-        .map_err(db)?;
-    let rows = (client.query(&statement, &[&workspace.0, &runs]).await).map_err(db)?;
-    Ok(rows.iter().map(|row| row.get(0)).collect())
 }
 
 /// A node's aliases, sorted.

@@ -379,39 +379,38 @@ impl AliasStore for SqliteStore {
     ) -> Result<HashMap<String, String>> {
         let (workspace, names) = (request.workspace, request.names.to_vec());
         self.pool
-            .read(move |tx| {
-                let names = serde_json::Value::from(names).to_string();
-                let found = query(
-                    tx,
-                    "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-                     WHERE a.workspace_id = ?1
-                       AND a.alias IN (SELECT value FROM json_each(?2))",
-                    params![workspace.0, names],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )?;
-                Ok(found.into_iter().collect())
-            })
+            .read(move |tx| aliases_in(tx, workspace, &names))
             .await
     }
 }
 
-/// The names of the nodes that some of `runs` are aliases of, sorted, each once (a search's
+/// The nodes the aliases among `names` stand for, by alias.
+fn aliases_in(
+    tx: &Transaction,
+    workspace: WorkspaceId,
+    names: &[String],
+) -> Result<HashMap<String, String>> {
+    let names = serde_json::Value::from(names.to_vec()).to_string();
+    let found = query(
+        tx,
+        "SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+         WHERE a.workspace_id = ?1
+           AND a.alias IN (SELECT value FROM json_each(?2))",
+        params![workspace.0, names],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    Ok(found.into_iter().collect())
+}
+
+/// The names of the nodes that some of `runs` are aliases of (a search's
 /// [`engram_domain::CandidateQuery::alias_runs`]); nothing is read for no runs.
 pub(crate) fn aliased_nodes(
     tx: &Transaction,
     workspace: WorkspaceId,
     runs: &[String],
 ) -> Result<Vec<String>> {
-    if runs.is_empty() {
-        return Ok(Vec::new());
+    match runs.is_empty() {
+        true => Ok(Vec::new()),
+        false => Ok(aliases_in(tx, workspace, runs)?.into_values().collect()),
     }
-    let runs = serde_json::Value::from(runs.to_vec()).to_string();
-    query(
-        tx,
-        "SELECT DISTINCT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-         WHERE a.workspace_id = ?1 AND a.alias IN (SELECT value FROM json_each(?2))
-         ORDER BY n.name",
-        params![workspace.0, runs],
-        |row| row.get(0),
-    )
 }

@@ -43,23 +43,24 @@ pub(crate) async fn answer<T: Tool>(
         Err(_) => return first,
     };
     let aliased = resolve(store, workspace, &missed).await.unwrap_or_default();
-    let answer = match first {
-        first if aliased.is_empty() => first,
+    // What the answer still misses: the first's, unless a run by the nodes' names changed it.
+    let (answer, still_missed) = match first {
+        first if aliased.is_empty() => (first, Some(missed)),
         Err(_) => {
             aliases::rename(request.node_names(), &aliased);
-            request.clone().run(context, workspace).await
+            (request.clone().run(context, workspace).await, None)
         }
         Ok(output) => match request.retry(&output, &aliased) {
-            None => Ok(output),
+            None => (Ok(output), Some(missed)),
             Some(again) => {
                 let more = again.run(context, workspace).await?;
-                Ok(request.join(output, more, &aliased))
+                (Ok(request.join(output, more, &aliased)), None)
             }
         },
     };
     match answer {
         Ok(mut output) if T::SUGGESTS => {
-            let missing = request.missed(&output);
+            let missing = still_missed.unwrap_or_else(|| request.missed(&output));
             if !missing.is_empty() {
                 T::suggest(&mut output, did_you_mean(store, workspace, &missing).await);
             }

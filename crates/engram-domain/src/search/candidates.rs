@@ -119,9 +119,9 @@ pub struct Gathered {
     /// them: a search renders its query for the perspectives it saw last, and checks here
     /// that they still hold.
     pub perspectives: Vec<Perspective>,
-    /// The names of the nodes that some of [`CandidateQuery::alias_runs`] are aliases of,
-    /// sorted, each once: a search that finds some runs once more with them added to its
-    /// query, so that a fact naming the node answers a query by its former name.
+    /// The names of the nodes that some of [`CandidateQuery::alias_runs`] are aliases of, in
+    /// any order: a search that finds some runs once more with them added to its query (each
+    /// once, sorted), so that a fact naming the node answers a query by its former name.
     pub aliased: Vec<String>,
 }
 

@@ -201,7 +201,10 @@ impl Searcher {
             // the nodes it names.
             let named = with_names.is_none() && !gathered.aliased.is_empty();
             if named {
-                with_names = Some(format!("{query} {}", gathered.aliased.join(" ")));
+                let mut names = gathered.aliased.clone();
+                names.sort_unstable();
+                names.dedup();
+                with_names = Some(format!("{query} {}", names.join(" ")));
             }
             // A second change while this search ran again is left to the next search.
             let render_again = changed && !perspectives_again;
