@@ -9,7 +9,6 @@
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-    use std::process::Command;
 
     /// A crate's source files (from `git ls-files`) by module path (`search::tools`; `""` for
     /// the crate root), with their code.
@@ -200,14 +199,7 @@ mod tests {
 
     #[test]
     fn no_crate_has_an_import_cycle_of_three_files_or_more() {
-        let listed = Command::new("git")
-            .arg("ls-files")
-            .current_dir(crate::workspace_root())
-            .output()
-            .expect("running git ls-files");
-        let listed: Vec<String> = (String::from_utf8_lossy(&listed.stdout).lines())
-            .map(str::to_owned)
-            .collect();
+        let listed = crate::tidy::tests::source_files();
         let mut sources: Vec<&str> = (listed.iter())
             .filter_map(|path| path.split_once("/src/").map(|(dir, _)| dir))
             .filter(|dir| dir.starts_with("crates/") || dir.starts_with("bins/") || *dir == "xtask")

@@ -5,7 +5,7 @@
 //! only what stays true, so it carries no measured figure (those live in BENCHMARKS.md).
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::{BTreeMap, HashSet};
     use std::process::Command;
 
@@ -214,7 +214,7 @@ mod tests {
     }
 
     /// Every file git tracks in the workspace, as paths relative to its root.
-    fn source_files() -> Vec<String> {
+    pub(crate) fn source_files() -> Vec<String> {
         let listed = Command::new("git")
             .arg("ls-files")
             .current_dir(crate::workspace_root())
