@@ -7,6 +7,7 @@
 //! the same tokens and a revocation takes effect on the next request everywhere.
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -150,7 +151,7 @@ pub(crate) async fn create_token(
 /// `engram token create`: a token for one workspace ([`Memory::create_token`]).
 ///
 /// [`Memory::create_token`]: crate::Memory::create_token
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Setters)]
 pub struct CreateToken {
     /// The workspace it grants.
     pub workspace: String,
@@ -171,20 +172,6 @@ impl CreateToken {
             label: None,
             expires_at: None,
         }
-    }
-
-    /// Named `label`.
-    #[must_use]
-    pub fn label(mut self, label: Option<String>) -> Self {
-        self.label = label;
-        self
-    }
-
-    /// Ending at `expires_at`.
-    #[must_use]
-    pub fn expires_at(mut self, expires_at: Option<Timestamp>) -> Self {
-        self.expires_at = expires_at;
-        self
     }
 }
 

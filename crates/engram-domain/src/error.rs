@@ -62,9 +62,14 @@ impl Error {
 
     /// An [`Error::NotFound`] for the node `name`.
     pub fn node_not_found(name: impl Into<String>) -> Self {
+        Self::not_found("node", name.into())
+    }
+
+    /// An [`Error::NotFound`] of a `kind` named `name`, without suggestions.
+    fn not_found(kind: &'static str, name: String) -> Self {
         Self::NotFound {
-            kind: "node",
-            name: name.into(),
+            kind,
+            name,
             did_you_mean: Vec::new(),
         }
     }
@@ -75,11 +80,7 @@ impl Error {
         if !node_exists {
             return Self::node_not_found(node);
         }
-        Self::NotFound {
-            kind: "observation",
-            name: format!("{node}#{ordinal}"),
-            did_you_mean: Vec::new(),
-        }
+        Self::not_found("observation", format!("{node}#{ordinal}"))
     }
 
     /// An [`Error::AlreadyExists`] for the workspace name `name`.
@@ -101,11 +102,7 @@ impl Error {
 
     /// An [`Error::NotFound`] for the relation `relation`.
     pub fn relation_not_found(relation: &crate::RelationSpec) -> Self {
-        Self::NotFound {
-            kind: "relation",
-            name: relation.to_string(),
-            did_you_mean: Vec::new(),
-        }
+        Self::not_found("relation", relation.to_string())
     }
 
     /// The [`Error::Conflict`] of renaming `relation` onto `new_type` when that relation
@@ -124,20 +121,12 @@ impl Error {
 
     /// An [`Error::NotFound`] for the access token `id`.
     pub fn token_not_found(id: impl Into<String>) -> Self {
-        Self::NotFound {
-            kind: "token",
-            name: id.into(),
-            did_you_mean: Vec::new(),
-        }
+        Self::not_found("token", id.into())
     }
 
     /// An [`Error::NotFound`] for the workspace `name`.
     pub fn workspace_not_found(name: impl Into<String>) -> Self {
-        Self::NotFound {
-            kind: "workspace",
-            name: name.into(),
-            did_you_mean: Vec::new(),
-        }
+        Self::not_found("workspace", name.into())
     }
 
     /// The same error with an [`Error::InvalidArgument`]'s field placed under `parent`

@@ -222,19 +222,30 @@ fn normalised(mut row: Row) -> Row {
 }
 
 fn dot(a: &Row, b: &Row) -> f32 {
-    let (mut i, mut j, mut sum) = (0, 0, 0.0);
+    let mut sum = 0.0;
+    for_each_shared(a, b, |x, y| sum += x * y);
+    sum
+}
+
+/// Calls `shared` with the values of each key that both `a` and `b` hold (each sorted by key,
+/// each key once): a sparse dot product, the words two bags share.
+pub(crate) fn for_each_shared<K: Ord, A: Copy, B: Copy>(
+    a: &[(K, A)],
+    b: &[(K, B)],
+    mut shared: impl FnMut(A, B),
+) {
+    let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         match a[i].0.cmp(&b[j].0) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                sum += a[i].1 * b[j].1;
+                shared(a[i].1, b[j].1);
                 i += 1;
                 j += 1;
             }
         }
     }
-    sum
 }
 
 fn dot_dense(centre: &[f32], row: &Row) -> f32 {

@@ -5,6 +5,7 @@
 //! A deleted observation leaves its deletion and no text: deleting is for good.
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
@@ -21,7 +22,7 @@ fn default_history_limit() -> u32 {
 }
 
 /// `get_history`: a node's timeline, newest first, a page at a time.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Setters)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GetHistory {
@@ -32,6 +33,7 @@ pub struct GetHistory {
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
     /// The previous page's next_before.
+    #[setters(strip_option)]
     #[serde(default)]
     pub before: Option<Timestamp>,
 }
@@ -44,20 +46,6 @@ impl GetHistory {
             limit: DEFAULT_HISTORY_LIMIT,
             before: None,
         }
-    }
-
-    /// At most `limit` entries.
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Only entries before `time`.
-    #[must_use]
-    pub fn before(mut self, time: Timestamp) -> Self {
-        self.before = Some(time);
-        self
     }
 
     /// The request if the name is valid and `limit` is 1–1,000; else
@@ -73,7 +61,7 @@ impl GetHistory {
 }
 
 /// What happened in a [`HistoryEntry`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum HistoryOperation {
@@ -115,24 +103,8 @@ impl HistoryOperation {
     /// The operation a store names with its wire name (`observation_added`, …); `Updated` for
     /// a name it does not know.
     pub fn from_name(name: &str) -> Self {
-        match name {
-            "created" => Self::Created,
-            "observation_added" => Self::ObservationAdded,
-            "observation_replaced" => Self::ObservationReplaced,
-            "observation_ended" => Self::ObservationEnded,
-            "observation_expired" => Self::ObservationExpired,
-            "observation_deleted" => Self::ObservationDeleted,
-            "relation_created" => Self::RelationCreated,
-            "relation_ended" => Self::RelationEnded,
-            "relation_deleted" => Self::RelationDeleted,
-            "summary_set" => Self::SummarySet,
-            "tags_set" => Self::TagsSet,
-            "entity_type_set" => Self::EntityTypeSet,
-            "name_set" => Self::NameSet,
-            "merged" => Self::Merged,
-            "split" => Self::Split,
-            _ => Self::Updated,
-        }
+        let name = serde::de::value::StrDeserializer::<serde::de::value::Error>::new(name);
+        Self::deserialize(name).unwrap_or(Self::Updated)
     }
 }
 
@@ -283,5 +255,24 @@ mod tests {
         assert!(notice.contains(r#"open_nodes {"names": ["big"], "include_ended": true}"#));
         let mut few: Vec<HistoryEntry> = (1..=3).map(entry).collect();
         assert_eq!(texts_within_answer(&mut few, "big"), None);
+    }
+
+    #[test]
+    fn an_operation_is_read_by_its_wire_name_and_an_unknown_one_as_updated() {
+        use HistoryOperation::*;
+        for operation in [
+            Created,
+            ObservationReplaced,
+            RelationEnded,
+            EntityTypeSet,
+            Split,
+        ] {
+            let wire = serde_json::to_value(operation).unwrap();
+            assert_eq!(
+                HistoryOperation::from_name(wire.as_str().unwrap()),
+                operation
+            );
+        }
+        assert_eq!(HistoryOperation::from_name("renamed_later"), Updated);
     }
 }

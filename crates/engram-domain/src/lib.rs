@@ -70,7 +70,7 @@ pub use limits::MAX_ALIASES;
 pub use memory::Memory;
 pub use merge::{
     AliasStore, AliasesUpdate, FactMoves, MAX_MERGE_SOURCES, MergeEntities, MergedEntities,
-    MovedObservation, SetAliases, SourceFact, plan_merge_facts,
+    MovedObservation, SetAliases, SourceFact, plan_merge_facts, refuse_held_aliases,
 };
 pub use model::*;
 pub use naming::aliases::Aliased;

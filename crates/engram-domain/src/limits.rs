@@ -319,7 +319,7 @@ pub fn workspace_name(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-fn text(field: &str, value: &str, bytes: std::ops::RangeInclusive<usize>) -> Result<()> {
+pub(crate) fn text(field: &str, value: &str, bytes: std::ops::RangeInclusive<usize>) -> Result<()> {
     let len = value.len();
     if len < *bytes.start() {
         return Err(Error::invalid(field, "must not be empty"));
@@ -427,6 +427,37 @@ pub(crate) fn cut_at(
 
 /// Most aliases a node has.
 pub const MAX_ALIASES: usize = 64;
+
+/// `aliases` checked as `set_aliases` checks them (at most 64 names, none `node`'s own), without
+/// repeats; else [`Error::InvalidArgument`] naming `aliases` or `aliases[i]`.
+pub(crate) fn aliases(node: &str, mut aliases: Vec<String>) -> Result<Vec<String>> {
+    let most = MAX_ALIASES;
+    if aliases.len() > most {
+        return Err(Error::invalid(
+            "aliases",
+            format!("at most {most}, got {}", aliases.len()),
+        ));
+    }
+    for (i, alias) in aliases.iter().enumerate() {
+        let field = format!("aliases[{i}]");
+        name(&field, alias)?;
+        if alias == node {
+            return Err(Error::invalid(field, "is the node's own name"));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    aliases.retain(|alias| seen.insert(alias.clone()));
+    Ok(aliases)
+}
+
+/// What holding `alias` makes `holder`: "another node's name" when the alias is a node's
+/// name, else "already an alias of {holder}" (`set_aliases`' error, import's notice).
+pub(crate) fn held_by(alias: &str, holder: &str) -> String {
+    match holder == alias {
+        true => "another node's name".to_owned(),
+        false => format!("already an alias of {holder}"),
+    }
+}
 
 #[cfg(test)]
 mod tests {

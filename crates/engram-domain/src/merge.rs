@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::{Error, Result};
-use crate::limits::{self, MAX_ALIASES};
+use crate::limits;
 use crate::model::*;
 use crate::store::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
@@ -127,6 +127,26 @@ pub struct FactMoves<Id> {
     pub next_ordinal: i64,
 }
 
+/// `set_aliases`' check against the workspace, for the store to run in its transaction: the
+/// first of `aliases` held by a node other than `node` (`holders`: alias → the node that holds
+/// it, as a node's name or an alias) is [`Error::InvalidArgument`] naming `aliases[i]`.
+pub fn refuse_held_aliases(
+    node: &str,
+    aliases: &[String],
+    holders: &std::collections::HashMap<String, String>,
+) -> Result<()> {
+    for (i, alias) in aliases.iter().enumerate() {
+        if let Some(holder) = holders.get(alias).filter(|holder| *holder != node) {
+            let what = limits::held_by(alias, holder);
+            return Err(Error::invalid(
+                format!("aliases[{i}]"),
+                format!("is {what}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Where `merge_entities` puts the sources' facts, planned once for both stores from what each
 /// store's transaction reads: the target's current texts (`held`), its ordinal counter
 /// (`next_ordinal`), and each source's name with its facts in ordinal order. A current fact
@@ -190,21 +210,7 @@ impl SetAliases {
     /// node's own; else [`Error::InvalidArgument`] naming the field.
     pub fn check(mut self) -> Result<Checked<Self>> {
         limits::name("name", &self.name)?;
-        if self.aliases.len() > MAX_ALIASES {
-            return Err(Error::invalid(
-                "aliases",
-                format!("at most {MAX_ALIASES}, got {}", self.aliases.len()),
-            ));
-        }
-        for (i, alias) in self.aliases.iter().enumerate() {
-            let field = format!("aliases[{i}]");
-            limits::name(&field, alias)?;
-            if *alias == self.name {
-                return Err(Error::invalid(field, "is the node's own name"));
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        self.aliases.retain(|alias| seen.insert(alias.clone()));
+        self.aliases = limits::aliases(&self.name, std::mem::take(&mut self.aliases))?;
         Ok(Checked::new(self))
     }
 }

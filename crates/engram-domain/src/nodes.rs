@@ -538,26 +538,16 @@ impl Tool for SetTags {
 /// `texts` with each text once, at its first place, and the repeats left out: each with the
 /// index its first occurrence keeps.
 fn once_each(texts: Vec<NewFact>) -> (Vec<NewFact>, Vec<(usize, NewFact)>) {
-    use std::collections::hash_map::Entry;
-    // Per text, `None` when it is kept, else the kept index of its first occurrence.
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    let places: Vec<Option<usize>> = (texts.iter())
-        .map(|text| {
-            let next = first.len();
-            match first.entry(text.content.as_str()) {
-                Entry::Occupied(at) => Some(*at.get()),
-                Entry::Vacant(slot) => {
-                    slot.insert(next);
-                    None
-                }
-            }
-        })
-        .collect();
+    // Each kept text's index in `kept`.
+    let mut first: HashMap<String, usize> = HashMap::new();
     let (mut kept, mut repeated) = (Vec::with_capacity(texts.len()), Vec::new());
-    for (text, place) in texts.into_iter().zip(places) {
-        match place {
-            Some(at) => repeated.push((at, text)),
-            None => kept.push(text),
+    for text in texts {
+        match first.get(&text.content) {
+            Some(&at) => repeated.push((at, text)),
+            None => {
+                first.insert(text.content.clone(), kept.len());
+                kept.push(text);
+            }
         }
     }
     (kept, repeated)
@@ -694,6 +684,21 @@ pub struct CreatedNode {
     /// when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub added: Vec<Observation>,
+}
+
+impl CreatedNode {
+    /// The row of a node created now (`already_existed` false) or left as it was, with no
+    /// observation skipped or added.
+    pub fn new(name: String, entity_type: String, created_at: Timestamp, existed: bool) -> Self {
+        Self {
+            name,
+            entity_type,
+            created_at,
+            already_existed: existed,
+            skipped_duplicates: Vec::new(),
+            added: Vec::new(),
+        }
+    }
 }
 
 /// Result of `delete_entities`.

@@ -482,6 +482,28 @@ pub struct AddedObservations {
     pub similar_to: Vec<SimilarFact>,
 }
 
+impl AddedObservations {
+    /// The row of a node that took `added` and already held `skipped_duplicates`.
+    pub fn stored(entity_name: &str, added: Vec<Observation>, skipped: Vec<Observation>) -> Self {
+        Self {
+            entity_name: entity_name.to_owned(),
+            added,
+            not_found: false,
+            skipped_duplicates: skipped,
+            did_you_mean: Vec::new(),
+            similar_to: Vec::new(),
+        }
+    }
+
+    /// The row of `entity_name` when no node has that name.
+    pub fn missing(entity_name: &str) -> Self {
+        Self {
+            not_found: true,
+            ..Self::stored(entity_name, Vec::new(), Vec::new())
+        }
+    }
+}
+
 /// An added fact like one the node held (an `add_observations` row's `similar_to`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

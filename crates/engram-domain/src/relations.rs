@@ -369,6 +369,38 @@ pub struct CreatedRelations {
     pub did_you_mean: BTreeMap<String, Vec<String>>,
 }
 
+impl CreatedRelations {
+    /// Records `spec` as a store meets it: an endpoint `missing` (`[from, to]`) puts its name
+    /// in `not_found` (once) and skips the relation; else `create` writes it and says whether
+    /// it is new (`created`) or was there (`already_existed`).
+    ///
+    /// # Errors
+    /// What `create` reports.
+    pub fn record(
+        &mut self,
+        spec: &RelationSpec,
+        missing: [bool; 2],
+        create: impl FnOnce() -> Result<bool>,
+    ) -> Result<()> {
+        for (missing, name) in missing
+            .into_iter()
+            .zip([&spec.from_entity, &spec.to_entity])
+        {
+            if missing && !self.not_found.contains(name) {
+                self.not_found.push(name.clone());
+            }
+        }
+        if missing.contains(&true) {
+            return Ok(());
+        }
+        match create()? {
+            true => self.created.push(spec.clone()),
+            false => self.already_existed.push(spec.clone()),
+        }
+        Ok(())
+    }
+}
+
 /// Result of `delete_relations`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

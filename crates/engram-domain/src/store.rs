@@ -17,6 +17,15 @@ pub fn first_occurrences(names: &[String]) -> impl Iterator<Item = &String> {
     names.iter().filter(move |name| seen.insert(name.as_str()))
 }
 
+/// `relations` without repeats, in first-occurrence order. A repeat is the same relation by
+/// its names and type, whatever `valid_from` it gives.
+pub fn each_relation_once(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
+    let mut seen = std::collections::HashSet::new();
+    (relations.iter())
+        .filter(|r| seen.insert((&r.from_entity, &r.to_entity, &r.relation_type)))
+        .collect()
+}
+
 /// Which relations of a set of nodes a store reads: the ones touching the set (`open_nodes`)
 /// or the ones inside it (a neighbourhood's induced subgraph).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -46,11 +46,6 @@ impl OllamaGenerator {
             model_id: format!("ollama/{model}"),
         })
     }
-
-    /// The URL of the Ollama server, as `host` was read.
-    pub fn url(&self) -> &str {
-        self.client.url_str()
-    }
 }
 
 #[async_trait]

@@ -247,12 +247,8 @@ fn parse_host(host: &str) -> Result<reqwest::Url> {
 
 /// An error and its sources, `: `-separated (reqwest hides the cause in its sources).
 pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
+    let causes = std::iter::successors(err.source(), |cause| cause.source());
+    causes.fold(err.to_string(), |message, cause| {
+        format!("{message}: {cause}")
+    })
 }

@@ -14,6 +14,8 @@ mod arguments;
 pub mod backlog;
 pub mod error;
 pub mod markdown;
+#[cfg(any(test, feature = "testing"))]
+pub mod portability;
 pub mod prompts;
 pub mod resources;
 pub mod schema;
@@ -244,11 +246,6 @@ impl EngramServer {
     /// Whether `tool` is annotated as changing nothing.
     fn is_read_only(&self, tool: &str) -> bool {
         self.tool_router.get(tool).is_some_and(is_read_only)
-    }
-
-    /// Every tool this server offers, as `tools/list` returns them to a read-write session.
-    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
-        self.tool_router.list_all()
     }
 
     /// The workspace of a prompt or resource request (or the JSON-RPC error saying none is

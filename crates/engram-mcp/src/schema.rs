@@ -16,7 +16,7 @@
 use serde_json::{Map, Value};
 
 /// The `format`s of JSON Schema 2020-12 itself (section 7.3); any other is dropped.
-const STANDARD_FORMATS: &[&str] = &[
+pub(crate) const STANDARD_FORMATS: &[&str] = &[
     "date-time",
     "date",
     "time",
@@ -255,52 +255,6 @@ fn rewrite_object(object: &mut Map<String, Value>) {
     }
 }
 
-/// Whether `schema` holds anything the rewrites remove (for tests): a `null` type is
-/// portable only as an alternative of `anyOf`.
-pub fn unportable_parts(schema: &Value) -> Vec<String> {
-    let mut found = Vec::new();
-    walk(schema, "#", false, &mut found);
-    found
-}
-
-fn walk(value: &Value, at: &str, alternative: bool, found: &mut Vec<String>) {
-    match value {
-        Value::Object(object) => {
-            if matches!(object.get("type"), Some(Value::Array(_))) {
-                found.push(format!("{at}: a type array"));
-            }
-            if let Some(Value::String(format)) = object.get("format")
-                && !STANDARD_FORMATS.contains(&format.as_str())
-            {
-                found.push(format!("{at}: format {format:?}"));
-            }
-            if object.get("type") == Some(&Value::from("null")) && !alternative {
-                found.push(format!("{at}: a null type"));
-            }
-            if object.contains_key("nullable") {
-                found.push(format!("{at}: nullable"));
-            }
-            for (key, child) in object {
-                if key == "anyOf"
-                    && let Value::Array(alternatives) = child
-                {
-                    for (index, item) in alternatives.iter().enumerate() {
-                        walk(item, &format!("{at}/anyOf/{index}"), true, found);
-                    }
-                } else {
-                    walk(child, &format!("{at}/{key}"), false, found);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                walk(item, &format!("{at}/{index}"), false, found);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// `n` as the descriptions write it: "1,000", "36,500", "8".
 fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -317,6 +271,7 @@ fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::portability::unportable_parts;
     use serde_json::json;
 
     fn rewritten(schema: Value) -> Value {

@@ -3,7 +3,6 @@
 //! read-only session is offered only the tools that change nothing.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::str::FromStr;
 
 /// The reference memory server's nine tools (`@modelcontextprotocol/server-memory`), by
@@ -48,21 +47,12 @@ impl ToolSet {
 }
 
 /// A name in `--tools` that is neither a tool nor a group.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown tool or group {0:?}: use `all`, `core`, `read` or tool names such as \
+     `search_nodes` (`engram serve --help` lists them), separated by commas"
+)]
 pub struct UnknownTool(pub String);
-
-impl fmt::Display for UnknownTool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown tool or group {:?}: use `all`, `core`, `read` or tool names such as \
-             `search_nodes` (`engram serve --help` lists them), separated by commas",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownTool {}
 
 impl FromStr for ToolSet {
     type Err = UnknownTool;

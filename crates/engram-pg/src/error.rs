@@ -44,16 +44,14 @@ pub(crate) fn db(error: tokio_postgres::Error) -> Error {
 
 /// `error: cause: cause…`, each cause once (drivers often repeat their source in their text).
 fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
+    let causes = std::iter::successors(error.source(), |cause| cause.source());
+    causes.fold(error.to_string(), |text, cause| {
+        let cause = cause.to_string();
+        match text.contains(&cause) {
+            true => text,
+            false => format!("{text}: {cause}"),
         }
-        source = cause.source();
-    }
-    text
+    })
 }
 
 /// How many times a write runs at most when it meets a deadlock or a serialization failure.
@@ -84,21 +82,18 @@ pub(crate) fn pool(error: deadpool_postgres::PoolError) -> Error {
 /// Maps a failed migration, walking the error chain down to PostgreSQL's own message, which
 /// refinery's text hides.
 pub(crate) fn migration(error: &refinery::Error) -> Error {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
-    while let Some(cause) = source {
-        if let Some(db_error) = cause
-            .downcast_ref::<tokio_postgres::Error>()
-            .and_then(tokio_postgres::Error::as_db_error)
-        {
-            return Error::Internal(format!(
-                "migration failed: {error}: {} ({})",
-                db_error.message(),
-                db_error.code().code()
-            ));
-        }
-        source = cause.source();
-    }
-    Error::Internal(format!("migration failed: {error}"))
+    let causes = std::iter::successors(std::error::Error::source(error), |cause| cause.source());
+    let db_error = causes
+        .filter_map(|cause| cause.downcast_ref::<tokio_postgres::Error>())
+        .find_map(tokio_postgres::Error::as_db_error);
+    Error::Internal(match db_error {
+        Some(db) => format!(
+            "migration failed: {error}: {} ({})",
+            db.message(),
+            db.code().code()
+        ),
+        None => format!("migration failed: {error}"),
+    })
 }
 
 /// `taken()` when the error violates the unique constraint `constraint` (the name is held

@@ -294,34 +294,8 @@ impl AliasStore for PgStore {
             let locked = lock_nodes(&tx, workspace, &[request.name.as_str()]).await?;
             let node =
                 (locked.get(&request.name)).ok_or_else(|| Error::node_not_found(&request.name))?;
-            let taken = tx
-                .query(
-                    "SELECT a.alias, n.name FROM unnest($2::text[]) AS a (alias)
-                     JOIN nodes n ON n.workspace_id = $1 AND n.name = a.alias
-                     UNION ALL
-                     SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-                     WHERE a.workspace_id = $1 AND a.alias = ANY($2) AND a.node_id <> $3",
-                    &[&workspace.0, &request.aliases, &node.id],
-                )
-                .await
-                .map_err(db)?;
-            if let Some(row) = taken.first() {
-                let alias: String = row.get(0);
-                let owner: String = row.get(1);
-                let at = request
-                    .aliases
-                    .iter()
-                    .position(|a| *a == alias)
-                    .unwrap_or(0);
-                let what = match owner == alias {
-                    true => "another node's name".to_owned(),
-                    false => format!("already an alias of {owner}"),
-                };
-                return Err(Error::invalid(
-                    format!("aliases[{at}]"),
-                    format!("is {what}"),
-                ));
-            }
+            let holders = alias_holders(&tx, workspace, &aliases).await?;
+            refuse_held_aliases(&request.name, &request.aliases, &holders)?;
             tx.execute("DELETE FROM node_aliases WHERE node_id = $1", &[&node.id])
                 .await
                 .map_err(db)?;
@@ -393,4 +367,25 @@ pub(crate) async fn aliases_of(client: &impl GenericClient, node: i64) -> Result
         .await
         .map_err(db)?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// The nodes that hold `aliases` in `workspace`, by alias: the node of that name, or the node
+/// the alias names; aliases nothing holds are absent.
+pub(crate) async fn alias_holders(
+    client: &impl GenericClient,
+    workspace: WorkspaceId,
+    aliases: &[&str],
+) -> Result<HashMap<String, String>> {
+    let rows = client
+        .query(
+            "SELECT a.alias, n.name FROM unnest($2::text[]) AS a (alias)
+             JOIN nodes n ON n.workspace_id = $1 AND n.name = a.alias
+             UNION ALL
+             SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+             WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
+            &[&workspace.0, &aliases],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }

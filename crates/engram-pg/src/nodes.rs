@@ -241,28 +241,19 @@ impl NodeStore for PgStore {
                 .map(|row| {
                     let name: String = row.get("name");
                     if let Some(created_at) = row.get::<_, Option<Timestamp>>("created_at") {
-                        return Ok(CreatedNode {
-                            entity_type: row.get("entity_type"),
+                        return Ok(CreatedNode::new(
                             name,
+                            row.get("entity_type"),
                             created_at,
-                            already_existed: false,
-                            skipped_duplicates: Vec::new(),
-                            added: Vec::new(),
-                        });
+                            false,
+                        ));
                     }
                     // Skipped as taken, then deleted by another writer before the lookup.
                     let (name, entity_type, created_at) =
                         existing_rows.remove(&name).ok_or_else(|| {
                             Error::Conflict(format!("node {name} was deleted concurrently"))
                         })?;
-                    Ok(CreatedNode {
-                        name,
-                        entity_type,
-                        created_at,
-                        already_existed: true,
-                        skipped_duplicates: Vec::new(),
-                        added: Vec::new(),
-                    })
+                    Ok(CreatedNode::new(name, entity_type, created_at, true))
                 })
                 .collect::<Result<Vec<_>>>()?;
             if request.if_exists == IfExists::Merge {

@@ -112,14 +112,7 @@ impl ObservationStore for PgStore {
                 .iter()
                 .map(|addition| {
                     let Some(id) = node_ids.get(&addition.entity_name) else {
-                        return AddedObservations {
-                            entity_name: addition.entity_name.clone(),
-                            added: Vec::new(),
-                            not_found: true,
-                            skipped_duplicates: Vec::new(),
-                            did_you_mean: Vec::new(),
-                            similar_to: Vec::new(),
-                        };
+                        return AddedObservations::missing(&addition.entity_name);
                     };
                     // Each given text was stored or held once (the caller sends no text twice
                     // for one node); an addition takes its own texts, in its order.
@@ -139,14 +132,7 @@ impl ObservationStore for PgStore {
                         }
                     }
                     added.sort_by_key(|o| o.ordinal);
-                    AddedObservations {
-                        entity_name: addition.entity_name.clone(),
-                        added,
-                        not_found: false,
-                        skipped_duplicates,
-                        did_you_mean: Vec::new(),
-                        similar_to: Vec::new(),
-                    }
+                    AddedObservations::stored(&addition.entity_name, added, skipped_duplicates)
                 })
                 .collect())
         })?;

@@ -1,7 +1,5 @@
 //! Relation tools: create, delete, rename, list between two nodes.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::*;
@@ -18,11 +16,7 @@ const RELATIONS_UNIQUE: &str = "relations_workspace_id_from_node_id_to_node_id_r
 
 /// Parallel arrays of from names, to names and types, without repeated relations.
 pub(crate) fn columns(relations: &[RelationSpec]) -> (Vec<&RelationSpec>, [Vec<&str>; 3]) {
-    let mut seen = HashSet::new();
-    // Distinct by what names a relation: a repeat with another `valid_from` is a repeat.
-    let distinct: Vec<&RelationSpec> = (relations.iter())
-        .filter(|r| seen.insert((&r.from_entity, &r.to_entity, &r.relation_type)))
-        .collect();
+    let distinct = each_relation_once(relations);
     let columns = [
         distinct.iter().map(|r| r.from_entity.as_str()).collect(),
         distinct.iter().map(|r| r.to_entity.as_str()).collect(),
@@ -76,24 +70,8 @@ impl RelationStore for PgStore {
             .await?;
             let mut result = CreatedRelations::default();
             for (spec, row) in distinct.into_iter().zip(&rows) {
-                let from_missing: bool = row.get("from_missing");
-                let to_missing: bool = row.get("to_missing");
-                for (missing, name) in [
-                    (from_missing, &spec.from_entity),
-                    (to_missing, &spec.to_entity),
-                ] {
-                    if missing && !result.not_found.contains(name) {
-                        result.not_found.push(name.clone());
-                    }
-                }
-                if from_missing || to_missing {
-                    continue;
-                }
-                if row.get("created") {
-                    result.created.push(spec.clone());
-                } else {
-                    result.already_existed.push(spec.clone());
-                }
+                let missing = [row.get("from_missing"), row.get("to_missing")];
+                result.record(spec, missing, || Ok(row.get("created")))?;
             }
             Ok(result)
         })?;

@@ -119,20 +119,7 @@ async fn import_aliases(
     if aliases.is_empty() {
         return Ok(());
     }
-    let holders: HashMap<String, String> = client
-        .query(
-            "SELECT a.alias, n.name FROM unnest($2::text[]) AS a (alias)
-             JOIN nodes n ON n.workspace_id = $1 AND n.name = a.alias
-             UNION ALL
-             SELECT a.alias, n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-             WHERE a.workspace_id = $1 AND a.alias = ANY($2)",
-            &[&workspace.0, &aliases],
-        )
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
+    let holders = crate::merge::alias_holders(client, workspace, &aliases).await?;
     let (names, aliases): (Vec<&str>, Vec<&str>) =
         place_aliases(nodes, &holders, outcome).into_iter().unzip();
     client

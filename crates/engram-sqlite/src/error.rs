@@ -43,14 +43,14 @@ pub(crate) fn db(error: rusqlite::Error) -> Error {
 
 /// Maps a failed migration, keeping SQLite's own message, which refinery's text hides.
 pub(crate) fn migration(error: &refinery::Error) -> Error {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
-    while let Some(cause) = source {
-        if let Some(sqlite) = cause.downcast_ref::<rusqlite::Error>() {
-            return Error::Internal(format!("migration failed: {error}: {sqlite}"));
-        }
-        source = cause.source();
-    }
-    Error::Internal(format!("migration failed: {error}"))
+    let mut causes =
+        std::iter::successors(std::error::Error::source(error), |cause| cause.source());
+    Error::Internal(
+        match causes.find_map(|cause| cause.downcast_ref::<rusqlite::Error>()) {
+            Some(sqlite) => format!("migration failed: {error}: {sqlite}"),
+            None => format!("migration failed: {error}"),
+        },
+    )
 }
 
 /// Maps a blocking task that panicked or was cancelled.

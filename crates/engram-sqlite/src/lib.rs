@@ -85,6 +85,13 @@ impl SqliteStore {
     /// that many at once wait for a free connection. Writes always go through the one writer
     /// connection, one at a time, as SQLite allows.
     pub async fn open_with(path: impl AsRef<Path>, readers: usize) -> Result<Self> {
+        let store = Self::opened(path, readers).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The database at `path` (created with its folder where missing) as it is, unmigrated.
+    async fn opened(path: impl AsRef<Path>, readers: usize) -> Result<Self> {
         let path = path.as_ref().to_owned();
         let pool = tokio::task::spawn_blocking(move || {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -96,12 +103,10 @@ impl SqliteStore {
         })
         .await
         .map_err(error::join)??;
-        let store = Self {
+        Ok(Self {
             pool: Arc::new(pool),
             lists: Arc::default(),
-        };
-        store.migrate().await?;
-        Ok(store)
+        })
     }
 
     /// Sets each call's time limit (default [`engram_domain::limits::CALL_TIMEOUT`]): waiting for the
@@ -119,14 +124,7 @@ impl SqliteStore {
     /// with [`SqliteStore::open`]. The store's own calls expect the current schema.
     #[doc(hidden)]
     pub async fn open_at_version(path: impl AsRef<Path>, version: i32) -> Result<Self> {
-        let path = path.as_ref().to_owned();
-        let pool = tokio::task::spawn_blocking(move || Pool::open(&path, 1))
-            .await
-            .map_err(error::join)??;
-        let store = Self {
-            pool: Arc::new(pool),
-            lists: Arc::default(),
-        };
+        let store = Self::opened(path, 1).await?;
         store
             .pool
             .with_writer(move |conn| {

@@ -206,29 +206,6 @@ fn aliases_of(tx: &Transaction<'_>, node: i64) -> Result<Vec<String>> {
     )
 }
 
-/// Refuses sources that are the target or repeat one another as nodes. The request's check
-/// saw distinct names, but the domain renames an alias to its node's name and asks again:
-/// `merge_entities(["pg"], "PostgreSQL")` with `pg` an alias of `PostgreSQL` arrives as the
-/// target merged into itself, which would delete its facts and then the node.
-fn distinct(target: i64, sources: &[Found]) -> Result<()> {
-    for (i, source) in sources.iter().enumerate() {
-        let field = format!("sources[{i}]");
-        if source.id == target {
-            return Err(Error::invalid(
-                field,
-                "names the target: a node is not merged into itself",
-            ));
-        }
-        if sources[..i].iter().any(|s| s.id == source.id) {
-            return Err(Error::invalid(
-                field,
-                "names the same node as an earlier source",
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// `merge_entities` in the write transaction (see [`AliasStore::merge_entities`]).
 fn merge(
     tx: &Transaction<'_>,
@@ -240,7 +217,6 @@ fn merge(
     let sources: Vec<Found> = (request.sources.iter())
         .map(|name| find(tx, workspace, name)?.ok_or_else(|| Error::node_not_found(name)))
         .collect::<Result<_>>()?;
-    distinct(target.id, &sources)?;
     let source_ids: Vec<i64> = sources.iter().map(|s| s.id).collect();
     let added = sources.iter().flat_map(|s| &s.tags);
     let tags = limits::united_tags("sources", &target.tags, added)?;
@@ -304,30 +280,8 @@ fn set(
 ) -> Result<AliasesUpdate> {
     let node =
         find(tx, workspace, &request.name)?.ok_or_else(|| Error::node_not_found(&request.name))?;
-    let mut owner = tx
-        .prepare_cached(
-            "SELECT name FROM nodes WHERE workspace_id = ?1 AND name = ?2
-             UNION ALL
-             SELECT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-             WHERE a.workspace_id = ?1 AND a.alias = ?2 AND a.node_id <> ?3",
-        )
-        .map_err(db)?;
-    for (i, alias) in request.aliases.iter().enumerate() {
-        let taken: Option<String> = owner
-            .query_row(params![workspace.0, alias, node.id], |row| row.get(0))
-            .optional()
-            .map_err(db)?;
-        if let Some(taken) = taken {
-            let what = match taken == *alias {
-                true => "another node's name".to_owned(),
-                false => format!("already an alias of {taken}"),
-            };
-            return Err(Error::invalid(
-                format!("aliases[{i}]"),
-                format!("is {what}"),
-            ));
-        }
-    }
+    let holders = alias_holders(tx, workspace, &request.aliases)?;
+    refuse_held_aliases(&node.name, &request.aliases, &holders)?;
     tx.execute(
         "DELETE FROM node_aliases WHERE node_id = ?1",
         params![node.id],
@@ -344,6 +298,34 @@ fn set(
         aliases: aliases_of(tx, node.id)?,
         name: node.name,
     })
+}
+
+/// The nodes that hold `aliases` in `workspace`, by alias: the node of that name, or the node
+/// the alias names; aliases nothing holds are absent.
+pub(crate) fn alias_holders<'a>(
+    tx: &Transaction<'_>,
+    workspace: WorkspaceId,
+    aliases: impl IntoIterator<Item = &'a String>,
+) -> Result<HashMap<String, String>> {
+    let mut holder = tx
+        .prepare_cached(
+            "SELECT name FROM nodes WHERE workspace_id = ?1 AND name = ?2
+             UNION ALL
+             SELECT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
+             WHERE a.workspace_id = ?1 AND a.alias = ?2",
+        )
+        .map_err(db)?;
+    let mut holders = HashMap::new();
+    for alias in aliases {
+        let held: Option<String> = holder
+            .query_row(params![workspace.0, alias], |row| row.get(0))
+            .optional()
+            .map_err(db)?;
+        if let Some(name) = held {
+            holders.insert(alias.clone(), name);
+        }
+    }
+    Ok(holders)
 }
 
 #[async_trait]

@@ -305,14 +305,7 @@ impl NodeStore for SqliteStore {
                                 })
                                 .map_err(db)?;
                         merges.push((i, id, created.len()));
-                        created.push(CreatedNode {
-                            name,
-                            entity_type,
-                            created_at: timestamp(created_at),
-                            already_existed: true,
-                            skipped_duplicates: Vec::new(),
-                            added: Vec::new(),
-                        });
+                        created.push(CreatedNode::new(name, entity_type, timestamp(created_at), true));
                         continue;
                     };
                     observations.extend(
@@ -320,14 +313,8 @@ impl NodeStore for SqliteStore {
                             .zip(&entity.observations)
                             .map(|(ordinal, fact)| NewObservation::now(id, ordinal, fact)),
                     );
-                    created.push(CreatedNode {
-                        name: entity.name.clone(),
-                        entity_type: entity.entity_type.clone(),
-                        created_at: timestamp(created_at),
-                        already_existed: false,
-                        skipped_duplicates: Vec::new(),
-                        added: Vec::new(),
-                    });
+                    let (name, entity_type) = (entity.name.clone(), entity.entity_type.clone());
+                    created.push(CreatedNode::new(name, entity_type, timestamp(created_at), false));
                 }
                 insert_observations(tx, workspace, &observations)?;
                 if if_exists == IfExists::Merge {

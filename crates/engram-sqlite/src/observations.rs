@@ -32,27 +32,15 @@ impl ObservationStore for SqliteStore {
                 let mut rows = Vec::new();
                 for addition in &additions {
                     let Some(&node_id) = ids.get(&addition.entity_name) else {
-                        result.push(AddedObservations {
-                            entity_name: addition.entity_name.clone(),
-                            added: Vec::new(),
-                            not_found: true,
-                            skipped_duplicates: Vec::new(),
-                            did_you_mean: Vec::new(),
-                            similar_to: Vec::new(),
-                        });
+                        result.push(AddedObservations::missing(&addition.entity_name));
                         continue;
                     };
                     let (placed, skipped_duplicates) = place(tx, node_id, &addition.contents)?;
                     let added = placed.iter().map(|row| row.observation()).collect();
                     rows.extend(placed);
-                    result.push(AddedObservations {
-                        entity_name: addition.entity_name.clone(),
-                        added,
-                        not_found: false,
-                        skipped_duplicates,
-                        did_you_mean: Vec::new(),
-                        similar_to: Vec::new(),
-                    });
+                    let row =
+                        AddedObservations::stored(&addition.entity_name, added, skipped_duplicates);
+                    result.push(row);
                 }
                 insert_observations(tx, workspace, &rows)?;
                 Ok(result)

@@ -8,8 +8,8 @@ use tracing::instrument;
 use crate::SqliteStore;
 use crate::error::{db, taken_or_db};
 use crate::nodes::{node_ids, node_pair, relation};
+use crate::sql::ONE_RELATION;
 use crate::sql::query;
-use crate::sql::{ONE_RELATION, distinct};
 use crate::validity;
 
 /// The columns of the unique constraint on relations, as SQLite names them in its message.
@@ -27,7 +27,7 @@ impl RelationStore for SqliteStore {
         let relations = request.relations.clone();
         self.pool
             .write(move |tx| {
-                let relations = distinct(&relations);
+                let relations = each_relation_once(&relations);
                 let ids = node_ids(
                     tx,
                     workspace,
@@ -45,30 +45,12 @@ impl RelationStore for SqliteStore {
                     .map_err(db)?;
                 let mut result = CreatedRelations::default();
                 for spec in relations {
-                    let from = ids.get(&spec.from_entity);
-                    let to = ids.get(&spec.to_entity);
-                    for (id, name) in [(from, &spec.from_entity), (to, &spec.to_entity)] {
-                        if id.is_none() && !result.not_found.contains(name) {
-                            result.not_found.push(name.clone());
-                        }
-                    }
-                    let (Some(from), Some(to)) = (from, to) else {
-                        continue;
-                    };
-                    let inserted = insert
-                        .execute(params![
-                            workspace.0,
-                            from,
-                            to,
-                            spec.relation_type,
-                            spec.valid_from.map(crate::micros)
-                        ])
-                        .map_err(db)?;
-                    if inserted > 0 {
-                        result.created.push(spec.clone());
-                    } else {
-                        result.already_existed.push(spec.clone());
-                    }
+                    let (from, to) = (ids.get(&spec.from_entity), ids.get(&spec.to_entity));
+                    result.record(spec, [from.is_none(), to.is_none()], || {
+                        let valid_from = spec.valid_from.map(crate::micros);
+                        let row = params![workspace.0, from, to, spec.relation_type, valid_from];
+                        Ok(insert.execute(row).map_err(db)? > 0)
+                    })?;
                 }
                 Ok(result)
             })
@@ -88,7 +70,7 @@ impl RelationStore for SqliteStore {
                     .prepare_cached(&format!("DELETE FROM relations WHERE {ONE_RELATION}"))
                     .map_err(db)?;
                 let mut result = DeletedRelations::default();
-                for spec in distinct(&relations) {
+                for spec in each_relation_once(&relations) {
                     let deleted = delete
                         .execute(params![
                             workspace.0,

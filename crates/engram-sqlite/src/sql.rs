@@ -1,9 +1,7 @@
 //! Helpers every module's SQL uses: running a query into a `Vec`, the JSON forms of lists
 //! (`json_each` arguments, tags and phrases as stored), and vectors as stored (blobs).
 
-use std::collections::HashSet;
-
-use engram_domain::{RelationSpec, Result};
+use engram_domain::Result;
 use rusqlite::types::Type;
 use rusqlite::{Params, Row, Transaction};
 
@@ -49,15 +47,6 @@ pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
 pub(crate) fn from_blob(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
-/// The relations without repeats, in first-occurrence order. A repeat is the same relation
-/// by its names and type, whatever `valid_from` it gives.
-pub(crate) fn distinct(relations: &[RelationSpec]) -> Vec<&RelationSpec> {
-    let mut seen = HashSet::new();
-    (relations.iter())
-        .filter(|r| seen.insert((&r.from_entity, &r.to_entity, &r.relation_type)))
         .collect()
 }
 

@@ -92,24 +92,8 @@ fn import_aliases(
     nodes: &[NodeRecord],
     outcome: &mut ImportOutcome,
 ) -> Result<()> {
-    let mut holder = tx
-        .prepare_cached(
-            "SELECT name FROM nodes WHERE workspace_id = ?1 AND name = ?2
-             UNION ALL
-             SELECT n.name FROM node_aliases a JOIN nodes n ON n.id = a.node_id
-             WHERE a.workspace_id = ?1 AND a.alias = ?2",
-        )
-        .map_err(db)?;
-    let mut holders = std::collections::HashMap::new();
-    for alias in nodes.iter().flat_map(|node| &node.aliases) {
-        let held: Option<String> = holder
-            .query_row(params![workspace.0, alias], |row| row.get(0))
-            .optional()
-            .map_err(db)?;
-        if let Some(name) = held {
-            holders.insert(alias.clone(), name);
-        }
-    }
+    let aliases = nodes.iter().flat_map(|node| &node.aliases);
+    let holders = crate::merge::alias_holders(tx, workspace, aliases)?;
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO node_aliases (workspace_id, alias, node_id)

@@ -202,7 +202,7 @@ pub(crate) fn end_relations(
         .map_err(db)?;
     let ended_at = request.ended_at.map(micros);
     let mut result = EndedRelations::default();
-    for spec in crate::sql::distinct(&request.relations) {
+    for spec in each_relation_once(&request.relations) {
         let (from, to, relation_type) = (&spec.from_entity, &spec.to_entity, &spec.relation_type);
         // Echoed as given, less the `valid_from` only `create_relations` reads.
         let echoed = RelationSpec::new(from, to, relation_type);

@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 use engram_domain::*;
-use engram_domain::{Error, Result, Workspace, WorkspaceId, WorkspaceInfo};
 use rusqlite::{OptionalExtension, Row, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
 use crate::error::{db, taken_or_db};
+use crate::sql::query;
 use crate::timestamp;
 
 const NAME_TAKEN: &str = "workspaces.name";
@@ -66,23 +66,20 @@ impl WorkspaceStore for SqliteStore {
     async fn list_workspaces(&self) -> Result<Vec<WorkspaceInfo>> {
         self.pool
             .read(|tx| {
-                let mut statement = tx
-                    .prepare(
-                        // The kept counts (migration V7).
-                        "SELECT w.id, w.name, w.created_at, c.nodes AS node_count
-                         FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
-                         ORDER BY w.name",
-                    )
-                    .map_err(db)?;
-                let rows = statement
-                    .query_map([], |row| {
+                query(
+                    tx,
+                    // The kept counts (migration V7).
+                    "SELECT w.id, w.name, w.created_at, c.nodes AS node_count
+                     FROM workspaces w JOIN workspace_counts c ON c.workspace_id = w.id
+                     ORDER BY w.name",
+                    [],
+                    |row| {
                         Ok(WorkspaceInfo {
                             workspace: workspace(row)?,
                             node_count: row.get("node_count")?,
                         })
-                    })
-                    .map_err(db)?;
-                rows.collect::<rusqlite::Result<_>>().map_err(db)
+                    },
+                )
             })
             .await
     }

@@ -372,14 +372,9 @@ pub(super) async fn read_body(
 
 /// Whether reading a body failed on its size limit.
 fn is_over_limit(error: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(error) = source {
-        if error.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        source = error.source();
-    }
-    false
+    let error: &(dyn std::error::Error + 'static) = error;
+    std::iter::successors(Some(error), |error| error.source())
+        .any(|error| error.is::<http_body_util::LengthLimitError>())
 }
 
 /// State of [`check_json`]: the largest body, and the requests in flight in each session.

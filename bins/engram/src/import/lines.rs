@@ -92,21 +92,6 @@ struct ReferenceEntity {
     observations: Vec<String>,
 }
 
-/// A relation line of either format (`relationType` is the reference server's spelling).
-#[derive(Deserialize)]
-struct RelationLine {
-    from: String,
-    to: String,
-    #[serde(alias = "relationType")]
-    relation_type: String,
-    #[serde(default)]
-    created_at: Option<engram_domain::Timestamp>,
-    #[serde(default)]
-    valid_from: Option<engram_domain::Timestamp>,
-    #[serde(default)]
-    valid_to: Option<engram_domain::Timestamp>,
-}
-
 /// What a refused line was meant to be, for the report's columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -190,18 +175,9 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, Rejected> {
         "node" => {
             Line::Node(serde_json::from_value(value).map_err(|e| refuse(format!("node: {e}")))?)
         }
-        "relation" => {
-            let relation: RelationLine =
-                serde_json::from_value(value).map_err(|e| refuse(format!("relation: {e}")))?;
-            Line::Relation(RelationRecord {
-                from: relation.from,
-                to: relation.to,
-                relation_type: relation.relation_type,
-                created_at: relation.created_at,
-                valid_from: relation.valid_from,
-                valid_to: relation.valid_to,
-            })
-        }
+        "relation" => Line::Relation(
+            serde_json::from_value(value).map_err(|e| refuse(format!("relation: {e}")))?,
+        ),
         "engram" => Line::Header,
         "" => return Err(refuse("no \"type\" (entity, relation or node)".into())),
         other => {

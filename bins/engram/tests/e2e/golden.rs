@@ -87,7 +87,7 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
                 .should_ignore_unknown_formats(false)
                 .build(schema);
             assert!(strict.is_ok(), "{} {which} schema: {strict:?}", tool.name);
-            let unportable = engram_mcp::schema::unportable_parts(schema);
+            let unportable = engram_mcp::portability::unportable_parts(schema);
             assert!(
                 unportable.is_empty(),
                 "{} {which}: {unportable:?}",

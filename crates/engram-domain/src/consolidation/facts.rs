@@ -308,18 +308,8 @@ fn says_changed(words: &[u64]) -> bool {
 
 /// How many words two bags share (with repeats).
 fn shared_words(a: &[(u64, u32)], b: &[(u64, u32)]) -> usize {
-    let (mut i, mut j, mut shared) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].0.cmp(&b[j].0) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                shared += a[i].1.min(b[j].1) as usize;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
+    let mut shared = 0;
+    crate::grouping::for_each_shared(a, b, |x, y| shared += x.min(y) as usize);
     shared
 }
 

@@ -150,35 +150,19 @@ pub struct ConsolidationReport {
     pub notices: Vec<String>,
 }
 
-fn default_report_limit() -> u32 {
-    crate::search::requests::DEFAULT_SIMILAR_LIMIT
-}
-
-fn default_report_min_score() -> f64 {
-    crate::search::requests::DEFAULT_SIMILAR_MIN_SCORE
-}
-
-fn default_cluster_min_score() -> f64 {
-    0.6
-}
-
 /// `get_consolidation_report`: what the report looks at; every field is optional.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct GetConsolidationReport {
     /// Start of event_summary's window. Default: 7 days ago.
-    #[serde(default)]
     pub since: Option<Timestamp>,
     /// Per list, 1–1,000. Default 20.
-    #[serde(default = "default_report_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
     /// Least cosine of a relation candidate. Default 0.75.
-    #[serde(default = "default_report_min_score")]
     pub min_score: f64,
     /// Least cosine of neighbours in a cluster. Default 0.6.
-    #[serde(default = "default_cluster_min_score")]
     pub cluster_min_score: f64,
 }
 
@@ -188,9 +172,9 @@ impl Default for GetConsolidationReport {
     fn default() -> Self {
         Self {
             since: None,
-            limit: default_report_limit(),
-            min_score: default_report_min_score(),
-            cluster_min_score: default_cluster_min_score(),
+            limit: crate::search::requests::DEFAULT_SIMILAR_LIMIT,
+            min_score: crate::search::requests::DEFAULT_SIMILAR_MIN_SCORE,
+            cluster_min_score: 0.6,
         }
     }
 }

@@ -232,13 +232,8 @@ impl Rescue {
     /// Of `nearest` (index, cosine) pairs, the index of the best if it is a clear match.
     pub fn pick(&self, nearest: &[(usize, f64)]) -> Option<usize> {
         let (best, cosine) = nearest.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
-        let mut cosines: Vec<f64> = nearest.iter().map(|(_, c)| *c).collect();
-        cosines.sort_by(f64::total_cmp);
-        let middle = cosines.len() / 2;
-        let median = match cosines.len() % 2 {
-            0 => (cosines[middle - 1] + cosines[middle]) / 2.0,
-            _ => cosines[middle],
-        };
+        let cosines: Vec<f64> = nearest.iter().map(|(_, c)| *c).collect();
+        let median = crate::search::ranking::median(&cosines);
         (cosine >= self.similarity && cosine - median >= self.margin).then_some(best)
     }
 }

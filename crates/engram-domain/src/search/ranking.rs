@@ -354,7 +354,7 @@ fn above_median(value: f64, median: f64, top: f64) -> f64 {
 }
 
 /// The median of `values` (0 for none).
-fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let middle = sorted.len() / 2;

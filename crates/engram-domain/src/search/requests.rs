@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use derive_setters::Setters;
 use serde::Deserialize;
 
 use super::results::*;
@@ -26,16 +27,8 @@ fn default_search_limit() -> u32 {
     DEFAULT_SEARCH_LIMIT
 }
 
-fn default_similar_limit() -> u32 {
-    DEFAULT_SIMILAR_LIMIT
-}
-
-fn default_similar_min_score() -> f64 {
-    DEFAULT_SIMILAR_MIN_SCORE
-}
-
 /// `search_nodes`: the nodes best matching a query, each once with its best observation.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Setters)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SearchNodes {
@@ -53,6 +46,7 @@ pub struct SearchNodes {
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
     /// Search the facts that held then.
+    #[setters(strip_option)]
     #[serde(default)]
     pub as_of: Option<crate::Timestamp>,
 }
@@ -68,38 +62,10 @@ impl SearchNodes {
             as_of: None,
         }
     }
-
-    /// The memory as it was at `time`.
-    #[must_use]
-    pub fn as_of(mut self, time: crate::Timestamp) -> Self {
-        self.as_of = Some(time);
-        self
-    }
-
-    /// At most `limit` results.
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Ranked by `mode`.
-    #[must_use]
-    pub fn mode(mut self, mode: SearchMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Results below `min_score` left out (`None`: the default threshold).
-    #[must_use]
-    pub fn min_score(mut self, min_score: Option<f64>) -> Self {
-        self.min_score = min_score;
-        self
-    }
 }
 
 /// `search_observations`: the observations best matching a query across the workspace.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Setters)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SearchObservations {
@@ -120,6 +86,7 @@ pub struct SearchObservations {
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
     /// As in search_nodes.
+    #[setters(strip_option)]
     #[serde(default)]
     pub as_of: Option<crate::Timestamp>,
 }
@@ -136,45 +103,10 @@ impl SearchObservations {
             as_of: None,
         }
     }
-
-    /// The facts as they were at `time`.
-    #[must_use]
-    pub fn as_of(mut self, time: crate::Timestamp) -> Self {
-        self.as_of = Some(time);
-        self
-    }
-
-    /// At most `limit` results.
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Ranked by `mode`.
-    #[must_use]
-    pub fn mode(mut self, mode: SearchMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Only observations of nodes of these types (all when empty).
-    #[must_use]
-    pub fn entity_types(mut self, entity_types: Vec<String>) -> Self {
-        self.entity_types = entity_types;
-        self
-    }
-
-    /// Results below `min_score` left out (`None`: the default threshold).
-    #[must_use]
-    pub fn min_score(mut self, min_score: Option<f64>) -> Self {
-        self.min_score = min_score;
-        self
-    }
 }
 
 /// `query_observations`: one node's observations best matching a query.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Setters)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct QueryObservations {
@@ -190,6 +122,7 @@ pub struct QueryObservations {
     #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     pub min_score: Option<f64>,
     /// Search the facts that held then.
+    #[setters(strip_option)]
     #[serde(default)]
     pub as_of: Option<crate::Timestamp>,
 }
@@ -205,40 +138,17 @@ impl QueryObservations {
             as_of: None,
         }
     }
-
-    /// The node's facts as they were at `time`.
-    #[must_use]
-    pub fn as_of(mut self, time: crate::Timestamp) -> Self {
-        self.as_of = Some(time);
-        self
-    }
-
-    /// Ranked by `mode`.
-    #[must_use]
-    pub fn mode(mut self, mode: SearchMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Results below `min_score` left out (`None`: the default threshold).
-    #[must_use]
-    pub fn min_score(mut self, min_score: Option<f64>) -> Self {
-        self.min_score = min_score;
-        self
-    }
 }
 
 /// `find_similar_nodes`: unrelated pairs of similar nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct FindSimilarNodes {
     /// At most this many pairs, 1–1,000. Default 20.
-    #[serde(default = "default_similar_limit")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: u32,
     /// Cosine similarity threshold, -1.0–1.0. Default 0.75.
-    #[serde(default = "default_similar_min_score")]
     pub min_score: f64,
 }
 
@@ -270,16 +180,9 @@ const MAX_ENTITY_TYPES: usize = 100;
 
 fn check_query(query: &str) -> Result<()> {
     limits::no_nul("query", query)?;
-    if query.trim().is_empty() {
-        return Err(Error::invalid("query", "must not be empty"));
-    }
-    if !QUERY_BYTES.contains(&query.len()) {
-        return Err(Error::invalid(
-            "query",
-            format!("at most {} bytes, got {}", QUERY_BYTES.end(), query.len()),
-        ));
-    }
-    Ok(())
+    // A query of white space alone is as empty as none.
+    let query = if query.trim().is_empty() { "" } else { query };
+    limits::text("query", query, QUERY_BYTES)
 }
 
 /// A hit's signals less what the result says already: `text` in text mode, and in embedding
@@ -333,15 +236,7 @@ async fn node_observations(
             signals: unsaid(hit.signals, found.mode, None),
         })
         .collect();
-    let mut notice = found.notice;
-    let kept = limits::rows_within_answer(observations.iter().map(|o| o.content.len()));
-    if kept < observations.len() {
-        limits::add_notice(
-            &mut notice,
-            left_out(observations.len() - kept, "min_score"),
-        );
-        observations.truncate(kept);
-    }
+    let notice = within_answer(&mut observations, |o| &o.content, found.notice, "min_score");
     Ok(ObservationResults {
         observations,
         mode: found.mode,
@@ -465,15 +360,12 @@ impl Tool for SearchObservations {
                 signals: unsaid(hit.signals, found.mode, None),
             })
             .collect();
-        let mut notice = found.notice;
-        let kept = limits::rows_within_answer(observations.iter().map(|o| o.content.len()));
-        if kept < observations.len() {
-            limits::add_notice(
-                &mut notice,
-                left_out(observations.len() - kept, "a lower limit"),
-            );
-            observations.truncate(kept);
-        }
+        let notice = within_answer(
+            &mut observations,
+            |o| &o.content,
+            found.notice,
+            "a lower limit",
+        );
         Ok(FoundObservations {
             observations,
             mode: found.mode,
@@ -564,12 +456,25 @@ pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<FindSimilarNodes>();
 }
 
-/// The notice of an answer cut at [`limits::ANSWER_TEXT_BYTES`]: how many of the lower-ranked
-/// results were left out, and what asks for fewer.
-fn left_out(count: usize, fewer: &str) -> String {
-    format!(
-        "{count} lower-ranked result(s) left out past the {} MiB of text one answer holds: ask \
-         with a narrower query or {fewer}",
-        limits::ANSWER_TEXT_BYTES / (1024 * 1024)
-    )
+/// `rows` cut to the text one answer holds ([`limits::rows_within_answer`]), with a notice
+/// added to `notice` of how many lower-ranked rows were left out and that `fewer` asks for
+/// fewer.
+fn within_answer<T>(
+    rows: &mut Vec<T>,
+    text: impl Fn(&T) -> &String,
+    mut notice: Option<String>,
+    fewer: &str,
+) -> Option<String> {
+    let kept = limits::rows_within_answer(rows.iter().map(|row| text(row).len()));
+    if kept < rows.len() {
+        let message = format!(
+            "{} lower-ranked result(s) left out past the {} MiB of text one answer holds: ask \
+             with a narrower query or {fewer}",
+            rows.len() - kept,
+            limits::ANSWER_TEXT_BYTES / (1024 * 1024)
+        );
+        limits::add_notice(&mut notice, message);
+        rows.truncate(kept);
+    }
+    notice
 }

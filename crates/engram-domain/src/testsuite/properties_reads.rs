@@ -286,9 +286,9 @@ async fn read_graph(h: &mut Harness) {
     blame.unless(entity_type.as_deref().is_none_or(name_ok), "entity_type");
     let input = (&cursor, limit, &entity_type, detail);
     let m = h.memory.clone();
-    let request = (ReadGraph::new(detail).cursor(cursor.as_deref()))
+    let request = (ReadGraph::new(detail).cursor(cursor.clone()))
         .limit(limit)
-        .entity_type(entity_type.as_deref());
+        .entity_type(entity_type.clone());
     let call = m.call(h.ws, request);
     let Some(page) = h.run("read_graph", &input, &blame, call).await else {
         return;

@@ -89,7 +89,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
             .call(
                 ws,
                 ReadGraph::new(GraphDetail::Names)
-                    .cursor(cursor.as_deref())
+                    .cursor(cursor.clone())
                     .limit(3),
             )
             .await
@@ -128,7 +128,7 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
             ws,
             ReadGraph::new(GraphDetail::Summary)
                 .limit(2)
-                .entity_type(Some("late")),
+                .entity_type(Some("late".into())),
         )
         .await
         .unwrap();
@@ -144,9 +144,9 @@ pub async fn read_graph_pages_hold_every_node_and_relation_once(store: Arc<dyn M
         .call(
             ws,
             ReadGraph::new(GraphDetail::Full)
-                .cursor(Some("e"))
+                .cursor(Some("e".into()))
                 .limit(2)
-                .entity_type(Some("late")),
+                .entity_type(Some("late".into())),
         )
         .await
         .unwrap();

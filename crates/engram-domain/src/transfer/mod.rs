@@ -115,7 +115,9 @@ pub struct RelationRecord {
     pub from: String,
     /// Target node name.
     pub to: String,
-    /// The relation's type; 1–256 bytes.
+    /// The relation's type; 1–256 bytes (`relationType`, the reference server's spelling,
+    /// is read too).
+    #[serde(alias = "relationType")]
     pub relation_type: String,
     /// When it was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,10 +261,7 @@ pub struct RefusedAlias {
 
 impl std::fmt::Display for RefusedAlias {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match self.holder == self.alias {
-            true => "another node's name".to_owned(),
-            false => format!("already an alias of {}", self.holder),
-        };
+        let what = limits::held_by(&self.alias, &self.holder);
         write!(
             f,
             "alias {:?} of {} not set: it is {what}",
@@ -451,7 +450,7 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
         limits::content("summary", summary)?;
     }
     node.tags = limits::tags("tags", &node.tags)?;
-    node.aliases = aliases(&node.name, std::mem::take(&mut node.aliases))?;
+    node.aliases = limits::aliases(&node.name, std::mem::take(&mut node.aliases))?;
     for (field, at) in [
         ("summary_updated_at", node.summary_updated_at),
         ("created_at", node.created_at),
@@ -489,28 +488,6 @@ pub fn validate_node(mut node: NodeRecord) -> Result<NodeRecord> {
             .filter(|author| !author.is_empty());
     }
     Ok(node)
-}
-
-/// `aliases` checked as `set_aliases` checks them (at most 64 names, none `name`), without
-/// repeats.
-fn aliases(name: &str, mut aliases: Vec<String>) -> Result<Vec<String>> {
-    let most = limits::MAX_ALIASES;
-    if aliases.len() > most {
-        return Err(crate::Error::invalid(
-            "aliases",
-            format!("at most {most}, got {}", aliases.len()),
-        ));
-    }
-    for (i, alias) in aliases.iter().enumerate() {
-        let field = format!("aliases[{i}]");
-        limits::name(&field, alias)?;
-        if alias == name {
-            return Err(crate::Error::invalid(field, "is the node's own name"));
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    aliases.retain(|alias| seen.insert(alias.clone()));
-    Ok(aliases)
 }
 
 /// [`crate::Error::InvalidArgument`] naming `field` when `what` ends (`end`) before it began to

@@ -2,6 +2,7 @@
 //! `engram import` ([`Memory::graph_page`](crate::Memory::graph_page),
 //! [`Memory::import`](crate::Memory::import)).
 
+use derive_setters::Setters;
 use serde::Deserialize;
 
 use crate::checked::Checked;
@@ -23,7 +24,7 @@ fn default_read_graph_limit() -> u32 {
 }
 
 /// `read_graph`: one page of the whole graph; every field is optional.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Setters)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReadGraph {
@@ -56,27 +57,6 @@ impl ReadGraph {
             detail,
             include_ended: false,
         }
-    }
-
-    /// The page after `cursor` (a `next_cursor`), or the first for `None`.
-    #[must_use]
-    pub fn cursor(mut self, cursor: Option<&str>) -> Self {
-        self.cursor = cursor.map(str::to_owned);
-        self
-    }
-
-    /// At most `limit` nodes.
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Only nodes of `entity_type`, or of every type for `None`.
-    #[must_use]
-    pub fn entity_type(mut self, entity_type: Option<&str>) -> Self {
-        self.entity_type = entity_type.map(str::to_owned);
-        self
     }
 
     /// The request if `limit` is 1–1,000 and the cursor and type are valid names; else
