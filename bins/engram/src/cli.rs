@@ -598,9 +598,21 @@ pub struct ServeArgs {
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,
-    /// The workspace a stdio session works in (HTTP clients send X-Memory-Workspace).
+    /// The workspace a stdio session works in, and a TCP connection that names none (HTTP
+    /// clients send X-Memory-Workspace).
     #[arg(long, env = "ENGRAM_WORKSPACE")]
     pub workspace: Option<String>,
+    /// Also serve MCP as newline-delimited JSON-RPC over TCP on this address, e.g.
+    /// `127.0.0.1:8766`: a connection's `initialize` carries in `params._meta` what HTTP
+    /// carries in headers (`authorization`: "Bearer TOKEN", `x-memory-workspace`); tokens are
+    /// required as on HTTP; at most 128 connections at once.
+    #[arg(
+        long,
+        env = "ENGRAM_TCP",
+        value_name = "ADDR",
+        conflicts_with = "stdio"
+    )]
+    pub tcp: Option<SocketAddr>,
 }
 
 #[derive(Debug, Subcommand)]

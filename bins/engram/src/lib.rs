@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod http;
 pub mod indexing;
+pub mod tcp;
 
 use engram_domain::{Memory, Workspace};
 use engram_mcp::{Binding, EngramServer};

@@ -332,8 +332,15 @@ async fn run(cli: Cli) -> Result<()> {
                     Err(error) => return Err(bind_failure(args.bind, error).await),
                 }),
             };
+            let tcp = match args.tcp {
+                Some(address) => Some(match tokio::net::TcpListener::bind(address).await {
+                    Ok(listener) => listener,
+                    Err(error) => return Err(bind_failure(address, error).await),
+                }),
+                None => None,
+            };
             let store = Store::open_routed(&location, args.call_timeout, &routes).await?;
-            serve(store, &location, *args, listener, secrets).await
+            serve(store, &location, *args, (listener, tcp), secrets).await
         }
         Command::Backup { path } => backup(&location()?, &path).await,
         Command::Restore { path } => restore(&location()?, &path).await,
@@ -531,12 +538,16 @@ async fn ensure_migrated(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// Serves over stdio, or over HTTP on `listener` (bound before the store was opened).
+/// Serves over stdio, or over HTTP on `listener` and, with `--tcp`, over TCP on `tcp` (both
+/// bound before the store was opened).
 async fn serve(
     store: Store,
     location: &Location,
     args: ServeArgs,
-    listener: Option<tokio::net::TcpListener>,
+    (listener, tcp): (
+        Option<tokio::net::TcpListener>,
+        Option<tokio::net::TcpListener>,
+    ),
     secrets: SecretPolicy,
 ) -> Result<()> {
     if args.no_migrate {
@@ -643,6 +654,26 @@ async fn serve(
                 tracing::error!(%error, "the metrics listener stopped");
             }
         });
+    }
+    if let Some(tcp) = tcp {
+        let tcp_address = tcp.local_addr()?;
+        let serving = engram::tcp::TcpServing {
+            memory: memory.clone(),
+            tools: args.tools.clone(),
+            require_auth: !args.insecure_no_auth
+                && (args.require_auth || !tcp_address.ip().is_loopback()),
+            workspace: args.workspace.clone(),
+            max_line_bytes: args.max_body_bytes,
+        };
+        tracing::info!(
+            tokens = if serving.require_auth {
+                "required"
+            } else {
+                "not required"
+            },
+            "MCP as newline-delimited JSON-RPC on tcp://{tcp_address}"
+        );
+        tokio::spawn(engram::tcp::serve(tcp, serving, shutdown.clone()));
     }
     // Said only once every listener is bound: a port in use stops the server before.
     tracing::info!(

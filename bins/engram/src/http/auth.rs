@@ -88,7 +88,7 @@ impl Auth {
 pub struct Grant(pub TokenInfo);
 
 /// Who a grant's calls write as: its label (an OAuth token's is its subject), else `token ID`.
-fn author_of(info: &TokenInfo) -> engram_mcp::Author {
+pub(crate) fn author_of(info: &TokenInfo) -> engram_mcp::Author {
     let author = match info.label.as_deref() {
         Some(label) if !label.trim().is_empty() => label.to_owned(),
         _ => format!("token {}", info.id),

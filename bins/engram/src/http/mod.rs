@@ -2,7 +2,7 @@
 //! viewer at `/ui` (and its JSON API), and `/healthz`, behind the Host/Origin guard, the tokens (when required) and the workspace
 //! binding.
 
-mod auth;
+pub(crate) mod auth;
 mod binding;
 pub mod forwarded;
 mod framing;

@@ -27,6 +27,7 @@ mod server;
 mod shapes;
 mod sse_client;
 mod stdio;
+mod tcp;
 mod time;
 mod transfer;
 
@@ -103,6 +104,9 @@ per_backend!(
     sse_client::a_session_keeps_its_workspace,
     sse_client::a_client_that_does_not_read_its_stream_is_dropped,
     stdio::every_tool_over_stdio,
+    tcp::every_tool_over_tcp,
+    tcp::tcp_connections_are_bound_by_their_token,
+    tcp::tcp_connections_are_bounded,
     transfer::the_reference_servers_file_imports_once_and_reports_what_it_refused,
     transfer::a_large_file_on_standard_input_waits_for_late_nodes,
     transfer::an_export_imports_into_an_empty_workspace_unchanged,
