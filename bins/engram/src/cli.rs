@@ -589,11 +589,12 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGRAM_METRICS_TOKEN", value_name = "SECRET", hide_env_values = true,
           requires = "metrics_bind", value_parser = operator_secret)]
     pub metrics_token: Option<String>,
-    /// The tools to offer (the others are neither listed nor callable): `all`, or tools and
-    /// groups separated by commas: `core` (the reference memory server's nine and
-    /// `search_observations`), `read` (every tool that changes nothing), tool names, e.g.
-    /// `core,get_stats`. Fewer tools cost a model less context.
-    #[arg(long, env = "ENGRAM_TOOLS", default_value = "all")]
+    /// The tools to offer (the others are neither listed nor callable): `default` (every tool
+    /// but group `graph`), `all`, or tools and groups separated by commas: `core` (the
+    /// reference memory server's nine and `search_observations`), `graph` (the graph
+    /// vocabulary: `find_all_paths`), `read` (every tool that changes nothing), tool names,
+    /// e.g. `core,get_stats` or `default,graph`. Fewer tools cost a model less context.
+    #[arg(long, env = "ENGRAM_TOOLS", default_value = "default")]
     pub tools: engram_mcp::ToolSet,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::all_paths::{AllPathsSearch, FoundPath};
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits;
@@ -63,6 +64,84 @@ impl GetNeighborhood {
         limits::within("depth", self.depth, limits::DEPTH)?;
         crate::ReadTime::from_request(self.include_ended, self.as_of)?;
         Ok(Checked::new(self))
+    }
+}
+
+fn default_path_hops() -> u32 {
+    4
+}
+
+fn default_path_limit() -> u32 {
+    10
+}
+
+/// `find_all_paths`: every simple chain of relations between two nodes, shortest first.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, derive_setters::Setters)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FindAllPaths {
+    /// Where the paths start.
+    pub from_entity: String,
+    /// Where they end.
+    pub to_entity: String,
+    /// Most hops of a path, 1–6. Default 4.
+    #[serde(default = "default_path_hops")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 6)))]
+    pub max_depth: u32,
+    /// Most paths, 1–100. Default 10.
+    #[serde(default = "default_path_limit")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 100)))]
+    pub limit: u32,
+}
+
+impl FindAllPaths {
+    /// At most 10 paths of at most 4 hops from `from_entity` to `to_entity`.
+    pub fn new(from_entity: impl Into<String>, to_entity: impl Into<String>) -> Self {
+        Self {
+            from_entity: from_entity.into(),
+            to_entity: to_entity.into(),
+            max_depth: default_path_hops(),
+            limit: default_path_limit(),
+        }
+    }
+
+    /// The request if both ends are valid node names, `max_depth` is 1–6 and `limit` 1–100;
+    /// else [`crate::Error::InvalidArgument`] naming the field.
+    pub fn check(self) -> Result<Checked<Self>> {
+        limits::name("from_entity", &self.from_entity)?;
+        limits::name("to_entity", &self.to_entity)?;
+        limits::within("max_depth", self.max_depth, 1..=6)?;
+        limits::within("limit", self.limit, 1..=100)?;
+        Ok(Checked::new(self))
+    }
+}
+
+/// `find_all_paths`' result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AllPaths {
+    /// The simple paths (no node twice), fewest hops first, then in the order of their nodes'
+    /// names; empty when none is within `max_depth`.
+    pub paths: Vec<FoundPath>,
+    /// Why there may be more paths than listed, when there may be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+impl AllPaths {
+    /// The answer of a finished [`AllPathsSearch`].
+    pub fn of(search: AllPathsSearch) -> Self {
+        let (paths, stopped) = search.finish();
+        let notice = stopped.map(|why| match why {
+            "limit" => "there may be more paths: ask with a higher limit (at most 100)".to_owned(),
+            _ => format!(
+                "the search stopped at its bound ({} nodes' neighbours, {} steps): there may be \
+                 more paths; ask with a lower max_depth",
+                crate::all_paths::MAX_NODES_READ,
+                crate::all_paths::MAX_STEPS
+            ),
+        });
+        Self { paths, notice }
     }
 }
 
@@ -129,6 +208,22 @@ impl Tool for GetPath {
     }
 }
 
+impl Tool for FindAllPaths {
+    const NAME: &'static str = "find_all_paths";
+    const DESCRIPTION: &'static str = "Every chain of relations (either direction, no node twice) between two nodes, fewest hops first.";
+    const EFFECT: Effect = Effect::Reads;
+    type Output = AllPaths;
+
+    async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
+        let request = self.check()?;
+        context.store.find_all_paths(workspace, &request).await
+    }
+
+    fn node_names(&mut self) -> Vec<&mut String> {
+        vec![&mut self.from_entity, &mut self.to_entity]
+    }
+}
+
 /// `find_unlinked_references` takes no arguments: any is refused as unknown.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -160,6 +255,7 @@ pub struct UnlinkedReferencesResult {
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {
     visitor.visit::<GetNeighborhood>();
     visitor.visit::<GetPath>();
+    visitor.visit::<FindAllPaths>();
     visitor.visit::<FindUnlinkedReferences>();
 }
 
@@ -180,6 +276,14 @@ pub trait GraphStore: Send + Sync + 'static {
         workspace: WorkspaceId,
         request: &Checked<GetPath>,
     ) -> Result<GraphPath>;
+    /// `find_all_paths`: the simple paths of at most `max_depth` hops, relations followed in
+    /// either direction, shortest first ([`crate::all_paths`]). [`crate::Error::NotFound`] for
+    /// an unknown endpoint.
+    async fn find_all_paths(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<FindAllPaths>,
+    ) -> Result<AllPaths>;
     /// `find_unlinked_references`: pairs where a node's observations mention another node's
     /// whole name (case-insensitive, at word boundaries) but no relation links the two.
     async fn find_unlinked_references(

@@ -5,6 +5,7 @@
 //! over any [`MemoryStore`]; it validates every argument against [`limits`] before the store
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
+pub mod all_paths;
 pub mod auth;
 pub mod authorship;
 mod brief;
@@ -59,8 +60,8 @@ pub use embedding_coverage::EmbeddingProgress;
 pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use graph::{
-    FindUnlinkedReferences, GetNeighborhood, GetPath, GraphPath, GraphStore, Neighborhood,
-    UnlinkedReference, UnlinkedReferencesResult,
+    AllPaths, FindAllPaths, FindUnlinkedReferences, GetNeighborhood, GetPath, GraphPath,
+    GraphStore, Neighborhood, UnlinkedReference, UnlinkedReferencesResult,
 };
 pub use history::{
     DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation, HistoryStore,

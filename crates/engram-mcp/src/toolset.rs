@@ -1,6 +1,7 @@
-//! Which tools a server offers (`engram serve --tools`): every tool, or a subset named by
-//! tools and groups. A tool left out is neither listed nor callable. Independently, a
-//! read-only session is offered only the tools that change nothing.
+//! Which tools a server offers (`engram serve --tools`): by default every tool but group
+//! `graph` (what agents rarely need, kept out of a model's context unless asked for), or
+//! `all`, or a subset named by tools and groups. A tool left out is neither listed nor
+//! callable. Independently, a read-only session is offered only the tools that change nothing.
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
@@ -20,10 +21,15 @@ pub const CORE: &[&str] = &[
     "search_observations",
 ];
 
-/// The tools a server offers: `all` (the default), or the union of the named tools and
-/// groups (`core`, [`CORE`]; `read`, every tool that changes nothing), such as
-/// `core,get_stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The graph vocabulary's tools, which agents rarely need: group `graph`, offered with
+/// `--tools all` or `--tools default,graph` (issue 63: the default list stays within 15,000
+/// characters of what a model reads).
+pub const GRAPH: &[&str] = &["find_all_paths"];
+
+/// The tools a server offers: `default` (every tool but [`GRAPH`]), `all`, or the union of
+/// the named tools and groups (`default`; `core`, [`CORE`]; `graph`, [`GRAPH`]; `read`, every
+/// tool that changes nothing), such as `core,get_stats`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSet {
     /// `None`: every tool.
     names: Option<BTreeSet<String>>,
@@ -31,10 +37,26 @@ pub struct ToolSet {
     read: bool,
 }
 
+impl Default for ToolSet {
+    /// Every tool but [`GRAPH`].
+    fn default() -> Self {
+        let names = (crate::EngramServer::tool_names().into_iter())
+            .filter(|name| !GRAPH.contains(&name.as_str()))
+            .collect();
+        Self {
+            names: Some(names),
+            read: false,
+        }
+    }
+}
+
 impl ToolSet {
     /// Every tool.
     pub fn all() -> Self {
-        Self::default()
+        Self {
+            names: None,
+            read: false,
+        }
     }
 
     /// Whether `tool` (annotated read-only or not) is offered.
@@ -49,7 +71,7 @@ impl ToolSet {
 /// A name in `--tools` that is neither a tool nor a group.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown tool or group {0:?}: use `all`, `core`, `read` or tool names such as \
+    "unknown tool or group {0:?}: use `default`, `all`, `core`, `graph`, `read` or tool names such as \
      `search_nodes` (`engram serve --help` lists them), separated by commas"
 )]
 pub struct UnknownTool(pub String);
@@ -57,7 +79,8 @@ pub struct UnknownTool(pub String);
 impl FromStr for ToolSet {
     type Err = UnknownTool;
 
-    /// Parses `all`, or names and groups separated by commas (spaces ignored).
+    /// Parses `all`, or names and groups (`default`, `core`, `graph`, `read`) separated by
+    /// commas (spaces ignored).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let known = crate::EngramServer::tool_names();
         let mut set = Self {
@@ -71,6 +94,14 @@ impl FromStr for ToolSet {
                     .names
                     .iter_mut()
                     .for_each(|n| n.extend(CORE.iter().map(|c| c.to_string()))),
+                "graph" => set
+                    .names
+                    .iter_mut()
+                    .for_each(|n| n.extend(GRAPH.iter().map(|c| c.to_string()))),
+                "default" => {
+                    let default = Self::default().names.unwrap_or_default();
+                    set.names.iter_mut().for_each(|n| n.extend(default.clone()));
+                }
                 "read" => set.read = true,
                 tool if known.iter().any(|k| k == tool) => {
                     set.names.iter_mut().for_each(|n| {
@@ -103,12 +134,19 @@ mod tests {
         assert!(!read.offers("create_entities", false));
         let all: ToolSet = "all".parse().unwrap();
         assert!(all.offers("set_tags", false));
+        assert!(all.offers("find_all_paths", true));
+        let default = ToolSet::default();
+        assert!(default.offers("set_tags", false));
+        assert!(!default.offers("find_all_paths", true));
+        assert_eq!("default".parse::<ToolSet>().unwrap(), default);
+        let both: ToolSet = "default, graph".parse().unwrap();
+        assert!(both.offers("find_all_paths", true) && both.offers("search_nodes", true));
     }
 
     #[test]
     fn every_core_tool_exists_and_unknown_names_are_refused() {
         let known = crate::EngramServer::tool_names();
-        for tool in CORE {
+        for tool in CORE.iter().chain(GRAPH) {
             assert!(known.iter().any(|k| k == tool), "{tool}");
         }
         let error = "core,serch_nodes".parse::<ToolSet>().unwrap_err();

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use engram_domain::all_paths::{AllPathsSearch, Neighbour};
 use engram_domain::path::{PathSearch, STEP_SQL};
 use engram_domain::*;
 use tracing::instrument;
@@ -115,6 +116,35 @@ impl GraphStore for PgStore {
                 relations.push(relation(&rows[chosen]));
             }
             Ok(GraphPath::walked_back(path, relations))
+        })
+    }
+
+    /// Every simple path, shortest first: [`engram_domain::all_paths`]'s search, one query
+    /// per node whose neighbours it reads (`STEP_SQL`, as `get_path`'s walk).
+    #[instrument(skip_all)]
+    async fn find_all_paths(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<FindAllPaths>,
+    ) -> Result<AllPaths> {
+        let (from, to) = (&request.from_entity, &request.to_entity);
+        let (hops, limit) = (request.max_depth as usize, request.limit as usize);
+        read!(self, |tx| async {
+            let (source, target) = node_pair(&tx, workspace, from, to).await?;
+            let step_query = tx.prepare_cached(STEP_SQL).await.map_err(db)?;
+            let mut search = AllPathsSearch::new((source, from), target, hops, limit);
+            while let Some(node) = search.wants() {
+                let rows = tx.query(&step_query, &[&node]).await.map_err(db)?;
+                let neighbours = (rows.iter())
+                    .map(|row| Neighbour {
+                        id: row.get("neighbour_id"),
+                        name: row.get("neighbour"),
+                        relation: relation(row),
+                    })
+                    .collect();
+                search.give(node, neighbours);
+            }
+            Ok(AllPaths::of(search))
         })
     }
 

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
+use engram_domain::all_paths::{AllPathsSearch, Neighbour};
 use engram_domain::path::{PathSearch, STEP_SQL};
 use engram_domain::*;
 use rusqlite::params;
@@ -119,6 +120,35 @@ impl GraphStore for SqliteStore {
                     relations.push(hop);
                 }
                 Ok(GraphPath::walked_back(path, relations))
+            })
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn find_all_paths(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<FindAllPaths>,
+    ) -> Result<AllPaths> {
+        // Every simple path, shortest first: [`engram_domain::all_paths`]'s search, one
+        // statement per node whose neighbours it reads (`STEP_SQL`, as `get_path`'s walk).
+        let (from, to) = (request.from_entity.clone(), request.to_entity.clone());
+        let (hops, limit) = (request.max_depth as usize, request.limit as usize);
+        self.pool
+            .read(move |tx| {
+                let (source, target) = node_pair(tx, workspace, &from, &to)?;
+                let mut search = AllPathsSearch::new((source, &from), target, hops, limit);
+                while let Some(node) = search.wants() {
+                    let neighbours = query(tx, STEP_SQL, [node], |row| {
+                        Ok(Neighbour {
+                            id: row.get("neighbour_id")?,
+                            name: row.get("neighbour")?,
+                            relation: relation(row)?,
+                        })
+                    })?;
+                    search.give(node, neighbours);
+                }
+                Ok(AllPaths::of(search))
             })
             .await
     }

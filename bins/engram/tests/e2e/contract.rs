@@ -127,11 +127,27 @@ fn model_facing_chars(tools: &[rmcp::model::Tool]) -> usize {
 }
 
 pub async fn the_tool_list_fits_the_caller(backend: Backend) {
+    // The test servers offer every tool (`--tools all`); the binary's default leaves out
+    // group `graph`.
     let everything = TestServer::start(backend, &["demo"]).await;
     let client = everything.streamable_client("demo").await;
+    let every_tool = client.list_all_tools().await.unwrap();
+    client.cancel().await.unwrap();
+    let guard = engram::http::Guard {
+        tools: engram_mcp::ToolSet::default(),
+        ..engram::http::Guard::default()
+    };
+    let by_default = TestServer::start_with_guard(backend, &["demo"], guard).await;
+    let client = by_default.streamable_client("demo").await;
     let all = client.list_all_tools().await.unwrap();
     let all_chars = model_facing_chars(&all);
     client.cancel().await.unwrap();
+    let name = |tool: &rmcp::model::Tool| tool.name.to_string();
+    let offered: Vec<String> = all.iter().map(name).collect();
+    for tool in every_tool.iter().map(name) {
+        let graph = engram_mcp::GRAPH.contains(&tool.as_str());
+        assert_eq!(offered.contains(&tool), !graph, "{tool}");
+    }
 
     let guard = engram::http::Guard {
         tools: "core,get_stats".parse().unwrap(),
@@ -164,7 +180,11 @@ pub async fn the_tool_list_fits_the_caller(backend: Backend) {
     )
     .await;
     let core_chars = model_facing_chars(&tools);
-    println!("model-facing tool list: all {all_chars} characters, core,get_stats {core_chars}");
+    println!(
+        "model-facing tool list: by default {all_chars} characters, core,get_stats {core_chars}, \
+         all {}",
+        model_facing_chars(&every_tool)
+    );
     // The reference server's whole list is 11.2k characters; engram's was 19.7k before its
     // schemas were made portable and inlined and its descriptions cut to what a model needs,
     // 13.3k before the tools of memory over time.
@@ -276,4 +296,55 @@ async fn the_mcp_inspector_lists_and_calls_the_tools_without_a_warning() {
         assert_eq!(result["isError"], false, "{arguments:?}: {result}");
         assert!(result["structuredContent"].is_object(), "{result}");
     }
+}
+
+/// `find_all_paths` (group `graph`) over Streamable HTTP: the paths shortest first in its
+/// output schema's shape, a bad bound named, and another workspace's nodes not found.
+pub async fn find_all_paths_answers_over_streamable_http(backend: Backend) {
+    let server = TestServer::start(backend, &["demo", "other"]).await;
+    let client = server.streamable_client("demo").await;
+    let entities: Vec<Value> = ["Ada", "Bo", "Cy"]
+        .iter()
+        .map(|name| json!({"name": name, "entity_type": "person"}))
+        .collect();
+    ok(&client, "create_entities", json!({ "entities": entities })).await;
+    let relations = json!({"relations": [
+        {"from_entity": "Ada", "to_entity": "Bo", "relation_type": "knows"},
+        {"from_entity": "Cy", "to_entity": "Bo", "relation_type": "knows"},
+        {"from_entity": "Ada", "to_entity": "Cy", "relation_type": "mentors"},
+    ]});
+    ok(&client, "create_relations", relations).await;
+    let found = ok(
+        &client,
+        "find_all_paths",
+        json!({"from_entity": "Ada", "to_entity": "Bo"}),
+    )
+    .await;
+    assert_eq!(
+        found,
+        json!({"paths": [
+            {"path": ["Ada", "Bo"], "relations": [
+                {"from": "Ada", "to": "Bo", "relation_type": "knows"}]},
+            {"path": ["Ada", "Cy", "Bo"], "relations": [
+                {"from": "Ada", "to": "Cy", "relation_type": "mentors"},
+                {"from": "Cy", "to": "Bo", "relation_type": "knows"}]},
+        ]})
+    );
+    let refused = tool_error(
+        &client,
+        "find_all_paths",
+        json!({"from_entity": "Ada", "to_entity": "Bo", "max_depth": 9}),
+    )
+    .await;
+    assert!(refused.contains("max_depth"), "{refused}");
+    client.cancel().await.unwrap();
+    let other = server.streamable_client("other").await;
+    let missing = tool_error(
+        &other,
+        "find_all_paths",
+        json!({"from_entity": "Ada", "to_entity": "Bo"}),
+    )
+    .await;
+    assert!(missing.contains("Ada"), "{missing}");
+    other.cancel().await.unwrap();
 }

@@ -43,6 +43,7 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
     expected.extend([
         "end_observations",
         "end_relations",
+        "find_all_paths",
         "get_history",
         "merge_entities",
         "propose_split",

@@ -97,6 +97,11 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("get_path", transactions::take());
+    memory
+        .call(ws, FindAllPaths::new("Alice", "engram"))
+        .await
+        .unwrap();
+    note("find_all_paths", transactions::take());
     memory.call(ws, GetOrphanedNodes {}).await.unwrap();
     note("get_orphaned_nodes", transactions::take());
     memory.call(ws, FindUnlinkedReferences {}).await.unwrap();
@@ -274,6 +279,7 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("get_relations_between", &["get_relations_between"]),
     ("get_neighborhood", &["get_neighborhood"]),
     ("get_path", &["get_path"]),
+    ("find_all_paths", &["find_all_paths"]),
     ("get_orphaned_nodes", &["get_orphaned_nodes"]),
     ("find_unlinked_references", &["find_unlinked_references"]),
     ("get_pending_consolidation", &["get_pending_consolidation"]),

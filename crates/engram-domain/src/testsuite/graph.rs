@@ -214,6 +214,90 @@ pub async fn get_path_finds_a_shortest_path_in_either_direction(store: Arc<dyn M
     }
 }
 
+pub async fn find_all_paths_lists_simple_paths_shortest_first(store: Arc<dyn MemoryStore>) {
+    let (memory, ws) = memory_with_workspace(store, "w").await;
+    create_nodes(&memory, ws, &["Start", "A", "B", "C", "End", "Y", "Z"]).await;
+    // Start -> End directly; through A; through B against End -> B; through A then C; and
+    // A <-> B, so Start > A > B > End and Start > B > A > End too. Y -> Z is apart.
+    create_relations(
+        &memory,
+        ws,
+        &[
+            ("Start", "direct", "End"),
+            ("Start", "sa", "A"),
+            ("A", "ae", "End"),
+            ("Start", "sb", "B"),
+            ("End", "eb", "B"),
+            ("A", "ab", "B"),
+            ("A", "ac", "C"),
+            ("C", "ce", "End"),
+            ("Y", "yz", "Z"),
+        ],
+    )
+    .await;
+    let render = |found: &crate::AllPaths| {
+        let mut text = String::new();
+        for path in &found.paths {
+            let hops: Vec<String> = (path.relations.iter())
+                .map(|r| format!("{}-{}->{}", r.from, r.relation_type, r.to))
+                .collect();
+            writeln!(text, "{} | {}", path.path.join(" > "), hops.join(", ")).unwrap();
+        }
+        if let Some(notice) = &found.notice {
+            writeln!(text, "notice: {notice}").unwrap();
+        }
+        text
+    };
+    let paths =
+        async |request: crate::FindAllPaths| render(&memory.call(ws, request).await.unwrap());
+
+    expect![[r#"
+        Start > End | Start-direct->End
+        Start > A > End | Start-sa->A, A-ae->End
+        Start > B > End | Start-sb->B, End-eb->B
+        Start > A > B > End | Start-sa->A, A-ab->B, End-eb->B
+        Start > A > C > End | Start-sa->A, A-ac->C, C-ce->End
+        Start > B > A > End | Start-sb->B, A-ab->B, A-ae->End
+        Start > B > A > C > End | Start-sb->B, A-ab->B, A-ac->C, C-ce->End
+    "#]]
+    .assert_eq(&paths(crate::FindAllPaths::new("Start", "End")).await);
+    expect![[r#"
+        Start > End | Start-direct->End
+        Start > A > End | Start-sa->A, A-ae->End
+        notice: there may be more paths: ask with a higher limit (at most 100)
+    "#]]
+    .assert_eq(&paths(crate::FindAllPaths::new("Start", "End").limit(2)).await);
+    expect![[r#"
+        Start > End | Start-direct->End
+        Start > A > End | Start-sa->A, A-ae->End
+        Start > B > End | Start-sb->B, End-eb->B
+    "#]]
+    .assert_eq(&paths(crate::FindAllPaths::new("Start", "End").max_depth(2)).await);
+    assert_eq!(paths(crate::FindAllPaths::new("Start", "Y")).await, "");
+    assert_eq!(paths(crate::FindAllPaths::new("Z", "Z")).await, "Z | \n");
+    for (from, to) in [("Ghost", "Start"), ("Start", "Ghost")] {
+        let refused = memory.call(ws, crate::FindAllPaths::new(from, to)).await;
+        assert_eq!(refused.unwrap_err(), Error::node_not_found("Ghost"));
+    }
+    for (request, field) in [
+        (
+            crate::FindAllPaths::new("Start", "End").max_depth(7),
+            "max_depth",
+        ),
+        (
+            crate::FindAllPaths::new("Start", "End").max_depth(0),
+            "max_depth",
+        ),
+        (crate::FindAllPaths::new("Start", "End").limit(101), "limit"),
+    ] {
+        let refused = memory.call(ws, request).await.unwrap_err();
+        assert!(
+            matches!(&refused, Error::InvalidArgument { field: f, .. } if f == field),
+            "{refused}"
+        );
+    }
+}
+
 pub async fn get_path_looks_at_most_twelve_hops_away(store: Arc<dyn MemoryStore>) {
     let (memory, ws) = memory_with_workspace(store, "w").await;
     let names: Vec<String> = (0..=13).map(|i| format!("P{i}")).collect();

@@ -145,6 +145,7 @@ macro_rules! memory_store_test_suite {
             neighborhood_walks_relations_both_ways_through_a_cycle,
             get_path_finds_a_shortest_path_in_either_direction,
             get_path_looks_at_most_twelve_hops_away,
+            find_all_paths_lists_simple_paths_shortest_first,
             orphaned_nodes_are_those_without_relations,
             unlinked_references_match_whole_names_of_unrelated_nodes,
             // consolidation

@@ -32,6 +32,7 @@ pub const READ_TOOLS: &[&str] = &[
     "get_relations_between",
     "get_neighborhood",
     "get_path",
+    "find_all_paths",
     "search_nodes",
     "search_observations",
     "query_observations",
@@ -182,6 +183,31 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
         assert_eq!(path.path.first(), Some(&a));
         assert_eq!(path.path.last(), Some(&b));
         assert!(path.path.len() <= 13, "{}", short(&path));
+    }
+
+    let (hops, limit) = h.draw((count(), count()));
+    let mut blame = Blame::default();
+    blame.unless(name_ok(&a), "from_entity");
+    blame.unless(name_ok(&b), "to_entity");
+    blame.unless((1..=6).contains(&hops), "max_depth");
+    blame.unless((1..=100).contains(&limit), "limit");
+    let request = crate::FindAllPaths::new(&a, &b)
+        .max_depth(hops)
+        .limit(limit);
+    let call = m.call(h.ws, request);
+    if let Some(found) = h
+        .run("find_all_paths", &(&a, &b, hops, limit), &blame, call)
+        .await
+    {
+        assert!(found.paths.len() <= limit as usize);
+        for path in &found.paths {
+            assert_eq!(path.path.first(), Some(&a));
+            assert_eq!(path.path.last(), Some(&b));
+            assert_eq!(path.relations.len() + 1, path.path.len());
+            assert!(path.relations.len() <= hops as usize, "{}", short(path));
+            let distinct: std::collections::HashSet<&String> = path.path.iter().collect();
+            assert_eq!(distinct.len(), path.path.len(), "{}", short(path));
+        }
     }
 }
 
