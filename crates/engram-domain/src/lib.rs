@@ -44,6 +44,7 @@ pub mod transactions;
 pub mod transfer;
 mod validity;
 mod vectors;
+mod vocabulary;
 mod workspaces;
 
 pub use auth::TokenStore;
@@ -113,6 +114,10 @@ pub use validity::{
     ObservationEndings, ReadTime, ValidityStore, ended_before_it_began,
 };
 pub use vectors::*;
+pub use vocabulary::{
+    Degree, DescribeNode, FilteredRelations, GetGraphVocabulary, GetRelations, GetSubgraph,
+    GraphVocabulary, NodeDescription, NodeNeighbour, TypeCount, VocabularyStore,
+};
 pub use workspaces::{DeleteWorkspace, RenameWorkspace, WorkspaceStore};
 
 /// Hands every tool engram has to `visitor`, area by area; each area module lists its own
@@ -123,6 +128,7 @@ pub fn each_tool(visitor: &mut impl ToolVisitor) {
     validity::tools(visitor);
     relations::tools(visitor);
     graph::tools(visitor);
+    vocabulary::tools(visitor);
     history::tools(visitor);
     merge::tools(visitor);
     split::tools(visitor);

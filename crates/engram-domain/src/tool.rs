@@ -33,6 +33,7 @@ use crate::suggestions::SuggestionStore;
 use crate::transfer::store::TransferStore;
 use crate::validity::ValidityStore;
 use crate::vectors::IndexStore;
+use crate::vocabulary::VocabularyStore;
 use crate::workspaces::WorkspaceStore;
 
 /// One tool of the catalog (`shared/reference/tool-catalog.md`) or of engram's extensions,
@@ -148,6 +149,7 @@ pub trait MemoryStore:
     + TransferStore
     + IndexStore
     + SearchStore
+    + VocabularyStore
 {
 }
 
@@ -168,6 +170,7 @@ impl<T> MemoryStore for T where
         + TransferStore
         + IndexStore
         + SearchStore
+        + VocabularyStore
         + ?Sized
 {
 }

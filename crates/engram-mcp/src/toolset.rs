@@ -24,7 +24,13 @@ pub const CORE: &[&str] = &[
 /// The graph vocabulary's tools, which agents rarely need: group `graph`, offered with
 /// `--tools all` or `--tools default,graph` (issue 63: the default list stays within 15,000
 /// characters of what a model reads).
-pub const GRAPH: &[&str] = &["find_all_paths"];
+pub const GRAPH: &[&str] = &[
+    "find_all_paths",
+    "get_graph_vocabulary",
+    "describe_node",
+    "get_subgraph",
+    "get_relations",
+];
 
 /// The tools a server offers: `default` (every tool but [`GRAPH`]), `all`, or the union of
 /// the named tools and groups (`default`; `core`, [`CORE`]; `graph`, [`GRAPH`]; `read`, every

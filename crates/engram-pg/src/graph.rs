@@ -28,6 +28,34 @@ pub(crate) async fn node_id(
     Ok(row.get(0))
 }
 
+/// The nodes within `depth` hops of any of `seeds` over the current relations, nearest first,
+/// then by name (`neighborhood.sql`), with their ids.
+pub(crate) async fn graph_nodes(
+    client: &impl GenericClient,
+    seeds: &[i64],
+    depth: i32,
+) -> Result<(Vec<i64>, Vec<GraphNode>)> {
+    let statement = client
+        .prepare_cached(include_str!("sql/neighborhood.sql"))
+        .await
+        .map_err(db)?;
+    let rows = client
+        .query(&statement, &[&seeds, &depth])
+        .await
+        .map_err(db)?;
+    let ids = rows.iter().map(|row| row.get("id")).collect();
+    Ok((ids, rows.iter().map(graph_node).collect()))
+}
+
+fn graph_node(row: &tokio_postgres::Row) -> GraphNode {
+    GraphNode {
+        name: row.get("name"),
+        entity_type: row.get("entity_type"),
+        summary: row.get("summary"),
+        tags: row.get("tags"),
+    }
+}
+
 #[async_trait]
 impl GraphStore for PgStore {
     #[instrument(skip_all)]
@@ -42,11 +70,9 @@ impl GraphStore for PgStore {
             let depth = i32::try_from(depth).map_err(|_| Error::invalid("depth", "too large"))?;
             let rows = match time {
                 ReadTime::Now => {
-                    let statement = tx
-                        .prepare_cached(include_str!("sql/neighborhood.sql"))
-                        .await
-                        .map_err(db)?;
-                    tx.query(&statement, &[&start, &depth]).await
+                    let (ids, nodes) = graph_nodes(&tx, &[start], depth).await?;
+                    let relations = relations_at(&tx, &ids, Endpoints::Both, time).await?;
+                    return Ok(Neighborhood { nodes, relations });
                 }
                 ReadTime::Ever | ReadTime::At(_) => {
                     let at = match time {
@@ -63,18 +89,8 @@ impl GraphStore for PgStore {
             .map_err(db)?;
             let ids: Vec<i64> = rows.iter().map(|row| row.get("id")).collect();
             let relations = relations_at(&tx, &ids, Endpoints::Both, time).await?;
-            Ok(Neighborhood {
-                nodes: rows
-                    .iter()
-                    .map(|row| GraphNode {
-                        name: row.get("name"),
-                        entity_type: row.get("entity_type"),
-                        summary: row.get("summary"),
-                        tags: row.get("tags"),
-                    })
-                    .collect(),
-                relations,
-            })
+            let nodes = rows.iter().map(graph_node).collect();
+            Ok(Neighborhood { nodes, relations })
         })
     }
 

@@ -43,6 +43,7 @@ mod transfer;
 mod upsert;
 mod validity;
 mod vectors;
+mod vocabulary;
 mod workspaces;
 
 use deadpool_postgres::Pool;

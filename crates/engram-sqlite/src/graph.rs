@@ -31,6 +31,29 @@ fn key(lower: &str) -> Option<&str> {
     Some(&lower[..end])
 }
 
+/// The nodes within `depth` hops of any of `seeds` over the current relations, nearest first,
+/// then by name (`neighborhood.sql`), with their ids.
+pub(crate) fn graph_nodes(
+    tx: &rusqlite::Transaction<'_>,
+    seeds: &[i64],
+    depth: u32,
+) -> Result<(Vec<i64>, Vec<GraphNode>)> {
+    let sql = include_str!("sql/neighborhood.sql");
+    let rows = query(tx, sql, params![id_list(seeds), depth], graph_node)?;
+    Ok(rows.into_iter().unzip())
+}
+
+/// A row of a neighbourhood's statement: the node with its id.
+fn graph_node(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, GraphNode)> {
+    let node = GraphNode {
+        name: row.get("name")?,
+        entity_type: row.get("entity_type")?,
+        summary: row.get("summary")?,
+        tags: strings(row, "tags")?,
+    };
+    Ok((row.get("id")?, node))
+}
+
 #[async_trait]
 impl GraphStore for SqliteStore {
     #[instrument(skip_all)]
@@ -43,35 +66,22 @@ impl GraphStore for SqliteStore {
         self.pool
             .read(move |tx| {
                 let start = node_id(tx, workspace, &name)?;
-                let node = |row: &rusqlite::Row<'_>| {
-                    let node = GraphNode {
-                        name: row.get("name")?,
-                        entity_type: row.get("entity_type")?,
-                        summary: row.get("summary")?,
-                        tags: strings(row, "tags")?,
-                    };
-                    Ok((row.get::<_, i64>("id")?, node))
-                };
                 // Now, the walk follows the current relations; in a read of the past, those
                 // that held then (or ever).
-                let rows = match validity::past(time) {
-                    None => query(
-                        tx,
-                        include_str!("sql/neighborhood.sql"),
-                        params![start, depth],
-                        node,
-                    )?,
+                let (ids, nodes) = match validity::past(time) {
+                    None => graph_nodes(tx, &[start], depth)?,
                     Some(at) => query(
                         tx,
                         include_str!("sql/neighborhood_history.sql"),
                         params![start, depth, at],
-                        node,
-                    )?,
+                        graph_node,
+                    )?
+                    .into_iter()
+                    .unzip(),
                 };
-                let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
                 Ok(Neighborhood {
                     relations: relations_among(tx, &ids, Endpoints::Both, time)?,
-                    nodes: rows.into_iter().map(|(_, node)| node).collect(),
+                    nodes,
                 })
             })
             .await

@@ -36,6 +36,7 @@ mod upsert;
 mod validity;
 mod vector_lists;
 mod vectors;
+mod vocabulary;
 mod workspaces;
 
 use std::path::Path;

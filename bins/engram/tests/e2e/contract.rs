@@ -8,7 +8,7 @@ use std::process::Command;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-use crate::scenario::{ok, tool_error, undated};
+use crate::scenario::{names, ok, tool_error, undated};
 use crate::server::{Backend, Client, TestServer};
 
 /// A value of another JSON type than `property` asks for.
@@ -298,9 +298,10 @@ async fn the_mcp_inspector_lists_and_calls_the_tools_without_a_warning() {
     }
 }
 
-/// `find_all_paths` (group `graph`) over Streamable HTTP: the paths shortest first in its
-/// output schema's shape, a bad bound named, and another workspace's nodes not found.
-pub async fn find_all_paths_answers_over_streamable_http(backend: Backend) {
+/// The graph vocabulary (group `graph`) over Streamable HTTP: `find_all_paths`,
+/// `get_graph_vocabulary`, `describe_node`, `get_subgraph` and `get_relations` in their output
+/// schemas' shapes, a bad bound named, and another workspace's nodes not found.
+pub async fn the_graph_vocabulary_answers_over_streamable_http(backend: Backend) {
     let server = TestServer::start(backend, &["demo", "other"]).await;
     let client = server.streamable_client("demo").await;
     let entities: Vec<Value> = ["Ada", "Bo", "Cy"]
@@ -337,6 +338,40 @@ pub async fn find_all_paths_answers_over_streamable_http(backend: Backend) {
     )
     .await;
     assert!(refused.contains("max_depth"), "{refused}");
+    let vocabulary = ok(&client, "get_graph_vocabulary", json!({})).await;
+    assert_eq!(
+        vocabulary,
+        json!({"entity_types": [{"name": "person", "count": 3}],
+               "relation_types": [{"name": "knows", "count": 2}, {"name": "mentors", "count": 1}]})
+    );
+    let described = ok(&client, "describe_node", json!({"name": "Bo"})).await;
+    assert_eq!(
+        described,
+        json!({"name": "Bo", "entity_type": "person", "observation_count": 0,
+               "degree": {"outgoing": 0, "incoming": 2, "total": 2},
+               "neighbours": [
+                   {"name": "Ada", "entity_type": "person", "relation_type": "knows", "direction": "in"},
+                   {"name": "Cy", "entity_type": "person", "relation_type": "knows", "direction": "in"}]})
+    );
+    let subgraph = ok(
+        &client,
+        "get_subgraph",
+        json!({"names": ["Ada", "Cy"], "depth": 0}),
+    )
+    .await;
+    assert_eq!(names(&subgraph["nodes"]), ["Ada", "Cy"]);
+    assert_eq!(subgraph["relations"].as_array().unwrap().len(), 1);
+    let filtered = ok(
+        &client,
+        "get_relations",
+        json!({"to_entity": "Bo", "relation_type": "knows", "limit": 1}),
+    )
+    .await;
+    assert_eq!(
+        filtered["relations"],
+        json!([{"from": "Ada", "to": "Bo", "relation_type": "knows"}])
+    );
+    assert!(filtered["notice"].as_str().unwrap().contains("more than 1"));
     client.cancel().await.unwrap();
     let other = server.streamable_client("other").await;
     let missing = tool_error(
@@ -346,5 +381,7 @@ pub async fn find_all_paths_answers_over_streamable_http(backend: Backend) {
     )
     .await;
     assert!(missing.contains("Ada"), "{missing}");
+    let missing = tool_error(&other, "describe_node", json!({"name": "Bo"})).await;
+    assert!(missing.contains("Bo"), "{missing}");
     other.cancel().await.unwrap();
 }

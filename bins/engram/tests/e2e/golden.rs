@@ -43,8 +43,12 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
     expected.extend([
         "end_observations",
         "end_relations",
+        "describe_node",
         "find_all_paths",
+        "get_graph_vocabulary",
         "get_history",
+        "get_relations",
+        "get_subgraph",
         "merge_entities",
         "propose_split",
         "read_graph",

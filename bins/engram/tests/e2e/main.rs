@@ -105,7 +105,7 @@ per_backend!(
     sse_client::a_client_that_does_not_read_its_stream_is_dropped,
     stdio::every_tool_over_stdio,
     tcp::every_tool_over_tcp,
-    contract::find_all_paths_answers_over_streamable_http,
+    contract::the_graph_vocabulary_answers_over_streamable_http,
     tcp::tcp_connections_are_bound_by_their_token,
     tcp::tcp_connections_are_bounded,
     transfer::the_reference_servers_file_imports_once_and_reports_what_it_refused,

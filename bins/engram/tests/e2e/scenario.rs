@@ -99,7 +99,7 @@ pub async fn tool_error(client: &Client, tool: &'static str, arguments: Value) -
     text[0]["text"].as_str().unwrap().to_owned()
 }
 
-fn names(values: &Value) -> Vec<&str> {
+pub fn names(values: &Value) -> Vec<&str> {
     values
         .as_array()
         .unwrap()

@@ -102,6 +102,24 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
         .await
         .unwrap();
     note("find_all_paths", transactions::take());
+    memory
+        .call(ws, GetGraphVocabulary::default())
+        .await
+        .unwrap();
+    note("get_graph_vocabulary", transactions::take());
+    memory.call(ws, DescribeNode::new("Alice")).await.unwrap();
+    note("describe_node", transactions::take());
+    memory
+        .call(ws, GetSubgraph::new(&["Alice", "engram"], 1))
+        .await
+        .unwrap();
+    note("get_subgraph", transactions::take());
+    let from_alice = GetRelations {
+        from_entity: Some("Alice".into()),
+        ..GetRelations::default()
+    };
+    memory.call(ws, from_alice).await.unwrap();
+    note("get_relations", transactions::take());
     memory.call(ws, GetOrphanedNodes {}).await.unwrap();
     note("get_orphaned_nodes", transactions::take());
     memory.call(ws, FindUnlinkedReferences {}).await.unwrap();
@@ -280,6 +298,10 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("get_neighborhood", &["get_neighborhood"]),
     ("get_path", &["get_path"]),
     ("find_all_paths", &["find_all_paths"]),
+    ("get_graph_vocabulary", &["graph_vocabulary"]),
+    ("describe_node", &["describe_node"]),
+    ("get_subgraph", &["get_subgraph"]),
+    ("get_relations", &["get_relations"]),
     ("get_orphaned_nodes", &["get_orphaned_nodes"]),
     ("find_unlinked_references", &["find_unlinked_references"]),
     ("get_pending_consolidation", &["get_pending_consolidation"]),

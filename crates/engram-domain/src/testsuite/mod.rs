@@ -38,6 +38,7 @@ mod time_workload;
 mod transfer;
 mod validity;
 mod vectors;
+mod vocabulary;
 mod workload;
 mod workspaces;
 
@@ -67,6 +68,7 @@ pub use time_workload::over_time_benchmark;
 pub use transfer::*;
 pub use validity::*;
 pub use vectors::*;
+pub use vocabulary::*;
 pub use workload::consolidation_benchmark;
 pub use workspaces::*;
 
@@ -146,6 +148,8 @@ macro_rules! memory_store_test_suite {
             get_path_finds_a_shortest_path_in_either_direction,
             get_path_looks_at_most_twelve_hops_away,
             find_all_paths_lists_simple_paths_shortest_first,
+            the_vocabulary_counts_types_and_a_node_is_described_by_its_relations,
+            subgraphs_grow_from_several_nodes_and_relations_filter_by_ends_and_type,
             orphaned_nodes_are_those_without_relations,
             unlinked_references_match_whole_names_of_unrelated_nodes,
             // consolidation

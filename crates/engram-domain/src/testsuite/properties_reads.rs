@@ -33,6 +33,10 @@ pub const READ_TOOLS: &[&str] = &[
     "get_neighborhood",
     "get_path",
     "find_all_paths",
+    "get_graph_vocabulary",
+    "describe_node",
+    "get_subgraph",
+    "get_relations",
     "search_nodes",
     "search_observations",
     "query_observations",
@@ -208,6 +212,78 @@ async fn between_neighborhood_and_path(h: &mut Harness) {
             let distinct: std::collections::HashSet<&String> = path.path.iter().collect();
             assert_eq!(distinct.len(), path.path.len(), "{}", short(path));
         }
+    }
+    graph_vocabulary(h, &a, &b).await;
+}
+
+/// The graph vocabulary's tools (group `graph`) with `a` and `b` as their node names.
+async fn graph_vocabulary(h: &mut Harness, a: &String, b: &String) {
+    let m = h.memory.clone();
+    let limit = h.draw(count());
+    let mut blame = Blame::default();
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    let call = m.call(h.ws, crate::GetGraphVocabulary { limit });
+    if let Some(vocabulary) = h.run("get_graph_vocabulary", &limit, &blame, call).await {
+        assert!(vocabulary.entity_types.len() <= limit as usize);
+        let counted: i64 = vocabulary.entity_types.iter().map(|t| t.count).sum();
+        assert!(counted as usize <= h.before.nodes().count());
+    }
+
+    let limit = h.draw(count());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(a), "name");
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    let request = crate::DescribeNode {
+        name: a.clone(),
+        limit,
+    };
+    if let Some(node) = h
+        .run("describe_node", &(a, limit), &blame, m.call(h.ws, request))
+        .await
+    {
+        assert!(node.neighbours.len() <= limit as usize);
+        let degree = node.degree;
+        assert_eq!(degree.total, degree.outgoing + degree.incoming);
+        assert!(node.neighbours.len() as i64 <= degree.total);
+    }
+
+    let depth = h.draw(count());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(a), "names[0]");
+    blame.unless(name_ok(b), "names[1]");
+    blame.unless(depth <= 3, "depth");
+    let request = crate::GetSubgraph::new(&[a.as_str(), b.as_str()], depth);
+    let call = m.call(h.ws, request);
+    if let Some(hood) = h.run("get_subgraph", &(a, b, depth), &blame, call).await {
+        let known = |name: &String| h.before.node(name).is_some();
+        assert!(hood.nodes.iter().all(|n| known(&n.name)));
+        let names: Vec<&String> = hood.nodes.iter().map(|n| &n.name).collect();
+        assert!(names.contains(&a) && names.contains(&b), "{}", short(&hood));
+    }
+
+    let (limit, kind) = (h.draw(count()), h.name());
+    let mut blame = Blame::default();
+    blame.unless(name_ok(a), "from_entity");
+    blame.unless(name_ok(&kind), "relation_type");
+    blame.unless((1..=1_000).contains(&limit), "limit");
+    let request = crate::GetRelations {
+        from_entity: Some(a.clone()),
+        relation_type: Some(kind.clone()),
+        limit,
+        ..crate::GetRelations::default()
+    };
+    let call = m.call(h.ws, request);
+    if let Some(found) = h
+        .run("get_relations", &(a, &kind, limit), &blame, call)
+        .await
+    {
+        assert!(found.relations.len() <= limit as usize);
+        assert!(
+            found
+                .relations
+                .iter()
+                .all(|r| &r.from == a && r.relation_type == kind)
+        );
     }
 }
 

@@ -1,8 +1,8 @@
--- $1 start node id, $2 depth bound (hops). Every node within $2 hops, relations followed in
+-- $1 the start nodes' ids, $2 depth bound (hops). Every node within $2 hops of any, relations followed in
 -- either direction, with its distance. The cycle guard: rows are (node, depth) and UNION drops
 -- repeats, so each level holds each node at most once and the walk ends at the depth bound.
 WITH RECURSIVE walk (node_id, depth) AS (
-    SELECT $1::bigint, 0
+    SELECT unnest($1::bigint[]), 0
   UNION
     SELECT next.node_id, walk.depth + 1
     FROM walk

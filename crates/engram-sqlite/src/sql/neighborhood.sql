@@ -1,8 +1,9 @@
--- ?1 start node id, ?2 depth bound (hops). Every node within ?2 hops, relations followed in
+-- ?1 the start nodes' ids (a JSON array), ?2 depth bound (hops). Every node within ?2 hops of
+-- any, relations followed in
 -- either direction, with its distance. The cycle guard: rows are (node, depth) and UNION drops
 -- repeats, so each level holds each node at most once and the walk ends at the depth bound.
 WITH RECURSIVE walk (node_id, depth) AS (
-    SELECT ?1, 0
+    SELECT value, 0 FROM json_each(?1)
   UNION
     SELECT r.to_node_id, walk.depth + 1
     FROM walk JOIN relations r ON r.from_node_id = walk.node_id

@@ -1,0 +1,172 @@
+//! The graph vocabulary ([`engram_domain::VocabularyStore`]): types with counts, a node's
+//! degree and neighbours, subgraphs, filtered relations; each on an index of its own.
+
+use async_trait::async_trait;
+use engram_domain::*;
+use rusqlite::{Transaction, params};
+use tracing::instrument;
+
+use crate::SqliteStore;
+use crate::error::db;
+use crate::graph::graph_nodes;
+use crate::nodes::{node_id, node_ids, relation, relations_among};
+use crate::sql::query;
+
+/// Up to `limit` (plus one) types of `sql` with their counts, most used first.
+fn type_counts(
+    tx: &Transaction<'_>,
+    sql: &str,
+    workspace: WorkspaceId,
+    limit: u32,
+) -> Result<Vec<TypeCount>> {
+    query(tx, sql, params![workspace.0, i64::from(limit) + 1], |row| {
+        Ok(TypeCount {
+            name: row.get(0)?,
+            count: row.get(1)?,
+        })
+    })
+}
+
+#[async_trait]
+impl VocabularyStore for SqliteStore {
+    #[instrument(skip_all)]
+    async fn graph_vocabulary(
+        &self,
+        workspace: WorkspaceId,
+        limit: u32,
+    ) -> Result<GraphVocabulary> {
+        self.pool
+            .read(move |tx| {
+                let entity_types = type_counts(
+                    tx,
+                    "SELECT entity_type, count(*) FROM nodes WHERE workspace_id = ?1
+                     GROUP BY entity_type ORDER BY count(*) DESC, entity_type LIMIT ?2",
+                    workspace,
+                    limit,
+                )?;
+                let relation_types = type_counts(
+                    tx,
+                    "SELECT relation_type, count(*) FROM relations WHERE workspace_id = ?1
+                     GROUP BY relation_type ORDER BY count(*) DESC, relation_type LIMIT ?2",
+                    workspace,
+                    limit,
+                )?;
+                Ok(GraphVocabulary::cut(entity_types, relation_types, limit))
+            })
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn describe_node(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<DescribeNode>,
+    ) -> Result<NodeDescription> {
+        let (name, limit) = (request.name.clone(), request.limit);
+        self.pool
+            .read(move |tx| {
+                let node = node_id(tx, workspace, &name)?;
+                let mut statement = tx
+                    .prepare_cached(include_str!("sql/describe_node.sql"))
+                    .map_err(db)?;
+                let mut description = statement
+                    .query_row([node], |row| {
+                        let (outgoing, incoming): (i64, i64) =
+                            (row.get("outgoing")?, row.get("incoming")?);
+                        Ok(NodeDescription {
+                            name: row.get("name")?,
+                            entity_type: row.get("entity_type")?,
+                            summary: row.get("summary")?,
+                            observation_count: row.get("observation_count")?,
+                            degree: Degree {
+                                outgoing,
+                                incoming,
+                                total: outgoing + incoming,
+                            },
+                            neighbours: Vec::new(),
+                            notice: None,
+                        })
+                    })
+                    .map_err(db)?;
+                let sql = include_str!("sql/node_neighbours.sql");
+                description.neighbours =
+                    query(tx, sql, params![node, i64::from(limit) + 1], |row| {
+                        Ok(NodeNeighbour {
+                            name: row.get("name")?,
+                            entity_type: row.get("entity_type")?,
+                            relation_type: row.get("relation_type")?,
+                            direction: row.get("direction")?,
+                        })
+                    })?;
+                Ok(description.cut_neighbours(limit))
+            })
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = request.names.len()))]
+    async fn get_subgraph(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetSubgraph>,
+    ) -> Result<Neighborhood> {
+        let (names, depth) = (request.names.clone(), request.depth);
+        self.pool
+            .read(move |tx| {
+                let ids = node_ids(tx, workspace, names.iter().map(String::as_str))?;
+                if let Some(missing) = names.iter().find(|name| !ids.contains_key(*name)) {
+                    return Err(Error::node_not_found(missing));
+                }
+                let seeds: Vec<i64> = ids.into_values().collect();
+                let (ids, nodes) = graph_nodes(tx, &seeds, depth)?;
+                let relations = relations_among(tx, &ids, Endpoints::Both, ReadTime::Now)?;
+                Ok(Neighborhood { nodes, relations })
+            })
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn get_relations(
+        &self,
+        workspace: WorkspaceId,
+        request: &Checked<GetRelations>,
+    ) -> Result<FilteredRelations> {
+        let request = (**request).clone();
+        self.pool
+            .read(move |tx| {
+                // Each end given is read as its node's id, so each filter is an index's
+                // equality; only the filters given are in the statement.
+                let end = |name: &Option<String>| match name {
+                    Some(name) => node_id(tx, workspace, name).map(Some),
+                    None => Ok(None),
+                };
+                let mut filters = vec!["r.workspace_id = ?".to_owned()];
+                let mut values: Vec<rusqlite::types::Value> = vec![workspace.0.into()];
+                for (column, id) in [
+                    ("r.from_node_id", end(&request.from_entity)?),
+                    ("r.to_node_id", end(&request.to_entity)?),
+                ] {
+                    if let Some(id) = id {
+                        filters.push(format!("{column} = ?"));
+                        values.push(id.into());
+                    }
+                }
+                if let Some(relation_type) = &request.relation_type {
+                    filters.push("r.relation_type = ?".to_owned());
+                    values.push(relation_type.clone().into());
+                }
+                values.push((i64::from(request.limit) + 1).into());
+                let sql = format!(
+                    "SELECT f.name AS from_name, t.name AS to_name, r.relation_type
+                     FROM relations r JOIN nodes f ON f.id = r.from_node_id
+                     JOIN nodes t ON t.id = r.to_node_id
+                     WHERE {}
+                     ORDER BY f.name, r.relation_type, t.name LIMIT ?",
+                    filters.join(" AND ")
+                );
+                let values = rusqlite::params_from_iter(values);
+                let relations = query(tx, &sql, values, relation)?;
+                Ok(FilteredRelations::cut(relations, request.limit))
+            })
+            .await
+    }
+}
