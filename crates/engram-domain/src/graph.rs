@@ -292,17 +292,6 @@ pub trait GraphStore: Send + Sync + 'static {
     ) -> Result<Vec<UnlinkedReference>>;
 }
 
-/// Result of `get_neighborhood`: the node, every node within `depth` hops (relations followed
-/// in either direction), and every relation among them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Neighborhood {
-    /// The nodes, nearest first, then by name.
-    pub nodes: Vec<GraphNode>,
-    /// The relations whose both endpoints are among `nodes`, sorted.
-    pub relations: Vec<Relation>,
-}
-
 /// Result of `get_path`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -62,7 +62,7 @@ pub use error::{Error, Result};
 pub use generate::{GenerationBudget, TextGenerator};
 pub use graph::{
     AllPaths, FindAllPaths, FindUnlinkedReferences, GetNeighborhood, GetPath, GraphPath,
-    GraphStore, Neighborhood, UnlinkedReference, UnlinkedReferencesResult,
+    GraphStore, UnlinkedReference, UnlinkedReferencesResult,
 };
 pub use history::{
     DEFAULT_HISTORY_LIMIT, GetHistory, History, HistoryEntry, HistoryOperation, HistoryStore,

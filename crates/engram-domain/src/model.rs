@@ -363,6 +363,17 @@ pub struct NodeBrief {
     pub updated_at: Timestamp,
 }
 
+/// Result of `get_neighborhood` and `get_subgraph`: the nodes asked for, every node within
+/// `depth` hops of them (relations followed in either direction), and every relation among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Neighborhood {
+    /// The nodes, nearest first, then by name.
+    pub nodes: Vec<GraphNode>,
+    /// The relations whose both endpoints are among `nodes`, sorted.
+    pub relations: Vec<Relation>,
+}
+
 /// A node as part of a subgraph (`get_neighborhood`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

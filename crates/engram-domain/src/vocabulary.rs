@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::checked::Checked;
 use crate::error::Result;
-use crate::graph::Neighborhood;
 use crate::limits;
 use crate::model::*;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
