@@ -18,7 +18,7 @@ use crate::{cargo, cmd, target_dir, workspace_root};
 const DATABASE: &str = "engram_scale";
 
 /// The calls in the table, in its order.
-const CALLS: [&str; 13] = [
+const CALLS: [&str; 18] = [
     "open_nodes",
     "search_nodes hybrid",
     "search_nodes embedding",
@@ -27,6 +27,11 @@ const CALLS: [&str; 13] = [
     "search_observations",
     "get_neighborhood depth 2",
     "get_path",
+    "find_all_paths depth 4",
+    "get_subgraph 10 nodes depth 1",
+    "describe_node",
+    "get_relations from a node",
+    "get_graph_vocabulary",
     "read_graph first page",
     "read_graph last page",
     "get_stats",

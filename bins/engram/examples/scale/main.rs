@@ -298,6 +298,8 @@ async fn serve(
     let process = tokio::process::Command::new(engram)
         .arg("serve")
         .args(embedder_args)
+        // Group `graph` too: the graph vocabulary is measured with the rest.
+        .args(["--tools", "all"])
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .env("ENGRAM_DATABASE_URL", database_url)
         .env("OLLAMA_HOST", ollama)
@@ -518,6 +520,42 @@ async fn main() -> Result<()> {
             |k| json!({"from_entity": name(k), "to_entity": name(k + 1)}),
         )
         .await?,
+    );
+    calls.insert(
+        "find_all_paths depth 4",
+        measure(
+            &client,
+            "find_all_paths",
+            s,
+            |k| json!({"from_entity": name(k), "to_entity": name(k + 1), "max_depth": 4}),
+        )
+        .await?,
+    );
+    calls.insert(
+        "get_subgraph 10 nodes depth 1",
+        measure(&client, "get_subgraph", s, |k| {
+            let names: Vec<String> = (0..10).map(|i| name(k * 10 + i)).collect();
+            json!({"names": names, "depth": 1})
+        })
+        .await?,
+    );
+    calls.insert(
+        "describe_node",
+        measure(&client, "describe_node", s, |k| json!({"name": name(k)})).await?,
+    );
+    calls.insert(
+        "get_relations from a node",
+        measure(
+            &client,
+            "get_relations",
+            s,
+            |k| json!({"from_entity": name(k)}),
+        )
+        .await?,
+    );
+    calls.insert(
+        "get_graph_vocabulary",
+        measure(&client, "get_graph_vocabulary", s, |_| json!({})).await?,
     );
     calls.insert(
         "read_graph first page",
