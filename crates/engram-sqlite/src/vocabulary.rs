@@ -134,13 +134,15 @@ impl VocabularyStore for SqliteStore {
         self.pool
             .read(move |tx| {
                 // Each end given is read as its node's id, so each filter is an index's
-                // equality; only the filters given are in the statement.
+                // equality; only the filters given are in the statement. An end's id names the
+                // workspace already: without one the workspace is the filter (SQLite, without
+                // statistics, would otherwise walk a node's workspace for its relations).
                 let end = |name: &Option<String>| match name {
                     Some(name) => node_id(tx, workspace, name).map(Some),
                     None => Ok(None),
                 };
-                let mut filters = vec!["r.workspace_id = ?".to_owned()];
-                let mut values: Vec<rusqlite::types::Value> = vec![workspace.0.into()];
+                let mut filters = Vec::new();
+                let mut values: Vec<rusqlite::types::Value> = Vec::new();
                 for (column, id) in [
                     ("r.from_node_id", end(&request.from_entity)?),
                     ("r.to_node_id", end(&request.to_entity)?),
@@ -149,6 +151,10 @@ impl VocabularyStore for SqliteStore {
                         filters.push(format!("{column} = ?"));
                         values.push(id.into());
                     }
+                }
+                if filters.is_empty() {
+                    filters.push("r.workspace_id = ?".to_owned());
+                    values.push(workspace.0.into());
                 }
                 if let Some(relation_type) = &request.relation_type {
                     filters.push("r.relation_type = ?".to_owned());
