@@ -44,7 +44,7 @@ pub mod transactions;
 pub mod transfer;
 mod validity;
 mod vectors;
-mod vocabulary;
+pub mod vocabulary;
 mod workspaces;
 
 pub use auth::TokenStore;

@@ -24,6 +24,21 @@ fn default_subgraph_depth() -> u32 {
     1
 }
 
+/// The statements both stores run for `get_graph_vocabulary`, alike on PostgreSQL and SQLite
+/// (which takes `$1` as a named parameter bound by position): `$1` the workspace, `$2` the
+/// most rows; the entity types, then the relation types, each with its count, most used
+/// first, then by name.
+pub const TYPE_COUNTS_SQL: [&str; 2] = [
+    "SELECT entity_type, count(*) FROM nodes WHERE workspace_id = $1
+     GROUP BY entity_type ORDER BY count(*) DESC, entity_type LIMIT $2",
+    "SELECT relation_type, count(*) FROM relations WHERE workspace_id = $1
+     GROUP BY relation_type ORDER BY count(*) DESC, relation_type LIMIT $2",
+];
+
+/// The statement both stores run for `describe_node`'s neighbours, alike: `$1` a node id, `$2`
+/// the most rows.
+pub const NEIGHBOURS_SQL: &str = include_str!("vocabulary_neighbours.sql");
+
 /// The notice of a list cut at `limit` rows.
 fn more_than(limit: u32, what: &str) -> String {
     format!("more than {limit} {what}: ask with a higher limit (at most 1,000)")

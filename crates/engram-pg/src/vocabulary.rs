@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use engram_domain::vocabulary::{NEIGHBOURS_SQL, TYPE_COUNTS_SQL};
 use engram_domain::*;
 use tracing::instrument;
 
@@ -12,7 +13,7 @@ use crate::graph::{graph_nodes, node_id};
 use crate::nodes::{relation, relations_among};
 use crate::observations::node_ids;
 
-/// Up to `limit` (plus one) values of `column` in `table` with their counts, most used first.
+/// Up to `limit` (plus one) types of `sql` ([`TYPE_COUNTS_SQL`]) with their counts.
 async fn type_counts(
     client: &impl GenericClient,
     sql: &str,
@@ -41,22 +42,9 @@ impl VocabularyStore for PgStore {
         limit: u32,
     ) -> Result<GraphVocabulary> {
         read!(self, |tx| async {
-            let entity_types = type_counts(
-                &tx,
-                "SELECT entity_type, count(*) FROM nodes WHERE workspace_id = $1
-                 GROUP BY entity_type ORDER BY count(*) DESC, entity_type LIMIT $2",
-                workspace,
-                limit,
-            )
-            .await?;
-            let relation_types = type_counts(
-                &tx,
-                "SELECT relation_type, count(*) FROM relations WHERE workspace_id = $1
-                 GROUP BY relation_type ORDER BY count(*) DESC, relation_type LIMIT $2",
-                workspace,
-                limit,
-            )
-            .await?;
+            let [entity_types, relation_types] = TYPE_COUNTS_SQL;
+            let entity_types = type_counts(&tx, entity_types, workspace, limit).await?;
+            let relation_types = type_counts(&tx, relation_types, workspace, limit).await?;
             Ok(GraphVocabulary::cut(entity_types, relation_types, limit))
         })
     }
@@ -75,10 +63,7 @@ impl VocabularyStore for PgStore {
                 .map_err(db)?;
             let row = tx.query_one(&statement, &[&node]).await.map_err(db)?;
             let (outgoing, incoming): (i64, i64) = (row.get("outgoing"), row.get("incoming"));
-            let statement = tx
-                .prepare_cached(include_str!("sql/node_neighbours.sql"))
-                .await
-                .map_err(db)?;
+            let statement = tx.prepare_cached(NEIGHBOURS_SQL).await.map_err(db)?;
             let limit = i64::from(request.limit) + 1;
             let neighbours = (tx.query(&statement, &[&node, &limit]).await.map_err(db)?)
                 .iter()

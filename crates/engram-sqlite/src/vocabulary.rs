@@ -2,6 +2,7 @@
 //! degree and neighbours, subgraphs, filtered relations; each on an index of its own.
 
 use async_trait::async_trait;
+use engram_domain::vocabulary::{NEIGHBOURS_SQL, TYPE_COUNTS_SQL};
 use engram_domain::*;
 use rusqlite::{Transaction, params};
 use tracing::instrument;
@@ -12,7 +13,7 @@ use crate::graph::graph_nodes;
 use crate::nodes::{node_id, node_ids, relation, relations_among};
 use crate::sql::query;
 
-/// Up to `limit` (plus one) types of `sql` with their counts, most used first.
+/// Up to `limit` (plus one) types of `sql` ([`TYPE_COUNTS_SQL`]) with their counts.
 fn type_counts(
     tx: &Transaction<'_>,
     sql: &str,
@@ -37,20 +38,9 @@ impl VocabularyStore for SqliteStore {
     ) -> Result<GraphVocabulary> {
         self.pool
             .read(move |tx| {
-                let entity_types = type_counts(
-                    tx,
-                    "SELECT entity_type, count(*) FROM nodes WHERE workspace_id = ?1
-                     GROUP BY entity_type ORDER BY count(*) DESC, entity_type LIMIT ?2",
-                    workspace,
-                    limit,
-                )?;
-                let relation_types = type_counts(
-                    tx,
-                    "SELECT relation_type, count(*) FROM relations WHERE workspace_id = ?1
-                     GROUP BY relation_type ORDER BY count(*) DESC, relation_type LIMIT ?2",
-                    workspace,
-                    limit,
-                )?;
+                let [entity_types, relation_types] = TYPE_COUNTS_SQL;
+                let entity_types = type_counts(tx, entity_types, workspace, limit)?;
+                let relation_types = type_counts(tx, relation_types, workspace, limit)?;
                 Ok(GraphVocabulary::cut(entity_types, relation_types, limit))
             })
             .await
@@ -88,7 +78,7 @@ impl VocabularyStore for SqliteStore {
                         })
                     })
                     .map_err(db)?;
-                let sql = include_str!("sql/node_neighbours.sql");
+                let sql = NEIGHBOURS_SQL;
                 description.neighbours =
                     query(tx, sql, params![node, i64::from(limit) + 1], |row| {
                         Ok(NodeNeighbour {

@@ -74,9 +74,14 @@ fn the_text_only_scale_bench_measures_the_calls_that_need_no_vectors() {
     assert_eq!(
         measured,
         [
+            "describe_node",
+            "find_all_paths depth 4",
+            "get_graph_vocabulary",
             "get_neighborhood depth 2",
             "get_path",
+            "get_relations from a node",
             "get_stats",
+            "get_subgraph 10 nodes depth 1",
             "open_nodes",
             "read_graph first page",
             "read_graph last page",
