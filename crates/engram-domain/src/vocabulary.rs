@@ -152,6 +152,17 @@ pub struct Degree {
     pub total: i64,
 }
 
+impl Degree {
+    /// `outgoing` and `incoming` relations, and their sum.
+    pub fn new(outgoing: i64, incoming: i64) -> Self {
+        Self {
+            outgoing,
+            incoming,
+            total: outgoing + incoming,
+        }
+    }
+}
+
 /// A neighbour of a described node: the relation's other end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -79,11 +79,7 @@ impl VocabularyStore for PgStore {
                 entity_type: row.get("entity_type"),
                 summary: row.get("summary"),
                 observation_count: row.get("observation_count"),
-                degree: Degree {
-                    outgoing,
-                    incoming,
-                    total: outgoing + incoming,
-                },
+                degree: Degree::new(outgoing, incoming),
                 neighbours,
                 notice: None,
             };

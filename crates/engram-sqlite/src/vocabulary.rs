@@ -68,11 +68,7 @@ impl VocabularyStore for SqliteStore {
                             entity_type: row.get("entity_type")?,
                             summary: row.get("summary")?,
                             observation_count: row.get("observation_count")?,
-                            degree: Degree {
-                                outgoing,
-                                incoming,
-                                total: outgoing + incoming,
-                            },
+                            degree: Degree::new(outgoing, incoming),
                             neighbours: Vec::new(),
                             notice: None,
                         })
