@@ -6,7 +6,9 @@
 //!
 //! The search deepens one hop at a time (paths of one hop, then of two, …), so the shortest
 //! paths come first and a `limit` keeps the shortest; each node's neighbours are read once and
-//! kept for the deeper passes. A path is simple: no node twice. Its cost is bounded whatever
+//! kept for the deeper passes; the last hop of every path is read from the target's own
+//! neighbours, so the nodes one hop short of it are not read for that alone. A path is simple:
+//! no node twice. Its cost is bounded whatever
 //! the graph: at most [`MAX_NODES_READ`] nodes' neighbours and [`MAX_STEPS`] steps, after
 //! which the answer says it stopped early.
 
@@ -45,6 +47,7 @@ pub struct FoundPath {
 #[derive(Debug)]
 pub struct AllPathsSearch {
     target: i64,
+    target_name: String,
     max_hops: usize,
     limit: usize,
     /// The hops of the paths the current pass looks for.
@@ -65,17 +68,18 @@ pub struct AllPathsSearch {
 }
 
 impl AllPathsSearch {
-    /// The search from `source` (named `source_name`) to `target`, for at most `limit` paths
-    /// of at most `max_hops` hops, shortest first. From a node to itself the one path is the
+    /// The search from `source` to `target` (each an id and a name), for at most `limit`
+    /// paths of at most `max_hops` hops, shortest first. From a node to itself the one path is the
     /// node alone.
     pub fn new(
         (source, source_name): (i64, &str),
-        target: i64,
+        (target, target_name): (i64, &str),
         max_hops: usize,
         limit: usize,
     ) -> Self {
         let mut search = Self {
             target,
+            target_name: target_name.to_owned(),
             max_hops,
             limit,
             hops: 1,
@@ -123,21 +127,26 @@ impl AllPathsSearch {
     /// Walks on until it needs a node's neighbours or is done.
     fn advance(&mut self) {
         while let Some(&(node, next)) = self.stack.last() {
-            if self.found.len() >= self.limit {
-                self.stopped = Some("limit");
-                return self.stack.clear();
-            }
             let depth = self.stack.len() - 1;
-            if depth == self.hops {
+            if depth + 1 == self.hops {
+                // The last hop: the target's own neighbours say which relations reach it from
+                // `node`, so a node one hop short is never read for that alone.
+                let Some(ends) = self.read(self.target) else {
+                    return;
+                };
+                let hops: Vec<Relation> = (ends.iter())
+                    .filter(|end| end.id == node)
+                    .map(|end| end.relation.clone())
+                    .collect();
+                for relation in hops {
+                    if !self.record(relation) {
+                        return self.stack.clear();
+                    }
+                }
                 self.back();
                 continue;
             }
-            let Some(neighbours) = self.neighbours.get(&node) else {
-                if self.neighbours.len() >= MAX_NODES_READ {
-                    self.stopped = Some("nodes");
-                    return self.stack.clear();
-                }
-                self.wanted = Some(node);
+            let Some(neighbours) = self.read(node) else {
                 return;
             };
             let Some(neighbour) = neighbours.get(next).cloned() else {
@@ -152,27 +161,46 @@ impl AllPathsSearch {
                 self.stopped = Some("steps");
                 return self.stack.clear();
             }
-            if self.on_path.contains(&neighbour.id) {
+            // The target ends a path only on the last hop (above); a path through it is none.
+            if self.on_path.contains(&neighbour.id) || neighbour.id == self.target {
                 continue;
             }
-            if neighbour.id == self.target {
-                // A path of `depth + 1` hops; shorter ones were found by earlier passes.
-                if depth + 1 == self.hops {
-                    let mut path = self.names.clone();
-                    path.push(neighbour.name);
-                    let mut relations = self.relations.clone();
-                    relations.push(neighbour.relation);
-                    self.found.push(FoundPath { path, relations });
-                }
-                continue;
-            }
-            if depth + 1 < self.hops {
-                self.on_path.insert(neighbour.id);
-                self.stack.push((neighbour.id, 0));
-                self.names.push(neighbour.name);
-                self.relations.push(neighbour.relation);
-            }
+            self.on_path.insert(neighbour.id);
+            self.stack.push((neighbour.id, 0));
+            self.names.push(neighbour.name);
+            self.relations.push(neighbour.relation);
         }
+    }
+
+    /// The neighbours of `node` if read; else asks for them (`None`), or stops the search
+    /// when it has read as many nodes as it may.
+    fn read(&mut self, node: i64) -> Option<&Vec<Neighbour>> {
+        if !self.neighbours.contains_key(&node) {
+            match self.neighbours.len() >= MAX_NODES_READ {
+                true => {
+                    self.stopped = Some("nodes");
+                    self.stack.clear();
+                }
+                false => self.wanted = Some(node),
+            }
+            return None;
+        }
+        self.neighbours.get(&node)
+    }
+
+    /// Records the path walked so far and `last` hop to the target; `false` (and the search
+    /// stopped) when `limit` paths are found already: there are more than asked for.
+    fn record(&mut self, last: Relation) -> bool {
+        if self.found.len() >= self.limit {
+            self.stopped = Some("limit");
+            return false;
+        }
+        let mut path = self.names.clone();
+        path.push(self.target_name.clone());
+        let mut relations = self.relations.clone();
+        relations.push(last);
+        self.found.push(FoundPath { path, relations });
+        true
     }
 
     /// Leaves the last node of the path; when the source is left, starts the next pass one
@@ -200,7 +228,12 @@ mod tests {
 
     /// Runs a search over `edges` (undirected, by node number; names `n0`, `n1`, …).
     fn search(edges: &[(i64, i64)], from: i64, to: i64, hops: usize, limit: usize) -> Vec<String> {
-        let mut search = AllPathsSearch::new((from, &format!("n{from}")), to, hops, limit);
+        let mut search = AllPathsSearch::new(
+            (from, &format!("n{from}")),
+            (to, &format!("n{to}")),
+            hops,
+            limit,
+        );
         let mut reads = 0;
         while let Some(node) = search.wants() {
             reads += 1;
@@ -251,7 +284,20 @@ mod tests {
             ["n0>n3", "n0>n1>n3", "stopped: limit"]
         );
         assert_eq!(search(&edges, 3, 3, 6, 10), ["n3"]);
+        // Exactly `limit` paths: no notice of more.
+        assert_eq!(search(&[(0, 1)], 0, 1, 6, 1), ["n0>n1"]);
         assert!(search(&[(0, 1), (2, 3)], 0, 3, 6, 10).is_empty());
+    }
+
+    #[test]
+    fn a_hub_s_leaves_are_not_read_to_end_a_path() {
+        // Leaf 1 to leaf 2 through a hub (node 0) with 10,000 leaves, within 3 hops: the
+        // paths of 3 hops end at a leaf next to the hub, and the target's own neighbours say
+        // none reaches it, so the leaves are not read (more than the search may read).
+        let edges: Vec<(i64, i64)> = (1..=10_000).map(|leaf| (0, leaf)).collect();
+        assert_eq!(search(&edges, 1, 2, 3, 10), ["n1>n0>n2"]);
+        // Within 4 hops every leaf would have to be read: the search says it stopped.
+        assert_eq!(search(&edges, 1, 2, 4, 10), ["n1>n0>n2", "stopped: nodes"]);
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl GraphStore for PgStore {
         read!(self, |tx| async {
             let (source, target) = node_pair(&tx, workspace, from, to).await?;
             let step_query = tx.prepare_cached(STEP_SQL).await.map_err(db)?;
-            let mut search = AllPathsSearch::new((source, from), target, hops, limit);
+            let mut search = AllPathsSearch::new((source, from), (target, to), hops, limit);
             while let Some(node) = search.wants() {
                 let rows = tx.query(&step_query, &[&node]).await.map_err(db)?;
                 let neighbours = (rows.iter())

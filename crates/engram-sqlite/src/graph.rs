@@ -147,7 +147,7 @@ impl GraphStore for SqliteStore {
         self.pool
             .read(move |tx| {
                 let (source, target) = node_pair(tx, workspace, &from, &to)?;
-                let mut search = AllPathsSearch::new((source, &from), target, hops, limit);
+                let mut search = AllPathsSearch::new((source, &from), (target, &to), hops, limit);
                 while let Some(node) = search.wants() {
                     let neighbours = query(tx, STEP_SQL, [node], |row| {
                         Ok(Neighbour {
