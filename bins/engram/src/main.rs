@@ -660,10 +660,14 @@ async fn serve(
         let serving = engram::tcp::TcpServing {
             memory: memory.clone(),
             tools: args.tools.clone(),
-            require_auth: !args.insecure_no_auth
-                && (args.require_auth || !tcp_address.ip().is_loopback()),
+            // As HTTP's: off loopback or asked for, and whenever OAuth is configured.
+            require_auth: (!args.insecure_no_auth
+                && (args.require_auth || !tcp_address.ip().is_loopback()))
+                || args.oauth_issuer.is_some(),
             workspace: args.workspace.clone(),
             max_line_bytes: args.max_body_bytes,
+            patience: args.body_read_timeout,
+            idle: args.session_idle,
         };
         tracing::info!(
             tokens = if serving.require_auth {

@@ -69,6 +69,20 @@ impl Drop for Turn {
 }
 
 impl AnswerBacklog {
+    /// The transport took `message`: if it answers a request (a result or an error), that
+    /// answer is the transport's own from here on ([`AnswerBacklog::taken`]).
+    pub fn taken_message(&self, message: &rmcp::model::ServerJsonRpcMessage) {
+        use rmcp::model::ServerJsonRpcMessage;
+        let id = match message {
+            ServerJsonRpcMessage::Response(response) => Some(&response.id),
+            ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.taken(id);
+        }
+    }
+
     /// The transport took the answer to request `id` (it is serialised and counted as the
     /// transport's own from here on).
     pub fn taken(&self, id: &RequestId) {

@@ -101,15 +101,6 @@ impl std::io::Write for Event {
     }
 }
 
-/// The request a message answers, if it is an answer.
-fn answered(message: &ServerJsonRpcMessage) -> Option<&rmcp::model::RequestId> {
-    match message {
-        ServerJsonRpcMessage::Response(response) => Some(&response.id),
-        ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
-        _ => None,
-    }
-}
-
 /// The server's side of a session's stream: serialises each message into an [`Event`],
 /// counts its bytes as unread until the stream hands them to the connection, and ends the
 /// session when its client leaves too much unread.
@@ -129,9 +120,7 @@ impl futures::Sink<ServerJsonRpcMessage> for ToClient {
     }
 
     fn start_send(self: Pin<&mut Self>, message: ServerJsonRpcMessage) -> Result<(), Self::Error> {
-        if let Some(id) = answered(&message) {
-            self.backlog.taken(id);
-        }
+        self.backlog.taken_message(&message);
         if self.stop.is_cancelled() {
             // Closed (its client did not read): nothing more is serialised for it.
             return Err(std::io::Error::other("the session is closed"));

@@ -167,6 +167,19 @@ pub async fn tcp_connections_are_bound_by_their_token(backend: Backend) {
     let mut lines = tcp.connect().await;
     let answer = lines.call(1, "tools/list", json!({})).await;
     assert!(error_message(&answer).contains("`initialize`"), "{answer}");
+    // Before it is bound, a connection's line is short: no token buys a large buffer.
+    let mut lines = tcp.connect().await;
+    lines.send(&"x".repeat(70_000)).await;
+    let long = lines.receive().await.unwrap();
+    assert!(
+        error_message(&long).contains("65536 bytes before initialize"),
+        "{long}"
+    );
+    assert_eq!(
+        lines.receive().await,
+        None,
+        "closed after the long first line"
+    );
 
     let mut lines = tcp.connect().await;
     let answer = lines.initialize(json!({"authorization": writer})).await;
@@ -202,7 +215,8 @@ pub async fn tcp_connections_are_bound_by_their_token(backend: Backend) {
     assert_eq!(lines.receive().await, None, "closed after the long line");
 
     let mut lines = tcp.connect().await;
-    let meta = json!({"authorization": format!("bearer {reader}"), "x-memory-workspace": "demo"});
+    // The keys as HTTP writes its headers.
+    let meta = json!({"Authorization": format!("bearer {reader}"), "X-Memory-Workspace": "demo"});
     let answer = lines.initialize(meta).await;
     assert!(answer["result"].is_object(), "{answer}");
     let listed = lines.call(4, "tools/list", json!({})).await;
