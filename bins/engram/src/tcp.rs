@@ -136,7 +136,7 @@ async fn connection(stream: TcpStream, serving: &TcpServing, stop: CancellationT
         let _ = write.shutdown().await;
     });
     let first_limit = format!("{FIRST_LINE_BYTES} bytes before initialize");
-    let first_line = next_message(&mut lines, &out, &first_limit);
+    let first_line = next_message(&mut lines, &out, &first_limit, with_json);
     let first = tokio::select! {
         () = stop.cancelled() => None,
         first = tokio::time::timeout(serving.patience, first_line) => first.ok().flatten(),
@@ -174,8 +174,14 @@ async fn connection(stream: TcpStream, serving: &TcpServing, stop: CancellationT
             return;
         }
         loop {
-            let next = tokio::time::timeout(idle, next_message(&mut lines, &replies, &limit)).await;
-            let Ok(Some((message, _))) = next else {
+            let next = tokio::time::timeout(
+                idle,
+                next_message(&mut lines, &replies, &limit, |line: &str| {
+                    serde_json::from_str(line)
+                }),
+            )
+            .await;
+            let Ok(Some(message)) = next else {
                 // The end of the connection, a line it ends on, or idle for too long.
                 return reader_stop.cancel();
             };
@@ -220,15 +226,23 @@ async fn recheck(memory: Memory, token: String, stop: CancellationToken) {
     }
 }
 
-/// The next JSON-RPC message of `lines` with its JSON; a line that is none is answered with a
-/// parse error on `out` and skipped, blank lines are skipped. `None` at the end of the
-/// connection, or after a line over the `limit` (as the answer says it) or not UTF-8 (answered
-/// first: the rest of such a line cannot be told from the next).
-async fn next_message(
+/// The first message of a connection with its JSON, which [`bind`] reads: the only line read
+/// both ways.
+fn with_json(line: &str) -> serde_json::Result<(ClientJsonRpcMessage, Value)> {
+    let raw: Value = serde_json::from_str(line)?;
+    Ok((serde_json::from_value(raw.clone())?, raw))
+}
+
+/// The next JSON-RPC message of `lines`, as `parse` reads a line; a line that is none is
+/// answered with a parse error on `out` and skipped, blank lines are skipped. `None` at the end
+/// of the connection, or after a line over the `limit` (as the answer says it) or not UTF-8
+/// (answered first: the rest of such a line cannot be told from the next).
+async fn next_message<M>(
     lines: &mut FramedRead<OwnedReadHalf, LinesCodec>,
     out: &mpsc::Sender<Vec<u8>>,
     limit: &str,
-) -> Option<(ClientJsonRpcMessage, Value)> {
+    parse: impl Fn(&str) -> serde_json::Result<M>,
+) -> Option<M> {
     loop {
         let line = match lines.next().await? {
             Ok(line) => line,
@@ -252,11 +266,7 @@ async fn next_message(
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = serde_json::from_str::<Value>(&line).and_then(|raw| {
-            let message = serde_json::from_value::<ClientJsonRpcMessage>(raw.clone())?;
-            Ok((message, raw))
-        });
-        match parsed {
+        match parse(&line) {
             Ok(parsed) => return Some(parsed),
             Err(error) => {
                 let message = format!("not a JSON-RPC message: {error}");

@@ -21,6 +21,15 @@ pub const MAX_NODES_READ: usize = 5_000;
 /// Most steps (a neighbour looked at) of one search, over all its passes.
 pub const MAX_STEPS: usize = 200_000;
 
+/// Why a search stopped before it looked at every path it was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// It found one path more than its limit.
+    Limit,
+    /// It read [`MAX_NODES_READ`] nodes or took [`MAX_STEPS`] steps.
+    Bound,
+}
+
 /// A neighbour of a node, as a store reads it: its id and name, and the relation between the
 /// two (in either direction).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +71,7 @@ pub struct AllPathsSearch {
     found: Vec<FoundPath>,
     steps: usize,
     /// Why the search stopped before it looked at every path it was asked for.
-    stopped: Option<&'static str>,
+    stopped: Option<Stopped>,
     /// The node whose neighbours the search waits for.
     wanted: Option<i64>,
 }
@@ -120,7 +129,7 @@ impl AllPathsSearch {
 
     /// The paths found, shortest first, and why the search stopped early (`None` when it
     /// looked at every path it was asked for).
-    pub fn finish(self) -> (Vec<FoundPath>, Option<&'static str>) {
+    pub fn finish(self) -> (Vec<FoundPath>, Option<Stopped>) {
         (self.found, self.stopped)
     }
 
@@ -158,7 +167,7 @@ impl AllPathsSearch {
             }
             self.steps += 1;
             if self.steps > MAX_STEPS {
-                self.stopped = Some("steps");
+                self.stopped = Some(Stopped::Bound);
                 return self.stack.clear();
             }
             // The target ends a path only on the last hop (above); a path through it is none.
@@ -178,7 +187,7 @@ impl AllPathsSearch {
         if !self.neighbours.contains_key(&node) {
             match self.neighbours.len() >= MAX_NODES_READ {
                 true => {
-                    self.stopped = Some("nodes");
+                    self.stopped = Some(Stopped::Bound);
                     self.stack.clear();
                 }
                 false => self.wanted = Some(node),
@@ -192,7 +201,7 @@ impl AllPathsSearch {
     /// stopped) when `limit` paths are found already: there are more than asked for.
     fn record(&mut self, last: Relation) -> bool {
         if self.found.len() >= self.limit {
-            self.stopped = Some("limit");
+            self.stopped = Some(Stopped::Limit);
             return false;
         }
         let mut path = self.names.clone();
@@ -259,7 +268,7 @@ mod tests {
         let (paths, stopped) = search.finish();
         let mut lines: Vec<String> = paths.iter().map(|p| p.path.join(">")).collect();
         if let Some(stopped) = stopped {
-            lines.push(format!("stopped: {stopped}"));
+            lines.push(format!("stopped: {stopped:?}"));
         }
         lines
     }
@@ -281,7 +290,7 @@ mod tests {
         assert_eq!(search(&edges, 0, 3, 1, 10), ["n0>n3"]);
         assert_eq!(
             search(&edges, 0, 3, 6, 2),
-            ["n0>n3", "n0>n1>n3", "stopped: limit"]
+            ["n0>n3", "n0>n1>n3", "stopped: Limit"]
         );
         assert_eq!(search(&edges, 3, 3, 6, 10), ["n3"]);
         // Exactly `limit` paths: no notice of more.
@@ -297,7 +306,7 @@ mod tests {
         let edges: Vec<(i64, i64)> = (1..=10_000).map(|leaf| (0, leaf)).collect();
         assert_eq!(search(&edges, 1, 2, 3, 10), ["n1>n0>n2"]);
         // Within 4 hops every leaf would have to be read: the search says it stopped.
-        assert_eq!(search(&edges, 1, 2, 4, 10), ["n1>n0>n2", "stopped: nodes"]);
+        assert_eq!(search(&edges, 1, 2, 4, 10), ["n1>n0>n2", "stopped: Bound"]);
     }
 
     #[test]
@@ -307,7 +316,7 @@ mod tests {
             .collect();
         let found = search(&edges, 0, 59, 6, 100);
         assert_eq!(found.len(), 101, "{:?}", found.last());
-        assert_eq!(found.last().unwrap(), "stopped: limit");
+        assert_eq!(found.last().unwrap(), "stopped: Limit");
         assert_eq!(found[0], "n0>n59");
     }
 }

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::all_paths::{AllPathsSearch, FoundPath};
+use crate::all_paths::{AllPathsSearch, FoundPath, Stopped};
 use crate::checked::Checked;
 use crate::error::Result;
 use crate::limits;
@@ -105,6 +105,15 @@ impl FindAllPaths {
         }
     }
 
+    /// The search this request asks for, from the node `source` to the node `target` (ids).
+    pub fn search(&self, source: i64, target: i64) -> AllPathsSearch {
+        let (from, to) = (
+            (source, self.from_entity.as_str()),
+            (target, self.to_entity.as_str()),
+        );
+        AllPathsSearch::new(from, to, self.max_depth as usize, self.limit as usize)
+    }
+
     /// The request if both ends are valid node names, `max_depth` is 1–6 and `limit` 1–100;
     /// else [`crate::Error::InvalidArgument`] naming the field.
     pub fn check(self) -> Result<Checked<Self>> {
@@ -133,8 +142,10 @@ impl AllPaths {
     pub fn of(search: AllPathsSearch) -> Self {
         let (paths, stopped) = search.finish();
         let notice = stopped.map(|why| match why {
-            "limit" => "there may be more paths: ask with a higher limit (at most 100)".to_owned(),
-            _ => format!(
+            Stopped::Limit => {
+                "there may be more paths: ask with a higher limit (at most 100)".to_owned()
+            }
+            Stopped::Bound => format!(
                 "the search stopped at its bound ({} nodes' neighbours, {} steps): there may be \
                  more paths; ask with a lower max_depth",
                 crate::all_paths::MAX_NODES_READ,

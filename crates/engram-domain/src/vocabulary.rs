@@ -39,9 +39,12 @@ pub const TYPE_COUNTS_SQL: [&str; 2] = [
 /// the most rows.
 pub const NEIGHBOURS_SQL: &str = include_str!("vocabulary_neighbours.sql");
 
-/// The notice of a list cut at `limit` rows.
-fn more_than(limit: u32, what: &str) -> String {
-    format!("more than {limit} {what}: ask with a higher limit (at most 1,000)")
+/// Keeps the first `limit` of `rows`, read with one more than `limit` so that a cut shows; the
+/// notice saying so (of `what`), when it had more.
+fn cut_to<T>(rows: &mut Vec<T>, limit: u32, what: &str) -> Option<String> {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    more.then(|| format!("more than {limit} {what}: ask with a higher limit (at most 1,000)"))
 }
 
 /// `get_graph_vocabulary`: the entity types and relation types in use, with counts.
@@ -92,10 +95,9 @@ impl GraphVocabulary {
         mut relation_types: Vec<TypeCount>,
         limit: u32,
     ) -> Self {
-        let cut = entity_types.len() > limit as usize || relation_types.len() > limit as usize;
-        entity_types.truncate(limit as usize);
-        relation_types.truncate(limit as usize);
-        let notice = cut.then(|| more_than(limit, "types of a kind"));
+        let what = "types of a kind";
+        let entities_cut = cut_to(&mut entity_types, limit, what);
+        let notice = cut_to(&mut relation_types, limit, what).or(entities_cut);
         Self {
             entity_types,
             relation_types,
@@ -202,10 +204,7 @@ pub struct NodeDescription {
 impl NodeDescription {
     /// `neighbours` (up to `limit + 1` read) cut at `limit`, with the notice.
     pub fn cut_neighbours(mut self, limit: u32) -> Self {
-        if self.neighbours.len() > limit as usize {
-            self.neighbours.truncate(limit as usize);
-            self.notice = Some(more_than(limit, "neighbours"));
-        }
+        self.notice = cut_to(&mut self.neighbours, limit, "neighbours");
         self
     }
 }
@@ -328,8 +327,7 @@ pub struct FilteredRelations {
 impl FilteredRelations {
     /// `relations` (up to `limit + 1` read) cut at `limit`, with the notice.
     pub fn cut(mut relations: Vec<Relation>, limit: u32) -> Self {
-        let notice = (relations.len() > limit as usize).then(|| more_than(limit, "relations"));
-        relations.truncate(limit as usize);
+        let notice = cut_to(&mut relations, limit, "relations");
         Self { relations, notice }
     }
 }

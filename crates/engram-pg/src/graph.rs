@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use engram_domain::all_paths::{AllPathsSearch, Neighbour};
+use engram_domain::all_paths::Neighbour;
 use engram_domain::path::{PathSearch, STEP_SQL};
 use engram_domain::*;
 use tracing::instrument;
@@ -144,11 +144,10 @@ impl GraphStore for PgStore {
         request: &Checked<FindAllPaths>,
     ) -> Result<AllPaths> {
         let (from, to) = (&request.from_entity, &request.to_entity);
-        let (hops, limit) = (request.max_depth as usize, request.limit as usize);
         read!(self, |tx| async {
             let (source, target) = node_pair(&tx, workspace, from, to).await?;
             let step_query = tx.prepare_cached(STEP_SQL).await.map_err(db)?;
-            let mut search = AllPathsSearch::new((source, from), (target, to), hops, limit);
+            let mut search = request.search(source, target);
             while let Some(node) = search.wants() {
                 let rows = tx.query(&step_query, &[&node]).await.map_err(db)?;
                 let neighbours = (rows.iter())

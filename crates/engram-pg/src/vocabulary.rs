@@ -56,12 +56,17 @@ impl VocabularyStore for PgStore {
         request: &Checked<DescribeNode>,
     ) -> Result<NodeDescription> {
         read!(self, |tx| async {
-            let node = node_id(&tx, workspace, &request.name).await?;
+            // The node found by name in the statement that describes it.
             let statement = tx
                 .prepare_cached(include_str!("sql/describe_node.sql"))
                 .await
                 .map_err(db)?;
-            let row = tx.query_one(&statement, &[&node]).await.map_err(db)?;
+            let row = (tx
+                .query_opt(&statement, &[&workspace.0, &request.name])
+                .await)
+                .map_err(db)?
+                .ok_or_else(|| Error::node_not_found(&request.name))?;
+            let node: i64 = row.get("id");
             let (outgoing, incoming): (i64, i64) = (row.get("outgoing"), row.get("incoming"));
             let statement = tx.prepare_cached(NEIGHBOURS_SQL).await.map_err(db)?;
             let limit = i64::from(request.limit) + 1;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
-use engram_domain::all_paths::{AllPathsSearch, Neighbour};
+use engram_domain::all_paths::Neighbour;
 use engram_domain::path::{PathSearch, STEP_SQL};
 use engram_domain::*;
 use rusqlite::params;
@@ -142,12 +142,12 @@ impl GraphStore for SqliteStore {
     ) -> Result<AllPaths> {
         // Every simple path, shortest first: [`engram_domain::all_paths`]'s search, one
         // statement per node whose neighbours it reads (`STEP_SQL`, as `get_path`'s walk).
-        let (from, to) = (request.from_entity.clone(), request.to_entity.clone());
-        let (hops, limit) = (request.max_depth as usize, request.limit as usize);
+        let request = (**request).clone();
         self.pool
             .read(move |tx| {
-                let (source, target) = node_pair(tx, workspace, &from, &to)?;
-                let mut search = AllPathsSearch::new((source, &from), (target, &to), hops, limit);
+                let (from, to) = (&request.from_entity, &request.to_entity);
+                let (source, target) = node_pair(tx, workspace, from, to)?;
+                let mut search = request.search(source, target);
                 while let Some(node) = search.wants() {
                     let neighbours = query(tx, STEP_SQL, [node], |row| {
                         Ok(Neighbour {

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use engram_domain::vocabulary::{NEIGHBOURS_SQL, TYPE_COUNTS_SQL};
 use engram_domain::*;
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use tracing::instrument;
 
 use crate::SqliteStore;
@@ -55,15 +55,15 @@ impl VocabularyStore for SqliteStore {
         let (name, limit) = (request.name.clone(), request.limit);
         self.pool
             .read(move |tx| {
-                let node = node_id(tx, workspace, &name)?;
+                // The node found by name in the statement that describes it.
                 let mut statement = tx
                     .prepare_cached(include_str!("sql/describe_node.sql"))
                     .map_err(db)?;
-                let mut description = statement
-                    .query_row([node], |row| {
+                let described = statement
+                    .query_row(params![workspace.0, name], |row| {
                         let (outgoing, incoming): (i64, i64) =
                             (row.get("outgoing")?, row.get("incoming")?);
-                        Ok(NodeDescription {
+                        let description = NodeDescription {
                             name: row.get("name")?,
                             entity_type: row.get("entity_type")?,
                             summary: row.get("summary")?,
@@ -71,9 +71,13 @@ impl VocabularyStore for SqliteStore {
                             degree: Degree::new(outgoing, incoming),
                             neighbours: Vec::new(),
                             notice: None,
-                        })
+                        };
+                        Ok((row.get::<_, i64>("id")?, description))
                     })
+                    .optional()
                     .map_err(db)?;
+                let (node, mut description) =
+                    described.ok_or_else(|| Error::node_not_found(&name))?;
                 let sql = NEIGHBOURS_SQL;
                 description.neighbours =
                     query(tx, sql, params![node, i64::from(limit) + 1], |row| {
