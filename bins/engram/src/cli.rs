@@ -590,11 +590,12 @@ pub struct ServeArgs {
           requires = "metrics_bind", value_parser = operator_secret)]
     pub metrics_token: Option<String>,
     /// The tools to offer (the others are neither listed nor callable): `default` (every tool
-    /// but group `graph`), `all`, or tools and groups separated by commas: `core` (the
-    /// reference memory server's nine and `search_observations`), `graph` (the graph
-    /// vocabulary: `find_all_paths`, `get_graph_vocabulary`, `describe_node`, `get_subgraph`,
-    /// `get_relations`), `read` (every tool that changes nothing), tool names,
-    /// e.g. `core,get_stats` or `default,graph`. Fewer tools cost a model less context.
+    /// but groups `graph` and `reflections`), `all`, or tools and groups separated by commas:
+    /// `core` (the reference memory server's nine and `search_observations`), `graph` (the
+    /// graph vocabulary: `find_all_paths`, `get_graph_vocabulary`, `describe_node`,
+    /// `get_subgraph`, `get_relations`), `reflections` (`add_reflection`,
+    /// `search_reflections`), `read` (every tool that changes nothing), tool names, e.g.
+    /// `core,get_stats` or `default,graph`. Fewer tools cost a model less context.
     #[arg(long, env = "ENGRAM_TOOLS", default_value = "default")]
     pub tools: engram_mcp::ToolSet,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).

@@ -95,6 +95,9 @@ pub enum HistoryOperation {
     Merged,
     /// Facts were split off into a new node (`content`: its name).
     Split,
+    /// A reflection about the node, or about a relation of it, was written (`content`; a
+    /// relation's ends and type in `from`, `to`, `relation_type`).
+    ReflectionAdded,
     /// The node changed (recorded before histories said how).
     Updated,
 }

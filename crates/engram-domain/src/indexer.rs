@@ -10,6 +10,9 @@
 //! aside (in this process, with their reason) and tried again after a back-off. So finding
 //! rejected texts costs each pass at most one extra call, and texts of other workspaces (or
 //! other texts of the same one) keep being indexed meanwhile.
+//!
+//! Each pass first embeds a batch of reflections that lack a vector (their text alone, one
+//! vector per model, [`crate::reflections`]); one the embedder refuses alone is set aside.
 
 use crate::store::SaveEmbeddings;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -24,7 +27,9 @@ use crate::perspectives::render_document;
 use crate::retry::Failure;
 use crate::store::PendingEmbeddings;
 use crate::vectors::IndexStore;
-use crate::vectors::{EmbeddingRecord, EmbeddingTask, text_hash, usual_dimension, vector_defect};
+use crate::vectors::{
+    EmbeddingRecord, EmbeddingTask, ReflectionVector, text_hash, usual_dimension, vector_defect,
+};
 
 /// Keeps a store's vectors for one embedder current. The loop that calls
 /// [`Indexer::run_once`] (and sleeps when idle) belongs to the binary.
@@ -43,6 +48,8 @@ pub struct Indexer {
     idle: Arc<Mutex<Option<(i64, Instant)>>>,
     /// Where the sweep of pending pairs stands: the next pass reads on from there.
     cursor: Arc<Mutex<PendingCursor>>,
+    /// Reflections the embedder rejected, by id: not tried again by this process.
+    rejected_reflections: Arc<Mutex<HashSet<i64>>>,
 }
 
 /// How long an idle pass vouches that nothing is pending (the binary's loop runs a pass at
@@ -97,6 +104,7 @@ impl Indexer {
             last_suspect: Arc::default(),
             idle: Arc::default(),
             cursor: Arc::default(),
+            rejected_reflections: Arc::default(),
         }
     }
 
@@ -149,6 +157,10 @@ impl Indexer {
     pub async fn run_once(&self) -> Result<usize> {
         let model = self.embedder.model_id();
         let marker = self.store.change_marker().await.ok();
+        let reflections = self.embed_reflections().await?;
+        if reflections > 0 {
+            self.set_idle(None);
+        }
         let mut waiting: HashSet<PairKey> = self.waiting().into_iter().collect();
         waiting.extend(self.suspect_keys());
         let limit = self.batch_size + waiting.len();
@@ -197,8 +209,9 @@ impl Indexer {
         if records.is_empty() && suspects.is_none() {
             // Everything pending was set aside (or nothing was): idle as of `marker`.
             let idle = tasks.len() < limit;
+            let idle = idle && reflections == 0;
             self.set_idle(marker.filter(|_| idle).map(|m| (m, Instant::now())));
-            return Ok(0);
+            return Ok(reflections);
         }
         self.set_idle(None);
         if !texts.is_empty() {
@@ -256,7 +269,58 @@ impl Indexer {
             })
             .await?;
         self.accepted(&records);
-        Ok(records.len())
+        Ok(records.len() + reflections)
+    }
+
+    /// Embeds up to a batch of reflections that lack a vector of the model and saves their
+    /// vectors; how many. A batch the embedder refuses is tried text by text (after a probe
+    /// tells a refusal from an embedder that is down), and a text it refuses alone is set
+    /// aside for the life of the process.
+    async fn embed_reflections(&self) -> Result<usize> {
+        let model = self.embedder.model_id();
+        let skip: Vec<i64> = (self.rejected_reflections.lock())
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        let pending = (self.store)
+            .pending_reflections(model, &skip, self.batch_size)
+            .await?;
+        if pending.is_empty() {
+            return Ok(0);
+        }
+        let texts: Vec<String> = pending.iter().map(|p| p.content.clone()).collect();
+        let embeddings: Vec<Option<Embedding>> = match self.embed_checked(&texts).await {
+            Ok(embeddings) => embeddings.into_iter().map(Some).collect(),
+            Err(_) => {
+                if let Err(down) = self.embed_checked(&[PROBE.to_owned()]).await {
+                    return Err(down);
+                }
+                let mut each = Vec::with_capacity(texts.len());
+                for text in &texts {
+                    let one = self.embed_checked(std::slice::from_ref(text)).await;
+                    each.push(one.ok().and_then(|mut e| e.pop()));
+                }
+                each
+            }
+        };
+        let dimension = usual_dimension_of(embeddings.iter().flatten());
+        let mut vectors = Vec::with_capacity(pending.len());
+        for (reflection, embedding) in pending.iter().zip(embeddings) {
+            match embedding.filter(|e| vector_defect(&e.vector, dimension).is_none()) {
+                Some(embedding) => vectors.push(ReflectionVector {
+                    reflection_id: reflection.id,
+                    embedding,
+                }),
+                None => {
+                    (self.rejected_reflections.lock())
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(reflection.id);
+                }
+            }
+        }
+        self.store.save_reflection_embeddings(model, &vectors).await?;
+        Ok(vectors.len())
     }
 
     /// Whether texts of a refused batch are still to be tried again (the loop calling

@@ -29,6 +29,7 @@ mod nodes;
 mod observations;
 pub mod path;
 pub mod perspectives;
+pub mod reflections;
 mod relations;
 mod retry;
 pub mod search;
@@ -87,6 +88,11 @@ pub use observations::{
     DeleteObservationsResult, DeletedObservations, ObservationAdditions, ObservationDeletions,
     ObservationStore, ReplaceObservation, ReplacedObservation, SimilarFact, SimilarKind,
 };
+pub use reflections::{
+    AddReflection, NodeReflection, Reflection, ReflectionCandidate, ReflectionHit, ReflectionQuery,
+    ReflectionRecord, ReflectionResults, ReflectionStore, ReflectionTarget, ReflectionsImported,
+    RelationTarget, SearchReflections, Target,
+};
 pub use relations::{
     CreateRelations, CreatedRelations, DeleteRelations, DeletedRelations, GetRelationsBetween,
     RelationStore, RelationsResult, RenameRelationType, RenamedRelation,
@@ -135,5 +141,6 @@ pub fn each_tool(visitor: &mut impl ToolVisitor) {
     transfer::operations::tools(visitor);
     stats::tools(visitor);
     search::requests::tools(visitor);
+    reflections::tools(visitor);
     consolidation::tools(visitor);
 }

@@ -347,6 +347,25 @@ pub struct NodeDetail {
     pub created_at: Timestamp,
     /// When it or any of its children was last written.
     pub updated_at: Timestamp,
+    /// Its newest reflections (`add_reflection`), at most
+    /// [`crate::reflections::NODE_REFLECTIONS`], newest first; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reflections: Vec<crate::NodeReflection>,
+    /// How many more reflections it has than `reflections` shows (`search_reflections` with
+    /// the node as target finds them); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_reflections: Option<i64>,
+}
+
+impl NodeDetail {
+    /// The node with its newest reflections (at most
+    /// [`crate::reflections::NODE_REFLECTIONS`], newest first) out of `count`.
+    pub fn with_reflections(mut self, listed: Vec<crate::NodeReflection>, count: i64) -> Self {
+        self.reflections = listed;
+        let more = count - self.reflections.len() as i64;
+        self.more_reflections = (more > 0).then_some(more);
+        self
+    }
 }
 
 /// A node in brief (`get_recently_modified`, `get_orphaned_nodes`).

@@ -792,6 +792,8 @@ mod tests {
             aliases: Vec::new(),
             created_at: Timestamp::default(),
             updated_at: Timestamp::default(),
+            reflections: Vec::new(),
+            more_reflections: None,
         }
     }
 

@@ -23,6 +23,7 @@ use crate::model::WorkspaceId;
 use crate::naming::aliases::Aliased;
 use crate::nodes::NodeStore;
 use crate::observations::ObservationStore;
+use crate::reflections::ReflectionStore;
 use crate::relations::RelationStore;
 use crate::search::candidates::SearchStore;
 use crate::search::tools::Searcher;
@@ -150,6 +151,7 @@ pub trait MemoryStore:
     + IndexStore
     + SearchStore
     + VocabularyStore
+    + ReflectionStore
 {
 }
 
@@ -171,6 +173,7 @@ impl<T> MemoryStore for T where
         + IndexStore
         + SearchStore
         + VocabularyStore
+        + ReflectionStore
         + ?Sized
 {
 }
@@ -216,7 +219,7 @@ mod tests {
         let count = names.len();
         names.dedup();
         assert_eq!(names.len(), count, "a tool is listed twice: {names:?}");
-        assert_eq!(count, 38, "the catalog's 24 tools and 14 extensions");
+        assert_eq!(count, 40, "the catalog's 24 tools and 16 extensions");
         for (name, description, _) in &listed.0 {
             assert!(
                 name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
@@ -254,9 +257,9 @@ mod tests {
         let mut tools: Vec<&str> = listed.0.iter().map(|(name, ..)| *name).collect();
         tools.sort_unstable();
         assert_eq!(named, tools, "the README's Tools section names these");
-        const NUMBERS: [&str; 16] = [
+        const NUMBERS: [&str; 18] = [
             "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-            "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+            "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
         ];
         let extra = NUMBERS[tools.len() - 24];
         assert!(

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 
+use crate::embed::Embedding;
 use crate::error::Result;
 use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::ObservationContext;
@@ -347,4 +348,36 @@ pub trait IndexStore: Send + Sync + 'static {
     async fn clear_embeddings(&self, request: ModelEmbeddings<'_>) -> Result<u64>;
     /// How many (observation, enabled perspective) pairs the workspace has.
     async fn embedding_pairs(&self, workspace: WorkspaceId) -> Result<u64>;
+    /// Up to `limit` reflections, of every workspace, without a `model` vector and not in
+    /// `skip` (those the embedder rejected), oldest first.
+    async fn pending_reflections(
+        &self,
+        model: &str,
+        skip: &[i64],
+        limit: usize,
+    ) -> Result<Vec<PendingReflection>>;
+    /// Stores reflection vectors of `model` (a reflection deleted meanwhile is skipped).
+    async fn save_reflection_embeddings(
+        &self,
+        model: &str,
+        vectors: &[ReflectionVector],
+    ) -> Result<()>;
+}
+
+/// A reflection the indexer is to embed: its text alone, in no perspective's template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingReflection {
+    /// The reflection's id.
+    pub id: i64,
+    /// Its text.
+    pub content: String,
+}
+
+/// A reflection's vector, as the indexer saves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReflectionVector {
+    /// The reflection's id.
+    pub reflection_id: i64,
+    /// Its embedding.
+    pub embedding: Embedding,
 }

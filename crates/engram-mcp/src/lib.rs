@@ -28,7 +28,7 @@ use engram_domain::{Memory, Workspace, WorkspaceId};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Extensions, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool_handler};
-pub use toolset::{CORE, GRAPH, ToolSet, UnknownTool};
+pub use toolset::{CORE, GRAPH, REFLECTIONS, ToolSet, UnknownTool};
 
 use crate::error::ToolError;
 

@@ -1,5 +1,6 @@
-//! Which tools a server offers (`engram serve --tools`): by default every tool but group
-//! `graph` (what agents rarely need, kept out of a model's context unless asked for), or
+//! Which tools a server offers (`engram serve --tools`): by default every tool but groups
+//! `graph` and `reflections` (what agents rarely need, kept out of a model's context unless
+//! asked for), or
 //! `all`, or a subset named by tools and groups. A tool left out is neither listed nor
 //! callable. Independently, a read-only session is offered only the tools that change nothing.
 
@@ -32,9 +33,17 @@ pub const GRAPH: &[&str] = &[
     "get_relations",
 ];
 
-/// The tools a server offers: `default` (every tool but [`GRAPH`]), `all`, or the union of
-/// the named tools and groups (`default`; `core`, [`CORE`]; `graph`, [`GRAPH`]; `read`, every
-/// tool that changes nothing), such as `core,get_stats`.
+/// Reflections, prose kept apart from the facts: group `reflections`, offered with `--tools all`
+/// or `--tools default,reflections`.
+pub const REFLECTIONS: &[&str] = &["add_reflection", "search_reflections"];
+
+/// The named groups (beside `default`, `all` and `read`).
+const GROUPS: [(&str, &[&str]); 3] = [("core", CORE), ("graph", GRAPH), ("reflections", REFLECTIONS)];
+
+/// The tools a server offers: `default` (every tool but [`GRAPH`] and [`REFLECTIONS`]), `all`,
+/// or the union of the named tools and groups (`default`; `core`, [`CORE`]; `graph`, [`GRAPH`];
+/// `reflections`, [`REFLECTIONS`]; `read`, every tool that changes nothing), such as
+/// `core,get_stats`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSet {
     /// `None`: every tool.
@@ -44,10 +53,10 @@ pub struct ToolSet {
 }
 
 impl Default for ToolSet {
-    /// Every tool but [`GRAPH`].
+    /// Every tool but [`GRAPH`] and [`REFLECTIONS`].
     fn default() -> Self {
         let names = (crate::EngramServer::tool_names().into_iter())
-            .filter(|name| !GRAPH.contains(&name.as_str()))
+            .filter(|name| !GRAPH.contains(&name.as_str()) && !REFLECTIONS.contains(&name.as_str()))
             .collect();
         Self {
             names: Some(names),
@@ -77,7 +86,7 @@ impl ToolSet {
 /// A name in `--tools` that is neither a tool nor a group.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown tool or group {0:?}: use `default`, `all`, `core`, `graph`, `read` or tool names such as \
+    "unknown tool or group {0:?}: use `default`, `all`, `core`, `graph`, `reflections`, `read` or tool names such as \
      `search_nodes` (`engram serve --help` lists them), separated by commas"
 )]
 pub struct UnknownTool(pub String);
@@ -85,7 +94,7 @@ pub struct UnknownTool(pub String);
 impl FromStr for ToolSet {
     type Err = UnknownTool;
 
-    /// Parses `all`, or names and groups (`default`, `core`, `graph`, `read`) separated by
+    /// Parses `all`, or names and groups (`default`, `core`, `graph`, `reflections`, `read`) separated by
     /// commas (spaces ignored).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let known = crate::EngramServer::tool_names();
@@ -96,14 +105,10 @@ impl FromStr for ToolSet {
         for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
                 "all" => return Ok(Self::all()),
-                "core" => set
+                group if let Some((_, tools)) = GROUPS.iter().find(|(g, _)| *g == group) => set
                     .names
                     .iter_mut()
-                    .for_each(|n| n.extend(CORE.iter().map(|c| c.to_string()))),
-                "graph" => set
-                    .names
-                    .iter_mut()
-                    .for_each(|n| n.extend(GRAPH.iter().map(|c| c.to_string()))),
+                    .for_each(|n| n.extend(tools.iter().map(|c| c.to_string()))),
                 "default" => {
                     let default = Self::default().names.unwrap_or_default();
                     set.names.iter_mut().for_each(|n| n.extend(default.clone()));
@@ -145,14 +150,18 @@ mod tests {
         assert!(default.offers("set_tags", false));
         assert!(!default.offers("find_all_paths", true));
         assert_eq!("default".parse::<ToolSet>().unwrap(), default);
+        assert!(!default.offers("add_reflection", false));
         let both: ToolSet = "default, graph".parse().unwrap();
         assert!(both.offers("find_all_paths", true) && both.offers("search_nodes", true));
+        let reflections: ToolSet = "default,reflections".parse().unwrap();
+        assert!(reflections.offers("search_reflections", true));
+        assert!(!reflections.offers("find_all_paths", true));
     }
 
     #[test]
     fn every_core_tool_exists_and_unknown_names_are_refused() {
         let known = crate::EngramServer::tool_names();
-        for tool in CORE.iter().chain(GRAPH) {
+        for tool in GROUPS.iter().flat_map(|(_, tools)| tools.iter()) {
             assert!(known.iter().any(|k| k == tool), "{tool}");
         }
         let error = "core,serch_nodes".parse::<ToolSet>().unwrap_err();

@@ -28,6 +28,7 @@ mod merge;
 mod name_locks;
 mod nodes;
 mod observations;
+mod reflections;
 mod relations;
 mod replica;
 mod search;

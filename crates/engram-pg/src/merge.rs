@@ -261,6 +261,16 @@ impl AliasStore for PgStore {
             )
             .await
             .map_err(db)?;
+            // Their reflections move to the target with their facts.
+            for sql in [
+                "UPDATE reflections SET node_id = $1 WHERE node_id = ANY($2)",
+                "UPDATE reflections
+                 SET from_node_id = CASE WHEN from_node_id = ANY($2) THEN $1 ELSE from_node_id END,
+                     to_node_id = CASE WHEN to_node_id = ANY($2) THEN $1 ELSE to_node_id END
+                 WHERE from_node_id = ANY($2) OR to_node_id = ANY($2)",
+            ] {
+                tx.execute(sql, &[&target.id, &source_ids]).await.map_err(db)?;
+            }
             tx.execute("DELETE FROM nodes WHERE id = ANY($1)", &[&source_ids])
                 .await
                 .map_err(db)?;

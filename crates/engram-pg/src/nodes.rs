@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use engram_domain::reflections::NODE_REFLECTIONS;
 use engram_domain::*;
 use serde::Serialize;
 use tokio_postgres::Row;
@@ -314,12 +315,23 @@ impl NodeStore for PgStore {
                 .prepare_cached(
                     "SELECT id, name, entity_type, summary, tags, created_at, updated_at,
                             ARRAY(SELECT alias FROM node_aliases a WHERE a.node_id = nodes.id
-                                  ORDER BY alias) AS aliases
+                                  ORDER BY alias) AS aliases,
+                            (SELECT json_agg(json_build_object(
+                                        'content', x.content, 'author', x.author,
+                                        'mood', x.mood, 'created_at', x.created_at)
+                                    ORDER BY x.created_at DESC, x.id DESC)
+                             FROM (SELECT * FROM reflections r WHERE r.node_id = nodes.id
+                                   ORDER BY r.created_at DESC, r.id DESC LIMIT $3) x)
+                                AS reflections,
+                            (SELECT count(*) FROM reflections r WHERE r.node_id = nodes.id)
+                                AS reflection_count
                      FROM nodes WHERE workspace_id = $1 AND name = ANY($2)",
                 )
                 .await
                 .map_err(db)?;
-            let node_rows = (tx.query(&statement, &[&workspace.0, &names]).await).map_err(db)?;
+            let shown = NODE_REFLECTIONS as i64;
+            let node_rows = (tx.query(&statement, &[&workspace.0, &names, &shown]).await)
+                .map_err(db)?;
             let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
             let time = request.read_time();
             let mut observations = facts_of(&tx, &ids, time).await?;
@@ -335,7 +347,13 @@ impl NodeStore for PgStore {
                         aliases: row.get("aliases"),
                         created_at: row.get("created_at"),
                         updated_at: row.get("updated_at"),
+                        reflections: Vec::new(),
+                        more_reflections: None,
                     };
+                    let listed: Option<serde_json::Value> = row.get("reflections");
+                    let listed = (listed.and_then(|l| serde_json::from_value(l).ok()))
+                        .unwrap_or_default();
+                    let detail = detail.with_reflections(listed, row.get("reflection_count"));
                     (detail.name.clone(), detail)
                 })
                 .collect();

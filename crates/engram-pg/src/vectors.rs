@@ -336,7 +336,11 @@ impl IndexStore for PgStore {
         // Not `read!`: one statement, read on every indexer pass; no transaction round trips.
         single!(self, |client| async {
             let row = client
-                .query_one("SELECT coalesce(max(id), 0) FROM events", &[])
+                .query_one(
+                    "SELECT (SELECT coalesce(max(id), 0) FROM events)
+                            + (SELECT coalesce(max(id), 0) FROM reflections)",
+                    &[],
+                )
                 .await
                 .map_err(db)?;
             Ok::<i64, Error>(row.get(0))
@@ -349,6 +353,13 @@ impl IndexStore for PgStore {
         write!(self, |tx| async {
             tx.execute(
                 "DELETE FROM node_embeddings WHERE workspace_id = $1 AND model = $2",
+                &[&workspace.0, &model],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "DELETE FROM reflection_embeddings e USING reflections r
+                 WHERE r.id = e.reflection_id AND r.workspace_id = $1 AND e.model = $2",
                 &[&workspace.0, &model],
             )
             .await
@@ -375,6 +386,69 @@ impl IndexStore for PgStore {
                 .await
                 .map_err(db)?;
             Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        })
+    }
+
+    #[instrument(skip_all)]
+    async fn pending_reflections(
+        &self,
+        model: &str,
+        skip: &[i64],
+        limit: usize,
+    ) -> Result<Vec<PendingReflection>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        read!(self, |tx| async {
+            let rows = tx
+                .query(
+                    "SELECT r.id, r.content FROM reflections r
+                     WHERE NOT EXISTS (SELECT 1 FROM reflection_embeddings e
+                                       WHERE e.reflection_id = r.id AND e.model = $1)
+                       AND r.id <> ALL($2)
+                     ORDER BY r.id LIMIT $3",
+                    &[&model, &skip, &limit],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|row| PendingReflection {
+                    id: row.get(0),
+                    content: row.get(1),
+                })
+                .collect())
+        })
+    }
+
+    #[instrument(skip_all, fields(count = vectors.len()))]
+    async fn save_reflection_embeddings(
+        &self,
+        model: &str,
+        vectors: &[ReflectionVector],
+    ) -> Result<()> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = vectors.iter().map(|v| v.reflection_id).collect();
+        let embeddings: Vec<Vector> = (vectors.iter())
+            .map(|v| Vector::from(v.embedding.vector.clone()))
+            .collect();
+        let signs: Vec<Option<&[u8]>> = (vectors.iter())
+            .map(|v| v.embedding.token_signs.as_deref())
+            .collect();
+        write!(self, |tx| async {
+            tx.execute(
+                "INSERT INTO reflection_embeddings (reflection_id, model, dims, embedding, token_signs)
+                 SELECT v.id, $1, vector_dims(v.embedding), v.embedding, v.signs
+                 FROM unnest($2::bigint[], $3::vector[], $4::bytea[]) AS v (id, embedding, signs)
+                 WHERE EXISTS (SELECT 1 FROM reflections r WHERE r.id = v.id)
+                 ON CONFLICT (reflection_id, model) DO UPDATE
+                 SET dims = excluded.dims, embedding = excluded.embedding,
+                     token_signs = excluded.token_signs, embedded_at = now()",
+                &[&model, &ids, &embeddings, &signs],
+            )
+            .await
+            .map_err(db)?;
+            Ok(())
         })
     }
 }

@@ -24,6 +24,7 @@ mod history;
 mod merge;
 mod nodes;
 mod observations;
+mod reflections;
 mod relations;
 mod search;
 mod split;

@@ -253,6 +253,20 @@ fn merge(
         params![id_list(&source_ids)],
     )
     .map_err(db)?;
+    // Their reflections move to the target with their facts.
+    for sql in [
+        "UPDATE reflections SET node_id = ?1 WHERE node_id IN (SELECT value FROM json_each(?2))",
+        "UPDATE reflections
+         SET from_node_id = CASE WHEN from_node_id IN (SELECT value FROM json_each(?2))
+                                 THEN ?1 ELSE from_node_id END,
+             to_node_id = CASE WHEN to_node_id IN (SELECT value FROM json_each(?2))
+                               THEN ?1 ELSE to_node_id END
+         WHERE from_node_id IN (SELECT value FROM json_each(?2))
+            OR to_node_id IN (SELECT value FROM json_each(?2))",
+    ] {
+        tx.execute(sql, params![target.id, id_list(&source_ids)])
+            .map_err(db)?;
+    }
     tx.execute(
         "DELETE FROM nodes WHERE id IN (SELECT value FROM json_each(?1))",
         params![id_list(&source_ids)],

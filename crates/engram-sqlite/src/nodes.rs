@@ -385,6 +385,8 @@ impl NodeStore for SqliteStore {
                                 aliases: strings(row, "aliases")?,
                                 created_at: timestamp(row.get("created_at")?),
                                 updated_at: timestamp(row.get("updated_at")?),
+                                reflections: Vec::new(),
+                                more_reflections: None,
                             };
                             Ok((id, detail))
                         })
@@ -393,6 +395,8 @@ impl NodeStore for SqliteStore {
                     match found {
                         Some((id, mut detail)) => {
                             detail.observations = validity::facts(tx, id, time)?;
+                            let (listed, count) = crate::reflections::of_node(tx, id)?;
+                            detail = detail.with_reflections(listed, count);
                             ids.push(id);
                             result.entities.push(detail);
                         }

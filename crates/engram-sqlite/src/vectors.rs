@@ -518,9 +518,12 @@ impl IndexStore for SqliteStore {
     async fn change_marker(&self) -> Result<i64> {
         self.pool
             .read(move |tx| {
-                tx.query_row("SELECT coalesce(max(id), 0) FROM events", [], |row| {
-                    row.get(0)
-                })
+                tx.query_row(
+                    "SELECT (SELECT coalesce(max(id), 0) FROM events)
+                            + (SELECT coalesce(max(id), 0) FROM reflections)",
+                    [],
+                    |row| row.get(0),
+                )
                 .map_err(db)
             })
             .await
@@ -540,6 +543,12 @@ impl IndexStore for SqliteStore {
                 tx.execute(
                     "DELETE FROM vector_list_sets WHERE model = ?2
                      AND perspective_id IN (SELECT id FROM perspectives WHERE workspace_id = ?1)",
+                    params![workspace.0, model],
+                )
+                .map_err(db)?;
+                tx.execute(
+                    "DELETE FROM reflection_embeddings WHERE model = ?2
+                     AND reflection_id IN (SELECT id FROM reflections WHERE workspace_id = ?1)",
                     params![workspace.0, model],
                 )
                 .map_err(db)?;
@@ -568,6 +577,78 @@ impl IndexStore for SqliteStore {
                     )
                     .map_err(db)?;
                 Ok(u64::try_from(pairs).unwrap_or(0))
+            })
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn pending_reflections(
+        &self,
+        model: &str,
+        skip: &[i64],
+        limit: usize,
+    ) -> Result<Vec<PendingReflection>> {
+        let (model, skip) = (model.to_owned(), id_list(skip));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.pool
+            .read(move |tx| {
+                query(
+                    tx,
+                    "SELECT r.id, r.content FROM reflections r
+                     WHERE NOT EXISTS (SELECT 1 FROM reflection_embeddings e
+                                       WHERE e.reflection_id = r.id AND e.model = ?1)
+                       AND r.id NOT IN (SELECT value FROM json_each(?2))
+                     ORDER BY r.id LIMIT ?3",
+                    params![model, skip, limit],
+                    |row| {
+                        Ok(PendingReflection {
+                            id: row.get(0)?,
+                            content: row.get(1)?,
+                        })
+                    },
+                )
+            })
+            .await
+    }
+
+    #[instrument(skip_all, fields(count = vectors.len()))]
+    async fn save_reflection_embeddings(
+        &self,
+        model: &str,
+        vectors: &[ReflectionVector],
+    ) -> Result<()> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        let model = model.to_owned();
+        let vectors = vectors.to_vec();
+        self.pool
+            .write(move |tx| {
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO reflection_embeddings
+                             (reflection_id, model, dims, embedding, token_signs, embedded_at)
+                         SELECT ?1, ?2, ?3, ?4, ?5, engram_now()
+                         WHERE EXISTS (SELECT 1 FROM reflections WHERE id = ?1)
+                         ON CONFLICT (reflection_id, model) DO UPDATE
+                         SET dims = excluded.dims, embedding = excluded.embedding,
+                             token_signs = excluded.token_signs,
+                             embedded_at = excluded.embedded_at",
+                    )
+                    .map_err(db)?;
+                for v in &vectors {
+                    let vector = &v.embedding.vector;
+                    insert
+                        .execute(params![
+                            v.reflection_id,
+                            model,
+                            vector.len() as i64,
+                            to_blob(vector),
+                            v.embedding.token_signs
+                        ])
+                        .map_err(db)?;
+                }
+                Ok(())
             })
             .await
     }

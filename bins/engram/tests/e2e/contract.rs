@@ -128,7 +128,7 @@ fn model_facing_chars(tools: &[rmcp::model::Tool]) -> usize {
 
 pub async fn the_tool_list_fits_the_caller(backend: Backend) {
     // The test servers offer every tool (`--tools all`); the binary's default leaves out
-    // group `graph`.
+    // groups `graph` and `reflections`.
     let everything = TestServer::start(backend, &["demo"]).await;
     let client = everything.streamable_client("demo").await;
     let every_tool = client.list_all_tools().await.unwrap();
@@ -145,8 +145,9 @@ pub async fn the_tool_list_fits_the_caller(backend: Backend) {
     let name = |tool: &rmcp::model::Tool| tool.name.to_string();
     let offered: Vec<String> = all.iter().map(name).collect();
     for tool in every_tool.iter().map(name) {
-        let graph = engram_mcp::GRAPH.contains(&tool.as_str());
-        assert_eq!(offered.contains(&tool), !graph, "{tool}");
+        let optional = engram_mcp::GRAPH.contains(&tool.as_str())
+            || engram_mcp::REFLECTIONS.contains(&tool.as_str());
+        assert_eq!(offered.contains(&tool), !optional, "{tool}");
     }
 
     let guard = engram::http::Guard {

@@ -411,6 +411,8 @@ mod tests {
             aliases: Vec::new(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
+            reflections: Vec::new(),
+            more_reflections: None,
         }
     }
 

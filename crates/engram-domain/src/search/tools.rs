@@ -295,6 +295,29 @@ impl Searcher {
         })
     }
 
+    /// `query` embedded as a search query in no perspective's template (cached as the
+    /// searches' renderings are), with the model's id; `Err` holds the notice saying why it
+    /// could not be (no embedder, or it is unavailable), so the caller answers from text.
+    ///
+    /// Errors: none of its own; the outer `Result` is for the embedder's answers that make no
+    /// sense.
+    pub(crate) async fn query_embedding(
+        &self,
+        query: &str,
+    ) -> Result<std::result::Result<(String, Arc<crate::Embedding>), String>> {
+        let Some(embedder) = &self.embedder else {
+            return Ok(Err("no embedding model is configured; answered by full-text search".into()));
+        };
+        let text = query.to_owned();
+        match self.query_embedding.embed(embedder, std::slice::from_ref(&text)).await {
+            Ok(mut known) => Ok(known
+                .remove(&text)
+                .map(|embedding| (embedder.model_id().to_owned(), embedding))
+                .ok_or_else(|| "the embedder gave no vector; answered by full-text search".into())),
+            Err(error) => Ok(Err(fallback_notice(&error)?)),
+        }
+    }
+
     /// The perspective whose aggregate vectors stand for a node: `general`, or the first
     /// enabled one.
     ///

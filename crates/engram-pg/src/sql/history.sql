@@ -1,6 +1,7 @@
 -- $1 node id, $2 only before this time (NULL: up to now), $3 page size. A node's history,
 -- newest first, read from what the store keeps: the node's creation, each observation's first
--- text, its replaced versions and its end, the relations touching it (current and ended), and
+-- text, its replaced versions and its end, the relations touching it (current and ended), the
+-- reflections about it or its relations, and
 -- the events of what leaves no row: deletions (no text), and the node's own changes (one entry
 -- per field an update event names). A `relation delete` event recorded with a relation's end
 -- is the end, not a deletion. The page is `$3` entries and any more at the last one's instant.
@@ -67,6 +68,13 @@ WITH entries AS (
                                   ELSE string_to_array(nullif(e.detail, ''), ',') END)
          AS f (field) ON true
     WHERE e.node_id = $1 AND e.subject = 'node' AND e.operation = 'update'
+  UNION ALL
+    -- Reflections about the node or about a relation of it (the relation's ends and type).
+    SELECT r.created_at, 'reflection_added', NULL, r.content, NULL, f.name, t.name,
+           r.relation_type, NULL, NULL, r.created_at
+    FROM reflections r
+    LEFT JOIN nodes f ON f.id = r.from_node_id LEFT JOIN nodes t ON t.id = r.to_node_id
+    WHERE r.node_id = $1 OR r.from_node_id = $1 OR r.to_node_id = $1
 ), page AS (
     SELECT at FROM entries
     WHERE $2::timestamptz IS NULL OR at < $2

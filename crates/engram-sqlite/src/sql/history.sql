@@ -1,6 +1,7 @@
 -- ?1 node id, ?2 only before this time (NULL: up to now), ?3 page size. A node's history,
 -- newest first, read from what the store keeps: the node's creation, each observation's first
--- text, its replaced versions and its end, the relations touching it (current and ended), and
+-- text, its replaced versions and its end, the relations touching it (current and ended), the
+-- reflections about it or its relations, and
 -- the events of what leaves no row: deletions (no text) and the node's own changes. The page is
 -- ?3 entries and any more at the last one's instant. Times are microseconds.
 -- A `relation delete` event recorded with a relation's end is the end, not a deletion; a
@@ -70,6 +71,13 @@ WITH entries (at, operation, ordinal, content, old_content, from_name, to_name, 
                              THEN '[null]'
                              ELSE '["' || replace(e.detail, ',', '","') || '"]' END) AS f
     WHERE e.node_id = ?1 AND e.subject = 'node' AND e.operation = 'update'
+  UNION ALL
+    -- Reflections about the node or about a relation of it (the relation's ends and type).
+    SELECT r.created_at, 'reflection_added', NULL, r.content, NULL, f.name, t.name,
+           r.relation_type, NULL, NULL, r.created_at
+    FROM reflections r
+    LEFT JOIN nodes f ON f.id = r.from_node_id LEFT JOIN nodes t ON t.id = r.to_node_id
+    WHERE r.node_id = ?1 OR r.from_node_id = ?1 OR r.to_node_id = ?1
 ), page AS (
     SELECT at FROM entries
     WHERE ?2 IS NULL OR at < ?2
