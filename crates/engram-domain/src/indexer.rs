@@ -319,7 +319,9 @@ impl Indexer {
                 }
             }
         }
-        self.store.save_reflection_embeddings(model, &vectors).await?;
+        self.store
+            .save_reflection_embeddings(model, &vectors)
+            .await?;
         Ok(vectors.len())
     }
 

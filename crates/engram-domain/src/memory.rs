@@ -288,6 +288,36 @@ impl Memory {
         operations::import(&*self.store, self.secrets, workspace, request).await
     }
 
+    // `reflections.rs`.
+
+    /// Up to `limit` (1–1,000) of the workspace's reflections with ids after `after`, in id
+    /// order (`engram export`).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a bad `limit`.
+    pub async fn reflections_page(
+        &self,
+        workspace: WorkspaceId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<crate::Reflection>> {
+        crate::reflections::page(&*self.store, workspace, after, limit).await
+    }
+
+    /// Imports at most 1,000 reflections in one transaction (see
+    /// [`crate::ReflectionStore::import_reflections`]): each is checked as `add_reflection`
+    /// checks its arguments, and a batch with an invalid record writes nothing.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming the record (`reflections[2].content`).
+    pub async fn import_reflections(
+        &self,
+        workspace: WorkspaceId,
+        records: Vec<crate::ReflectionRecord>,
+    ) -> Result<crate::ReflectionsImported> {
+        crate::reflections::import(&*self.store, self.secrets, workspace, records).await
+    }
+
     // `auth.rs`.
 
     /// Creates the token `request` describes, made from `random` (40 bytes from the operating

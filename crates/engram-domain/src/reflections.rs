@@ -14,9 +14,9 @@ use crate::checked::Checked;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::model::*;
+use crate::search::calibration;
 use crate::search::candidates::{Candidate, CandidateQuery, ObservationRow, QueryVector, Signals};
 use crate::search::ranking::{self, QueryCues};
-use crate::search::calibration;
 use crate::search::results::SearchMode;
 use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 
@@ -412,7 +412,10 @@ impl Tool for SearchReflections {
             author: self.author.as_deref(),
             mood: self.mood.as_deref(),
         };
-        let candidates = context.store.reflection_candidates(workspace, &query).await?;
+        let candidates = context
+            .store
+            .reflection_candidates(workspace, &query)
+            .await?;
         let calibration = search.embedder().and_then(|e| e.calibration());
         let query_vector = vector.map(|embedding| QueryVector {
             perspective: PerspectiveId(0),
@@ -435,7 +438,9 @@ impl Tool for SearchReflections {
     }
 
     fn node_names(&mut self) -> Vec<&mut String> {
-        self.target.as_mut().map_or_else(Vec::new, ReflectionTarget::names)
+        self.target
+            .as_mut()
+            .map_or_else(Vec::new, ReflectionTarget::names)
     }
 }
 
@@ -533,7 +538,14 @@ fn scored(
     let mut notice = None;
     if let Some((calibration, default, rescue)) = calibration::of_mode(mode, model) {
         let least = min_score.unwrap_or(default);
-        let best = ranking::calibrate(&mut ranked, &cues, &calibration, least, rescue.as_ref(), mode);
+        let best = ranking::calibrate(
+            &mut ranked,
+            &cues,
+            &calibration,
+            least,
+            rescue.as_ref(),
+            mode,
+        );
         notice = best.map(|(_, score)| {
             format!(
                 "no reflection matched: {found} scored below min_score {least} (the best: {}); \
@@ -588,21 +600,20 @@ impl From<Reflection> for ReflectionRecord {
 
 impl ReflectionRecord {
     /// The record as the secret policy leaves it, if every field is within its limits (the
-    /// fields named `reflection.content`, …); [`Error::InvalidArgument`] otherwise.
-    pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
-        self.target.target("reflection.target")?;
-        limits::content("reflection.content", &self.content)?;
-        self.content = secrets.screen("reflection.content", &self.content)?.into_owned();
-        for (field, value) in [
-            ("reflection.author", &mut self.author),
-            ("reflection.mood", &mut self.mood),
-        ] {
+    /// fields named `{at}.content`, …); [`Error::InvalidArgument`] otherwise.
+    pub fn check(mut self, secrets: crate::SecretPolicy, at: &str) -> Result<Checked<Self>> {
+        self.target.target(&format!("{at}.target"))?;
+        let content = format!("{at}.content");
+        limits::content(&content, &self.content)?;
+        self.content = secrets.screen(&content, &self.content)?.into_owned();
+        for (field, value) in [("author", &mut self.author), ("mood", &mut self.mood)] {
             if let Some(text) = value {
-                limits::name(field, text)?;
-                *text = secrets.screen(field, text)?.into_owned();
+                let field = format!("{at}.{field}");
+                limits::name(&field, text)?;
+                *text = secrets.screen(&field, text)?.into_owned();
             }
         }
-        limits::timestamp("reflection.created_at", self.created_at)?;
+        limits::timestamp(&format!("{at}.created_at"), self.created_at)?;
         Ok(Checked::new(self))
     }
 }
@@ -665,6 +676,31 @@ pub fn target_text(target: &ReflectionTarget) -> String {
         (_, Some(r)) => format!("relation {} -[{}]-> {}", r.from, r.relation_type, r.to),
         _ => "the workspace".to_owned(),
     }
+}
+
+/// The semantics of [`Memory::reflections_page`](crate::Memory::reflections_page).
+pub(crate) async fn page(
+    store: &dyn crate::MemoryStore,
+    workspace: WorkspaceId,
+    after: i64,
+    limit: u32,
+) -> Result<Vec<Reflection>> {
+    limits::within("limit", limit, limits::LIMIT)?;
+    store.reflections_page(workspace, after, limit).await
+}
+
+/// The semantics of [`Memory::import_reflections`](crate::Memory::import_reflections).
+pub(crate) async fn import(
+    store: &dyn crate::MemoryStore,
+    secrets: crate::SecretPolicy,
+    workspace: WorkspaceId,
+    records: Vec<ReflectionRecord>,
+) -> Result<ReflectionsImported> {
+    limits::batch("reflections", &records)?;
+    let checked = (records.into_iter().enumerate())
+        .map(|(i, record)| record.check(secrets, &format!("reflections[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
+    store.import_reflections(workspace, &checked).await
 }
 
 pub(crate) fn tools(visitor: &mut impl ToolVisitor) {

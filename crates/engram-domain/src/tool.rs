@@ -258,8 +258,24 @@ mod tests {
         tools.sort_unstable();
         assert_eq!(named, tools, "the README's Tools section names these");
         const NUMBERS: [&str; 18] = [
-            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-            "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
         ];
         let extra = NUMBERS[tools.len() - 24];
         assert!(

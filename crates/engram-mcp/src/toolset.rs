@@ -38,7 +38,11 @@ pub const GRAPH: &[&str] = &[
 pub const REFLECTIONS: &[&str] = &["add_reflection", "search_reflections"];
 
 /// The named groups (beside `default`, `all` and `read`).
-const GROUPS: [(&str, &[&str]); 3] = [("core", CORE), ("graph", GRAPH), ("reflections", REFLECTIONS)];
+const GROUPS: [(&str, &[&str]); 3] = [
+    ("core", CORE),
+    ("graph", GRAPH),
+    ("reflections", REFLECTIONS),
+];
 
 /// The tools a server offers: `default` (every tool but [`GRAPH`] and [`REFLECTIONS`]), `all`,
 /// or the union of the named tools and groups (`default`; `core`, [`CORE`]; `graph`, [`GRAPH`];

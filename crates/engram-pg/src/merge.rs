@@ -269,7 +269,9 @@ impl AliasStore for PgStore {
                      to_node_id = CASE WHEN to_node_id = ANY($2) THEN $1 ELSE to_node_id END
                  WHERE from_node_id = ANY($2) OR to_node_id = ANY($2)",
             ] {
-                tx.execute(sql, &[&target.id, &source_ids]).await.map_err(db)?;
+                tx.execute(sql, &[&target.id, &source_ids])
+                    .await
+                    .map_err(db)?;
             }
             tx.execute("DELETE FROM nodes WHERE id = ANY($1)", &[&source_ids])
                 .await

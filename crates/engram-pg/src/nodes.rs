@@ -330,8 +330,8 @@ impl NodeStore for PgStore {
                 .await
                 .map_err(db)?;
             let shown = NODE_REFLECTIONS as i64;
-            let node_rows = (tx.query(&statement, &[&workspace.0, &names, &shown]).await)
-                .map_err(db)?;
+            let node_rows =
+                (tx.query(&statement, &[&workspace.0, &names, &shown]).await).map_err(db)?;
             let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
             let time = request.read_time();
             let mut observations = facts_of(&tx, &ids, time).await?;
@@ -351,8 +351,8 @@ impl NodeStore for PgStore {
                         more_reflections: None,
                     };
                     let listed: Option<serde_json::Value> = row.get("reflections");
-                    let listed = (listed.and_then(|l| serde_json::from_value(l).ok()))
-                        .unwrap_or_default();
+                    let listed =
+                        (listed.and_then(|l| serde_json::from_value(l).ok())).unwrap_or_default();
                     let detail = detail.with_reflections(listed, row.get("reflection_count"));
                     (detail.name.clone(), detail)
                 })

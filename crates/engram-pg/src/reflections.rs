@@ -116,7 +116,11 @@ impl ReflectionStore for PgStore {
     ) -> Result<Reflection> {
         write!(self, |tx| async {
             let ids = target_ids(&tx, workspace, &request.target).await?;
-            let relation_type = request.target.relation.as_ref().map(|r| r.relation_type.as_str());
+            let relation_type = request
+                .target
+                .relation
+                .as_ref()
+                .map(|r| r.relation_type.as_str());
             let texts = [
                 Some(request.content.as_str()),
                 request.author.as_deref(),
@@ -134,7 +138,9 @@ impl ReflectionStore for PgStore {
         query: &ReflectionQuery<'_>,
     ) -> Result<Vec<ReflectionCandidate>> {
         let vector = query.vector.map(|v| Vector::from(v.to_vec()));
-        let dims = query.vector.map(|v| i32::try_from(v.len()).unwrap_or(i32::MAX));
+        let dims = query
+            .vector
+            .map(|v| i32::try_from(v.len()).unwrap_or(i32::MAX));
         let depth = i64::try_from(query.depth).unwrap_or(i64::MAX);
         read!(self, |tx| async {
             let ids = match query.target {
@@ -261,7 +267,14 @@ impl ReflectionStore for PgStore {
                            AND from_node_id IS NOT DISTINCT FROM $3
                            AND to_node_id IS NOT DISTINCT FROM $4
                            AND relation_type IS NOT DISTINCT FROM $5 AND content = $6",
-                        &[&workspace.0, &ids.node, &from, &to, &relation_type, &record.content],
+                        &[
+                            &workspace.0,
+                            &ids.node,
+                            &from,
+                            &to,
+                            &relation_type,
+                            &record.content,
+                        ],
                     )
                     .await
                     .map_err(db)?;

@@ -6,8 +6,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use engram_domain::reflections::{
-    self,
-    REFLECTION_COLUMNS, REFLECTION_JOINS, RELATION_ENDS_SQL, TargetIds, relation_not_found,
+    self, REFLECTION_COLUMNS, REFLECTION_JOINS, RELATION_ENDS_SQL, TargetIds, relation_not_found,
     target_text,
 };
 use engram_domain::search::{similarity, words};
@@ -274,9 +273,9 @@ impl ReflectionStore for SqliteStore {
                 Ok((reflections.into_iter().zip(signals))
                     .map(|(reflection, (_, embedding, token_signs))| {
                         let id = reflection.id;
-                        let similarity = (query_vector.as_deref()).zip(embedding).map(|(q, e)| {
-                            f64::from(similarity::cosine(q, &from_blob(&e)))
-                        });
+                        let similarity = (query_vector.as_deref())
+                            .zip(embedding)
+                            .map(|(q, e)| f64::from(similarity::cosine(q, &from_blob(&e))));
                         ReflectionCandidate {
                             reflection,
                             similarity,
@@ -334,7 +333,14 @@ impl ReflectionStore for SqliteStore {
                             "SELECT 1 FROM reflections WHERE workspace_id = ?1
                                AND node_id IS ?2 AND from_node_id IS ?3 AND to_node_id IS ?4
                                AND relation_type IS ?5 AND content = ?6",
-                            params![workspace.0, ids.node, from, to, relation_type, record.content],
+                            params![
+                                workspace.0,
+                                ids.node,
+                                from,
+                                to,
+                                relation_type,
+                                record.content
+                            ],
                             |_| Ok(()),
                         )
                         .optional()

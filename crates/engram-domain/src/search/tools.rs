@@ -306,10 +306,16 @@ impl Searcher {
         query: &str,
     ) -> Result<std::result::Result<(String, Arc<crate::Embedding>), String>> {
         let Some(embedder) = &self.embedder else {
-            return Ok(Err("no embedding model is configured; answered by full-text search".into()));
+            return Ok(Err(
+                "no embedding model is configured; answered by full-text search".into(),
+            ));
         };
         let text = query.to_owned();
-        match self.query_embedding.embed(embedder, std::slice::from_ref(&text)).await {
+        match self
+            .query_embedding
+            .embed(embedder, std::slice::from_ref(&text))
+            .await
+        {
             Ok(mut known) => Ok(known
                 .remove(&text)
                 .map(|embedding| (embedder.model_id().to_owned(), embedding))

@@ -120,6 +120,13 @@ async fn every_tool_makes_its_calls(store: Arc<dyn MemoryStore>) {
     };
     memory.call(ws, from_alice).await.unwrap();
     note("get_relations", transactions::take());
+    let reflection = AddReflection::new(ReflectionTarget::node("Alice"), "Alice was a good hire");
+    memory.call(ws, reflection).await.unwrap();
+    note("add_reflection", transactions::take());
+    (memory.call(ws, SearchReflections::new("good hire")))
+        .await
+        .unwrap();
+    note("search_reflections", transactions::take());
     memory.call(ws, GetOrphanedNodes {}).await.unwrap();
     note("get_orphaned_nodes", transactions::take());
     memory.call(ws, FindUnlinkedReferences {}).await.unwrap();
@@ -302,6 +309,9 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
     ("describe_node", &["describe_node"]),
     ("get_subgraph", &["get_subgraph"]),
     ("get_relations", &["get_relations"]),
+    ("add_reflection", &["add_reflection"]),
+    // Reflections have no perspectives: the query is embedded as it is.
+    ("search_reflections", &["reflection_candidates"]),
     ("get_orphaned_nodes", &["get_orphaned_nodes"]),
     ("find_unlinked_references", &["find_unlinked_references"]),
     ("get_pending_consolidation", &["get_pending_consolidation"]),

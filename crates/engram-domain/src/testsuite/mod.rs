@@ -29,6 +29,7 @@ mod properties_admin;
 mod properties_curation;
 mod properties_reads;
 mod properties_writes;
+mod reflections;
 mod relations;
 mod search;
 mod secrets;
@@ -59,6 +60,7 @@ pub use properties_admin::*;
 pub use properties_curation::*;
 pub use properties_reads::*;
 pub use properties_writes::*;
+pub use reflections::*;
 pub use relations::*;
 pub use search::*;
 pub use secrets::*;
@@ -143,6 +145,12 @@ macro_rules! memory_store_test_suite {
             rename_relation_type_renames_one_relation,
             rename_onto_an_existing_relation_conflicts_and_changes_nothing,
             get_relations_between_lists_both_directions_sorted,
+            // reflections
+            reflections_are_kept_found_and_shown_with_their_node,
+            a_bad_reflection_is_refused_naming_the_argument_and_writes_nothing,
+            reflections_keep_to_their_workspace,
+            reflections_follow_their_node_through_merges_and_deletes,
+            reflections_are_exported_and_imported_once,
             // graph
             neighborhood_walks_relations_both_ways_through_a_cycle,
             get_path_finds_a_shortest_path_in_either_direction,

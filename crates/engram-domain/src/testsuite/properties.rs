@@ -240,6 +240,8 @@ pub struct Snapshot {
     pub perspectives: Vec<Perspective>,
     /// Every token.
     pub tokens: Vec<TokenInfo>,
+    /// The workspace's first 1,000 reflections.
+    pub reflections: Vec<crate::Reflection>,
 }
 
 impl Snapshot {
@@ -288,6 +290,7 @@ impl Snapshot {
             (self.workspaces != other.workspaces, "the workspaces"),
             (self.perspectives != other.perspectives, "the perspectives"),
             (self.tokens != other.tokens, "the tokens"),
+            (self.reflections != other.reflections, "the reflections"),
         ]
         .into_iter()
         .find_map(|(differs, what)| differs.then_some(what))
@@ -350,6 +353,7 @@ impl Harness {
                 workspaces: Vec::new(),
                 perspectives: Vec::new(),
                 tokens: Vec::new(),
+                reflections: Vec::new(),
             },
             cases: 0,
             ok: 0,
@@ -426,6 +430,7 @@ impl Harness {
             workspaces: m.list_workspaces().await.unwrap(),
             perspectives: m.perspectives(ws).await.unwrap(),
             tokens: m.tokens(None).await.unwrap(),
+            reflections: m.reflections_page(ws, 0, 1_000).await.unwrap(),
         }
     }
 

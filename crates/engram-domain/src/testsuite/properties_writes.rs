@@ -29,6 +29,8 @@ pub const WRITE_TOOLS: &[&str] = &[
     "delete_relations",
     "rename_relation_type",
     "delete_entities",
+    "add_reflection",
+    "search_reflections",
 ];
 
 pub async fn properties_of_the_write_tools_hold_for_generated_arguments(
@@ -56,6 +58,9 @@ pub async fn properties_of_the_write_tools_hold_for_generated_arguments(
     for _ in 0..CASES {
         delete_relations(&mut h).await;
         rename_relation_type(&mut h).await;
+    }
+    for _ in 0..CASES {
+        reflections(&mut h).await;
     }
     for _ in 0..CASES {
         delete_entities(&mut h).await;
@@ -599,5 +604,66 @@ async fn delete_entities(h: &mut Harness) {
     }
     if after.nodes().count() < 3 {
         h.reseed().await;
+    }
+}
+
+/// `add_reflection` about a node that often exists, a relation or the workspace (sometimes
+/// none, sometimes two at once), with generated texts; then `search_reflections` for a
+/// generated query over it.
+async fn reflections(h: &mut Harness) {
+    h.case().await;
+    let (a, b) = (h.name(), h.name());
+    let kind = h.draw(0..5_u8);
+    let relation_type = h.entity_type();
+    let target = match kind {
+        0 => crate::ReflectionTarget::default(),
+        1 => crate::ReflectionTarget::workspace(),
+        2 => crate::ReflectionTarget::relation(&a, &relation_type, &b),
+        3 => crate::ReflectionTarget {
+            workspace: true,
+            ..crate::ReflectionTarget::node(&a)
+        },
+        _ => crate::ReflectionTarget::node(&a),
+    };
+    let content = h.draw(text());
+    let mood = h.draw(prop_oneof![3 => Just(None), 1 => text().prop_map(Some)]);
+    let mut blame = Blame::default();
+    blame.unless(matches!(kind, 1 | 2 | 4), "target");
+    match kind {
+        2 => {
+            blame.unless(name_ok(&a), "target.relation.from");
+            blame.unless(name_ok(&b), "target.relation.to");
+            blame.unless(name_ok(&relation_type), "target.relation.relation_type");
+        }
+        4 => blame.unless(name_ok(&a), "target.node"),
+        _ => {}
+    }
+    blame.unless(content_ok(&content), "content");
+    if let Some(mood) = &mood {
+        blame.unless(name_ok(mood), "mood");
+    }
+    let request = crate::AddReflection {
+        target: target.clone(),
+        content: content.clone(),
+        author: None,
+        mood,
+    };
+    let m = h.memory.clone();
+    let input = (&target, &content);
+    if let Some(kept) = h.run("add_reflection", &input, &blame, m.call(h.ws, request)).await {
+        assert_eq!(kept.content, content, "{}", short(&input));
+    }
+
+    h.case().await;
+    let query = h.draw(text());
+    let limit = h.draw(count());
+    let mut blame = Blame::default();
+    blame.unless(query_ok(&query), "query");
+    blame.unless((1..=100).contains(&limit), "limit");
+    let mut request = crate::SearchReflections::new(&query);
+    request.limit = limit;
+    let call = m.call(h.ws, request);
+    if let Some(found) = h.run("search_reflections", &(&query, limit), &blame, call).await {
+        assert!(found.results.len() <= limit as usize, "{}", short(&query));
     }
 }

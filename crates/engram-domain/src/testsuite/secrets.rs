@@ -51,6 +51,26 @@ async fn write_everywhere(
             .map(drop),
     ));
     attempts.push((
+        "content",
+        (memory.call(
+            ws,
+            crate::AddReflection::new(crate::ReflectionTarget::node("Staging"), secret),
+        ))
+        .await
+        .map(drop),
+    ));
+    let reflection = crate::ReflectionRecord {
+        target: crate::ReflectionTarget::workspace(),
+        content: secret.to_owned(),
+        author: None,
+        mood: None,
+        created_at: chrono::Utc::now(),
+    };
+    attempts.push((
+        "reflections[0].content",
+        (memory.import_reflections(ws, vec![reflection]).await).map(drop),
+    ));
+    attempts.push((
         "summary",
         memory
             .call(ws, SetSummary::new("Staging", secret))
