@@ -2,15 +2,15 @@
 //! the reference memory server's JSONL (to go back to it), or drawn as Mermaid or DOT.
 //!
 //! Pages are read one at a time (each page one snapshot), so memory stays bounded for the
-//! JSONL formats. All nodes come before all relations, so an import never waits on an
-//! endpoint. A workspace written to during an export may come out as a mix of before and
+//! JSONL formats. All nodes come before all relations, and reflections come last, so an
+//! import never waits on an endpoint or a target. A workspace written to during an export may come out as a mix of before and
 //! after (pages are separate snapshots); export from a quiet workspace for an exact copy.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
 use engram_domain::transfer::{GraphPageQuery, NodeRecord, RelationRecord};
-use engram_domain::{GetNeighborhood, Memory, Relation, WorkspaceId};
+use engram_domain::{GetNeighborhood, Memory, ReflectionRecord, Relation, WorkspaceId};
 use serde::Serialize;
 
 use crate::cli::{ExportArgs, ExportFormat};
@@ -86,6 +86,7 @@ pub async fn run(memory: &Memory, args: &ExportArgs, out: &mut dyn Write) -> Res
                 },
             )
             .await?;
+            write_reflections(memory, workspace.id, out).await?;
         }
         ExportFormat::Anthropic => {
             // What the reference server's format has no field for, counted to be said.
@@ -184,6 +185,31 @@ async fn write_lines(
         Ok(())
     })
     .await
+}
+
+/// Writes the workspace's reflections, oldest first, after its nodes and relations (so an
+/// import finds their targets).
+async fn write_reflections(
+    memory: &Memory,
+    workspace: WorkspaceId,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut after = 0;
+    loop {
+        let page = memory.reflections_page(workspace, after, PAGE).await?;
+        for reflection in &page {
+            let record = ReflectionRecord::from(reflection.clone());
+            let line = serde_json::to_string(&Tagged {
+                r#type: "reflection",
+                record: &record,
+            })?;
+            writeln!(out, "{line}")?;
+        }
+        match page.last() {
+            Some(last) if page.len() == PAGE as usize => after = last.id,
+            _ => return Ok(()),
+        }
+    }
 }
 
 /// Calls `each` with every page of the workspace's nodes (with their observations when

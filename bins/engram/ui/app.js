@@ -335,6 +335,17 @@ async function openNode(name, recorded = true) {
     if (o.valid_to) li.append(el("span", "when", ` ended ${when(o.valid_to)}${o.valid_from ? `, held from ${when(o.valid_from)}` : ""}`));
     return li;
   });
+  // Its newest reflections, with who wrote them and in what mood; how many more there are.
+  const reflections = node.reflections ?? [];
+  $("reflections-part").hidden = !reflections.length;
+  fill($("reflections"), reflections, (r) => {
+    const li = el("li", "", r.content);
+    const by = [r.author && `by ${r.author}`, r.mood].filter(Boolean).join(", ");
+    li.append(el("span", "type", ` ${ago(r.created_at)}${by ? ` · ${by}` : ""}`));
+    li.title = when(r.created_at);
+    return li;
+  });
+  if (node.more_reflections) $("reflections").append(el("li", "none", `and ${node.more_reflections} more (search_reflections)`));
   const relations = neighborhood.relations ?? [];
   const around = neighborhood.nodes.filter((n) => n.name !== node.name);
   fill($("neighbours"), around, (n) => { const li = pick(n.name); li.append(line(n.name, n.entity_type, links(relations, node.name, n.name), "relation")); return li; });

@@ -28,7 +28,8 @@ use crate::retry::Failure;
 use crate::store::PendingEmbeddings;
 use crate::vectors::IndexStore;
 use crate::vectors::{
-    EmbeddingRecord, EmbeddingTask, ReflectionVector, text_hash, usual_dimension, vector_defect,
+    EmbeddingRecord, EmbeddingTask, PendingReflection, ReflectionVector, text_hash,
+    usual_dimension, vector_defect,
 };
 
 /// Keeps a store's vectors for one embedder current. The loop that calls
@@ -289,7 +290,7 @@ impl Indexer {
         if pending.is_empty() {
             return Ok(0);
         }
-        let texts: Vec<String> = pending.iter().map(|p| p.content.clone()).collect();
+        let texts: Vec<String> = pending.iter().map(PendingReflection::document).collect();
         let embeddings: Vec<Option<Embedding>> = match self.embed_checked(&texts).await {
             Ok(embeddings) => embeddings.into_iter().map(Some).collect(),
             Err(_) => {

@@ -189,6 +189,24 @@ pub const RELATION_ENDS_SQL: &str = "SELECT r.from_node_id, r.to_node_id FROM re
     JOIN nodes f ON f.id = r.from_node_id JOIN nodes t ON t.id = r.to_node_id \
     WHERE r.workspace_id = $1 AND f.name = $2 AND t.name = $3 AND r.relation_type = $4";
 
+/// The statement both stores run for the indexer's pending reflections, alike: `$1` the
+/// model, `$2` the ids to skip (PostgreSQL: an array; SQLite: [`PENDING_SKIP_SQLITE`] in its
+/// place), `$3` the most rows; id, label ([`crate::PendingReflection::label`]), content.
+pub const PENDING_REFLECTIONS_SQL: &str = "SELECT r.id, \
+    coalesce(n.name, f.name || ' ' || r.relation_type || ' ' || t.name, ''), r.content \
+    FROM reflections r \
+    LEFT JOIN nodes n ON n.id = r.node_id \
+    LEFT JOIN nodes f ON f.id = r.from_node_id \
+    LEFT JOIN nodes t ON t.id = r.to_node_id \
+    WHERE NOT EXISTS (SELECT 1 FROM reflection_embeddings e \
+                      WHERE e.reflection_id = r.id AND e.model = $1) \
+      AND r.id <> ALL($2) \
+    ORDER BY r.id LIMIT $3";
+
+/// What SQLite reads in place of PostgreSQL's `r.id <> ALL($2)` in [`PENDING_REFLECTIONS_SQL`]
+/// (`$2` a JSON array).
+pub const PENDING_SKIP_SQLITE: &str = "r.id NOT IN (SELECT value FROM json_each($2))";
+
 /// A target's ids in a store: what its rows hold. [`Error::NotFound`] from a store for a node
 /// or current relation it does not have.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -625,9 +643,9 @@ pub struct ReflectionsImported {
     pub created: usize,
     /// Reflections skipped: one with the same target and text was there.
     pub existing: usize,
-    /// Reflections skipped because their node or relation is not in the workspace: the
-    /// target as text (`node X`, `relation A -[t]-> B`).
-    pub missing: Vec<String>,
+    /// Reflections skipped because their node or (current) relation is not in the workspace:
+    /// their indexes among the records given, ascending ([`target_text`] names the target).
+    pub missing: Vec<usize>,
 }
 
 /// Reflections: kept, searched, paged and imported.
@@ -669,7 +687,7 @@ pub trait ReflectionStore: Send + Sync + 'static {
     ) -> Result<ReflectionsImported>;
 }
 
-/// The target of `record` as text, for [`ReflectionsImported::missing`].
+/// `target` as text (`node X`, `relation A -[t]-> B`, `the workspace`), for messages.
 pub fn target_text(target: &ReflectionTarget) -> String {
     match (&target.node, &target.relation) {
         (Some(node), _) => format!("node {node}"),

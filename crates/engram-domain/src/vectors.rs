@@ -364,13 +364,29 @@ pub trait IndexStore: Send + Sync + 'static {
     ) -> Result<()>;
 }
 
-/// A reflection the indexer is to embed: its text alone, in no perspective's template.
+/// A reflection the indexer is to embed, as the default perspective renders a fact:
+/// `"{label}: {content}"` ([`PendingReflection::document`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingReflection {
     /// The reflection's id.
     pub id: i64,
+    /// Its node's name, its relation's `from relation_type to`, or empty (the workspace's).
+    pub label: String,
     /// Its text.
     pub content: String,
+}
+
+impl PendingReflection {
+    /// The text embedded: `"{label}: {content}"`, as perspective `general` renders a fact
+    /// (`"{name}: {observation}"`), so that a reflection and a fact of one text about one node
+    /// score alike; the content alone for the workspace's. A renamed node's reflections keep
+    /// the vector of their old name.
+    pub fn document(&self) -> String {
+        match self.label.is_empty() {
+            true => self.content.clone(),
+            false => format!("{}: {}", self.label, self.content),
+        }
+    }
 }
 
 /// A reflection's vector, as the indexer saves it.

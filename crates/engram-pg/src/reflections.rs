@@ -6,7 +6,6 @@ use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::reflections::{
     REFLECTION_COLUMNS, REFLECTION_JOINS, RELATION_ENDS_SQL, TargetIds, relation_not_found,
-    target_text,
 };
 use engram_domain::*;
 use pgvector::Vector;
@@ -249,11 +248,11 @@ impl ReflectionStore for PgStore {
     ) -> Result<ReflectionsImported> {
         write!(self, |tx| async {
             let mut outcome = ReflectionsImported::default();
-            for record in records {
+            for (index, record) in records.iter().enumerate() {
                 let ids = match target_ids(&tx, workspace, &record.target).await {
                     Ok(ids) => ids,
                     Err(Error::NotFound { .. }) => {
-                        outcome.missing.push(target_text(&record.target));
+                        outcome.missing.push(index);
                         continue;
                     }
                     Err(error) => return Err(error),

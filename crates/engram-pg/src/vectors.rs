@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use engram_domain::perspectives::{DEFAULT_PERSPECTIVES, ObservationContext, Perspective};
+use engram_domain::reflections::PENDING_REFLECTIONS_SQL;
 use engram_domain::*;
 use pgvector::Vector;
 use tracing::instrument;
@@ -399,21 +400,15 @@ impl IndexStore for PgStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         read!(self, |tx| async {
             let rows = tx
-                .query(
-                    "SELECT r.id, r.content FROM reflections r
-                     WHERE NOT EXISTS (SELECT 1 FROM reflection_embeddings e
-                                       WHERE e.reflection_id = r.id AND e.model = $1)
-                       AND r.id <> ALL($2)
-                     ORDER BY r.id LIMIT $3",
-                    &[&model, &skip, &limit],
-                )
+                .query(PENDING_REFLECTIONS_SQL, &[&model, &skip, &limit])
                 .await
                 .map_err(db)?;
             Ok(rows
                 .iter()
                 .map(|row| PendingReflection {
                     id: row.get(0),
-                    content: row.get(1),
+                    label: row.get(1),
+                    content: row.get(2),
                 })
                 .collect())
         })

@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use engram_domain::reflections::{
     self, REFLECTION_COLUMNS, REFLECTION_JOINS, RELATION_ENDS_SQL, TargetIds, relation_not_found,
-    target_text,
 };
 use engram_domain::search::{similarity, words};
 use engram_domain::*;
@@ -317,11 +316,11 @@ impl ReflectionStore for SqliteStore {
         self.pool
             .write(move |tx| {
                 let mut outcome = ReflectionsImported::default();
-                for record in &records {
+                for (index, record) in records.iter().enumerate() {
                     let ids = match target_ids(tx, workspace, &record.target) {
                         Ok(ids) => ids,
                         Err(Error::NotFound { .. }) => {
-                            outcome.missing.push(target_text(&record.target));
+                            outcome.missing.push(index);
                             continue;
                         }
                         Err(error) => return Err(error),

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use engram_domain::perspectives::{DEFAULT_PERSPECTIVES, ObservationContext, Perspective};
+use engram_domain::reflections::{PENDING_REFLECTIONS_SQL, PENDING_SKIP_SQLITE};
 use engram_domain::*;
 use rusqlite::{OptionalExtension, Transaction, params};
 use tracing::instrument;
@@ -594,16 +595,13 @@ impl IndexStore for SqliteStore {
             .read(move |tx| {
                 query(
                     tx,
-                    "SELECT r.id, r.content FROM reflections r
-                     WHERE NOT EXISTS (SELECT 1 FROM reflection_embeddings e
-                                       WHERE e.reflection_id = r.id AND e.model = ?1)
-                       AND r.id NOT IN (SELECT value FROM json_each(?2))
-                     ORDER BY r.id LIMIT ?3",
+                    &PENDING_REFLECTIONS_SQL.replace("r.id <> ALL($2)", PENDING_SKIP_SQLITE),
                     params![model, skip, limit],
                     |row| {
                         Ok(PendingReflection {
                             id: row.get(0)?,
-                            content: row.get(1)?,
+                            label: row.get(1)?,
+                            content: row.get(2)?,
                         })
                     },
                 )

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context, Result};
 use engram_domain::transfer::{ImportOutcome, NodeRecord, RelationRecord};
-use engram_domain::{IMPORT_BATCH_OBSERVATIONS, ImportBatch, Memory, WorkspaceId, limits};
+use engram_domain::{
+    IMPORT_BATCH_OBSERVATIONS, ImportBatch, Memory, ReflectionRecord, WorkspaceId, limits,
+};
 
 /// Nodes per batch (each batch is one transaction).
 const BATCH_NODES: usize = 500;
@@ -31,6 +33,10 @@ pub struct Report {
     pub aliases_rejected: u64,
     /// `(line number, reason)`, in file order.
     pub problems: Vec<(usize, String)>,
+    /// Reflections written and already there (same target, same text).
+    pub reflections: (u64, u64),
+    /// Reflection lines refused, or whose node or relation is not in the workspace.
+    pub reflections_rejected: u64,
     /// Nodes of type [`MISSING_NODE_TYPE`] made for endpoints that neither the file nor the
     /// workspace held (`--create-missing-nodes`), sorted; counted among the entities too.
     pub endpoints_created: Vec<String>,
@@ -74,6 +80,8 @@ pub struct Importer<'a> {
     batches: usize,
     /// The first line of the batch being gathered (`None` when it is empty).
     batch_start: Option<usize>,
+    /// Reflections, written last (when every node and relation is in).
+    reflections: Vec<(usize, ReflectionRecord)>,
     /// What was done so far.
     pub report: Report,
 }
@@ -93,6 +101,7 @@ impl<'a> Importer<'a> {
             seen: HashSet::new(),
             batches: 0,
             batch_start: None,
+            reflections: Vec::new(),
             report: Report::default(),
         }
     }
@@ -101,7 +110,8 @@ impl<'a> Importer<'a> {
     /// written yet (of the gathered batch, or of a relation still waiting), or `next`.
     pub fn resume_line(&self, next: usize) -> usize {
         let waiting = self.waiting.iter().map(|(line, _)| *line);
-        waiting.chain(self.batch_start).fold(next, usize::min)
+        let reflections = self.reflections.first().map(|(line, _)| *line);
+        (waiting.chain(self.batch_start).chain(reflections)).fold(next, usize::min)
     }
     /// Adds a node line; writes the gathered batch first when it is full.
     pub async fn add_node(&mut self, line: usize, mut node: NodeRecord) -> Result<()> {
@@ -163,6 +173,36 @@ impl<'a> Importer<'a> {
         }
         self.relations.push((line, relation));
         self.batch_start.get_or_insert(line);
+        Ok(())
+    }
+
+    /// Adds a reflection line, written when the import finishes.
+    pub fn add_reflection(&mut self, line: usize, reflection: ReflectionRecord) {
+        self.reflections.push((line, reflection));
+    }
+
+    /// Writes the reflections, a thousand to a transaction, after everything else (in a dry
+    /// run, counts them); one whose node or relation is not in the workspace is reported.
+    async fn write_reflections(&mut self) -> Result<()> {
+        let reflections = std::mem::take(&mut self.reflections);
+        for chunk in reflections.chunks(BATCH_RELATIONS) {
+            let Target::Workspace(memory, workspace) = self.target else {
+                self.report.reflections.0 += chunk.len() as u64;
+                continue;
+            };
+            let records: Vec<ReflectionRecord> = chunk.iter().map(|(_, r)| r.clone()).collect();
+            let outcome = (memory.import_reflections(workspace, records).await)
+                .context("writing reflections")?;
+            self.report.reflections.0 += outcome.created as u64;
+            self.report.reflections.1 += outcome.existing as u64;
+            for index in outcome.missing {
+                let (line, record) = &chunk[index];
+                self.report.reflections_rejected += 1;
+                let target = engram_domain::reflections::target_text(&record.target);
+                let why = format!("reflection on {target}: not in the workspace");
+                self.report.problems.push((*line, why));
+            }
+        }
         Ok(())
     }
 
@@ -265,6 +305,7 @@ impl<'a> Importer<'a> {
         } else {
             self.dangling(&missing, dangling);
         }
+        self.write_reflections().await?;
         // Aliases refused as batches were written come in among the lines refused as read.
         self.report.problems.sort_by_key(|(line, _)| *line);
         Ok(())

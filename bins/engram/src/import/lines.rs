@@ -3,6 +3,7 @@
 
 use std::io::BufRead;
 
+use engram_domain::ReflectionRecord;
 use engram_domain::transfer::{
     NodeRecord, ObservationRecord, RelationRecord, validate_node, validate_relation,
 };
@@ -78,6 +79,8 @@ pub enum Line {
     Node(NodeRecord),
     /// A relation, from either format.
     Relation(RelationRecord),
+    /// A reflection (engram's own format).
+    Reflection(ReflectionRecord),
     /// engram's export header (or another line that carries no graph data).
     Header,
 }
@@ -99,6 +102,8 @@ pub enum Kind {
     Entity(u64),
     /// A relation.
     Relation,
+    /// A reflection.
+    Reflection,
     /// Nothing legible.
     Unknown,
 }
@@ -140,6 +145,11 @@ pub fn screen(
                 .map_err(|e| refused(Kind::Relation, e, "relations[0]."))?;
             Ok(Some(Line::Relation(relation)))
         }
+        Some(Line::Reflection(reflection)) => {
+            let screened = (reflection.check(secrets, "reflection"))
+                .map_err(|e| refused(Kind::Reflection, e, "reflection."))?;
+            Ok(Some(Line::Reflection(screened.into_inner())))
+        }
         other => Ok(other),
     }
 }
@@ -178,11 +188,29 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, Rejected> {
         "relation" => Line::Relation(
             serde_json::from_value(value).map_err(|e| refuse(format!("relation: {e}")))?,
         ),
+        "reflection" => {
+            let mut value = value;
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove("type");
+            }
+            let record: ReflectionRecord =
+                serde_json::from_value(value).map_err(|e| refuse(format!("reflection: {e}")))?;
+            // Its limits now, its secrets in `screen`.
+            (record
+                .clone()
+                .check(engram_domain::SecretPolicy::Allow, "reflection"))
+            .map_err(|e| refuse(e.to_string().replacen("reflection.", "", 1)))?;
+            Line::Reflection(record)
+        }
         "engram" => Line::Header,
-        "" => return Err(refuse("no \"type\" (entity, relation or node)".into())),
+        "" => {
+            return Err(refuse(
+                "no \"type\" (entity, relation, node or reflection)".into(),
+            ));
+        }
         other => {
             return Err(refuse(format!(
-                "unknown type {other:?} (expected entity, relation or node)"
+                "unknown type {other:?} (expected entity, relation, node or reflection)"
             )));
         }
     };
@@ -193,7 +221,7 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, Rejected> {
         Line::Relation(relation) => validate_relation(&relation)
             .map(|()| Some(Line::Relation(relation)))
             .map_err(|e| refuse(e.to_string())),
-        Line::Header => Ok(Some(Line::Header)),
+        other => Ok(Some(other)),
     }
 }
 
@@ -204,6 +232,8 @@ fn sniffed_kind(text: &str) -> Kind {
         Kind::Entity(0)
     } else if squeezed.contains(r#""type":"relation""#) {
         Kind::Relation
+    } else if squeezed.contains(r#""type":"reflection""#) {
+        Kind::Reflection
     } else {
         Kind::Unknown
     }
@@ -218,6 +248,7 @@ fn kind_of(value: &serde_json::Value) -> Kind {
                 .map_or(0, |o| o.len() as u64),
         ),
         Some("relation") => Kind::Relation,
+        Some("reflection") => Kind::Reflection,
         _ => Kind::Unknown,
     }
 }

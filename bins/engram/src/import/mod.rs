@@ -206,6 +206,7 @@ async fn read_all(
             Ok(None | Some(Line::Header)) => {}
             Ok(Some(Line::Node(node))) => importer.add_node(*number, node).await?,
             Ok(Some(Line::Relation(relation))) => importer.add_relation(*number, relation).await?,
+            Ok(Some(Line::Reflection(reflection))) => importer.add_reflection(*number, reflection),
             Err(Rejected { kind, reason }) => {
                 let report = &mut importer.report;
                 match kind {
@@ -214,6 +215,7 @@ async fn read_all(
                         report.observations_rejected += observations;
                     }
                     Kind::Relation => report.relations_rejected += 1,
+                    Kind::Reflection => report.reflections_rejected += 1,
                     Kind::Unknown => {}
                 }
                 report.problems.push((*number, reason));

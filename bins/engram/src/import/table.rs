@@ -58,6 +58,15 @@ pub fn render(report: &Report, args: &ImportArgs, workspace: &str, lines: usize)
             report.aliases_rejected,
         ));
     }
+    let (created, existing) = report.reflections;
+    if created + existing + report.reflections_rejected > 0 {
+        rows.push((
+            "reflections",
+            created,
+            existing,
+            report.reflections_rejected,
+        ));
+    }
     for (what, new, existing, rejected) in rows {
         let existing = if args.dry_run {
             String::new()

@@ -141,7 +141,7 @@ pub async fn tokens_grant_one_workspace_and_read_only_tokens_only_read(backend: 
         let listed = read_only.list_all_tools().await.unwrap();
         assert_eq!(
             listed.len(),
-            23,
+            24,
             "{:?}",
             listed.iter().map(|t| &t.name).collect::<Vec<_>>()
         );

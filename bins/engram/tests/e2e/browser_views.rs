@@ -1,8 +1,8 @@
 //! The viewer's address, its consolidation lists and its dates, in the browser of
 //! `browser.rs`: an unknown workspace in the address is named as unknown; a search (with its
 //! min score) and an open node are in the address, a link opens them and back and forward
-//! walk through them; the report's merge, outdated, repeated and split lists; a node's aliases
-//! and ended facts (marked, with their dates); times as a person reads them.
+//! walk through them; the report's merge, outdated, repeated and split lists; a node's aliases,
+//! its reflections and ended facts (marked, with their dates); times as a person reads them.
 
 use serde_json::json;
 
@@ -61,6 +61,9 @@ pub(crate) async fn fill_curation(server: &TestServer) {
     .await;
     let ended = json!({"endings": [{"entity_name": "staging", "ordinals": [6]}]});
     ok(&client, "end_observations", ended).await;
+    let reflection = json!({"target": {"node": "staging"}, "author": "dana", "mood": "relief",
+        "content": "Freezing staging before releases saved us twice"});
+    ok(&client, "add_reflection", reflection).await;
     client.cancel().await.unwrap();
 }
 
@@ -120,6 +123,14 @@ pub(crate) async fn address_report_and_dates(browser: &Browser, server: &TestSer
         .wait_for_text("#node-name", |t| t == "staging")
         .await;
     assert_eq!(browser.text_of("#node-aliases").await, "also called: stage");
+    // Its reflection, with who wrote it and the mood.
+    assert!(browser.shown("reflections-part").await);
+    let reflection = browser.text_of("#reflections li").await;
+    assert!(
+        reflection.starts_with("Freezing staging before releases saved us twice")
+            && reflection.contains("by dana, relief"),
+        "{reflection}"
+    );
     let ended = browser
         .script(
             "return [...document.querySelectorAll('#observations li.ended')]

@@ -275,7 +275,7 @@ async fn the_mcp_inspector_lists_and_calls_the_tools_without_a_warning() {
     }
     assert!(listed && warnings.is_empty(), "{warnings}");
     let tools: Value = serde_json::from_str(&tools).unwrap();
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 38);
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 40);
     let entities = r#"entities=[{"name":"Alice","entity_type":"person","summary":"a person","observations":["lives in Lisbon"]}]"#;
     for call in [
         vec!["--tool-name", "create_entities", "--tool-arg", entities],

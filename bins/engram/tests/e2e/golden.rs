@@ -41,6 +41,7 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
     // The catalog's tools and engram's extensions.
     let mut expected: Vec<&str> = CATALOG_TOOLS.into();
     expected.extend([
+        "add_reflection",
         "end_observations",
         "end_relations",
         "describe_node",
@@ -53,6 +54,7 @@ pub async fn tools_list_matches_the_golden_contract(backend: Backend) {
         "propose_split",
         "read_graph",
         "search_observations",
+        "search_reflections",
         "set_aliases",
         "split_entity",
     ]);

@@ -20,6 +20,7 @@ mod oauth;
 mod observability;
 mod recall;
 mod reference;
+mod reflections;
 mod scale;
 mod scenario;
 mod sdks;
@@ -106,6 +107,7 @@ per_backend!(
     stdio::every_tool_over_stdio,
     tcp::every_tool_over_tcp,
     contract::the_graph_vocabulary_answers_over_streamable_http,
+    reflections::reflections_are_kept_and_found_by_meaning_over_streamable_http,
     tcp::tcp_connections_are_bound_by_their_token,
     tcp::tcp_connections_are_bounded,
     transfer::the_reference_servers_file_imports_once_and_reports_what_it_refused,

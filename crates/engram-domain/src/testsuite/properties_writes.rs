@@ -650,7 +650,10 @@ async fn reflections(h: &mut Harness) {
     };
     let m = h.memory.clone();
     let input = (&target, &content);
-    if let Some(kept) = h.run("add_reflection", &input, &blame, m.call(h.ws, request)).await {
+    if let Some(kept) = h
+        .run("add_reflection", &input, &blame, m.call(h.ws, request))
+        .await
+    {
         assert_eq!(kept.content, content, "{}", short(&input));
     }
 
@@ -663,7 +666,10 @@ async fn reflections(h: &mut Harness) {
     let mut request = crate::SearchReflections::new(&query);
     request.limit = limit;
     let call = m.call(h.ws, request);
-    if let Some(found) = h.run("search_reflections", &(&query, limit), &blame, call).await {
+    if let Some(found) = h
+        .run("search_reflections", &(&query, limit), &blame, call)
+        .await
+    {
         assert!(found.results.len() <= limit as usize, "{}", short(&query));
     }
 }
