@@ -311,7 +311,8 @@ impl Indexer {
             match embedding.filter(|e| vector_defect(&e.vector, dimension).is_none()) {
                 Some(embedding) => vectors.push(ReflectionVector {
                     reflection_id: reflection.id,
-                    embedding,
+                    vector: embedding.vector,
+                    token_signs: embedding.token_signs,
                 }),
                 None => {
                     (self.rejected_reflections.lock())

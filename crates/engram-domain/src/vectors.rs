@@ -5,7 +5,6 @@
 
 use async_trait::async_trait;
 
-use crate::embed::Embedding;
 use crate::error::Result;
 use crate::model::{Timestamp, WorkspaceId};
 use crate::perspectives::ObservationContext;
@@ -394,6 +393,8 @@ impl PendingReflection {
 pub struct ReflectionVector {
     /// The reflection's id.
     pub reflection_id: i64,
-    /// Its embedding.
-    pub embedding: Embedding,
+    /// Its vector.
+    pub vector: Vec<f32>,
+    /// Its token signs ([`crate::Embedding::token_signs`]), when the model gives them.
+    pub token_signs: Option<Vec<u8>>,
 }

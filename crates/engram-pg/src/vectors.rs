@@ -425,11 +425,10 @@ impl IndexStore for PgStore {
         }
         let ids: Vec<i64> = vectors.iter().map(|v| v.reflection_id).collect();
         let embeddings: Vec<Vector> = (vectors.iter())
-            .map(|v| Vector::from(v.embedding.vector.clone()))
+            .map(|v| Vector::from(v.vector.clone()))
             .collect();
-        let signs: Vec<Option<&[u8]>> = (vectors.iter())
-            .map(|v| v.embedding.token_signs.as_deref())
-            .collect();
+        let signs: Vec<Option<&[u8]>> =
+            (vectors.iter()).map(|v| v.token_signs.as_deref()).collect();
         write!(self, |tx| async {
             tx.execute(
                 "INSERT INTO reflection_embeddings (reflection_id, model, dims, embedding, token_signs)

@@ -635,14 +635,14 @@ impl IndexStore for SqliteStore {
                     )
                     .map_err(db)?;
                 for v in &vectors {
-                    let vector = &v.embedding.vector;
+                    let vector = &v.vector;
                     insert
                         .execute(params![
                             v.reflection_id,
                             model,
                             vector.len() as i64,
                             to_blob(vector),
-                            v.embedding.token_signs
+                            v.token_signs
                         ])
                         .map_err(db)?;
                 }

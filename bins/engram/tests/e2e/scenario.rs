@@ -364,13 +364,19 @@ pub async fn exercise_every_tool(client: &Client) {
     let similar = ok(client, "find_similar_nodes", json!({"min_score": 0.999})).await;
     assert!(similar["pairs"].as_array().unwrap().is_empty(), "{similar}");
     let reflection = json!({"target": {"node": "Alice"}, "content": "Alice was the right hire"});
-    assert_eq!(ok(client, "add_reflection", reflection).await["target"]["node"], "Alice");
+    assert_eq!(
+        ok(client, "add_reflection", reflection).await["target"]["node"],
+        "Alice"
+    );
     let opened = ok(client, "open_nodes", json!({"names": ["Alice"]})).await;
     let shown = &opened["entities"][0]["reflections"][0]["content"];
     assert_eq!(shown, "Alice was the right hire", "{opened}");
     let hire = json!({"query": "hire", "min_score": 0});
     let reflections = ok(client, "search_reflections", hire).await;
-    assert_eq!(reflections["results"][0]["content"], "Alice was the right hire");
+    assert_eq!(
+        reflections["results"][0]["content"],
+        "Alice was the right hire"
+    );
 
     // What a model can fix comes back as a tool error naming the problem.
     let missing = tool_error(
