@@ -294,9 +294,8 @@ impl Indexer {
         let embeddings: Vec<Option<Embedding>> = match self.embed_checked(&texts).await {
             Ok(embeddings) => embeddings.into_iter().map(Some).collect(),
             Err(_) => {
-                if let Err(down) = self.embed_checked(&[PROBE.to_owned()]).await {
-                    return Err(down);
-                }
+                // Down, not picky: the error is the probe's.
+                self.embed_checked(&[PROBE.to_owned()]).await?;
                 let mut each = Vec::with_capacity(texts.len());
                 for text in &texts {
                     let one = self.embed_checked(std::slice::from_ref(text)).await;

@@ -255,7 +255,7 @@ impl ReflectionStore for SqliteStore {
                     )?,
                     None => Vec::new(),
                 };
-                let mut ids: Vec<i64> = nearest.iter().copied().collect();
+                let mut ids: Vec<i64> = nearest.clone();
                 ids.extend(matched.iter().map(|(id, _)| *id));
                 ids.sort_unstable();
                 ids.dedup();
