@@ -6,13 +6,16 @@ use rmcp::transport::TokioChildProcess;
 use crate::scenario::exercise_every_tool_and_close;
 use crate::server::{Backend, Client, TestServer};
 
-/// An rmcp client of the real binary serving `workspace` of `database_url` over stdio.
+/// An rmcp client of the real binary serving `workspace` of `database_url` over stdio, with
+/// every tool (`--tools all`).
 pub async fn client(database_url: &str, workspace: &str) -> Client {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
     command
         .args([
             "serve",
             "--stdio",
+            "--tools",
+            "all",
             "--workspace",
             workspace,
             "--database-url",

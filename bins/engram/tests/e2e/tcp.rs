@@ -123,7 +123,8 @@ fn error_message(answer: &Value) -> &str {
 /// Every tool through rmcp's client over the socket, bound by `--workspace`.
 pub async fn every_tool_over_tcp(backend: Backend) {
     let server = TestServer::start(backend, &["demo"]).await;
-    let tcp = TcpServer::start(&server.database_url, &["--workspace", "demo"]).await;
+    let every = ["--workspace", "demo", "--tools", "all"];
+    let tcp = TcpServer::start(&server.database_url, &every).await;
     let stream = TcpStream::connect(&tcp.address).await.unwrap();
     exercise_every_tool_and_close(().serve(stream).await.unwrap()).await;
 }

@@ -190,6 +190,13 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
                              {"from_entity": "Bob", "to_entity": "Alice", "relation_type": "knows"}]}),
     )
     .await;
+    for target in [
+        json!({"node": "Alice"}),
+        json!({"relation": {"from": "Bob", "to": "Alice", "relation_type": "knows"}}),
+    ] {
+        let reflection = json!({"target": target, "content": "worth keeping", "mood": "calm"});
+        ok(&client, "add_reflection", reflection).await;
+    }
     client.cancel().await.unwrap();
 
     // The reference server's format says what it cannot carry.
@@ -215,6 +222,12 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
         None,
     );
     assert!(imported.status.success(), "{imported:?}");
+    let table = stdout(&imported);
+    assert!(
+        (table.lines())
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["reflections", "2", "0", "0"]),
+        "{table}"
+    );
     let again = engram(
         url,
         &[
@@ -232,7 +245,18 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
     // Everything but the header (workspace name, export time) is the same, byte for byte.
     let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(body(&copy), body(&source));
-    assert_eq!(body(&source).len(), 5, "{source}");
+    assert_eq!(body(&source).len(), 7, "{source}");
+    let reflection: serde_json::Value =
+        serde_json::from_str(source.lines().last().unwrap()).unwrap();
+    assert_eq!(reflection["type"], "reflection", "{source}");
+    assert_eq!(
+        reflection["target"],
+        json!({"relation": {"from": "Bob", "to": "Alice", "relation_type": "knows"}})
+    );
+    assert_eq!(
+        (&reflection["content"], &reflection["mood"]),
+        (&json!("worth keeping"), &json!("calm"))
+    );
     assert!(
         source
             .lines()
