@@ -372,6 +372,9 @@ pub struct ReportArgs {
     /// Least cosine similarity of neighbours in one cluster.
     #[arg(long, default_value_t = 0.6)]
     pub cluster_min_score: f64,
+    /// Days without a write after which a node read at most twice since is stale.
+    #[arg(long, default_value_t = 90)]
+    pub stale_days: u32,
     #[command(flatten)]
     pub embed: EmbedArgs,
     #[command(flatten)]
@@ -598,6 +601,11 @@ pub struct ServeArgs {
     /// `core,get_stats` or `default,graph`. Fewer tools cost a model less context.
     #[arg(long, env = "ENGRAM_TOOLS", default_value = "default")]
     pub tools: engram_mcp::ToolSet,
+    /// Rank search results by use too: a node read often and lately, or found often with the
+    /// first result, gains a little (at most half a unit of log-odds). Off by default: on
+    /// conversations it was not tuned on it cost recall (BENCHMARKS.md, "Ranking by use").
+    #[arg(long, env = "ENGRAM_ACCESS_RANKING")]
+    pub access_ranking: bool,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,

@@ -162,3 +162,31 @@ pub async fn purge_expired(memory: engram_domain::Memory, shutdown: Cancellation
         }
     }
 }
+
+/// How often the access log's reads are written ([`record_access`]).
+pub const ACCESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Writes what `log` gathered (the nodes reads and searches returned, [`engram_domain::access`])
+/// every [`ACCESS_EVERY`] in one store call, and once more at `shutdown`. A failed write keeps
+/// its reads for the next (a read-only replica, a lost connection); nothing of it reaches a
+/// request.
+pub async fn record_access(
+    memory: engram_domain::Memory,
+    log: engram_domain::AccessLog,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let stopping = tokio::select! {
+            () = shutdown.cancelled() => true,
+            () = tokio::time::sleep(ACCESS_EVERY) => false,
+        };
+        let batch = log.take();
+        if let Err(error) = memory.record_access(&batch).await {
+            tracing::warn!(%error, "writing what was read failed; kept for the next write");
+            log.restore(batch);
+        }
+        if stopping {
+            return;
+        }
+    }
+}

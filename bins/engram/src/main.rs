@@ -588,6 +588,18 @@ async fn serve(
         memory.clone(),
         shutdown.clone(),
     ));
+    // Reads and searches note what they returned; written every few seconds, off the request
+    // path, and once more when the server stops.
+    let access = engram_domain::AccessLog::default();
+    memory = memory.with_access_log(access.clone());
+    if args.access_ranking {
+        memory = memory.with_access_ranking(engram_domain::AccessRanking::default());
+    }
+    let recording = tokio::spawn(engram::indexing::record_access(
+        memory.clone(),
+        access,
+        shutdown.clone(),
+    ));
     tracing::info!(
         store = %location,
         embedder = memory.embedder().map_or("none", |e| e.model_id()),
@@ -611,6 +623,7 @@ async fn serve(
         tracing::info!(workspace = %workspace.name, "serving MCP over stdio");
         let served = engram::serve_stdio(memory, workspace, &args.tools).await;
         shutdown.cancel();
+        let _ = recording.await;
         return served;
     }
     let listener = listener.context("no listener for HTTP")?;
@@ -725,7 +738,11 @@ async fn serve(
         shutdown_signal().await;
         stop.cancel();
     });
-    engram::http::serve(memory, guard, listener, shutdown.cancelled_owned()).await?;
+    let served =
+        engram::http::serve(memory, guard, listener, shutdown.clone().cancelled_owned()).await;
+    shutdown.cancel();
+    let _ = recording.await;
+    served?;
     tracing::info!("engram stopped");
     Ok(())
 }

@@ -26,6 +26,7 @@ pub async fn run(store: Arc<dyn MemoryStore>, args: ReportArgs) -> Result<()> {
         limit: args.limit,
         min_score: args.min_score,
         cluster_min_score: args.cluster_min_score,
+        stale_days: args.stale_days,
     };
     let report = memory.call(workspace.id, options).await?;
     outln!("{}", serde_json::to_string_pretty(&report)?);

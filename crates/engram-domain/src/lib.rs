@@ -5,6 +5,7 @@
 //! over any [`MemoryStore`]; it validates every argument against [`limits`] before the store
 //! sees it. This crate does no I/O and knows no SQL, HTTP or MCP.
 
+pub mod access;
 pub mod all_paths;
 pub mod auth;
 pub mod authorship;
@@ -48,6 +49,9 @@ mod vectors;
 pub mod vocabulary;
 mod workspaces;
 
+pub use access::{
+    AccessBatch, AccessLog, AccessRanking, AccessStore, NodeUse, STALE_READS, StaleNode,
+};
 pub use auth::TokenStore;
 pub use brief::{BRIEF_NODES, Brief, ConnectedNode};
 pub use checked::Checked;

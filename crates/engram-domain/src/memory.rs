@@ -38,6 +38,8 @@ pub struct Memory {
     counted_coverage: CountedCoverages,
     /// What a write does with a text holding a credential.
     secrets: SecretPolicy,
+    /// Where reads and searches note the nodes they returned, when the server keeps one.
+    access: Option<crate::AccessLog>,
 }
 
 impl Memory {
@@ -50,7 +52,34 @@ impl Memory {
             generation_budget: GenerationBudget::default(),
             counted_coverage: CountedCoverages::default(),
             secrets: SecretPolicy::default(),
+            access: None,
         }
+    }
+
+    /// Notes in `log` the nodes every read and search returns ([`crate::access`]); the caller
+    /// writes what it gathers ([`Memory::record_access`]).
+    #[must_use]
+    pub fn with_access_log(mut self, log: crate::AccessLog) -> Self {
+        self.access = Some(log);
+        self
+    }
+
+    /// Ranks search results by use too ([`crate::AccessRanking`]; off by default).
+    #[must_use]
+    pub fn with_access_ranking(mut self, ranking: crate::AccessRanking) -> Self {
+        self.search = self.search.with_access_ranking(ranking);
+        self
+    }
+
+    /// Writes what an access log gathered ([`crate::AccessStore::record_access`]).
+    ///
+    /// # Errors
+    /// What the store reports; the caller may keep the batch for the next write.
+    pub async fn record_access(&self, batch: &crate::AccessBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.store.record_access(batch).await
     }
 
     /// Knows `indexer` (a clone shares its state), so [`Memory::rejected_texts`] can say
@@ -138,10 +167,14 @@ impl Memory {
             generation_budget: self.generation_budget,
             counted_coverage: &self.counted_coverage,
         };
-        match request.node_names().is_empty() {
+        let output = match request.node_names().is_empty() {
             true => request.run(context, workspace).await,
             false => crate::naming::answer(context, workspace, request).await,
+        }?;
+        if let Some(log) = &self.access {
+            log.note(workspace, &T::accessed(&output));
         }
+        Ok(output)
     }
 
     // Workspaces (`workspaces.rs`).

@@ -434,6 +434,14 @@ impl Tool for OpenNodes {
         output.not_found.clone()
     }
 
+    fn accessed(output: &Self::Output) -> Vec<&str> {
+        output
+            .entities
+            .iter()
+            .map(|node| node.name.as_str())
+            .collect()
+    }
+
     /// The whole request again, each alias replaced by its node's name (a node named twice
     /// read once), so that the answer keeps the request's order and one bound on its texts.
     fn retry(&self, _: &Self::Output, aliased: &Aliased) -> Option<Self> {

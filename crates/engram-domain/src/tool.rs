@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::access::AccessStore;
 use crate::auth::TokenStore;
 use crate::consolidation::store::ConsolidationStore;
 use crate::embedding_coverage::CountedCoverages;
@@ -62,6 +63,13 @@ pub trait Tool: DeserializeOwned + Schema + Clone + Send + Sync + Sized + 'stati
     /// for tools that do not search.
     fn found_nodes(_output: &Self::Output) -> Vec<&str> {
         Vec::new()
+    }
+
+    /// The nodes `output` returned that count as read for the access log
+    /// ([`crate::access`]), in order: those a search found ([`Tool::found_nodes`]) by
+    /// default; `open_nodes` and `search_observations` say theirs.
+    fn accessed(output: &Self::Output) -> Vec<&str> {
+        Self::found_nodes(output)
     }
 
     /// Every node name the request takes: [`Memory::call`](crate::Memory::call) answers one
@@ -152,6 +160,7 @@ pub trait MemoryStore:
     + SearchStore
     + VocabularyStore
     + ReflectionStore
+    + AccessStore
 {
 }
 
@@ -174,6 +183,7 @@ impl<T> MemoryStore for T where
         + SearchStore
         + VocabularyStore
         + ReflectionStore
+        + AccessStore
         + ?Sized
 {
 }

@@ -17,6 +17,7 @@
 
 #[macro_use]
 mod transaction;
+mod access;
 mod authorship;
 mod connection;
 mod consolidation;

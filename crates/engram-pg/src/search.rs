@@ -360,6 +360,18 @@ async fn observation_rows(
 
 #[async_trait]
 impl SearchStore for PgStore {
+    #[instrument(skip_all)]
+    async fn node_use(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+        first: &str,
+    ) -> Result<Vec<NodeUse>> {
+        read!(self, |tx| async {
+            crate::access::node_use(&tx, workspace, names, first).await
+        })
+    }
+
     /// Gathers the candidates of `request` (see [`engram_domain::MemoryStore::search`]).
     #[instrument(skip_all)]
     async fn search(&self, request: &CandidateQuery) -> Result<Gathered> {

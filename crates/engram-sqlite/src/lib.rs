@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod access;
 pub mod backup;
 mod connection;
 mod consolidation;

@@ -515,6 +515,19 @@ fn named_facts(
 #[async_trait]
 impl SearchStore for SqliteStore {
     #[instrument(skip_all)]
+    async fn node_use(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+        first: &str,
+    ) -> Result<Vec<NodeUse>> {
+        let (names, first) = (names.to_vec(), first.to_owned());
+        self.pool
+            .read(move |tx| crate::access::node_use(tx, workspace, &names, &first))
+            .await
+    }
+
+    #[instrument(skip_all)]
     async fn search(&self, request: &CandidateQuery) -> Result<Gathered> {
         let workspace = request.workspace;
         // One search's candidates: the nearest per vector and the best text matches, then each

@@ -140,6 +140,10 @@ pub struct ConsolidationReport {
     pub possibly_superseded: Vec<FactPair>,
     /// Nodes without relations, most recently updated first.
     pub orphaned_nodes: Vec<NodeBrief>,
+    /// Nodes nobody wrote for `stale_days` and read at most twice since (or never), least
+    /// recently written first: to refresh or delete; absent when none (an extension).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale_nodes: Vec<crate::StaleNode>,
     /// Clusters of similar nodes, largest first.
     pub cluster_summary: Vec<Cluster>,
     /// Writes since `since`.
@@ -164,6 +168,9 @@ pub struct GetConsolidationReport {
     pub min_score: f64,
     /// Least cosine of neighbours in a cluster. Default 0.6.
     pub cluster_min_score: f64,
+    /// Days without a write after which a rarely read node is stale, 1–36,500. Default 90.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 36500)))]
+    pub stale_days: u32,
 }
 
 impl Default for GetConsolidationReport {
@@ -175,6 +182,7 @@ impl Default for GetConsolidationReport {
             limit: crate::search::requests::DEFAULT_SIMILAR_LIMIT,
             min_score: crate::search::requests::DEFAULT_SIMILAR_MIN_SCORE,
             cluster_min_score: 0.6,
+            stale_days: 90,
         }
     }
 }
@@ -186,6 +194,7 @@ impl GetConsolidationReport {
         limits::within("limit", self.limit, limits::LIMIT)?;
         score_in_range("min_score", self.min_score)?;
         score_in_range("cluster_min_score", self.cluster_min_score)?;
+        limits::within("stale_days", self.stale_days, limits::DAYS)?;
         if let Some(since) = self.since {
             limits::timestamp("since", since)?;
         }
@@ -217,11 +226,21 @@ impl Reporter<'_> {
             .unwrap_or_else(|| Utc::now() - Duration::days(7));
         let mut notices = Vec::new();
 
-        let (pending, orphans, event_summary) = futures::try_join!(
+        let stale_before = Utc::now() - Duration::days(i64::from(options.stale_days));
+        let (pending, orphans, event_summary, mut stale_nodes) = futures::try_join!(
             self.store.get_pending_consolidation(workspace),
             self.store.get_orphaned_nodes(workspace),
             self.store.event_counts(CountEvents { workspace, since }),
+            self.store
+                .stale_nodes(workspace, stale_before, options.limit),
         )?;
+        // Read with one more than `limit`, so that a cut shows.
+        if stale_nodes.len() > limit {
+            stale_nodes.truncate(limit);
+            notices.push(format!(
+                "stale_nodes: showing the first {limit}; raise `limit` to see more"
+            ));
+        }
         let mut stale_summaries: Vec<StaleSummary> = pending
             .into_iter()
             .map(|p| StaleSummary {
@@ -337,6 +356,7 @@ impl Reporter<'_> {
             duplicate_observations,
             possibly_superseded,
             orphaned_nodes,
+            stale_nodes,
             cluster_summary,
             event_summary,
             notices,

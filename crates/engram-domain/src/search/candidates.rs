@@ -319,6 +319,15 @@ pub trait SearchStore: IndexStore + Send + Sync + 'static {
     /// ([`crate::search::CandidateSet::set_vectors`], `set_text_scores`); and, when
     /// `query.perspectives`, the workspace's perspectives. Candidates come back in any order.
     async fn search(&self, query: &CandidateQuery) -> Result<Gathered>;
+    /// How the nodes `names` of the workspace were used ([`crate::access`]), for those read
+    /// at all, with how often each was found together with the node `first`: for a search
+    /// that ranks by use ([`crate::AccessRanking`]).
+    async fn node_use(
+        &self,
+        workspace: WorkspaceId,
+        names: &[String],
+        first: &str,
+    ) -> Result<Vec<crate::NodeUse>>;
     /// The `request.k` observations of the workspace (or of the node `within`) whose `model`
     /// vector in `perspective` is closest to `vector`, with cosine similarity, best first (ties by node
     /// name, then ordinal): [`SearchStore::search`] with that one vector and no text.

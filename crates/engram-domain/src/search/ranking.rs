@@ -206,6 +206,9 @@ pub struct Ranked {
     /// late interaction; the term coverage and exact evidence stay 0 until [`calibrate`] needs
     /// them.
     pub features: calibration::Features,
+    /// The log-odds its node's use adds to its calibrated score (0 unless the search ranks
+    /// by use, [`crate::AccessRanking`]).
+    pub used: f64,
 }
 
 /// Ranks `candidates` gathered for `query` in `mode`, best first (ties by node name, then
@@ -329,6 +332,7 @@ pub fn rank(
                 perspective,
                 signals,
                 features,
+                used: 0.0,
             })
         })
         .collect();
@@ -372,8 +376,10 @@ pub(crate) fn median(values: &[f64]) -> f64 {
 /// to 3 decimals, orders by that score (best first) and leaves out those below `min_score`,
 /// except a clear best match by meaning (`rescue`, [`calibration::Rescue`]).
 ///
-/// Results that show the same rounded score (several close to 1 often do) keep the order of
-/// `mode`'s ranking in hybrid and text mode, which read how rare the query's words are among
+/// A search that ranks by use adds each candidate's [`Ranked::used`] to its log-odds, and puts
+/// the more used first among equal shown scores. Results that show the same rounded score
+/// (several close to 1 often do) otherwise keep the order of `mode`'s ranking in hybrid and
+/// text mode, which read how rare the query's words are among
 /// the candidates (on LoCoMo's dev facts, R@5 0.676 against 0.661 by the unrounded score),
 /// and the unrounded score's in embedding mode, whose ranking is the cosine alone (raw
 /// dialogue turns: 0.667 against 0.604).
@@ -402,6 +408,9 @@ pub fn calibrate(
         let entity_type = &r.row.entity_type;
         r.features.type_echo = calibration::type_echo(terms, &stems, entity_type, &cues.names);
         r.score = calibration.score(&r.features);
+        if r.used > 0.0 {
+            r.score = calibration::sigmoid(calibration::logit(r.score) + r.used);
+        }
     }
     newer_first(ranked);
     if let Some(spread) = &calibration.spread {
@@ -414,9 +423,10 @@ pub fn calibrate(
     }
     let shown = calibration::round;
     ranked.sort_by(|a, b| {
+        // Among equal shown scores, the node used more first (0 for all unless ranking by use).
         let finer = match mode {
             SearchMode::Embedding => b.score.total_cmp(&a.score),
-            SearchMode::Hybrid | SearchMode::Text => std::cmp::Ordering::Equal,
+            SearchMode::Hybrid | SearchMode::Text => b.used.total_cmp(&a.used),
         };
         shown(b.score).total_cmp(&shown(a.score)).then(finer)
     });
@@ -702,6 +712,7 @@ mod tests {
                         similarity: *s,
                         ..Default::default()
                     },
+                    used: 0.0,
                 })
                 .collect()
         };
@@ -1014,6 +1025,7 @@ mod tests {
                     perspective: None,
                     signals: Vec::new(),
                     features: calibration::Features::default(),
+                    used: 0.0,
                 }
             })
             .collect()

@@ -316,6 +316,12 @@ impl Tool for SearchObservations {
     const EFFECT: Effect = Effect::Reads;
     type Output = FoundObservations;
 
+    fn accessed(output: &Self::Output) -> Vec<&str> {
+        (output.observations.iter())
+            .map(|hit| hit.name.as_str())
+            .collect()
+    }
+
     async fn run(self, context: ToolContext<'_>, workspace: WorkspaceId) -> Result<Self::Output> {
         let SearchObservations {
             query,

@@ -98,6 +98,8 @@ pub(crate) struct Searcher {
     query_embedding: Arc<QueryEmbedding>,
     /// The indexer, for the texts its embedder rejected (found by full text only).
     indexer: Option<crate::Indexer>,
+    /// Ranking by use, when the operator asked for it.
+    access_ranking: Option<crate::AccessRanking>,
 }
 
 impl Searcher {
@@ -109,7 +111,14 @@ impl Searcher {
             embedder: None,
             query_embedding: Arc::new(QueryEmbedding::new(budget)),
             indexer: None,
+            access_ranking: None,
         }
+    }
+
+    /// Ranks by use too ([`crate::AccessRanking`]).
+    pub(crate) fn with_access_ranking(mut self, ranking: crate::AccessRanking) -> Self {
+        self.access_ranking = Some(ranking);
+        self
     }
 
     /// Knows `indexer`, to say which texts its embedder rejected.
@@ -260,6 +269,9 @@ impl Searcher {
         }
         let cues = QueryCues::of(query);
         let mut ranked = ranking::rank(&request, candidates, effective, &cues);
+        if let Some(access) = &self.access_ranking {
+            self.by_use(workspace, access, &mut ranked).await?;
+        }
         let model = self.embedder.as_ref().and_then(|e| e.calibration());
         let found = ranked.len();
         // Calibrated scores, or a model's uncalibrated ranking scores when a `min_score` is
@@ -322,6 +334,36 @@ impl Searcher {
                 .ok_or_else(|| "the embedder gave no vector; answered by full-text search".into())),
             Err(error) => Ok(Err(fallback_notice(&error)?)),
         }
+    }
+
+    /// Notes on each candidate what its node's use adds ([`crate::AccessRanking::boost`], in
+    /// log-odds, [`ranking::Ranked::used`]), from one store call: its reads, their age, and how
+    /// often it was found with the node ranked first.
+    async fn by_use(
+        &self,
+        workspace: WorkspaceId,
+        access: &crate::AccessRanking,
+        ranked: &mut [Ranked],
+    ) -> Result<()> {
+        let Some(first) = ranked.first().map(|r| r.row.name.clone()) else {
+            return Ok(());
+        };
+        let mut names: Vec<String> = ranked.iter().map(|r| r.row.name.clone()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let used = self.store.node_use(workspace, &names, &first).await?;
+        let now = chrono::Utc::now();
+        let by_name: std::collections::HashMap<&str, f64> = (used.iter())
+            .map(|u| {
+                let days =
+                    now.signed_duration_since(u.last_read_at).num_seconds() as f64 / 86_400.0;
+                (u.name.as_str(), access.boost(u.reads, days, u.together))
+            })
+            .collect();
+        for r in ranked.iter_mut() {
+            r.used = by_name.get(r.row.name.as_str()).copied().unwrap_or(0.0);
+        }
+        Ok(())
     }
 
     /// The perspective whose aggregate vectors stand for a node: `general`, or the first

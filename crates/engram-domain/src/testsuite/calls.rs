@@ -336,6 +336,7 @@ const EXPECTED_CALLS: &[(&str, &[&str])] = &[
             "get_pending_consolidation",
             "get_orphaned_nodes",
             "event_counts",
+            "stale_nodes",
             "perspectives",
             "node_vectors",
             "related_pairs",

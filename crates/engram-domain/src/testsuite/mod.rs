@@ -12,6 +12,7 @@
 
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
+mod access;
 mod calls;
 mod consolidation;
 mod embedder;
@@ -43,6 +44,7 @@ mod vocabulary;
 mod workload;
 mod workspaces;
 
+pub use access::*;
 pub use calls::*;
 pub use consolidation::*;
 pub use embedder::*;
@@ -145,6 +147,10 @@ macro_rules! memory_store_test_suite {
             rename_relation_type_renames_one_relation,
             rename_onto_an_existing_relation_conflicts_and_changes_nothing,
             get_relations_between_lists_both_directions_sorted,
+            // access
+            reads_are_noted_and_written_apart_from_the_graph,
+            stale_nodes_are_unwritten_and_rarely_read,
+            ranking_by_use_lifts_what_is_read_among_equals,
             // reflections
             reflections_are_kept_found_and_shown_with_their_node,
             a_bad_reflection_is_refused_naming_the_argument_and_writes_nothing,

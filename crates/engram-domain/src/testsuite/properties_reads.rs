@@ -475,11 +475,14 @@ async fn reports(h: &mut Harness) {
 
     let since = h.draw(proptest::option::of(timestamp()));
     let (limit, min_score, cluster_min_score) = h.draw((count(), score(), score()));
+    let stale_days =
+        h.draw(prop_oneof![5 => 1..=36_500_u32, 1 => Just(0_u32), 1 => Just(40_000_u32)]);
     let options = GetConsolidationReport {
         since,
         limit,
         min_score,
         cluster_min_score,
+        stale_days,
     };
     let in_range = |score: f64| (-1.0..=1.0).contains(&score);
     let mut blame = Blame::default();
@@ -487,6 +490,7 @@ async fn reports(h: &mut Harness) {
     blame.unless(in_range(min_score), "min_score");
     blame.unless(in_range(cluster_min_score), "cluster_min_score");
     blame.unless(since.as_ref().is_none_or(timestamp_ok), "since");
+    blame.unless((1..=36_500).contains(&stale_days), "stale_days");
     let call = m.call(h.ws, options);
     if let Some(report) = h
         .run("get_consolidation_report", &options, &blame, call)
