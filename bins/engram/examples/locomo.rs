@@ -261,6 +261,9 @@ async fn main() -> Result<()> {
         if modes.iter().any(|&m| m != "text") {
             indexing = Some(wait_for_index(&client, &label, args.perspectives).await?);
         }
+        if std::env::var_os("ENGRAM_EVAL_SIMULATE_USE").is_some() && mapping != "speakers" {
+            simulate_use(&client, questions.iter().map(|q| q.question.as_str())).await?;
+        }
         for &mode in &modes {
             let (mut ranked, mut latencies, mut fallbacks) = (Vec::new(), Vec::new(), 0);
             for (index, question) in questions.iter().enumerate() {
@@ -530,6 +533,33 @@ async fn wait_for_index(client: &Client, mapping: &str, perspectives: usize) -> 
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Uses the memory as an agent that asked every question before would have
+/// (`ENGRAM_EVAL_SIMULATE_USE`): each question once (hybrid, the default `min_score`), then
+/// `open_nodes` on its first five results; then waits for the server's access log to be written
+/// ([`engram::indexing::ACCESS_EVERY`] and a second), so that a server that ranks by use
+/// (`-- --access-ranking`) is measured after that use.
+async fn simulate_use<'q>(client: &Client, questions: impl Iterator<Item = &'q str>) -> Result<()> {
+    let mut asked = 0;
+    for question in questions {
+        let found = call(
+            client,
+            "search_nodes",
+            json!({"query": question, "limit": 5}),
+        )
+        .await?;
+        let names: Vec<&str> = (found["results"].as_array().context("results")?.iter())
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        if !names.is_empty() {
+            call(client, "open_nodes", json!({"names": names})).await?;
+        }
+        asked += 1;
+    }
+    eprintln!("locomo: simulated use: {asked} questions asked and their first results opened");
+    tokio::time::sleep(engram::indexing::ACCESS_EVERY + Duration::from_secs(1)).await;
+    Ok(())
 }
 
 /// Asks `query`: `search_nodes` (limit 10) for `facts`, `search_observations` (limit 10) for

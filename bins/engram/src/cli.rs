@@ -604,8 +604,16 @@ pub struct ServeArgs {
     /// Rank search results by use too: a node read often and lately, or found often with the
     /// first result, gains a little (at most half a unit of log-odds). Off by default: on
     /// conversations it was not tuned on it cost recall (BENCHMARKS.md, "Ranking by use").
-    #[arg(long, env = "ENGRAM_ACCESS_RANKING")]
+    #[arg(
+        long,
+        env = "ENGRAM_ACCESS_RANKING",
+        conflicts_with = "no_access_tracking"
+    )]
     pub access_ranking: bool,
+    /// Do not note which nodes reads and searches return (the report's `stale_nodes` then
+    /// sees only writes). By default they are noted in memory and written every 5 s.
+    #[arg(long, env = "ENGRAM_NO_ACCESS_TRACKING")]
+    pub no_access_tracking: bool,
     /// Serve over stdin/stdout instead of HTTP (for clients that launch engram themselves).
     #[arg(long, requires = "workspace")]
     pub stdio: bool,

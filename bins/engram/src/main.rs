@@ -591,7 +591,9 @@ async fn serve(
     // Reads and searches note what they returned; written every few seconds, off the request
     // path, and once more when the server stops.
     let access = engram_domain::AccessLog::default();
-    memory = memory.with_access_log(access.clone());
+    if !args.no_access_tracking {
+        memory = memory.with_access_log(access.clone());
+    }
     if args.access_ranking {
         memory = memory.with_access_ranking(engram_domain::AccessRanking::default());
     }
