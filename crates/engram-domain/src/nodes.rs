@@ -26,7 +26,7 @@ fn default_recent_limit() -> u32 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateEntities {
-    /// 1–1,000 (1,000 observations in all); an existing name is reported `already_existed`.
+    /// 1–1,000 (1,000 facts in all); an existing name: `already_existed`.
     pub entities: Vec<NewNode>,
     /// "merge": add the facts, tags and summary to an existing node. Default "skip".
     #[serde(default)]
@@ -324,7 +324,7 @@ impl SetTags {
 impl Tool for CreateEntities {
     const NAME: &'static str = "create_entities";
     const DESCRIPTION: &'static str =
-        "Create nodes (entities) with a type and optional observations, summary and tags.";
+        "Create nodes (entities): a type; optional facts, summary, tags.";
     const EFFECT: Effect = Effect::Writes {
         destructive: false,
         idempotent: true,

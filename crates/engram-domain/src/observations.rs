@@ -147,8 +147,8 @@ impl DeleteObservations {
 /// found.
 impl Tool for AddObservations {
     const NAME: &'static str = "add_observations";
-    const DESCRIPTION: &'static str = "Append facts to existing nodes; a row with `not_found: true` added nothing. `similar_to`:\n\
-a held fact it `repeats` (delete_observations) or `may_update` (end_observations).";
+    const DESCRIPTION: &'static str = "Append facts to existing nodes (`not_found: true`: none added). `similar_to`: a held\n\
+fact it `repeats` (delete_observations) or `may_update` (end_observations).";
     const EFFECT: Effect = Effect::Writes {
         destructive: false,
         idempotent: false,

@@ -159,7 +159,7 @@ pub struct ConsolidationReport {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct GetConsolidationReport {
-    /// Start of event_summary's window. Default: 7 days ago.
+    /// event_summary from then. Default: 7 days ago.
     pub since: Option<Timestamp>,
     /// Per list, 1–1,000. Default 20.
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
@@ -168,7 +168,7 @@ pub struct GetConsolidationReport {
     pub min_score: f64,
     /// Least cosine of neighbours in a cluster. Default 0.6.
     pub cluster_min_score: f64,
-    /// Days without a write after which a rarely read node is stale, 1–36,500. Default 90.
+    /// Days unwritten: stale_nodes.
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 36500)))]
     pub stale_days: u32,
 }
@@ -489,7 +489,7 @@ impl Tool for GetConsolidationReport {
     const NAME: &'static str = "get_consolidation_report";
     const DESCRIPTION: &'static str = "What needs attention: stale summaries (set_summary), merge_candidates (merge_entities),\n\
 possibly_superseded (end_observations), duplicate_observations (delete_observations),\n\
-split_candidates (propose_split), similar pairs, orphans, clusters. It proposes; you decide.";
+split_candidates (propose_split), stale_nodes, similar pairs, orphans, clusters.";
     const EFFECT: Effect = Effect::Reads;
     type Output = ConsolidationReport;
 
@@ -521,7 +521,7 @@ pub struct GetPendingConsolidation {}
 impl Tool for GetPendingConsolidation {
     const NAME: &'static str = "get_pending_consolidation";
     const DESCRIPTION: &'static str =
-        "Nodes never summarised, or whose summary is older than their newest observation.";
+        "Nodes never summarised, or summarised before their newest fact.";
     const EFFECT: Effect = Effect::Reads;
     type Output = PendingConsolidationResult;
 

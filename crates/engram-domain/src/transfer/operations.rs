@@ -38,8 +38,7 @@ pub struct ReadGraph {
     /// Only nodes of this type.
     #[serde(default)]
     pub entity_type: Option<String>,
-    /// "names" (name, type), "summary" (default: also summary, tags, fact count) or "full"
-    /// (every fact).
+    /// "names", "summary" (default: with summary, tags, fact count) or "full" (every fact).
     #[serde(default)]
     pub detail: GraphDetail,
     /// With ended ones.
