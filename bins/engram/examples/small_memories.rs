@@ -12,7 +12,10 @@
 //! unrelated questions and the set's nonsense strings at the default. Prints, per memory and
 //! in all: right answers in the top 5 at the default and without a threshold, unrelated and
 //! nonsense questions that got any result, and the scores of the right answers (what a
-//! person reads); then its nodes are deleted again.
+//! person reads); then its nodes are deleted again. `--simulate-use` ranks by use
+//! (`engram serve --access-ranking`) after an agent's earlier use of each memory: every
+//! question asked once and its first five results opened, then written as the server's access
+//! log writes them.
 
 use std::sync::Arc;
 
@@ -290,12 +293,14 @@ async fn main() -> anyhow::Result<()> {
     let mut changed = Vec::new();
     let mut file = "target/padding.txt".to_owned();
     let mut model = engram_embed::LocalModel::default();
+    let mut used = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--pad" => pad = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--padding" => file = args.next().unwrap_or(file),
             "--changed" => changed.extend(args.next()),
+            "--simulate-use" => used = Some(engram_domain::AccessLog::default()),
             "--model" => {
                 let name = args.next().unwrap_or_default();
                 model = name.parse().map_err(|err: String| anyhow::anyhow!(err))?;
@@ -314,7 +319,11 @@ async fn main() -> anyhow::Result<()> {
     let store: Arc<dyn MemoryStore> =
         Arc::new(SqliteStore::open(dir.path().join("small.db")).await?);
     let embedder = Arc::new(Tuned(Arc::new(LocalEmbedder::new(model))));
-    let memory = Memory::new(store.clone()).with_embedder(embedder.clone());
+    let mut memory = Memory::new(store.clone()).with_embedder(embedder.clone());
+    if let Some(log) = &used {
+        memory = (memory.with_access_log(log.clone()))
+            .with_access_ranking(engram_domain::AccessRanking::default());
+    }
     let indexer = Indexer::new(store.clone(), embedder.clone(), 64);
     // One workspace holds the padding, embedded once; each memory joins it, is asked its
     // questions and leaves.
@@ -339,7 +348,7 @@ async fn main() -> anyhow::Result<()> {
     for path in &paths {
         let set: Set = serde_json::from_str(&std::fs::read_to_string(path)?)?;
         for small in &set.memories {
-            let tally = ask(&memory, &indexer, workspace, small, &set.nonsense).await?;
+            let tally = ask(&memory, &indexer, workspace, small, &set.nonsense, used.as_ref()).await?;
             let nodes = small.nodes.as_array().map_or(0, Vec::len);
             println!("{}", tally.row(&small.name, nodes));
             all.add(&tally);
@@ -456,6 +465,7 @@ async fn ask(
     workspace: WorkspaceId,
     small: &SmallMemory,
     nonsense: &[String],
+    used: Option<&engram_domain::AccessLog>,
 ) -> anyhow::Result<Tally> {
     let nodes = small.nodes.as_array().map_or(&[][..], Vec::as_slice);
     add_nodes(memory, workspace, nodes).await?;
@@ -465,6 +475,16 @@ async fn ask(
         memory.call(workspace, relations).await?;
     }
     indexer.run_until_idle().await?;
+    if let Some(log) = used {
+        for question in &small.questions {
+            let found = search(memory, workspace, &question.question, None).await?;
+            let names: Vec<String> = found.into_iter().map(|(name, _)| name).collect();
+            if !names.is_empty() {
+                memory.call(workspace, engram_domain::OpenNodes::new(&names)).await?;
+            }
+        }
+        memory.record_access(&log.take()).await?;
+    }
     let mut tally = Tally::default();
     for question in &small.questions {
         tally.questions += 1;
