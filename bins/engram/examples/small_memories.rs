@@ -348,7 +348,15 @@ async fn main() -> anyhow::Result<()> {
     for path in &paths {
         let set: Set = serde_json::from_str(&std::fs::read_to_string(path)?)?;
         for small in &set.memories {
-            let tally = ask(&memory, &indexer, workspace, small, &set.nonsense, used.as_ref()).await?;
+            let tally = ask(
+                &memory,
+                &indexer,
+                workspace,
+                small,
+                &set.nonsense,
+                used.as_ref(),
+            )
+            .await?;
             let nodes = small.nodes.as_array().map_or(0, Vec::len);
             println!("{}", tally.row(&small.name, nodes));
             all.add(&tally);
@@ -480,7 +488,9 @@ async fn ask(
             let found = search(memory, workspace, &question.question, None).await?;
             let names: Vec<String> = found.into_iter().map(|(name, _)| name).collect();
             if !names.is_empty() {
-                memory.call(workspace, engram_domain::OpenNodes::new(&names)).await?;
+                memory
+                    .call(workspace, engram_domain::OpenNodes::new(&names))
+                    .await?;
             }
         }
         memory.record_access(&log.take()).await?;

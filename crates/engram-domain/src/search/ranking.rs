@@ -376,8 +376,7 @@ pub(crate) fn median(values: &[f64]) -> f64 {
 /// to 3 decimals, orders by that score (best first) and leaves out those below `min_score`,
 /// except a clear best match by meaning (`rescue`, [`calibration::Rescue`]).
 ///
-/// A search that ranks by use adds each candidate's [`Ranked::used`] to its log-odds, and puts
-/// the more used first among equal shown scores. Results that show the same rounded score
+/// A search that ranks by use adds each candidate's [`Ranked::used`] to its log-odds. Results that show the same rounded score
 /// (several close to 1 often do) otherwise keep the order of `mode`'s ranking in hybrid and
 /// text mode, which read how rare the query's words are among
 /// the candidates (on LoCoMo's dev facts, R@5 0.676 against 0.661 by the unrounded score),
@@ -423,10 +422,9 @@ pub fn calibrate(
     }
     let shown = calibration::round;
     ranked.sort_by(|a, b| {
-        // Among equal shown scores, the node used more first (0 for all unless ranking by use).
         let finer = match mode {
             SearchMode::Embedding => b.score.total_cmp(&a.score),
-            SearchMode::Hybrid | SearchMode::Text => b.used.total_cmp(&a.used),
+            SearchMode::Hybrid | SearchMode::Text => std::cmp::Ordering::Equal,
         };
         shown(b.score).total_cmp(&shown(a.score)).then(finer)
     });
