@@ -105,6 +105,7 @@ per_backend!(
     sse_client::a_session_keeps_its_workspace,
     sse_client::a_client_that_does_not_read_its_stream_is_dropped,
     stdio::every_tool_over_stdio,
+    stdio::the_server_writes_what_reads_returned,
     tcp::every_tool_over_tcp,
     contract::the_graph_vocabulary_answers_over_streamable_http,
     reflections::reflections_are_kept_and_found_by_meaning_over_streamable_http,
