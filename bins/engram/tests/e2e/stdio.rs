@@ -1,6 +1,5 @@
 //! The real `engram` binary over stdio, as Claude Desktop runs it.
 
-use engram_domain::SearchStore;
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
