@@ -231,9 +231,11 @@ async fn similar_held(
         .map(|fact| (fact, Words::of(&fact.content)))
         .collect();
     let mut similar = Vec::new();
+    let subject = Words::of(&row.entity_name);
     for new in &row.added {
         // The newest held fact it repeats, else the newest it may update.
-        let found = most_alike(held.iter().map(|(_, old)| old), &Words::of(&new.content));
+        let held_words = held.iter().map(|(_, old)| old);
+        let found = most_alike(held_words, &Words::of(&new.content), &subject);
         if let Some((fact, likeness)) = found.map(|(at, kind)| (held[at].0, kind)) {
             similar.push(SimilarFact {
                 ordinal: new.ordinal,

@@ -434,6 +434,14 @@ impl Tool for SearchReflections {
             .store
             .reflection_candidates(workspace, &query)
             .await?;
+        let unembedded = vector.is_some() && !candidates.iter().any(|c| c.nearest);
+        if unembedded && !candidates.is_empty() {
+            notice = Some(
+                "no reflection's vector matched (indexing may still be running); answered by \
+                 full-text search"
+                    .to_owned(),
+            );
+        }
         let calibration = search.embedder().and_then(|e| e.calibration());
         let query_vector = vector.map(|embedding| QueryVector {
             perspective: PerspectiveId(0),

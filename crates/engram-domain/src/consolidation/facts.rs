@@ -15,7 +15,11 @@
 //!   value: the passage follows "is", "are", "was" or "were" ("the deploy target is staging" and
 //!   "… is production"), or the newer fact says it changed ("now", "no longer", "moved",
 //!   "switched", …), or the texts are long (a revised document, past
-//!   [`LONG_TEXT_WORDS`] words). Precision first: "Leo speaks Portuguese" and "Leo speaks Spanish"
+//!   [`LONG_TEXT_WORDS`] words). And, for a newer fact that says it changed and is neither, the
+//!   older fact that shares the most topic words with it beyond the node's name (at least
+//!   [`REWORDED_WORDS`], and [`REWORDED_SHARE`] of the two's): an update in other words ("auth-service stores
+//!   sessions in Redis" → "Sessions for auth-service were moved out of Redis into DynamoDB").
+//!   Precision first: "Leo speaks Portuguese" and "Leo speaks Spanish"
 //!   may both stay true, and a hint on two true facts is worse than none (issue 58; measured on
 //!   `xtask/data/fact-pairs.json` by `words_only_detection_on_the_projects_fact_pairs`).
 
@@ -75,6 +79,8 @@ pub(crate) struct Words {
     bag: Vec<(u64, u32)>,
     values: Vec<u64>,
     content: Vec<u64>,
+    /// Its topic words' stems (no search stop word), sorted, each once.
+    topic: Vec<u64>,
     says_changed: bool,
 }
 
@@ -82,7 +88,7 @@ impl Words {
     /// The words of `text`, split as [`crate::search::words::words`] splits them.
     pub(crate) fn of(text: &str) -> Self {
         let (mut words, mut is_value) = (Vec::new(), Vec::new());
-        let mut content = Vec::new();
+        let (mut content, mut topic) = (Vec::new(), Vec::new());
         for word in text
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
@@ -90,8 +96,14 @@ impl Words {
             let hash = word_hash(word);
             words.push(hash);
             is_value.push(word.bytes().any(|b| b.is_ascii_digit()) || date_word(hash));
-            content.extend(content_stem(word, hash));
+            let (stem, stop) = content_stem(word, hash);
+            content.extend(stem);
+            if !stop {
+                topic.extend(stem);
+            }
         }
+        topic.sort_unstable();
+        topic.dedup();
         let says_changed = says_changed(&words);
         let mut sorted = words.clone();
         sorted.sort_unstable();
@@ -113,18 +125,19 @@ impl Words {
             bag,
             values,
             content,
+            topic,
             says_changed,
         }
     }
 }
 
 /// The hash of `word`'s stem (its hash is `hash`), or `None` for a filler word
-/// ([`FILLER_WORDS`]). Stems are kept
+/// ([`FILLER_WORDS`]), and whether it is a search stop word (no topic word). Both are kept
 /// per thread by word (a node's facts repeat their words; `add_observations` compares a new
 /// fact with the node's newest facts on every call), at most [`STEMS_KEPT`] at once.
-fn content_stem(word: &str, hash: u64) -> Option<u64> {
+fn content_stem(word: &str, hash: u64) -> (Option<u64>, bool) {
     thread_local! {
-        static STEMS: std::cell::RefCell<std::collections::HashMap<u64, Option<u64>>> =
+        static STEMS: std::cell::RefCell<std::collections::HashMap<u64, (Option<u64>, bool)>> =
             std::cell::RefCell::default();
     }
     STEMS.with_borrow_mut(|stems| {
@@ -140,8 +153,9 @@ fn content_stem(word: &str, hash: u64) -> Option<u64> {
             let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
             word_hash(&stemmer.stem(&lower))
         });
-        stems.insert(hash, stem);
-        stem
+        let known = (stem, crate::search::words::is_stop_word(&lower));
+        stems.insert(hash, known);
+        known
     })
 }
 
@@ -351,6 +365,7 @@ pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)], budget: &Budget) ->
         return found;
     }
     let words: Vec<Words> = facts.iter().map(|(_, text)| Words::of(text)).collect();
+    let subject = Words::of(name);
     for newer in 1..facts.len() {
         if budget.spent() {
             found.cut_short = true;
@@ -358,7 +373,8 @@ pub(crate) fn pairs(name: &str, facts: &[(Ordinal, String)], budget: &Budget) ->
         }
         // The one older fact most like it (a series of templated facts gives a pair per fact,
         // not per pair of facts).
-        let Some((back, kind)) = most_alike(words[..newer].iter().rev(), &words[newer]) else {
+        let Some((back, kind)) = most_alike(words[..newer].iter().rev(), &words[newer], &subject)
+        else {
             continue;
         };
         let older = newer - 1 - back;
@@ -386,21 +402,60 @@ pub(crate) struct NodePairs {
     pub(crate) cut_short: bool,
 }
 
+/// Least share of two facts' topic words (those of the node's name aside) that a reworded
+/// update shares with the fact it updates ([`most_alike`]).
+pub const REWORDED_SHARE: f64 = 0.1;
+
+/// Fewest topic words (those of the node's name aside) a reworded update shares with the fact
+/// it updates: one is often a generic verb ("Dana now runs the standup" / "the database runs
+/// PostgreSQL 16").
+pub const REWORDED_WORDS: usize = 2;
+
 /// Of `older` (newest first), the one most like `newer`, in one pass: the first it repeats,
-/// else the first it may update; its position in `older` and how it is alike.
+/// else the first it may update; its position in `older` and how it is alike. A newer fact that
+/// says it changed and is neither may still update an older one in other words ("auth-service
+/// stores sessions in Redis" → "sessions were moved out of Redis into DynamoDB"): the one that
+/// shares the most topic words with it beyond `subject` (the node's name's, [`Words::of`] it),
+/// at least [`REWORDED_WORDS`] and [`REWORDED_SHARE`] of the two's.
 pub(crate) fn most_alike<'a>(
     older: impl IntoIterator<Item = &'a Words>,
     newer: &Words,
+    subject: &Words,
 ) -> Option<(usize, Likeness)> {
     let mut version = None;
+    let mut reworded: Option<(usize, usize)> = None;
     for (at, old) in older.into_iter().enumerate() {
         match likeness(old, newer) {
             Some(Likeness::Duplicate) => return Some((at, Likeness::Duplicate)),
             Some(Likeness::Version) if version.is_none() => version = Some((at, Likeness::Version)),
+            _ if version.is_none() && newer.says_changed => {
+                let shared = shared_topic(old, newer, subject);
+                if shared > reworded.map_or(0, |(_, most)| most) {
+                    reworded = Some((at, shared));
+                }
+            }
             _ => {}
         }
     }
-    version
+    version.or(reworded.map(|(at, _)| (at, Likeness::Version)))
+}
+
+/// How many topic words `old` and `new` share beyond `subject`'s, when that is at least
+/// [`REWORDED_WORDS`] and [`REWORDED_SHARE`] of the words either holds (beyond `subject`'s);
+/// else 0.
+fn shared_topic(old: &Words, new: &Words, subject: &Words) -> usize {
+    let own = |w: &Words| -> Vec<u64> {
+        (w.topic.iter().copied())
+            .filter(|t| subject.topic.binary_search(t).is_err())
+            .collect()
+    };
+    let (a, b) = (own(old), own(new));
+    let shared = a.iter().filter(|t| b.binary_search(t).is_ok()).count();
+    let either = a.len() + b.len() - shared;
+    match shared >= REWORDED_WORDS && shared as f64 >= REWORDED_SHARE * either as f64 {
+        true => shared,
+        false => 0,
+    }
 }
 
 /// `text` cut at [`QUOTED_CHARS`] characters, "…" marking a cut.
@@ -414,6 +469,12 @@ mod tests {
 
     fn alike(older: &str, newer: &str) -> Option<Likeness> {
         likeness(&Words::of(older), &Words::of(newer))
+    }
+
+    /// As `add_observations` judges a new fact against one held fact of an unnamed node.
+    fn judged(older: &str, newer: &str) -> Option<Likeness> {
+        let held = [Words::of(older)];
+        most_alike(&held, &Words::of(newer), &Words::of("")).map(|(_, kind)| kind)
     }
 
     #[test]
@@ -635,7 +696,7 @@ mod tests {
                 pair["newer"].as_str().unwrap(),
             );
             counts[at][0] += 1;
-            match alike(older, newer) {
+            match judged(older, newer) {
                 Some(Likeness::Duplicate) => counts[at][1] += 1,
                 Some(Likeness::Version) => counts[at][2] += 1,
                 None => {}

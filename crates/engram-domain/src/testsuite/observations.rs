@@ -512,6 +512,21 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
         .unwrap()
         .results;
     assert!(added[0].similar_to.is_empty(), "{added:?}");
+    // In other words: an update when it says it changed and shares two topic words beyond the
+    // node's name with a held fact (the newest such: Alice's report of outages, 6); one shared
+    // word ("runs") is not enough.
+    let reworded = [
+        "Outages now go to Dana instead of Alice",
+        "Dana now runs the staging standup",
+    ];
+    let added = (memory.call(ws, AddObservations::new(&[additions("staging", &reworded)])))
+        .await
+        .unwrap()
+        .results;
+    let similar: Vec<(i64, i64, SimilarKind)> = (added[0].similar_to.iter())
+        .map(|s| (s.ordinal.0, s.similar_ordinal.0, s.kind))
+        .collect();
+    assert_eq!(similar, [(10, 6, SimilarKind::MayUpdate)], "{added:?}");
     // The store reads a node's newest facts when asked for them alone, in ordinal order.
     let newest = store
         .fact_vectors(crate::store::FactVectors {
@@ -524,5 +539,5 @@ pub async fn added_facts_name_a_held_fact_they_repeat_or_update(store: Arc<dyn M
         .await
         .unwrap();
     let ordinals: Vec<i64> = newest.facts.iter().map(|f| f.ordinal.0).collect();
-    assert_eq!(ordinals, [8, 9]);
+    assert_eq!(ordinals, [10, 11]);
 }
