@@ -1,7 +1,6 @@
 //! Which nodes are read and found, and which together (the "limbic" signals of the system in
 //! `shared/reference/004`): an [`AccessLog`] notes, in memory, the nodes each read or search
-//! returned (`open_nodes`, `search_nodes`, `search_observations`, `query_observations`;
-//! [`crate::Tool::accessed`]) and the pairs among its first [`PAIRED`]; the server writes what
+//! returned (`open_nodes`, `search_nodes`, `search_observations`; [`crate::Tool::accessed`]) and the pairs among its first [`PAIRED`]; the server writes what
 //! it gathered every few seconds in one store call ([`AccessStore::record_access`]), so a
 //! read costs no write of its own. The stores keep per node how often and how lately it was
 //! read, and per pair how often the two came together. The consolidation report reads them for
@@ -21,9 +20,13 @@ use crate::model::{Timestamp, WorkspaceId};
 /// The first results of one read whose pairs are noted as found together.
 pub const PAIRED: usize = 5;
 
-/// Distinct nodes an [`AccessLog`] holds for one write at most; past it, further nodes wait
-/// for the next (their reads are counted once the log has room).
+/// Distinct nodes an [`AccessLog`] holds for one write at most; past it, reads of further
+/// nodes are dropped until the next write empties the log (so a store that refuses every
+/// write costs bounded memory).
 pub const MAX_LOGGED_NODES: usize = 50_000;
+
+/// Pairs found together an [`AccessLog`] holds at most, as [`MAX_LOGGED_NODES`].
+pub const MAX_LOGGED_PAIRS: usize = 200_000;
 
 /// What an [`AccessLog`] gathered for one workspace: reads per node name, and pairs of names
 /// found together (the lesser name first) with how often.
@@ -72,26 +75,42 @@ impl AccessLog {
         let mut batch = self.0.lock().unwrap_or_else(|p| p.into_inner());
         batch.at = chrono::Utc::now();
         let held: usize = batch.workspaces.values().map(|w| w.reads.len()).sum();
+        let paired: usize = batch.workspaces.values().map(|w| w.together.len()).sum();
         let mut room = MAX_LOGGED_NODES.saturating_sub(held);
+        let mut pair_room = MAX_LOGGED_PAIRS.saturating_sub(paired);
         let log = batch.workspaces.entry(workspace).or_default();
+        let mut admitted: Vec<&str> = Vec::with_capacity(distinct.len());
         for name in &distinct {
             if let Some(reads) = log.reads.get_mut(*name) {
                 *reads += 1;
             } else if room > 0 {
                 log.reads.insert((*name).to_owned(), 1);
                 room -= 1;
+            } else {
+                continue;
             }
+            admitted.push(name);
         }
-        let first = &distinct[..distinct.len().min(PAIRED)];
+        let first = &admitted[..admitted.len().min(PAIRED)];
         for (i, a) in first.iter().enumerate() {
             for b in &first[i + 1..] {
                 let pair = match a < b {
                     true => ((*a).to_owned(), (*b).to_owned()),
                     false => ((*b).to_owned(), (*a).to_owned()),
                 };
-                *log.together.entry(pair).or_default() += 1;
+                match log.together.get_mut(&pair) {
+                    Some(together) => *together += 1,
+                    None if pair_room > 0 => {
+                        log.together.insert(pair, 1);
+                        pair_room -= 1;
+                    }
+                    None => {}
+                }
             }
         }
+        batch
+            .workspaces
+            .retain(|_, access| !access.reads.is_empty());
     }
 
     /// What was noted since the last take, leaving the log empty.
@@ -99,18 +118,36 @@ impl AccessLog {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Puts back a batch whose write failed, so its reads are written with the next.
+    /// Puts back a batch whose write failed, so its reads are written with the next, within
+    /// the log's bounds ([`MAX_LOGGED_NODES`], [`MAX_LOGGED_PAIRS`]; what does not fit is dropped).
     pub fn restore(&self, batch: AccessBatch) {
         let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let nodes: usize = held.workspaces.values().map(|w| w.reads.len()).sum();
+        let pairs: usize = held.workspaces.values().map(|w| w.together.len()).sum();
+        let (mut room, mut pair_room) = (
+            MAX_LOGGED_NODES.saturating_sub(nodes),
+            MAX_LOGGED_PAIRS.saturating_sub(pairs),
+        );
         for (workspace, access) in batch.workspaces {
             let log = held.workspaces.entry(workspace).or_default();
             for (name, reads) in access.reads {
-                *log.reads.entry(name).or_default() += reads;
+                if let Some(held) = log.reads.get_mut(&name) {
+                    *held += reads;
+                } else if room > 0 {
+                    log.reads.insert(name, reads);
+                    room -= 1;
+                }
             }
             for (pair, together) in access.together {
-                *log.together.entry(pair).or_default() += together;
+                if let Some(held) = log.together.get_mut(&pair) {
+                    *held += together;
+                } else if pair_room > 0 {
+                    log.together.insert(pair, together);
+                    pair_room -= 1;
+                }
             }
         }
+        held.workspaces.retain(|_, access| !access.reads.is_empty());
         held.at = held.at.max(batch.at);
     }
 }
@@ -170,7 +207,8 @@ pub trait AccessStore: Send + Sync + 'static {
 
 /// Ranking by use, for an operator who asks for it (`engram serve --access-ranking`): a node
 /// read often and lately, and one found often with the search's first result, gains up to
-/// `weight` log-odds. Off by default.
+/// `weight` log-odds of its calibrated score (a search without a calibrated score, from a
+/// model that has none, ranks as without it). Off by default.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AccessRanking {
     /// The most log-odds use adds.
@@ -236,6 +274,35 @@ mod tests {
             2,
             "a failed write is kept"
         );
+    }
+
+    #[test]
+    fn a_log_holds_at_most_its_bound_and_a_restored_batch_fits_within_it() {
+        let log = AccessLog::default();
+        let names: Vec<String> = (0..MAX_LOGGED_NODES + 10)
+            .map(|i| format!("n{i}"))
+            .collect();
+        for chunk in names.chunks(1_000) {
+            let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            log.note(WorkspaceId(1), &chunk);
+        }
+        log.note(WorkspaceId(2), &["late", "later"]);
+        let batch = log.take();
+        let held = |b: &AccessBatch| b.workspaces.values().map(|w| w.reads.len()).sum::<usize>();
+        assert_eq!(held(&batch), MAX_LOGGED_NODES);
+        assert!(
+            !batch.workspaces.contains_key(&WorkspaceId(2)),
+            "no room, no pair"
+        );
+        log.note(WorkspaceId(3), &["a", "b"]);
+        log.restore(batch);
+        let again = log.take();
+        assert_eq!(
+            held(&again),
+            MAX_LOGGED_NODES,
+            "the newer reads kept, the rest to the bound"
+        );
+        assert_eq!(again.workspaces[&WorkspaceId(3)].reads.len(), 2);
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! rejected texts costs each pass at most one extra call, and texts of other workspaces (or
 //! other texts of the same one) keep being indexed meanwhile.
 //!
-//! Each pass first embeds a batch of reflections that lack a vector (their text alone, one
-//! vector per model, [`crate::reflections`]); one the embedder refuses alone is set aside.
+//! Each pass first embeds a batch of reflections that lack a vector (one vector per model,
+//! [`crate::reflections`]); one the embedder refuses alone is set aside for an hour.
 
 use crate::store::SaveEmbeddings;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -49,8 +49,9 @@ pub struct Indexer {
     idle: Arc<Mutex<Option<(i64, Instant)>>>,
     /// Where the sweep of pending pairs stands: the next pass reads on from there.
     cursor: Arc<Mutex<PendingCursor>>,
-    /// Reflections the embedder rejected, by id: not tried again by this process.
-    rejected_reflections: Arc<Mutex<HashSet<i64>>>,
+    /// Reflections the embedder rejected, by id, with when: tried again after
+    /// [`MAX_REJECTION_WAIT`].
+    rejected_reflections: Arc<Mutex<HashMap<i64, Instant>>>,
 }
 
 /// How long an idle pass vouches that nothing is pending (the binary's loop runs a pass at
@@ -276,14 +277,15 @@ impl Indexer {
     /// Embeds up to a batch of reflections that lack a vector of the model and saves their
     /// vectors; how many. A batch the embedder refuses is tried text by text (after a probe
     /// tells a refusal from an embedder that is down), and a text it refuses alone is set
-    /// aside for the life of the process.
+    /// aside for [`MAX_REJECTION_WAIT`].
     async fn embed_reflections(&self) -> Result<usize> {
         let model = self.embedder.model_id();
-        let skip: Vec<i64> = (self.rejected_reflections.lock())
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .copied()
-            .collect();
+        let skip: Vec<i64> = {
+            let mut rejected =
+                (self.rejected_reflections.lock()).unwrap_or_else(|p| p.into_inner());
+            rejected.retain(|_, at| at.elapsed() < MAX_REJECTION_WAIT);
+            rejected.keys().copied().collect()
+        };
         let pending = (self.store)
             .pending_reflections(model, &skip, self.batch_size)
             .await?;
@@ -316,7 +318,7 @@ impl Indexer {
                 None => {
                     (self.rejected_reflections.lock())
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(reflection.id);
+                        .insert(reflection.id, Instant::now());
                 }
             }
         }

@@ -357,10 +357,20 @@ pub struct NodeDetail {
     pub more_reflections: Option<i64>,
 }
 
+/// Characters of a reflection `open_nodes` shows ([`NodeDetail::reflections`]; a thousand
+/// nodes' three reflections: at most about 1.5 MB).
+pub const REFLECTION_PREVIEW_CHARS: usize = 500;
+
 impl NodeDetail {
     /// The node with its newest reflections (at most
-    /// [`crate::reflections::NODE_REFLECTIONS`], newest first) out of `count`.
-    pub fn with_reflections(mut self, listed: Vec<crate::NodeReflection>, count: i64) -> Self {
+    /// [`crate::reflections::NODE_REFLECTIONS`], newest first) out of `count`, each cut at
+    /// [`REFLECTION_PREVIEW_CHARS`] characters (`search_reflections` answers
+    /// them whole), so that a thousand opened nodes stay within one answer's bound.
+    pub fn with_reflections(mut self, mut listed: Vec<crate::NodeReflection>, count: i64) -> Self {
+        for reflection in &mut listed {
+            let preview = REFLECTION_PREVIEW_CHARS;
+            reflection.content = crate::compact::truncate(&reflection.content, preview);
+        }
         self.reflections = listed;
         let more = count - self.reflections.len() as i64;
         self.more_reflections = (more > 0).then_some(more);

@@ -24,6 +24,8 @@ use crate::tool::{Effect, Tool, ToolContext, ToolVisitor};
 /// the rest.
 pub const NODE_REFLECTIONS: usize = 3;
 
+pub use crate::model::REFLECTION_PREVIEW_CHARS;
+
 /// Reflections a store gathers per signal for a search of `limit` results: the nearest by
 /// vector and as many best full-text matches, each at least this many.
 const MIN_DEPTH: usize = 30;
@@ -294,20 +296,43 @@ impl AddReflection {
     /// The request with its texts as the secret policy leaves them and its author defaulted
     /// to the call's ([`crate::authorship::current`]), if every field is within its limits.
     pub fn check(mut self, secrets: crate::SecretPolicy) -> Result<Checked<Self>> {
-        self.target.target("target")?;
-        limits::content("content", &self.content)?;
-        self.content = secrets.screen("content", &self.content)?.into_owned();
         if self.author.is_none() {
-            self.author = crate::authorship::current().map(|author| author.to_string());
+            // The transport's author, within the 256 bytes an author may have.
+            self.author = crate::authorship::current().map(|author| {
+                let mut kept = author.to_string();
+                while kept.len() > 256 {
+                    kept.pop();
+                }
+                kept
+            });
         }
-        for (field, value) in [("author", &mut self.author), ("mood", &mut self.mood)] {
-            if let Some(text) = value {
-                limits::name(field, text)?;
-                *text = secrets.screen(field, text)?.into_owned();
-            }
-        }
+        let texts = (&mut self.content, &mut self.author, &mut self.mood);
+        screen_texts(secrets, "", &self.target, texts)?;
         Ok(Checked::new(self))
     }
+}
+
+/// Checks a reflection's `target` and its texts (`content`, then the optional `author` and
+/// `mood`) against their limits and leaves them as the secret policy does, naming each field
+/// after `prefix` (`""`, `"reflections[2]."`).
+fn screen_texts(
+    secrets: crate::SecretPolicy,
+    prefix: &str,
+    target: &ReflectionTarget,
+    (content, author, mood): (&mut String, &mut Option<String>, &mut Option<String>),
+) -> Result<()> {
+    target.target(&format!("{prefix}target"))?;
+    let field = format!("{prefix}content");
+    limits::content(&field, content)?;
+    *content = secrets.screen(&field, content)?.into_owned();
+    for (name, value) in [("author", author), ("mood", mood)] {
+        if let Some(text) = value {
+            let field = format!("{prefix}{name}");
+            limits::name(&field, text)?;
+            *text = secrets.screen(&field, text)?.into_owned();
+        }
+    }
+    Ok(())
 }
 
 impl Tool for AddReflection {
@@ -481,8 +506,8 @@ pub struct ReflectionQuery<'a> {
     pub vector: Option<&'a [f32]>,
     /// Reflections gathered per signal: the `depth` nearest, and the `depth` best text matches.
     pub depth: usize,
-    /// Only those about this target. A node or relation that does not exist is
-    /// [`Error::NotFound`].
+    /// Only those about this target (a relation by its ends and type, held now or not). A node
+    /// that does not exist is [`Error::NotFound`].
     pub target: Option<&'a ReflectionTarget>,
     /// Only those by this author.
     pub author: Option<&'a str>,
@@ -628,17 +653,9 @@ impl ReflectionRecord {
     /// The record as the secret policy leaves it, if every field is within its limits (the
     /// fields named `{at}.content`, …); [`Error::InvalidArgument`] otherwise.
     pub fn check(mut self, secrets: crate::SecretPolicy, at: &str) -> Result<Checked<Self>> {
-        self.target.target(&format!("{at}.target"))?;
-        let content = format!("{at}.content");
-        limits::content(&content, &self.content)?;
-        self.content = secrets.screen(&content, &self.content)?.into_owned();
-        for (field, value) in [("author", &mut self.author), ("mood", &mut self.mood)] {
-            if let Some(text) = value {
-                let field = format!("{at}.{field}");
-                limits::name(&field, text)?;
-                *text = secrets.screen(&field, text)?.into_owned();
-            }
-        }
+        let prefix = format!("{at}.");
+        let texts = (&mut self.content, &mut self.author, &mut self.mood);
+        screen_texts(secrets, &prefix, &self.target, texts)?;
         limits::timestamp(&format!("{at}.created_at"), self.created_at)?;
         Ok(Checked::new(self))
     }
@@ -686,8 +703,9 @@ pub trait ReflectionStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<Reflection>>;
 
-    /// `engram import`: writes each record whose target is there and that is not there yet
-    /// (same target, same text), with its recorded time, in one transaction.
+    /// `engram import`: writes each record whose node (a relation's: both ends) is there and
+    /// that is not there yet (same target, same text), with its recorded time, in one
+    /// transaction; a relation's need not hold now.
     async fn import_reflections(
         &self,
         workspace: WorkspaceId,

@@ -340,7 +340,9 @@ pub trait IndexStore: Send + Sync + 'static {
     /// `model` vector is current; 1.0 for a workspace without observations.
     async fn embedding_coverage(&self, request: ModelEmbeddings<'_>) -> Result<f64>;
     /// A number that changes whenever anything is written in any workspace (the newest
-    /// event's id), so an idle indexer can tell cheaply whether to look for work.
+    /// event's id × 1,000,003 + the newest reflection's id: a deleted newest reflection and a
+    /// new event do not cancel out), so an idle indexer can tell cheaply whether to look for
+    /// work.
     async fn change_marker(&self) -> Result<i64>;
     /// Deletes the workspace's `model` vectors (observation and node level), so the indexer
     /// embeds everything again; returns how many observation vectors were dropped.

@@ -337,7 +337,7 @@ impl NodeStore for PgStore {
             let mut observations = facts_of(&tx, &ids, time).await?;
             let mut by_name: HashMap<String, NodeDetail> = node_rows
                 .iter()
-                .map(|row| {
+                .map(|row| -> Result<(String, NodeDetail)> {
                     let detail = NodeDetail {
                         name: row.get("name"),
                         entity_type: row.get("entity_type"),
@@ -351,12 +351,16 @@ impl NodeStore for PgStore {
                         more_reflections: None,
                     };
                     let listed: Option<serde_json::Value> = row.get("reflections");
-                    let listed =
-                        (listed.and_then(|l| serde_json::from_value(l).ok())).unwrap_or_default();
+                    let listed = match listed {
+                        Some(listed) => serde_json::from_value(listed).map_err(|error| {
+                            Error::Internal(format!("reading a node's reflections: {error}"))
+                        })?,
+                        None => Vec::new(),
+                    };
                     let detail = detail.with_reflections(listed, row.get("reflection_count"));
-                    (detail.name.clone(), detail)
+                    Ok((detail.name.clone(), detail))
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             let mut result = OpenedNodes {
                 relations: relations_at(&tx, &ids, Endpoints::Either, time).await?,
                 ..OpenedNodes::default()

@@ -28,17 +28,26 @@ pub(crate) fn reflection(row: &Row) -> Reflection {
     }
 }
 
-/// The ids `target` names in the workspace; [`Error::NotFound`] for a node or a current
-/// relation it does not have.
+/// The ids `target` names in the workspace; [`Error::NotFound`] for a node it does not have,
+/// or, when `current`, a relation that does not hold now (a search's filter and an import
+/// name a relation by its ends and type alone: one ended since keeps its reflections).
 async fn target_ids(
     client: &impl GenericClient,
     workspace: WorkspaceId,
     target: &ReflectionTarget,
+    current: bool,
 ) -> Result<TargetIds> {
     Ok(match target.target("target")? {
         Target::Node(name) => TargetIds {
             node: Some(node_id(client, workspace, name).await?),
             ends: None,
+        },
+        Target::Relation(relation) if !current => TargetIds {
+            node: None,
+            ends: Some((
+                node_id(client, workspace, &relation.from).await?,
+                node_id(client, workspace, &relation.to).await?,
+            )),
         },
         Target::Relation(relation) => {
             let statement = client.prepare_cached(RELATION_ENDS_SQL).await.map_err(db)?;
@@ -114,7 +123,7 @@ impl ReflectionStore for PgStore {
         request: &Checked<AddReflection>,
     ) -> Result<Reflection> {
         write!(self, |tx| async {
-            let ids = target_ids(&tx, workspace, &request.target).await?;
+            let ids = target_ids(&tx, workspace, &request.target, true).await?;
             let relation_type = request
                 .target
                 .relation
@@ -143,7 +152,7 @@ impl ReflectionStore for PgStore {
         let depth = i64::try_from(query.depth).unwrap_or(i64::MAX);
         read!(self, |tx| async {
             let ids = match query.target {
-                Some(target) => target_ids(&tx, workspace, target).await?,
+                Some(target) => target_ids(&tx, workspace, target, false).await?,
                 None => TargetIds::default(),
             };
             let only_workspace = query.target.is_some_and(|t| t.workspace);
@@ -249,7 +258,7 @@ impl ReflectionStore for PgStore {
         write!(self, |tx| async {
             let mut outcome = ReflectionsImported::default();
             for (index, record) in records.iter().enumerate() {
-                let ids = match target_ids(&tx, workspace, &record.target).await {
+                let ids = match target_ids(&tx, workspace, &record.target, false).await {
                     Ok(ids) => ids,
                     Err(Error::NotFound { .. }) => {
                         outcome.missing.push(index);
@@ -260,12 +269,12 @@ impl ReflectionStore for PgStore {
                 let (from, to) = ids.ends.unzip();
                 let relation_type = record.target.relation.as_ref().map(|r| &r.relation_type);
                 let there = tx
-                    .query_opt(
-                        "SELECT 1 FROM reflections WHERE workspace_id = $1
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM reflections WHERE workspace_id = $1
                            AND node_id IS NOT DISTINCT FROM $2
                            AND from_node_id IS NOT DISTINCT FROM $3
                            AND to_node_id IS NOT DISTINCT FROM $4
-                           AND relation_type IS NOT DISTINCT FROM $5 AND content = $6",
+                           AND relation_type IS NOT DISTINCT FROM $5 AND content = $6)",
                         &[
                             &workspace.0,
                             &ids.node,
@@ -277,7 +286,7 @@ impl ReflectionStore for PgStore {
                     )
                     .await
                     .map_err(db)?;
-                if there.is_some() {
+                if there.get::<_, bool>(0) {
                     outcome.existing += 1;
                     continue;
                 }

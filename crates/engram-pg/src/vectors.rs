@@ -338,7 +338,7 @@ impl IndexStore for PgStore {
         single!(self, |client| async {
             let row = client
                 .query_one(
-                    "SELECT (SELECT coalesce(max(id), 0) FROM events)
+                    "SELECT (SELECT coalesce(max(id), 0) FROM events) * 1000003
                             + (SELECT coalesce(max(id), 0) FROM reflections)",
                     &[],
                 )

@@ -30,17 +30,28 @@ fn reflection(row: &Row<'_>) -> rusqlite::Result<Reflection> {
     })
 }
 
-/// The ids `target` names in the workspace; [`Error::NotFound`] for a node or a current
-/// relation it does not have.
+/// The ids `target` names in the workspace; [`Error::NotFound`] for a node it does not have,
+/// or, when `current`, a relation that does not hold now (a search's filter and an import
+/// name a relation by its ends and type alone: one ended since keeps its reflections).
 fn target_ids(
     tx: &Transaction<'_>,
     workspace: WorkspaceId,
     target: &ReflectionTarget,
+    current: bool,
 ) -> Result<TargetIds> {
     Ok(match target.target("target")? {
         Target::Node(name) => TargetIds {
             node: Some(node_id(tx, workspace, name)?),
             ends: None,
+        },
+        Target::Relation(relation) if !current => TargetIds {
+            node: None,
+            ends: Some(crate::nodes::node_pair(
+                tx,
+                workspace,
+                &relation.from,
+                &relation.to,
+            )?),
         },
         Target::Relation(relation) => {
             let mut statement = tx.prepare_cached(RELATION_ENDS_SQL).map_err(db)?;
@@ -163,7 +174,7 @@ impl ReflectionStore for SqliteStore {
         let request = (**request).clone();
         self.pool
             .write(move |tx| {
-                let ids = target_ids(tx, workspace, &request.target)?;
+                let ids = target_ids(tx, workspace, &request.target, true)?;
                 let texts = [
                     Some(request.content.as_str()),
                     request.author.as_deref(),
@@ -195,7 +206,7 @@ impl ReflectionStore for SqliteStore {
         self.pool
             .read(move |tx| {
                 let ids = match &target {
-                    Some(target) => target_ids(tx, workspace, target)?,
+                    Some(target) => target_ids(tx, workspace, target, false)?,
                     None => TargetIds::default(),
                 };
                 let (from, to) = ids.ends.unzip();
@@ -317,7 +328,7 @@ impl ReflectionStore for SqliteStore {
             .write(move |tx| {
                 let mut outcome = ReflectionsImported::default();
                 for (index, record) in records.iter().enumerate() {
-                    let ids = match target_ids(tx, workspace, &record.target) {
+                    let ids = match target_ids(tx, workspace, &record.target, false) {
                         Ok(ids) => ids,
                         Err(Error::NotFound { .. }) => {
                             outcome.missing.push(index);

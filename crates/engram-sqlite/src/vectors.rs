@@ -520,7 +520,7 @@ impl IndexStore for SqliteStore {
         self.pool
             .read(move |tx| {
                 tx.query_row(
-                    "SELECT (SELECT coalesce(max(id), 0) FROM events)
+                    "SELECT (SELECT coalesce(max(id), 0) FROM events) * 1000003
                             + (SELECT coalesce(max(id), 0) FROM reflections)",
                     [],
                     |row| row.get(0),

@@ -176,9 +176,22 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
-    /// Adds a reflection line, written when the import finishes.
-    pub fn add_reflection(&mut self, line: usize, reflection: ReflectionRecord) {
+    /// Adds a reflection line. Reflections come last in engram's export: once a thousand are
+    /// gathered and no relation waits for an endpoint, what was read before them is written,
+    /// then they are (else they wait for the end, where every target has come).
+    pub async fn add_reflection(
+        &mut self,
+        line: usize,
+        reflection: ReflectionRecord,
+    ) -> Result<()> {
         self.reflections.push((line, reflection));
+        if self.reflections.len() >= BATCH_RELATIONS && self.waiting.is_empty() {
+            self.flush().await?;
+            if self.waiting.is_empty() {
+                self.write_reflections().await?;
+            }
+        }
+        Ok(())
     }
 
     /// Writes the reflections, a thousand to a transaction, after everything else (in a dry

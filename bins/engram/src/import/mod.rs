@@ -206,7 +206,9 @@ async fn read_all(
             Ok(None | Some(Line::Header)) => {}
             Ok(Some(Line::Node(node))) => importer.add_node(*number, node).await?,
             Ok(Some(Line::Relation(relation))) => importer.add_relation(*number, relation).await?,
-            Ok(Some(Line::Reflection(reflection))) => importer.add_reflection(*number, reflection),
+            Ok(Some(Line::Reflection(reflection))) => {
+                importer.add_reflection(*number, reflection).await?
+            }
             Err(Rejected { kind, reason }) => {
                 let report = &mut importer.report;
                 match kind {

@@ -424,12 +424,15 @@ pub(crate) fn most_alike<'a>(
 ) -> Option<(usize, Likeness)> {
     let mut version = None;
     let mut reworded: Option<(usize, usize)> = None;
+    // The newer fact's topic words beyond the subject's, read once it may be a reworded update.
+    let mut own_new: Option<Vec<u64>> = None;
     for (at, old) in older.into_iter().enumerate() {
         match likeness(old, newer) {
             Some(Likeness::Duplicate) => return Some((at, Likeness::Duplicate)),
             Some(Likeness::Version) if version.is_none() => version = Some((at, Likeness::Version)),
             _ if version.is_none() && newer.says_changed => {
-                let shared = shared_topic(old, newer, subject);
+                let own_new = own_new.get_or_insert_with(|| beyond(newer, subject));
+                let shared = shared_topic(&beyond(old, subject), own_new);
                 if shared > reworded.map_or(0, |(_, most)| most) {
                     reworded = Some((at, shared));
                 }
@@ -440,18 +443,19 @@ pub(crate) fn most_alike<'a>(
     version.or(reworded.map(|(at, _)| (at, Likeness::Version)))
 }
 
-/// How many topic words `old` and `new` share beyond `subject`'s, when that is at least
-/// [`REWORDED_WORDS`] and [`REWORDED_SHARE`] of the words either holds (beyond `subject`'s);
-/// else 0.
-fn shared_topic(old: &Words, new: &Words, subject: &Words) -> usize {
-    let own = |w: &Words| -> Vec<u64> {
-        (w.topic.iter().copied())
-            .filter(|t| subject.topic.binary_search(t).is_err())
-            .collect()
-    };
-    let (a, b) = (own(old), own(new));
-    let shared = a.iter().filter(|t| b.binary_search(t).is_ok()).count();
-    let either = a.len() + b.len() - shared;
+/// `words`' topic words that `subject`'s are not, sorted.
+fn beyond(words: &Words, subject: &Words) -> Vec<u64> {
+    (words.topic.iter().copied())
+        .filter(|t| subject.topic.binary_search(t).is_err())
+        .collect()
+}
+
+/// How many of two sorted lists of topic words (`old`'s and `new`'s beyond the subject's)
+/// they share, when that is at least [`REWORDED_WORDS`] and [`REWORDED_SHARE`] of the words
+/// either holds; else 0.
+fn shared_topic(old: &[u64], new: &[u64]) -> usize {
+    let shared = old.iter().filter(|t| new.binary_search(t).is_ok()).count();
+    let either = old.len() + new.len() - shared;
     match shared >= REWORDED_WORDS && shared as f64 >= REWORDED_SHARE * either as f64 {
         true => shared,
         false => 0,

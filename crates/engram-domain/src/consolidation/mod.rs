@@ -140,8 +140,8 @@ pub struct ConsolidationReport {
     pub possibly_superseded: Vec<FactPair>,
     /// Nodes without relations, most recently updated first.
     pub orphaned_nodes: Vec<NodeBrief>,
-    /// Nodes nobody wrote for `stale_days` and read at most twice since (or never), least
-    /// recently written first: to refresh or delete; absent when none (an extension).
+    /// Nodes nobody wrote for `stale_days` and nobody read since, or read at most twice in all,
+    /// least recently written first: to refresh or delete; absent when none (an extension).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale_nodes: Vec<crate::StaleNode>,
     /// Clusters of similar nodes, largest first.

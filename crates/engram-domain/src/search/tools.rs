@@ -269,10 +269,12 @@ impl Searcher {
         }
         let cues = QueryCues::of(query);
         let mut ranked = ranking::rank(&request, candidates, effective, &cues);
-        if let Some(access) = &self.access_ranking {
+        let model = self.embedder.as_ref().and_then(|e| e.calibration());
+        // Use lifts calibrated scores' log-odds: a model without a calibration has none.
+        let calibrated = calibration::of_mode(effective, model.as_ref()).is_some();
+        if let Some(access) = self.access_ranking.as_ref().filter(|_| calibrated) {
             self.by_use(workspace, access, &mut ranked).await?;
         }
-        let model = self.embedder.as_ref().and_then(|e| e.calibration());
         let found = ranked.len();
         // Calibrated scores, or a model's uncalibrated ranking scores when a `min_score` is
         // given (none by default: they mean nothing across searches).
