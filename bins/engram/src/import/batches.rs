@@ -203,6 +203,11 @@ impl<'a> Importer<'a> {
                 self.report.reflections.0 += chunk.len() as u64;
                 continue;
             };
+            if self.options.dry_run {
+                // Counted as written: a dry run checks no target.
+                self.report.reflections.0 += chunk.len() as u64;
+                continue;
+            }
             let records: Vec<ReflectionRecord> = chunk.iter().map(|(_, r)| r.clone()).collect();
             let outcome = (memory.import_reflections(workspace, records).await)
                 .context("writing reflections")?;

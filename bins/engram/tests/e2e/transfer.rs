@@ -216,6 +216,20 @@ pub async fn an_export_imports_into_an_empty_workspace_unchanged(backend: Backen
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("source.jsonl");
     std::fs::write(&file, &exported.stdout).unwrap();
+    // A dry run into the workspace writes nothing, reflections included (the import below
+    // finds none there).
+    let dry = engram(
+        url,
+        &[
+            "import",
+            file.to_str().unwrap(),
+            "--workspace",
+            "copy",
+            "--dry-run",
+        ],
+        None,
+    );
+    assert!(dry.status.success(), "{dry:?}");
     let imported = engram(
         url,
         &["import", file.to_str().unwrap(), "--workspace", "copy"],
