@@ -261,8 +261,14 @@ impl AliasStore for PgStore {
             )
             .await
             .map_err(db)?;
-            // Their reflections move to the target with their facts.
+            // Their reflections move to the target with their facts, and their reads add to its.
             for sql in [
+                "INSERT INTO node_access (node_id, workspace_id, reads, last_read_at)
+                 SELECT $1, min(workspace_id), sum(reads)::bigint, max(last_read_at)
+                 FROM node_access WHERE node_id = ANY($2) HAVING count(*) > 0
+                 ON CONFLICT (node_id) DO UPDATE
+                 SET reads = node_access.reads + excluded.reads,
+                     last_read_at = greatest(node_access.last_read_at, excluded.last_read_at)",
                 "UPDATE reflections SET node_id = $1 WHERE node_id = ANY($2)",
                 "UPDATE reflections
                  SET from_node_id = CASE WHEN from_node_id = ANY($2) THEN $1 ELSE from_node_id END,

@@ -97,6 +97,12 @@ pub async fn reads_are_noted_and_written_apart_from_the_graph(store: Arc<dyn Mem
     assert_eq!(before.0.node_count, after.0.node_count);
     // An empty batch writes nothing and costs nothing.
     memory.record_access(&AccessBatch::default()).await.unwrap();
+    // A merge adds the source's reads to the target's.
+    (memory.call(ws, crate::MergeEntities::new(&names(&["Bo"]), "Ada")))
+        .await
+        .unwrap();
+    let merged = store.node_use(ws, &names(&["Ada"]), "Ada").await.unwrap();
+    assert_eq!(merged.iter().map(|u| u.reads).collect::<Vec<_>>(), [8]);
 }
 
 pub async fn stale_nodes_are_unwritten_and_rarely_read(store: Arc<dyn MemoryStore>) {
