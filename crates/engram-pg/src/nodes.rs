@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use engram_domain::reflections::NODE_REFLECTIONS;
+use engram_domain::reflections::{NODE_REFLECTIONS, REFLECTION_PREVIEW_CHARS};
 use engram_domain::*;
 use serde::Serialize;
 use tokio_postgres::Row;
@@ -317,7 +317,7 @@ impl NodeStore for PgStore {
                             ARRAY(SELECT alias FROM node_aliases a WHERE a.node_id = nodes.id
                                   ORDER BY alias) AS aliases,
                             (SELECT json_agg(json_build_object(
-                                        'content', x.content, 'author', x.author,
+                                        'content', left(x.content, $4), 'author', x.author,
                                         'mood', x.mood, 'created_at', x.created_at)
                                     ORDER BY x.created_at DESC, x.id DESC)
                              FROM (SELECT * FROM reflections r WHERE r.node_id = nodes.id
@@ -330,8 +330,11 @@ impl NodeStore for PgStore {
                 .await
                 .map_err(db)?;
             let shown = NODE_REFLECTIONS as i64;
-            let node_rows =
-                (tx.query(&statement, &[&workspace.0, &names, &shown]).await).map_err(db)?;
+            // One character past the preview, so that the cut shows (`with_reflections`).
+            let preview = REFLECTION_PREVIEW_CHARS as i32 + 1;
+            let node_rows = (tx.query(&statement, &[&workspace.0, &names, &shown, &preview]))
+                .await
+                .map_err(db)?;
             let ids: Vec<i64> = node_rows.iter().map(|row| row.get("id")).collect();
             let time = request.read_time();
             let mut observations = facts_of(&tx, &ids, time).await?;

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
+use engram_domain::reflections::REFLECTION_PREVIEW_CHARS;
 use engram_domain::reflections::{
     self, REFLECTION_COLUMNS, REFLECTION_JOINS, RELATION_ENDS_SQL, TargetIds, relation_not_found,
 };
@@ -146,9 +147,14 @@ fn any_word(text: &str) -> Option<String> {
 pub(crate) fn of_node(tx: &Transaction<'_>, node: i64) -> Result<(Vec<NodeReflection>, i64)> {
     let listed = query(
         tx,
-        "SELECT content, author, mood, created_at, count(*) OVER () FROM reflections
+        "SELECT substr(content, 1, ?3), author, mood, created_at, count(*) OVER () FROM reflections
          WHERE node_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
-        params![node, reflections::NODE_REFLECTIONS as i64],
+        // One character past the preview, so that the cut shows (`NodeDetail::with_reflections`).
+        params![
+            node,
+            reflections::NODE_REFLECTIONS as i64,
+            REFLECTION_PREVIEW_CHARS as i64 + 1
+        ],
         |row| {
             let reflection = NodeReflection {
                 content: row.get(0)?,
@@ -270,18 +276,24 @@ impl ReflectionStore for SqliteStore {
                 ids.extend(matched.iter().map(|(id, _)| *id));
                 ids.sort_unstable();
                 ids.dedup();
-                let signals: Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>)> = query(
-                    tx,
-                    "SELECT r.id, e.embedding, e.token_signs FROM reflections r
+                // Each candidate with its vector of the query's model, in one read.
+                let sql = format!(
+                    "SELECT {REFLECTION_COLUMNS}, e.embedding, e.token_signs {REFLECTION_JOINS}
                      LEFT JOIN reflection_embeddings e
                             ON e.reflection_id = r.id AND e.model = ?2 AND e.dims = ?3
-                     WHERE r.id IN (SELECT value FROM json_each(?1)) ORDER BY r.id",
+                     WHERE r.id IN (SELECT value FROM json_each(?1)) ORDER BY r.id"
+                );
+                let rows = query(
+                    tx,
+                    &sql,
                     params![crate::sql::id_list(&ids), model, dims],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                    |row| {
+                        let embedding: Option<Vec<u8>> = row.get(9)?;
+                        Ok((reflection(row)?, embedding, row.get(10)?))
+                    },
                 )?;
-                let reflections = read_many(tx, &ids)?;
-                Ok((reflections.into_iter().zip(signals))
-                    .map(|(reflection, (_, embedding, token_signs))| {
+                Ok((rows.into_iter())
+                    .map(|(reflection, embedding, token_signs)| {
                         let id = reflection.id;
                         let similarity = (query_vector.as_deref())
                             .zip(embedding)

@@ -168,6 +168,18 @@ pub async fn reflections_are_kept_found_and_shown_with_their_node(store: Arc<dyn
         added[0].relation.as_ref().map(|r| r.relation_type.as_str()),
         Some("knows")
     );
+    // A node shows a long reflection cut, with the cut marked; the search answers it whole.
+    let long = format!("Bo {}", "keeps the farm humming ".repeat(40));
+    memory
+        .call(ws, reflect(ReflectionTarget::node("Bo"), &long))
+        .await
+        .unwrap();
+    let shown = &open_node(&memory, ws, "Bo").await.reflections[0].content;
+    assert_eq!(
+        shown.chars().count(),
+        crate::reflections::REFLECTION_PREVIEW_CHARS + 1
+    );
+    assert!(shown.ends_with('…') && long.starts_with(shown.trim_end_matches('…')));
 }
 
 pub async fn a_bad_reflection_is_refused_naming_the_argument_and_writes_nothing(
